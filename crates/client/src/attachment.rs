@@ -1,0 +1,484 @@
+//! Attachments and transactions.
+//!
+//! A [`Transaction`] borrows its [`Attachment`], and a [`Statement`] borrows
+//! its transaction, so the borrow checker enforces Firebird's own rule that
+//! nothing outlives the handle it was created on. Dropping a transaction
+//! rolls it back (unload transactions are read-only, so that is the right
+//! default), dropping an attachment detaches it.
+
+use std::os::raw::c_char;
+use std::sync::Arc;
+
+use crate::error::{ClientError, FbError};
+use crate::ffi::{self, item, Handle, StatusVector, Teb};
+use crate::locate::Client;
+use crate::params::{self, ParamBlock};
+use crate::statement::Statement;
+
+/// How to reach a database and as whom.
+#[derive(Clone, Default)]
+pub struct ConnectOptions {
+    /// A path (embedded engine), `host:path`, `host/port:path` or
+    /// `inet://host:port/path`.
+    pub database: String,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub role: Option<String>,
+    /// The connection character set (`lc_ctype`).
+    pub charset: String,
+    /// Ask the engine not to do garbage collection on behalf of this
+    /// attachment, as gbak does: an unload should not pay for cleaning up
+    /// other transactions' old versions.
+    pub no_garbage_collect: bool,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    // Hand-written so that a password never reaches a log or error message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("database", &self.database)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("role", &self.role)
+            .field("charset", &self.charset)
+            .field("no_garbage_collect", &self.no_garbage_collect)
+            .finish()
+    }
+}
+
+/// The server's version, parsed from `isc_info_firebird_version`
+/// (e.g. `LI-V5.0.3.1683 Firebird 5.0`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub text: String,
+}
+
+impl ServerVersion {
+    pub fn parse(text: &str) -> Option<ServerVersion> {
+        // The build string is "<platform>-V<major>.<minor>.<release>.<build> ..."
+        let after_v = text.split("-V").nth(1).or_else(|| text.split("-T").nth(1))?;
+        let mut numbers = after_v.split(|c: char| !c.is_ascii_digit());
+        let major = numbers.next()?.parse().ok()?;
+        let minor = numbers.next()?.parse().ok()?;
+        Some(ServerVersion {
+            major,
+            minor,
+            text: text.to_string(),
+        })
+    }
+
+    /// Shared snapshots (`isc_tpb_at_snapshot_number`) and `MAKE_DBKEY`
+    /// arrived in Firebird 4.0.
+    pub fn has_shared_snapshots(&self) -> bool {
+        self.major >= 4
+    }
+}
+
+/// An open attachment (connection) to a database.
+pub struct Attachment {
+    pub(crate) client: Arc<Client>,
+    pub(crate) handle: Handle,
+}
+
+// SAFETY: the client library is thread-safe; an attachment is used by one
+// thread at a time because every call takes `&self` on a value that is not
+// `Sync`.
+unsafe impl Send for Attachment {}
+
+/// The isolation a transaction starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionMode {
+    /// A read-only SNAPSHOT (concurrency) transaction of its own.
+    ReadOnlySnapshot,
+    /// A read-only SNAPSHOT transaction that shares the snapshot of another
+    /// transaction, identified by its snapshot number (Firebird 4+).
+    ReadOnlyAtSnapshot(u64),
+    /// A read-write READ COMMITTED transaction, for data generation.
+    ReadWrite,
+}
+
+impl Attachment {
+    pub fn connect(client: &Arc<Client>, options: &ConnectOptions) -> Result<Attachment, ClientError> {
+        let dpb = params::dpb(
+            options.user.as_deref(),
+            options.password.as_deref(),
+            options.role.as_deref(),
+            &options.charset,
+            options.no_garbage_collect,
+        )
+        .map_err(ClientError::Invalid)?;
+        let name = sql_len(&options.database)?;
+        let mut handle: Handle = 0;
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        // SAFETY: all pointers are valid for the duration of the call.
+        unsafe {
+            (client.api.isc_attach_database)(
+                status.as_mut_ptr(),
+                name as i16,
+                options.database.as_ptr() as *const c_char,
+                &mut handle,
+                dpb.as_bytes().len() as i16,
+                dpb.as_bytes().as_ptr() as *const c_char,
+            );
+        }
+        check(client, &status)?;
+        Ok(Attachment {
+            client: client.clone(),
+            handle,
+        })
+    }
+
+    /// Runs `CREATE DATABASE ...` (the full statement, with user, password,
+    /// page size and character set) and returns the new attachment.
+    pub fn create_database(client: &Arc<Client>, create_sql: &str) -> Result<Attachment, ClientError> {
+        let mut handle: Handle = 0;
+        let mut tr: Handle = 0;
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let len = sql_len(create_sql)?;
+        // SAFETY: pointers valid for the call; handles start at zero as required.
+        unsafe {
+            (client.api.isc_dsql_execute_immediate)(
+                status.as_mut_ptr(),
+                &mut handle,
+                &mut tr,
+                len as u16,
+                create_sql.as_ptr() as *const c_char,
+                ffi::SQL_DIALECT_V6,
+                std::ptr::null(),
+            );
+        }
+        check(client, &status)?;
+        Ok(Attachment {
+            client: client.clone(),
+            handle,
+        })
+    }
+
+    pub fn server_version(&self) -> Result<ServerVersion, ClientError> {
+        let reply = self.database_info(&[item::INFO_FIREBIRD_VERSION])?;
+        // Reply: item, 2-byte length, count, then (length, text) per layer.
+        // The first text is the server's (for a remote attachment the client's
+        // own version follows).
+        let value = info_value(&reply, item::INFO_FIREBIRD_VERSION)
+            .ok_or_else(|| ClientError::Invalid("server sent no version".into()))?;
+        let text = value
+            .get(2..2 + *value.get(1).unwrap_or(&0) as usize)
+            .map(|t| String::from_utf8_lossy(t).into_owned())
+            .unwrap_or_default();
+        ServerVersion::parse(&text)
+            .ok_or_else(|| ClientError::Invalid(format!("cannot parse server version {text:?}")))
+    }
+
+    pub fn page_size(&self) -> Result<u32, ClientError> {
+        let reply = self.database_info(&[item::INFO_PAGE_SIZE])?;
+        info_value(&reply, item::INFO_PAGE_SIZE)
+            .map(|v| le_uint(v) as u32)
+            .ok_or_else(|| ClientError::Invalid("server sent no page size".into()))
+    }
+
+    fn database_info(&self, items: &[u8]) -> Result<Vec<u8>, ClientError> {
+        let mut buf = vec![0u8; 1024];
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut handle = self.handle;
+        // SAFETY: buffers valid for the call.
+        unsafe {
+            (self.client.api.isc_database_info)(
+                status.as_mut_ptr(),
+                &mut handle,
+                items.len() as i16,
+                items.as_ptr() as *const c_char,
+                buf.len() as i16,
+                buf.as_mut_ptr() as *mut c_char,
+            );
+        }
+        check(&self.client, &status)?;
+        Ok(buf)
+    }
+
+    pub fn start_transaction(&self, mode: TransactionMode) -> Result<Transaction<'_>, ClientError> {
+        let mut tpb = ParamBlock::new(item::TPB_VERSION3);
+        match mode {
+            TransactionMode::ReadOnlySnapshot => {
+                tpb.flag(item::TPB_CONCURRENCY).flag(item::TPB_READ).flag(item::TPB_WAIT);
+            }
+            TransactionMode::ReadOnlyAtSnapshot(number) => {
+                tpb.flag(item::TPB_CONCURRENCY)
+                    .flag(item::TPB_READ)
+                    .flag(item::TPB_WAIT)
+                    .int(item::TPB_AT_SNAPSHOT_NUMBER, number, 8);
+            }
+            TransactionMode::ReadWrite => {
+                tpb.flag(item::TPB_READ_COMMITTED)
+                    .flag(item::TPB_REC_VERSION)
+                    .flag(item::TPB_WRITE)
+                    .flag(item::TPB_WAIT);
+            }
+        }
+        let mut db = self.handle;
+        let mut teb = Teb {
+            db_ptr: &mut db,
+            tpb_len: tpb.as_bytes().len() as i32,
+            tpb_ptr: tpb.as_bytes().as_ptr() as *const c_char,
+        };
+        let mut handle: Handle = 0;
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        // SAFETY: the TEB and TPB live until the call returns.
+        unsafe {
+            (self.client.api.isc_start_multiple)(status.as_mut_ptr(), &mut handle, 1, &mut teb);
+        }
+        check(&self.client, &status)?;
+        Ok(Transaction {
+            attachment: self,
+            handle,
+        })
+    }
+
+    /// Asks the engine to abort whatever this attachment is running now.
+    /// Safe to call from another thread: that is what it is for.
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            client: self.client.clone(),
+            handle: self.handle,
+        }
+    }
+
+    pub(crate) fn fail(&self, status: &StatusVector) -> ClientError {
+        ClientError::Firebird(FbError::from_status(&self.client.api, status))
+    }
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        // SAFETY: the handle is ours; errors on detach (lost connection) are moot.
+        unsafe {
+            (self.client.api.isc_detach_database)(status.as_mut_ptr(), &mut self.handle);
+        }
+    }
+}
+
+/// A handle that can cancel the running request of an attachment from
+/// another thread (Ctrl-C, a failing sibling worker).
+#[derive(Clone)]
+pub struct Canceller {
+    client: Arc<Client>,
+    handle: Handle,
+}
+
+impl Canceller {
+    pub fn cancel(&self) {
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut handle = self.handle;
+        // SAFETY: fb_cancel_operation is documented as callable from any thread;
+        // on an already detached handle it merely reports an error we ignore.
+        unsafe {
+            (self.client.api.fb_cancel_operation)(status.as_mut_ptr(), &mut handle, ffi::FB_CANCEL_RAISE);
+        }
+    }
+}
+
+/// A transaction on an attachment.
+pub struct Transaction<'a> {
+    pub(crate) attachment: &'a Attachment,
+    pub(crate) handle: Handle,
+}
+
+impl<'a> Transaction<'a> {
+    pub fn attachment(&self) -> &'a Attachment {
+        self.attachment
+    }
+
+    /// The snapshot number other attachments can share with
+    /// [`TransactionMode::ReadOnlyAtSnapshot`] (Firebird 4+).
+    pub fn snapshot_number(&self) -> Result<u64, ClientError> {
+        let reply = self.info(&[item::INFO_TRA_SNAPSHOT_NUMBER])?;
+        info_value(&reply, item::INFO_TRA_SNAPSHOT_NUMBER)
+            .map(le_uint)
+            .filter(|n| *n != 0)
+            .ok_or_else(|| {
+                ClientError::Invalid("the server did not report a snapshot number".into())
+            })
+    }
+
+    fn info(&self, items: &[u8]) -> Result<Vec<u8>, ClientError> {
+        let mut buf = vec![0u8; 256];
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut handle = self.handle;
+        // SAFETY: buffers valid for the call.
+        unsafe {
+            (self.client().api.isc_transaction_info)(
+                status.as_mut_ptr(),
+                &mut handle,
+                items.len() as i16,
+                items.as_ptr() as *const c_char,
+                buf.len() as i16,
+                buf.as_mut_ptr() as *mut c_char,
+            );
+        }
+        self.check(&status)?;
+        Ok(buf)
+    }
+
+    /// Executes a statement that returns no rows (DDL, INSERT, EXECUTE BLOCK).
+    pub fn execute(&self, sql: &str) -> Result<(), ClientError> {
+        let len = sql_len(sql)?;
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut db = self.attachment.handle;
+        let mut tr = self.handle;
+        // SAFETY: pointers valid for the call.
+        unsafe {
+            (self.client().api.isc_dsql_execute_immediate)(
+                status.as_mut_ptr(),
+                &mut db,
+                &mut tr,
+                len as u16,
+                sql.as_ptr() as *const c_char,
+                ffi::SQL_DIALECT_V6,
+                std::ptr::null(),
+            );
+        }
+        self.check(&status)
+    }
+
+    /// Prepares a query; see [`Statement`].
+    pub fn prepare(&self, sql: &str) -> Result<Statement<'_>, ClientError> {
+        Statement::prepare(self, sql)
+    }
+
+    /// Reads a whole blob into `out` (replacing its contents).
+    pub fn read_blob(&self, id: &crate::BlobId, out: &mut Vec<u8>) -> Result<(), ClientError> {
+        out.clear();
+        let api = &self.client().api;
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut db = self.attachment.handle;
+        let mut tr = self.handle;
+        let mut blob: Handle = 0;
+        let mut quad = *id;
+        // SAFETY: handles and buffers valid for each call; the blob is closed
+        // on every path below.
+        unsafe {
+            (api.isc_open_blob2)(status.as_mut_ptr(), &mut db, &mut tr, &mut blob, &mut quad, 0, std::ptr::null());
+        }
+        self.check(&status)?;
+        let mut chunk = [0u8; 32 * 1024];
+        let result = loop {
+            let mut got: u16 = 0;
+            let rc = unsafe {
+                (api.isc_get_segment)(
+                    status.as_mut_ptr(),
+                    &mut blob,
+                    &mut got,
+                    chunk.len() as u16,
+                    chunk.as_mut_ptr() as *mut c_char,
+                )
+            };
+            if rc == 0 || rc == ffi::gds::SEGMENT {
+                out.extend_from_slice(&chunk[..got as usize]);
+            } else if rc == ffi::gds::SEGSTR_EOF {
+                break Ok(());
+            } else {
+                break Err(self.attachment.fail(&status));
+            }
+        };
+        let mut close_status: StatusVector = [0; ffi::STATUS_LEN];
+        unsafe {
+            (api.isc_close_blob)(close_status.as_mut_ptr(), &mut blob);
+        }
+        result
+    }
+
+    pub fn commit(mut self) -> Result<(), ClientError> {
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        // SAFETY: the handle is ours; on success Firebird zeroes it, so Drop
+        // does nothing more.
+        unsafe {
+            (self.client().api.isc_commit_transaction)(status.as_mut_ptr(), &mut self.handle);
+        }
+        self.check(&status)
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.attachment.client
+    }
+
+    pub(crate) fn check(&self, status: &StatusVector) -> Result<(), ClientError> {
+        check(&self.attachment.client, status)
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if self.handle != 0 {
+            let mut status: StatusVector = [0; ffi::STATUS_LEN];
+            // SAFETY: the handle is ours and still open.
+            unsafe {
+                (self.client().api.isc_rollback_transaction)(status.as_mut_ptr(), &mut self.handle);
+            }
+        }
+    }
+}
+
+pub(crate) fn check(client: &Client, status: &StatusVector) -> Result<(), ClientError> {
+    if status[0] == 1 && status[1] != 0 {
+        Err(ClientError::Firebird(FbError::from_status(&client.api, status)))
+    } else {
+        Ok(())
+    }
+}
+
+/// SQL text and names go through 16-bit lengths in the ISC API.
+fn sql_len(text: &str) -> Result<usize, ClientError> {
+    if text.len() > u16::MAX as usize {
+        return Err(ClientError::Invalid(format!(
+            "statement or name of {} bytes exceeds Firebird's 64 KiB limit",
+            text.len()
+        )));
+    }
+    Ok(text.len())
+}
+
+/// Finds `item` in an info reply (item, 2-byte LE length, value; ...).
+fn info_value(reply: &[u8], wanted: u8) -> Option<&[u8]> {
+    let mut pos = 0;
+    while pos < reply.len() {
+        let tag = reply[pos];
+        if tag == item::INFO_END || tag == item::INFO_TRUNCATED || tag == item::INFO_ERROR {
+            return None;
+        }
+        let len = u16::from_le_bytes([*reply.get(pos + 1)?, *reply.get(pos + 2)?]) as usize;
+        let value = reply.get(pos + 3..pos + 3 + len)?;
+        if tag == wanted {
+            return Some(value);
+        }
+        pos += 3 + len;
+    }
+    None
+}
+
+fn le_uint(bytes: &[u8]) -> u64 {
+    bytes.iter().take(8).rev().fold(0, |acc, b| (acc << 8) | *b as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_from_build_strings() {
+        let v = ServerVersion::parse("LI-V5.0.3.1683 Firebird 5.0").unwrap();
+        assert_eq!((v.major, v.minor), (5, 0));
+        assert!(v.has_shared_snapshots());
+        let v = ServerVersion::parse("LI-V3.0.11.33703 Firebird 3.0").unwrap();
+        assert!(!v.has_shared_snapshots());
+        assert!(ServerVersion::parse("garbage").is_none());
+    }
+
+    #[test]
+    fn info_values_are_found_by_tag() {
+        let reply = [12, 4, 0, 0x10, 0x27, 0, 0, 1];
+        assert_eq!(info_value(&reply, 12).map(le_uint), Some(10_000));
+        assert_eq!(info_value(&reply, 4), None);
+    }
+}

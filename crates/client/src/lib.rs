@@ -1,0 +1,31 @@
+//! The Firebird client layer: `libfbclient` loaded at run time, and safe
+//! wrappers over the legacy ISC API (attachments, transactions, DSQL cursors
+//! with XSQLDA buffers, blobs).
+//!
+//! Why load at run time instead of linking: the same binary then works with
+//! the embedded engine shipped by the `firebird-embedded` Python package, a
+//! server's client library, or one named by `--client-lib`, without a
+//! Firebird SDK at build time. Why the legacy ISC API: it is plain C
+//! functions, stable since InterBase, and available in every client library
+//! from Firebird 2.5 to 5; fetching into one reusable XSQLDA buffer costs no
+//! allocation per row.
+//!
+//! Everything above this crate sees only safe types: [`Client`],
+//! [`Attachment`], [`Transaction`], [`Statement`] and the raw column values
+//! of a fetched [`Row`], described by [`ColumnDesc`].
+
+mod attachment;
+mod error;
+mod ffi;
+mod locate;
+mod params;
+mod statement;
+
+pub use attachment::{Attachment, Canceller, ConnectOptions, ServerVersion, Transaction, TransactionMode};
+pub use error::{ClientError, FbError};
+pub use ffi::sql_type;
+pub use locate::{Client, LibrarySource};
+pub use statement::{ColumnDesc, Row, Statement};
+
+/// A blob id as stored in a row: the 8 raw bytes of an `ISC_QUAD`.
+pub type BlobId = [u8; 8];

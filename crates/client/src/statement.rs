@@ -1,0 +1,277 @@
+//! DSQL cursors over an XSQLDA.
+//!
+//! Every output column gets a fixed slot in one 8-byte-aligned buffer, and
+//! `isc_dsql_fetch` writes each row into those same slots: a fetch costs no
+//! allocation, and a [`Row`] is just a view of the buffer until the next
+//! fetch. Columns are described by [`ColumnDesc`], the raw XSQLVAR facts the
+//! decoder needs (type, scale, subtype, length).
+
+use std::os::raw::c_char;
+
+use crate::attachment::Transaction;
+use crate::error::ClientError;
+use crate::ffi::{self, sql_type, Handle, StatusVector, XsqlVar, Xsqlda};
+
+/// One output column as the server describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnDesc {
+    /// The XSQLVAR alias (up to 31 bytes: catalog names are authoritative).
+    pub name: String,
+    /// SQL type code without the nullable bit; see [`crate::sql_type`].
+    pub sql_type: i16,
+    /// Decimal scale, zero or negative (`-2` means two decimal places).
+    pub scale: i16,
+    /// Blob subtype, or for text types the character set id.
+    pub subtype: i16,
+    /// Length of the value in bytes (for VARCHAR, the maximum).
+    pub length: u16,
+    pub nullable: bool,
+}
+
+impl ColumnDesc {
+    /// The character set id of a CHAR/VARCHAR column.
+    pub fn charset_id(&self) -> u8 {
+        (self.subtype & 0xff) as u8
+    }
+}
+
+/// A prepared statement, and when executed, its open cursor.
+pub struct Statement<'t> {
+    transaction: &'t Transaction<'t>,
+    handle: Handle,
+    columns: Vec<ColumnDesc>,
+    // The XSQLDA lives in a u64 buffer for alignment; it points into `data`
+    // and `nulls`, which are never resized after `bind_buffers`.
+    sqlda: Vec<u64>,
+    data: Vec<u64>,
+    nulls: Vec<i16>,
+    offsets: Vec<usize>,
+    cursor_open: bool,
+}
+
+impl<'t> Statement<'t> {
+    pub(crate) fn prepare(transaction: &'t Transaction<'t>, sql: &str) -> Result<Self, ClientError> {
+        if sql.len() > u16::MAX as usize {
+            return Err(ClientError::Invalid(format!(
+                "query of {} bytes exceeds Firebird's 64 KiB limit",
+                sql.len()
+            )));
+        }
+        let api = &transaction.client().api;
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut db = transaction.attachment.handle;
+        let mut handle: Handle = 0;
+        // SAFETY: pointers valid for the call.
+        unsafe {
+            (api.isc_dsql_allocate_statement)(status.as_mut_ptr(), &mut db, &mut handle);
+        }
+        transaction.check(&status)?;
+        let mut stmt = Statement {
+            transaction,
+            handle,
+            columns: Vec::new(),
+            sqlda: new_sqlda(1),
+            data: Vec::new(),
+            nulls: Vec::new(),
+            offsets: Vec::new(),
+            cursor_open: false,
+        };
+        let mut tr = transaction.handle;
+        // SAFETY: the XSQLDA has room for `sqln` variables.
+        unsafe {
+            (api.isc_dsql_prepare)(
+                status.as_mut_ptr(),
+                &mut tr,
+                &mut stmt.handle,
+                sql.len() as u16,
+                sql.as_ptr() as *const c_char,
+                ffi::SQL_DIALECT_V6,
+                stmt.sqlda_ptr(),
+            );
+        }
+        transaction.check(&status)?;
+        let count = stmt.header().sqld as usize;
+        if count > 1 {
+            stmt.sqlda = new_sqlda(count);
+            // SAFETY: as above, now with room for every column.
+            unsafe {
+                (api.isc_dsql_describe)(status.as_mut_ptr(), &mut stmt.handle, ffi::SQLDA_VERSION1, stmt.sqlda_ptr());
+            }
+            transaction.check(&status)?;
+        }
+        stmt.bind_buffers(count);
+        Ok(stmt)
+    }
+
+    pub fn columns(&self) -> &[ColumnDesc] {
+        &self.columns
+    }
+
+    /// Opens the cursor.
+    pub fn execute(&mut self) -> Result<(), ClientError> {
+        self.close_cursor();
+        let api = &self.transaction.client().api;
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut tr = self.transaction.handle;
+        // SAFETY: no input parameters; handles valid.
+        unsafe {
+            (api.isc_dsql_execute)(status.as_mut_ptr(), &mut tr, &mut self.handle, ffi::SQLDA_VERSION1, std::ptr::null());
+        }
+        self.transaction.check(&status)?;
+        self.cursor_open = !self.columns.is_empty();
+        Ok(())
+    }
+
+    /// Fetches the next row into the buffer; `false` at the end.
+    pub fn fetch(&mut self) -> Result<bool, ClientError> {
+        let api = &self.transaction.client().api;
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        // SAFETY: the XSQLDA points at buffers sized from its own description.
+        let rc = unsafe {
+            (api.isc_dsql_fetch)(status.as_mut_ptr(), &mut self.handle, ffi::SQLDA_VERSION1, self.sqlda_ptr())
+        };
+        match rc {
+            0 => Ok(true),
+            100 => {
+                self.close_cursor();
+                Ok(false)
+            }
+            _ => Err(self.transaction.attachment.fail(&status)),
+        }
+    }
+
+    /// The row fetched last.
+    pub fn row(&self) -> Row<'_> {
+        Row { stmt: self }
+    }
+
+    fn close_cursor(&mut self) {
+        if self.cursor_open {
+            let mut status: StatusVector = [0; ffi::STATUS_LEN];
+            // SAFETY: closing our own open cursor.
+            unsafe {
+                (self.transaction.client().api.isc_dsql_free_statement)(
+                    status.as_mut_ptr(),
+                    &mut self.handle,
+                    ffi::DSQL_CLOSE,
+                );
+            }
+            self.cursor_open = false;
+        }
+    }
+
+    fn header(&self) -> &Xsqlda {
+        // SAFETY: `sqlda` was sized and initialised by `new_sqlda`.
+        unsafe { &*(self.sqlda.as_ptr() as *const Xsqlda) }
+    }
+
+    fn sqlda_ptr(&mut self) -> *mut Xsqlda {
+        self.sqlda.as_mut_ptr() as *mut Xsqlda
+    }
+
+    fn var_mut(&mut self, i: usize) -> &mut XsqlVar {
+        // SAFETY: i < sqln; the variables follow the header contiguously.
+        unsafe { &mut *(*self.sqlda_ptr()).sqlvar.as_mut_ptr().add(i) }
+    }
+
+    /// Gives every column a slot, 8-byte aligned, in one data buffer.
+    fn bind_buffers(&mut self, count: usize) {
+        let mut offsets = Vec::with_capacity(count);
+        let mut columns = Vec::with_capacity(count);
+        let mut total = 0usize;
+        for i in 0..count {
+            let var = *self.var_mut(i);
+            let sql_type = var.sqltype & !1;
+            let length = var.sqllen as u16;
+            let slot = length as usize + if sql_type == sql_type::VARYING { 2 } else { 0 };
+            offsets.push(total);
+            total += slot.div_ceil(8) * 8;
+            let name_len = (var.aliasname_length.max(0) as usize).min(32);
+            let name = var.aliasname[..name_len].iter().map(|c| *c as u8).collect::<Vec<_>>();
+            columns.push(ColumnDesc {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                sql_type,
+                scale: var.sqlscale,
+                subtype: var.sqlsubtype,
+                length,
+                nullable: var.sqltype & 1 == 1,
+            });
+        }
+        self.data = vec![0u64; total.div_ceil(8).max(1)];
+        self.nulls = vec![0i16; count.max(1)];
+        let data_ptr = self.data.as_mut_ptr() as *mut u8;
+        let nulls_ptr = self.nulls.as_mut_ptr();
+        for (i, offset) in offsets.iter().enumerate() {
+            let var = self.var_mut(i);
+            // Asking for an indicator on every column (the nullable bit) keeps
+            // the fetch path uniform.
+            var.sqltype |= 1;
+            // SAFETY: offsets are inside `data`, indices inside `nulls`.
+            var.sqldata = unsafe { data_ptr.add(*offset) } as *mut c_char;
+            var.sqlind = unsafe { nulls_ptr.add(i) };
+        }
+        self.offsets = offsets;
+        self.columns = columns;
+    }
+}
+
+impl Drop for Statement<'_> {
+    fn drop(&mut self) {
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        // SAFETY: dropping our own statement handle.
+        unsafe {
+            (self.transaction.client().api.isc_dsql_free_statement)(
+                status.as_mut_ptr(),
+                &mut self.handle,
+                ffi::DSQL_DROP,
+            );
+        }
+    }
+}
+
+/// A view of the row fetched last.
+pub struct Row<'s> {
+    stmt: &'s Statement<'s>,
+}
+
+impl<'s> Row<'s> {
+    pub fn is_null(&self, column: usize) -> bool {
+        self.stmt.nulls[column] != 0
+    }
+
+    /// The value's bytes in Firebird's in-memory layout, or `None` for NULL.
+    /// VARCHAR values come without their length prefix; CHAR values with
+    /// their padding.
+    pub fn value(&self, column: usize) -> Option<&'s [u8]> {
+        if self.is_null(column) {
+            return None;
+        }
+        let desc = &self.stmt.columns[column];
+        let offset = self.stmt.offsets[column];
+        // SAFETY: the slot of `column` lies inside `data` (see bind_buffers).
+        let bytes = unsafe {
+            std::slice::from_raw_parts(self.stmt.data.as_ptr() as *const u8, self.stmt.data.len() * 8)
+        };
+        if desc.sql_type == sql_type::VARYING {
+            let len = u16::from_ne_bytes([bytes[offset], bytes[offset + 1]]) as usize;
+            Some(&bytes[offset + 2..offset + 2 + len.min(desc.length as usize)])
+        } else {
+            Some(&bytes[offset..offset + desc.length as usize])
+        }
+    }
+
+    /// The transaction the row was read in, for reading its blobs.
+    pub fn transaction(&self) -> &'s Transaction<'s> {
+        self.stmt.transaction
+    }
+}
+
+fn new_sqlda(vars: usize) -> Vec<u64> {
+    let bytes = std::mem::size_of::<Xsqlda>() + vars.saturating_sub(1) * std::mem::size_of::<XsqlVar>();
+    let mut buf = vec![0u64; bytes.div_ceil(8)];
+    // SAFETY: the buffer is large enough and zeroed; we set the header.
+    let header = unsafe { &mut *(buf.as_mut_ptr() as *mut Xsqlda) };
+    header.version = ffi::SQLDA_VERSION1 as i16;
+    header.sqln = vars as i16;
+    buf
+}
