@@ -1,0 +1,434 @@
+//! Row-by-row appending into Arrow builders.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder,
+    Int16Builder, Int32Builder, Int64Builder, StringBuilder, Time64MicrosecondBuilder,
+    TimestampMicrosecondBuilder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+use fbunload_client::{BlobId, ClientError, Row};
+
+use crate::text::TextDecoder;
+use crate::types::{ColumnKind, OutputColumn};
+
+/// Days from Firebird's day zero (1858-11-17, the Modified Julian Date
+/// epoch) to 1970-01-01.
+const MJD_UNIX_EPOCH: i32 = 40_587;
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+/// Firebird times count 1/10 000 s.
+const MICROS_PER_FB_TICK: i64 = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("column {column}: {message}")]
+    Value { column: String, message: String },
+    #[error("column {column}: reading a blob failed: {source}")]
+    Blob {
+        column: String,
+        #[source]
+        source: ClientError,
+    },
+    #[error("building an Arrow batch failed: {0}")]
+    Arrow(#[from] ArrowError),
+}
+
+/// When a batch is full: whichever limit is reached first.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchLimits {
+    pub rows: usize,
+    /// Bytes of variable-length data (text, binary, blobs).
+    pub bytes: usize,
+}
+
+impl Default for BatchLimits {
+    fn default() -> Self {
+        // 8k rows amortise per-batch costs in every sink; the byte cap keeps
+        // a table of large blobs from holding hundreds of MB per worker.
+        BatchLimits {
+            rows: 8192,
+            bytes: 16 << 20,
+        }
+    }
+}
+
+/// Appends fetched rows to Arrow builders and cuts them into batches.
+pub struct RowDecoder {
+    schema: SchemaRef,
+    columns: Vec<OutputColumn>,
+    builders: Vec<Builder>,
+    text: TextDecoder,
+    limits: BatchLimits,
+    rows: usize,
+    var_bytes: usize,
+    scratch: String,
+    blob: Vec<u8>,
+}
+
+enum Builder {
+    Int16(Int16Builder),
+    Int32(Int32Builder),
+    Int64(Int64Builder),
+    Decimal(Decimal128Builder),
+    Float32(Float32Builder),
+    Float64(Float64Builder),
+    Date(Date32Builder),
+    Time(Time64MicrosecondBuilder),
+    Timestamp(TimestampMicrosecondBuilder),
+    Boolean(BooleanBuilder),
+    Text(StringBuilder),
+    Binary(BinaryBuilder),
+}
+
+impl RowDecoder {
+    pub fn new(columns: Vec<OutputColumn>, text: TextDecoder, limits: BatchLimits) -> Self {
+        let schema = Arc::new(Schema::new(
+            columns.iter().map(OutputColumn::arrow_field).collect::<Vec<_>>(),
+        ));
+        let builders = columns.iter().map(|c| new_builder(c.kind, limits.rows)).collect();
+        RowDecoder {
+            schema,
+            columns,
+            builders,
+            text,
+            limits,
+            rows: 0,
+            var_bytes: 0,
+            scratch: String::new(),
+            blob: Vec::new(),
+        }
+    }
+
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Rows appended since the last batch.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.rows >= self.limits.rows || self.var_bytes >= self.limits.bytes
+    }
+
+    /// Appends the row fetched last; blobs are read through its transaction.
+    pub fn append_row(&mut self, row: &Row<'_>) -> Result<(), DecodeError> {
+        let tr = row.transaction();
+        self.append_with(|i| row.value(i), |id, out| tr.read_blob(id, out))
+    }
+
+    /// Appends one row given as raw column values (`None` is NULL) in
+    /// Firebird's in-memory layout. Split from [`Self::append_row`] so the
+    /// decoding can be tested without a database.
+    pub fn append_with<'v>(
+        &mut self,
+        value: impl Fn(usize) -> Option<&'v [u8]>,
+        mut read_blob: impl FnMut(&BlobId, &mut Vec<u8>) -> Result<(), ClientError>,
+    ) -> Result<(), DecodeError> {
+        for i in 0..self.columns.len() {
+            let kind = self.columns[i].kind;
+            let raw = value(i);
+            let result = match raw {
+                None => {
+                    append_null(&mut self.builders[i]);
+                    Ok(())
+                }
+                Some(bytes) => self.append_value(i, kind, bytes, &mut read_blob),
+            };
+            result?;
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    fn append_value(
+        &mut self,
+        i: usize,
+        kind: ColumnKind,
+        bytes: &[u8],
+        read_blob: &mut impl FnMut(&BlobId, &mut Vec<u8>) -> Result<(), ClientError>,
+    ) -> Result<(), DecodeError> {
+        let column = &self.columns[i];
+        let bad = |message: String| DecodeError::Value {
+            column: column.name.clone(),
+            message,
+        };
+        let short = || bad(format!("value of {} bytes is too short", bytes.len()));
+        macro_rules! ne {
+            ($t:ty) => {
+                <$t>::from_ne_bytes(
+                    bytes
+                        .get(..std::mem::size_of::<$t>())
+                        .ok_or_else(short)?
+                        .try_into()
+                        .unwrap(),
+                )
+            };
+        }
+        match (&mut self.builders[i], kind) {
+            (Builder::Int16(b), _) => b.append_value(ne!(i16)),
+            (Builder::Int32(b), _) => b.append_value(ne!(i32)),
+            (Builder::Int64(b), _) => b.append_value(ne!(i64)),
+            (Builder::Decimal(b), ColumnKind::Decimal { width, .. }) => b.append_value(match width {
+                2 => ne!(i16) as i128,
+                4 => ne!(i32) as i128,
+                8 => ne!(i64) as i128,
+                _ => ne!(i128),
+            }),
+            (Builder::Float32(b), _) => b.append_value(ne!(f32)),
+            (Builder::Float64(b), _) => b.append_value(ne!(f64)),
+            (Builder::Date(b), _) => b.append_value(ne!(i32) - MJD_UNIX_EPOCH),
+            (Builder::Time(b), _) => b.append_value(ne!(u32) as i64 * MICROS_PER_FB_TICK),
+            (Builder::Timestamp(b), _) => {
+                let date = ne!(i32);
+                let time = u32::from_ne_bytes(bytes.get(4..8).ok_or_else(short)?.try_into().unwrap());
+                b.append_value(
+                    (date - MJD_UNIX_EPOCH) as i64 * MICROS_PER_DAY + time as i64 * MICROS_PER_FB_TICK,
+                )
+            }
+            (Builder::Boolean(b), _) => b.append_value(*bytes.first().ok_or_else(short)? != 0),
+            (Builder::Binary(b), ColumnKind::Octets) => {
+                self.var_bytes += bytes.len();
+                b.append_value(bytes)
+            }
+            (Builder::Text(b), ColumnKind::Text { padded }) => {
+                let bytes = if padded { trim_padding(bytes) } else { bytes };
+                self.var_bytes += bytes.len();
+                append_text(b, &self.text, bytes, &mut self.scratch)
+                    .map_err(|at| bad(not_text(at, &self.text)))?
+            }
+            (builder, ColumnKind::TextBlob | ColumnKind::BinaryBlob) => {
+                let id: &BlobId = bytes.get(..8).ok_or_else(short)?.try_into().unwrap();
+                read_blob(id, &mut self.blob).map_err(|source| DecodeError::Blob {
+                    column: column.name.clone(),
+                    source,
+                })?;
+                self.var_bytes += self.blob.len();
+                match builder {
+                    Builder::Text(b) => append_text(b, &self.text, &self.blob, &mut self.scratch)
+                        .map_err(|at| bad(not_text(at, &self.text)))?,
+                    Builder::Binary(b) => b.append_value(&self.blob),
+                    _ => unreachable!("blob columns get text or binary builders"),
+                }
+            }
+            _ => unreachable!("builders are created from the column kind"),
+        }
+        Ok(())
+    }
+
+    /// Finishes the rows appended so far into a batch (possibly empty).
+    pub fn take_batch(&mut self) -> Result<RecordBatch, DecodeError> {
+        let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(finish).collect();
+        let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(self.rows));
+        let batch = RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?;
+        self.rows = 0;
+        self.var_bytes = 0;
+        Ok(batch)
+    }
+}
+
+fn not_text(offset: usize, text: &TextDecoder) -> String {
+    if text.is_utf8() {
+        format!(
+            "bytes at offset {offset} are not valid UTF-8 (a CHARACTER SET NONE column holding \
+             another encoding?); rerun with --charset naming the encoding the data is in, e.g. WIN1252"
+        )
+    } else {
+        format!("cannot decode text at offset {offset}")
+    }
+}
+
+/// CHAR values are blank-padded to their width; the blanks are not data.
+fn trim_padding(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().rposition(|b| *b != b' ').map_or(0, |p| p + 1);
+    &bytes[..end]
+}
+
+fn append_text(
+    builder: &mut StringBuilder,
+    text: &TextDecoder,
+    bytes: &[u8],
+    scratch: &mut String,
+) -> Result<(), usize> {
+    if text.is_utf8() {
+        // The common case: validate in place, no copy.
+        let s = std::str::from_utf8(bytes).map_err(|e| e.valid_up_to())?;
+        builder.append_value(s);
+    } else {
+        scratch.clear();
+        text.decode_into(bytes, scratch)?;
+        builder.append_value(scratch.as_str());
+    }
+    Ok(())
+}
+
+fn new_builder(kind: ColumnKind, rows: usize) -> Builder {
+    match kind {
+        ColumnKind::Int16 => Builder::Int16(Int16Builder::with_capacity(rows)),
+        ColumnKind::Int32 => Builder::Int32(Int32Builder::with_capacity(rows)),
+        ColumnKind::Int64 => Builder::Int64(Int64Builder::with_capacity(rows)),
+        ColumnKind::Decimal { precision, scale, .. } => Builder::Decimal(
+            Decimal128Builder::with_capacity(rows)
+                .with_precision_and_scale(precision, scale)
+                .expect("precision and scale come from the storage type"),
+        ),
+        ColumnKind::Float32 => Builder::Float32(Float32Builder::with_capacity(rows)),
+        ColumnKind::Float64 => Builder::Float64(Float64Builder::with_capacity(rows)),
+        ColumnKind::Date => Builder::Date(Date32Builder::with_capacity(rows)),
+        ColumnKind::Time | ColumnKind::TimeTz => {
+            Builder::Time(Time64MicrosecondBuilder::with_capacity(rows))
+        }
+        ColumnKind::Timestamp => Builder::Timestamp(TimestampMicrosecondBuilder::with_capacity(rows)),
+        ColumnKind::TimestampTz => Builder::Timestamp(
+            TimestampMicrosecondBuilder::with_capacity(rows).with_timezone("UTC"),
+        ),
+        ColumnKind::Boolean => Builder::Boolean(BooleanBuilder::with_capacity(rows)),
+        ColumnKind::Text { .. } | ColumnKind::TextBlob => Builder::Text(StringBuilder::new()),
+        ColumnKind::Octets | ColumnKind::BinaryBlob => Builder::Binary(BinaryBuilder::new()),
+    }
+}
+
+/// Runs the same expression on whichever builder a column has.
+macro_rules! each_builder {
+    ($builder:expr, $b:ident => $body:expr) => {
+        match $builder {
+            Builder::Int16($b) => $body,
+            Builder::Int32($b) => $body,
+            Builder::Int64($b) => $body,
+            Builder::Decimal($b) => $body,
+            Builder::Float32($b) => $body,
+            Builder::Float64($b) => $body,
+            Builder::Date($b) => $body,
+            Builder::Time($b) => $body,
+            Builder::Timestamp($b) => $body,
+            Builder::Boolean($b) => $body,
+            Builder::Text($b) => $body,
+            Builder::Binary($b) => $body,
+        }
+    };
+}
+
+fn append_null(builder: &mut Builder) {
+    each_builder!(builder, b => b.append_null())
+}
+
+/// `finish` resets a builder but keeps its data type (precision, time
+/// zone), so the same builders serve every batch.
+fn finish(builder: &mut Builder) -> ArrayRef {
+    use arrow_array::builder::ArrayBuilder;
+    each_builder!(builder, b => ArrayBuilder::finish(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Date32Type, Decimal128Type, Int32Type, TimestampMicrosecondType};
+
+    fn column(name: &str, kind: ColumnKind) -> OutputColumn {
+        OutputColumn {
+            name: name.into(),
+            kind,
+            nullable: true,
+            type_name: String::new(),
+        }
+    }
+
+    fn decoder(columns: Vec<OutputColumn>) -> RowDecoder {
+        RowDecoder::new(columns, TextDecoder::for_charset("UTF8").unwrap(), BatchLimits::default())
+    }
+
+    fn no_blobs(_: &BlobId, _: &mut Vec<u8>) -> Result<(), ClientError> {
+        panic!("no blob expected")
+    }
+
+    #[test]
+    fn fixed_width_values_decode_from_native_bytes() {
+        let mut dec = decoder(vec![
+            column("I", ColumnKind::Int32),
+            column("N", ColumnKind::Decimal { width: 8, precision: 19, scale: 2 }),
+            column("D", ColumnKind::Date),
+            column("TS", ColumnKind::Timestamp),
+        ]);
+        let int = 42i32.to_ne_bytes();
+        let num = (-12345i64).to_ne_bytes();
+        let date = 40_587i32.to_ne_bytes(); // 1970-01-01
+        let mut ts = 40_588i32.to_ne_bytes().to_vec(); // 1970-01-02 ...
+        ts.extend_from_slice(&36_000_001u32.to_ne_bytes()); // ... 01:00:00.0001
+        let values: [&[u8]; 4] = [&int, &num, &date, &ts];
+        dec.append_with(|i| Some(values[i]), no_blobs).unwrap();
+        dec.append_with(|_| None, no_blobs).unwrap();
+        let batch = dec.take_batch().unwrap();
+        assert_eq!(batch.num_rows(), 2);
+        assert_eq!(batch.column(0).as_primitive::<Int32Type>().value(0), 42);
+        assert_eq!(batch.column(1).as_primitive::<Decimal128Type>().value(0), -12345);
+        assert_eq!(batch.column(2).as_primitive::<Date32Type>().value(0), 0);
+        assert_eq!(
+            batch.column(3).as_primitive::<TimestampMicrosecondType>().value(0),
+            MICROS_PER_DAY + 3_600_000_100
+        );
+        assert!(batch.column(0).is_null(1));
+    }
+
+    #[test]
+    fn char_padding_is_trimmed_but_varchar_blanks_are_kept() {
+        let mut dec = decoder(vec![
+            column("C", ColumnKind::Text { padded: true }),
+            column("V", ColumnKind::Text { padded: false }),
+        ]);
+        let values: [&[u8]; 2] = [b" ab  ", b" ab  "];
+        dec.append_with(|i| Some(values[i]), no_blobs).unwrap();
+        let batch = dec.take_batch().unwrap();
+        assert_eq!(batch.column(0).as_string::<i32>().value(0), " ab");
+        assert_eq!(batch.column(1).as_string::<i32>().value(0), " ab  ");
+    }
+
+    #[test]
+    fn blobs_are_read_through_the_callback() {
+        let mut dec = decoder(vec![column("B", ColumnKind::TextBlob)]);
+        let id = [7u8; 8];
+        dec.append_with(
+            |_| Some(&id[..]),
+            |got, out| {
+                assert_eq!(got, &[7u8; 8]);
+                out.clear();
+                out.extend_from_slice("blob é".as_bytes());
+                Ok(())
+            },
+        )
+        .unwrap();
+        let batch = dec.take_batch().unwrap();
+        assert_eq!(batch.column(0).as_string::<i32>().value(0), "blob é");
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_column_and_the_fix() {
+        let mut dec = decoder(vec![column("LEGACY", ColumnKind::Text { padded: false })]);
+        let err = dec.append_with(|_| Some(&b"caf\xe9"[..]), no_blobs).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("LEGACY") && text.contains("--charset"), "{text}");
+    }
+
+    #[test]
+    fn batches_are_cut_at_the_row_limit() {
+        let mut dec = RowDecoder::new(
+            vec![column("I", ColumnKind::Int32)],
+            TextDecoder::for_charset("UTF8").unwrap(),
+            BatchLimits { rows: 2, bytes: 1 << 20 },
+        );
+        let v = 1i32.to_ne_bytes();
+        dec.append_with(|_| Some(&v[..]), no_blobs).unwrap();
+        assert!(!dec.is_full());
+        dec.append_with(|_| Some(&v[..]), no_blobs).unwrap();
+        assert!(dec.is_full());
+        assert_eq!(dec.take_batch().unwrap().num_rows(), 2);
+        assert!(dec.is_empty());
+    }
+}

@@ -1,0 +1,219 @@
+//! The type mapping: every Firebird SQL type, the Arrow type it becomes,
+//! and how its bytes are laid out in the fetch buffer.
+//!
+//! | Firebird                      | Arrow                          | note |
+//! |-------------------------------|--------------------------------|------|
+//! | SMALLINT / INTEGER / BIGINT   | Int16 / Int32 / Int64          | |
+//! | INT128                        | Decimal128(38, 0)              | |
+//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19, 38): Firebird does not enforce the declared precision |
+//! | FLOAT / DOUBLE PRECISION      | Float32 / Float64              | |
+//! | DECFLOAT(16) / DECFLOAT(34)   | Utf8                           | the planner has the server cast it to text, which is exact |
+//! | DATE                          | Date32                         | |
+//! | TIME                          | Time64(µs)                     | Firebird keeps 1/10 000 s |
+//! | TIMESTAMP                     | Timestamp(µs)                  | |
+//! | TIME WITH TIME ZONE           | Time64(µs), in UTC             | field metadata `fbunload.type` says so |
+//! | TIMESTAMP WITH TIME ZONE      | Timestamp(µs, "UTC")           | the instant; the zone id is not kept |
+//! | BOOLEAN                       | Boolean                        | |
+//! | CHAR(n)                       | Utf8                           | trailing blanks removed (they are padding) |
+//! | VARCHAR(n)                    | Utf8                           | decoded from the connection character set |
+//! | CHAR/VARCHAR … OCTETS         | Binary                         | CHAR OCTETS keeps its full width |
+//! | BLOB SUB_TYPE TEXT            | Utf8                           | |
+//! | BLOB of any other subtype     | Binary                         | |
+//! | ARRAY                         | —                              | refused, naming the column |
+
+use std::collections::HashMap;
+
+use arrow_schema::{DataType, Field, TimeUnit};
+use fbunload_client::{sql_type, ColumnDesc};
+
+/// Field metadata key holding the Firebird type a column came from, so
+/// sinks can render what Arrow alone cannot say (TIME WITH TIME ZONE).
+pub const TYPE_METADATA_KEY: &str = "fbunload.type";
+
+/// Character set ids with a fixed meaning (RDB$CHARACTER_SETS).
+const CHARSET_OCTETS: u8 = 1;
+const BLOB_SUBTYPE_TEXT: i16 = 1;
+
+/// How to turn one column's bytes into an Arrow value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    Int16,
+    Int32,
+    Int64,
+    /// A scaled or 128-bit integer; `width` is the storage size in bytes.
+    Decimal { width: u8, precision: u8, scale: i8 },
+    Float32,
+    Float64,
+    Date,
+    Time,
+    Timestamp,
+    TimeTz,
+    TimestampTz,
+    Boolean,
+    /// CHAR (`padded`) or VARCHAR text in the connection character set.
+    Text { padded: bool },
+    /// CHAR/VARCHAR CHARACTER SET OCTETS.
+    Octets,
+    TextBlob,
+    BinaryBlob,
+}
+
+/// A column as it will be written: its catalog name, what the server
+/// describes, and the Firebird type name to record.
+#[derive(Debug, Clone)]
+pub struct OutputColumn {
+    pub name: String,
+    pub kind: ColumnKind,
+    pub nullable: bool,
+    pub type_name: String,
+}
+
+impl OutputColumn {
+    /// Maps a described column; `type_name` overrides the name derived from
+    /// the description (the planner knows `DECFLOAT(34)` behind a cast).
+    pub fn new(name: &str, desc: &ColumnDesc, type_name: Option<&str>) -> Result<Self, String> {
+        let kind = kind_of(desc)?;
+        Ok(OutputColumn {
+            name: name.to_string(),
+            kind,
+            nullable: desc.nullable,
+            type_name: type_name.map(str::to_string).unwrap_or_else(|| type_name_of(desc)),
+        })
+    }
+
+    pub fn arrow_field(&self) -> Field {
+        let metadata = HashMap::from([(TYPE_METADATA_KEY.to_string(), self.type_name.clone())]);
+        Field::new(&self.name, arrow_type(self.kind), self.nullable).with_metadata(metadata)
+    }
+}
+
+pub fn arrow_type(kind: ColumnKind) -> DataType {
+    match kind {
+        ColumnKind::Int16 => DataType::Int16,
+        ColumnKind::Int32 => DataType::Int32,
+        ColumnKind::Int64 => DataType::Int64,
+        ColumnKind::Decimal { precision, scale, .. } => DataType::Decimal128(precision, scale),
+        ColumnKind::Float32 => DataType::Float32,
+        ColumnKind::Float64 => DataType::Float64,
+        ColumnKind::Date => DataType::Date32,
+        ColumnKind::Time | ColumnKind::TimeTz => DataType::Time64(TimeUnit::Microsecond),
+        ColumnKind::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+        ColumnKind::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        ColumnKind::Boolean => DataType::Boolean,
+        ColumnKind::Text { .. } | ColumnKind::TextBlob => DataType::Utf8,
+        ColumnKind::Octets | ColumnKind::BinaryBlob => DataType::Binary,
+    }
+}
+
+fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
+    let scale = desc.scale;
+    let decimal = |width: u8, precision: u8| ColumnKind::Decimal {
+        width,
+        precision,
+        scale: (-scale) as i8,
+    };
+    Ok(match desc.sql_type {
+        sql_type::SHORT if scale < 0 => decimal(2, 5),
+        sql_type::LONG if scale < 0 => decimal(4, 10),
+        sql_type::INT64 if scale < 0 => decimal(8, 19),
+        sql_type::SHORT => ColumnKind::Int16,
+        sql_type::LONG => ColumnKind::Int32,
+        sql_type::INT64 => ColumnKind::Int64,
+        sql_type::INT128 => decimal(16, 38),
+        sql_type::FLOAT => ColumnKind::Float32,
+        sql_type::DOUBLE | sql_type::D_FLOAT => ColumnKind::Float64,
+        sql_type::TYPE_DATE => ColumnKind::Date,
+        sql_type::TYPE_TIME => ColumnKind::Time,
+        sql_type::TIMESTAMP => ColumnKind::Timestamp,
+        sql_type::TIME_TZ | sql_type::TIME_TZ_EX => ColumnKind::TimeTz,
+        sql_type::TIMESTAMP_TZ | sql_type::TIMESTAMP_TZ_EX => ColumnKind::TimestampTz,
+        sql_type::BOOLEAN => ColumnKind::Boolean,
+        sql_type::TEXT | sql_type::VARYING if desc.charset_id() == CHARSET_OCTETS => ColumnKind::Octets,
+        sql_type::TEXT => ColumnKind::Text { padded: true },
+        sql_type::VARYING => ColumnKind::Text { padded: false },
+        sql_type::BLOB if desc.subtype == BLOB_SUBTYPE_TEXT => ColumnKind::TextBlob,
+        sql_type::BLOB => ColumnKind::BinaryBlob,
+        sql_type::ARRAY => return Err("ARRAY columns are not supported".into()),
+        sql_type::DEC16 | sql_type::DEC34 => {
+            return Err("DECFLOAT must be cast to text by the query".into())
+        }
+        other => return Err(format!("SQL type {other} is not supported")),
+    })
+}
+
+/// A readable Firebird type name for metadata and error messages.
+fn type_name_of(desc: &ColumnDesc) -> String {
+    let scaled = |base: &str| {
+        if desc.scale < 0 {
+            format!("NUMERIC({base}, scale {})", -desc.scale)
+        } else {
+            base.to_string()
+        }
+    };
+    match desc.sql_type {
+        sql_type::SHORT => scaled("SMALLINT"),
+        sql_type::LONG => scaled("INTEGER"),
+        sql_type::INT64 => scaled("BIGINT"),
+        sql_type::INT128 => scaled("INT128"),
+        sql_type::FLOAT => "FLOAT".into(),
+        sql_type::DOUBLE | sql_type::D_FLOAT => "DOUBLE PRECISION".into(),
+        sql_type::TYPE_DATE => "DATE".into(),
+        sql_type::TYPE_TIME => "TIME".into(),
+        sql_type::TIMESTAMP => "TIMESTAMP".into(),
+        sql_type::TIME_TZ | sql_type::TIME_TZ_EX => "TIME WITH TIME ZONE".into(),
+        sql_type::TIMESTAMP_TZ | sql_type::TIMESTAMP_TZ_EX => "TIMESTAMP WITH TIME ZONE".into(),
+        sql_type::BOOLEAN => "BOOLEAN".into(),
+        sql_type::TEXT => format!("CHAR({} bytes)", desc.length),
+        sql_type::VARYING => format!("VARCHAR({} bytes)", desc.length),
+        sql_type::BLOB => format!("BLOB SUB_TYPE {}", desc.subtype),
+        other => format!("SQL type {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(sql_type: i16, scale: i16, subtype: i16) -> ColumnDesc {
+        ColumnDesc {
+            name: "C".into(),
+            sql_type,
+            scale,
+            subtype,
+            length: 8,
+            nullable: true,
+        }
+    }
+
+    #[test]
+    fn scaled_integers_become_decimals_sized_by_storage() {
+        let col = OutputColumn::new("N", &desc(sql_type::INT64, -4, 1), None).unwrap();
+        assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(19, 4));
+        let col = OutputColumn::new("N", &desc(sql_type::SHORT, -1, 1), None).unwrap();
+        assert_eq!(col.kind, ColumnKind::Decimal { width: 2, precision: 5, scale: 1 });
+    }
+
+    #[test]
+    fn octets_are_binary_and_other_text_is_utf8() {
+        let octets = OutputColumn::new("O", &desc(sql_type::TEXT, 0, 1), None).unwrap();
+        assert_eq!(octets.arrow_field().data_type(), &DataType::Binary);
+        let text = OutputColumn::new("T", &desc(sql_type::VARYING, 0, 4), None).unwrap();
+        assert_eq!(text.arrow_field().data_type(), &DataType::Utf8);
+    }
+
+    #[test]
+    fn type_name_goes_into_field_metadata() {
+        let col = OutputColumn::new("T", &desc(sql_type::TIME_TZ, 0, 0), None).unwrap();
+        assert_eq!(
+            col.arrow_field().metadata().get(TYPE_METADATA_KEY).map(String::as_str),
+            Some("TIME WITH TIME ZONE")
+        );
+        let col = OutputColumn::new("D", &desc(sql_type::VARYING, 0, 4), Some("DECFLOAT(34)")).unwrap();
+        assert_eq!(col.type_name, "DECFLOAT(34)");
+    }
+
+    #[test]
+    fn arrays_are_refused() {
+        assert!(OutputColumn::new("A", &desc(sql_type::ARRAY, 0, 0), None).is_err());
+    }
+}
