@@ -132,6 +132,10 @@ impl Attachment {
 
     /// Runs `CREATE DATABASE ...` (the full statement, with user, password,
     /// page size and character set) and returns the new attachment.
+    ///
+    /// That attachment's connection character set is NONE unless the
+    /// statement says `SET NAMES 'UTF8'`: without it, text literals sent on
+    /// it are stored as raw bytes, whatever the columns' character sets.
     pub fn create_database(client: &Arc<Client>, create_sql: &str) -> Result<Attachment, ClientError> {
         let mut handle: Handle = 0;
         let mut tr: Handle = 0;

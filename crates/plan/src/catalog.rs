@@ -147,7 +147,7 @@ pub fn read_catalog(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Vec<Ta
 /// such and not as a failed catalog query.
 fn check_pattern(tr: &Transaction<'_>, option: &'static str, pattern: &str) -> Result<(), CatalogError> {
     let sql = format!(
-        "SELECT 1 FROM RDB$DATABASE WHERE 'x' SIMILAR TO {}",
+        "SELECT COUNT(*) FROM RDB$RELATIONS WHERE TRIM(RDB$RELATION_NAME) SIMILAR TO {}",
         quote_literal(pattern)
     );
     match query(tr, &sql, |_| {}) {

@@ -1,0 +1,163 @@
+//! Command-line flags, with help text that teaches the tool.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fbunload",
+    version,
+    about = "Unload Firebird tables in parallel, from one consistent snapshot, to CSV.",
+    long_about = "Unload Firebird tables in parallel, from one consistent snapshot, to CSV.\n\n\
+        A main attachment starts a read-only snapshot transaction; every worker attaches on its \
+        own and joins that same snapshot (Firebird 4+), so all files together show the database \
+        at one instant. Large tables are split by pointer pages and the pieces handed to \
+        whichever worker is free. Each table becomes <output>/<TABLE>.csv, written under a \
+        temporary name and renamed only when complete; its bytes are the same for any --parallel.",
+    after_help = "Examples:\n  \
+        fbunload -d /data/horses.fdb -u SYSDBA -p masterkey -o ./out\n  \
+        fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 --header -o ./out\n  \
+        fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n\n\
+        The password can also come from ISC_PASSWORD, the user from ISC_USER."
+)]
+pub struct Args {
+    /// Database: a file path (opens the embedded engine), host:path, host/port:path or inet://host:port/path
+    #[arg(short = 'd', long, value_name = "DSN")]
+    pub database: String,
+
+    /// User name
+    #[arg(short = 'u', long, env = "ISC_USER")]
+    pub user: Option<String>,
+
+    /// Password (never printed)
+    #[arg(short = 'p', long, env = "ISC_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+
+    /// SQL role
+    #[arg(long)]
+    pub role: Option<String>,
+
+    /// Connection character set; text is converted from it to UTF-8. Use the encoding your
+    /// CHARACTER SET NONE columns really hold (e.g. WIN1252) if they are not UTF-8
+    #[arg(long, default_value = "UTF8")]
+    pub charset: String,
+
+    /// Tables to unload: an SQL SIMILAR TO pattern matched against the whole, case-sensitive
+    /// table name, e.g. 'COLOR|BREED|HORSE' or 'ORDER%' [default: all user tables]
+    #[arg(short = 't', long, value_name = "PATTERN")]
+    pub tables: Option<String>,
+
+    /// Tables to leave out: an SQL SIMILAR TO pattern
+    #[arg(short = 'x', long, value_name = "PATTERN")]
+    pub exclude: Option<String>,
+
+    /// Worker attachments [default: number of CPU cores]
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub parallel: Option<u32>,
+
+    /// Output directory (created if missing); one file per table
+    #[arg(short = 'o', long, value_name = "DIR", default_value = ".")]
+    pub output: PathBuf,
+
+    /// Write a header line with the column names
+    #[arg(long)]
+    pub header: bool,
+
+    /// Field delimiter: one ASCII character, or 'tab'
+    #[arg(long, default_value = ",", value_name = "CHAR")]
+    pub delimiter: String,
+
+    /// Text written for NULL. A value that would read back as NULL is quoted, so with the
+    /// default (empty) an empty string is written as ""
+    #[arg(long, default_value = "", value_name = "TEXT")]
+    pub null: String,
+
+    /// How OCTETS and binary BLOB values are written
+    #[arg(long, value_enum, default_value_t = Binary::Hex)]
+    pub binary: Binary,
+
+    /// End records with CRLF instead of LF
+    #[arg(long)]
+    pub crlf: bool,
+
+    /// Pointer pages per unit of work (a unit is the piece of a table one worker reads)
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pages_per_unit: u32,
+
+    /// Memory, in MB, that pieces of a table finished ahead of their turn may hold before
+    /// they wait on disk instead
+    #[arg(long = "memory", default_value_t = 256, value_name = "MB")]
+    pub memory_mb: usize,
+
+    /// Path of libfbclient [default: $FIREBIRD, then the firebird-embedded Python package,
+    /// then the system library]
+    #[arg(long, value_name = "PATH")]
+    pub client_lib: Option<PathBuf>,
+
+    /// Print the plan (tables, pointer pages, units, snapshot) and exit without unloading
+    #[arg(long)]
+    pub plan: bool,
+
+    /// No progress display and no summary
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Binary {
+    Hex,
+    Base64,
+}
+
+impl From<Binary> for fbunload_sink::csv::BinaryEncoding {
+    fn from(b: Binary) -> Self {
+        match b {
+            Binary::Hex => Self::Hex,
+            Binary::Base64 => Self::Base64,
+        }
+    }
+}
+
+impl Args {
+    pub fn parallel(&self) -> usize {
+        self.parallel.map(|n| n as usize).unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        })
+    }
+
+    pub fn delimiter_byte(&self) -> Result<u8, String> {
+        match self.delimiter.as_str() {
+            "tab" | "\\t" | "\t" => Ok(b'\t'),
+            d if d.len() == 1 && d != "\"" && d != "\n" && d != "\r" => Ok(d.as_bytes()[0]),
+            d => Err(format!(
+                "--delimiter '{d}': use one ASCII character other than a quote or line break, or 'tab'"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
+        let mut argv = vec!["fbunload", "-d", "x.fdb"];
+        argv.extend_from_slice(extra);
+        Args::try_parse_from(argv)
+    }
+
+    #[test]
+    fn parallel_zero_is_rejected() {
+        assert!(parse(&["--parallel", "0"]).is_err());
+        assert_eq!(parse(&["-j", "3"]).unwrap().parallel(), 3);
+    }
+
+    #[test]
+    fn delimiters() {
+        assert_eq!(parse(&["--delimiter", "tab"]).unwrap().delimiter_byte(), Ok(b'\t'));
+        assert_eq!(parse(&["--delimiter", ";"]).unwrap().delimiter_byte(), Ok(b';'));
+        assert!(parse(&["--delimiter", "\""]).unwrap().delimiter_byte().is_err());
+        assert!(parse(&["--delimiter", ";;"]).unwrap().delimiter_byte().is_err());
+    }
+}

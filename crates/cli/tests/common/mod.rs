@@ -1,0 +1,105 @@
+//! Shared helpers for the end-to-end tests: real databases on the embedded
+//! engine, and the real `fbunload` binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use fbunload_client::{Attachment, Client, ConnectOptions, TransactionMode};
+
+pub fn client() -> Arc<Client> {
+    Client::load(None).expect("the embedded Firebird engine (scripts/setup.sh installs it)")
+}
+
+pub fn connect(db: &Path) -> Attachment {
+    Attachment::connect(
+        &client(),
+        &ConnectOptions {
+            database: db.to_string_lossy().into_owned(),
+            user: Some("SYSDBA".into()),
+            password: Some("masterkey".into()),
+            charset: "UTF8".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// An empty database; a small page size gives many pointer pages from
+/// little data.
+pub fn create_db(dir: &Path, name: &str, page_size: u32) -> PathBuf {
+    let path = dir.join(name);
+    let sql = format!(
+        "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD 'masterkey' PAGE_SIZE {page_size} \
+         DEFAULT CHARACTER SET UTF8",
+        path.display()
+    );
+    drop(Attachment::create_database(&client(), &sql).unwrap());
+    path
+}
+
+/// Runs statements, each in its own committed transaction.
+pub fn execute(db: &Path, statements: &[&str]) {
+    let att = connect(db);
+    for sql in statements {
+        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+        tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        tr.commit().unwrap();
+    }
+}
+
+pub fn count(db: &Path, table: &str) -> i64 {
+    let att = connect(db);
+    let tr = att.start_transaction(TransactionMode::ReadOnlySnapshot).unwrap();
+    let mut stmt = tr
+        .prepare(&format!("SELECT COUNT(*) FROM {}", fbunload_plan::quote_identifier(table)))
+        .unwrap();
+    stmt.execute().unwrap();
+    assert!(stmt.fetch().unwrap());
+    i64::from_ne_bytes(stmt.row().value(0).unwrap().try_into().unwrap())
+}
+
+/// Runs the fbunload binary against `db` with SYSDBA credentials.
+pub fn fbunload(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(db)
+        .args(["-u", "SYSDBA", "-p", "masterkey"])
+        .args(args)
+        .output()
+        .expect("run fbunload")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Records in a CSV file, parsed properly (values may contain newlines).
+pub fn csv_records(path: &Path) -> Vec<Vec<String>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_path(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    reader
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect()
+}
+
+/// Every file in a directory, sorted, with its bytes.
+pub fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}

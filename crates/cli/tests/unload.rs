@@ -1,0 +1,161 @@
+//! End to end: the fbunload binary against real databases on the embedded
+//! Firebird 5 engine.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// A table spread over several pointer pages (4 KiB pages), plus small ones.
+fn multi_page_db(dir: &Path) -> std::path::PathBuf {
+    let db = create_db(dir, "multi.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE BIG (ID INTEGER NOT NULL, A VARCHAR(40), B BIGINT, C DOUBLE PRECISION)",
+            "CREATE TABLE SMALL (K SMALLINT, V VARCHAR(10))",
+            "CREATE TABLE \"lower case\" (\"x y\" INTEGER)",
+            // Values vary row to row so records do not compress away.
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN \
+               WHILE (I < 120000) DO BEGIN \
+                 INSERT INTO BIG VALUES (:I, 'r' || (:I * 7919) || '-' || (:I * 104729), \
+                   :I * 1000003, :I / 7.0); \
+                 I = I + 1; END END",
+            "INSERT INTO SMALL VALUES (1, 'one')",
+            "INSERT INTO SMALL VALUES (2, NULL)",
+            "INSERT INTO \"lower case\" VALUES (42)",
+        ],
+    );
+    db
+}
+
+#[test]
+fn output_is_complete_and_byte_identical_for_any_parallelism() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+
+    let plan = fbunload(&db, &["--plan"]);
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    let plan_text = String::from_utf8_lossy(&plan.stdout);
+    let big_units: usize = plan_text
+        .lines()
+        .find(|l| l.starts_with("BIG "))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no BIG line in plan:\n{plan_text}"));
+    assert!(big_units >= 3, "BIG should span several pointer pages:\n{plan_text}");
+
+    let mut outputs = Vec::new();
+    for (label, args) in [
+        ("serial, whole tables", vec!["-j", "1", "--pages-per-unit", "100000"]),
+        ("serial, one page per unit", vec!["-j", "1"]),
+        ("2 workers", vec!["-j", "2"]),
+        ("3 workers, tiny memory", vec!["-j", "3", "--memory", "0"]),
+    ] {
+        let out_dir = dir.path().join(label.replace([' ', ','], "_"));
+        let mut full = args.clone();
+        let out_str = out_dir.to_string_lossy().into_owned();
+        full.extend(["--header", "-o", &out_str]);
+        let out = fbunload(&db, &full);
+        assert!(out.status.success(), "{label}: {}", stderr(&out));
+        outputs.push((label, files(&out_dir)));
+    }
+    let (first_label, first) = &outputs[0];
+    let names: Vec<_> = first.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["BIG.csv", "SMALL.csv", "lower case.csv"]);
+    for (label, files) in &outputs[1..] {
+        assert!(files == first, "{label} differs from {first_label}");
+    }
+
+    let out_dir = dir.path().join("2_workers");
+    for table in ["BIG", "SMALL", "lower case"] {
+        let records = csv_records(&out_dir.join(format!("{table}.csv")));
+        assert_eq!(records.len() as i64 - 1, count(&db, table), "{table}: rows vs COUNT(*)");
+    }
+    let ids: std::collections::BTreeSet<i64> = csv_records(&out_dir.join("BIG.csv"))[1..]
+        .iter()
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 120000, "every BIG row exactly once");
+}
+
+#[test]
+fn a_table_failing_mid_way_leaves_no_file_under_any_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "bad.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE LEGACY (ID INTEGER, T VARCHAR(60) CHARACTER SET NONE)",
+            "CREATE TABLE FINE (ID INTEGER)",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 60000) DO BEGIN \
+               INSERT INTO LEGACY VALUES (:I, 'row ' || (:I * 7919) || ' of plain ascii text'); \
+               I = I + 1; END END",
+            // Not UTF-8: the last row of the table.
+            "INSERT INTO LEGACY VALUES (-1, x'636166E9')",
+            "INSERT INTO FINE VALUES (1)",
+        ],
+    );
+    let out_dir = dir.path().join("out");
+    let out = fbunload(&db, &["-j", "2", "-o", out_dir.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("table LEGACY") && err.contains("column T"), "{err}");
+    assert!(err.contains("--charset"), "the message says what to do: {err}");
+    let left: Vec<String> = files(&out_dir).into_iter().map(|(n, _)| n).collect();
+    assert!(
+        left.iter().all(|n| n == "FINE.csv"),
+        "only complete tables may be left: {left:?}"
+    );
+
+    // With the right character set the same table unloads.
+    let out = fbunload(&db, &["--charset", "WIN1252", "-o", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(out_dir.join("LEGACY.csv")).unwrap();
+    assert!(text.contains("-1,café\n"), "WIN1252 bytes decoded");
+}
+
+#[test]
+fn bad_input_gives_one_clear_line_and_a_failure_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let out_dir = dir.path().join("out");
+    let out_arg = out_dir.to_str().unwrap();
+    let not_a_dir = dir.path().join("file");
+    std::fs::write(&not_a_dir, b"").unwrap();
+    let under_file = not_a_dir.join("sub");
+
+    let cases: Vec<(&str, Vec<&str>, &str)> = vec![
+        ("bad pattern", vec!["--tables", "BIG(", "-o", out_arg], "not a valid SIMILAR TO pattern"),
+        ("no match", vec!["--tables", "big", "-o", out_arg], "matches no table"),
+        ("output under a file", vec!["-o", under_file.to_str().unwrap()], "output directory"),
+        ("unknown charset", vec!["--charset", "KLINGON", "-o", out_arg], "--charset KLINGON"),
+    ];
+    for (label, args, expected) in cases {
+        let out = fbunload(&db, &args);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{label}: should fail");
+        assert!(err.contains(expected), "{label}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{label}: one line: {err}");
+        assert!(!err.contains("masterkey"), "{label}: password leaked: {err}");
+    }
+
+    let missing = dir.path().join("missing.fdb");
+    let out = fbunload(&missing, &["-o", out_arg]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("missing.fdb") && err.contains("check the path"), "{err}");
+
+    let unreachable = Path::new("inet://127.0.0.1:9/nothing.fdb");
+    let out = fbunload(unreachable, &["-o", out_arg]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("cannot be reached"), "{err}");
+    assert!(!err.contains("masterkey"), "password leaked: {err}");
+
+    let out = fbunload(&db, &["--parallel", "0"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--parallel"), "{}", stderr(&out));
+    assert!(!out_dir.exists() || files(&out_dir).is_empty(), "failed runs write nothing");
+}

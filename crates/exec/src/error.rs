@@ -1,0 +1,84 @@
+//! Errors of a run, each naming what failed and, where we know, what to do.
+
+use std::path::PathBuf;
+
+use fbunload_client::ClientError;
+use fbunload_decode::DecodeError;
+use fbunload_plan::CatalogError;
+use fbunload_sink::SinkError;
+
+use crate::output::OutputError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("{0}")]
+    Client(ClientError),
+    #[error("cannot attach to {database}: {reason}")]
+    Attach { database: String, reason: String },
+    #[error("{0}")]
+    Catalog(#[from] CatalogError),
+    #[error("output directory {path}: {reason}")]
+    OutputDir { path: PathBuf, reason: String },
+    #[error("table {table}: writing {0}", .source)]
+    Output {
+        table: String,
+        #[source]
+        source: OutputError,
+    },
+    #[error("table {table}: {message}")]
+    Table { table: String, message: String },
+    #[error("{0}")]
+    Server(String),
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl ExecError {
+    /// Turns an attach failure into a message that says what to check.
+    pub fn attach(database: &str, user: Option<&str>, err: ClientError) -> ExecError {
+        let Some(fb) = err.firebird() else {
+            return ExecError::Client(err);
+        };
+        let who = user.unwrap_or("the default user");
+        let reason = if fb.is_login_failure() {
+            format!(
+                "wrong user name or password for {who} (check -u/-p or ISC_USER/ISC_PASSWORD)"
+            )
+        } else if fb.is_connection_failure() {
+            format!("the server cannot be reached ({}); check the host, port and that Firebird is running", fb.message)
+        } else if fb.is_database_missing() {
+            format!("no usable database there ({}); check the path", fb.message)
+        } else {
+            fb.message.clone()
+        };
+        ExecError::Attach {
+            database: database.to_string(),
+            reason,
+        }
+    }
+
+    pub fn table(table: &str, what: impl std::fmt::Display) -> ExecError {
+        ExecError::Table {
+            table: table.to_string(),
+            message: what.to_string(),
+        }
+    }
+
+    pub(crate) fn from_decode(table: &str, err: DecodeError) -> ExecError {
+        Self::table(table, err)
+    }
+
+    pub(crate) fn from_sink(table: &str, err: SinkError) -> ExecError {
+        Self::table(table, err)
+    }
+
+    pub(crate) fn from_client(table: &str, err: ClientError) -> ExecError {
+        match err.firebird() {
+            Some(fb) if fb.is_connection_failure() => Self::table(
+                table,
+                format!("the worker's connection was lost: {}", fb.message),
+            ),
+            _ => Self::table(table, err),
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! A table's output file, assembled from its units in order.
+//!
+//! The file is written under a temporary name (`<name>.partial`) and renamed
+//! only once every unit is in it and it is synced, so a file under its
+//! final name is always complete. Within a table, the unit whose turn it is
+//! writes straight into the file (with one worker, every unit does: no byte
+//! is copied twice); units that run ahead go to a [`Spool`] and are appended
+//! when their turn comes.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::spool::{MemoryBudget, Spool};
+
+/// Where a unit writes its bytes.
+pub enum UnitSink {
+    /// Straight into the table's file (this unit is next in line).
+    Direct(File),
+    Spooled(Spool),
+}
+
+impl Write for UnitSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            UnitSink::Direct(f) => f.write(buf),
+            UnitSink::Spooled(s) => s.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            UnitSink::Direct(f) => f.write_all(buf),
+            UnitSink::Spooled(s) => s.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The output of one table.
+pub struct TableOutput {
+    pub final_path: PathBuf,
+    temp_path: PathBuf,
+    part_prefix: PathBuf,
+    units: usize,
+    budget: Arc<MemoryBudget>,
+    state: Mutex<State>,
+}
+
+struct State {
+    file: Option<File>,
+    next_seq: usize,
+    direct_active: bool,
+    waiting: BTreeMap<usize, Spool>,
+    finished: bool,
+}
+
+/// An I/O failure, with the file it happened on.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct OutputError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+impl TableOutput {
+    pub fn new(dir: &Path, file_name: &str, units: usize, budget: Arc<MemoryBudget>) -> Self {
+        TableOutput {
+            final_path: dir.join(file_name),
+            temp_path: dir.join(format!("{file_name}.partial")),
+            part_prefix: dir.join(format!(".{file_name}.unit")),
+            units,
+            budget,
+            state: Mutex::new(State {
+                file: None,
+                next_seq: 0,
+                direct_active: false,
+                waiting: BTreeMap::new(),
+                finished: false,
+            }),
+        }
+    }
+
+    /// Starts unit `seq`; `header` is written first if the file is new.
+    pub fn begin_unit(&self, seq: usize, header: &[u8]) -> Result<UnitSink, OutputError> {
+        let mut state = self.state.lock().unwrap();
+        if state.file.is_none() {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&self.temp_path)
+                .map_err(|e| self.error(&self.temp_path, e))?;
+            file.write_all(header).map_err(|e| self.error(&self.temp_path, e))?;
+            state.file = Some(file);
+        }
+        if seq == state.next_seq && !state.direct_active {
+            state.direct_active = true;
+            let file = state.file.as_ref().unwrap().try_clone();
+            return file.map(UnitSink::Direct).map_err(|e| self.error(&self.temp_path, e));
+        }
+        let part = PathBuf::from(format!("{}{seq}.part", self.part_prefix.display()));
+        Ok(UnitSink::Spooled(Spool::new(self.budget.clone(), part)))
+    }
+
+    /// Hands in a finished unit. Returns `true` when this completed the
+    /// table: its file is then synced and under its final name.
+    pub fn finish_unit(&self, seq: usize, sink: UnitSink) -> Result<bool, OutputError> {
+        let mut state = self.state.lock().unwrap();
+        match sink {
+            UnitSink::Direct(_) => {
+                state.direct_active = false;
+                state.next_seq = seq + 1;
+            }
+            UnitSink::Spooled(spool) => {
+                state.waiting.insert(seq, spool);
+            }
+        }
+        let state = &mut *state;
+        while let Some(spool) = state.waiting.remove(&state.next_seq) {
+            let file = state.file.as_mut().unwrap();
+            spool.drain_into(file).map_err(|e| self.error(&self.temp_path, e))?;
+            state.next_seq += 1;
+        }
+        if state.next_seq < self.units {
+            return Ok(false);
+        }
+        let file = state.file.take().unwrap();
+        file.sync_all().map_err(|e| self.error(&self.temp_path, e))?;
+        drop(file);
+        fs::rename(&self.temp_path, &self.final_path).map_err(|e| self.error(&self.final_path, e))?;
+        state.finished = true;
+        Ok(true)
+    }
+
+    fn error(&self, path: &Path, source: io::Error) -> OutputError {
+        OutputError {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl Drop for TableOutput {
+    /// An unfinished table leaves nothing behind: not its temporary file,
+    /// and (through the spools' own Drop) not its part files.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        state.waiting.clear();
+        if !state.finished && state.file.take().is_some() {
+            let _ = fs::remove_file(&self.temp_path);
+        }
+    }
+}
+
+/// A table name as a file name: `/` and `%` are escaped (`%2F`, `%25`) so
+/// every table gets its own file and none can point outside the directory.
+pub fn file_name_for(table: &str, extension: &str) -> String {
+    let mut name = String::with_capacity(table.len() + extension.len() + 1);
+    for c in table.chars() {
+        match c {
+            '/' => name.push_str("%2F"),
+            '%' => name.push_str("%25"),
+            '\0' => name.push_str("%00"),
+            c => name.push(c),
+        }
+    }
+    if name.starts_with('.') {
+        // Not hidden, and never "." or "..".
+        name.insert_str(0, "%2E");
+        name.remove(3);
+    }
+    name.push('.');
+    name.push_str(extension);
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(dir: &Path, units: usize, budget: usize) -> TableOutput {
+        TableOutput::new(dir, "T.csv", units, MemoryBudget::new(budget))
+    }
+
+    #[test]
+    fn units_land_in_order_whatever_order_they_finish_in() {
+        for budget in [0, 1 << 20] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = output(dir.path(), 3, budget);
+            let mut u0 = out.begin_unit(0, b"H\n").unwrap();
+            let mut u1 = out.begin_unit(1, b"H\n").unwrap();
+            let mut u2 = out.begin_unit(2, b"H\n").unwrap();
+            assert!(matches!(u0, UnitSink::Direct(_)));
+            assert!(matches!(u1, UnitSink::Spooled(_)));
+            u2.write_all(b"c\n").unwrap();
+            u1.write_all(b"b\n").unwrap();
+            u0.write_all(b"a\n").unwrap();
+            assert!(!out.finish_unit(2, u2).unwrap());
+            assert!(!out.finish_unit(1, u1).unwrap());
+            assert!(!out.final_path.exists(), "incomplete table must not have its final name");
+            assert!(out.finish_unit(0, u0).unwrap());
+            assert_eq!(fs::read(&out.final_path).unwrap(), b"H\na\nb\nc\n");
+            assert!(!dir.path().join("T.csv.partial").exists());
+            assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no part files left");
+        }
+    }
+
+    #[test]
+    fn the_next_unit_writes_directly_once_its_predecessor_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = output(dir.path(), 2, 0);
+        let u0 = out.begin_unit(0, b"").unwrap();
+        out.finish_unit(0, u0).unwrap();
+        assert!(matches!(out.begin_unit(1, b"").unwrap(), UnitSink::Direct(_)));
+    }
+
+    #[test]
+    fn an_abandoned_table_leaves_no_files() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let out = output(dir.path(), 3, 0);
+            let _u0 = out.begin_unit(0, b"H\n").unwrap();
+            let mut u1 = out.begin_unit(1, b"H\n").unwrap();
+            u1.write_all(b"spilled").unwrap();
+            out.finish_unit(1, u1).unwrap();
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn file_names_cannot_escape_the_directory() {
+        assert_eq!(file_name_for("ORDERS", "csv"), "ORDERS.csv");
+        assert_eq!(file_name_for("a/b%c", "csv"), "a%2Fb%25c.csv");
+        assert_eq!(file_name_for("..", "csv"), "%2E..csv");
+        assert_eq!(file_name_for("My \"odd\" table", "csv"), "My \"odd\" table.csv");
+    }
+}
