@@ -2,7 +2,8 @@
 //!
 //! Quoting is RFC 4180, decided by `csv-core` (the engine of the `csv`
 //! crate) with `QuoteStyle::Necessary`: a field is quoted when it holds the
-//! delimiter, a quote, CR or LF, and quotes inside are doubled. NULL is the
+//! delimiter, a quote, CR or LF, and quotes inside are doubled. A NULL in a
+//! one-column table is an empty line, as PostgreSQL's COPY writes it. NULL is the
 //! `null` text, unquoted; a non-NULL value that renders to exactly the
 //! `null` text is quoted, so NULL and (by default) the empty string stay
 //! distinguishable.
@@ -28,7 +29,7 @@ use arrow_array::types::{
 use arrow_array::{Array, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use base64::Engine as _;
-use csv_core::{QuoteStyle, Terminator, WriteResult, Writer, WriterBuilder};
+use csv_core::{QuoteStyle, Terminator, Writer, WriterBuilder};
 
 use crate::text;
 use crate::{BatchEncoder, SinkError, StreamFormat};
@@ -86,18 +87,6 @@ impl CsvFormat {
             },
         }
     }
-
-    fn writer(&self) -> Writer {
-        WriterBuilder::new()
-            .delimiter(self.options.delimiter)
-            .terminator(if self.options.crlf {
-                Terminator::CRLF
-            } else {
-                Terminator::Any(b'\n')
-            })
-            .quote_style(QuoteStyle::Necessary)
-            .build()
-    }
 }
 
 impl StreamFormat for CsvFormat {
@@ -112,7 +101,7 @@ impl StreamFormat for CsvFormat {
     fn header(&self, schema: &Schema) -> Vec<u8> {
         let mut out = Vec::new();
         if self.options.header {
-            let mut fields = FieldWriter::new(self.writer(), self.options.null.as_bytes());
+            let fields = FieldWriter::new(&self.options);
             for (i, field) in schema.fields().iter().enumerate() {
                 if i > 0 {
                     fields.delimiter(&mut out);
@@ -127,68 +116,66 @@ impl StreamFormat for CsvFormat {
     fn encoder(&self, schema: SchemaRef) -> Box<dyn BatchEncoder> {
         Box::new(CsvEncoder {
             schema,
-            fields: FieldWriter::new(self.writer(), self.options.null.as_bytes()),
+            fields: FieldWriter::new(&self.options),
             binary: self.options.binary,
             scratch: Vec::new(),
         })
     }
 }
 
-/// Writes fields with csv-core's quoting and the NULL rules.
+/// Writes fields with csv-core's quoting decision and the NULL rules.
+///
+/// Only `should_quote` is taken from csv-core: its streaming writer also
+/// turns a record of one empty field into `""`, which would make a NULL in
+/// a one-column table read back as an empty string.
 struct FieldWriter {
-    writer: Writer,
+    rules: Writer,
     null: Vec<u8>,
+    delimiter: u8,
+    terminator: &'static [u8],
 }
 
 impl FieldWriter {
-    fn new(writer: Writer, null: &[u8]) -> Self {
+    fn new(options: &CsvOptions) -> Self {
         FieldWriter {
-            writer,
-            null: null.to_vec(),
+            rules: WriterBuilder::new()
+                .delimiter(options.delimiter)
+                .terminator(if options.crlf { Terminator::CRLF } else { Terminator::Any(b'\n') })
+                .quote_style(QuoteStyle::Necessary)
+                .build(),
+            null: options.null.as_bytes().to_vec(),
+            delimiter: options.delimiter,
+            terminator: if options.crlf { b"\r\n" } else { b"\n" },
         }
     }
 
-    fn null(&mut self, out: &mut Vec<u8>) {
+    fn null(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.null);
     }
 
-    fn value(&mut self, out: &mut Vec<u8>, value: &[u8]) {
-        if value == self.null.as_slice() {
-            // Would read back as NULL: quote it, whatever it contains.
+    fn value(&self, out: &mut Vec<u8>, value: &[u8]) {
+        // A value that would read back as NULL is quoted, whatever it holds.
+        if value == self.null.as_slice() || self.rules.should_quote(value) {
+            out.reserve(value.len() + 2);
             out.push(b'"');
-            for &b in value {
-                if b == b'"' {
-                    out.push(b'"');
+            for (i, part) in value.split(|b| *b == b'"').enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b"\"\"");
                 }
-                out.push(b);
+                out.extend_from_slice(part);
             }
             out.push(b'"');
-            return;
+        } else {
+            out.extend_from_slice(value);
         }
-        // Room for the worst case (every byte a doubled quote, plus two
-        // quotes) lets csv-core see the whole field in one call, which its
-        // quoting decision needs.
-        let start = out.len();
-        out.resize(start + value.len() * 2 + 2, 0);
-        let (result, consumed, written) = self.writer.field(value, &mut out[start..]);
-        debug_assert!(matches!(result, WriteResult::InputEmpty) && consumed == value.len());
-        out.truncate(start + written);
     }
 
-    fn delimiter(&mut self, out: &mut Vec<u8>) {
-        self.end(out, |w, buf| w.delimiter(buf));
+    fn delimiter(&self, out: &mut Vec<u8>) {
+        out.push(self.delimiter);
     }
 
-    fn terminator(&mut self, out: &mut Vec<u8>) {
-        self.end(out, |w, buf| w.terminator(buf));
-    }
-
-    /// Closes a field (and its quotes, if csv-core opened any).
-    fn end(&mut self, out: &mut Vec<u8>, f: impl FnOnce(&mut Writer, &mut [u8]) -> (WriteResult, usize)) {
-        let start = out.len();
-        out.resize(start + 4, 0);
-        let (_, written) = f(&mut self.writer, &mut out[start..]);
-        out.truncate(start + written);
+    fn terminator(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.terminator);
     }
 }
 
@@ -329,5 +316,123 @@ impl BatchEncoder for CsvEncoder {
             self.fields.terminator(out);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, BinaryArray, Int32Array, StringArray};
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    fn encode(format: &CsvFormat, columns: Vec<(&str, ArrayRef)>) -> String {
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .collect();
+        let schema = Arc::new(Schema::new(fields));
+        let batch = RecordBatch::try_new(schema.clone(), columns.into_iter().map(|(_, a)| a).collect())
+            .unwrap();
+        let mut out = format.header(&schema);
+        format.encoder(schema).encode(&batch, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn strings(values: &[Option<&str>]) -> ArrayRef {
+        Arc::new(StringArray::from(values.to_vec()))
+    }
+
+    #[test]
+    fn quoting_follows_rfc_4180_and_keeps_null_apart_from_empty() {
+        let csv = encode(
+            &CsvFormat::new(CsvOptions::default()),
+            vec![(
+                "s",
+                strings(&[
+                    Some("a,b"),
+                    Some("say \"hi\""),
+                    Some("line\nbreak"),
+                    Some("cr\rhere"),
+                    Some(" lead"),
+                    Some(""),
+                    None,
+                ]),
+            )],
+        );
+        assert_eq!(
+            csv,
+            "\"a,b\"\n\"say \"\"hi\"\"\"\n\"line\nbreak\"\n\"cr\rhere\"\n lead\n\"\"\n\n"
+        );
+    }
+
+    #[test]
+    fn a_value_equal_to_the_null_text_is_quoted() {
+        let format = CsvFormat::new(CsvOptions {
+            null: "\\N".into(),
+            ..Default::default()
+        });
+        let csv = encode(&format, vec![("s", strings(&[Some("\\N"), None, Some("")]))]);
+        assert_eq!(csv, "\"\\N\"\n\\N\n\n");
+    }
+
+    #[test]
+    fn header_tsv_and_crlf() {
+        let format = CsvFormat::tsv(CsvOptions {
+            header: true,
+            crlf: true,
+            ..Default::default()
+        });
+        assert_eq!(format.extension(), "tsv");
+        let csv = encode(
+            &format,
+            vec![
+                ("My \"odd\" col", Arc::new(Int32Array::from(vec![1, -2])) as ArrayRef),
+                ("t", strings(&[Some("a\tb"), Some("c")])),
+            ],
+        );
+        assert_eq!(csv, "\"My \"\"odd\"\" col\"\tt\r\n1\t\"a\tb\"\r\n-2\tc\r\n");
+    }
+
+    #[test]
+    fn binary_as_hex_or_base64() {
+        let bin = || Arc::new(BinaryArray::from(vec![Some(&[0u8, 0xff, 0x10][..]), Some(b"")])) as ArrayRef;
+        assert_eq!(
+            encode(&CsvFormat::new(CsvOptions::default()), vec![("b", bin())]),
+            "00ff10\n\"\"\n"
+        );
+        let base64 = CsvFormat::new(CsvOptions {
+            binary: BinaryEncoding::Base64,
+            ..Default::default()
+        });
+        assert_eq!(encode(&base64, vec![("b", bin())]), "AP8Q\n\"\"\n");
+    }
+
+    #[test]
+    fn time_with_time_zone_is_marked_utc() {
+        let field = Field::new("t", DataType::Time64(TimeUnit::Microsecond), true).with_metadata(
+            HashMap::from([(TYPE_METADATA_KEY.to_string(), TIME_WITH_TIME_ZONE.to_string())]),
+        );
+        let schema = Arc::new(Schema::new(vec![field]));
+        let array: ArrayRef = Arc::new(arrow_array::Time64MicrosecondArray::from(vec![37_800_000_000]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![array]).unwrap();
+        let mut out = Vec::new();
+        CsvFormat::new(CsvOptions::default())
+            .encoder(schema)
+            .encode(&batch, &mut out)
+            .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "10:30:00.0000+00:00\n");
+    }
+
+    #[test]
+    fn unsupported_types_name_the_column() {
+        let schema = Arc::new(Schema::new(vec![Field::new("f", DataType::Float16, true)]));
+        let array: ArrayRef = Arc::new(arrow_array::Float16Array::from(vec![None]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![array]).unwrap();
+        let err = CsvFormat::new(CsvOptions::default())
+            .encoder(schema)
+            .encode(&batch, &mut Vec::new())
+            .unwrap_err();
+        assert!(err.to_string().contains("column f"), "{err}");
     }
 }
