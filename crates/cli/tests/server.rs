@@ -1,0 +1,126 @@
+//! Against a real Firebird server over TCP (Debian's Firebird 3.0, started
+//! by `scripts/fb3-server.sh`): authentication errors, the remote path, and
+//! the one-transaction mode for servers without shared snapshots.
+//!
+//! These tests need `FBUNLOAD_TEST_SERVER*` in the environment (the test
+//! script sets them). Without them they fail, saying how to get a server,
+//! unless `FBUNLOAD_SKIP_SERVER_TESTS=1` says to skip them on purpose.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use fbunload_client::{Attachment, TransactionMode};
+
+struct Server {
+    address: String,
+    dir: String,
+    password: String,
+}
+
+fn server() -> Option<Server> {
+    let var = |name: &str| std::env::var(name).ok();
+    match (
+        var("FBUNLOAD_TEST_SERVER"),
+        var("FBUNLOAD_TEST_SERVER_DIR"),
+        var("FBUNLOAD_TEST_SERVER_PASSWORD"),
+    ) {
+        (Some(address), Some(dir), Some(password)) => Some(Server {
+            address,
+            dir,
+            password,
+        }),
+        _ if var("FBUNLOAD_SKIP_SERVER_TESTS").as_deref() == Some("1") => None,
+        _ => panic!(
+            "no test server: run `eval \"$(scripts/fb3-server.sh)\"` first \
+             (or set FBUNLOAD_SKIP_SERVER_TESTS=1 to skip these tests)"
+        ),
+    }
+}
+
+impl Server {
+    fn dsn(&self, file: &str) -> String {
+        format!("{}:{}/{file}", self.address, self.dir)
+    }
+
+    /// A fresh database on the server, removed when the guard drops.
+    fn create(&self, name: &str, statements: &[&str]) -> RemoteDb {
+        let file = format!("{name}-{}.fdb", std::process::id());
+        let local = Path::new(&self.dir).join(&file);
+        let _ = std::fs::remove_file(&local);
+        let dsn = self.dsn(&file);
+        let att = Attachment::create_database(
+            &client(),
+            &format!(
+                "CREATE DATABASE '{dsn}' USER 'SYSDBA' PASSWORD '{}' SET NAMES 'UTF8' \
+                 DEFAULT CHARACTER SET UTF8",
+                self.password
+            ),
+        )
+        .unwrap();
+        for sql in statements {
+            let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+            tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            tr.commit().unwrap();
+        }
+        RemoteDb { dsn, local }
+    }
+
+    fn fbunload(&self, dsn: &str, password: &str, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(["-d", dsn, "-u", "SYSDBA"])
+            .env("ISC_PASSWORD", password)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+struct RemoteDb {
+    dsn: String,
+    local: std::path::PathBuf,
+}
+
+impl Drop for RemoteDb {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.local);
+    }
+}
+
+#[test]
+fn a_wrong_password_is_named_as_such_and_never_echoed() {
+    let Some(server) = server() else { return };
+    let db = server.create("auth", &["CREATE TABLE T (I INTEGER)"]);
+    let out = server.fbunload(&db.dsn, "not-the-password", &["--plan"]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("wrong user name or password"), "{err}");
+    assert!(!err.contains("not-the-password"), "password leaked: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn firebird_3_is_unloaded_in_one_consistent_transaction() {
+    let Some(server) = server() else { return };
+    let db = server.create(
+        "fb3",
+        &[
+            "CREATE TABLE A (ID INTEGER, NAME VARCHAR(20), AMOUNT NUMERIC(12,2))",
+            "CREATE TABLE B (ID INTEGER)",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 5000) DO BEGIN \
+               INSERT INTO A VALUES (:I, 'n' || :I, :I * 0.01); I = I + 1; END END",
+            "INSERT INTO B VALUES (7)",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = server.fbunload(&db.dsn, &server.password, &["-j", "4", "-o", out_dir.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("1 workers") && err.contains("Firebird < 4"), "{err}");
+    let a = csv_records(&out_dir.join("A.csv"));
+    assert_eq!(a.len(), 5000);
+    assert_eq!(a[123], vec!["123", "n123", "1.23"]);
+    assert_eq!(std::fs::read_to_string(out_dir.join("B.csv")).unwrap(), "7\n");
+}
