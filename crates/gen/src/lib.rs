@@ -1,0 +1,313 @@
+//! `fbunload_gen`: makes deterministic Firebird test databases for fbunload.
+//!
+//! The binary `fbunload-gen` is a thin command line over [`generate`]; the
+//! library exists so that integration tests of the other crates can make a
+//! database of known content in a temporary directory in a few seconds.
+//!
+//! A database holds some of these tables (see [`Table`]):
+//! - simplified TPC-C tables whose size scales with the number of
+//!   warehouses and items ([`tpcc`]), for volume and speed;
+//! - ALL_TYPES, a quoted mixed-case table and an empty table
+//!   ([`special`]), for correctness at the edges.
+//!
+//! Everything is deterministic: the same options give byte-identical table
+//! contents on every run, so tests can compare unloads against checksums
+//! or golden files. Rows are produced by the engine itself in `EXECUTE
+//! BLOCK` loops, one statement and one transaction per chunk of about
+//! [`GenOptions::chunk_rows`] rows: a round trip per row would be far too
+//! slow, one transaction for millions of rows too big.
+
+pub mod special;
+pub mod sql;
+pub mod tables;
+pub mod tpcc;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use fbunload_client::{Attachment, Client, ClientError, ConnectOptions, TransactionMode};
+
+pub use tables::{parse_table_list, Table};
+
+/// The user every generated database is created and meant to be read with.
+pub const USER: &str = "SYSDBA";
+/// The password of [`USER`] (the embedded engine does not check it).
+pub const PASSWORD: &str = "masterkey";
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenOptions {
+    /// The database file to create.
+    pub database: PathBuf,
+    /// TPC-C scale: WAREHOUSE rows; the other TPC-C tables but ITEM scale
+    /// with it.
+    pub warehouses: u32,
+    /// ITEM rows (and STOCK rows per warehouse).
+    pub items: u32,
+    /// The tables to create; order does not matter.
+    pub tables: Vec<Table>,
+    pub page_size: u32,
+    /// Replace an existing file instead of refusing.
+    pub force: bool,
+    /// About how many rows one statement and transaction inserts.
+    pub chunk_rows: u64,
+}
+
+impl GenOptions {
+    /// Every table, one warehouse, 100,000 items, 8 KiB pages.
+    pub fn new(database: impl Into<PathBuf>) -> GenOptions {
+        GenOptions {
+            database: database.into(),
+            warehouses: 1,
+            items: 100_000,
+            tables: Table::ALL.to_vec(),
+            page_size: 8192,
+            force: false,
+            chunk_rows: 100_000,
+        }
+    }
+
+    fn scale(&self) -> tpcc::Scale {
+        tpcc::Scale {
+            warehouses: self.warehouses as u64,
+            items: self.items as u64,
+        }
+    }
+
+    /// How many rows `table` gets with these options.
+    pub fn rows(&self, table: Table) -> u64 {
+        match table {
+            Table::AllTypes => special::ALL_TYPES_ROWS,
+            Table::Mixed => special::MIXED_ROWS,
+            Table::EmptyTable => 0,
+            tpcc_table => tpcc::rows(tpcc_table, self.scale()),
+        }
+    }
+}
+
+/// What was generated for one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableReport {
+    pub table: Table,
+    pub rows: u64,
+    /// Filling plus building the primary key.
+    pub seconds: f64,
+}
+
+/// What [`generate`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenReport {
+    /// The absolute path of the new database.
+    pub database: PathBuf,
+    pub tables: Vec<TableReport>,
+    /// Everything, creating the database included.
+    pub seconds: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GenError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{} already exists (use --force to replace it)", .0.display())]
+    Exists(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{context}: {source}")]
+    Firebird {
+        context: String,
+        source: ClientError,
+    },
+}
+
+fn fb(context: impl Into<String>) -> impl FnOnce(ClientError) -> GenError {
+    let context = context.into();
+    move |source| GenError::Firebird { context, source }
+}
+
+/// How to attach to a generated database (as [`USER`], UTF8).
+pub fn connect_options(database: &Path) -> ConnectOptions {
+    ConnectOptions {
+        database: database.to_string_lossy().into_owned(),
+        user: Some(USER.into()),
+        password: Some(PASSWORD.into()),
+        charset: "UTF8".into(),
+        ..Default::default()
+    }
+}
+
+/// Creates `opts.database` and fills the chosen tables.
+pub fn generate(client: &Arc<Client>, opts: &GenOptions) -> Result<GenReport, GenError> {
+    generate_with(client, opts, |_| {})
+}
+
+/// [`generate`], calling `on_table` as each table is finished (for progress
+/// output).
+pub fn generate_with(
+    client: &Arc<Client>,
+    opts: &GenOptions,
+    mut on_table: impl FnMut(&TableReport),
+) -> Result<GenReport, GenError> {
+    let started = Instant::now();
+    validate(opts)?;
+    let path = std::path::absolute(&opts.database).map_err(|source| GenError::Io {
+        path: opts.database.clone(),
+        source,
+    })?;
+    let path_text = path
+        .to_str()
+        .ok_or_else(|| GenError::Invalid(format!("{} is not valid UTF-8", path.display())))?;
+    if path.exists() {
+        if !opts.force {
+            return Err(GenError::Exists(path));
+        }
+        std::fs::remove_file(&path).map_err(|source| GenError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
+
+    let create = format!(
+        "CREATE DATABASE {} USER {} PASSWORD {} PAGE_SIZE {} DEFAULT CHARACTER SET UTF8",
+        sql::literal(path_text),
+        sql::literal(USER),
+        sql::literal(PASSWORD),
+        opts.page_size
+    );
+    // The attachment CREATE DATABASE returns has connection character set
+    // NONE; literals with non-ASCII text must arrive as UTF8, so reattach.
+    drop(
+        Attachment::create_database(client, &create)
+            .map_err(fb(format!("creating {path_text}")))?,
+    );
+    let db = Attachment::connect(client, &connect_options(&path))
+        .map_err(fb(format!("attaching {path_text}")))?;
+
+    let mut tables = opts.tables.clone();
+    tables.sort();
+    tables.dedup();
+
+    // All DDL first, committed: a table cannot take rows in the transaction
+    // that created it.
+    let tr = db
+        .start_transaction(TransactionMode::ReadWrite)
+        .map_err(fb("starting a transaction"))?;
+    for &table in &tables {
+        tr.execute(&create_sql(table))
+            .map_err(fb(format!("creating table {table}")))?;
+    }
+    tr.commit().map_err(fb("committing the tables"))?;
+
+    let mut reports = Vec::with_capacity(tables.len());
+    for &table in &tables {
+        let table_started = Instant::now();
+        fill(&db, table, opts)?;
+        let report = TableReport {
+            table,
+            rows: opts.rows(table),
+            seconds: table_started.elapsed().as_secs_f64(),
+        };
+        on_table(&report);
+        reports.push(report);
+    }
+    Ok(GenReport {
+        database: path,
+        tables: reports,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn validate(opts: &GenOptions) -> Result<(), GenError> {
+    if opts.tables.is_empty() {
+        return Err(GenError::Invalid("no tables chosen".into()));
+    }
+    if opts.warehouses == 0 {
+        return Err(GenError::Invalid("--warehouses must be at least 1".into()));
+    }
+    if opts.items == 0 {
+        return Err(GenError::Invalid("--items must be at least 1".into()));
+    }
+    if ![4096, 8192, 16384, 32768].contains(&opts.page_size) {
+        return Err(GenError::Invalid(format!(
+            "--page-size must be 4096, 8192, 16384 or 32768, not {}",
+            opts.page_size
+        )));
+    }
+    if opts.chunk_rows == 0 {
+        return Err(GenError::Invalid("chunk_rows must be at least 1".into()));
+    }
+    Ok(())
+}
+
+fn create_sql(table: Table) -> String {
+    match table {
+        Table::AllTypes => special::all_types_create_sql(),
+        Table::Mixed => special::mixed_create_sql(),
+        Table::EmptyTable => special::empty_create_sql().to_string(),
+        tpcc_table => tpcc::create_sql(tpcc_table).to_string(),
+    }
+}
+
+fn fill(db: &Attachment, table: Table, opts: &GenOptions) -> Result<(), GenError> {
+    let run = |statements: &[String], what: &str| -> Result<(), GenError> {
+        let tr = db
+            .start_transaction(TransactionMode::ReadWrite)
+            .map_err(fb("starting a transaction"))?;
+        for statement in statements {
+            tr.execute(statement)
+                .map_err(fb(format!("{what} of {table}")))?;
+        }
+        tr.commit()
+            .map_err(fb(format!("committing {what} of {table}")))
+    };
+    match table {
+        Table::AllTypes => run(&[special::all_types_fill_sql()], "rows"),
+        Table::Mixed => run(&special::mixed_fill_sql(), "rows"),
+        Table::EmptyTable => Ok(()),
+        tpcc_table => {
+            let units = tpcc::units(tpcc_table, opts.scale());
+            let step = tpcc::units_per_chunk(tpcc_table, opts.chunk_rows);
+            let mut lo = 0;
+            while lo < units {
+                let hi = (lo + step).min(units);
+                let block = tpcc::block(tpcc_table, opts.scale(), lo, hi);
+                run(&[block], &format!("rows {lo}..{hi}"))?;
+                lo = hi;
+            }
+            run(
+                &[tpcc::primary_key_sql(tpcc_table).to_string()],
+                "the primary key",
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_checked_before_touching_the_disk() {
+        let mut opts = GenOptions::new("/nonexistent/x.fdb");
+        opts.page_size = 1000;
+        assert!(matches!(validate(&opts), Err(GenError::Invalid(_))));
+        let mut opts = GenOptions::new("/nonexistent/x.fdb");
+        opts.tables.clear();
+        assert!(validate(&opts).is_err());
+        assert!(validate(&GenOptions::new("/nonexistent/x.fdb")).is_ok());
+    }
+
+    #[test]
+    fn row_counts_per_table() {
+        let mut opts = GenOptions::new("x.fdb");
+        opts.warehouses = 2;
+        opts.items = 1000;
+        assert_eq!(opts.rows(Table::Stock), 2000);
+        assert_eq!(opts.rows(Table::Customer), 60_000);
+        assert_eq!(opts.rows(Table::AllTypes), 12);
+        assert_eq!(opts.rows(Table::EmptyTable), 0);
+    }
+}
