@@ -2,24 +2,47 @@
 //!
 //! Quoting is RFC 4180, decided by `csv-core` (the engine of the `csv`
 //! crate) with `QuoteStyle::Necessary`: a field is quoted when it holds the
-//! delimiter, a quote, CR or LF, and quotes inside are doubled. A NULL in a
-//! one-column table is an empty line, as PostgreSQL's COPY writes it. NULL is the
-//! `null` text, unquoted; a non-NULL value that renders to exactly the
-//! `null` text is quoted, so NULL and (by default) the empty string stay
-//! distinguishable.
+//! delimiter, a quote, CR or LF, and quotes inside are doubled; a leading
+//! or trailing space does not need quotes. NULL is the `null` text,
+//! unquoted; a non-NULL value that renders to exactly the `null` text is
+//! quoted, so NULL and the empty string stay distinguishable (by default
+//! `,,` is NULL and `,"",` the empty string; with `--null '\N'` a string
+//! `\N` is written `"\N"`). In a one-column table a NULL with the default
+//! null text is a blank line, and an empty string is always `""`, so a
+//! blank line never stands for a value.
 //!
-//! Rendering per Arrow type (the decoder's contract, see `fbunload-decode`):
-//! integers in decimal; Decimal128 exactly with all `scale` digits; floats
-//! as their shortest round-trip text (`NaN`, `Infinity`, `-Infinity`);
-//! booleans `true`/`false`; Date32 `YYYY-MM-DD`; Time64(µs)
-//! `HH:MM:SS.ffff`; Timestamp(µs) `YYYY-MM-DD HH:MM:SS.ffff`, with
-//! `+00:00` appended when it has a time zone (the values are UTC), and the
-//! same for a Time64 whose field is marked `TIME WITH TIME ZONE`; strings
-//! as they are; binary as lowercase hex or base64.
+//! Records end with LF, or CRLF with `crlf`. The header line is the field
+//! names, quoted by the same rules.
 //!
-//! Speed: each column is downcast once per batch into a [`Column`], then
-//! rows × columns are rendered into one reused scratch buffer: no
-//! allocation and no dynamic dispatch per value.
+//! Rendering per Arrow type. This is the contract with the decoder
+//! (`fbunload-decode` maps every Firebird type onto these):
+//!
+//! | Arrow type | written as | example |
+//! |---|---|---|
+//! | Int16, Int32, Int64 | decimal | `-32768` |
+//! | Decimal128(p, s) | exact, never through a float; `s` digits after the point | `-0.05`, `1.00`, `12` (s = 0) |
+//! | Float32, Float64 | shortest text that reads back as the same value, in the value's own width | `0.1`, `3.4e38`, `5e-324`, `-0.0`, `NaN`, `Infinity`, `-Infinity` |
+//! | Boolean | `true` / `false` | |
+//! | Date32 | `YYYY-MM-DD`, proleptic Gregorian | `0001-01-01` |
+//! | Time64(µs) | `HH:MM:SS.ffff`, Firebird's 1/10 000 s | `23:59:59.9999` |
+//! | Time64(µs), field metadata `fbunload.type` = `TIME WITH TIME ZONE` | the UTC time, `HH:MM:SS.ffff+00:00` | `10:30:00.0000+00:00` |
+//! | Timestamp(µs, None) | `YYYY-MM-DD HH:MM:SS.ffff` | `2000-02-29 00:00:00.0000` |
+//! | Timestamp(µs, Some(_)) | the instant in UTC, then `+00:00` | `2024-03-31 00:30:00.0000+00:00` |
+//! | Utf8, LargeUtf8 | the text as it is | |
+//! | Binary, LargeBinary, FixedSizeBinary | lowercase hex, or standard padded base64 | `00ff10`, `AP8Q` |
+//!
+//! Any other type is refused with [`SinkError::UnsupportedType`] naming the
+//! column, before anything of the batch is written. Digits below 1/10 000 s
+//! are dropped (Firebird cannot hold them). Dates outside years 1..=9999
+//! cannot come from Firebird; they are still written (astronomical years
+//! `0000`, `-0001`; five digits after 9999) rather than failing an unload.
+//!
+//! Speed: each column is downcast once per batch into a typed column
+//! formatter (an enum over typed array references, plus its null bitmap),
+//! then rows × columns are rendered into one reused scratch buffer, so there
+//! is no allocation and no dynamic dispatch per value. The scratch buffer
+//! exists because csv-core must see the whole rendered field to decide on
+//! quotes.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -39,19 +62,28 @@ const TYPE_METADATA_KEY: &str = "fbunload.type";
 const TIME_WITH_TIME_ZONE: &str = "TIME WITH TIME ZONE";
 const UTC_SUFFIX: &[u8] = b"+00:00";
 
+/// How binary values (OCTETS, binary BLOBs) become text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BinaryEncoding {
+    /// Two lowercase hex digits per byte: `00ff10`.
     #[default]
     Hex,
+    /// Standard base64 alphabet with `=` padding: `AP8Q`.
     Base64,
 }
 
+/// The command line's CSV flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CsvOptions {
+    /// Field separator, one byte (default `,`).
     pub delimiter: u8,
+    /// Write a first line with the column names (default no).
     pub header: bool,
+    /// The text written for NULL, unquoted (default empty).
     pub null: String,
+    /// How binary values are written (default hex).
     pub binary: BinaryEncoding,
+    /// End records with CRLF instead of LF (default no).
     pub crlf: bool,
 }
 
@@ -74,6 +106,7 @@ pub struct CsvFormat {
 }
 
 impl CsvFormat {
+    /// CSV with these options; the extension is `tsv` if the delimiter is a tab.
     pub fn new(options: CsvOptions) -> Self {
         CsvFormat { options }
     }
@@ -106,7 +139,11 @@ impl StreamFormat for CsvFormat {
                 if i > 0 {
                     fields.delimiter(&mut out);
                 }
-                fields.value(&mut out, field.name().as_bytes());
+                fields.value(
+                    &mut out,
+                    field.name().as_bytes(),
+                    schema.fields().len() == 1,
+                );
             }
             fields.terminator(&mut out);
         }
@@ -140,7 +177,11 @@ impl FieldWriter {
         FieldWriter {
             rules: WriterBuilder::new()
                 .delimiter(options.delimiter)
-                .terminator(if options.crlf { Terminator::CRLF } else { Terminator::Any(b'\n') })
+                .terminator(if options.crlf {
+                    Terminator::CRLF
+                } else {
+                    Terminator::Any(b'\n')
+                })
                 .quote_style(QuoteStyle::Necessary)
                 .build(),
             null: options.null.as_bytes().to_vec(),
@@ -153,9 +194,13 @@ impl FieldWriter {
         out.extend_from_slice(&self.null);
     }
 
-    fn value(&self, out: &mut Vec<u8>, value: &[u8]) {
+    /// Writes a non-NULL field; `sole` says it is the record's only field.
+    fn value(&self, out: &mut Vec<u8>, value: &[u8], sole: bool) {
         // A value that would read back as NULL is quoted, whatever it holds.
-        if value == self.null.as_slice() || self.rules.should_quote(value) {
+        if value == self.null.as_slice()
+            || (sole && value.is_empty())
+            || self.rules.should_quote(value)
+        {
             out.reserve(value.len() + 2);
             out.push(b'"');
             for (i, part) in value.split(|b| *b == b'"').enumerate() {
@@ -292,25 +337,32 @@ fn encode_binary(out: &mut Vec<u8>, bytes: &[u8], encoding: BinaryEncoding) {
 
 impl BatchEncoder for CsvEncoder {
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
-        let columns = self
-            .schema
-            .fields()
+        let fields = self.schema.fields();
+        if fields.len() != batch.num_columns() {
+            return Err(SinkError::SchemaMismatch {
+                expected: fields.len(),
+                found: batch.num_columns(),
+            });
+        }
+        let columns = fields
             .iter()
             .zip(batch.columns())
-            .map(|(field, array)| Column::new(field, array.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let arrays = batch.columns();
+            .map(|(field, array)| Ok((array.nulls(), Column::new(field, array.as_ref())?)))
+            .collect::<Result<Vec<_>, SinkError>>()?;
+        // A record of one empty field would be a blank line, which many
+        // readers skip; keep blank lines for NULL only.
+        let sole = columns.len() == 1;
         for row in 0..batch.num_rows() {
-            for (c, column) in columns.iter().enumerate() {
+            for (c, (nulls, column)) in columns.iter().enumerate() {
                 if c > 0 {
                     self.fields.delimiter(out);
                 }
-                if arrays[c].is_null(row) {
+                if nulls.is_some_and(|n| n.is_null(row)) {
                     self.fields.null(out);
                 } else {
                     self.scratch.clear();
                     column.render(row, self.binary, &mut self.scratch);
-                    self.fields.value(out, &self.scratch);
+                    self.fields.value(out, &self.scratch, sole);
                 }
             }
             self.fields.terminator(out);
@@ -322,21 +374,42 @@ impl BatchEncoder for CsvEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{ArrayRef, BinaryArray, Int32Array, StringArray};
+    use arrow_array::{
+        ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, FixedSizeBinaryArray,
+        Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, LargeBinaryArray,
+        LargeStringArray, StringArray, Time64MicrosecondArray, TimestampMicrosecondArray,
+    };
     use std::collections::HashMap;
     use std::sync::Arc;
 
+    fn csv() -> CsvFormat {
+        CsvFormat::new(CsvOptions::default())
+    }
+
+    /// Header (if any) plus the encoding of one batch of these columns.
     fn encode(format: &CsvFormat, columns: Vec<(&str, ArrayRef)>) -> String {
         let fields: Vec<Field> = columns
             .iter()
             .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
             .collect();
+        encode_fields(
+            format,
+            fields,
+            columns.into_iter().map(|(_, a)| a).collect(),
+        )
+    }
+
+    fn encode_fields(format: &CsvFormat, fields: Vec<Field>, columns: Vec<ArrayRef>) -> String {
         let schema = Arc::new(Schema::new(fields));
-        let batch = RecordBatch::try_new(schema.clone(), columns.into_iter().map(|(_, a)| a).collect())
-            .unwrap();
+        let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
         let mut out = format.header(&schema);
         format.encoder(schema).encode(&batch, &mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    /// One column, one line per value.
+    fn one(array: ArrayRef) -> String {
+        encode(&csv(), vec![("c", array)])
     }
 
     fn strings(values: &[Option<&str>]) -> ArrayRef {
@@ -344,25 +417,186 @@ mod tests {
     }
 
     #[test]
-    fn quoting_follows_rfc_4180_and_keeps_null_apart_from_empty() {
-        let csv = encode(
-            &CsvFormat::new(CsvOptions::default()),
-            vec![(
-                "s",
-                strings(&[
-                    Some("a,b"),
-                    Some("say \"hi\""),
-                    Some("line\nbreak"),
-                    Some("cr\rhere"),
-                    Some(" lead"),
-                    Some(""),
-                    None,
-                ]),
-            )],
+    fn integers() {
+        assert_eq!(
+            one(Arc::new(Int16Array::from(vec![i16::MIN, 0, i16::MAX]))),
+            "-32768\n0\n32767\n"
         );
         assert_eq!(
-            csv,
-            "\"a,b\"\n\"say \"\"hi\"\"\"\n\"line\nbreak\"\n\"cr\rhere\"\n lead\n\"\"\n\n"
+            one(Arc::new(Int32Array::from(vec![i32::MIN, i32::MAX]))),
+            "-2147483648\n2147483647\n"
+        );
+        assert_eq!(
+            one(Arc::new(Int64Array::from(vec![i64::MIN, -1, i64::MAX]))),
+            "-9223372036854775808\n-1\n9223372036854775807\n"
+        );
+    }
+
+    #[test]
+    fn decimals_keep_their_scale() {
+        let dec = |values: Vec<i128>, p: u8, s: i8| -> ArrayRef {
+            Arc::new(
+                Decimal128Array::from(values)
+                    .with_precision_and_scale(p, s)
+                    .unwrap(),
+            )
+        };
+        assert_eq!(
+            one(dec(vec![1, -5, 100, 0, -100], 18, 2)),
+            "0.01\n-0.05\n1.00\n0.00\n-1.00\n"
+        );
+        assert_eq!(
+            one(dec(vec![i128::MAX, i128::MIN + 1], 38, 10)),
+            "17014118346046923173168730371.5884105727\n\
+             -17014118346046923173168730371.5884105727\n"
+        );
+        assert_eq!(
+            one(dec(vec![i128::MAX, -7], 38, 0)),
+            "170141183460469231731687303715884105727\n-7\n"
+        );
+    }
+
+    #[test]
+    fn floats() {
+        assert_eq!(
+            one(Arc::new(Float32Array::from(vec![
+                0.1f32,
+                1.1,
+                f32::MAX,
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY
+            ]))),
+            "0.1\n1.1\n3.4028235e38\nNaN\nInfinity\n-Infinity\n"
+        );
+        assert_eq!(
+            one(Arc::new(Float64Array::from(vec![
+                0.1,
+                -0.0,
+                5e-324,
+                2.2250738585072014e-308,
+                1e300,
+                f64::NAN,
+                f64::NEG_INFINITY
+            ]))),
+            "0.1\n-0.0\n5e-324\n2.2250738585072014e-308\n1e300\nNaN\n-Infinity\n"
+        );
+    }
+
+    #[test]
+    fn booleans() {
+        assert_eq!(
+            one(Arc::new(BooleanArray::from(vec![
+                Some(true),
+                Some(false),
+                None
+            ]))),
+            "true\nfalse\n\n"
+        );
+    }
+
+    #[test]
+    fn dates_and_times() {
+        assert_eq!(
+            one(Arc::new(Date32Array::from(vec![
+                -40_587, 0, 11_016, -719_162, 2_932_896
+            ]))),
+            "1858-11-17\n1970-01-01\n2000-02-29\n0001-01-01\n9999-12-31\n"
+        );
+        // Below 1/10 000 s is dropped, not rounded: Firebird cannot hold it.
+        assert_eq!(
+            one(Arc::new(Time64MicrosecondArray::from(vec![
+                0,
+                45_296_789_999,
+                86_399_999_900
+            ]))),
+            "00:00:00.0000\n12:34:56.7899\n23:59:59.9999\n"
+        );
+        assert_eq!(
+            one(Arc::new(TimestampMicrosecondArray::from(vec![
+                951_782_400_000_000,
+                -62_135_596_800_000_000,
+                253_402_300_799_999_900,
+                -1
+            ]))),
+            "2000-02-29 00:00:00.0000\n0001-01-01 00:00:00.0000\n\
+             9999-12-31 23:59:59.9999\n1969-12-31 23:59:59.9999\n"
+        );
+    }
+
+    #[test]
+    fn time_zones_are_written_as_utc() {
+        let stamps = TimestampMicrosecondArray::from(vec![1_711_845_000_000_000]);
+        assert_eq!(
+            one(Arc::new(stamps.clone().with_timezone("UTC"))),
+            "2024-03-31 00:30:00.0000+00:00\n"
+        );
+        // Arrow timestamps with a zone are UTC instants whatever the zone.
+        assert_eq!(
+            one(Arc::new(stamps.with_timezone("Europe/Paris"))),
+            "2024-03-31 00:30:00.0000+00:00\n"
+        );
+
+        let times = || Arc::new(Time64MicrosecondArray::from(vec![37_800_000_000])) as ArrayRef;
+        let marked = Field::new("t", DataType::Time64(TimeUnit::Microsecond), true).with_metadata(
+            HashMap::from([(
+                TYPE_METADATA_KEY.to_string(),
+                TIME_WITH_TIME_ZONE.to_string(),
+            )]),
+        );
+        assert_eq!(
+            encode_fields(&csv(), vec![marked], vec![times()]),
+            "10:30:00.0000+00:00\n"
+        );
+        let plain = Field::new("t", DataType::Time64(TimeUnit::Microsecond), true).with_metadata(
+            HashMap::from([(TYPE_METADATA_KEY.to_string(), "TIME".to_string())]),
+        );
+        assert_eq!(
+            encode_fields(&csv(), vec![plain], vec![times()]),
+            "10:30:00.0000\n"
+        );
+    }
+
+    #[test]
+    fn quoting_follows_rfc_4180() {
+        assert_eq!(
+            encode(
+                &csv(),
+                vec![
+                    ("a", strings(&[Some("a,b"), Some("say \"hi\""), Some("\"")])),
+                    (
+                        "b",
+                        strings(&[Some("line\nbreak"), Some("cr\rhere"), Some("\r\n")])
+                    ),
+                    (
+                        "c",
+                        strings(&[Some(" lead"), Some("trail "), Some("a;b\tc")])
+                    ),
+                ]
+            ),
+            "\"a,b\",\"line\nbreak\", lead\n\
+             \"say \"\"hi\"\"\",\"cr\rhere\",trail \n\
+             \"\"\"\",\"\r\n\",a;b\tc\n"
+        );
+    }
+
+    #[test]
+    fn null_and_empty_string_are_distinguishable() {
+        assert_eq!(
+            encode(
+                &csv(),
+                vec![
+                    ("a", strings(&[Some(""), None, Some("x")])),
+                    ("b", strings(&[None, Some(""), Some("")])),
+                ]
+            ),
+            "\"\",\n,\"\"\nx,\"\"\n"
+        );
+        // One column: NULL is the only blank line.
+        assert_eq!(one(strings(&[Some(""), None, Some(" ")])), "\"\"\n\n \n");
+        assert_eq!(
+            one(Arc::new(BinaryArray::from(vec![Some(&b""[..]), None]))),
+            "\"\"\n\n"
         );
     }
 
@@ -372,67 +606,251 @@ mod tests {
             null: "\\N".into(),
             ..Default::default()
         });
-        let csv = encode(&format, vec![("s", strings(&[Some("\\N"), None, Some("")]))]);
-        assert_eq!(csv, "\"\\N\"\n\\N\n\n");
+        assert_eq!(
+            encode(
+                &format,
+                vec![
+                    ("a", strings(&[Some("\\N"), None, Some("")])),
+                    ("b", strings(&[Some("\\N\\N"), Some("N"), None])),
+                ]
+            ),
+            "\"\\N\",\\N\\N\n\\N,N\n,\\N\n"
+        );
+        // Sole empty field: quoted so the line is not blank.
+        assert_eq!(encode(&format, vec![("s", strings(&[Some("")]))]), "\"\"\n");
+        // A NULL text that is a number makes that number quoted.
+        let format = CsvFormat::new(CsvOptions {
+            null: "0".into(),
+            ..Default::default()
+        });
+        assert_eq!(
+            encode(
+                &format,
+                vec![(
+                    "i",
+                    Arc::new(Int32Array::from(vec![Some(0), None, Some(10)])) as ArrayRef
+                )]
+            ),
+            "\"0\"\n0\n10\n"
+        );
     }
 
     #[test]
-    fn header_tsv_and_crlf() {
-        let format = CsvFormat::tsv(CsvOptions {
-            header: true,
-            crlf: true,
+    fn tsv_quotes_tabs_not_commas() {
+        let format = CsvFormat::tsv(CsvOptions::default());
+        assert_eq!(format.extension(), "tsv");
+        assert_eq!(csv().extension(), "csv");
+        assert_eq!(
+            encode(
+                &format,
+                vec![
+                    ("a", strings(&[Some("a\tb"), Some("x,y")])),
+                    ("b", strings(&[Some("1"), None])),
+                ]
+            ),
+            "\"a\tb\"\t1\nx,y\t\n"
+        );
+        // Options spelled out with a tab delimiter are the same format.
+        let spelled = CsvFormat::new(CsvOptions {
+            delimiter: b'\t',
             ..Default::default()
         });
-        assert_eq!(format.extension(), "tsv");
-        let csv = encode(
-            &format,
-            vec![
-                ("My \"odd\" col", Arc::new(Int32Array::from(vec![1, -2])) as ArrayRef),
-                ("t", strings(&[Some("a\tb"), Some("c")])),
-            ],
+        assert_eq!(spelled.extension(), "tsv");
+    }
+
+    #[test]
+    fn crlf_terminates_records() {
+        let format = CsvFormat::new(CsvOptions {
+            crlf: true,
+            header: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            encode(
+                &format,
+                vec![
+                    (
+                        "n",
+                        Arc::new(Int32Array::from(vec![Some(1), None])) as ArrayRef
+                    ),
+                    ("t", strings(&[Some("a\r\nb"), Some("c")])),
+                ]
+            ),
+            "n,t\r\n1,\"a\r\nb\"\r\n,c\r\n"
         );
-        assert_eq!(csv, "\"My \"\"odd\"\" col\"\tt\r\n1\t\"a\tb\"\r\n-2\tc\r\n");
+    }
+
+    #[test]
+    fn header_quotes_odd_names() {
+        let format = CsvFormat::new(CsvOptions {
+            header: true,
+            ..Default::default()
+        });
+        let schema = Schema::new(vec![
+            Field::new("ID", DataType::Int32, false),
+            Field::new("My \"odd\" col", DataType::Utf8, true),
+            Field::new("a,b", DataType::Utf8, true),
+        ]);
+        assert_eq!(
+            format.header(&schema),
+            b"ID,\"My \"\"odd\"\" col\",\"a,b\"\n"
+        );
+        // Without --header there is no header at all.
+        assert_eq!(csv().header(&schema), b"");
     }
 
     #[test]
     fn binary_as_hex_or_base64() {
-        let bin = || Arc::new(BinaryArray::from(vec![Some(&[0u8, 0xff, 0x10][..]), Some(b"")])) as ArrayRef;
-        assert_eq!(
-            encode(&CsvFormat::new(CsvOptions::default()), vec![("b", bin())]),
-            "00ff10\n\"\"\n"
-        );
         let base64 = CsvFormat::new(CsvOptions {
             binary: BinaryEncoding::Base64,
             ..Default::default()
         });
-        assert_eq!(encode(&base64, vec![("b", bin())]), "AP8Q\n\"\"\n");
+        let columns = || -> Vec<(&str, ArrayRef)> {
+            vec![
+                (
+                    "b",
+                    Arc::new(BinaryArray::from(vec![
+                        Some(&[0u8, 0xff, 0x10][..]),
+                        Some(b""),
+                        None,
+                    ])),
+                ),
+                (
+                    "l",
+                    Arc::new(LargeBinaryArray::from(vec![
+                        Some(&b"\xfb\xff"[..]),
+                        Some(b"ab"),
+                        Some(b"abcd"),
+                    ])),
+                ),
+                (
+                    "f",
+                    Arc::new(
+                        FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+                            vec![Some([0xde, 0xad]), Some([0, 0]), None].into_iter(),
+                            2,
+                        )
+                        .unwrap(),
+                    ),
+                ),
+            ]
+        };
+        assert_eq!(
+            encode(&csv(), columns()),
+            "00ff10,fbff,dead\n\"\",6162,0000\n,61626364,\n"
+        );
+        // `+` and `/` need no quotes; `=` padding is kept.
+        assert_eq!(
+            encode(&base64, columns()),
+            "AP8Q,+/8=,3q0=\n\"\",YWI=,AAA=\n,YWJjZA==,\n"
+        );
     }
 
     #[test]
-    fn time_with_time_zone_is_marked_utc() {
-        let field = Field::new("t", DataType::Time64(TimeUnit::Microsecond), true).with_metadata(
-            HashMap::from([(TYPE_METADATA_KEY.to_string(), TIME_WITH_TIME_ZONE.to_string())]),
+    fn large_utf8_is_text() {
+        assert_eq!(
+            one(Arc::new(LargeStringArray::from(vec![
+                Some("日本語"),
+                Some("a\"b"),
+                None
+            ]))),
+            "日本語\n\"a\"\"b\"\n\n"
         );
-        let schema = Arc::new(Schema::new(vec![field]));
-        let array: ArrayRef = Arc::new(arrow_array::Time64MicrosecondArray::from(vec![37_800_000_000]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![array]).unwrap();
-        let mut out = Vec::new();
-        CsvFormat::new(CsvOptions::default())
-            .encoder(schema)
-            .encode(&batch, &mut out)
-            .unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "10:30:00.0000+00:00\n");
+    }
+
+    #[test]
+    fn batches_of_a_unit_are_independent_and_appended() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("i", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let batch = |i: i64, s: &str| {
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(vec![i])) as ArrayRef,
+                    Arc::new(StringArray::from(vec![s])),
+                ],
+            )
+            .unwrap()
+        };
+        let format = csv();
+        let mut encoder = format.encoder(schema.clone());
+        let mut out = b"kept:".to_vec();
+        encoder.encode(&batch(1, "a,b"), &mut out).unwrap();
+        encoder.encode(&batch(2, "x"), &mut out).unwrap();
+        let empty = RecordBatch::new_empty(schema.clone());
+        encoder.encode(&empty, &mut out).unwrap();
+        assert_eq!(out, b"kept:1,\"a,b\"\n2,x\n");
     }
 
     #[test]
     fn unsupported_types_name_the_column() {
-        let schema = Arc::new(Schema::new(vec![Field::new("f", DataType::Float16, true)]));
-        let array: ArrayRef = Arc::new(arrow_array::Float16Array::from(vec![None]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![array]).unwrap();
-        let err = CsvFormat::new(CsvOptions::default())
-            .encoder(schema)
-            .encode(&batch, &mut Vec::new())
-            .unwrap_err();
-        assert!(err.to_string().contains("column f"), "{err}");
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("ok", DataType::Int32, true),
+            Field::new("F16", DataType::Float16, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int32Array::from(vec![1])) as ArrayRef,
+                Arc::new(arrow_array::Float16Array::from(vec![None])),
+            ],
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let err = csv().encoder(schema).encode(&batch, &mut out).unwrap_err();
+        assert!(
+            matches!(&err, SinkError::UnsupportedType { column, data_type }
+                if column == "F16" && *data_type == DataType::Float16),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("column F16"), "{err}");
+        assert!(out.is_empty(), "nothing of a refused batch is written");
+
+        let nanos = Arc::new(Schema::new(vec![Field::new(
+            "t",
+            DataType::Time64(TimeUnit::Nanosecond),
+            true,
+        )]));
+        let batch = RecordBatch::try_new(
+            nanos.clone(),
+            vec![Arc::new(arrow_array::Time64NanosecondArray::from(vec![1])) as ArrayRef],
+        )
+        .unwrap();
+        assert!(matches!(
+            csv().encoder(nanos).encode(&batch, &mut Vec::new()),
+            Err(SinkError::UnsupportedType { .. })
+        ));
+    }
+
+    #[test]
+    fn a_batch_with_other_columns_is_refused() {
+        let two = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Int32, true),
+        ]));
+        let one = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, true)]));
+        let batch =
+            RecordBatch::try_new(one, vec![Arc::new(Int32Array::from(vec![1])) as ArrayRef])
+                .unwrap();
+        assert!(matches!(
+            csv().encoder(two).encode(&batch, &mut Vec::new()),
+            Err(SinkError::SchemaMismatch {
+                expected: 2,
+                found: 1
+            })
+        ));
+    }
+
+    #[test]
+    fn formats_and_encoders_cross_threads() {
+        fn sendable<T: Send>(_: &T) {}
+        let format: Arc<dyn StreamFormat> = Arc::new(csv());
+        let encoder = format.encoder(Arc::new(Schema::empty()));
+        sendable(&encoder);
+        std::thread::spawn(move || format.extension())
+            .join()
+            .unwrap();
     }
 }

@@ -1,12 +1,23 @@
 //! Output formats behind one small API.
 //!
-//! A table's file is the format's `header` followed by the bytes of every
-//! unit's encoder, concatenated in unit order. Units are encoded in
-//! parallel, on the worker threads that read them, so an encoder depends on
-//! nothing but its own batches — that is what lets CSV formatting (the most
-//! expensive part of an unload after fetching) scale with `--parallel`
-//! while the file stays byte-identical. The API is shaped after arrow-rs's
-//! writers: make one from options, feed it `RecordBatch`es.
+//! A table's file is the format's [`StreamFormat::header`] followed by the
+//! bytes of every unit's encoder, concatenated in unit order. Units are
+//! encoded in parallel, on the worker threads that read them, so an encoder
+//! depends on nothing but its own batches: no state crosses from one unit
+//! to the next, and nothing but the header is written once per file. That
+//! is what lets formatting (the most expensive part of an unload after
+//! fetching) scale with `--parallel` while the file stays byte-identical
+//! for any number of workers.
+//!
+//! Encoders append to a caller-owned `Vec<u8>` rather than writing to an
+//! `io::Write`: the executor decides whether a unit's bytes go straight to
+//! the file or wait in memory for their turn, and a plain buffer serves
+//! both without a second copy. The shape otherwise follows arrow-rs's
+//! writers: build a format from options, feed its encoder `RecordBatch`es.
+//!
+//! [`text`] holds the value formatting (exact decimals, dates, times, hex)
+//! so that later text formats such as JSON Lines render values exactly as
+//! CSV does.
 
 pub mod csv;
 pub mod text;
@@ -14,13 +25,15 @@ pub mod text;
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Schema, SchemaRef};
 
+pub use crate::csv::{BinaryEncoding, CsvFormat, CsvOptions};
+
 /// A byte-stream output format (CSV, TSV; later JSON Lines).
 pub trait StreamFormat: Send + Sync {
-    /// The file name extension, without the dot.
+    /// The file name extension, without the dot: `"csv"`, `"tsv"`.
     fn extension(&self) -> &'static str;
-    /// Bytes that open a table's file (may be empty).
+    /// The bytes that open a table's file; empty when there are none.
     fn header(&self, schema: &Schema) -> Vec<u8>;
-    /// A fresh encoder for one unit of a table.
+    /// A fresh encoder for one unit of a table with this schema.
     fn encoder(&self, schema: SchemaRef) -> Box<dyn BatchEncoder>;
 }
 
@@ -30,8 +43,13 @@ pub trait BatchEncoder: Send {
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError>;
 }
 
+/// Why a batch could not be encoded.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
+    /// The format has no rendering for this Arrow type.
     #[error("column {column}: type {data_type} cannot be written in this format")]
     UnsupportedType { column: String, data_type: DataType },
+    /// The batch does not have the columns of the schema the encoder was made for.
+    #[error("batch has {found} columns, the table's schema has {expected}")]
+    SchemaMismatch { expected: usize, found: usize },
 }
