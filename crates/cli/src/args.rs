@@ -81,9 +81,11 @@ pub struct Args {
     #[arg(long)]
     pub crlf: bool,
 
-    /// Pointer pages per unit of work (a unit is the piece of a table one worker reads)
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub pages_per_unit: u32,
+    /// Data pages per unit of work (a unit is the piece of a table one worker reads at a
+    /// time). Default: about 8 units per worker over the whole run, at least 64 pages and at
+    /// most one pointer page, so the last units are small and no worker idles at the end
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub unit_pages: Option<u64>,
 
     /// Memory, in MB, that pieces of a table finished ahead of their turn may hold before
     /// they wait on disk instead
@@ -98,6 +100,11 @@ pub struct Args {
     /// Print the plan (tables, pointer pages, units, snapshot) and exit without unloading
     #[arg(long)]
     pub plan: bool,
+
+    /// Benchmark aid: read every row with the same attachments, snapshot and units, and drop
+    /// it; no files are written. Shows how fast the engine can deliver the rows
+    #[arg(long)]
+    pub fetch_only: bool,
 
     /// No progress display and no summary
     #[arg(short = 'q', long)]

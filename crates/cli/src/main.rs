@@ -58,8 +58,8 @@ fn run(args: &Args) -> Result<(), String> {
             exclude: args.exclude.clone(),
         },
         plan: PlanOptions {
-            pages_per_unit: args.pages_per_unit,
-            split_tables: true,
+            unit_pages: args.unit_pages,
+            ..PlanOptions::default()
         },
         parallel: args.parallel(),
         output_dir: args.output.clone(),
@@ -67,6 +67,7 @@ fn run(args: &Args) -> Result<(), String> {
         text,
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
         batch: BatchLimits::default(),
+        fetch_only: args.fetch_only,
     };
 
     if args.plan {

@@ -14,6 +14,7 @@ fn multi_page_db(dir: &Path) -> std::path::PathBuf {
         &db,
         &[
             "CREATE TABLE BIG (ID INTEGER NOT NULL, A VARCHAR(40), B BIGINT, C DOUBLE PRECISION)",
+            "CREATE TABLE MID (ID INTEGER NOT NULL, A VARCHAR(40), B BIGINT, C DOUBLE PRECISION)",
             "CREATE TABLE SMALL (K SMALLINT, V VARCHAR(10))",
             "CREATE TABLE \"lower case\" (\"x y\" INTEGER)",
             // Values vary row to row so records do not compress away.
@@ -22,6 +23,7 @@ fn multi_page_db(dir: &Path) -> std::path::PathBuf {
                  INSERT INTO BIG VALUES (:I, 'r' || (:I * 7919) || '-' || (:I * 104729), \
                    :I * 1000003, :I / 7.0); \
                  I = I + 1; END END",
+            "INSERT INTO MID SELECT FIRST 45000 * FROM BIG",
             "INSERT INTO SMALL VALUES (1, 'one')",
             "INSERT INTO SMALL VALUES (2, NULL)",
             "INSERT INTO \"lower case\" VALUES (42)",
@@ -38,20 +40,26 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
     let plan = fbunload(&db, &["--plan"]);
     assert!(plan.status.success(), "{}", stderr(&plan));
     let plan_text = String::from_utf8_lossy(&plan.stdout);
-    let big_units: usize = plan_text
-        .lines()
-        .find(|l| l.starts_with("BIG "))
-        .and_then(|l| l.split_whitespace().nth(2))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no BIG line in plan:\n{plan_text}"));
-    assert!(big_units >= 3, "BIG should span several pointer pages:\n{plan_text}");
+    let pointer_pages = |table: &str| -> u32 {
+        plan_text
+            .lines()
+            .find(|l| l.starts_with(&format!("{table} ")))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {table} line in plan:\n{plan_text}"))
+    };
+    assert!(pointer_pages("BIG") >= 3, "BIG spans many pointer pages:\n{plan_text}");
+    assert_eq!(pointer_pages("MID"), 2, "MID spans two:\n{plan_text}");
+    assert_eq!(pointer_pages("SMALL"), 1, "{plan_text}");
 
     let mut outputs = Vec::new();
     for (label, args) in [
-        ("serial, whole tables", vec!["-j", "1", "--pages-per-unit", "100000"]),
-        ("serial, one page per unit", vec!["-j", "1"]),
+        ("serial, whole tables", vec!["-j", "1", "--unit-pages", "1000000"]),
+        ("serial, automatic units", vec!["-j", "1"]),
         ("2 workers", vec!["-j", "2"]),
-        ("3 workers, tiny memory", vec!["-j", "3", "--memory", "0"]),
+        ("2 workers, one page per unit", vec!["-j", "2", "--unit-pages", "1"]),
+        ("3 workers, 100 pages, tiny memory", vec!["-j", "3", "--unit-pages", "100", "--memory", "0"]),
+        ("2 workers, a pointer page per unit", vec!["-j", "2", "--unit-pages", "808"]),
     ] {
         let out_dir = dir.path().join(label.replace([' ', ','], "_"));
         let mut full = args.clone();
@@ -59,20 +67,24 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
         full.extend(["--header", "-o", &out_str]);
         let out = fbunload(&db, &full);
         assert!(out.status.success(), "{label}: {}", stderr(&out));
+        for table in ["BIG", "MID", "SMALL", "lower case"] {
+            let records = csv_records(&out_dir.join(format!("{table}.csv")));
+            assert_eq!(
+                records.len() as i64 - 1,
+                count(&db, table),
+                "{label}, {table}: rows vs COUNT(*)"
+            );
+        }
         outputs.push((label, files(&out_dir)));
     }
     let (first_label, first) = &outputs[0];
     let names: Vec<_> = first.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["BIG.csv", "SMALL.csv", "lower case.csv"]);
+    assert_eq!(names, ["BIG.csv", "MID.csv", "SMALL.csv", "lower case.csv"]);
     for (label, files) in &outputs[1..] {
         assert!(files == first, "{label} differs from {first_label}");
     }
 
     let out_dir = dir.path().join("2_workers");
-    for table in ["BIG", "SMALL", "lower case"] {
-        let records = csv_records(&out_dir.join(format!("{table}.csv")));
-        assert_eq!(records.len() as i64 - 1, count(&db, table), "{table}: rows vs COUNT(*)");
-    }
     let ids: std::collections::BTreeSet<i64> = csv_records(&out_dir.join("BIG.csv"))[1..]
         .iter()
         .map(|r| r[0].parse().unwrap())

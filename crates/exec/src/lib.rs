@@ -49,6 +49,10 @@ pub struct UnloadRequest {
     /// Bytes that units waiting for their turn may hold in memory.
     pub memory_budget: usize,
     pub batch: BatchLimits,
+    /// Fetch every row and drop it: no decoding, no files. The same
+    /// attachments, snapshot and units as a real run, so it measures the
+    /// engine's limit that a real run is compared against.
+    pub fetch_only: bool,
 }
 
 /// What the main attachment found before any row was read.
@@ -110,7 +114,9 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
     let started = Instant::now();
     let main = attach_main(req)?;
     let session = Session::begin(req, &main)?;
-    prepare_output_dir(&req.output_dir)?;
+    if !req.fetch_only {
+        prepare_output_dir(&req.output_dir)?;
+    }
     let budget = MemoryBudget::new(req.memory_budget);
     let outputs: Vec<TableOutput> = session
         .plan
@@ -196,6 +202,8 @@ impl<'a> Session<'a> {
             &catalog,
             PlanOptions {
                 split_tables: shared && req.plan.split_tables,
+                workers: req.parallel,
+                page_size: main.page_size().map_err(ExecError::Client)?,
                 ..req.plan
             },
         );
@@ -291,6 +299,9 @@ impl Run<'_> {
         let mut stmt = tr
             .prepare(&table.unit_sql(unit))
             .map_err(|e| ExecError::from_client(name, e))?;
+        if self.req.fetch_only {
+            return self.fetch_and_drop(&mut stmt, unit);
+        }
         if stmt.columns().len() != table.columns.len() {
             return Err(ExecError::table(name, "the table's columns changed while planning"));
         }
@@ -358,6 +369,23 @@ impl Run<'_> {
                 units: table.unit_count,
             });
         }
+        Ok(())
+    }
+}
+
+impl Run<'_> {
+    fn fetch_and_drop(&self, stmt: &mut fbunload_client::Statement<'_>, unit: &Unit) -> Result<(), ExecError> {
+        let name = &self.plan.tables[unit.table].name;
+        stmt.execute().map_err(|e| ExecError::from_client(name, e))?;
+        let mut rows = 0u64;
+        while stmt.fetch().map_err(|e| ExecError::from_client(name, e))? {
+            rows += 1;
+            if rows % self.req.batch.rows as u64 == 0 {
+                self.progress.rows_written(self.req.batch.rows as u64, 0);
+            }
+        }
+        self.progress.rows_written(rows % self.req.batch.rows as u64, 0);
+        self.rows[unit.table].fetch_add(rows, Ordering::Relaxed);
         Ok(())
     }
 }

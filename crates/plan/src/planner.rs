@@ -1,17 +1,26 @@
 //! Cutting tables into units of work.
 //!
-//! A table's rows live on data pages listed by its pointer pages (PPs).
-//! `MAKE_DBKEY(relation, 0, 0, pp)` is the first record number a PP can
-//! address, so `RDB$DB_KEY >= MAKE_DBKEY(r,0,0,lo) AND RDB$DB_KEY <
-//! MAKE_DBKEY(r,0,0,hi)` reads exactly the rows under PPs `lo..hi`, and
-//! Firebird 5 turns that into a range scan of those pages only.
+//! A table's rows live on data pages listed by its pointer pages (PPs); a
+//! PP has `dp_per_pp` slots, each naming one data page. `MAKE_DBKEY(rel, 0,
+//! dp, pp)` is the first record number slot `dp` of PP `pp` can hold, so
+//! `RDB$DB_KEY >= MAKE_DBKEY(r,0,dp1,pp1) AND RDB$DB_KEY < MAKE_DBKEY(r,0,dp2,pp2)`
+//! reads exactly the rows on those slots, and Firebird 5 turns that into a
+//! scan of those pages only. We number slots across the whole table
+//! (`pp * dp_per_pp + dp`) and cut that line into units of `unit_pages`
+//! slots, so a unit can be a piece of a PP (to keep every worker busy to the
+//! end) or span several.
 //!
-//! Units depend only on the catalog and the options, never on the number
-//! of workers: that, plus writing each table's units in order, is what
-//! makes the output byte-identical for any `--parallel`. The first unit has
-//! no lower bound and the last no upper bound, so rows on pointer pages
-//! allocated after the catalog was read are not lost.
+//! The automatic unit size aims at about [`UNITS_PER_WORKER`] units per
+//! worker over the whole run: enough that the last units, handed out when
+//! the other workers are done, are small; never below
+//! [`MIN_UNIT_PAGES`] pages (a unit costs a prepared statement), never above
+//! one PP. The first unit of a table has no lower bound and the last no
+//! upper bound, so rows on pages allocated after the catalog was read are
+//! not lost.
 //!
+//! However units are cut, a table's units are contiguous DB_KEY ranges
+//! written in order, so the output is the same bytes as one full scan: that
+//! is what makes it byte-identical for any `--parallel` and unit size.
 //! Units are handed out biggest table first, so a run that mixes one huge
 //! table with many small ones ends with small units that fill the gaps.
 
@@ -20,10 +29,27 @@ use std::fmt;
 use crate::catalog::Table;
 use crate::identifier::quote_identifier;
 
+/// Units per worker the automatic size aims at.
+pub const UNITS_PER_WORKER: u64 = 8;
+/// The smallest automatic unit: 64 pages (512 KiB at 8 KiB pages).
+pub const MIN_UNIT_PAGES: u64 = 64;
+
+/// Data pages one pointer page can list, for a page size (Firebird's
+/// `Ods::dataPagesPerPP`: a 32-bit page number and 8 flag bits per slot
+/// after a 32-byte header, rounded down to whole extents of 8 pages).
+pub fn data_pages_per_pointer_page(page_size: u32) -> u64 {
+    let slots = (page_size.saturating_sub(32) as u64) * 8 / (32 + 8);
+    slots & !7
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanOptions {
-    /// Pointer pages per unit (at least 1).
-    pub pages_per_unit: u32,
+    /// Data pages per unit; `None` for the automatic size.
+    pub unit_pages: Option<u64>,
+    /// Workers the automatic size plans for.
+    pub workers: usize,
+    /// The database page size.
+    pub page_size: u32,
     /// Whether the server has `MAKE_DBKEY` (Firebird 4+); without it every
     /// table is one unit.
     pub split_tables: bool,
@@ -32,9 +58,24 @@ pub struct PlanOptions {
 impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
-            pages_per_unit: 1,
+            unit_pages: None,
+            workers: 1,
+            page_size: 8192,
             split_tables: true,
         }
+    }
+}
+
+impl PlanOptions {
+    /// The unit size for a catalog: explicit, or automatic (module docs).
+    pub fn unit_pages_for(&self, catalog: &[Table]) -> u64 {
+        let per_pp = data_pages_per_pointer_page(self.page_size);
+        if let Some(pages) = self.unit_pages {
+            return pages.max(1);
+        }
+        let total: u64 = catalog.iter().map(|t| t.pointer_pages as u64 * per_pp).sum();
+        let target = total / (self.workers.max(1) as u64 * UNITS_PER_WORKER);
+        target.clamp(MIN_UNIT_PAGES.min(per_pp), per_pp)
     }
 }
 
@@ -50,13 +91,21 @@ pub struct TablePlan {
     pub pointer_pages: u32,
     pub unit_count: usize,
     select: String,
+    dp_per_pp: u64,
 }
 
 impl TablePlan {
     /// The query that reads `unit` of this table.
     pub fn unit_sql(&self, unit: &Unit) -> String {
-        let key = |pp: u32| format!("MAKE_DBKEY({}, 0, 0, {pp})", self.relation_id);
-        match (unit.first_page, unit.end_page) {
+        let key = |slot: u64| {
+            format!(
+                "MAKE_DBKEY({}, 0, {}, {})",
+                self.relation_id,
+                slot % self.dp_per_pp,
+                slot / self.dp_per_pp
+            )
+        };
+        match (unit.first_slot, unit.end_slot) {
             (0, None) => self.select.clone(),
             (0, Some(end)) => format!("{} WHERE RDB$DB_KEY < {}", self.select, key(end)),
             (first, None) => format!("{} WHERE RDB$DB_KEY >= {}", self.select, key(first)),
@@ -70,16 +119,17 @@ impl TablePlan {
     }
 }
 
-/// A range of pointer pages of one table: the unit of work.
+/// A range of data-page slots of one table: the unit of work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unit {
     /// Index into [`Plan::tables`].
     pub table: usize,
     /// Position within the table; output is assembled in this order.
     pub seq: usize,
-    pub first_page: u32,
+    /// First data-page slot, counted across pointer pages.
+    pub first_slot: u64,
     /// Exclusive; `None` for "to the end of the table".
-    pub end_page: Option<u32>,
+    pub end_slot: Option<u64>,
 }
 
 /// What to unload and in which pieces.
@@ -88,19 +138,23 @@ pub struct Plan {
     pub tables: Vec<TablePlan>,
     /// In dispatch order.
     pub units: Vec<Unit>,
+    /// Data pages per unit (the last unit of a table may be shorter).
+    pub unit_pages: u64,
 }
 
 impl Plan {
     pub fn new(catalog: &[Table], options: PlanOptions) -> Plan {
-        let per_unit = options.pages_per_unit.max(1);
+        let dp_per_pp = data_pages_per_pointer_page(options.page_size).max(8);
+        let unit_pages = options.unit_pages_for(catalog);
         let mut tables = Vec::with_capacity(catalog.len());
         let mut per_table_units = Vec::with_capacity(catalog.len());
         for (index, table) in catalog.iter().enumerate() {
-            let units = if options.split_tables {
-                split(index, table.pointer_pages, per_unit)
+            let slots = if options.split_tables {
+                table.pointer_pages as u64 * dp_per_pp
             } else {
-                split(index, 0, per_unit)
+                0
             };
+            let units = split(index, slots, unit_pages);
             tables.push(TablePlan {
                 name: table.name.clone(),
                 relation_id: table.relation_id,
@@ -113,6 +167,7 @@ impl Plan {
                 pointer_pages: table.pointer_pages,
                 unit_count: units.len(),
                 select: select_list(table),
+                dp_per_pp,
             });
             per_table_units.push(units);
         }
@@ -121,26 +176,20 @@ impl Plan {
         Plan {
             tables,
             units: per_table_units.into_iter().flatten().collect(),
+            unit_pages,
         }
     }
 }
 
-fn split(table: usize, pointer_pages: u32, per_unit: u32) -> Vec<Unit> {
-    if pointer_pages <= per_unit {
-        return vec![Unit {
-            table,
-            seq: 0,
-            first_page: 0,
-            end_page: None,
-        }];
-    }
-    let count = pointer_pages.div_ceil(per_unit);
+/// Cuts `slots` data-page slots into units of `per_unit`, open at both ends.
+fn split(table: usize, slots: u64, per_unit: u64) -> Vec<Unit> {
+    let count = slots.div_ceil(per_unit).max(1);
     (0..count)
         .map(|i| Unit {
             table,
             seq: i as usize,
-            first_page: i * per_unit,
-            end_page: (i + 1 < count).then_some((i + 1) * per_unit),
+            first_slot: i * per_unit,
+            end_slot: (i + 1 < count).then_some((i + 1) * per_unit),
         })
         .collect()
 }
@@ -178,7 +227,13 @@ impl fmt::Display for Plan {
                 t.columns.len()
             )?;
         }
-        write!(f, "{} tables, {} units", self.tables.len(), self.units.len())
+        write!(
+            f,
+            "{} tables, {} units of up to {} data pages",
+            self.tables.len(),
+            self.units.len(),
+            self.unit_pages
+        )
     }
 }
 
@@ -209,27 +264,58 @@ mod tests {
         }
     }
 
+    fn options(unit_pages: Option<u64>, workers: usize) -> PlanOptions {
+        PlanOptions {
+            unit_pages,
+            workers,
+            page_size: 8192,
+            split_tables: true,
+        }
+    }
+
     #[test]
-    fn units_cover_every_page_once_with_open_ends() {
-        for pps in 0..12 {
-            for per_unit in 1..5 {
-                let units = split(0, pps, per_unit);
-                assert_eq!(units[0].first_page, 0);
-                assert_eq!(units.last().unwrap().end_page, None);
+    fn slots_per_pointer_page_match_firebird() {
+        // Ods::dataPagesPerPP for the page sizes Firebird supports.
+        assert_eq!(data_pages_per_pointer_page(4096), 808);
+        assert_eq!(data_pages_per_pointer_page(8192), 1632);
+        assert_eq!(data_pages_per_pointer_page(16384), 3264);
+        assert_eq!(data_pages_per_pointer_page(32768), 6544);
+    }
+
+    #[test]
+    fn units_cover_every_slot_once_with_open_ends() {
+        for slots in [0, 1, 7, 808, 809, 1632 * 5] {
+            for per_unit in [1, 3, 64, 808, 100_000] {
+                let units = split(0, slots, per_unit);
+                assert_eq!(units[0].first_slot, 0);
+                assert_eq!(units.last().unwrap().end_slot, None);
                 for pair in units.windows(2) {
-                    assert_eq!(pair[0].end_page, Some(pair[1].first_page));
+                    assert_eq!(pair[0].end_slot, Some(pair[1].first_slot));
+                    assert_eq!(pair[1].first_slot - pair[0].first_slot, per_unit);
                 }
-                assert_eq!(units.len() as u32, pps.div_ceil(per_unit).max(1));
+                assert_eq!(units.len() as u64, slots.div_ceil(per_unit).max(1));
                 assert!(units.iter().enumerate().all(|(i, u)| u.seq == i));
             }
         }
     }
 
     #[test]
+    fn automatic_units_aim_at_several_per_worker_within_bounds() {
+        let big = [table("BIG", 130, 6)];
+        // 6 PPs * 1632 slots / (2 workers * 8) = 612 pages per unit.
+        assert_eq!(options(None, 2).unit_pages_for(&big), 612);
+        assert_eq!(Plan::new(&big, options(None, 2)).units.len(), 16);
+        // Never more than a PP, never less than the minimum.
+        assert_eq!(options(None, 1).unit_pages_for(&[table("H", 1, 500)]), 1632);
+        assert_eq!(options(None, 64).unit_pages_for(&[table("S", 1, 1)]), MIN_UNIT_PAGES);
+        assert_eq!(options(Some(5), 2).unit_pages_for(&big), 5);
+    }
+
+    #[test]
     fn biggest_tables_are_dispatched_first() {
         let plan = Plan::new(
             &[table("SMALL", 130, 1), table("BIG", 131, 3), table("MID", 132, 2)],
-            PlanOptions::default(),
+            options(Some(1632), 1),
         );
         let order: Vec<(usize, usize)> = plan.units.iter().map(|u| (u.table, u.seq)).collect();
         assert_eq!(order, vec![(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (0, 0)]);
@@ -237,17 +323,18 @@ mod tests {
 
     #[test]
     fn unit_sql_uses_dbkey_ranges_and_quotes_names() {
-        let plan = Plan::new(&[table("my table", 140, 3)], PlanOptions::default());
+        let plan = Plan::new(&[table("my table", 140, 2)], options(Some(1000), 1));
         let t = &plan.tables[0];
+        assert_eq!(plan.units.len(), 4);
         assert_eq!(
             t.unit_sql(&plan.units[0]),
             "SELECT \"ID\", CAST(\"Amount \"\"x\"\"\" AS VARCHAR(64)) AS \"Amount \"\"x\"\"\" \
-             FROM \"my table\" WHERE RDB$DB_KEY < MAKE_DBKEY(140, 0, 0, 1)"
+             FROM \"my table\" WHERE RDB$DB_KEY < MAKE_DBKEY(140, 0, 1000, 0)"
         );
         assert!(t.unit_sql(&plan.units[1]).ends_with(
-            "WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 0, 1) AND RDB$DB_KEY < MAKE_DBKEY(140, 0, 0, 2)"
+            "WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1000, 0) AND RDB$DB_KEY < MAKE_DBKEY(140, 0, 368, 1)"
         ));
-        assert!(t.unit_sql(&plan.units[2]).ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 0, 2)"));
+        assert!(t.unit_sql(&plan.units[3]).ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1368, 1)"));
         assert_eq!(t.type_overrides, vec![None, Some("DECFLOAT(34)".to_string())]);
     }
 
@@ -257,7 +344,7 @@ mod tests {
             &[table("T", 140, 9)],
             PlanOptions {
                 split_tables: false,
-                ..Default::default()
+                ..options(Some(1), 4)
             },
         );
         assert_eq!(plan.units.len(), 1);
