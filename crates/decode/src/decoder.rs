@@ -246,8 +246,17 @@ fn not_text(offset: usize, text: &TextDecoder) -> String {
 }
 
 /// CHAR values are blank-padded to their width; the blanks are not data.
+/// A UTF8 CHAR(n) is padded to 4n bytes, so most of a short value is
+/// padding: skip it eight bytes at a time.
 fn trim_padding(bytes: &[u8]) -> &[u8] {
-    let end = bytes.iter().rposition(|b| *b != b' ').map_or(0, |p| p + 1);
+    const BLANKS: u64 = u64::from_ne_bytes([b' '; 8]);
+    let mut end = bytes.len();
+    while end >= 8 && u64::from_ne_bytes(bytes[end - 8..end].try_into().unwrap()) == BLANKS {
+        end -= 8;
+    }
+    while end > 0 && bytes[end - 1] == b' ' {
+        end -= 1;
+    }
     &bytes[..end]
 }
 
@@ -375,6 +384,17 @@ mod tests {
             MICROS_PER_DAY + 3_600_000_100
         );
         assert!(batch.column(0).is_null(1));
+    }
+
+    #[test]
+    fn padding_is_trimmed_at_every_length() {
+        for value in ["", "a", " a", "abcdefgh", "abcdefghi"] {
+            for pad in 0..20 {
+                let padded = format!("{value}{}", " ".repeat(pad));
+                assert_eq!(trim_padding(padded.as_bytes()), value.trim_end().as_bytes());
+            }
+        }
+        assert_eq!(trim_padding(b"        "), b"");
     }
 
     #[test]

@@ -28,7 +28,13 @@ use std::time::{Duration, Instant};
 use fbunload_client::{Attachment, Client, ConnectOptions, Transaction, TransactionMode};
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TextDecoder};
 use fbunload_plan::{read_catalog, Plan, PlanOptions, TableFilter, Unit};
-use fbunload_sink::StreamFormat;
+use fbunload_sink::{BatchEncoder, StreamFormat};
+use std::io::Write;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use output::UnitSink;
 
 pub use error::ExecError;
 pub use output::file_name_for;
@@ -281,19 +287,28 @@ impl Run<'_> {
     }
 
     /// Takes units until there are none left or the run has failed.
+    ///
+    /// Each worker is two threads: this one fetches and decodes (it must,
+    /// the rows live in its statement's buffer) and hands Arrow batches to
+    /// a writer thread that encodes and writes them. Fetching then never
+    /// waits for formatting or the disk, and a spare core does that work.
     fn work(&self, tr: &Transaction<'_>) -> Result<(), ExecError> {
-        let mut encoded = Vec::new();
-        while !self.failed.load(Ordering::SeqCst) {
-            let next = self.next_unit.fetch_add(1, Ordering::SeqCst);
-            let Some(unit) = self.plan.units.get(next) else {
-                return Ok(());
-            };
-            self.unload_unit(tr, unit, &mut encoded)?;
-        }
-        Ok(())
+        std::thread::scope(|scope| {
+            let (to_writer, from_fetcher) = std::sync::mpsc::sync_channel(WRITER_QUEUE);
+            scope.spawn(move || self.guard(|| self.write_units(from_fetcher)));
+            while !self.failed.load(Ordering::SeqCst) {
+                let next = self.next_unit.fetch_add(1, Ordering::SeqCst);
+                let Some(unit) = self.plan.units.get(next) else {
+                    break;
+                };
+                self.read_unit(tr, unit, &to_writer)?;
+            }
+            Ok(())
+        })
     }
 
-    fn unload_unit(&self, tr: &Transaction<'_>, unit: &Unit, encoded: &mut Vec<u8>) -> Result<(), ExecError> {
+    /// Fetches one unit and sends it, batch by batch, to the writer.
+    fn read_unit(&self, tr: &Transaction<'_>, unit: &Unit, to_writer: &SyncSender<ToWriter>) -> Result<(), ExecError> {
         let table = &self.plan.tables[unit.table];
         let name = table.name.as_str();
         let mut stmt = tr
@@ -316,16 +331,12 @@ impl Run<'_> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut decoder = RowDecoder::new(columns, self.req.text, self.req.batch);
-        let schema = decoder.schema();
-        let mut encoder = self.req.format.encoder(schema.clone());
-        let output = &self.outputs[unit.table];
-        let output_error = |source| ExecError::Output {
-            table: name.to_string(),
-            source,
-        };
-        let mut sink = output
-            .begin_unit(unit.seq, &self.req.format.header(&schema))
-            .map_err(output_error)?;
+        // A closed channel means the writer failed; its error is the one
+        // recorded, so this side just stops.
+        let send = |message| to_writer.send(message).is_ok();
+        if !send(ToWriter::Begin { unit: *unit, schema: decoder.schema() }) {
+            return Ok(());
+        }
         stmt.execute().map_err(|e| ExecError::from_client(name, e))?;
         loop {
             let more = stmt.fetch().map_err(|e| ExecError::from_client(name, e))?;
@@ -336,23 +347,7 @@ impl Run<'_> {
             }
             if decoder.is_full() || (!more && !decoder.is_empty()) {
                 let batch = decoder.take_batch().map_err(|e| ExecError::from_decode(name, e))?;
-                encoded.clear();
-                encoder
-                    .encode(&batch, encoded)
-                    .map_err(|e| ExecError::from_sink(name, e))?;
-                use std::io::Write;
-                sink.write_all(encoded).map_err(|source| {
-                    output_error(output::OutputError {
-                        path: output.final_path.clone(),
-                        source,
-                    })
-                })?;
-                let rows = batch.num_rows() as u64;
-                self.rows[unit.table].fetch_add(rows, Ordering::Relaxed);
-                self.progress.rows_written(rows, encoded.len() as u64);
-                if self.failed.load(Ordering::SeqCst) {
-                    // Another worker failed: the run is over, and dropping
-                    // the sink discards this unit's output.
+                if !send(ToWriter::Batch(batch)) || self.failed.load(Ordering::SeqCst) {
                     return Ok(());
                 }
             }
@@ -360,17 +355,82 @@ impl Run<'_> {
                 break;
             }
         }
-        if output.finish_unit(unit.seq, sink).map_err(output_error)? {
-            self.progress.table_finished(&TableSummary {
-                name: name.to_string(),
-                path: output.final_path.clone(),
-                rows: self.rows[unit.table].load(Ordering::Relaxed),
-                bytes: std::fs::metadata(&output.final_path).map(|m| m.len()).unwrap_or(0),
-                units: table.unit_count,
-            });
+        send(ToWriter::End);
+        Ok(())
+    }
+
+    /// The writer thread of a worker: encodes batches and puts them in
+    /// their table's file, unit by unit, in the order the fetcher sends.
+    fn write_units(&self, from_fetcher: Receiver<ToWriter>) -> Result<(), ExecError> {
+        let mut current: Option<(Unit, Box<dyn BatchEncoder>, UnitSink)> = None;
+        let mut encoded = Vec::new();
+        for message in from_fetcher {
+            match message {
+                ToWriter::Begin { unit, schema } => {
+                    let output = &self.outputs[unit.table];
+                    let sink = output
+                        .begin_unit(unit.seq, &self.req.format.header(&schema))
+                        .map_err(|source| self.output_error(unit.table, source))?;
+                    current = Some((unit, self.req.format.encoder(schema), sink));
+                }
+                ToWriter::Batch(batch) => {
+                    let Some((unit, encoder, sink)) = current.as_mut() else {
+                        continue;
+                    };
+                    let name = &self.plan.tables[unit.table].name;
+                    encoded.clear();
+                    encoder
+                        .encode(&batch, &mut encoded)
+                        .map_err(|e| ExecError::from_sink(name, e))?;
+                    sink.write_all(&encoded).map_err(|source| {
+                        let path = self.outputs[unit.table].final_path.clone();
+                        self.output_error(unit.table, output::OutputError { path, source })
+                    })?;
+                    let rows = batch.num_rows() as u64;
+                    self.rows[unit.table].fetch_add(rows, Ordering::Relaxed);
+                    self.progress.rows_written(rows, encoded.len() as u64);
+                }
+                ToWriter::End => {
+                    let Some((unit, _, sink)) = current.take() else {
+                        continue;
+                    };
+                    let output = &self.outputs[unit.table];
+                    if output
+                        .finish_unit(unit.seq, sink)
+                        .map_err(|source| self.output_error(unit.table, source))?
+                    {
+                        self.progress.table_finished(&TableSummary {
+                            name: self.plan.tables[unit.table].name.clone(),
+                            path: output.final_path.clone(),
+                            rows: self.rows[unit.table].load(Ordering::Relaxed),
+                            bytes: std::fs::metadata(&output.final_path).map(|m| m.len()).unwrap_or(0),
+                            units: self.plan.tables[unit.table].unit_count,
+                        });
+                    }
+                }
+            }
         }
         Ok(())
     }
+
+    fn output_error(&self, table: usize, source: output::OutputError) -> ExecError {
+        ExecError::Output {
+            table: self.plan.tables[table].name.clone(),
+            source,
+        }
+    }
+}
+
+/// Batches a fetcher may have queued for its writer: enough to smooth out
+/// a slow write, few enough to keep memory bounded (each is at most
+/// `BatchLimits` big).
+const WRITER_QUEUE: usize = 4;
+
+/// What a worker's fetcher tells its writer.
+enum ToWriter {
+    Begin { unit: Unit, schema: SchemaRef },
+    Batch(RecordBatch),
+    End,
 }
 
 impl Run<'_> {

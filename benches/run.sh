@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# fbunload's benchmark: in one go, on generated TPC-C-like databases, it
+# times the engine's limit (--fetch-only: same attachments, snapshot and
+# units, rows fetched and dropped) and the CSV unload, with 1 and 2 workers,
+# with units of one pointer page (the classic split) and with the automatic
+# sub-pointer-page units, and prints one table.
+#
+#   benches/run.sh                          # about 5 minutes on 2 cores
+#   RUNS=5 WORKERS="1 2 4 8" benches/run.sh # more runs, more workers
+#   BIG_W=100 MIXED_W=20 benches/run.sh     # 10M-row STOCK, bigger mix
+#
+# Cases: "one" is STOCK alone (BIG_W x 100,000 rows); "mixed" is every table
+# of a MIXED_W-warehouse database (STOCK, CUSTOMER, ORDER_LINE, ... and small
+# ones). Databases are generated once into bench-data/ and reused.
+# Needs /usr/bin/time (Debian package `time`) for peak memory, and bc.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIG_W=${BIG_W:-20}
+MIXED_W=${MIXED_W:-4}
+RUNS=${RUNS:-3}
+WORKERS=${WORKERS:-"1 2"}
+DATA=bench-data
+BIN=./target/release
+
+cargo build --release --quiet --bins
+cargo build --release --quiet -p fbunload-client --example count
+for tool in /usr/bin/time bc; do
+  command -v $tool >/dev/null || { echo "needs $tool (apt-get install time bc)" >&2; exit 1; }
+done
+mkdir -p "$DATA"
+
+BIG_DB=$DATA/stock-w$BIG_W.fdb
+MIXED_DB=$DATA/tpcc-w$MIXED_W.fdb
+[ -f "$BIG_DB" ] || $BIN/fbunload-gen --database "$BIG_DB" --warehouses "$BIG_W" --tables STOCK,ITEM >&2
+[ -f "$MIXED_DB" ] || $BIN/fbunload-gen --database "$MIXED_DB" --warehouses "$MIXED_W" >&2
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# run DB ARGS... : sets SECS (median of RUNS), SPREAD (min-max), PEAK_MB (max),
+# BYTES (output size)
+run() {
+  local db=$1; shift
+  local times=() peaks=()
+  for _ in $(seq "$RUNS"); do
+    rm -rf "$DATA/out"
+    /usr/bin/time -f '%e %M' -o "$DATA/time.txt" \
+      $BIN/fbunload -d "$db" -u SYSDBA -p masterkey -q -o "$DATA/out" "$@"
+    read -r secs kb < "$DATA/time.txt"
+    times+=("$secs"); peaks+=("$kb")
+  done
+  SECS=$(printf '%s\n' "${times[@]}" | median)
+  SPREAD=$(printf '%s\n' "${times[@]}" | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.1f-%.1f", lo, hi}')
+  PEAK_MB=$(printf '%s\n' "${peaks[@]}" | sort -n | tail -1 | awk '{printf "%.0f", $1/1024}')
+  BYTES=0
+  if [ -d "$DATA/out" ]; then BYTES=$(du -sb "$DATA/out" | cut -f1); fi
+}
+
+rows_of() { $BIN/examples/count "$@" | awk '{s+=$2} END {print s}'; }
+
+MIXED_TABLES=(WAREHOUSE DISTRICT CUSTOMER ITEM STOCK ORDERS ORDER_LINE ALL_TYPES EMPTY_TABLE)
+printf '\nSELECT COUNT(*), for scale\n'
+printf '%-22s %12s %9s\n' table rows seconds
+$BIN/examples/count "$BIG_DB" STOCK | awk '{printf "%-22s %12d %9.2f\n", "one: "$1, $2, $3}'
+$BIN/examples/count "$MIXED_DB" "${MIXED_TABLES[@]}" | awk '{printf "%-22s %12d %9.2f\n", "mixed: "$1, $2, $3}'
+BIG_ROWS=$(rows_of "$BIG_DB" STOCK)
+MIXED_ROWS=$(rows_of "$MIXED_DB" "${MIXED_TABLES[@]}")
+
+# Units of exactly one pointer page, as gbak -parallel and FBCSVExport cut
+# tables: 1632 data-page slots per pointer page at 8 KiB pages.
+ONE_PP=1632
+
+printf '\n%-6s %-5s %7s %-10s %10s %9s %11s %11s %8s %8s %9s\n' \
+  case units workers mode rows "median s" "min-max s" rows/s MB/s "peak MB" "vs limit"
+for case in one mixed; do
+  if [ "$case" = one ]; then db=$BIG_DB; rows=$BIG_ROWS; tables=(--tables STOCK)
+  else db=$MIXED_DB; rows=$MIXED_ROWS; tables=(); fi
+  for units in 1PP auto; do
+    unit_args=(); [ "$units" = 1PP ] && unit_args=(--unit-pages $ONE_PP)
+    for j in $WORKERS; do
+      run "$db" "${tables[@]}" "${unit_args[@]}" -j "$j" --fetch-only
+      limit=$SECS
+      printf '%-6s %-5s %7s %-10s %10d %9.2f %11s %11.0f %8s %8s %9s\n' "$case" "$units" "$j" \
+        fetch-only "$rows" "$SECS" "$SPREAD" "$(echo "$rows / $SECS" | bc -l)" - "$PEAK_MB" 1.00
+      run "$db" "${tables[@]}" "${unit_args[@]}" -j "$j"
+      printf '%-6s %-5s %7s %-10s %10d %9.2f %11s %11.0f %8.1f %8s %9.2f\n' "$case" "$units" "$j" \
+        csv "$rows" "$SECS" "$SPREAD" "$(echo "$rows / $SECS" | bc -l)" "$(echo "$BYTES / 1000000 / $SECS" | bc -l)" \
+        "$PEAK_MB" "$(echo "$limit / $SECS" | bc -l)"
+    done
+  done
+done
+printf '\n"vs limit" = fetch-only seconds / csv seconds (1.00: the CSV unload is as fast as reading).\n'
