@@ -101,6 +101,11 @@ pub struct Args {
     #[arg(long)]
     pub plan: bool,
 
+    /// After unloading, count every table's rows at the same snapshot and fail if any file
+    /// has a different number of rows
+    #[arg(long)]
+    pub verify: bool,
+
     /// Benchmark aid: read every row with the same attachments, snapshot and units, and drop
     /// it; no files are written. Shows how fast the engine can deliver the rows
     #[arg(long)]
@@ -128,9 +133,9 @@ impl From<Binary> for fbunload_sink::csv::BinaryEncoding {
 
 impl Args {
     pub fn parallel(&self) -> usize {
-        self.parallel.map(|n| n as usize).unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        })
+        self.parallel
+            .map(|n| n as usize)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
 
     pub fn delimiter_byte(&self) -> Result<u8, String> {
@@ -162,9 +167,21 @@ mod tests {
 
     #[test]
     fn delimiters() {
-        assert_eq!(parse(&["--delimiter", "tab"]).unwrap().delimiter_byte(), Ok(b'\t'));
-        assert_eq!(parse(&["--delimiter", ";"]).unwrap().delimiter_byte(), Ok(b';'));
-        assert!(parse(&["--delimiter", "\""]).unwrap().delimiter_byte().is_err());
-        assert!(parse(&["--delimiter", ";;"]).unwrap().delimiter_byte().is_err());
+        assert_eq!(
+            parse(&["--delimiter", "tab"]).unwrap().delimiter_byte(),
+            Ok(b'\t')
+        );
+        assert_eq!(
+            parse(&["--delimiter", ";"]).unwrap().delimiter_byte(),
+            Ok(b';')
+        );
+        assert!(parse(&["--delimiter", "\""])
+            .unwrap()
+            .delimiter_byte()
+            .is_err());
+        assert!(parse(&["--delimiter", ";;"])
+            .unwrap()
+            .delimiter_byte()
+            .is_err());
     }
 }

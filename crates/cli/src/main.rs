@@ -6,6 +6,7 @@ mod args;
 mod progress;
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
@@ -17,25 +18,61 @@ use fbunload_sink::csv::{CsvFormat, CsvOptions};
 
 use args::Args;
 
+/// Exit status after Ctrl-C or SIGTERM, as shells report a SIGINT death.
+const EXIT_INTERRUPTED: u8 = 130;
+
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        // Workers see the flag between batches, stop, and remove what is
+        // unfinished; a second signal ends the process at once.
+        let _ = ctrlc::set_handler(move || {
+            if cancel.swap(true, Ordering::SeqCst) {
+                std::process::exit(EXIT_INTERRUPTED as i32);
+            }
+        });
+    }
+    match run(&args, cancel) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
+        Err(Failure::Interrupted(message)) => {
+            eprintln!("fbunload: {message}");
+            ExitCode::from(EXIT_INTERRUPTED)
+        }
+        Err(Failure::Error(message)) => {
             eprintln!("fbunload: error: {message}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(args: &Args) -> Result<(), String> {
+enum Failure {
+    Error(String),
+    Interrupted(String),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure::Error(message)
+    }
+}
+
+fn describe(err: ExecError) -> Failure {
+    match err {
+        ExecError::Interrupted => Failure::Interrupted(err.to_string()),
+        other => Failure::Error(other.to_string()),
+    }
+}
+
+fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     let text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {
         format!(
             "--charset {}: unknown character set; use a Firebird name such as UTF8, WIN1252 or ISO8859_1",
             args.charset
         )
     })?;
-    let client = fbunload_exec::load_client(args.client_lib.as_deref()).map_err(|e| e.to_string())?;
+    let client = fbunload_exec::load_client(args.client_lib.as_deref()).map_err(describe)?;
     let format = CsvFormat::new(CsvOptions {
         delimiter: args.delimiter_byte()?,
         header: args.header,
@@ -68,6 +105,9 @@ fn run(args: &Args) -> Result<(), String> {
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
         batch: BatchLimits::default(),
         fetch_only: args.fetch_only,
+        verify: args.verify,
+        cancel,
+        max_retries: 3,
     };
 
     if args.plan {
@@ -94,16 +134,23 @@ fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn describe(err: ExecError) -> String {
-    err.to_string()
-}
-
 fn print_summary(summary: &Summary) {
     let secs = summary.elapsed.as_secs_f64();
-    let width = summary.tables.iter().map(|t| t.name.len()).max().unwrap_or(5).max(5);
+    let width = summary
+        .tables
+        .iter()
+        .map(|t| t.name.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
     eprintln!("{:width$}  {:>12}  {:>10}", "table", "rows", "MB");
     for t in &summary.tables {
-        eprintln!("{:width$}  {:>12}  {:>10.1}", t.name, t.rows, t.bytes as f64 / 1e6);
+        eprintln!(
+            "{:width$}  {:>12}  {:>10.1}",
+            t.name,
+            t.rows,
+            t.bytes as f64 / 1e6
+        );
     }
     eprintln!(
         "{} tables, {} rows, {:.1} MB in {:.2} s ({:.0} rows/s, {:.1} MB/s); {} workers, snapshot {}",
@@ -119,4 +166,13 @@ fn print_summary(summary: &Summary) {
             .snapshot_number
             .map_or("(one transaction, Firebird < 4)".to_string(), |n| n.to_string()),
     );
+    if summary.retries > 0 {
+        eprintln!(
+            "{} units were redone after a lost connection",
+            summary.retries
+        );
+    }
+    if summary.verified {
+        eprintln!("verified: every table's rows equal COUNT(*) at the same snapshot");
+    }
 }

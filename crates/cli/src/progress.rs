@@ -72,6 +72,11 @@ impl Progress for Display {
         self.refresh();
     }
 
+    fn warning(&self, message: &str) {
+        self.bar
+            .suspend(|| eprintln!("fbunload: warning: {message}"));
+    }
+
     fn table_finished(&self, _table: &TableSummary) {
         self.tables_done.fetch_add(1, Ordering::Relaxed);
         self.refresh();

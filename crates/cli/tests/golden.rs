@@ -20,7 +20,18 @@ fn every_type_renders_as_documented() {
     let golden_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     for (label, args) in [
         ("csv", vec!["--header"]),
-        ("tsv-null-base64", vec!["--header", "--delimiter", "tab", "--null", "\\N", "--binary", "base64"]),
+        (
+            "tsv-null-base64",
+            vec![
+                "--header",
+                "--delimiter",
+                "tab",
+                "--null",
+                "\\N",
+                "--binary",
+                "base64",
+            ],
+        ),
     ] {
         let out_dir = dir.path().join(label);
         let mut full = args.clone();
@@ -32,8 +43,9 @@ fn every_type_renders_as_documented() {
             if std::env::var_os("UPDATE_GOLDEN").is_some() {
                 std::fs::write(&golden, &bytes).unwrap();
             }
-            let expected = std::fs::read(&golden)
-                .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", golden.display()));
+            let expected = std::fs::read(&golden).unwrap_or_else(|e| {
+                panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", golden.display())
+            });
             assert!(
                 bytes == expected,
                 "{label} {name} differs from {}.\n--- got\n{}",

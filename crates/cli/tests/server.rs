@@ -115,12 +115,22 @@ fn firebird_3_is_unloaded_in_one_consistent_transaction() {
     );
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
-    let out = server.fbunload(&db.dsn, &server.password, &["-j", "4", "-o", out_dir.to_str().unwrap()]);
+    let out = server.fbunload(
+        &db.dsn,
+        &server.password,
+        &["-j", "4", "-o", out_dir.to_str().unwrap()],
+    );
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("1 workers") && err.contains("Firebird < 4"), "{err}");
+    assert!(
+        err.contains("1 workers") && err.contains("Firebird < 4"),
+        "{err}"
+    );
     let a = csv_records(&out_dir.join("A.csv"));
     assert_eq!(a.len(), 5000);
     assert_eq!(a[123], vec!["123", "n123", "1.23"]);
-    assert_eq!(std::fs::read_to_string(out_dir.join("B.csv")).unwrap(), "7\n");
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("B.csv")).unwrap(),
+        "7\n"
+    );
 }

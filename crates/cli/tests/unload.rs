@@ -48,18 +48,33 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no {table} line in plan:\n{plan_text}"))
     };
-    assert!(pointer_pages("BIG") >= 3, "BIG spans many pointer pages:\n{plan_text}");
+    assert!(
+        pointer_pages("BIG") >= 3,
+        "BIG spans many pointer pages:\n{plan_text}"
+    );
     assert_eq!(pointer_pages("MID"), 2, "MID spans two:\n{plan_text}");
     assert_eq!(pointer_pages("SMALL"), 1, "{plan_text}");
 
     let mut outputs = Vec::new();
     for (label, args) in [
-        ("serial, whole tables", vec!["-j", "1", "--unit-pages", "1000000"]),
+        (
+            "serial, whole tables",
+            vec!["-j", "1", "--unit-pages", "1000000"],
+        ),
         ("serial, automatic units", vec!["-j", "1"]),
         ("2 workers", vec!["-j", "2"]),
-        ("2 workers, one page per unit", vec!["-j", "2", "--unit-pages", "1"]),
-        ("3 workers, 100 pages, tiny memory", vec!["-j", "3", "--unit-pages", "100", "--memory", "0"]),
-        ("2 workers, a pointer page per unit", vec!["-j", "2", "--unit-pages", "808"]),
+        (
+            "2 workers, one page per unit",
+            vec!["-j", "2", "--unit-pages", "1"],
+        ),
+        (
+            "3 workers, 100 pages, tiny memory",
+            vec!["-j", "3", "--unit-pages", "100", "--memory", "0"],
+        ),
+        (
+            "2 workers, a pointer page per unit",
+            vec!["-j", "2", "--unit-pages", "808"],
+        ),
     ] {
         let out_dir = dir.path().join(label.replace([' ', ','], "_"));
         let mut full = args.clone();
@@ -113,8 +128,14 @@ fn a_table_failing_mid_way_leaves_no_file_under_any_name() {
     let out = fbunload(&db, &["-j", "2", "-o", out_dir.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("table LEGACY") && err.contains("column T"), "{err}");
-    assert!(err.contains("--charset"), "the message says what to do: {err}");
+    assert!(
+        err.contains("table LEGACY") && err.contains("column T"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--charset"),
+        "the message says what to do: {err}"
+    );
     let left: Vec<String> = files(&out_dir).into_iter().map(|(n, _)| n).collect();
     assert!(
         left.iter().all(|n| n == "FINE.csv"),
@@ -122,7 +143,10 @@ fn a_table_failing_mid_way_leaves_no_file_under_any_name() {
     );
 
     // With the right character set the same table unloads.
-    let out = fbunload(&db, &["--charset", "WIN1252", "-o", out_dir.to_str().unwrap()]);
+    let out = fbunload(
+        &db,
+        &["--charset", "WIN1252", "-o", out_dir.to_str().unwrap()],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(out_dir.join("LEGACY.csv")).unwrap();
     assert!(text.contains("-1,café\n"), "WIN1252 bytes decoded");
@@ -139,10 +163,26 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let under_file = not_a_dir.join("sub");
 
     let cases: Vec<(&str, Vec<&str>, &str)> = vec![
-        ("bad pattern", vec!["--tables", "BIG(", "-o", out_arg], "not a valid SIMILAR TO pattern"),
-        ("no match", vec!["--tables", "big", "-o", out_arg], "matches no table"),
-        ("output under a file", vec!["-o", under_file.to_str().unwrap()], "output directory"),
-        ("unknown charset", vec!["--charset", "KLINGON", "-o", out_arg], "--charset KLINGON"),
+        (
+            "bad pattern",
+            vec!["--tables", "BIG(", "-o", out_arg],
+            "not a valid SIMILAR TO pattern",
+        ),
+        (
+            "no match",
+            vec!["--tables", "big", "-o", out_arg],
+            "matches no table",
+        ),
+        (
+            "output under a file",
+            vec!["-o", under_file.to_str().unwrap()],
+            "output directory",
+        ),
+        (
+            "unknown charset",
+            vec!["--charset", "KLINGON", "-o", out_arg],
+            "--charset KLINGON",
+        ),
     ];
     for (label, args, expected) in cases {
         let out = fbunload(&db, &args);
@@ -150,14 +190,20 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         assert!(!out.status.success(), "{label}: should fail");
         assert!(err.contains(expected), "{label}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{label}: one line: {err}");
-        assert!(!err.contains("masterkey"), "{label}: password leaked: {err}");
+        assert!(
+            !err.contains("masterkey"),
+            "{label}: password leaked: {err}"
+        );
     }
 
     let missing = dir.path().join("missing.fdb");
     let out = fbunload(&missing, &["-o", out_arg]);
     let err = stderr(&out);
     assert!(!out.status.success());
-    assert!(err.contains("missing.fdb") && err.contains("check the path"), "{err}");
+    assert!(
+        err.contains("missing.fdb") && err.contains("check the path"),
+        "{err}"
+    );
 
     let unreachable = Path::new("inet://127.0.0.1:9/nothing.fdb");
     let out = fbunload(unreachable, &["-o", out_arg]);
@@ -169,5 +215,8 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let out = fbunload(&db, &["--parallel", "0"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("--parallel"), "{}", stderr(&out));
-    assert!(!out_dir.exists() || files(&out_dir).is_empty(), "failed runs write nothing");
+    assert!(
+        !out_dir.exists() || files(&out_dir).is_empty(),
+        "failed runs write nothing"
+    );
 }

@@ -21,7 +21,9 @@ fn main() {
         ..Default::default()
     };
     let att = Attachment::connect(&client, &options).expect("attach");
-    let tr = att.start_transaction(TransactionMode::ReadOnlySnapshot).expect("transaction");
+    let tr = att
+        .start_transaction(TransactionMode::ReadOnlySnapshot)
+        .expect("transaction");
     for table in args {
         let started = Instant::now();
         let sql = format!("SELECT COUNT(*) FROM \"{}\"", table.replace('"', "\"\""));

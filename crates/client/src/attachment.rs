@@ -58,7 +58,10 @@ pub struct ServerVersion {
 impl ServerVersion {
     pub fn parse(text: &str) -> Option<ServerVersion> {
         // The build string is "<platform>-V<major>.<minor>.<release>.<build> ..."
-        let after_v = text.split("-V").nth(1).or_else(|| text.split("-T").nth(1))?;
+        let after_v = text
+            .split("-V")
+            .nth(1)
+            .or_else(|| text.split("-T").nth(1))?;
         let mut numbers = after_v.split(|c: char| !c.is_ascii_digit());
         let major = numbers.next()?.parse().ok()?;
         let minor = numbers.next()?.parse().ok()?;
@@ -82,10 +85,12 @@ pub struct Attachment {
     pub(crate) handle: Handle,
 }
 
-// SAFETY: the client library is thread-safe; an attachment is used by one
-// thread at a time because every call takes `&self` on a value that is not
-// `Sync`.
+// SAFETY: the client library is thread-safe since Firebird 2.5: calls on
+// one attachment from several threads are serialized inside it. fbunload
+// starts all worker transactions from one thread (to start them together)
+// and then uses each from its own worker thread.
 unsafe impl Send for Attachment {}
+unsafe impl Sync for Attachment {}
 
 /// The isolation a transaction starts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,10 +102,17 @@ pub enum TransactionMode {
     ReadOnlyAtSnapshot(u64),
     /// A read-write READ COMMITTED transaction, for data generation.
     ReadWrite,
+    /// A read-write SNAPSHOT transaction that writes nothing: unlike a
+    /// read-only one it counts as interesting, so the oldest interesting
+    /// transaction cannot move past it while it lives.
+    HoldingSnapshot,
 }
 
 impl Attachment {
-    pub fn connect(client: &Arc<Client>, options: &ConnectOptions) -> Result<Attachment, ClientError> {
+    pub fn connect(
+        client: &Arc<Client>,
+        options: &ConnectOptions,
+    ) -> Result<Attachment, ClientError> {
         let dpb = params::dpb(
             options.user.as_deref(),
             options.password.as_deref(),
@@ -136,7 +148,10 @@ impl Attachment {
     /// That attachment's connection character set is NONE unless the
     /// statement says `SET NAMES 'UTF8'`: without it, text literals sent on
     /// it are stored as raw bytes, whatever the columns' character sets.
-    pub fn create_database(client: &Arc<Client>, create_sql: &str) -> Result<Attachment, ClientError> {
+    pub fn create_database(
+        client: &Arc<Client>,
+        create_sql: &str,
+    ) -> Result<Attachment, ClientError> {
         let mut handle: Handle = 0;
         let mut tr: Handle = 0;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
@@ -182,6 +197,11 @@ impl Attachment {
             .ok_or_else(|| ClientError::Invalid("server sent no page size".into()))
     }
 
+    /// A cheap round trip that fails once the attachment is gone.
+    pub fn ping(&self) -> Result<(), ClientError> {
+        self.database_info(&[item::INFO_PAGE_SIZE]).map(drop)
+    }
+
     fn database_info(&self, items: &[u8]) -> Result<Vec<u8>, ClientError> {
         let mut buf = vec![0u8; 1024];
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
@@ -205,13 +225,20 @@ impl Attachment {
         let mut tpb = ParamBlock::new(item::TPB_VERSION3);
         match mode {
             TransactionMode::ReadOnlySnapshot => {
-                tpb.flag(item::TPB_CONCURRENCY).flag(item::TPB_READ).flag(item::TPB_WAIT);
+                tpb.flag(item::TPB_CONCURRENCY)
+                    .flag(item::TPB_READ)
+                    .flag(item::TPB_WAIT);
             }
             TransactionMode::ReadOnlyAtSnapshot(number) => {
                 tpb.flag(item::TPB_CONCURRENCY)
                     .flag(item::TPB_READ)
                     .flag(item::TPB_WAIT)
                     .int(item::TPB_AT_SNAPSHOT_NUMBER, number, 8);
+            }
+            TransactionMode::HoldingSnapshot => {
+                tpb.flag(item::TPB_CONCURRENCY)
+                    .flag(item::TPB_WRITE)
+                    .flag(item::TPB_WAIT);
             }
             TransactionMode::ReadWrite => {
                 tpb.flag(item::TPB_READ_COMMITTED)
@@ -278,7 +305,11 @@ impl Canceller {
         // SAFETY: fb_cancel_operation is documented as callable from any thread;
         // on an already detached handle it merely reports an error we ignore.
         unsafe {
-            (self.client.api.fb_cancel_operation)(status.as_mut_ptr(), &mut handle, ffi::FB_CANCEL_RAISE);
+            (self.client.api.fb_cancel_operation)(
+                status.as_mut_ptr(),
+                &mut handle,
+                ffi::FB_CANCEL_RAISE,
+            );
         }
     }
 }
@@ -303,6 +334,20 @@ impl<'a> Transaction<'a> {
             .filter(|n| *n != 0)
             .ok_or_else(|| {
                 ClientError::Invalid("the server did not report a snapshot number".into())
+            })
+    }
+
+    /// The oldest interesting transaction this transaction saw when it
+    /// started: every transaction numbered below it counts as committed
+    /// for it, whatever its commit number.
+    pub fn oldest_interesting(&self) -> Result<u64, ClientError> {
+        let reply = self.info(&[item::INFO_TRA_OLDEST_INTERESTING])?;
+        info_value(&reply, item::INFO_TRA_OLDEST_INTERESTING)
+            .map(le_uint)
+            .ok_or_else(|| {
+                ClientError::Invalid(
+                    "the server did not report the oldest interesting transaction".into(),
+                )
             })
     }
 
@@ -363,7 +408,15 @@ impl<'a> Transaction<'a> {
         // SAFETY: handles and buffers valid for each call; the blob is closed
         // on every path below.
         unsafe {
-            (api.isc_open_blob2)(status.as_mut_ptr(), &mut db, &mut tr, &mut blob, &mut quad, 0, std::ptr::null());
+            (api.isc_open_blob2)(
+                status.as_mut_ptr(),
+                &mut db,
+                &mut tr,
+                &mut blob,
+                &mut quad,
+                0,
+                std::ptr::null(),
+            );
         }
         self.check(&status)?;
         let mut chunk = [0u8; 32 * 1024];
@@ -426,7 +479,10 @@ impl Drop for Transaction<'_> {
 
 pub(crate) fn check(client: &Client, status: &StatusVector) -> Result<(), ClientError> {
     if status[0] == 1 && status[1] != 0 {
-        Err(ClientError::Firebird(FbError::from_status(&client.api, status)))
+        Err(ClientError::Firebird(FbError::from_status(
+            &client.api,
+            status,
+        )))
     } else {
         Ok(())
     }
@@ -462,7 +518,11 @@ fn info_value(reply: &[u8], wanted: u8) -> Option<&[u8]> {
 }
 
 fn le_uint(bytes: &[u8]) -> u64 {
-    bytes.iter().take(8).rev().fold(0, |acc, b| (acc << 8) | *b as u64)
+    bytes
+        .iter()
+        .take(8)
+        .rev()
+        .fold(0, |acc, b| (acc << 8) | *b as u64)
 }
 
 #[cfg(test)]

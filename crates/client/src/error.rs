@@ -68,9 +68,14 @@ impl FbError {
 
     /// The database file is missing, unreadable or not a Firebird database.
     pub fn is_database_missing(&self) -> bool {
-        [gds::IO_ERROR, gds::IO_OPEN_ERR, gds::BAD_DB_FORMAT, gds::UNAVAILABLE]
-            .iter()
-            .any(|c| self.has_code(*c))
+        [
+            gds::IO_ERROR,
+            gds::IO_OPEN_ERR,
+            gds::BAD_DB_FORMAT,
+            gds::UNAVAILABLE,
+        ]
+        .iter()
+        .any(|c| self.has_code(*c))
     }
 
     pub fn is_cancelled(&self) -> bool {

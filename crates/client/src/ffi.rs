@@ -106,6 +106,7 @@ pub mod item {
     pub const INFO_PAGE_SIZE: u8 = 14;
     pub const INFO_FIREBIRD_VERSION: u8 = 103;
     pub const INFO_TRA_SNAPSHOT_NUMBER: u8 = 12;
+    pub const INFO_TRA_OLDEST_INTERESTING: u8 = 5;
 }
 
 /// GDS status codes fbunload reacts to (`isc_base` + message number).
@@ -212,7 +213,8 @@ pub struct Api {
     pub isc_close_blob: unsafe extern "C" fn(*mut IscStatus, *mut Handle) -> IscStatus,
     pub fb_interpret: unsafe extern "C" fn(*mut c_char, c_uint, *mut *const IscStatus) -> i32,
     pub isc_sqlcode: unsafe extern "C" fn(*const IscStatus) -> i32,
-    pub fb_cancel_operation: unsafe extern "C" fn(*mut IscStatus, *mut Handle, c_ushort) -> IscStatus,
+    pub fb_cancel_operation:
+        unsafe extern "C" fn(*mut IscStatus, *mut Handle, c_ushort) -> IscStatus,
 }
 
 pub const FB_CANCEL_RAISE: c_ushort = 3;

@@ -195,8 +195,14 @@ mod tests {
         let dir = tempfile_dir();
         std::fs::create_dir_all(dir.join("lib")).unwrap();
         std::fs::write(dir.join("firebird.msg"), b"").unwrap();
-        assert_eq!(runtime_root_of(&dir.join("lib/libfbclient.so.2")), Some(dir.clone()));
-        assert_eq!(runtime_root_of(&dir.join("libfbclient.so.2")), Some(dir.clone()));
+        assert_eq!(
+            runtime_root_of(&dir.join("lib/libfbclient.so.2")),
+            Some(dir.clone())
+        );
+        assert_eq!(
+            runtime_root_of(&dir.join("libfbclient.so.2")),
+            Some(dir.clone())
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -205,7 +211,10 @@ mod tests {
         let err = Client::load(Some(Path::new("/nonexistent/libfbclient.so")))
             .err()
             .unwrap();
-        assert!(err.to_string().contains("/nonexistent/libfbclient.so"), "{err}");
+        assert!(
+            err.to_string().contains("/nonexistent/libfbclient.so"),
+            "{err}"
+        );
     }
 
     fn tempfile_dir() -> PathBuf {

@@ -32,7 +32,8 @@ impl ParamBlock {
     pub fn int(&mut self, tag: u8, value: u64, width: u8) -> &mut Self {
         self.0.push(tag);
         self.0.push(width);
-        self.0.extend_from_slice(&value.to_le_bytes()[..width as usize]);
+        self.0
+            .extend_from_slice(&value.to_le_bytes()[..width as usize]);
         self
     }
 

@@ -50,7 +50,10 @@ pub struct Statement<'t> {
 }
 
 impl<'t> Statement<'t> {
-    pub(crate) fn prepare(transaction: &'t Transaction<'t>, sql: &str) -> Result<Self, ClientError> {
+    pub(crate) fn prepare(
+        transaction: &'t Transaction<'t>,
+        sql: &str,
+    ) -> Result<Self, ClientError> {
         if sql.len() > u16::MAX as usize {
             return Err(ClientError::Invalid(format!(
                 "query of {} bytes exceeds Firebird's 64 KiB limit",
@@ -95,7 +98,12 @@ impl<'t> Statement<'t> {
             stmt.sqlda = new_sqlda(count);
             // SAFETY: as above, now with room for every column.
             unsafe {
-                (api.isc_dsql_describe)(status.as_mut_ptr(), &mut stmt.handle, ffi::SQLDA_VERSION1, stmt.sqlda_ptr());
+                (api.isc_dsql_describe)(
+                    status.as_mut_ptr(),
+                    &mut stmt.handle,
+                    ffi::SQLDA_VERSION1,
+                    stmt.sqlda_ptr(),
+                );
             }
             transaction.check(&status)?;
         }
@@ -115,7 +123,13 @@ impl<'t> Statement<'t> {
         let mut tr = self.transaction.handle;
         // SAFETY: no input parameters; handles valid.
         unsafe {
-            (api.isc_dsql_execute)(status.as_mut_ptr(), &mut tr, &mut self.handle, ffi::SQLDA_VERSION1, std::ptr::null());
+            (api.isc_dsql_execute)(
+                status.as_mut_ptr(),
+                &mut tr,
+                &mut self.handle,
+                ffi::SQLDA_VERSION1,
+                std::ptr::null(),
+            );
         }
         self.transaction.check(&status)?;
         self.cursor_open = !self.columns.is_empty();
@@ -128,7 +142,12 @@ impl<'t> Statement<'t> {
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         // SAFETY: the XSQLDA points at buffers sized from its own description.
         let rc = unsafe {
-            (api.isc_dsql_fetch)(status.as_mut_ptr(), &mut self.handle, ffi::SQLDA_VERSION1, self.sqlda_ptr())
+            (api.isc_dsql_fetch)(
+                status.as_mut_ptr(),
+                &mut self.handle,
+                ffi::SQLDA_VERSION1,
+                self.sqlda_ptr(),
+            )
         };
         match rc {
             0 => Ok(true),
@@ -187,7 +206,10 @@ impl<'t> Statement<'t> {
             offsets.push(total);
             total += slot.div_ceil(8) * 8;
             let name_len = (var.aliasname_length.max(0) as usize).min(32);
-            let name = var.aliasname[..name_len].iter().map(|c| *c as u8).collect::<Vec<_>>();
+            let name = var.aliasname[..name_len]
+                .iter()
+                .map(|c| *c as u8)
+                .collect::<Vec<_>>();
             columns.push(ColumnDesc {
                 name: String::from_utf8_lossy(&name).into_owned(),
                 sql_type,
@@ -250,7 +272,10 @@ impl<'s> Row<'s> {
         let offset = self.stmt.offsets[column];
         // SAFETY: the slot of `column` lies inside `data` (see bind_buffers).
         let bytes = unsafe {
-            std::slice::from_raw_parts(self.stmt.data.as_ptr() as *const u8, self.stmt.data.len() * 8)
+            std::slice::from_raw_parts(
+                self.stmt.data.as_ptr() as *const u8,
+                self.stmt.data.len() * 8,
+            )
         };
         if desc.sql_type == sql_type::VARYING {
             let len = u16::from_ne_bytes([bytes[offset], bytes[offset + 1]]) as usize;
@@ -267,7 +292,8 @@ impl<'s> Row<'s> {
 }
 
 fn new_sqlda(vars: usize) -> Vec<u64> {
-    let bytes = std::mem::size_of::<Xsqlda>() + vars.saturating_sub(1) * std::mem::size_of::<XsqlVar>();
+    let bytes =
+        std::mem::size_of::<Xsqlda>() + vars.saturating_sub(1) * std::mem::size_of::<XsqlVar>();
     let mut buf = vec![0u64; bytes.div_ceil(8)];
     // SAFETY: the buffer is large enough and zeroed; we set the header.
     let header = unsafe { &mut *(buf.as_mut_ptr() as *mut Xsqlda) };

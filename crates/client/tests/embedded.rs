@@ -26,28 +26,39 @@ fn create_query_and_share_a_snapshot() {
     assert_eq!(db.page_size().unwrap(), 8192);
     {
         let tr = db.start_transaction(TransactionMode::ReadWrite).unwrap();
-        tr.execute("CREATE TABLE T (ID INTEGER NOT NULL, NAME VARCHAR(20), B BLOB SUB_TYPE TEXT)").unwrap();
+        tr.execute("CREATE TABLE T (ID INTEGER NOT NULL, NAME VARCHAR(20), B BLOB SUB_TYPE TEXT)")
+            .unwrap();
         tr.commit().unwrap();
         let tr = db.start_transaction(TransactionMode::ReadWrite).unwrap();
-        tr.execute("INSERT INTO T VALUES (1, 'één', 'blob text')").unwrap();
+        tr.execute("INSERT INTO T VALUES (1, 'één', 'blob text')")
+            .unwrap();
         tr.execute("INSERT INTO T VALUES (2, NULL, NULL)").unwrap();
         tr.commit().unwrap();
     }
 
-    let main = db.start_transaction(TransactionMode::ReadOnlySnapshot).unwrap();
+    let main = db
+        .start_transaction(TransactionMode::ReadOnlySnapshot)
+        .unwrap();
     let snapshot = main.snapshot_number().unwrap();
 
     // A row committed after the snapshot must be invisible to a worker at it.
     let writer = Attachment::connect(&client, &options(&path, false)).unwrap();
-    let tr = writer.start_transaction(TransactionMode::ReadWrite).unwrap();
-    tr.execute("INSERT INTO T VALUES (3, 'late', NULL)").unwrap();
+    let tr = writer
+        .start_transaction(TransactionMode::ReadWrite)
+        .unwrap();
+    tr.execute("INSERT INTO T VALUES (3, 'late', NULL)")
+        .unwrap();
     tr.commit().unwrap();
 
     let worker = Attachment::connect(&client, &options(&path, true)).unwrap();
-    let wtr = worker.start_transaction(TransactionMode::ReadOnlyAtSnapshot(snapshot)).unwrap();
+    let wtr = worker
+        .start_transaction(TransactionMode::ReadOnlyAtSnapshot(snapshot))
+        .unwrap();
     assert_eq!(wtr.snapshot_number().unwrap(), snapshot);
     let mut stmt = wtr
-        .prepare("SELECT ID, NAME, B FROM T WHERE RDB$DB_KEY >= MAKE_DBKEY('T', 0, 0, 0) ORDER BY ID")
+        .prepare(
+            "SELECT ID, NAME, B FROM T WHERE RDB$DB_KEY >= MAKE_DBKEY('T', 0, 0, 0) ORDER BY ID",
+        )
         .unwrap();
     let cols = stmt.columns().to_vec();
     assert_eq!(cols[0].sql_type, sql_type::LONG);
@@ -61,7 +72,9 @@ fn create_query_and_share_a_snapshot() {
         let id = i32::from_ne_bytes(row.value(0).unwrap().try_into().unwrap());
         let name = row.value(1).map(|v| String::from_utf8(v.to_vec()).unwrap());
         let text = row.value(2).map(|id| {
-            row.transaction().read_blob(id.try_into().unwrap(), &mut blob).unwrap();
+            row.transaction()
+                .read_blob(id.try_into().unwrap(), &mut blob)
+                .unwrap();
             String::from_utf8(blob.clone()).unwrap()
         });
         rows.push((id, name, text));
@@ -84,5 +97,9 @@ fn errors_carry_firebird_text_and_codes() {
     };
     let fb = err.firebird().expect("a Firebird error");
     assert!(fb.is_database_missing(), "{fb:?}");
-    assert!(fb.message.contains("/nonexistent/dir/x.fdb"), "{}", fb.message);
+    assert!(
+        fb.message.contains("/nonexistent/dir/x.fdb"),
+        "{}",
+        fb.message
+    );
 }

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder,
-    Int16Builder, Int32Builder, Int64Builder, StringBuilder, Time64MicrosecondBuilder,
-    TimestampMicrosecondBuilder,
+    BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder,
+    Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
+    Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
@@ -85,9 +85,15 @@ enum Builder {
 impl RowDecoder {
     pub fn new(columns: Vec<OutputColumn>, text: TextDecoder, limits: BatchLimits) -> Self {
         let schema = Arc::new(Schema::new(
-            columns.iter().map(OutputColumn::arrow_field).collect::<Vec<_>>(),
+            columns
+                .iter()
+                .map(OutputColumn::arrow_field)
+                .collect::<Vec<_>>(),
         ));
-        let builders = columns.iter().map(|c| new_builder(c.kind, limits.rows)).collect();
+        let builders = columns
+            .iter()
+            .map(|c| new_builder(c.kind, limits.rows))
+            .collect();
         RowDecoder {
             schema,
             columns,
@@ -176,21 +182,25 @@ impl RowDecoder {
             (Builder::Int16(b), _) => b.append_value(ne!(i16)),
             (Builder::Int32(b), _) => b.append_value(ne!(i32)),
             (Builder::Int64(b), _) => b.append_value(ne!(i64)),
-            (Builder::Decimal(b), ColumnKind::Decimal { width, .. }) => b.append_value(match width {
-                2 => ne!(i16) as i128,
-                4 => ne!(i32) as i128,
-                8 => ne!(i64) as i128,
-                _ => ne!(i128),
-            }),
+            (Builder::Decimal(b), ColumnKind::Decimal { width, .. }) => {
+                b.append_value(match width {
+                    2 => ne!(i16) as i128,
+                    4 => ne!(i32) as i128,
+                    8 => ne!(i64) as i128,
+                    _ => ne!(i128),
+                })
+            }
             (Builder::Float32(b), _) => b.append_value(ne!(f32)),
             (Builder::Float64(b), _) => b.append_value(ne!(f64)),
             (Builder::Date(b), _) => b.append_value(ne!(i32) - MJD_UNIX_EPOCH),
             (Builder::Time(b), _) => b.append_value(ne!(u32) as i64 * MICROS_PER_FB_TICK),
             (Builder::Timestamp(b), _) => {
                 let date = ne!(i32);
-                let time = u32::from_ne_bytes(bytes.get(4..8).ok_or_else(short)?.try_into().unwrap());
+                let time =
+                    u32::from_ne_bytes(bytes.get(4..8).ok_or_else(short)?.try_into().unwrap());
                 b.append_value(
-                    (date - MJD_UNIX_EPOCH) as i64 * MICROS_PER_DAY + time as i64 * MICROS_PER_FB_TICK,
+                    (date - MJD_UNIX_EPOCH) as i64 * MICROS_PER_DAY
+                        + time as i64 * MICROS_PER_FB_TICK,
                 )
             }
             (Builder::Boolean(b), _) => b.append_value(*bytes.first().ok_or_else(short)? != 0),
@@ -283,7 +293,9 @@ fn new_builder(kind: ColumnKind, rows: usize) -> Builder {
         ColumnKind::Int16 => Builder::Int16(Int16Builder::with_capacity(rows)),
         ColumnKind::Int32 => Builder::Int32(Int32Builder::with_capacity(rows)),
         ColumnKind::Int64 => Builder::Int64(Int64Builder::with_capacity(rows)),
-        ColumnKind::Decimal { precision, scale, .. } => Builder::Decimal(
+        ColumnKind::Decimal {
+            precision, scale, ..
+        } => Builder::Decimal(
             Decimal128Builder::with_capacity(rows)
                 .with_precision_and_scale(precision, scale)
                 .expect("precision and scale come from the storage type"),
@@ -294,7 +306,9 @@ fn new_builder(kind: ColumnKind, rows: usize) -> Builder {
         ColumnKind::Time | ColumnKind::TimeTz => {
             Builder::Time(Time64MicrosecondBuilder::with_capacity(rows))
         }
-        ColumnKind::Timestamp => Builder::Timestamp(TimestampMicrosecondBuilder::with_capacity(rows)),
+        ColumnKind::Timestamp => {
+            Builder::Timestamp(TimestampMicrosecondBuilder::with_capacity(rows))
+        }
         ColumnKind::TimestampTz => Builder::Timestamp(
             TimestampMicrosecondBuilder::with_capacity(rows).with_timezone("UTC"),
         ),
@@ -351,7 +365,11 @@ mod tests {
     }
 
     fn decoder(columns: Vec<OutputColumn>) -> RowDecoder {
-        RowDecoder::new(columns, TextDecoder::for_charset("UTF8").unwrap(), BatchLimits::default())
+        RowDecoder::new(
+            columns,
+            TextDecoder::for_charset("UTF8").unwrap(),
+            BatchLimits::default(),
+        )
     }
 
     fn no_blobs(_: &BlobId, _: &mut Vec<u8>) -> Result<(), ClientError> {
@@ -362,7 +380,14 @@ mod tests {
     fn fixed_width_values_decode_from_native_bytes() {
         let mut dec = decoder(vec![
             column("I", ColumnKind::Int32),
-            column("N", ColumnKind::Decimal { width: 8, precision: 19, scale: 2 }),
+            column(
+                "N",
+                ColumnKind::Decimal {
+                    width: 8,
+                    precision: 19,
+                    scale: 2,
+                },
+            ),
             column("D", ColumnKind::Date),
             column("TS", ColumnKind::Timestamp),
         ]);
@@ -377,10 +402,16 @@ mod tests {
         let batch = dec.take_batch().unwrap();
         assert_eq!(batch.num_rows(), 2);
         assert_eq!(batch.column(0).as_primitive::<Int32Type>().value(0), 42);
-        assert_eq!(batch.column(1).as_primitive::<Decimal128Type>().value(0), -12345);
+        assert_eq!(
+            batch.column(1).as_primitive::<Decimal128Type>().value(0),
+            -12345
+        );
         assert_eq!(batch.column(2).as_primitive::<Date32Type>().value(0), 0);
         assert_eq!(
-            batch.column(3).as_primitive::<TimestampMicrosecondType>().value(0),
+            batch
+                .column(3)
+                .as_primitive::<TimestampMicrosecondType>()
+                .value(0),
             MICROS_PER_DAY + 3_600_000_100
         );
         assert!(batch.column(0).is_null(1));
@@ -431,9 +462,14 @@ mod tests {
     #[test]
     fn invalid_utf8_names_the_column_and_the_fix() {
         let mut dec = decoder(vec![column("LEGACY", ColumnKind::Text { padded: false })]);
-        let err = dec.append_with(|_| Some(&b"caf\xe9"[..]), no_blobs).unwrap_err();
+        let err = dec
+            .append_with(|_| Some(&b"caf\xe9"[..]), no_blobs)
+            .unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("LEGACY") && text.contains("--charset"), "{text}");
+        assert!(
+            text.contains("LEGACY") && text.contains("--charset"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -441,7 +477,10 @@ mod tests {
         let mut dec = RowDecoder::new(
             vec![column("I", ColumnKind::Int32)],
             TextDecoder::for_charset("UTF8").unwrap(),
-            BatchLimits { rows: 2, bytes: 1 << 20 },
+            BatchLimits {
+                rows: 2,
+                bytes: 1 << 20,
+            },
         );
         let v = 1i32.to_ne_bytes();
         dec.append_with(|_| Some(&v[..]), no_blobs).unwrap();

@@ -41,7 +41,11 @@ pub enum ColumnKind {
     Int32,
     Int64,
     /// A scaled or 128-bit integer; `width` is the storage size in bytes.
-    Decimal { width: u8, precision: u8, scale: i8 },
+    Decimal {
+        width: u8,
+        precision: u8,
+        scale: i8,
+    },
     Float32,
     Float64,
     Date,
@@ -51,7 +55,9 @@ pub enum ColumnKind {
     TimestampTz,
     Boolean,
     /// CHAR (`padded`) or VARCHAR text in the connection character set.
-    Text { padded: bool },
+    Text {
+        padded: bool,
+    },
     /// CHAR/VARCHAR CHARACTER SET OCTETS.
     Octets,
     TextBlob,
@@ -77,7 +83,9 @@ impl OutputColumn {
             name: name.to_string(),
             kind,
             nullable: desc.nullable,
-            type_name: type_name.map(str::to_string).unwrap_or_else(|| type_name_of(desc)),
+            type_name: type_name
+                .map(str::to_string)
+                .unwrap_or_else(|| type_name_of(desc)),
         })
     }
 
@@ -92,7 +100,9 @@ pub fn arrow_type(kind: ColumnKind) -> DataType {
         ColumnKind::Int16 => DataType::Int16,
         ColumnKind::Int32 => DataType::Int32,
         ColumnKind::Int64 => DataType::Int64,
-        ColumnKind::Decimal { precision, scale, .. } => DataType::Decimal128(precision, scale),
+        ColumnKind::Decimal {
+            precision, scale, ..
+        } => DataType::Decimal128(precision, scale),
         ColumnKind::Float32 => DataType::Float32,
         ColumnKind::Float64 => DataType::Float64,
         ColumnKind::Date => DataType::Date32,
@@ -128,7 +138,9 @@ fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
         sql_type::TIME_TZ | sql_type::TIME_TZ_EX => ColumnKind::TimeTz,
         sql_type::TIMESTAMP_TZ | sql_type::TIMESTAMP_TZ_EX => ColumnKind::TimestampTz,
         sql_type::BOOLEAN => ColumnKind::Boolean,
-        sql_type::TEXT | sql_type::VARYING if desc.charset_id() == CHARSET_OCTETS => ColumnKind::Octets,
+        sql_type::TEXT | sql_type::VARYING if desc.charset_id() == CHARSET_OCTETS => {
+            ColumnKind::Octets
+        }
         sql_type::TEXT => ColumnKind::Text { padded: true },
         sql_type::VARYING => ColumnKind::Text { padded: false },
         sql_type::BLOB if desc.subtype == BLOB_SUBTYPE_TEXT => ColumnKind::TextBlob,
@@ -190,7 +202,14 @@ mod tests {
         let col = OutputColumn::new("N", &desc(sql_type::INT64, -4, 1), None).unwrap();
         assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(19, 4));
         let col = OutputColumn::new("N", &desc(sql_type::SHORT, -1, 1), None).unwrap();
-        assert_eq!(col.kind, ColumnKind::Decimal { width: 2, precision: 5, scale: 1 });
+        assert_eq!(
+            col.kind,
+            ColumnKind::Decimal {
+                width: 2,
+                precision: 5,
+                scale: 1
+            }
+        );
     }
 
     #[test]
@@ -205,10 +224,14 @@ mod tests {
     fn type_name_goes_into_field_metadata() {
         let col = OutputColumn::new("T", &desc(sql_type::TIME_TZ, 0, 0), None).unwrap();
         assert_eq!(
-            col.arrow_field().metadata().get(TYPE_METADATA_KEY).map(String::as_str),
+            col.arrow_field()
+                .metadata()
+                .get(TYPE_METADATA_KEY)
+                .map(String::as_str),
             Some("TIME WITH TIME ZONE")
         );
-        let col = OutputColumn::new("D", &desc(sql_type::VARYING, 0, 4), Some("DECFLOAT(34)")).unwrap();
+        let col =
+            OutputColumn::new("D", &desc(sql_type::VARYING, 0, 4), Some("DECFLOAT(34)")).unwrap();
         assert_eq!(col.type_name, "DECFLOAT(34)");
     }
 

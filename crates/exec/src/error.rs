@@ -29,7 +29,11 @@ pub enum ExecError {
     Table { table: String, message: String },
     #[error("{0}")]
     Server(String),
-    #[error("interrupted")]
+    #[error("table {table}: the worker's connection was lost: {message}")]
+    ConnectionLost { table: String, message: String },
+    #[error("--verify found different row counts: {0}")]
+    Verify(String),
+    #[error("interrupted; unfinished tables were removed")]
     Interrupted,
 }
 
@@ -41,9 +45,7 @@ impl ExecError {
         };
         let who = user.unwrap_or("the default user");
         let reason = if fb.is_login_failure() {
-            format!(
-                "wrong user name or password for {who} (check -u/-p or ISC_USER/ISC_PASSWORD)"
-            )
+            format!("wrong user name or password for {who} (check -u/-p or ISC_USER/ISC_PASSWORD)")
         } else if fb.is_connection_failure() {
             format!("the server cannot be reached ({}); check the host, port and that Firebird is running", fb.message)
         } else if fb.is_database_missing() {
@@ -74,11 +76,15 @@ impl ExecError {
 
     pub(crate) fn from_client(table: &str, err: ClientError) -> ExecError {
         match err.firebird() {
-            Some(fb) if fb.is_connection_failure() => Self::table(
-                table,
-                format!("the worker's connection was lost: {}", fb.message),
-            ),
+            Some(fb) if fb.is_connection_failure() => ExecError::ConnectionLost {
+                table: table.to_string(),
+                message: fb.message.clone(),
+            },
             _ => Self::table(table, err),
         }
+    }
+
+    pub fn is_connection_lost(&self) -> bool {
+        matches!(self, ExecError::ConnectionLost { .. })
     }
 }

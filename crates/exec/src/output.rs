@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -17,22 +17,23 @@ use crate::spool::{MemoryBudget, Spool};
 
 /// Where a unit writes its bytes.
 pub enum UnitSink {
-    /// Straight into the table's file (this unit is next in line).
-    Direct(File),
+    /// Straight into the table's file (this unit is next in line), which
+    /// was this long when the unit began.
+    Direct(File, u64),
     Spooled(Spool),
 }
 
 impl Write for UnitSink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            UnitSink::Direct(f) => f.write(buf),
+            UnitSink::Direct(f, _) => f.write(buf),
             UnitSink::Spooled(s) => s.write(buf),
         }
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
-            UnitSink::Direct(f) => f.write_all(buf),
+            UnitSink::Direct(f, _) => f.write_all(buf),
             UnitSink::Spooled(s) => s.write_all(buf),
         }
     }
@@ -97,13 +98,20 @@ impl TableOutput {
                 .truncate(true)
                 .open(&self.temp_path)
                 .map_err(|e| self.error(&self.temp_path, e))?;
-            file.write_all(header).map_err(|e| self.error(&self.temp_path, e))?;
+            file.write_all(header)
+                .map_err(|e| self.error(&self.temp_path, e))?;
             state.file = Some(file);
         }
         if seq == state.next_seq && !state.direct_active {
             state.direct_active = true;
-            let file = state.file.as_ref().unwrap().try_clone();
-            return file.map(UnitSink::Direct).map_err(|e| self.error(&self.temp_path, e));
+            let file = state.file.as_mut().unwrap();
+            let start = file
+                .stream_position()
+                .map_err(|e| self.error(&self.temp_path, e))?;
+            let file = file
+                .try_clone()
+                .map_err(|e| self.error(&self.temp_path, e))?;
+            return Ok(UnitSink::Direct(file, start));
         }
         let part = PathBuf::from(format!("{}{seq}.part", self.part_prefix.display()));
         Ok(UnitSink::Spooled(Spool::new(self.budget.clone(), part)))
@@ -114,7 +122,7 @@ impl TableOutput {
     pub fn finish_unit(&self, seq: usize, sink: UnitSink) -> Result<bool, OutputError> {
         let mut state = self.state.lock().unwrap();
         match sink {
-            UnitSink::Direct(_) => {
+            UnitSink::Direct(..) => {
                 state.direct_active = false;
                 state.next_seq = seq + 1;
             }
@@ -125,18 +133,37 @@ impl TableOutput {
         let state = &mut *state;
         while let Some(spool) = state.waiting.remove(&state.next_seq) {
             let file = state.file.as_mut().unwrap();
-            spool.drain_into(file).map_err(|e| self.error(&self.temp_path, e))?;
+            spool
+                .drain_into(file)
+                .map_err(|e| self.error(&self.temp_path, e))?;
             state.next_seq += 1;
         }
         if state.next_seq < self.units {
             return Ok(false);
         }
         let file = state.file.take().unwrap();
-        file.sync_all().map_err(|e| self.error(&self.temp_path, e))?;
+        file.sync_all()
+            .map_err(|e| self.error(&self.temp_path, e))?;
         drop(file);
-        fs::rename(&self.temp_path, &self.final_path).map_err(|e| self.error(&self.final_path, e))?;
+        fs::rename(&self.temp_path, &self.final_path)
+            .map_err(|e| self.error(&self.final_path, e))?;
         state.finished = true;
         Ok(true)
+    }
+
+    /// Takes back a unit that failed, so it can be done again: what it
+    /// wrote into the file is cut off, what it spooled is dropped.
+    pub fn abandon_unit(&self, sink: UnitSink) -> Result<(), OutputError> {
+        let mut state = self.state.lock().unwrap();
+        if let UnitSink::Direct(mut file, start) = sink {
+            // The handle shares its offset with the table's: rewind both.
+            file.set_len(start)
+                .map_err(|e| self.error(&self.temp_path, e))?;
+            file.seek(SeekFrom::Start(start))
+                .map_err(|e| self.error(&self.temp_path, e))?;
+            state.direct_active = false;
+        }
+        Ok(())
     }
 
     fn error(&self, path: &Path, source: io::Error) -> OutputError {
@@ -197,18 +224,25 @@ mod tests {
             let mut u0 = out.begin_unit(0, b"H\n").unwrap();
             let mut u1 = out.begin_unit(1, b"H\n").unwrap();
             let mut u2 = out.begin_unit(2, b"H\n").unwrap();
-            assert!(matches!(u0, UnitSink::Direct(_)));
+            assert!(matches!(u0, UnitSink::Direct(..)));
             assert!(matches!(u1, UnitSink::Spooled(_)));
             u2.write_all(b"c\n").unwrap();
             u1.write_all(b"b\n").unwrap();
             u0.write_all(b"a\n").unwrap();
             assert!(!out.finish_unit(2, u2).unwrap());
             assert!(!out.finish_unit(1, u1).unwrap());
-            assert!(!out.final_path.exists(), "incomplete table must not have its final name");
+            assert!(
+                !out.final_path.exists(),
+                "incomplete table must not have its final name"
+            );
             assert!(out.finish_unit(0, u0).unwrap());
             assert_eq!(fs::read(&out.final_path).unwrap(), b"H\na\nb\nc\n");
             assert!(!dir.path().join("T.csv.partial").exists());
-            assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no part files left");
+            assert_eq!(
+                fs::read_dir(dir.path()).unwrap().count(),
+                1,
+                "no part files left"
+            );
         }
     }
 
@@ -218,7 +252,27 @@ mod tests {
         let out = output(dir.path(), 2, 0);
         let u0 = out.begin_unit(0, b"").unwrap();
         out.finish_unit(0, u0).unwrap();
-        assert!(matches!(out.begin_unit(1, b"").unwrap(), UnitSink::Direct(_)));
+        assert!(matches!(
+            out.begin_unit(1, b"").unwrap(),
+            UnitSink::Direct(..)
+        ));
+    }
+
+    #[test]
+    fn an_abandoned_unit_can_be_done_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = output(dir.path(), 2, 0);
+        let mut u0 = out.begin_unit(0, b"H\n").unwrap();
+        u0.write_all(b"half of a\n").unwrap();
+        let mut u1 = out.begin_unit(1, b"H\n").unwrap();
+        u1.write_all(b"b\n").unwrap();
+        out.finish_unit(1, u1).unwrap();
+        out.abandon_unit(u0).unwrap();
+        let mut again = out.begin_unit(0, b"H\n").unwrap();
+        assert!(matches!(again, UnitSink::Direct(..)));
+        again.write_all(b"a\n").unwrap();
+        assert!(out.finish_unit(0, again).unwrap());
+        assert_eq!(fs::read(&out.final_path).unwrap(), b"H\na\nb\n");
     }
 
     #[test]
@@ -239,6 +293,9 @@ mod tests {
         assert_eq!(file_name_for("ORDERS", "csv"), "ORDERS.csv");
         assert_eq!(file_name_for("a/b%c", "csv"), "a%2Fb%25c.csv");
         assert_eq!(file_name_for("..", "csv"), "%2E..csv");
-        assert_eq!(file_name_for("My \"odd\" table", "csv"), "My \"odd\" table.csv");
+        assert_eq!(
+            file_name_for("My \"odd\" table", "csv"),
+            "My \"odd\" table.csv"
+        );
     }
 }

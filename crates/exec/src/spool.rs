@@ -29,7 +29,9 @@ impl MemoryBudget {
 
     fn try_take(&self, bytes: usize) -> bool {
         self.free
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| free.checked_sub(bytes))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
+                free.checked_sub(bytes)
+            })
             .is_ok()
     }
 

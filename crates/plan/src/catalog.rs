@@ -75,8 +75,14 @@ pub enum CatalogError {
 }
 
 /// Reads the tables the filter selects, in name order.
-pub fn read_catalog(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Vec<Table>, CatalogError> {
-    for (option, pattern) in [("--tables", &filter.include), ("--exclude", &filter.exclude)] {
+pub fn read_catalog(
+    tr: &Transaction<'_>,
+    filter: &TableFilter,
+) -> Result<Vec<Table>, CatalogError> {
+    for (option, pattern) in [
+        ("--tables", &filter.include),
+        ("--exclude", &filter.exclude),
+    ] {
         if let Some(pattern) = pattern {
             check_pattern(tr, option, pattern)?;
         }
@@ -87,10 +93,16 @@ pub fn read_catalog(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Vec<Ta
          AND r.RDB$VIEW_BLR IS NULL",
     );
     if let Some(p) = &filter.include {
-        sql += &format!(" AND TRIM(r.RDB$RELATION_NAME) SIMILAR TO {}", quote_literal(p));
+        sql += &format!(
+            " AND TRIM(r.RDB$RELATION_NAME) SIMILAR TO {}",
+            quote_literal(p)
+        );
     }
     if let Some(p) = &filter.exclude {
-        sql += &format!(" AND TRIM(r.RDB$RELATION_NAME) NOT SIMILAR TO {}", quote_literal(p));
+        sql += &format!(
+            " AND TRIM(r.RDB$RELATION_NAME) NOT SIMILAR TO {}",
+            quote_literal(p)
+        );
     }
     sql += " ORDER BY r.RDB$RELATION_NAME";
     let mut tables = Vec::new();
@@ -106,8 +118,11 @@ pub fn read_catalog(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Vec<Ta
         return Err(CatalogError::NoTables(no_tables_message(tr, filter)?));
     }
 
-    let mut by_name: HashMap<String, usize> =
-        tables.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
+    let mut by_name: HashMap<String, usize> = tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.name.clone(), i))
+        .collect();
     query(
         tr,
         "SELECT TRIM(rf.RDB$RELATION_NAME), TRIM(rf.RDB$FIELD_NAME), f.RDB$FIELD_TYPE, \
@@ -128,7 +143,11 @@ pub fn read_catalog(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Vec<Ta
     )?;
 
     by_name.clear();
-    let by_id: HashMap<u16, usize> = tables.iter().enumerate().map(|(i, t)| (t.relation_id, i)).collect();
+    let by_id: HashMap<u16, usize> = tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.relation_id, i))
+        .collect();
     query(
         tr,
         "SELECT RDB$RELATION_ID, MAX(RDB$PAGE_SEQUENCE) + 1 FROM RDB$PAGES \
@@ -145,7 +164,11 @@ pub fn read_catalog(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Vec<Ta
 
 /// Lets the server judge the pattern alone, so a bad pattern is reported as
 /// such and not as a failed catalog query.
-fn check_pattern(tr: &Transaction<'_>, option: &'static str, pattern: &str) -> Result<(), CatalogError> {
+fn check_pattern(
+    tr: &Transaction<'_>,
+    option: &'static str,
+    pattern: &str,
+) -> Result<(), CatalogError> {
     let sql = format!(
         "SELECT COUNT(*) FROM RDB$RELATIONS WHERE TRIM(RDB$RELATION_NAME) SIMILAR TO {}",
         quote_literal(pattern)
@@ -192,7 +215,11 @@ fn no_tables_message(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Strin
     ))
 }
 
-fn query(tr: &Transaction<'_>, sql: &str, mut each: impl FnMut(&Row<'_>)) -> Result<(), ClientError> {
+fn query(
+    tr: &Transaction<'_>,
+    sql: &str,
+    mut each: impl FnMut(&Row<'_>),
+) -> Result<(), ClientError> {
     let mut stmt = tr.prepare(sql)?;
     stmt.execute()?;
     while stmt.fetch()? {

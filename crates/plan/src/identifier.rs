@@ -17,7 +17,10 @@ mod tests {
 
     #[test]
     fn quotes_are_doubled() {
-        assert_eq!(quote_identifier(r#"My "odd" table"#), r#""My ""odd"" table""#);
+        assert_eq!(
+            quote_identifier(r#"My "odd" table"#),
+            r#""My ""odd"" table""#
+        );
         assert_eq!(quote_literal("it's"), "'it''s'");
     }
 }

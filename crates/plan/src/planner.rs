@@ -73,7 +73,10 @@ impl PlanOptions {
         if let Some(pages) = self.unit_pages {
             return pages.max(1);
         }
-        let total: u64 = catalog.iter().map(|t| t.pointer_pages as u64 * per_pp).sum();
+        let total: u64 = catalog
+            .iter()
+            .map(|t| t.pointer_pages as u64 * per_pp)
+            .sum();
         let target = total / (self.workers.max(1) as u64 * UNITS_PER_WORKER);
         target.clamp(MIN_UNIT_PAGES.min(per_pp), per_pp)
     }
@@ -210,13 +213,27 @@ fn select_list(table: &Table) -> String {
             }
         })
         .collect();
-    format!("SELECT {} FROM {}", columns.join(", "), quote_identifier(&table.name))
+    format!(
+        "SELECT {} FROM {}",
+        columns.join(", "),
+        quote_identifier(&table.name)
+    )
 }
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let width = self.tables.iter().map(|t| t.name.len()).max().unwrap_or(5).max(5);
-        writeln!(f, "{:width$}  {:>13}  {:>6}  columns", "table", "pointer pages", "units")?;
+        let width = self
+            .tables
+            .iter()
+            .map(|t| t.name.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        writeln!(
+            f,
+            "{:width$}  {:>13}  {:>6}  columns",
+            "table", "pointer pages", "units"
+        )?;
         for t in &self.tables {
             writeln!(
                 f,
@@ -307,14 +324,21 @@ mod tests {
         assert_eq!(Plan::new(&big, options(None, 2)).units.len(), 16);
         // Never more than a PP, never less than the minimum.
         assert_eq!(options(None, 1).unit_pages_for(&[table("H", 1, 500)]), 1632);
-        assert_eq!(options(None, 64).unit_pages_for(&[table("S", 1, 1)]), MIN_UNIT_PAGES);
+        assert_eq!(
+            options(None, 64).unit_pages_for(&[table("S", 1, 1)]),
+            MIN_UNIT_PAGES
+        );
         assert_eq!(options(Some(5), 2).unit_pages_for(&big), 5);
     }
 
     #[test]
     fn biggest_tables_are_dispatched_first() {
         let plan = Plan::new(
-            &[table("SMALL", 130, 1), table("BIG", 131, 3), table("MID", 132, 2)],
+            &[
+                table("SMALL", 130, 1),
+                table("BIG", 131, 3),
+                table("MID", 132, 2),
+            ],
             options(Some(1632), 1),
         );
         let order: Vec<(usize, usize)> = plan.units.iter().map(|u| (u.table, u.seq)).collect();
@@ -334,8 +358,13 @@ mod tests {
         assert!(t.unit_sql(&plan.units[1]).ends_with(
             "WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1000, 0) AND RDB$DB_KEY < MAKE_DBKEY(140, 0, 368, 1)"
         ));
-        assert!(t.unit_sql(&plan.units[3]).ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1368, 1)"));
-        assert_eq!(t.type_overrides, vec![None, Some("DECFLOAT(34)".to_string())]);
+        assert!(t
+            .unit_sql(&plan.units[3])
+            .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1368, 1)"));
+        assert_eq!(
+            t.type_overrides,
+            vec![None, Some("DECFLOAT(34)".to_string())]
+        );
     }
 
     #[test]

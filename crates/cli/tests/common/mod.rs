@@ -52,9 +52,14 @@ pub fn execute(db: &Path, statements: &[&str]) {
 
 pub fn count(db: &Path, table: &str) -> i64 {
     let att = connect(db);
-    let tr = att.start_transaction(TransactionMode::ReadOnlySnapshot).unwrap();
+    let tr = att
+        .start_transaction(TransactionMode::ReadOnlySnapshot)
+        .unwrap();
     let mut stmt = tr
-        .prepare(&format!("SELECT COUNT(*) FROM {}", fbunload_plan::quote_identifier(table)))
+        .prepare(&format!(
+            "SELECT COUNT(*) FROM {}",
+            fbunload_plan::quote_identifier(table)
+        ))
         .unwrap();
     stmt.execute().unwrap();
     assert!(stmt.fetch().unwrap());
