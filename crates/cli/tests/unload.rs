@@ -62,7 +62,7 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
             vec!["-j", "1", "--unit-pages", "1000000"],
         ),
         ("serial, automatic units", vec!["-j", "1"]),
-        ("2 workers", vec!["-j", "2"]),
+        ("2 workers", vec!["-j", "2", "--verify"]),
         (
             "2 workers, one page per unit",
             vec!["-j", "2", "--unit-pages", "1"],
