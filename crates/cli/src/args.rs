@@ -30,7 +30,8 @@ pub struct Args {
     #[arg(short = 'u', long, env = "ISC_USER")]
     pub user: Option<String>,
 
-    /// Password (never printed)
+    /// Password (never printed by fbunload, but visible to other local users in the process
+    /// list: prefer ISC_PASSWORD)
     #[arg(short = 'p', long, env = "ISC_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
 
@@ -100,6 +101,13 @@ pub struct Args {
     /// Print the plan (tables, pointer pages, units, snapshot) and exit without unloading
     #[arg(long)]
     pub plan: bool,
+
+    /// Firebird 3 and older cannot share a snapshot between attachments, so fbunload reads
+    /// them with one worker in one transaction. With this flag it reads tables in parallel
+    /// instead, each worker in a snapshot of its own: every table is consistent in itself,
+    /// but the tables are NOT mutually consistent. No effect on Firebird 4 and later
+    #[arg(long)]
+    pub allow_inconsistent: bool,
 
     /// After unloading, count every table's rows at the same snapshot and fail if any file
     /// has a different number of rows

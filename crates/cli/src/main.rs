@@ -108,6 +108,7 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         verify: args.verify,
         cancel,
         max_retries: 3,
+        allow_inconsistent: args.allow_inconsistent,
     };
 
     if args.plan {
@@ -116,9 +117,7 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         println!(
             "server {}, snapshot {}, {} workers, client {}",
             start.server_version,
-            start
-                .snapshot_number
-                .map_or("not shared (Firebird < 4)".to_string(), |n| n.to_string()),
+            snapshot_text(&start),
             start.workers,
             client.source
         );
@@ -132,6 +131,17 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         print_summary(&summary);
     }
     Ok(())
+}
+
+fn snapshot_text(start: &fbunload_exec::RunStart) -> String {
+    match start.snapshot_number {
+        Some(n) => n.to_string(),
+        None if start.per_worker_snapshots => {
+            "none shared (Firebird < 4, --allow-inconsistent: tables not mutually consistent)"
+                .into()
+        }
+        None => "(one transaction, Firebird < 4)".into(),
+    }
 }
 
 fn print_summary(summary: &Summary) {
@@ -161,10 +171,7 @@ fn print_summary(summary: &Summary) {
         summary.rows() as f64 / secs.max(1e-9),
         summary.bytes() as f64 / 1e6 / secs.max(1e-9),
         summary.start.workers,
-        summary
-            .start
-            .snapshot_number
-            .map_or("(one transaction, Firebird < 4)".to_string(), |n| n.to_string()),
+        snapshot_text(&summary.start),
     );
     if summary.retries > 0 {
         eprintln!(

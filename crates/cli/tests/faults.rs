@@ -32,7 +32,16 @@ fn an_interrupt_stops_the_run_and_removes_unfinished_files() {
     let db = slow_db(dir.path());
     let out = dir.path().join("out");
     let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args(["-d", db.to_str().unwrap(), "-u", "SYSDBA", "-p", "masterkey", "-j", "2"])
+        .args([
+            "-d",
+            db.to_str().unwrap(),
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+            "-j",
+            "2",
+        ])
         .args(["--unit-pages", "64", "-o", out.to_str().unwrap()])
         .stderr(Stdio::piped())
         .spawn()
@@ -40,10 +49,16 @@ fn an_interrupt_stops_the_run_and_removes_unfinished_files() {
     // Wait until the big table is being written, then interrupt.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !out.join("WIDE.csv.partial").exists() {
-        assert!(Instant::now() < deadline, "the unload never started writing");
+        assert!(
+            Instant::now() < deadline,
+            "the unload never started writing"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&output.stderr);
@@ -74,7 +89,10 @@ fn a_full_disk_fails_the_table_and_leaves_no_half_file() {
     let output = Command::new("sh").args(["-c", &script]).output().unwrap();
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{err}");
-    assert!(err.contains("table WIDE") && err.contains("File too large"), "{err}");
+    assert!(
+        err.contains("table WIDE") && err.contains("File too large"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     let left: Vec<String> = files(&out).into_iter().map(|(n, _)| n).collect();
     assert!(left.iter().all(|n| n == "TINY.csv"), "{left:?}");

@@ -67,6 +67,10 @@ pub struct UnloadRequest {
     /// How often a worker whose connection is lost reattaches and redoes
     /// its unit at the same snapshot before the run fails.
     pub max_retries: u32,
+    /// On servers without shared snapshots (before Firebird 4), unload
+    /// tables in parallel anyway, each worker in a snapshot of its own:
+    /// every table is consistent in itself, but not with the others.
+    pub allow_inconsistent: bool,
 }
 
 /// What the main attachment found before any row was read.
@@ -76,6 +80,9 @@ pub struct RunStart {
     /// `None` on servers that cannot share a snapshot (before Firebird 4).
     pub snapshot_number: Option<u64>,
     pub workers: usize,
+    /// Workers read in snapshots of their own (`allow_inconsistent` on a
+    /// server without shared snapshots): tables are not mutually consistent.
+    pub per_worker_snapshots: bool,
 }
 
 /// Per-table results.
@@ -202,6 +209,28 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
         } else {
             Ok(())
         }
+    } else if start.per_worker_snapshots {
+        progress.started(&planned.plan, &start);
+        progress.warning(
+            "this server cannot share a snapshot (Firebird < 4): with --allow-inconsistent each \
+             worker reads in a snapshot of its own, so every table is consistent in itself but \
+             the tables are not mutually consistent",
+        );
+        let attachments = run.attach_workers(workers)?;
+        std::thread::scope(|scope| {
+            for attachment in &attachments {
+                let run = &run;
+                scope.spawn(move || {
+                    run.guard(|| {
+                        let tr = attachment
+                            .start_transaction(TransactionMode::ReadOnlySnapshot)
+                            .map_err(ExecError::Client)?;
+                        run.work(&tr, &mut None)
+                    })
+                });
+            }
+        });
+        Ok(())
     } else {
         let tr = main
             .start_transaction(TransactionMode::ReadOnlySnapshot)
@@ -380,7 +409,15 @@ impl Planned {
                 ..req.plan
             },
         );
-        let workers = if shared {
+        let per_worker_snapshots = !shared && req.allow_inconsistent && req.parallel > 1;
+        if per_worker_snapshots && req.verify {
+            return Err(ExecError::Server(
+                "--verify needs one snapshot for all tables, which --allow-inconsistent gives up; \
+                 use one or the other"
+                    .into(),
+            ));
+        }
+        let workers = if shared || per_worker_snapshots {
             req.parallel.clamp(1, plan.units.len().max(1))
         } else {
             1
@@ -391,6 +428,7 @@ impl Planned {
                 server_version: version.text,
                 snapshot_number: None,
                 workers,
+                per_worker_snapshots,
             },
             shared,
         })

@@ -69,6 +69,7 @@ fn request(db: &Path, out: &Path, parallel: usize) -> UnloadRequest {
         verify: true,
         cancel: Arc::new(AtomicBool::new(false)),
         max_retries: 3,
+        allow_inconsistent: false,
     }
 }
 
