@@ -31,7 +31,7 @@ fn an_interrupt_stops_the_run_and_removes_unfinished_files() {
     let dir = tempfile::tempdir().unwrap();
     let db = slow_db(dir.path());
     let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
         .args([
             "-d",
             db.to_str().unwrap(),

@@ -210,13 +210,19 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let out = fbunload(&garbage, &["-o", out_arg]);
     let err = stderr(&out);
     assert!(!out.status.success());
-    assert!(err.contains("garbage.fdb") && err.contains("not a valid database"), "{err}");
+    assert!(
+        err.contains("garbage.fdb") && err.contains("not a valid database"),
+        "{err}"
+    );
 
     let bad_dsn = Path::new("inet://[no-such-host/x.fdb");
     let out = fbunload(bad_dsn, &["-o", out_arg]);
     let err = stderr(&out);
     assert!(!out.status.success());
-    assert!(err.contains("cannot attach to inet://[no-such-host/x.fdb"), "{err}");
+    assert!(
+        err.contains("cannot attach to inet://[no-such-host/x.fdb"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 
     let unreachable = Path::new("inet://127.0.0.1:9/nothing.fdb");

@@ -203,22 +203,12 @@ impl Attachment {
     }
 
     fn database_info(&self, items: &[u8]) -> Result<Vec<u8>, ClientError> {
-        let mut buf = vec![0u8; 1024];
-        let mut status: StatusVector = [0; ffi::STATUS_LEN];
-        let mut handle = self.handle;
-        // SAFETY: buffers valid for the call.
-        unsafe {
-            (self.client.api.isc_database_info)(
-                status.as_mut_ptr(),
-                &mut handle,
-                items.len() as i16,
-                items.as_ptr() as *const c_char,
-                buf.len() as i16,
-                buf.as_mut_ptr() as *mut c_char,
-            );
-        }
-        check(&self.client, &status)?;
-        Ok(buf)
+        info(
+            &self.client,
+            self.client.api.isc_database_info,
+            self.handle,
+            items,
+        )
     }
 
     pub fn start_transaction(&self, mode: TransactionMode) -> Result<Transaction<'_>, ClientError> {
@@ -266,15 +256,6 @@ impl Attachment {
         })
     }
 
-    /// Asks the engine to abort whatever this attachment is running now.
-    /// Safe to call from another thread: that is what it is for.
-    pub fn canceller(&self) -> Canceller {
-        Canceller {
-            client: self.client.clone(),
-            handle: self.handle,
-        }
-    }
-
     pub(crate) fn fail(&self, status: &StatusVector) -> ClientError {
         ClientError::Firebird(FbError::from_status(&self.client.api, status))
     }
@@ -286,30 +267,6 @@ impl Drop for Attachment {
         // SAFETY: the handle is ours; errors on detach (lost connection) are moot.
         unsafe {
             (self.client.api.isc_detach_database)(status.as_mut_ptr(), &mut self.handle);
-        }
-    }
-}
-
-/// A handle that can cancel the running request of an attachment from
-/// another thread (Ctrl-C, a failing sibling worker).
-#[derive(Clone)]
-pub struct Canceller {
-    client: Arc<Client>,
-    handle: Handle,
-}
-
-impl Canceller {
-    pub fn cancel(&self) {
-        let mut status: StatusVector = [0; ffi::STATUS_LEN];
-        let mut handle = self.handle;
-        // SAFETY: fb_cancel_operation is documented as callable from any thread;
-        // on an already detached handle it merely reports an error we ignore.
-        unsafe {
-            (self.client.api.fb_cancel_operation)(
-                status.as_mut_ptr(),
-                &mut handle,
-                ffi::FB_CANCEL_RAISE,
-            );
         }
     }
 }
@@ -352,22 +309,12 @@ impl<'a> Transaction<'a> {
     }
 
     fn info(&self, items: &[u8]) -> Result<Vec<u8>, ClientError> {
-        let mut buf = vec![0u8; 256];
-        let mut status: StatusVector = [0; ffi::STATUS_LEN];
-        let mut handle = self.handle;
-        // SAFETY: buffers valid for the call.
-        unsafe {
-            (self.client().api.isc_transaction_info)(
-                status.as_mut_ptr(),
-                &mut handle,
-                items.len() as i16,
-                items.as_ptr() as *const c_char,
-                buf.len() as i16,
-                buf.as_mut_ptr() as *mut c_char,
-            );
-        }
-        self.check(&status)?;
-        Ok(buf)
+        info(
+            self.client(),
+            self.client().api.isc_transaction_info,
+            self.handle,
+            items,
+        )
     }
 
     /// Executes a statement that returns no rows (DDL, INSERT, EXECUTE BLOCK).
@@ -486,6 +433,40 @@ pub(crate) fn check(client: &Client, status: &StatusVector) -> Result<(), Client
     } else {
         Ok(())
     }
+}
+
+/// The signature shared by `isc_database_info` and `isc_transaction_info`.
+type InfoFn = unsafe extern "C" fn(
+    *mut ffi::IscStatus,
+    *mut Handle,
+    i16,
+    *const c_char,
+    i16,
+    *mut c_char,
+) -> ffi::IscStatus;
+
+/// Asks for info `items` about a database or transaction handle.
+fn info(
+    client: &Client,
+    call: InfoFn,
+    mut handle: Handle,
+    items: &[u8],
+) -> Result<Vec<u8>, ClientError> {
+    let mut buf = vec![0u8; 1024];
+    let mut status: StatusVector = [0; ffi::STATUS_LEN];
+    // SAFETY: buffers valid for the call; the handle is the caller's own.
+    unsafe {
+        call(
+            status.as_mut_ptr(),
+            &mut handle,
+            items.len() as i16,
+            items.as_ptr() as *const c_char,
+            buf.len() as i16,
+            buf.as_mut_ptr() as *mut c_char,
+        );
+    }
+    check(client, &status)?;
+    Ok(buf)
 }
 
 /// SQL text and names go through 16-bit lengths in the ISC API.

@@ -77,10 +77,6 @@ impl FbError {
         .iter()
         .any(|c| self.has_code(*c))
     }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.has_code(gds::CANCELLED)
-    }
 }
 
 /// Walks an `isc_arg_*` encoded status vector and collects the GDS codes.

@@ -126,7 +126,6 @@ pub mod gds {
     pub const NET_READ_ERR: isize = BASE + 406;
     pub const NET_WRITE_ERR: isize = BASE + 407;
     pub const IO_OPEN_ERR: isize = BASE + 414;
-    pub const CANCELLED: isize = BASE + 474;
     pub const ATT_SHUTDOWN: isize = BASE + 536;
 }
 
@@ -213,11 +212,7 @@ pub struct Api {
     pub isc_close_blob: unsafe extern "C" fn(*mut IscStatus, *mut Handle) -> IscStatus,
     pub fb_interpret: unsafe extern "C" fn(*mut c_char, c_uint, *mut *const IscStatus) -> i32,
     pub isc_sqlcode: unsafe extern "C" fn(*const IscStatus) -> i32,
-    pub fb_cancel_operation:
-        unsafe extern "C" fn(*mut IscStatus, *mut Handle, c_ushort) -> IscStatus,
 }
-
-pub const FB_CANCEL_RAISE: c_ushort = 3;
 
 impl Api {
     /// Resolves every symbol; fails with the first missing one's name.
@@ -251,7 +246,6 @@ impl Api {
             isc_close_blob: sym!(isc_close_blob),
             fb_interpret: sym!(fb_interpret),
             isc_sqlcode: sym!(isc_sqlcode),
-            fb_cancel_operation: sym!(fb_cancel_operation),
         })
     }
 }

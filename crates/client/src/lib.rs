@@ -21,9 +21,7 @@ mod locate;
 mod params;
 mod statement;
 
-pub use attachment::{
-    Attachment, Canceller, ConnectOptions, ServerVersion, Transaction, TransactionMode,
-};
+pub use attachment::{Attachment, ConnectOptions, ServerVersion, Transaction, TransactionMode};
 pub use error::{ClientError, FbError};
 pub use ffi::sql_type;
 pub use locate::{Client, LibrarySource};
