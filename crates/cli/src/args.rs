@@ -61,7 +61,11 @@ pub struct Args {
     #[arg(short = 'o', long, value_name = "DIR", default_value = ".")]
     pub output: PathBuf,
 
-    /// Write a header line with the column names
+    /// Output format: csv, tsv (CSV rules with a tab) or jsonl (one JSON object per row)
+    #[arg(short = 'f', long, value_enum, default_value_t = Format::Csv)]
+    pub format: Format,
+
+    /// Write a header line with the column names (csv, tsv)
     #[arg(long)]
     pub header: bool,
 
@@ -122,6 +126,13 @@ pub struct Args {
     /// No progress display and no summary
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Csv,
+    Tsv,
+    Jsonl,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

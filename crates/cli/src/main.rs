@@ -15,8 +15,10 @@ use fbunload_decode::{BatchLimits, TextDecoder};
 use fbunload_exec::{ExecError, Summary, UnloadRequest};
 use fbunload_plan::{PlanOptions, TableFilter};
 use fbunload_sink::csv::{CsvFormat, CsvOptions};
+use fbunload_sink::jsonl::JsonLinesFormat;
+use fbunload_sink::StreamFormat;
 
-use args::Args;
+use args::{Args, Format};
 
 /// Exit status after Ctrl-C or SIGTERM, as shells report a SIGINT death.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -73,13 +75,18 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         )
     })?;
     let client = fbunload_exec::load_client(args.client_lib.as_deref()).map_err(describe)?;
-    let format = CsvFormat::new(CsvOptions {
+    let csv_options = CsvOptions {
         delimiter: args.delimiter_byte()?,
         header: args.header,
         null: args.null.clone(),
         binary: args.binary.into(),
         crlf: args.crlf,
-    });
+    };
+    let format: Arc<dyn StreamFormat> = match args.format {
+        Format::Csv => Arc::new(CsvFormat::new(csv_options)),
+        Format::Tsv => Arc::new(CsvFormat::tsv(csv_options)),
+        Format::Jsonl => Arc::new(JsonLinesFormat::new(args.binary.into())),
+    };
     let request = UnloadRequest {
         client: client.clone(),
         connect: ConnectOptions {
@@ -100,7 +107,7 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         },
         parallel: args.parallel(),
         output_dir: args.output.clone(),
-        format: Arc::new(format),
+        format,
         text,
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
         batch: BatchLimits::default(),

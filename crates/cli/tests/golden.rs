@@ -32,6 +32,7 @@ fn every_type_renders_as_documented() {
                 "base64",
             ],
         ),
+        ("jsonl", vec!["--format", "jsonl"]),
     ] {
         let out_dir = dir.path().join(label);
         let mut full = args.clone();
@@ -46,6 +47,14 @@ fn every_type_renders_as_documented() {
             let expected = std::fs::read(&golden).unwrap_or_else(|e| {
                 panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", golden.display())
             });
+            if label == "jsonl" {
+                // Every line is valid JSON to an independent parser.
+                for line in String::from_utf8(bytes.clone()).unwrap().lines() {
+                    let value: serde_json::Value = serde_json::from_str(line)
+                        .unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
+                    assert!(value.is_object());
+                }
+            }
             assert!(
                 bytes == expected,
                 "{label} {name} differs from {}.\n--- got\n{}",

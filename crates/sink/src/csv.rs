@@ -44,33 +44,13 @@
 //! exists because csv-core must see the whole rendered field to decide on
 //! quotes.
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
-    Time64MicrosecondType, TimestampMicrosecondType,
-};
-use arrow_array::{Array, PrimitiveArray, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use base64::Engine as _;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{Schema, SchemaRef};
 use csv_core::{QuoteStyle, Terminator, Writer, WriterBuilder};
 
-use crate::text;
+pub use crate::values::BinaryEncoding;
+use crate::values::Column;
 use crate::{BatchEncoder, SinkError, StreamFormat};
-
-/// The Firebird type recorded by the decoder in field metadata.
-const TYPE_METADATA_KEY: &str = "fbunload.type";
-const TIME_WITH_TIME_ZONE: &str = "TIME WITH TIME ZONE";
-const UTC_SUFFIX: &[u8] = b"+00:00";
-
-/// How binary values (OCTETS, binary BLOBs) become text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BinaryEncoding {
-    /// Two lowercase hex digits per byte: `00ff10`.
-    #[default]
-    Hex,
-    /// Standard base64 alphabet with `=` padding: `AP8Q`.
-    Base64,
-}
 
 /// The command line's CSV flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,110 +211,6 @@ struct CsvEncoder {
     scratch: Vec<u8>,
 }
 
-/// One column of a batch, downcast once.
-enum Column<'a> {
-    Int16(&'a PrimitiveArray<Int16Type>),
-    Int32(&'a PrimitiveArray<Int32Type>),
-    Int64(&'a PrimitiveArray<Int64Type>),
-    Decimal(&'a PrimitiveArray<Decimal128Type>, i8),
-    Float32(&'a PrimitiveArray<Float32Type>),
-    Float64(&'a PrimitiveArray<Float64Type>),
-    Boolean(&'a arrow_array::BooleanArray),
-    Date(&'a PrimitiveArray<Date32Type>),
-    Time(&'a PrimitiveArray<Time64MicrosecondType>, bool),
-    Timestamp(&'a PrimitiveArray<TimestampMicrosecondType>, bool),
-    Utf8(&'a arrow_array::StringArray),
-    LargeUtf8(&'a arrow_array::LargeStringArray),
-    Binary(&'a arrow_array::BinaryArray),
-    LargeBinary(&'a arrow_array::LargeBinaryArray),
-    FixedBinary(&'a arrow_array::FixedSizeBinaryArray),
-}
-
-impl<'a> Column<'a> {
-    fn new(field: &Field, array: &'a dyn Array) -> Result<Column<'a>, SinkError> {
-        let time_zone_marked = field
-            .metadata()
-            .get(TYPE_METADATA_KEY)
-            .is_some_and(|t| t == TIME_WITH_TIME_ZONE);
-        Ok(match array.data_type() {
-            DataType::Int16 => Column::Int16(array.as_primitive()),
-            DataType::Int32 => Column::Int32(array.as_primitive()),
-            DataType::Int64 => Column::Int64(array.as_primitive()),
-            DataType::Decimal128(_, scale) => Column::Decimal(array.as_primitive(), *scale),
-            DataType::Float32 => Column::Float32(array.as_primitive()),
-            DataType::Float64 => Column::Float64(array.as_primitive()),
-            DataType::Boolean => Column::Boolean(array.as_boolean()),
-            DataType::Date32 => Column::Date(array.as_primitive()),
-            DataType::Time64(TimeUnit::Microsecond) => {
-                Column::Time(array.as_primitive(), time_zone_marked)
-            }
-            DataType::Timestamp(TimeUnit::Microsecond, tz) => {
-                Column::Timestamp(array.as_primitive(), tz.is_some())
-            }
-            DataType::Utf8 => Column::Utf8(array.as_string()),
-            DataType::LargeUtf8 => Column::LargeUtf8(array.as_string()),
-            DataType::Binary => Column::Binary(array.as_binary()),
-            DataType::LargeBinary => Column::LargeBinary(array.as_binary()),
-            DataType::FixedSizeBinary(_) => Column::FixedBinary(array.as_fixed_size_binary()),
-            other => {
-                return Err(SinkError::UnsupportedType {
-                    column: field.name().clone(),
-                    data_type: other.clone(),
-                })
-            }
-        })
-    }
-
-    /// Renders row `i` (known not NULL) into `out`.
-    fn render(&self, i: usize, binary: BinaryEncoding, out: &mut Vec<u8>) {
-        let mut ints = itoa::Buffer::new();
-        match self {
-            Column::Int16(a) => out.extend_from_slice(ints.format(a.value(i)).as_bytes()),
-            Column::Int32(a) => out.extend_from_slice(ints.format(a.value(i)).as_bytes()),
-            Column::Int64(a) => out.extend_from_slice(ints.format(a.value(i)).as_bytes()),
-            Column::Decimal(a, scale) => text::decimal(out, a.value(i), *scale),
-            Column::Float32(a) => text::float32(out, a.value(i)),
-            Column::Float64(a) => text::float64(out, a.value(i)),
-            Column::Boolean(a) => {
-                out.extend_from_slice(if a.value(i) { b"true" } else { b"false" })
-            }
-            Column::Date(a) => text::date(out, a.value(i) as i64),
-            Column::Time(a, utc) => {
-                text::time(out, a.value(i));
-                if *utc {
-                    out.extend_from_slice(UTC_SUFFIX);
-                }
-            }
-            Column::Timestamp(a, utc) => {
-                text::timestamp(out, a.value(i));
-                if *utc {
-                    out.extend_from_slice(UTC_SUFFIX);
-                }
-            }
-            Column::Utf8(a) => out.extend_from_slice(a.value(i).as_bytes()),
-            Column::LargeUtf8(a) => out.extend_from_slice(a.value(i).as_bytes()),
-            Column::Binary(a) => encode_binary(out, a.value(i), binary),
-            Column::LargeBinary(a) => encode_binary(out, a.value(i), binary),
-            Column::FixedBinary(a) => encode_binary(out, a.value(i), binary),
-        }
-    }
-}
-
-fn encode_binary(out: &mut Vec<u8>, bytes: &[u8], encoding: BinaryEncoding) {
-    match encoding {
-        BinaryEncoding::Hex => text::hex(out, bytes),
-        BinaryEncoding::Base64 => {
-            let start = out.len();
-            let len = base64::encoded_len(bytes.len(), true).expect("blob sizes fit in usize");
-            out.resize(start + len, 0);
-            let written = base64::engine::general_purpose::STANDARD
-                .encode_slice(bytes, &mut out[start..])
-                .expect("buffer sized by encoded_len");
-            out.truncate(start + written);
-        }
-    }
-}
-
 impl BatchEncoder for CsvEncoder {
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
         let fields = self.schema.fields();
@@ -374,11 +250,13 @@ impl BatchEncoder for CsvEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::values::{TIME_WITH_TIME_ZONE, TYPE_METADATA_KEY};
     use arrow_array::{
         ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, FixedSizeBinaryArray,
         Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, LargeBinaryArray,
         LargeStringArray, StringArray, Time64MicrosecondArray, TimestampMicrosecondArray,
     };
+    use arrow_schema::{DataType, Field, TimeUnit};
     use std::collections::HashMap;
     use std::sync::Arc;
 

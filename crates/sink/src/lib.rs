@@ -20,7 +20,9 @@
 //! CSV does.
 
 pub mod csv;
+pub mod jsonl;
 pub mod text;
+mod values;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Schema, SchemaRef};
