@@ -44,12 +44,12 @@
 //! exists because csv-core must see the whole rendered field to decide on
 //! quotes.
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use csv_core::{QuoteStyle, Terminator, Writer, WriterBuilder};
 
+use crate::values::batch_columns;
 pub use crate::values::BinaryEncoding;
-use crate::values::Column;
 use crate::{BatchEncoder, SinkError, StreamFormat};
 
 /// The command line's CSV flags.
@@ -213,18 +213,7 @@ struct CsvEncoder {
 
 impl BatchEncoder for CsvEncoder {
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
-        let fields = self.schema.fields();
-        if fields.len() != batch.num_columns() {
-            return Err(SinkError::SchemaMismatch {
-                expected: fields.len(),
-                found: batch.num_columns(),
-            });
-        }
-        let columns = fields
-            .iter()
-            .zip(batch.columns())
-            .map(|(field, array)| Ok((array.nulls(), Column::new(field, array.as_ref())?)))
-            .collect::<Result<Vec<_>, SinkError>>()?;
+        let columns = batch_columns(&self.schema, batch)?;
         // A record of one empty field would be a blank line, which many
         // readers skip; keep blank lines for NULL only.
         let sole = columns.len() == 1;

@@ -10,10 +10,10 @@
 //! `"-Infinity"`. Strings escape `"`, `\` and control characters; other
 //! characters are written as UTF-8.
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
-use crate::values::{BinaryEncoding, Column};
+use crate::values::{batch_columns, BinaryEncoding};
 use crate::{BatchEncoder, SinkError, StreamFormat};
 
 /// The JSON Lines format.
@@ -67,27 +67,15 @@ struct JsonLinesEncoder {
 
 impl BatchEncoder for JsonLinesEncoder {
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
-        let fields = self.schema.fields();
-        if fields.len() != batch.num_columns() {
-            return Err(SinkError::SchemaMismatch {
-                expected: fields.len(),
-                found: batch.num_columns(),
-            });
-        }
-        let columns = fields
-            .iter()
-            .zip(batch.columns())
-            .map(|(field, array)| Column::new(field, array.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let arrays = batch.columns();
+        let columns = batch_columns(&self.schema, batch)?;
         for row in 0..batch.num_rows() {
             out.push(b'{');
-            for (c, column) in columns.iter().enumerate() {
+            for (c, (nulls, column)) in columns.iter().enumerate() {
                 if c > 0 {
                     out.push(b',');
                 }
                 out.extend_from_slice(&self.keys[c]);
-                if arrays[c].is_null(row) {
+                if nulls.is_some_and(|n| n.is_null(row)) {
                     out.extend_from_slice(b"null");
                     continue;
                 }

@@ -7,8 +7,9 @@ use arrow_array::types::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
     Time64MicrosecondType, TimestampMicrosecondType,
 };
-use arrow_array::{Array, PrimitiveArray};
-use arrow_schema::{DataType, Field, TimeUnit};
+use arrow_array::{Array, PrimitiveArray, RecordBatch};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use base64::Engine as _;
 
 use crate::text;
@@ -131,6 +132,26 @@ fn encode_binary(out: &mut Vec<u8>, bytes: &[u8], encoding: BinaryEncoding) {
             out.truncate(start + written);
         }
     }
+}
+
+/// The columns of `batch`, each with its null bitmap, after checking the
+/// batch against the schema its encoder was made for.
+pub(crate) fn batch_columns<'a>(
+    schema: &Schema,
+    batch: &'a RecordBatch,
+) -> Result<Vec<(Option<&'a NullBuffer>, Column<'a>)>, SinkError> {
+    let fields = schema.fields();
+    if fields.len() != batch.num_columns() {
+        return Err(SinkError::SchemaMismatch {
+            expected: fields.len(),
+            found: batch.num_columns(),
+        });
+    }
+    fields
+        .iter()
+        .zip(batch.columns())
+        .map(|(field, array)| Ok((array.nulls(), Column::new(field, array.as_ref())?)))
+        .collect()
 }
 
 impl Column<'_> {
