@@ -1,12 +1,14 @@
 //! The coordinator and its workers: one consistent, parallel unload.
 //!
-//! The main attachment starts a read-only SNAPSHOT transaction, reads its
-//! snapshot number, reads the catalog and makes the [`Plan`]. Each worker
-//! then opens its own attachment (without garbage collection, as gbak
-//! does) and a read-only transaction *at that snapshot number*, so every
-//! worker sees exactly the data the main transaction sees. Workers take
-//! units one at a time from a shared counter — the only global scan state
-//! — so a mix of one huge table and many small ones keeps everyone busy.
+//! The main attachment reads the catalog and makes the [`Plan`]. Every
+//! worker opens its own attachment (without garbage collection, as gbak
+//! does); then the main attachment starts the SNAPSHOT transaction and
+//! every worker's read-only transaction joins it *at its snapshot number*,
+//! all started together and checked to see the same data (see [`unload`]).
+//! Workers take units one at a time from a shared counter — the only
+//! global scan state — so a mix of one huge table and many small ones
+//! keeps everyone busy. A worker whose connection is lost redoes its unit
+//! on a new attachment when that provably sees the same data.
 //!
 //! A unit flows one way: query → rows → [`RowDecoder`] → Arrow batch →
 //! the format's encoder → the table's [`output::TableOutput`], which puts
@@ -14,7 +16,8 @@
 //!
 //! Servers before Firebird 4 cannot share a snapshot or address pointer
 //! pages; there the run uses one worker on the main transaction itself,
-//! which is still one consistent snapshot.
+//! which is still one consistent snapshot — or, if the user allows it,
+//! one table per worker, each in a snapshot of its own.
 
 mod error;
 pub mod output;
