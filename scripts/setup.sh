@@ -27,6 +27,12 @@ if ! "$PYTHON" -c 'import firebird.embedded' 2>/dev/null; then
   "$PYTHON" -m pip install --quiet firebird-embedded
 fi
 
+# pyarrow: the independent reader the tests check Parquet and Arrow files with.
+if ! "$PYTHON" -c 'import pyarrow.parquet' 2>/dev/null; then
+  say "installing pyarrow (tests read Parquet and Arrow files back with it)"
+  "$PYTHON" -m pip install --quiet pyarrow
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 fi

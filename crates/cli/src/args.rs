@@ -61,9 +61,14 @@ pub struct Args {
     #[arg(short = 'o', long, value_name = "DIR", default_value = ".")]
     pub output: PathBuf,
 
-    /// Output format: csv, tsv (CSV rules with a tab) or jsonl (one JSON object per row)
+    /// Output format: csv, tsv (CSV rules with a tab), jsonl (one JSON object per row),
+    /// parquet, or arrow (Arrow IPC file)
     #[arg(short = 'f', long, value_enum, default_value_t = Format::Csv)]
     pub format: Format,
+
+    /// Parquet column compression
+    #[arg(long, value_enum, default_value_t = ParquetCompression::Zstd)]
+    pub compression: ParquetCompression,
 
     /// Write a header line with the column names (csv, tsv)
     #[arg(long)]
@@ -133,6 +138,27 @@ pub enum Format {
     Csv,
     Tsv,
     Jsonl,
+    Parquet,
+    Arrow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ParquetCompression {
+    Zstd,
+    Snappy,
+    Gzip,
+    None,
+}
+
+impl From<ParquetCompression> for fbunload_sink::columnar::ParquetCompression {
+    fn from(c: ParquetCompression) -> Self {
+        match c {
+            ParquetCompression::Zstd => Self::Zstd,
+            ParquetCompression::Snappy => Self::Snappy,
+            ParquetCompression::Gzip => Self::Gzip,
+            ParquetCompression::None => Self::None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

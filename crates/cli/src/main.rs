@@ -14,6 +14,7 @@ use fbunload_client::ConnectOptions;
 use fbunload_decode::{BatchLimits, TextDecoder};
 use fbunload_exec::{ExecError, Summary, UnloadRequest};
 use fbunload_plan::{PlanOptions, TableFilter};
+use fbunload_sink::columnar::ColumnarFormat;
 use fbunload_sink::csv::{CsvFormat, CsvOptions};
 use fbunload_sink::jsonl::JsonLinesFormat;
 use fbunload_sink::StreamFormat;
@@ -86,6 +87,8 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         Format::Csv => Arc::new(CsvFormat::new(csv_options)),
         Format::Tsv => Arc::new(CsvFormat::tsv(csv_options)),
         Format::Jsonl => Arc::new(JsonLinesFormat::new(args.binary.into())),
+        Format::Parquet => Arc::new(ColumnarFormat::Parquet(args.compression.into())),
+        Format::Arrow => Arc::new(ColumnarFormat::Arrow),
     };
     let request = UnloadRequest {
         client: client.clone(),
@@ -122,9 +125,13 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         let (plan, start) = fbunload_exec::plan_only(&request).map_err(describe)?;
         println!("{plan}");
         println!(
-            "server {}, snapshot {}, {} workers, client {}",
+            "server {}, {}, {} workers, client {}",
             start.server_version,
-            snapshot_text(&start),
+            if start.per_worker_snapshots {
+                "no shared snapshot (--allow-inconsistent)"
+            } else {
+                "the snapshot is taken when the unload starts"
+            },
             start.workers,
             client.source
         );

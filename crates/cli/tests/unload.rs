@@ -55,6 +55,17 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
     assert_eq!(pointer_pages("MID"), 2, "MID spans two:\n{plan_text}");
     assert_eq!(pointer_pages("SMALL"), 1, "{plan_text}");
 
+    // Alternation, as in FBCSVExport's --table-filter, with a wildcard.
+    let plan = fbunload(
+        &db,
+        &["--plan", "--tables", "B_G|SMALL", "--exclude", "NONE%"],
+    );
+    let listed = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        listed.contains("BIG ") && listed.contains("SMALL ") && !listed.contains("MID "),
+        "{listed}"
+    );
+
     let mut outputs = Vec::new();
     for (label, args) in [
         (

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use fbunload_client::{Attachment, Client, ConnectOptions, Transaction, TransactionMode};
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TextDecoder};
 use fbunload_plan::{read_catalog, Plan, PlanOptions, TableFilter, Unit};
-use fbunload_sink::{BatchEncoder, StreamFormat};
+use fbunload_sink::{BatchEncoder, FileInfo, StreamFormat};
 use std::io::Write;
 
 use arrow_array::RecordBatch;
@@ -159,13 +159,30 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
         prepare_output_dir(&req.output_dir)?;
     }
     let budget = MemoryBudget::new(req.memory_budget);
+    // Recorded in files that can hold metadata; known once workers joined.
+    let snapshot = Arc::new(AtomicU64::new(0));
     let outputs: Vec<TableOutput> = planned
         .plan
         .tables
         .iter()
         .map(|t| {
             let name = file_name_for(&t.name, req.format.extension());
-            TableOutput::new(&req.output_dir, &name, t.unit_count, budget.clone())
+            let (format, snapshot, table) = (req.format.clone(), snapshot.clone(), t.name.clone());
+            let finisher: output::Finisher = Box::new(move |temp, final_path| {
+                let number = snapshot.load(Ordering::SeqCst);
+                let info = FileInfo {
+                    table: table.clone(),
+                    snapshot_number: (number != 0).then_some(number),
+                };
+                format.finish_file(temp, final_path, &info)
+            });
+            TableOutput::new(
+                &req.output_dir,
+                &name,
+                t.unit_count,
+                budget.clone(),
+                finisher,
+            )
         })
         .collect();
     let workers = planned.start.workers;
@@ -195,6 +212,7 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
         run.oldest_interesting
             .store(joined.oldest_interesting, Ordering::SeqCst);
         start.snapshot_number = Some(joined.number);
+        snapshot.store(joined.number, Ordering::SeqCst);
         let running = AtomicUsize::new(workers);
         progress.started(&planned.plan, &start);
         std::thread::scope(|scope| {
@@ -772,9 +790,18 @@ impl Run<'_> {
                 }
             }
             ToWriter::End => {
-                let Some((unit, _, sink)) = state.current.take() else {
+                let Some((unit, mut encoder, mut sink)) = state.current.take() else {
                     return Ok(());
                 };
+                let name = &self.plan.tables[unit.table].name;
+                state.encoded.clear();
+                encoder
+                    .finish(&mut state.encoded)
+                    .map_err(|e| ExecError::from_sink(name, e))?;
+                sink.write_all(&state.encoded).map_err(|source| {
+                    let path = self.outputs[unit.table].final_path.clone();
+                    self.output_error(unit.table, output::OutputError { path, source })
+                })?;
                 let output = &self.outputs[unit.table];
                 if output
                     .finish_unit(unit.seq, sink)

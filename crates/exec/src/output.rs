@@ -50,6 +50,7 @@ pub struct TableOutput {
     part_prefix: PathBuf,
     units: usize,
     budget: Arc<MemoryBudget>,
+    finisher: Finisher,
     state: Mutex<State>,
 }
 
@@ -70,9 +71,20 @@ pub struct OutputError {
     pub source: io::Error,
 }
 
+/// Turns the complete temporary file into the final one (sync and rename,
+/// or a conversion: see `StreamFormat::finish_file`).
+pub type Finisher = Box<dyn Fn(&Path, &Path) -> io::Result<()> + Send + Sync>;
+
 impl TableOutput {
-    pub fn new(dir: &Path, file_name: &str, units: usize, budget: Arc<MemoryBudget>) -> Self {
+    pub fn new(
+        dir: &Path,
+        file_name: &str,
+        units: usize,
+        budget: Arc<MemoryBudget>,
+        finisher: Finisher,
+    ) -> Self {
         TableOutput {
+            finisher,
             final_path: dir.join(file_name),
             temp_path: dir.join(format!("{file_name}.partial")),
             part_prefix: dir.join(format!(".{file_name}.unit")),
@@ -141,11 +153,8 @@ impl TableOutput {
         if state.next_seq < self.units {
             return Ok(false);
         }
-        let file = state.file.take().unwrap();
-        file.sync_all()
-            .map_err(|e| self.error(&self.temp_path, e))?;
-        drop(file);
-        fs::rename(&self.temp_path, &self.final_path)
+        drop(state.file.take());
+        (self.finisher)(&self.temp_path, &self.final_path)
             .map_err(|e| self.error(&self.final_path, e))?;
         state.finished = true;
         Ok(true)
@@ -213,7 +222,13 @@ mod tests {
     use super::*;
 
     fn output(dir: &Path, units: usize, budget: usize) -> TableOutput {
-        TableOutput::new(dir, "T.csv", units, MemoryBudget::new(budget))
+        TableOutput::new(
+            dir,
+            "T.csv",
+            units,
+            MemoryBudget::new(budget),
+            Box::new(|temp, final_path| fs::rename(temp, final_path)),
+        )
     }
 
     #[test]

@@ -95,13 +95,13 @@ pub fn read_catalog(
     if let Some(p) = &filter.include {
         sql += &format!(
             " AND TRIM(r.RDB$RELATION_NAME) SIMILAR TO {}",
-            quote_literal(p)
+            pattern_literal(p)
         );
     }
     if let Some(p) = &filter.exclude {
         sql += &format!(
             " AND TRIM(r.RDB$RELATION_NAME) NOT SIMILAR TO {}",
-            quote_literal(p)
+            pattern_literal(p)
         );
     }
     sql += " ORDER BY r.RDB$RELATION_NAME";
@@ -171,7 +171,7 @@ fn check_pattern(
 ) -> Result<(), CatalogError> {
     let sql = format!(
         "SELECT COUNT(*) FROM RDB$RELATIONS WHERE TRIM(RDB$RELATION_NAME) SIMILAR TO {}",
-        quote_literal(pattern)
+        pattern_literal(pattern)
     );
     match query(tr, &sql, |_| {}) {
         Ok(()) => Ok(()),
@@ -213,6 +213,13 @@ fn no_tables_message(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Strin
          case-sensitive name; unquoted names are upper case). Tables: {}{more}",
         shown.join(", ")
     ))
+}
+
+/// A user's pattern as an SQL literal, in a group: Firebird 5 matches
+/// `'STOCK'` against `'ALL%|STOCK'` as false but against `'(ALL%|STOCK)'`
+/// as true, and the group changes nothing else.
+fn pattern_literal(pattern: &str) -> String {
+    quote_literal(&format!("({pattern})"))
 }
 
 fn query(

@@ -152,7 +152,10 @@ impl Plan {
         let mut tables = Vec::with_capacity(catalog.len());
         let mut per_table_units = Vec::with_capacity(catalog.len());
         for (index, table) in catalog.iter().enumerate() {
-            let slots = if options.split_tables {
+            // A table of one pointer page (at most a few MB at usual page
+            // sizes) stays whole: splitting it would mostly add queries over
+            // empty slots.
+            let slots = if options.split_tables && table.pointer_pages > 1 {
                 table.pointer_pages as u64 * dp_per_pp
             } else {
                 0
@@ -322,6 +325,13 @@ mod tests {
         // 6 PPs * 1632 slots / (2 workers * 8) = 612 pages per unit.
         assert_eq!(options(None, 2).unit_pages_for(&big), 612);
         assert_eq!(Plan::new(&big, options(None, 2)).units.len(), 16);
+        // A table of one pointer page is kept whole.
+        assert_eq!(
+            Plan::new(&[table("S", 1, 1)], options(Some(64), 4))
+                .units
+                .len(),
+            1
+        );
         // Never more than a PP, never less than the minimum.
         assert_eq!(options(None, 1).unit_pages_for(&[table("H", 1, 500)]), 1632);
         assert_eq!(

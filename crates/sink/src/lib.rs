@@ -19,17 +19,23 @@
 //! so that later text formats such as JSON Lines render values exactly as
 //! CSV does.
 
+pub mod columnar;
 pub mod csv;
 pub mod jsonl;
 pub mod text;
 mod values;
+
+use std::fs::{self, File};
+use std::io;
+use std::path::Path;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Schema, SchemaRef};
 
 pub use crate::csv::{BinaryEncoding, CsvFormat, CsvOptions};
 
-/// A byte-stream output format (CSV, TSV; later JSON Lines).
+/// An output format whose units are byte streams (CSV, TSV, JSON Lines;
+/// Parquet and Arrow via an intermediate, see [`columnar`]).
 pub trait StreamFormat: Send + Sync {
     /// The file name extension, without the dot: `"csv"`, `"tsv"`.
     fn extension(&self) -> &'static str;
@@ -37,17 +43,40 @@ pub trait StreamFormat: Send + Sync {
     fn header(&self, schema: &Schema) -> Vec<u8>;
     /// A fresh encoder for one unit of a table with this schema.
     fn encoder(&self, schema: SchemaRef) -> Box<dyn BatchEncoder>;
+
+    /// Turns a table's complete temporary file into its final file. Byte
+    /// formats are done already: sync and rename. Columnar formats convert
+    /// their assembled intermediate.
+    fn finish_file(&self, temp: &Path, final_path: &Path, _info: &FileInfo) -> io::Result<()> {
+        File::open(temp)?.sync_all()?;
+        fs::rename(temp, final_path)
+    }
+}
+
+/// What a finished file may record about where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct FileInfo {
+    pub table: String,
+    pub snapshot_number: Option<u64>,
 }
 
 /// Encodes the batches of one unit.
 pub trait BatchEncoder: Send {
     /// Appends the encoding of `batch` to `out`.
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError>;
+
+    /// Appends whatever closes the unit (nothing, for most formats).
+    fn finish(&mut self, _out: &mut Vec<u8>) -> Result<(), SinkError> {
+        Ok(())
+    }
 }
 
 /// Why a batch could not be encoded.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
+    /// Encoding Arrow IPC failed.
+    #[error("{0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
     /// The format has no rendering for this Arrow type.
     #[error("column {column}: type {data_type} cannot be written in this format")]
     UnsupportedType { column: String, data_type: DataType },
