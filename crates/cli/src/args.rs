@@ -57,7 +57,8 @@ pub struct Args {
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub parallel: Option<u32>,
 
-    /// Output directory (created if missing); one file per table
+    /// Output directory (created if missing); one file per table. `-` writes the one
+    /// selected table to standard output (once it is complete)
     #[arg(short = 'o', long, value_name = "DIR", default_value = ".")]
     pub output: PathBuf,
 
@@ -65,6 +66,10 @@ pub struct Args {
     /// parquet, or arrow (Arrow IPC file)
     #[arg(short = 'f', long, value_enum, default_value_t = Format::Csv)]
     pub format: Format,
+
+    /// Compress csv, tsv and jsonl files as a whole (.gz or .zst is added to the name)
+    #[arg(long, value_enum, value_name = "gzip|zstd")]
+    pub compress: Option<Compress>,
 
     /// Parquet column compression
     #[arg(long, value_enum, default_value_t = ParquetCompression::Zstd)]
@@ -140,6 +145,12 @@ pub enum Format {
     Jsonl,
     Parquet,
     Arrow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Compress {
+    Gzip,
+    Zstd,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -15,11 +15,12 @@ use fbunload_decode::{BatchLimits, TextDecoder};
 use fbunload_exec::{ExecError, Summary, UnloadRequest};
 use fbunload_plan::{PlanOptions, TableFilter};
 use fbunload_sink::columnar::ColumnarFormat;
+use fbunload_sink::compress::{Compressed, Compression};
 use fbunload_sink::csv::{CsvFormat, CsvOptions};
 use fbunload_sink::jsonl::JsonLinesFormat;
 use fbunload_sink::StreamFormat;
 
-use args::{Args, Format};
+use args::{Args, Compress, Format};
 
 /// Exit status after Ctrl-C or SIGTERM, as shells report a SIGINT death.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -90,6 +91,30 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         Format::Parquet => Arc::new(ColumnarFormat::Parquet(args.compression.into())),
         Format::Arrow => Arc::new(ColumnarFormat::Arrow),
     };
+    let format: Arc<dyn StreamFormat> = match (args.compress, args.format) {
+        (None, _) => format,
+        (Some(_), Format::Parquet | Format::Arrow) => {
+            return Err(Failure::Error(
+                "--compress is for csv, tsv and jsonl; Parquet compresses its columns itself \
+                 (--compression)"
+                    .into(),
+            ))
+        }
+        (Some(Compress::Gzip), _) => Arc::new(Compressed::new(format, Compression::Gzip)),
+        (Some(Compress::Zstd), _) => Arc::new(Compressed::new(format, Compression::Zstd)),
+    };
+    // `-o -`: unload into a private directory, then copy the one file out.
+    let to_stdout = args.output.as_os_str() == "-";
+    let staging = if to_stdout {
+        Some(
+            tempfile::Builder::new()
+                .prefix(".fbunload-stdout")
+                .tempdir()
+                .map_err(|e| format!("cannot make a temporary directory for -o -: {e}"))?,
+        )
+    } else {
+        None
+    };
     let request = UnloadRequest {
         client: client.clone(),
         connect: ConnectOptions {
@@ -109,7 +134,9 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             ..PlanOptions::default()
         },
         parallel: args.parallel(),
-        output_dir: args.output.clone(),
+        output_dir: staging
+            .as_ref()
+            .map_or_else(|| args.output.clone(), |d| d.path().to_path_buf()),
         format,
         text,
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
@@ -138,9 +165,25 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         return Ok(());
     }
 
+    if to_stdout {
+        let (plan, _) = fbunload_exec::plan_only(&request).map_err(describe)?;
+        if plan.tables.len() != 1 {
+            return Err(Failure::Error(format!(
+                "-o - writes one table to standard output, but the filter selects {}; narrow it \
+                 with --tables",
+                plan.tables.len()
+            )));
+        }
+    }
     let display = progress::Display::new(args.quiet);
     let summary = fbunload_exec::unload(&request, &display).map_err(describe)?;
     display.finish();
+    if to_stdout {
+        let path = &summary.tables[0].path;
+        let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::io::copy(&mut file, &mut std::io::stdout().lock())
+            .map_err(|e| format!("writing to standard output: {e}"))?;
+    }
     if !args.quiet {
         print_summary(&summary);
     }

@@ -119,6 +119,59 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
 }
 
 #[test]
+fn compressed_files_and_standard_output_carry_the_same_bytes() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let plain = dir.path().join("plain");
+    let out = fbunload(&db, &["-j", "2", "-o", plain.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = std::fs::read(plain.join("BIG.csv")).unwrap();
+
+    for (compress, extension) in [("gzip", "gz"), ("zstd", "zst")] {
+        let target = dir.path().join(compress);
+        let out = fbunload(
+            &db,
+            &[
+                "-j",
+                "2",
+                "--compress",
+                compress,
+                "-o",
+                target.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let file = std::fs::File::open(target.join(format!("BIG.csv.{extension}"))).unwrap();
+        let mut back = Vec::new();
+        match compress {
+            "gzip" => flate2::read::GzDecoder::new(file)
+                .read_to_end(&mut back)
+                .unwrap(),
+            _ => zstd::Decoder::new(file)
+                .unwrap()
+                .read_to_end(&mut back)
+                .unwrap(),
+        };
+        assert!(back == expected, "{compress}: decompressed bytes differ");
+        assert!(
+            files(&target).iter().all(|(n, _)| n.ends_with(extension)),
+            "only final files"
+        );
+    }
+
+    let out = fbunload(&db, &["-j", "2", "--tables", "BIG", "-o", "-"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        out.stdout == expected,
+        "standard output differs from BIG.csv"
+    );
+    let out = fbunload(&db, &["--tables", "B%|SMALL", "-o", "-"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("one table"), "{}", stderr(&out));
+}
+
+#[test]
 fn a_table_failing_mid_way_leaves_no_file_under_any_name() {
     let dir = tempfile::tempdir().unwrap();
     let db = create_db(dir.path(), "bad.fdb", 4096);

@@ -20,6 +20,7 @@
 //! CSV does.
 
 pub mod columnar;
+pub mod compress;
 pub mod csv;
 pub mod jsonl;
 pub mod text;
