@@ -71,6 +71,11 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "gzip|zstd")]
     pub compress: Option<Compress>,
 
+    /// Parquet only: write each table as a directory <TABLE>.parquet/ of part files of one row
+    /// group (1,048,576 rows) each
+    #[arg(long)]
+    pub split: bool,
+
     /// Parquet column compression
     #[arg(long, value_enum, default_value_t = ParquetCompression::Zstd)]
     pub compression: ParquetCompression,

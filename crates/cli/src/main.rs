@@ -88,7 +88,10 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         Format::Csv => Arc::new(CsvFormat::new(csv_options)),
         Format::Tsv => Arc::new(CsvFormat::tsv(csv_options)),
         Format::Jsonl => Arc::new(JsonLinesFormat::new(args.binary.into())),
-        Format::Parquet => Arc::new(ColumnarFormat::Parquet(args.compression.into())),
+        Format::Parquet => Arc::new(ColumnarFormat::Parquet {
+            compression: args.compression.into(),
+            split: args.split,
+        }),
         Format::Arrow => Arc::new(ColumnarFormat::Arrow),
     };
     let format: Arc<dyn StreamFormat> = match (args.compress, args.format) {
@@ -103,6 +106,9 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         (Some(Compress::Gzip), _) => Arc::new(Compressed::new(format, Compression::Gzip)),
         (Some(Compress::Zstd), _) => Arc::new(Compressed::new(format, Compression::Zstd)),
     };
+    if args.split && args.format != Format::Parquet {
+        return Err(Failure::Error("--split is for --format parquet".into()));
+    }
     // `-o -`: unload into a private directory, then copy the one file out.
     let to_stdout = args.output.as_os_str() == "-";
     let staging = if to_stdout {

@@ -27,35 +27,29 @@ fn parquet_and_arrow_hold_what_firebird_returned() {
     let db = &options.database;
     let out = dir.path().join("out");
 
-    for (format, workers) in [
-        ("jsonl", "2"),
-        ("parquet", "2"),
-        ("arrow", "2"),
-        ("parquet", "1"),
+    for (dir, args) in [
+        ("jsonl", vec!["-f", "jsonl", "-j", "2"]),
+        ("parquet", vec!["-f", "parquet", "-j", "2"]),
+        ("arrow", vec!["-f", "arrow", "-j", "2"]),
+        ("parquet-serial", vec!["-f", "parquet", "-j", "1"]),
+        (
+            "parquet-split",
+            vec!["-f", "parquet", "--split", "--compression", "snappy"],
+        ),
     ] {
-        let target = out.join(if workers == "1" {
-            format!("{format}-serial")
-        } else {
-            format.to_string()
-        });
-        let result = fbunload(
-            db,
-            &[
-                "-f",
-                format,
-                "-j",
-                workers,
-                "--verify",
-                "-o",
-                target.to_str().unwrap(),
-            ],
-        );
-        assert!(result.status.success(), "{format}: {}", stderr(&result));
+        let target = out.join(dir);
+        let mut full = args.clone();
+        full.extend(["--verify", "-o", target.to_str().unwrap()]);
+        let result = fbunload(db, &full);
+        assert!(result.status.success(), "{dir}: {}", stderr(&result));
     }
     assert!(
         files(&out.join("parquet")) == files(&out.join("parquet-serial")),
         "Parquet files must not depend on --parallel"
     );
+    assert!(out
+        .join("parquet-split/STOCK.parquet/part-00000.parquet")
+        .is_file());
 
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/roundtrip.py");
     let result = Command::new("python3")

@@ -61,10 +61,16 @@ def main():
     for table in sys.argv[2:]:
         lines = (out / "jsonl" / f"{table}.jsonl").read_text(encoding="utf-8").splitlines()
         expected = [json.loads(line) for line in lines]
-        for fmt, read in (("parquet", pq.read_table), ("arrow", feather.read_table)):
-            path = out / fmt / f"{table}.{fmt}"
+        for fmt, read in (("parquet", pq.read_table), ("arrow", feather.read_table),
+                          ("parquet-split", pq.read_table)):
+            path = out / fmt / f"{table}.{fmt.split('-')[0]}"
             t = read(path)
-            meta = pq.read_metadata(path).metadata if fmt == "parquet" else t.schema.metadata
+            if fmt == "parquet":
+                meta = pq.read_metadata(path).metadata
+            elif fmt == "parquet-split":
+                meta = pq.read_metadata(path / "part-00000.parquet").metadata
+            else:
+                meta = t.schema.metadata
             assert meta[b"fbunload.table"].decode() == table, (path, meta)
             assert int(meta[b"fbunload.snapshot_number"]) > 0, (path, meta)
             assert t.num_rows == len(expected), (path, t.num_rows, len(expected))

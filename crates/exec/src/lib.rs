@@ -280,9 +280,7 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
             name: t.name.clone(),
             path: out.final_path.clone(),
             rows: *rows,
-            bytes: std::fs::metadata(&out.final_path)
-                .map(|m| m.len())
-                .unwrap_or(0),
+            bytes: output_size(&out.final_path),
             units: t.unit_count,
         })
         .collect();
@@ -359,6 +357,17 @@ fn join_snapshot<'a>(
          other transactions keep committing in between. Try again, or with fewer workers",
         workers.len() + 1
     )))
+}
+
+/// Bytes of a table's output: a file, or a directory of part files.
+fn output_size(path: &Path) -> u64 {
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum(),
+        Err(_) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+    }
 }
 
 /// Counts every table in `tr` (a transaction at the workers' snapshot)
@@ -811,9 +820,7 @@ impl Run<'_> {
                         name: self.plan.tables[unit.table].name.clone(),
                         path: output.final_path.clone(),
                         rows: self.rows[unit.table].load(Ordering::Relaxed),
-                        bytes: std::fs::metadata(&output.final_path)
-                            .map(|m| m.len())
-                            .unwrap_or(0),
+                        bytes: output_size(&output.final_path),
                         units: self.plan.tables[unit.table].unit_count,
                     });
                 }

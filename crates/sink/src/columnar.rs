@@ -54,7 +54,12 @@ pub enum ParquetCompression {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnarFormat {
-    Parquet(ParquetCompression),
+    /// With `split`, a directory `<TABLE>.parquet/` of part files of one
+    /// row group each, for engines that read directories in parallel.
+    Parquet {
+        compression: ParquetCompression,
+        split: bool,
+    },
     /// The Arrow IPC file format (Feather v2).
     Arrow,
 }
@@ -62,7 +67,7 @@ pub enum ColumnarFormat {
 impl StreamFormat for ColumnarFormat {
     fn extension(&self) -> &'static str {
         match self {
-            ColumnarFormat::Parquet(_) => "parquet",
+            ColumnarFormat::Parquet { .. } => "parquet",
             ColumnarFormat::Arrow => "arrow",
         }
     }
@@ -83,10 +88,24 @@ impl StreamFormat for ColumnarFormat {
             "{}.converting",
             final_path.file_name().unwrap_or_default().to_string_lossy()
         ));
-        let result = self.convert(temp, &staging, info);
-        if let Err(e) = result {
-            let _ = fs::remove_file(&staging);
+        let split = matches!(self, ColumnarFormat::Parquet { split: true, .. });
+        let remove = |path: &Path| {
+            if split {
+                fs::remove_dir_all(path)
+            } else {
+                fs::remove_file(path)
+            }
+        };
+        if split {
+            fs::create_dir(&staging)?;
+        }
+        if let Err(e) = self.convert(temp, &staging, info) {
+            let _ = remove(&staging);
             return Err(e);
+        }
+        if split && final_path.is_dir() {
+            // The output of an earlier run: replaced, as files are.
+            fs::remove_dir_all(final_path)?;
         }
         fs::rename(&staging, final_path)?;
         fs::remove_file(temp)
@@ -123,13 +142,12 @@ impl ColumnarFormat {
         schema: SchemaRef,
         info: &FileInfo,
     ) -> io::Result<Box<dyn FinalWriter>> {
-        let file = File::create(out)?;
         let mut metadata = vec![("fbunload.table".to_string(), info.table.clone())];
         if let Some(n) = info.snapshot_number {
             metadata.push(("fbunload.snapshot_number".to_string(), n.to_string()));
         }
         Ok(match self {
-            ColumnarFormat::Parquet(compression) => {
+            ColumnarFormat::Parquet { compression, split } => {
                 let props = WriterProperties::builder()
                     .set_compression(match compression {
                         ParquetCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),
@@ -145,11 +163,23 @@ impl ColumnarFormat {
                             .collect(),
                     ))
                     .build();
-                let writer =
-                    ArrowWriter::try_new(file, schema, Some(props)).map_err(io::Error::other)?;
-                Box::new(ParquetFinal(writer))
+                if *split {
+                    Box::new(SplitParquet {
+                        dir: out.to_path_buf(),
+                        schema,
+                        props,
+                        current: None,
+                        rows: 0,
+                        parts: 0,
+                    })
+                } else {
+                    let writer = ArrowWriter::try_new(File::create(out)?, schema, Some(props))
+                        .map_err(io::Error::other)?;
+                    Box::new(ParquetFinal(writer))
+                }
             }
             ColumnarFormat::Arrow => {
+                let file = File::create(out)?;
                 // In the schema, where every Arrow reader looks.
                 let schema = Arc::new(
                     schema.as_ref().clone().with_metadata(
@@ -212,6 +242,66 @@ impl FinalWriter for ParquetFinal {
 
     fn finish(self: Box<Self>) -> io::Result<()> {
         let file = self.0.into_inner().map_err(io::Error::other)?;
+        file.sync_all()
+    }
+}
+
+/// Parquet part files of one row group each: `part-00000.parquet`, ...
+/// Batches arrive in CHUNK_ROWS pieces, which divide ROW_GROUP_ROWS, so
+/// parts roll over between batches.
+struct SplitParquet {
+    dir: std::path::PathBuf,
+    schema: SchemaRef,
+    props: WriterProperties,
+    current: Option<ArrowWriter<File>>,
+    rows: usize,
+    parts: usize,
+}
+
+impl FinalWriter for SplitParquet {
+    fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
+        if self.current.is_none() || self.rows >= ROW_GROUP_ROWS {
+            if let Some(done) = self.current.take() {
+                done.into_inner().map_err(io::Error::other)?.sync_all()?;
+            }
+            let path = self.dir.join(format!("part-{:05}.parquet", self.parts));
+            let writer = ArrowWriter::try_new(
+                File::create(path)?,
+                self.schema.clone(),
+                Some(self.props.clone()),
+            )
+            .map_err(io::Error::other)?;
+            self.current = Some(writer);
+            self.parts += 1;
+            self.rows = 0;
+        }
+        self.rows += batch.num_rows();
+        self.current
+            .as_mut()
+            .unwrap()
+            .write(batch)
+            .map_err(io::Error::other)
+    }
+
+    fn finish(mut self: Box<Self>) -> io::Result<()> {
+        if self.current.is_none() {
+            // An empty table is one part with its schema and no rows.
+            let path = self.dir.join("part-00000.parquet");
+            self.current = Some(
+                ArrowWriter::try_new(
+                    File::create(path)?,
+                    self.schema.clone(),
+                    Some(self.props.clone()),
+                )
+                .map_err(io::Error::other)?,
+            );
+        }
+        let file = self
+            .current
+            .take()
+            .unwrap()
+            .into_inner()
+            .map_err(io::Error::other)?;
         file.sync_all()
     }
 }
