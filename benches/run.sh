@@ -89,3 +89,11 @@ for case in one mixed; do
   done
 done
 printf '\n"vs limit" = fetch-only seconds / csv seconds (1.00: the CSV unload is as fast as reading).\n'
+
+# Output formats on the one-table case, automatic units, the most workers.
+j=${WORKERS##* }
+printf '\nformats: STOCK, %s workers\n%-8s %9s %11s %10s\n' "$j" format "median s" "min-max s" "output MB"
+for format in csv jsonl parquet arrow; do
+  run "$BIG_DB" --tables STOCK -j "$j" -f "$format"
+  printf '%-8s %9.2f %11s %10.1f\n' "$format" "$SECS" "$SPREAD" "$(echo "$BYTES / 1000000" | bc -l)"
+done
