@@ -258,22 +258,26 @@ struct SplitParquet {
     parts: usize,
 }
 
+impl SplitParquet {
+    fn open_part(&mut self) -> io::Result<()> {
+        let path = self.dir.join(format!("part-{:05}.parquet", self.parts));
+        let file = File::create(path)?;
+        let writer = ArrowWriter::try_new(file, self.schema.clone(), Some(self.props.clone()))
+            .map_err(io::Error::other)?;
+        self.current = Some(writer);
+        self.parts += 1;
+        self.rows = 0;
+        Ok(())
+    }
+}
+
 impl FinalWriter for SplitParquet {
     fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
         if self.current.is_none() || self.rows >= ROW_GROUP_ROWS {
             if let Some(done) = self.current.take() {
                 done.into_inner().map_err(io::Error::other)?.sync_all()?;
             }
-            let path = self.dir.join(format!("part-{:05}.parquet", self.parts));
-            let writer = ArrowWriter::try_new(
-                File::create(path)?,
-                self.schema.clone(),
-                Some(self.props.clone()),
-            )
-            .map_err(io::Error::other)?;
-            self.current = Some(writer);
-            self.parts += 1;
-            self.rows = 0;
+            self.open_part()?;
         }
         self.rows += batch.num_rows();
         self.current
@@ -286,15 +290,7 @@ impl FinalWriter for SplitParquet {
     fn finish(mut self: Box<Self>) -> io::Result<()> {
         if self.current.is_none() {
             // An empty table is one part with its schema and no rows.
-            let path = self.dir.join("part-00000.parquet");
-            self.current = Some(
-                ArrowWriter::try_new(
-                    File::create(path)?,
-                    self.schema.clone(),
-                    Some(self.props.clone()),
-                )
-                .map_err(io::Error::other)?,
-            );
+            self.open_part()?;
         }
         let file = self
             .current
