@@ -225,6 +225,13 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
             }
             run.watch_main_attachment(&main, &running);
         });
+        // The watch sleeps between checks; a loss in the last interval
+        // must still fail the run.
+        if !run.failed.load(Ordering::SeqCst) {
+            if let Err(e) = main.ping() {
+                run.fail(main_attachment_lost(e));
+            }
+        }
         if req.verify && !run.failed.load(Ordering::SeqCst) {
             verify(&joined.reference, &planned.plan, &run.row_counts())
         } else {
@@ -500,6 +507,14 @@ struct Run<'r> {
     oldest_interesting: AtomicU64,
 }
 
+fn main_attachment_lost(e: fbunload_client::ClientError) -> ExecError {
+    ExecError::Server(format!(
+        "the main attachment was lost ({e}); the shared snapshot is gone, so the run \
+         stopped. Tables finished before are complete; unfinished ones were removed. \
+         Run fbunload again"
+    ))
+}
+
 /// How often the coordinator checks that the main attachment, which keeps
 /// the shared snapshot alive, is still there.
 const MAIN_ATTACHMENT_CHECK: Duration = Duration::from_millis(250);
@@ -538,10 +553,7 @@ impl Run<'_> {
                 continue;
             }
             if let Err(e) = main.ping() {
-                self.fail(ExecError::Server(format!(
-                    "the main attachment was lost ({e}); the shared snapshot is gone, so the \
-                     run stopped. Unfinished tables were removed; run fbunload again"
-                )));
+                self.fail(main_attachment_lost(e));
             }
         }
     }
