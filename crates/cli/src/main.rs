@@ -3,6 +3,7 @@
 //! file stays a thin layer that turns flags into an `UnloadRequest`.
 
 mod args;
+mod hide_password;
 mod progress;
 
 use std::process::ExitCode;
@@ -27,6 +28,9 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(password) = &args.password {
+        hide_password::hide(password);
+    }
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();

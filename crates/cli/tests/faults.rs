@@ -1,4 +1,4 @@
-//! Faults seen from outside the process: an interrupt, a full disk. In both
+//! Faults seen from outside the process: Ctrl-C, SIGTERM, a full disk. In all
 //! the run must fail visibly and leave no file that looks complete.
 
 mod common;
@@ -26,49 +26,52 @@ fn slow_db(dir: &Path) -> std::path::PathBuf {
     db
 }
 
+/// A password the tests look for where it must not be.
+const PASSWORD: &str = "pw-that-must-not-show";
+
 #[test]
-fn an_interrupt_stops_the_run_and_removes_unfinished_files() {
+fn ctrl_c_and_sigterm_stop_the_run_and_remove_unfinished_files() {
     let dir = tempfile::tempdir().unwrap();
     let db = slow_db(dir.path());
-    let out = dir.path().join("out");
-    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args([
-            "-d",
-            db.to_str().unwrap(),
-            "-u",
-            "SYSDBA",
-            "-p",
-            "masterkey",
-            "-j",
-            "2",
-        ])
-        .args(["--unit-pages", "64", "-o", out.to_str().unwrap()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the big table is being written, then interrupt.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !out.join("WIDE.csv.partial").exists() {
+    for signal in ["INT", "TERM"] {
+        let out = dir.path().join(format!("out-{signal}"));
+        let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(["-d", db.to_str().unwrap(), "-u", "SYSDBA", "-p", PASSWORD])
+            .args(["-j", "2", "--unit-pages", "64", "-o", out.to_str().unwrap()])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the big table is being written, then signal.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !out.join("WIDE.csv.partial").exists() {
+            assert!(
+                Instant::now() < deadline,
+                "the unload never started writing"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap();
+        let shown = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         assert!(
-            Instant::now() < deadline,
-            "the unload never started writing"
+            !shown.contains(PASSWORD) && shown.contains("-p xxx"),
+            "ps shows the password: {shown}"
         );
-        std::thread::sleep(Duration::from_millis(5));
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let output = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(130), "SIG{signal}: {err}");
+        assert!(err.contains("interrupted"), "SIG{signal}: {err}");
+        assert!(!err.contains(PASSWORD), "{err}");
+        let left: Vec<String> = files(&out).into_iter().map(|(n, _)| n).collect();
+        assert!(
+            left.iter().all(|n| n == "TINY.csv"),
+            "SIG{signal}: only complete tables may remain: {left:?}"
+        );
     }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{err}");
-    assert!(err.contains("interrupted"), "{err}");
-    let left: Vec<String> = files(&out).into_iter().map(|(n, _)| n).collect();
-    assert!(
-        left.iter().all(|n| n == "TINY.csv"),
-        "only complete tables may remain: {left:?}"
-    );
 }
 
 #[test]
