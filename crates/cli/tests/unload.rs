@@ -17,6 +17,7 @@ fn multi_page_db(dir: &Path) -> std::path::PathBuf {
             "CREATE TABLE MID (ID INTEGER NOT NULL, A VARCHAR(40), B BIGINT, C DOUBLE PRECISION)",
             "CREATE TABLE SMALL (K SMALLINT, V VARCHAR(10))",
             "CREATE TABLE \"lower case\" (\"x y\" INTEGER)",
+            "CREATE TABLE \"My \"\"odd\"\" table\" (\"it's\" VARCHAR(5))",
             // Values vary row to row so records do not compress away.
             "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN \
                WHILE (I < 120000) DO BEGIN \
@@ -27,6 +28,7 @@ fn multi_page_db(dir: &Path) -> std::path::PathBuf {
             "INSERT INTO SMALL VALUES (1, 'one')",
             "INSERT INTO SMALL VALUES (2, NULL)",
             "INSERT INTO \"lower case\" VALUES (42)",
+            "INSERT INTO \"My \"\"odd\"\" table\" VALUES ('odd')",
         ],
     );
     db
@@ -93,7 +95,7 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
         full.extend(["--header", "-o", &out_str]);
         let out = fbunload(&db, &full);
         assert!(out.status.success(), "{label}: {}", stderr(&out));
-        for table in ["BIG", "MID", "SMALL", "lower case"] {
+        for table in ["BIG", "MID", "SMALL", "lower case", "My \"odd\" table"] {
             let records = csv_records(&out_dir.join(format!("{table}.csv")));
             assert_eq!(
                 records.len() as i64 - 1,
@@ -105,7 +107,16 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
     }
     let (first_label, first) = &outputs[0];
     let names: Vec<_> = first.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["BIG.csv", "MID.csv", "SMALL.csv", "lower case.csv"]);
+    assert_eq!(
+        names,
+        [
+            "BIG.csv",
+            "MID.csv",
+            "My \"odd\" table.csv",
+            "SMALL.csv",
+            "lower case.csv"
+        ]
+    );
     for (label, files) in &outputs[1..] {
         assert!(files == first, "{label} differs from {first_label}");
     }
@@ -289,12 +300,32 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 
-    let unreachable = Path::new("inet://127.0.0.1:9/nothing.fdb");
-    let out = fbunload(unreachable, &["-o", out_arg]);
-    let err = stderr(&out);
-    assert!(!out.status.success());
-    assert!(err.contains("cannot be reached"), "{err}");
-    assert!(!err.contains("masterkey"), "password leaked: {err}");
+    for (unreachable, named) in [
+        ("inet://127.0.0.1:9/nothing.fdb", "127.0.0.1"),
+        ("no-such-host.invalid:/nothing.fdb", "Failed to locate host"),
+    ] {
+        let out = fbunload(Path::new(unreachable), &["-o", out_arg]);
+        let err = stderr(&out);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("cannot be reached") && err.contains(named),
+            "{err}"
+        );
+        assert!(err.contains("check the host"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!err.contains("masterkey"), "password leaked: {err}");
+    }
+
+    if let Some(read_only) = ReadOnlyDir::new(dir.path()) {
+        let out = fbunload(&db, &["-o", read_only.path.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("output directory") && err.contains("cannot write in it"),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
 
     let out = fbunload(&db, &["--parallel", "0"]);
     assert!(!out.status.success());
@@ -303,4 +334,50 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         !out_dir.exists() || files(&out_dir).is_empty(),
         "failed runs write nothing"
     );
+}
+
+/// A directory nobody may write in: a read-only tmpfs when the tests run as
+/// root (who ignores permission bits), mode 555 otherwise.
+struct ReadOnlyDir {
+    path: std::path::PathBuf,
+    mounted: bool,
+}
+
+impl ReadOnlyDir {
+    fn new(parent: &Path) -> Option<Self> {
+        let path = parent.join("read-only");
+        std::fs::create_dir(&path).unwrap();
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+        if !root {
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o555);
+            std::fs::set_permissions(&path, mode).unwrap();
+            return Some(ReadOnlyDir {
+                path,
+                mounted: false,
+            });
+        }
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("skipped the read-only directory case: root, and mount was refused");
+            return None;
+        }
+        Some(ReadOnlyDir { path, mounted })
+    }
+}
+
+impl Drop for ReadOnlyDir {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg(&self.path)
+                .status();
+        }
+    }
 }
