@@ -34,33 +34,52 @@ fn every_type_renders_as_documented() {
         ),
         ("jsonl", vec!["--format", "jsonl"]),
     ] {
-        let out_dir = dir.path().join(label);
-        let mut full = args.clone();
-        full.extend(["-j", "2", "-o", out_dir.to_str().unwrap()]);
-        let out = fbunload(&options.database, &full);
-        assert!(out.status.success(), "{label}: {}", stderr(&out));
-        for (name, bytes) in files(&out_dir) {
-            let golden = golden_dir.join(format!("{label}.{name}"));
-            if std::env::var_os("UPDATE_GOLDEN").is_some() {
-                std::fs::write(&golden, &bytes).unwrap();
-            }
-            let expected = std::fs::read(&golden).unwrap_or_else(|e| {
-                panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", golden.display())
-            });
-            if label == "jsonl" {
-                // Every line is valid JSON to an independent parser.
-                for line in String::from_utf8(bytes.clone()).unwrap().lines() {
-                    let value: serde_json::Value = serde_json::from_str(line)
-                        .unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
-                    assert!(value.is_object());
-                }
-            }
-            assert!(
-                bytes == expected,
-                "{label} {name} differs from {}.\n--- got\n{}",
-                golden.display(),
-                String::from_utf8_lossy(&bytes)
-            );
+        check_against_golden(&options.database, &golden_dir, label, &args, None);
+    }
+    // Rows fetched through the XSQLDA instead of as OO API messages must
+    // render the same bytes.
+    check_against_golden(
+        &options.database,
+        &golden_dir,
+        "csv",
+        &["--header"],
+        Some(("FBUNLOAD_FETCH_API", "isc")),
+    );
+}
+
+fn check_against_golden(
+    db: &std::path::Path,
+    golden_dir: &std::path::Path,
+    label: &str,
+    args: &[&str],
+    env: Option<(&str, &str)>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join(label);
+    let mut full = args.to_vec();
+    full.extend(["-j", "2", "-o", out_dir.to_str().unwrap()]);
+    let out = fbunload_with_env(db, &full, env);
+    assert!(out.status.success(), "{label}: {}", stderr(&out));
+    for (name, bytes) in files(&out_dir) {
+        let golden = golden_dir.join(format!("{label}.{name}"));
+        if std::env::var_os("UPDATE_GOLDEN").is_some() && env.is_none() {
+            std::fs::write(&golden, &bytes).unwrap();
         }
+        let expected = std::fs::read(&golden)
+            .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", golden.display()));
+        if label == "jsonl" {
+            // Every line is valid JSON to an independent parser.
+            for line in String::from_utf8(bytes.clone()).unwrap().lines() {
+                let value: serde_json::Value =
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
+                assert!(value.is_object());
+            }
+        }
+        assert!(
+            bytes == expected,
+            "{label} {name} differs from {}.\n--- got\n{}",
+            golden.display(),
+            String::from_utf8_lossy(&bytes)
+        );
     }
 }

@@ -212,6 +212,9 @@ pub struct Api {
     pub isc_close_blob: unsafe extern "C" fn(*mut IscStatus, *mut Handle) -> IscStatus,
     pub fb_interpret: unsafe extern "C" fn(*mut c_char, c_uint, *mut *const IscStatus) -> i32,
     pub isc_sqlcode: unsafe extern "C" fn(*const IscStatus) -> i32,
+    /// The OO API's entry points (Firebird 4 client libraries and later),
+    /// used to fetch rows as messages; `None` fetches through the XSQLDA.
+    pub message: Option<crate::message::Entry>,
 }
 
 impl Api {
@@ -246,8 +249,31 @@ impl Api {
             isc_close_blob: sym!(isc_close_blob),
             fb_interpret: sym!(fb_interpret),
             isc_sqlcode: sym!(isc_sqlcode),
+            message: message_entry(lib),
         })
     }
+}
+
+/// The OO API entry points, unless the library lacks them or
+/// `FBUNLOAD_FETCH_API=isc` asks for the XSQLDA path (to compare the two).
+///
+/// # Safety
+/// As for [`Api::resolve`].
+unsafe fn message_entry(lib: &libloading::Library) -> Option<crate::message::Entry> {
+    if std::env::var_os("FBUNLOAD_FETCH_API").is_some_and(|v| v == "isc") {
+        return None;
+    }
+    let master: unsafe extern "C" fn() -> *mut crate::message::Object =
+        *lib.get(b"fb_get_master_interface\0").ok()?;
+    let master = master();
+    if master.is_null() {
+        return None;
+    }
+    Some(crate::message::Entry {
+        master,
+        statement_interface: *lib.get(b"fb_get_statement_interface\0").ok()?,
+        transaction_interface: *lib.get(b"fb_get_transaction_interface\0").ok()?,
+    })
 }
 
 #[cfg(test)]

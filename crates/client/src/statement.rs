@@ -1,16 +1,19 @@
-//! DSQL cursors over an XSQLDA.
+//! DSQL statements: prepared and described with an XSQLDA, fetched as OO
+//! API messages where the client library allows (see [`crate::message`]),
+//! else through the XSQLDA.
 //!
-//! Every output column gets a fixed slot in one 8-byte-aligned buffer, and
-//! `isc_dsql_fetch` writes each row into those same slots: a fetch costs no
-//! allocation, and a [`Row`] is just a view of the buffer until the next
-//! fetch. Columns are described by [`ColumnDesc`], the raw XSQLVAR facts the
-//! decoder needs (type, scale, subtype, length).
+//! Either way every output column has a fixed slot in one 8-byte-aligned
+//! buffer that each fetch overwrites: a fetch costs no allocation, and a
+//! [`Row`] is just a view of the buffer until the next fetch. Columns are
+//! described by [`ColumnDesc`], the raw XSQLVAR facts the decoder needs
+//! (type, scale, subtype, length), which hold for both paths.
 
 use std::os::raw::c_char;
 
 use crate::attachment::Transaction;
 use crate::error::ClientError;
 use crate::ffi::{self, sql_type, Handle, StatusVector, XsqlVar, Xsqlda};
+use crate::message::MessageCursor;
 
 /// One output column as the server describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +50,11 @@ pub struct Statement<'t> {
     nulls: Vec<i16>,
     offsets: Vec<usize>,
     cursor_open: bool,
+    /// The OO interfaces behind the handles, made at the first execute.
+    message: Option<MessageCursor>,
+    message_tried: bool,
+    /// Whether the open cursor (or the last row) came through `message`.
+    via_message: bool,
 }
 
 impl<'t> Statement<'t> {
@@ -78,6 +86,9 @@ impl<'t> Statement<'t> {
             nulls: Vec::new(),
             offsets: Vec::new(),
             cursor_open: false,
+            message: None,
+            message_tried: false,
+            via_message: false,
         };
         let mut tr = transaction.handle;
         // SAFETY: the XSQLDA has room for `sqln` variables.
@@ -118,6 +129,21 @@ impl<'t> Statement<'t> {
     /// Opens the cursor.
     pub fn execute(&mut self) -> Result<(), ClientError> {
         self.close_cursor();
+        self.via_message = false;
+        if !self.columns.is_empty() {
+            self.prepare_message_cursor();
+            if let Some(cursor) = self.message.as_mut() {
+                match cursor.open(&self.columns) {
+                    Ok(true) => {
+                        self.via_message = true;
+                        self.cursor_open = true;
+                        return Ok(());
+                    }
+                    Ok(false) => {}
+                    Err(status) => return Err(self.transaction.attachment.fail(&status)),
+                }
+            }
+        }
         let api = &self.transaction.client().api;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         let mut tr = self.transaction.handle;
@@ -136,8 +162,30 @@ impl<'t> Statement<'t> {
         Ok(())
     }
 
+    fn prepare_message_cursor(&mut self) {
+        if !self.message_tried {
+            self.message_tried = true;
+            let entry = self.transaction.client().api.message.as_ref();
+            self.message =
+                entry.and_then(|e| MessageCursor::new(e, self.handle, self.transaction.handle));
+        }
+    }
+
     /// Fetches the next row into the buffer; `false` at the end.
     pub fn fetch(&mut self) -> Result<bool, ClientError> {
+        if self.via_message {
+            let cursor = self
+                .message
+                .as_mut()
+                .expect("opened through a message cursor");
+            return match cursor.fetch() {
+                Ok(more) => {
+                    self.cursor_open = more;
+                    Ok(more)
+                }
+                Err(status) => Err(self.transaction.attachment.fail(&status)),
+            };
+        }
         let api = &self.transaction.client().api;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         // SAFETY: the XSQLDA points at buffers sized from its own description.
@@ -159,13 +207,24 @@ impl<'t> Statement<'t> {
         }
     }
 
+    /// Whether the open cursor delivers rows as OO API messages (else
+    /// through the XSQLDA).
+    pub fn fetches_messages(&self) -> bool {
+        self.via_message
+    }
+
     /// The row fetched last.
     pub fn row(&self) -> Row<'_> {
         Row { stmt: self }
     }
 
     fn close_cursor(&mut self) {
-        if self.cursor_open {
+        if self.cursor_open && self.via_message {
+            if let Some(cursor) = self.message.as_mut() {
+                cursor.close();
+            }
+            self.cursor_open = false;
+        } else if self.cursor_open {
             let mut status: StatusVector = [0; ffi::STATUS_LEN];
             // SAFETY: closing our own open cursor.
             unsafe {
@@ -239,6 +298,8 @@ impl<'t> Statement<'t> {
 
 impl Drop for Statement<'_> {
     fn drop(&mut self) {
+        // The interfaces go before the handle they stand for.
+        drop(self.message.take());
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         // SAFETY: dropping our own statement handle.
         unsafe {
@@ -257,8 +318,29 @@ pub struct Row<'s> {
 }
 
 impl<'s> Row<'s> {
+    /// The buffer the last fetch wrote, and where `column`'s value starts.
+    fn slot(&self, column: usize) -> (&'s [u8], usize) {
+        let stmt = self.stmt;
+        let (words, offset) = match stmt.message.as_ref().filter(|_| stmt.via_message) {
+            Some(cursor) => (&cursor.buffer, cursor.layout.offsets[column]),
+            None => (&stmt.data, stmt.offsets[column]),
+        };
+        // SAFETY: viewing the u64 buffer as bytes, for as long as the row.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) };
+        (bytes, offset)
+    }
+
     pub fn is_null(&self, column: usize) -> bool {
-        self.stmt.nulls[column] != 0
+        let stmt = self.stmt;
+        match stmt.message.as_ref().filter(|_| stmt.via_message) {
+            Some(cursor) => {
+                let (bytes, _) = self.slot(column);
+                let at = cursor.layout.null_offsets[column];
+                i16::from_ne_bytes([bytes[at], bytes[at + 1]]) != 0
+            }
+            None => stmt.nulls[column] != 0,
+        }
     }
 
     /// The value's bytes in Firebird's in-memory layout, or `None` for NULL.
@@ -269,14 +351,7 @@ impl<'s> Row<'s> {
             return None;
         }
         let desc = &self.stmt.columns[column];
-        let offset = self.stmt.offsets[column];
-        // SAFETY: the slot of `column` lies inside `data` (see bind_buffers).
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                self.stmt.data.as_ptr() as *const u8,
-                self.stmt.data.len() * 8,
-            )
-        };
+        let (bytes, offset) = self.slot(column);
         if desc.sql_type == sql_type::VARYING {
             let len = u16::from_ne_bytes([bytes[offset], bytes[offset + 1]]) as usize;
             Some(&bytes[offset + 2..offset + 2 + len.min(desc.length as usize)])

@@ -64,20 +64,28 @@ fn create_query_and_share_a_snapshot() {
     assert_eq!(cols[0].sql_type, sql_type::LONG);
     assert_eq!(cols[1].sql_type, sql_type::VARYING);
     assert_eq!(cols[2].sql_type, sql_type::BLOB);
-    stmt.execute().unwrap();
+    // Twice: a statement's cursor can be opened again after the end.
     let mut rows = Vec::new();
     let mut blob = Vec::new();
-    while stmt.fetch().unwrap() {
-        let row = stmt.row();
-        let id = i32::from_ne_bytes(row.value(0).unwrap().try_into().unwrap());
-        let name = row.value(1).map(|v| String::from_utf8(v.to_vec()).unwrap());
-        let text = row.value(2).map(|id| {
-            row.transaction()
-                .read_blob(id.try_into().unwrap(), &mut blob)
-                .unwrap();
-            String::from_utf8(blob.clone()).unwrap()
-        });
-        rows.push((id, name, text));
+    for _ in 0..2 {
+        rows.clear();
+        stmt.execute().unwrap();
+        assert!(
+            stmt.fetches_messages(),
+            "a Firebird 5 client library fetches OO API messages"
+        );
+        while stmt.fetch().unwrap() {
+            let row = stmt.row();
+            let id = i32::from_ne_bytes(row.value(0).unwrap().try_into().unwrap());
+            let name = row.value(1).map(|v| String::from_utf8(v.to_vec()).unwrap());
+            let text = row.value(2).map(|id| {
+                row.transaction()
+                    .read_blob(id.try_into().unwrap(), &mut blob)
+                    .unwrap();
+                String::from_utf8(blob.clone()).unwrap()
+            });
+            rows.push((id, name, text));
+        }
     }
     assert_eq!(
         rows,

@@ -68,13 +68,22 @@ pub fn count(db: &Path, table: &str) -> i64 {
 
 /// Runs the fbunload binary against `db` with SYSDBA credentials.
 pub fn fbunload(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fbunload"))
+    fbunload_with_env(db, args, None)
+}
+
+/// Runs fbunload with one more environment variable set, if any.
+#[allow(dead_code)] // not every test binary uses it
+pub fn fbunload_with_env(db: &Path, args: &[&str], env: Option<(&str, &str)>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
+    command
         .arg("-d")
         .arg(db)
         .args(["-u", "SYSDBA", "-p", "masterkey"])
-        .args(args)
-        .output()
-        .expect("run fbunload")
+        .args(args);
+    if let Some((name, value)) = env {
+        command.env(name, value);
+    }
+    command.output().expect("run fbunload")
 }
 
 pub fn stderr(out: &Output) -> String {
