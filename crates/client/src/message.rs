@@ -157,6 +157,10 @@ fn release(object: *mut Object) {
     }
 }
 
+/// A failed call's errors as an ISC status vector (boxed: errors are rare,
+/// fetches are not).
+pub type Failure = Box<StatusVector>;
+
 /// Where each column's value and NULL flag sit in a message buffer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layout {
@@ -217,7 +221,7 @@ impl MessageCursor {
 
     /// Opens the cursor. `Ok(false)`: the message does not hold the columns
     /// as `columns` describes them (the caller fetches through the XSQLDA).
-    pub fn open(&mut self, columns: &[ColumnDesc]) -> Result<bool, StatusVector> {
+    pub fn open(&mut self, columns: &[ColumnDesc]) -> Result<bool, Failure> {
         self.close();
         self.status.reset();
         // SAFETY: live interfaces; no input message; the statement's own
@@ -234,7 +238,7 @@ impl MessageCursor {
             )
         };
         if self.status.failed() || result_set.is_null() {
-            return Err(self.status.to_vector());
+            return Err(Box::new(self.status.to_vector()));
         }
         self.result_set = result_set;
         match self.read_layout(columns)? {
@@ -253,7 +257,7 @@ impl MessageCursor {
     }
 
     /// The message's layout, if its fields match `columns` one for one.
-    fn read_layout(&self, columns: &[ColumnDesc]) -> Result<Option<(Layout, usize)>, StatusVector> {
+    fn read_layout(&self, columns: &[ColumnDesc]) -> Result<Option<(Layout, usize)>, Failure> {
         let status = self.status.0;
         // SAFETY: a live result set; getMetadata adds a reference we release.
         unsafe {
@@ -262,7 +266,7 @@ impl MessageCursor {
                 index::RESULT_SET_GET_METADATA,
             )(self.result_set, status);
             if self.status.failed() || meta.is_null() {
-                return Err(self.status.to_vector());
+                return Err(Box::new(self.status.to_vector()));
             }
             let at = |i: usize, which: usize| {
                 method::<WithStatusIndex<c_uint>>(meta, which)(meta, status, i as c_uint)
@@ -288,7 +292,7 @@ impl MessageCursor {
             let failed = self.status.failed();
             release(meta);
             if failed {
-                return Err(self.status.to_vector());
+                return Err(Box::new(self.status.to_vector()));
             }
             Ok(matches.then_some((layout, length)))
         }
@@ -296,7 +300,7 @@ impl MessageCursor {
 
     /// Fetches the next row into `buffer`; `false` at the end (the cursor
     /// is then closed).
-    pub fn fetch(&mut self) -> Result<bool, StatusVector> {
+    pub fn fetch(&mut self) -> Result<bool, Failure> {
         // SAFETY: an open result set; the buffer is the message's length.
         let rc = unsafe {
             method::<FetchNext>(self.result_set, index::RESULT_SET_FETCH_NEXT)(
@@ -311,7 +315,7 @@ impl MessageCursor {
                 self.close();
                 Ok(false)
             }
-            _ => Err(self.status.to_vector()),
+            _ => Err(Box::new(self.status.to_vector())),
         }
     }
 
