@@ -115,15 +115,15 @@ impl StreamFormat for CsvFormat {
         let mut out = Vec::new();
         if self.options.header {
             let fields = FieldWriter::new(&self.options);
+            let mut scratch = Vec::new();
             for (i, field) in schema.fields().iter().enumerate() {
                 if i > 0 {
                     fields.delimiter(&mut out);
                 }
-                fields.value(
-                    &mut out,
-                    field.name().as_bytes(),
-                    schema.fields().len() == 1,
-                );
+                let start = out.len();
+                out.extend_from_slice(field.name().as_bytes());
+                let sole = schema.fields().len() == 1;
+                fields.quote_if_needed(&mut out, start, sole, &mut scratch);
             }
             fields.terminator(&mut out);
         }
@@ -150,6 +150,10 @@ struct FieldWriter {
     null: Vec<u8>,
     delimiter: u8,
     terminator: &'static [u8],
+    /// Whether plain renderings (see `Column::renders_plain`) can never
+    /// need quotes: the delimiter is none of their characters and the NULL
+    /// marker is empty (which no plain rendering is).
+    plain_never_quoted: bool,
 }
 
 impl FieldWriter {
@@ -166,6 +170,9 @@ impl FieldWriter {
                 .build(),
             null: options.null.as_bytes().to_vec(),
             delimiter: options.delimiter,
+            plain_never_quoted: options.null.is_empty()
+                && !options.delimiter.is_ascii_alphanumeric()
+                && !b"-+.: ".contains(&options.delimiter),
             terminator: if options.crlf { b"\r\n" } else { b"\n" },
         }
     }
@@ -174,24 +181,29 @@ impl FieldWriter {
         out.extend_from_slice(&self.null);
     }
 
-    /// Writes a non-NULL field; `sole` says it is the record's only field.
-    fn value(&self, out: &mut Vec<u8>, value: &[u8], sole: bool) {
+    /// Quotes, in place, the non-NULL field written at `out[start..]` if
+    /// it needs it; `sole` says it is the record's only field. Values are
+    /// rendered straight into `out` because most need no quotes: only those
+    /// that do are copied out (into `scratch`) and written again.
+    fn quote_if_needed(&self, out: &mut Vec<u8>, start: usize, sole: bool, scratch: &mut Vec<u8>) {
+        let value = &out[start..];
         // A value that would read back as NULL is quoted, whatever it holds.
         if value == self.null.as_slice()
             || (sole && value.is_empty())
             || self.rules.should_quote(value)
         {
-            out.reserve(value.len() + 2);
+            scratch.clear();
+            scratch.extend_from_slice(value);
+            out.truncate(start);
+            out.reserve(scratch.len() + 2);
             out.push(b'"');
-            for (i, part) in value.split(|b| *b == b'"').enumerate() {
+            for (i, part) in scratch.split(|b| *b == b'"').enumerate() {
                 if i > 0 {
                     out.extend_from_slice(b"\"\"");
                 }
                 out.extend_from_slice(part);
             }
             out.push(b'"');
-        } else {
-            out.extend_from_slice(value);
         }
     }
 
@@ -217,6 +229,10 @@ impl BatchEncoder for CsvEncoder {
         // A record of one empty field would be a blank line, which many
         // readers skip; keep blank lines for NULL only.
         let sole = columns.len() == 1;
+        let checked: Vec<bool> = columns
+            .iter()
+            .map(|(_, c)| !(self.fields.plain_never_quoted && c.renders_plain()))
+            .collect();
         for row in 0..batch.num_rows() {
             for (c, (nulls, column)) in columns.iter().enumerate() {
                 if c > 0 {
@@ -225,9 +241,12 @@ impl BatchEncoder for CsvEncoder {
                 if nulls.is_some_and(|n| n.is_null(row)) {
                     self.fields.null(out);
                 } else {
-                    self.scratch.clear();
-                    column.render(row, self.binary, &mut self.scratch);
-                    self.fields.value(out, &self.scratch, sole);
+                    let start = out.len();
+                    column.render(row, self.binary, out);
+                    if checked[c] {
+                        self.fields
+                            .quote_if_needed(out, start, sole, &mut self.scratch);
+                    }
                 }
             }
             self.fields.terminator(out);
@@ -465,6 +484,43 @@ mod tests {
             one(Arc::new(BinaryArray::from(vec![Some(&b""[..]), None]))),
             "\"\"\n\n"
         );
+    }
+
+    #[test]
+    fn numbers_and_dates_are_quoted_when_the_delimiter_is_one_of_their_characters() {
+        let columns = || {
+            vec![
+                (
+                    "d",
+                    Arc::new(
+                        Decimal128Array::from(vec![Some(-12345)])
+                            .with_precision_and_scale(9, 2)
+                            .unwrap(),
+                    ) as ArrayRef,
+                ),
+                (
+                    "day",
+                    Arc::new(Date32Array::from(vec![Some(0)])) as ArrayRef,
+                ),
+            ]
+        };
+        assert_eq!(encode(&csv(), columns()), "-123.45,1970-01-01\n");
+        for (delimiter, expected) in [
+            (b'.', "\"-123.45\".1970-01-01\n"),
+            (b'-', "\"-123.45\"-\"1970-01-01\"\n"),
+            (b'1', "\"-123.45\"1\"1970-01-01\"\n"),
+        ] {
+            let format = CsvFormat::new(CsvOptions {
+                delimiter,
+                ..Default::default()
+            });
+            assert_eq!(
+                encode(&format, columns()),
+                expected,
+                "{}",
+                delimiter as char
+            );
+        }
     }
 
     #[test]

@@ -84,6 +84,20 @@ impl<'a> Column<'a> {
         })
     }
 
+    /// Whether every rendering of this column is made only of ASCII letters,
+    /// digits and `-+.: ` (numbers, dates, times, booleans): such a value
+    /// needs CSV quotes only if the delimiter is one of those characters.
+    pub(crate) fn renders_plain(&self) -> bool {
+        !matches!(
+            self,
+            Column::Utf8(_)
+                | Column::LargeUtf8(_)
+                | Column::Binary(_)
+                | Column::LargeBinary(_)
+                | Column::FixedBinary(_)
+        )
+    }
+
     /// Renders row `i` (known not NULL) into `out`.
     pub(crate) fn render(&self, i: usize, binary: BinaryEncoding, out: &mut Vec<u8>) {
         let mut ints = itoa::Buffer::new();
