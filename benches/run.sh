@@ -34,26 +34,7 @@ MIXED_DB=$DATA/tpcc-w$MIXED_W.fdb
 [ -f "$BIG_DB" ] || $BIN/fbunload-gen --database "$BIG_DB" --warehouses "$BIG_W" --tables STOCK,ITEM >&2
 [ -f "$MIXED_DB" ] || $BIN/fbunload-gen --database "$MIXED_DB" --warehouses "$MIXED_W" >&2
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-
-# run DB ARGS... : sets SECS (median of RUNS), SPREAD (min-max), PEAK_MB (max),
-# BYTES (output size)
-run() {
-  local db=$1; shift
-  local times=() peaks=()
-  for _ in $(seq "$RUNS"); do
-    rm -rf "$DATA/out"
-    /usr/bin/time -f '%e %M' -o "$DATA/time.txt" \
-      $BIN/fbunload -d "$db" -u SYSDBA -p masterkey -q -o "$DATA/out" "$@"
-    read -r secs kb < "$DATA/time.txt"
-    times+=("$secs"); peaks+=("$kb")
-  done
-  SECS=$(printf '%s\n' "${times[@]}" | median)
-  SPREAD=$(printf '%s\n' "${times[@]}" | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.1f-%.1f", lo, hi}')
-  PEAK_MB=$(printf '%s\n' "${peaks[@]}" | sort -n | tail -1 | awk '{printf "%.0f", $1/1024}')
-  BYTES=0
-  if [ -d "$DATA/out" ]; then BYTES=$(du -sb "$DATA/out" | cut -f1); fi
-}
+. benches/lib.sh
 
 rows_of() { $BIN/examples/count "$@" | awk '{s+=$2} END {print s}'; }
 

@@ -112,6 +112,10 @@ pub struct Args {
     #[arg(long = "memory", default_value_t = 256, value_name = "MB")]
     pub memory_mb: usize,
 
+    /// Rows per Arrow batch (benchmarks only: benches/fetch-and-buffers.sh measured 8192 best)
+    #[arg(long, hide = true, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_rows: Option<u64>,
+
     /// Path of libfbclient [default: $FIREBIRD, then the firebird-embedded Python package,
     /// then the system library]
     #[arg(long, value_name = "PATH")]

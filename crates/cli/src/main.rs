@@ -150,7 +150,12 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         format,
         text,
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
-        batch: BatchLimits::default(),
+        batch: BatchLimits {
+            rows: args
+                .batch_rows
+                .map_or(BatchLimits::default().rows, |r| r as usize),
+            ..BatchLimits::default()
+        },
         fetch_only: args.fetch_only,
         verify: args.verify,
         cancel,

@@ -63,7 +63,9 @@ fn fetch_with_xsqlda(client: &std::sync::Arc<Client>, db: &str, pw: &str, sql: &
         .expect("transaction");
     let started = Instant::now();
     let mut stmt = tr.prepare(sql).expect("prepare");
+    stmt.fetch_through_xsqlda();
     stmt.execute().expect("execute");
+    assert!(!stmt.fetches_messages());
     let mut rows = 0u64;
     while stmt.fetch().expect("fetch") {
         rows += 1;

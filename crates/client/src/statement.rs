@@ -207,6 +207,14 @@ impl<'t> Statement<'t> {
         }
     }
 
+    /// Makes later executes fetch through the XSQLDA even where messages
+    /// are available: for comparing the two (`examples/fetch_api.rs`).
+    pub fn fetch_through_xsqlda(&mut self) {
+        self.close_cursor();
+        self.message = None;
+        self.message_tried = true;
+    }
+
     /// Whether the open cursor delivers rows as OO API messages (else
     /// through the XSQLDA).
     pub fn fetches_messages(&self) -> bool {
