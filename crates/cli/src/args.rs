@@ -58,7 +58,8 @@ pub struct Args {
     pub parallel: Option<u32>,
 
     /// Output directory (created if missing); one file per table. `-` writes the one
-    /// selected table to standard output (once it is complete)
+    /// selected table to standard output: csv, tsv and jsonl as the unload goes, unit by
+    /// unit in order; parquet and arrow once the file is complete
     #[arg(short = 'o', long, value_name = "DIR", default_value = ".")]
     pub output: PathBuf,
 

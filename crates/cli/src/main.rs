@@ -113,7 +113,8 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     if args.split && args.format != Format::Parquet {
         return Err(Failure::Error("--split is for --format parquet".into()));
     }
-    // `-o -`: unload into a private directory, then copy the one file out.
+    // `-o -`: spilled units (and Parquet or Arrow files, which are only
+    // complete at the end) go to a private directory.
     let to_stdout = args.output.as_os_str() == "-";
     let staging = if to_stdout {
         Some(
@@ -147,6 +148,7 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         output_dir: staging
             .as_ref()
             .map_or_else(|| args.output.clone(), |d| d.path().to_path_buf()),
+        to_stdout,
         format,
         text,
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
@@ -180,25 +182,9 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         return Ok(());
     }
 
-    if to_stdout {
-        let (plan, _) = fbunload_exec::plan_only(&request).map_err(describe)?;
-        if plan.tables.len() != 1 {
-            return Err(Failure::Error(format!(
-                "-o - writes one table to standard output, but the filter selects {}; narrow it \
-                 with --tables",
-                plan.tables.len()
-            )));
-        }
-    }
     let display = progress::Display::new(args.quiet);
     let summary = fbunload_exec::unload(&request, &display).map_err(describe)?;
     display.finish();
-    if to_stdout {
-        let path = &summary.tables[0].path;
-        let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        std::io::copy(&mut file, &mut std::io::stdout().lock())
-            .map_err(|e| format!("writing to standard output: {e}"))?;
-    }
     if !args.quiet {
         print_summary(&summary);
     }

@@ -50,6 +50,16 @@ fn parquet_and_arrow_hold_what_firebird_returned() {
     assert!(out
         .join("parquet-split/STOCK.parquet/part-00000.parquet")
         .is_file());
+    // A Parquet file is complete only at its end: `-o -` sends it whole.
+    let streamed = fbunload(
+        db,
+        &["-f", "parquet", "-j", "2", "--tables", "STOCK", "-o", "-"],
+    );
+    assert!(streamed.status.success(), "{}", stderr(&streamed));
+    assert!(
+        streamed.stdout == std::fs::read(out.join("parquet/STOCK.parquet")).unwrap(),
+        "-o - must send the same Parquet file"
+    );
 
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/roundtrip.py");
     let result = Command::new("python3")

@@ -139,6 +139,19 @@ fn compressed_files_and_standard_output_carry_the_same_bytes() {
     assert!(out.status.success(), "{}", stderr(&out));
     let expected = std::fs::read(plain.join("BIG.csv")).unwrap();
 
+    let decompress = |compress: &str, bytes: &[u8]| {
+        let mut back = Vec::new();
+        match compress {
+            "gzip" => flate2::read::GzDecoder::new(bytes)
+                .read_to_end(&mut back)
+                .unwrap(),
+            _ => zstd::Decoder::new(bytes)
+                .unwrap()
+                .read_to_end(&mut back)
+                .unwrap(),
+        };
+        back
+    };
     for (compress, extension) in [("gzip", "gz"), ("zstd", "zst")] {
         let target = dir.path().join(compress);
         let out = fbunload(
@@ -153,30 +166,60 @@ fn compressed_files_and_standard_output_carry_the_same_bytes() {
             ],
         );
         assert!(out.status.success(), "{}", stderr(&out));
-        let file = std::fs::File::open(target.join(format!("BIG.csv.{extension}"))).unwrap();
-        let mut back = Vec::new();
-        match compress {
-            "gzip" => flate2::read::GzDecoder::new(file)
-                .read_to_end(&mut back)
-                .unwrap(),
-            _ => zstd::Decoder::new(file)
-                .unwrap()
-                .read_to_end(&mut back)
-                .unwrap(),
-        };
-        assert!(back == expected, "{compress}: decompressed bytes differ");
+        let file = std::fs::read(target.join(format!("BIG.csv.{extension}"))).unwrap();
+        assert!(
+            decompress(compress, &file) == expected,
+            "{compress}: decompressed bytes differ"
+        );
         assert!(
             files(&target).iter().all(|(n, _)| n.ends_with(extension)),
             "only final files"
         );
+
+        let out = fbunload(
+            &db,
+            &[
+                "-j",
+                "2",
+                "--tables",
+                "BIG",
+                "--compress",
+                compress,
+                "-o",
+                "-",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            decompress(compress, &out.stdout) == expected,
+            "{compress}: standard output differs from BIG.csv"
+        );
     }
 
-    let out = fbunload(&db, &["-j", "2", "--tables", "BIG", "-o", "-"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        out.stdout == expected,
-        "standard output differs from BIG.csv"
-    );
+    // Streamed unit by unit; with no memory for waiting units they spill
+    // to disk first.
+    for memory in ["256", "0"] {
+        let out = fbunload(
+            &db,
+            &[
+                "-j",
+                "3",
+                "--unit-pages",
+                "16",
+                "--memory",
+                memory,
+                "--tables",
+                "BIG",
+                "-o",
+                "-",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            out.stdout == expected,
+            "--memory {memory}: standard output differs from BIG.csv"
+        );
+    }
     let out = fbunload(&db, &["--tables", "B%|SMALL", "-o", "-"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("one table"), "{}", stderr(&out));

@@ -29,6 +29,9 @@ pub enum ExecError {
     Table { table: String, message: String },
     #[error("{0}")]
     Server(String),
+    /// Options that do not fit together or this database.
+    #[error("{0}")]
+    Usage(String),
     #[error("table {table}: the worker's connection was lost: {message}")]
     ConnectionLost { table: String, message: String },
     #[error("--verify found different row counts: {0}")]

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use fbunload_client::{Attachment, Client, ConnectOptions, Transaction, TransactionMode};
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TextDecoder};
 use fbunload_plan::{read_catalog, Plan, PlanOptions, TableFilter, Unit};
-use fbunload_sink::{BatchEncoder, FileInfo, StreamFormat};
-use std::io::Write;
+use fbunload_sink::{BatchEncoder, FileInfo, Plain, StreamFormat};
+use std::io::{self, Write};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -52,6 +52,11 @@ pub struct UnloadRequest {
     /// Worker attachments (at least 1).
     pub parallel: usize,
     pub output_dir: PathBuf,
+    /// Write the one selected table to standard output: as it is assembled
+    /// where the format allows (CSV, TSV, JSON Lines, compressed or not),
+    /// else once its file in `output_dir` is complete. `output_dir` then
+    /// only holds what is spilled, and should be a private directory.
+    pub to_stdout: bool,
     pub format: Arc<dyn StreamFormat>,
     pub text: TextDecoder,
     /// Bytes that units waiting for their turn may hold in memory.
@@ -158,6 +163,13 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
     if !req.fetch_only {
         prepare_output_dir(&req.output_dir)?;
     }
+    if req.to_stdout && planned.plan.tables.len() != 1 {
+        return Err(ExecError::Usage(format!(
+            "-o - writes one table to standard output, but the filter selects {}; narrow it \
+             with --tables",
+            planned.plan.tables.len()
+        )));
+    }
     let budget = MemoryBudget::new(req.memory_budget);
     // Recorded in files that can hold metadata; known once workers joined.
     let snapshot = Arc::new(AtomicU64::new(0));
@@ -176,13 +188,26 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
                 };
                 format.finish_file(temp, final_path, &info)
             });
-            TableOutput::new(
-                &req.output_dir,
-                &name,
-                t.unit_count,
-                budget.clone(),
-                finisher,
-            )
+            let stream = req
+                .to_stdout
+                .then(|| req.format.open_stream(Box::new(Plain(io::stdout()))))
+                .flatten();
+            match stream {
+                Some(stream) => TableOutput::streamed(
+                    &req.output_dir,
+                    &name,
+                    t.unit_count,
+                    budget.clone(),
+                    stream,
+                ),
+                None => TableOutput::new(
+                    &req.output_dir,
+                    &name,
+                    t.unit_count,
+                    budget.clone(),
+                    finisher,
+                ),
+            }
         })
         .collect();
     let workers = planned.start.workers;
@@ -277,6 +302,11 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
         return Err(err);
     }
     verified?;
+    for out in &outputs {
+        if req.to_stdout && out.streamed_bytes().is_none() {
+            copy_to_stdout(&out.final_path)?;
+        }
+    }
     let tables = planned
         .plan
         .tables
@@ -287,7 +317,9 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
             name: t.name.clone(),
             path: out.final_path.clone(),
             rows: *rows,
-            bytes: output_size(&out.final_path),
+            bytes: out
+                .streamed_bytes()
+                .unwrap_or_else(|| output_size(&out.final_path)),
             units: t.unit_count,
         })
         .collect();
@@ -364,6 +396,19 @@ fn join_snapshot<'a>(
          other transactions keep committing in between. Try again, or with fewer workers",
         workers.len() + 1
     )))
+}
+
+/// Sends a finished file (a format that cannot be streamed) to stdout.
+fn copy_to_stdout(path: &Path) -> Result<(), ExecError> {
+    let mut file = std::fs::File::open(path).map_err(|e| ExecError::OutputDir {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let mut stdout = io::stdout().lock();
+    io::copy(&mut file, &mut stdout)
+        .and_then(|_| stdout.flush())
+        .map_err(|e| ExecError::Usage(format!("writing to standard output: {e}")))?;
+    Ok(())
 }
 
 /// Bytes of a table's output: a file, or a directory of part files.

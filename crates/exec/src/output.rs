@@ -6,12 +6,19 @@
 //! writes straight into the file (with one worker, every unit does: no byte
 //! is copied twice); units that run ahead go to a [`Spool`] and are appended
 //! when their turn comes.
+//!
+//! A table can instead be streamed (`-o -`): then every unit is spooled,
+//! because a unit that fails must be redone and bytes already sent down a
+//! pipe cannot be taken back, and each unit goes out whole, in order, once
+//! it is done.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use fbunload_sink::ByteStream;
 
 use crate::spool::{MemoryBudget, Spool};
 
@@ -51,11 +58,16 @@ pub struct TableOutput {
     units: usize,
     budget: Arc<MemoryBudget>,
     finisher: Finisher,
+    streaming: bool,
     state: Mutex<State>,
 }
 
 struct State {
     file: Option<File>,
+    /// Where a streamed table goes; taken when it is finished.
+    stream: Option<Box<dyn ByteStream>>,
+    header_written: bool,
+    streamed_bytes: u64,
     next_seq: usize,
     direct_active: bool,
     waiting: BTreeMap<usize, Spool>,
@@ -90,8 +102,12 @@ impl TableOutput {
             part_prefix: dir.join(format!(".{file_name}.unit")),
             units,
             budget,
+            streaming: false,
             state: Mutex::new(State {
                 file: None,
+                stream: None,
+                header_written: false,
+                streamed_bytes: 0,
                 next_seq: 0,
                 direct_active: false,
                 waiting: BTreeMap::new(),
@@ -100,9 +116,45 @@ impl TableOutput {
         }
     }
 
+    /// A table written to `stream` as it is assembled instead of to a file;
+    /// units that must wait spill into `dir` beyond the memory budget.
+    pub fn streamed(
+        dir: &Path,
+        name: &str,
+        units: usize,
+        budget: Arc<MemoryBudget>,
+        stream: Box<dyn ByteStream>,
+    ) -> Self {
+        let mut output = TableOutput::new(dir, name, units, budget, Box::new(|_, _| Ok(())));
+        output.final_path = PathBuf::from("-");
+        output.streaming = true;
+        output.state.get_mut().unwrap().stream = Some(stream);
+        output
+    }
+
+    /// Bytes written so far to a streamed table.
+    pub fn streamed_bytes(&self) -> Option<u64> {
+        self.streaming
+            .then(|| self.state.lock().unwrap().streamed_bytes)
+    }
+
     /// Starts unit `seq`; `header` is written first if the file is new.
     pub fn begin_unit(&self, seq: usize, header: &[u8]) -> Result<UnitSink, OutputError> {
         let mut state = self.state.lock().unwrap();
+        if self.streaming {
+            if !state.header_written {
+                state.header_written = true;
+                state.streamed_bytes += header.len() as u64;
+                let stream = state.stream.as_mut().unwrap();
+                stream
+                    .write_all(header)
+                    .map_err(|e| self.error(&self.final_path, e))?;
+            }
+            return Ok(UnitSink::Spooled(Spool::new(
+                self.budget.clone(),
+                self.part_path(seq),
+            )));
+        }
         if state.file.is_none() {
             let mut file = OpenOptions::new()
                 .write(true)
@@ -125,8 +177,14 @@ impl TableOutput {
                 .map_err(|e| self.error(&self.temp_path, e))?;
             return Ok(UnitSink::Direct(file, start));
         }
-        let part = PathBuf::from(format!("{}{seq}.part", self.part_prefix.display()));
-        Ok(UnitSink::Spooled(Spool::new(self.budget.clone(), part)))
+        Ok(UnitSink::Spooled(Spool::new(
+            self.budget.clone(),
+            self.part_path(seq),
+        )))
+    }
+
+    fn part_path(&self, seq: usize) -> PathBuf {
+        PathBuf::from(format!("{}{seq}.part", self.part_prefix.display()))
     }
 
     /// Hands in a finished unit. Returns `true` when this completed the
@@ -144,14 +202,28 @@ impl TableOutput {
         }
         let state = &mut *state;
         while let Some(spool) = state.waiting.remove(&state.next_seq) {
-            let file = state.file.as_mut().unwrap();
-            spool
-                .drain_into(file)
-                .map_err(|e| self.error(&self.temp_path, e))?;
+            if let Some(stream) = state.stream.as_mut() {
+                let mut counted = Counted(stream, 0);
+                let drained = spool.drain_into(&mut counted);
+                state.streamed_bytes += counted.1;
+                drained.map_err(|e| self.error(&self.final_path, e))?;
+            } else {
+                let file = state.file.as_mut().unwrap();
+                spool
+                    .drain_into(file)
+                    .map_err(|e| self.error(&self.temp_path, e))?;
+            }
             state.next_seq += 1;
         }
         if state.next_seq < self.units {
             return Ok(false);
+        }
+        if let Some(stream) = state.stream.take() {
+            stream
+                .finish()
+                .map_err(|e| self.error(&self.final_path, e))?;
+            state.finished = true;
+            return Ok(true);
         }
         drop(state.file.take());
         (self.finisher)(&self.temp_path, &self.final_path)
@@ -180,6 +252,21 @@ impl TableOutput {
             path: path.to_path_buf(),
             source,
         }
+    }
+}
+
+/// A writer that counts what passes through it.
+struct Counted<'a>(&'a mut Box<dyn ByteStream>, u64);
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.0.write(buf)?;
+        self.1 += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
     }
 }
 
@@ -301,6 +388,72 @@ mod tests {
             out.finish_unit(1, u1).unwrap();
         }
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// What a streamed table has written so far.
+    #[derive(Clone, Default)]
+    struct Pipe(Arc<Mutex<Vec<u8>>>, Arc<Mutex<bool>>);
+
+    impl Write for Pipe {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl ByteStream for Pipe {
+        fn finish(self: Box<Self>) -> io::Result<()> {
+            *self.1.lock().unwrap() = true;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_streamed_table_goes_out_unit_by_unit_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = Pipe::default();
+        let sent = || pipe.0.lock().unwrap().clone();
+        // No memory: every waiting unit spills to a part file.
+        let out = TableOutput::streamed(
+            dir.path(),
+            "T.csv",
+            3,
+            MemoryBudget::new(0),
+            Box::new(pipe.clone()),
+        );
+        let mut u0 = out.begin_unit(0, b"H\n").unwrap();
+        let mut u1 = out.begin_unit(1, b"H\n").unwrap();
+        assert_eq!(sent(), b"H\n", "the header goes out once, first");
+        u1.write_all(b"b\n").unwrap();
+        assert!(!out.finish_unit(1, u1).unwrap());
+        assert_eq!(sent(), b"H\n", "unit 1 waits for unit 0");
+        // Unit 0 fails half way and is redone: nothing of it went out.
+        u0.write_all(b"half of a").unwrap();
+        out.abandon_unit(u0).unwrap();
+        let mut again = out.begin_unit(0, b"H\n").unwrap();
+        again.write_all(b"a\n").unwrap();
+        assert!(!out.finish_unit(0, again).unwrap());
+        assert_eq!(
+            sent(),
+            b"H\na\nb\n",
+            "units 0 and 1 out, before unit 2 ends"
+        );
+        assert!(!*pipe.1.lock().unwrap());
+        let mut u2 = out.begin_unit(2, b"H\n").unwrap();
+        u2.write_all(b"c\n").unwrap();
+        assert!(out.finish_unit(2, u2).unwrap());
+        assert_eq!(sent(), b"H\na\nb\nc\n");
+        assert!(*pipe.1.lock().unwrap(), "the stream was finished");
+        assert_eq!(out.streamed_bytes(), Some(8));
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "no part files or other files left"
+        );
     }
 
     #[test]

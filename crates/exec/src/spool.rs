@@ -68,7 +68,7 @@ impl Spool {
 
     /// Writes the held bytes to the end of `out`; dropping `self` then
     /// releases the memory and removes the part file.
-    pub fn drain_into(mut self, out: &mut File) -> io::Result<()> {
+    pub fn drain_into(mut self, out: &mut dyn Write) -> io::Result<()> {
         out.write_all(&self.memory)?;
         if let Some(part) = &mut self.part {
             part.rewind()?;

@@ -57,6 +57,7 @@ fn request(db: &Path, out: &Path, parallel: usize) -> UnloadRequest {
         },
         parallel,
         output_dir: out.to_path_buf(),
+        to_stdout: false,
         format: Arc::new(CsvFormat::new(CsvOptions::default())),
         text: TextDecoder::for_charset("UTF8").unwrap(),
         memory_budget: 1 << 20,

@@ -35,7 +35,7 @@ use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
-use crate::{BatchEncoder, FileInfo, SinkError, StreamFormat};
+use crate::{BatchEncoder, ByteStream, FileInfo, SinkError, StreamFormat};
 
 /// Rows per batch handed to the final writer (see the module docs).
 pub const CHUNK_ROWS: usize = 65_536;
@@ -81,6 +81,10 @@ impl StreamFormat for ColumnarFormat {
             schema,
             writer: None,
         })
+    }
+
+    fn open_stream(&self, _out: Box<dyn ByteStream>) -> Option<Box<dyn ByteStream>> {
+        None
     }
 
     fn finish_file(&self, temp: &Path, final_path: &Path, info: &FileInfo) -> io::Result<()> {

@@ -27,7 +27,7 @@ pub mod text;
 mod values;
 
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, Write};
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -51,6 +51,43 @@ pub trait StreamFormat: Send + Sync {
     fn finish_file(&self, temp: &Path, final_path: &Path, _info: &FileInfo) -> io::Result<()> {
         File::open(temp)?.sync_all()?;
         fs::rename(temp, final_path)
+    }
+
+    /// The stream a table's bytes go through on their way to `out` when
+    /// they are written as they are assembled (`-o -`), or `None` for
+    /// formats whose file can only be made once the table is complete.
+    fn open_stream(&self, out: Box<dyn ByteStream>) -> Option<Box<dyn ByteStream>> {
+        Some(out)
+    }
+}
+
+/// A destination that a table is streamed into, unit by unit.
+pub trait ByteStream: Write + Send {
+    /// Writes out what is still held back (a compressor's last frame) and
+    /// flushes; the stream is complete only if this succeeds.
+    fn finish(self: Box<Self>) -> io::Result<()>;
+}
+
+/// Any writer as a [`ByteStream`] that needs nothing but a flush at the end.
+pub struct Plain<W: Write + Send>(pub W);
+
+impl<W: Write + Send> Write for Plain<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl<W: Write + Send> ByteStream for Plain<W> {
+    fn finish(mut self: Box<Self>) -> io::Result<()> {
+        self.0.flush()
     }
 }
 
