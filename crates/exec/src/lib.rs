@@ -10,7 +10,7 @@
 //! keeps everyone busy. A worker whose connection is lost redoes its unit
 //! on a new attachment when that provably sees the same data.
 //!
-//! A unit flows one way: query → rows → [`RowDecoder`] → Arrow batch →
+//! A unit flows one way: query → rows → [`fbunload_decode::RowDecoder`] → Arrow batch →
 //! the format's encoder → the table's [`output::TableOutput`], which puts
 //! units in order and renames the file when the table is complete.
 //!
@@ -18,25 +18,33 @@
 //! pages; there the run uses one worker on the main transaction itself,
 //! which is still one consistent snapshot — or, if the user allows it,
 //! one table per worker, each in a snapshot of its own.
+//!
+//! Here: the request, the run from attach to summary. `snapshot` joins
+//! every worker to one snapshot; `worker` is a worker's loop (units,
+//! retries, the writer thread); [`output`] assembles a table's units in
+//! order, [`spool`] holds the ones that finish early; `verify` counts.
 
 mod error;
 pub mod output;
+mod snapshot;
 pub mod spool;
+mod verify;
+mod worker;
 
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fbunload_client::{Attachment, Client, ConnectOptions, Transaction, TransactionMode};
-use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TextDecoder};
-use fbunload_plan::{read_catalog, Plan, PlanOptions, TableFilter, Unit};
-use fbunload_sink::{BatchEncoder, FileInfo, Plain, StreamFormat};
-use std::io::{self, Write};
+use fbunload_client::{Attachment, Client, ConnectOptions, TransactionMode};
+use fbunload_decode::{BatchLimits, TextDecoder};
+use fbunload_plan::{read_catalog, Plan, PlanOptions, TableFilter};
+use fbunload_sink::{FileInfo, Plain, StreamFormat};
 
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
-use output::UnitSink;
+use snapshot::join_snapshot;
+use verify::verify;
+use worker::{main_attachment_lost, Run};
 
 pub use error::ExecError;
 pub use output::file_name_for;
@@ -153,7 +161,7 @@ pub fn plan_only(req: &UnloadRequest) -> Result<(Plan, RunStart), ExecError> {
 /// started 2 ms after another at the same N saw more rows 314 times). So
 /// every worker attaches first; then the main transaction and all worker
 /// transactions start together from one thread, and are checked to agree
-/// (see [`join_snapshot`]). The main transaction is read-write (it writes
+/// (see the `snapshot` module). The main transaction is read-write (it writes
 /// nothing) where it can be, which keeps Firebird's oldest interesting
 /// transaction from moving past it while the run lasts.
 pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, ExecError> {
@@ -317,9 +325,7 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
             name: t.name.clone(),
             path: out.final_path.clone(),
             rows: *rows,
-            bytes: out
-                .streamed_bytes()
-                .unwrap_or_else(|| output_size(&out.final_path)),
+            bytes: out.size(),
             units: t.unit_count,
         })
         .collect();
@@ -330,72 +336,6 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
         verified: req.verify,
         retries,
     })
-}
-
-/// The shared snapshot, joined by every worker.
-struct Joined<'a> {
-    number: u64,
-    /// Keeps the snapshot alive for the whole run.
-    _holder: Transaction<'a>,
-    workers: Vec<Transaction<'a>>,
-    /// At the snapshot too, on the main attachment, for `--verify`.
-    reference: Transaction<'a>,
-    oldest_interesting: u64,
-}
-
-/// Attempts at a snapshot whose transactions all agree (see below).
-const JOIN_ATTEMPTS: usize = 20;
-
-/// Starts the main transaction and, right after, every worker's
-/// transaction at its snapshot number, all from this thread.
-///
-/// Firebird counts every transaction below a transaction's "oldest
-/// interesting" number as committed, whatever its commit number; if that
-/// number moves between two starts (a transaction that was running when
-/// the snapshot was taken commits in between), the later one sees more.
-/// So the starts are checked: all transactions must report the same
-/// oldest interesting number, or all are dropped and started again.
-fn join_snapshot<'a>(
-    main: &'a Attachment,
-    workers: &'a [Attachment],
-) -> Result<Joined<'a>, ExecError> {
-    for _ in 0..JOIN_ATTEMPTS {
-        let holder = main
-            .start_transaction(TransactionMode::HoldingSnapshot)
-            .or_else(|_| main.start_transaction(TransactionMode::ReadOnlySnapshot))
-            .map_err(ExecError::Client)?;
-        let number = holder.snapshot_number().map_err(ExecError::Client)?;
-        let at_snapshot = |att: &'a Attachment| {
-            att.start_transaction(TransactionMode::ReadOnlyAtSnapshot(number))
-                .map_err(|e| {
-                    ExecError::Server(format!("a worker cannot join snapshot {number}: {e}"))
-                })
-        };
-        let transactions = workers
-            .iter()
-            .map(at_snapshot)
-            .collect::<Result<Vec<_>, _>>()?;
-        let reference = at_snapshot(main)?;
-        let oldest = reference.oldest_interesting().map_err(ExecError::Client)?;
-        let mut agree = true;
-        for tr in &transactions {
-            agree &= tr.oldest_interesting().map_err(ExecError::Client)? == oldest;
-        }
-        if agree {
-            return Ok(Joined {
-                number,
-                _holder: holder,
-                workers: transactions,
-                reference,
-                oldest_interesting: oldest,
-            });
-        }
-    }
-    Err(ExecError::Server(format!(
-        "could not start {} transactions that see the same snapshot in {JOIN_ATTEMPTS} attempts: \
-         other transactions keep committing in between. Try again, or with fewer workers",
-        workers.len() + 1
-    )))
 }
 
 /// Sends a finished file (a format that cannot be streamed) to stdout.
@@ -409,52 +349,6 @@ fn copy_to_stdout(path: &Path) -> Result<(), ExecError> {
         .and_then(|_| stdout.flush())
         .map_err(|e| ExecError::Usage(format!("writing to standard output: {e}")))?;
     Ok(())
-}
-
-/// Bytes of a table's output: a file, or a directory of part files.
-fn output_size(path: &Path) -> u64 {
-    match std::fs::read_dir(path) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok()?.metadata().ok())
-            .map(|m| m.len())
-            .sum(),
-        Err(_) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-    }
-}
-
-/// Counts every table in `tr` (a transaction at the workers' snapshot)
-/// and compares with the rows written.
-fn verify(tr: &Transaction<'_>, plan: &Plan, rows: &[u64]) -> Result<(), ExecError> {
-    let mut mismatches = Vec::new();
-    for (table, written) in plan.tables.iter().zip(rows) {
-        let sql = format!(
-            "SELECT COUNT(*) FROM {}",
-            fbunload_plan::quote_identifier(&table.name)
-        );
-        let counted = (|| {
-            let mut stmt = tr.prepare(&sql)?;
-            stmt.execute()?;
-            stmt.fetch()?;
-            let value = stmt.row().value(0).unwrap_or(&[0; 8]);
-            Ok::<_, fbunload_client::ClientError>(i64::from_ne_bytes(
-                value.try_into().unwrap_or([0; 8]),
-            ))
-        })()
-        .map_err(|e| {
-            ExecError::table(&table.name, format!("--verify could not count rows: {e}"))
-        })?;
-        if counted as u64 != *written {
-            mismatches.push(format!(
-                "{}: wrote {written}, COUNT(*) {counted}",
-                table.name
-            ));
-        }
-    }
-    if mismatches.is_empty() {
-        Ok(())
-    } else {
-        Err(ExecError::Verify(mismatches.join("; ")))
-    }
 }
 
 fn attach_main(req: &UnloadRequest) -> Result<Attachment, ExecError> {
@@ -532,415 +426,6 @@ fn prepare_output_dir(dir: &Path) -> Result<(), ExecError> {
     std::fs::write(&probe, b"").map_err(|e| fail(format!("cannot write in it: {e}")))?;
     let _ = std::fs::remove_file(probe);
     Ok(())
-}
-
-/// State shared by the workers of one run.
-struct Run<'r> {
-    req: &'r UnloadRequest,
-    plan: &'r Plan,
-    outputs: &'r [TableOutput],
-    next_unit: AtomicUsize,
-    failed: AtomicBool,
-    first_error: Mutex<Option<ExecError>>,
-    rows: Vec<AtomicU64>,
-    progress: &'r dyn Progress,
-    retries: AtomicU64,
-    /// Whether workers get a writer thread (there are spare cores).
-    pipelined: bool,
-    /// The "oldest interesting transaction" all first transactions agreed
-    /// on (see [`join_snapshot`]).
-    oldest_interesting: AtomicU64,
-}
-
-fn main_attachment_lost(e: fbunload_client::ClientError) -> ExecError {
-    ExecError::Server(format!(
-        "the main attachment was lost ({e}); the shared snapshot is gone, so the run \
-         stopped. Tables finished before are complete; unfinished ones were removed. \
-         Run fbunload again"
-    ))
-}
-
-/// How often the coordinator checks that the main attachment, which keeps
-/// the shared snapshot alive, is still there.
-const MAIN_ATTACHMENT_CHECK: Duration = Duration::from_millis(250);
-
-impl Run<'_> {
-    /// Records the first failure and tells every worker to stop.
-    fn guard(&self, body: impl FnOnce() -> Result<(), ExecError>) {
-        if let Err(err) = body() {
-            self.fail(err);
-        }
-    }
-
-    fn fail(&self, err: ExecError) {
-        let mut first = self.first_error.lock().unwrap();
-        if first.is_none() {
-            *first = Some(err);
-        }
-        self.failed.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether to stop: another worker failed, or the user interrupted.
-    fn should_stop(&self) -> bool {
-        if self.req.cancel.load(Ordering::SeqCst) && !self.failed.load(Ordering::SeqCst) {
-            self.fail(ExecError::Interrupted);
-        }
-        self.failed.load(Ordering::SeqCst)
-    }
-
-    /// Runs on the coordinator while workers work: if the main attachment
-    /// goes, so does the guarantee that a worker can rejoin the snapshot,
-    /// and the run stops rather than go on half-protected.
-    fn watch_main_attachment(&self, main: &Attachment, running: &AtomicUsize) {
-        while running.load(Ordering::SeqCst) > 0 {
-            std::thread::sleep(MAIN_ATTACHMENT_CHECK);
-            if self.should_stop() {
-                continue;
-            }
-            if let Err(e) = main.ping() {
-                self.fail(main_attachment_lost(e));
-            }
-        }
-    }
-
-    fn row_counts(&self) -> Vec<u64> {
-        self.rows
-            .iter()
-            .map(|r| r.load(Ordering::Relaxed))
-            .collect()
-    }
-
-    fn worker_options(&self) -> ConnectOptions {
-        ConnectOptions {
-            no_garbage_collect: true,
-            ..self.req.connect.clone()
-        }
-    }
-
-    /// Opens every worker's attachment, in parallel (remote attaches take
-    /// a round trip or more each).
-    fn attach_workers(&self, count: usize) -> Result<Vec<Attachment>, ExecError> {
-        let connect = self.worker_options();
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..count)
-                .map(|_| scope.spawn(|| Attachment::connect(&self.req.client, &connect)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap().map_err(|e| {
-                        ExecError::attach(&connect.database, connect.user.as_deref(), e)
-                    })
-                })
-                .collect()
-        })
-    }
-
-    /// One worker, in its transaction at the shared snapshot. A lost
-    /// connection (a killed attachment, a network break) costs a new
-    /// attachment and the redo of the unit in hand — if that is safe.
-    fn worker(&self, first: Transaction<'_>, snapshot: u64) -> Result<(), ExecError> {
-        let mut resume = None;
-        let mut result = self.work(&first, &mut resume);
-        drop(first);
-        let mut retries = 0;
-        while let Err(err) = &result {
-            if resume.is_none() || retries >= self.req.max_retries || self.should_stop() {
-                break;
-            }
-            retries += 1;
-            self.retries.fetch_add(1, Ordering::Relaxed);
-            self.progress
-                .warning(&format!("{err}; redoing the unit on a new attachment"));
-            result = self.rejoin(snapshot, &mut resume);
-        }
-        result
-    }
-
-    /// A new attachment and transaction at the snapshot, for a redo. It
-    /// sees the same data only if its oldest interesting transaction is
-    /// not newer than the first transactions' (see [`join_snapshot`]).
-    fn rejoin(&self, snapshot: u64, resume: &mut Option<Unit>) -> Result<(), ExecError> {
-        let connect = self.worker_options();
-        let attachment = Attachment::connect(&self.req.client, &connect)
-            .map_err(|e| ExecError::attach(&connect.database, connect.user.as_deref(), e))?;
-        let tr = attachment
-            .start_transaction(TransactionMode::ReadOnlyAtSnapshot(snapshot))
-            .map_err(|e| {
-                ExecError::Server(format!("a worker cannot rejoin snapshot {snapshot}: {e}"))
-            })?;
-        if tr.oldest_interesting().map_err(ExecError::Client)?
-            > self.oldest_interesting.load(Ordering::SeqCst)
-        {
-            return Err(ExecError::Server(format!(
-                "a worker's connection was lost, and its unit cannot be redone at snapshot \
-                 {snapshot}: transactions that were running when the snapshot was taken have \
-                 committed since, and Firebird would show some of their changes to a transaction \
-                 joining the snapshot now. The run stopped and unfinished tables were removed; \
-                 run fbunload again"
-            )));
-        }
-        self.work(&tr, resume)
-    }
-
-    /// Takes units until there are none left or the run has failed.
-    ///
-    /// `resume` is a unit to do first; when a unit fails because the
-    /// connection was lost, it is put back there for a retry.
-    ///
-    /// Fetching and decoding happen on this thread (they must: the rows
-    /// live in its statement's buffer). Encoding and writing happen here
-    /// too when every core already runs a worker; when cores are spare, a
-    /// writer thread per worker does them, so fetching never waits for
-    /// formatting or the disk. Measured on 2 cores: one worker with a
-    /// writer thread is ~12% faster, two workers with writer threads ~15%
-    /// slower (four busy threads on two cores).
-    fn work(&self, tr: &Transaction<'_>, resume: &mut Option<Unit>) -> Result<(), ExecError> {
-        if !self.pipelined {
-            let mut writer = WriterState::default();
-            let mut deliver = |message| match self.write(&mut writer, message) {
-                Ok(()) => true,
-                Err(err) => {
-                    self.fail(err);
-                    false
-                }
-            };
-            return self.take_units(tr, resume, &mut deliver);
-        }
-        std::thread::scope(|scope| {
-            let (to_writer, from_fetcher) = std::sync::mpsc::sync_channel(WRITER_QUEUE);
-            scope.spawn(move || {
-                self.guard(|| {
-                    let mut writer = WriterState::default();
-                    from_fetcher
-                        .into_iter()
-                        .try_for_each(|m| self.write(&mut writer, m))
-                })
-            });
-            // A closed channel means the writer failed; its error is the
-            // one recorded, so this side just stops.
-            let mut deliver = |message| to_writer.send(message).is_ok();
-            self.take_units(tr, resume, &mut deliver)
-        })
-    }
-
-    fn take_units(
-        &self,
-        tr: &Transaction<'_>,
-        resume: &mut Option<Unit>,
-        deliver: &mut dyn FnMut(ToWriter) -> bool,
-    ) -> Result<(), ExecError> {
-        while !self.should_stop() {
-            let unit = match resume.take() {
-                Some(unit) => unit,
-                None => match self
-                    .plan
-                    .units
-                    .get(self.next_unit.fetch_add(1, Ordering::SeqCst))
-                {
-                    Some(unit) => *unit,
-                    None => break,
-                },
-            };
-            if let Err(err) = self.read_unit(tr, &unit, deliver) {
-                // The writer puts the unit's file back as it was.
-                deliver(ToWriter::Abort);
-                if err.is_connection_lost() {
-                    *resume = Some(unit);
-                }
-                return Err(err);
-            }
-        }
-        Ok(())
-    }
-
-    /// Fetches one unit and delivers it, batch by batch, to the writer.
-    fn read_unit(
-        &self,
-        tr: &Transaction<'_>,
-        unit: &Unit,
-        deliver: &mut dyn FnMut(ToWriter) -> bool,
-    ) -> Result<(), ExecError> {
-        let table = &self.plan.tables[unit.table];
-        let name = table.name.as_str();
-        let mut stmt = tr
-            .prepare(&table.unit_sql(unit))
-            .map_err(|e| ExecError::from_client(name, e))?;
-        if self.req.fetch_only {
-            return self.fetch_and_drop(&mut stmt, unit);
-        }
-        if stmt.columns().len() != table.columns.len() {
-            return Err(ExecError::table(
-                name,
-                "the table's columns changed while planning",
-            ));
-        }
-        let columns = stmt
-            .columns()
-            .iter()
-            .zip(&table.columns)
-            .zip(&table.type_overrides)
-            .map(|((desc, column), type_name)| {
-                OutputColumn::new(column, desc, type_name.as_deref())
-                    .map_err(|m| ExecError::table(name, format!("column {column}: {m}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut decoder = RowDecoder::new(columns, self.req.text, self.req.batch);
-        if !deliver(ToWriter::Begin {
-            unit: *unit,
-            schema: decoder.schema(),
-        }) {
-            return Ok(());
-        }
-        stmt.execute()
-            .map_err(|e| ExecError::from_client(name, e))?;
-        loop {
-            let more = stmt.fetch().map_err(|e| ExecError::from_client(name, e))?;
-            if more {
-                decoder
-                    .append_row(&stmt.row())
-                    .map_err(|e| ExecError::from_decode(name, e))?;
-            }
-            if decoder.is_full() || (!more && !decoder.is_empty()) {
-                let batch = decoder
-                    .take_batch()
-                    .map_err(|e| ExecError::from_decode(name, e))?;
-                if !deliver(ToWriter::Batch(batch)) || self.should_stop() {
-                    return Ok(());
-                }
-            }
-            if !more {
-                break;
-            }
-        }
-        deliver(ToWriter::End);
-        Ok(())
-    }
-
-    /// Encodes and writes what a fetcher delivers, unit by unit.
-    fn write(&self, state: &mut WriterState, message: ToWriter) -> Result<(), ExecError> {
-        match message {
-            ToWriter::Begin { unit, schema } => {
-                let output = &self.outputs[unit.table];
-                let sink = output
-                    .begin_unit(unit.seq, &self.req.format.header(&schema))
-                    .map_err(|source| self.output_error(unit.table, source))?;
-                state.current = Some((unit, self.req.format.encoder(schema), sink));
-                state.unit_rows = 0;
-            }
-            ToWriter::Batch(batch) => {
-                let Some((unit, encoder, sink)) = state.current.as_mut() else {
-                    return Ok(());
-                };
-                let name = &self.plan.tables[unit.table].name;
-                state.encoded.clear();
-                encoder
-                    .encode(&batch, &mut state.encoded)
-                    .map_err(|e| ExecError::from_sink(name, e))?;
-                sink.write_all(&state.encoded).map_err(|source| {
-                    let path = self.outputs[unit.table].final_path.clone();
-                    self.output_error(unit.table, output::OutputError { path, source })
-                })?;
-                let rows = batch.num_rows() as u64;
-                state.unit_rows += rows;
-                self.rows[unit.table].fetch_add(rows, Ordering::Relaxed);
-                self.progress.rows_written(rows, state.encoded.len() as u64);
-            }
-            ToWriter::Abort => {
-                if let Some((unit, _, sink)) = state.current.take() {
-                    // The unit will be read again; its rows count then.
-                    self.rows[unit.table].fetch_sub(state.unit_rows, Ordering::Relaxed);
-                    self.outputs[unit.table]
-                        .abandon_unit(sink)
-                        .map_err(|source| self.output_error(unit.table, source))?;
-                }
-            }
-            ToWriter::End => {
-                let Some((unit, mut encoder, mut sink)) = state.current.take() else {
-                    return Ok(());
-                };
-                let name = &self.plan.tables[unit.table].name;
-                state.encoded.clear();
-                encoder
-                    .finish(&mut state.encoded)
-                    .map_err(|e| ExecError::from_sink(name, e))?;
-                sink.write_all(&state.encoded).map_err(|source| {
-                    let path = self.outputs[unit.table].final_path.clone();
-                    self.output_error(unit.table, output::OutputError { path, source })
-                })?;
-                let output = &self.outputs[unit.table];
-                if output
-                    .finish_unit(unit.seq, sink)
-                    .map_err(|source| self.output_error(unit.table, source))?
-                {
-                    self.progress.table_finished(&TableSummary {
-                        name: self.plan.tables[unit.table].name.clone(),
-                        path: output.final_path.clone(),
-                        rows: self.rows[unit.table].load(Ordering::Relaxed),
-                        bytes: output_size(&output.final_path),
-                        units: self.plan.tables[unit.table].unit_count,
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn output_error(&self, table: usize, source: output::OutputError) -> ExecError {
-        ExecError::Output {
-            table: self.plan.tables[table].name.clone(),
-            source,
-        }
-    }
-}
-
-/// Batches a fetcher may have queued for its writer: enough to smooth out
-/// a slow write, few enough to keep memory bounded (each is at most
-/// `BatchLimits` big).
-const WRITER_QUEUE: usize = 4;
-
-/// A writer's unit in progress and its reused encoding buffer.
-#[derive(Default)]
-struct WriterState {
-    current: Option<(Unit, Box<dyn BatchEncoder>, UnitSink)>,
-    /// Rows of `current` written so far.
-    unit_rows: u64,
-    encoded: Vec<u8>,
-}
-
-/// What a worker's fetcher tells its writer.
-enum ToWriter {
-    Begin {
-        unit: Unit,
-        schema: SchemaRef,
-    },
-    Batch(RecordBatch),
-    End,
-    /// The unit failed: undo what was written of it.
-    Abort,
-}
-
-impl Run<'_> {
-    fn fetch_and_drop(
-        &self,
-        stmt: &mut fbunload_client::Statement<'_>,
-        unit: &Unit,
-    ) -> Result<(), ExecError> {
-        let name = &self.plan.tables[unit.table].name;
-        stmt.execute()
-            .map_err(|e| ExecError::from_client(name, e))?;
-        let mut rows = 0u64;
-        while stmt.fetch().map_err(|e| ExecError::from_client(name, e))? {
-            rows += 1;
-            if rows.is_multiple_of(self.req.batch.rows as u64) {
-                self.progress.rows_written(self.req.batch.rows as u64, 0);
-            }
-        }
-        self.progress
-            .rows_written(rows % self.req.batch.rows as u64, 0);
-        self.rows[unit.table].fetch_add(rows, Ordering::Relaxed);
-        Ok(())
-    }
 }
 
 /// The client library a request would use; re-exported for the CLI.

@@ -138,6 +138,21 @@ impl TableOutput {
             .then(|| self.state.lock().unwrap().streamed_bytes)
     }
 
+    /// Bytes of the finished output: streamed, in the file, or in the
+    /// directory of part files some formats write.
+    pub fn size(&self) -> u64 {
+        if let Some(bytes) = self.streamed_bytes() {
+            return bytes;
+        }
+        match fs::read_dir(&self.final_path) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum(),
+            Err(_) => fs::metadata(&self.final_path).map_or(0, |m| m.len()),
+        }
+    }
+
     /// Starts unit `seq`; `header` is written first if the file is new.
     pub fn begin_unit(&self, seq: usize, header: &[u8]) -> Result<UnitSink, OutputError> {
         let mut state = self.state.lock().unwrap();
