@@ -81,6 +81,9 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         )
     })?;
     let client = fbunload_exec::load_client(args.client_lib.as_deref()).map_err(describe)?;
+    // Ctrl-C and SIGTERM are ours (see main): without this the embedded
+    // engine also reacts to them by cutting every attachment mid-unit.
+    client.leave_signals_to_the_application();
     let csv_options = CsvOptions {
         delimiter: args.delimiter_byte()?,
         header: args.header,

@@ -11,6 +11,7 @@
 //! plugin cannot find on its own. We preload it (after `libtommath`, its own
 //! dependency) with `RTLD_GLOBAL`, so users need no `LD_LIBRARY_PATH`.
 
+use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -141,6 +142,53 @@ impl Client {
         }))
     }
 }
+
+impl Client {
+    /// Stops the client library from shutting its attachments down when the
+    /// process gets SIGINT or SIGTERM, for an application that handles
+    /// those itself: the library chains its own handler in front of the
+    /// application's and, left alone, kills every attachment while the
+    /// application is still stopping its work cleanly. Returns whether the
+    /// library let us (`fb_shutdown_callback`, Firebird 2.5 and later).
+    pub fn leave_signals_to_the_application(&self) -> bool {
+        type Callback = extern "C" fn(c_int, c_int, *mut c_void) -> c_int;
+        type Register = unsafe extern "C" fn(
+            *mut crate::ffi::IscStatus,
+            Callback,
+            c_int,
+            *mut c_void,
+        ) -> crate::ffi::IscStatus;
+        /// Refuses a shutdown the library started for a signal; agrees to
+        /// every other (the process exiting, for one).
+        extern "C" fn refuse_signal_shutdown(
+            reason: c_int,
+            _mask: c_int,
+            _arg: *mut c_void,
+        ) -> c_int {
+            c_int::from(reason == SHUTDOWN_REASON_SIGNAL)
+        }
+        // SAFETY: the symbol has this signature in every Firebird since
+        // 2.5; the status vector is as long as the library expects.
+        unsafe {
+            let Ok(register) = self._lib.get::<Register>(b"fb_shutdown_callback\0") else {
+                return false;
+            };
+            let mut status = [0 as crate::ffi::IscStatus; 20];
+            register(
+                status.as_mut_ptr(),
+                refuse_signal_shutdown,
+                SHUTDOWN_CONFIRMATION,
+                std::ptr::null_mut(),
+            );
+            status[1] == 0
+        }
+    }
+}
+
+/// `fb_shut_confirmation`: the callback may refuse the shutdown.
+const SHUTDOWN_CONFIRMATION: c_int = 1;
+/// `fb_shutrsn_signal`: the library caught SIGINT or SIGTERM.
+const SHUTDOWN_REASON_SIGNAL: c_int = -5;
 
 fn load_global(path: &Path) -> Result<libloading::Library, String> {
     use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
