@@ -12,16 +12,16 @@
 #
 # Cases: "one" is STOCK alone (BIG_W x 100,000 rows: 59 pointer pages at
 # BIG_W=20); "few" is STOCK alone with FEW_W x 100,000 rows in a database of
-# 16 KiB pages (3 pointer pages at FEW_W=4: with one-pointer-page units one
+# 32 KiB pages (3 pointer pages at FEW_W=15: with one-pointer-page units one
 # worker reads two of them while the other idles after one, the case of
-# issue #6; the automatic units are 612 pages there); "mixed" is every table of a MIXED_W-warehouse database (STOCK,
+# issue #6; the automatic units are 1,227 pages there); "mixed" is every table of a MIXED_W-warehouse database (STOCK,
 # CUSTOMER, ORDER_LINE, ... and small ones). `fbunload --plan` shows the
 # units of each. Databases are generated once into bench-data/ and reused.
 # Needs /usr/bin/time (Debian package `time`) for peak memory, and bc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIG_W=${BIG_W:-20}
-FEW_W=${FEW_W:-4}
+FEW_W=${FEW_W:-15}
 MIXED_W=${MIXED_W:-4}
 CASES=${CASES:-"one few mixed"}
 FORMATS=${FORMATS-"csv jsonl parquet arrow"}
@@ -38,10 +38,10 @@ done
 mkdir -p "$DATA"
 
 BIG_DB=$DATA/stock-w$BIG_W.fdb
-FEW_DB=$DATA/stock-w$FEW_W-16k.fdb
+FEW_DB=$DATA/stock-w$FEW_W-32k.fdb
 MIXED_DB=$DATA/tpcc-w$MIXED_W.fdb
 [ -f "$BIG_DB" ] || $BIN/fbunload-gen --database "$BIG_DB" --warehouses "$BIG_W" --tables STOCK,ITEM >&2
-[ -f "$FEW_DB" ] || $BIN/fbunload-gen --database "$FEW_DB" --warehouses "$FEW_W" --tables STOCK,ITEM --page-size 16384 >&2
+[ -f "$FEW_DB" ] || $BIN/fbunload-gen --database "$FEW_DB" --warehouses "$FEW_W" --tables STOCK,ITEM --page-size 32768 >&2
 [ -f "$MIXED_DB" ] || $BIN/fbunload-gen --database "$MIXED_DB" --warehouses "$MIXED_W" >&2
 
 . benches/lib.sh
@@ -59,14 +59,14 @@ FEW_ROWS=$(rows_of "$FEW_DB" STOCK)
 MIXED_ROWS=$(rows_of "$MIXED_DB" "${MIXED_TABLES[@]}")
 
 # Units of exactly one pointer page, as gbak -parallel and FBCSVExport cut
-# tables: 1632 data-page slots per pointer page at 8 KiB pages, 3264 at 16.
+# tables: 1632 data-page slots per pointer page at 8 KiB pages, 6544 at 32.
 
 printf '\n%-6s %-5s %7s %-10s %10s %9s %11s %11s %8s %8s %9s\n' \
   case units workers mode rows "median s" "min-max s" rows/s MB/s "peak MB" "vs limit"
 for case in $CASES; do
   case $case in
     one) db=$BIG_DB; rows=$BIG_ROWS; tables=(--tables STOCK); one_pp=1632 ;;
-    few) db=$FEW_DB; rows=$FEW_ROWS; tables=(--tables STOCK); one_pp=3264 ;;
+    few) db=$FEW_DB; rows=$FEW_ROWS; tables=(--tables STOCK); one_pp=6544 ;;
     mixed) db=$MIXED_DB; rows=$MIXED_ROWS; tables=(); one_pp=1632 ;;
     *) echo "unknown case $case (one, few, mixed)" >&2; exit 1 ;;
   esac

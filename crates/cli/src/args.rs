@@ -110,7 +110,7 @@ pub struct Args {
 
     /// Memory, in MB, that pieces of a table finished ahead of their turn may hold before
     /// they wait on disk instead
-    #[arg(long = "memory", default_value_t = 256, value_name = "MB")]
+    #[arg(long = "memory", default_value_t = 128, value_name = "MB")]
     pub memory_mb: usize,
 
     /// Rows per Arrow batch (benchmarks only: benches/fetch-and-buffers.sh measured 8192 best)
