@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+CARGO_ENV="${CARGO_HOME:-$HOME/.cargo}/env"
+[ -f "$CARGO_ENV" ] && . "$CARGO_ENV"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

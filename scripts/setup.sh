@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what fbunload needs to build and to run on the embedded Firebird 5
 # engine: Debian's libtommath1 and libicu72, the firebird-embedded Python
-# package, and a Rust toolchain check. Safe to run again: it only installs
-# what is missing.
+# package, pyarrow for the tests, and Rust (rustup) if there is no cargo.
+# Safe to run again: it only installs what is missing.
 set -euo pipefail
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -15,6 +15,8 @@ missing_debs=()
 for pkg in libtommath1 libicu72; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
+# Rust links through the system's C compiler (and zstd's C code needs it).
+command -v cc >/dev/null 2>&1 || missing_debs+=(gcc libc6-dev)
 if [ ${#missing_debs[@]} -gt 0 ]; then
   say "installing Debian packages: ${missing_debs[*]}"
   as_root apt-get update -qq
@@ -22,22 +24,57 @@ if [ ${#missing_debs[@]} -gt 0 ]; then
 fi
 
 PYTHON=${PYTHON:-python3}
+# Debian's own python3 refuses system-wide pip installs (PEP 668); there
+# the packages go to the user's site-packages, which python3 still reads.
+pip_install() {
+  if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+    as_root apt-get update -qq
+    as_root apt-get install -y -qq python3-pip >/dev/null
+  fi
+  local log
+  log=$(mktemp)
+  if ! "$PYTHON" -m pip install --quiet "$@" 2>"$log"; then
+    if grep -q externally-managed "$log"; then
+      "$PYTHON" -m pip install --quiet --user --break-system-packages "$@"
+    else
+      cat "$log" >&2
+      rm -f "$log"
+      return 1
+    fi
+  fi
+  rm -f "$log"
+}
+
 if ! "$PYTHON" -c 'import firebird.embedded' 2>/dev/null; then
   say "installing the embedded Firebird engine (pip: firebird-embedded)"
-  "$PYTHON" -m pip install --quiet firebird-embedded
+  pip_install firebird-embedded
 fi
 
 # pyarrow: the independent reader the tests check Parquet and Arrow files with.
 if ! "$PYTHON" -c 'import pyarrow.parquet' 2>/dev/null; then
   say "installing pyarrow (tests read Parquet and Arrow files back with it)"
-  "$PYTHON" -m pip install --quiet pyarrow
+  pip_install pyarrow
 fi
 
-if ! command -v cargo >/dev/null 2>&1; then
-  [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+CARGO_ENV="${CARGO_HOME:-$HOME/.cargo}/env"
+if ! command -v cargo >/dev/null 2>&1 && [ -f "$CARGO_ENV" ]; then
+  . "$CARGO_ENV"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "cargo not found: install Rust (https://rustup.rs) and run this again" >&2
-  exit 1
+  # Rust's own installer, fetched directly (it is what https://rustup.rs
+  # runs): the stable toolchain into ~/.cargo, nothing system-wide.
+  say "installing Rust (rustup, stable toolchain, into ${CARGO_HOME:-~/.cargo})"
+  if ! command -v curl >/dev/null 2>&1; then
+    as_root apt-get update -qq
+    as_root apt-get install -y -qq curl ca-certificates >/dev/null
+  fi
+  # The installer must be named rustup-init: it picks its role by name.
+  rustup_dir=$(mktemp -d)
+  curl --proto '=https' --tlsv1.2 -sSf -o "$rustup_dir/rustup-init" \
+    "https://static.rust-lang.org/rustup/dist/$(uname -m)-unknown-linux-gnu/rustup-init"
+  chmod +x "$rustup_dir/rustup-init"
+  "$rustup_dir/rustup-init" -y --quiet --profile minimal --default-toolchain stable
+  rm -rf "$rustup_dir"
+  . "$CARGO_ENV"
 fi
 say "toolchain: $(cargo --version)"

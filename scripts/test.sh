@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+CARGO_ENV="${CARGO_HOME:-$HOME/.cargo}/env"
+[ -f "$CARGO_ENV" ] && . "$CARGO_ENV"
 if [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]; then
   eval "$(bash scripts/fb3-server.sh)"
 fi
