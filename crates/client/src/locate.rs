@@ -141,9 +141,7 @@ impl Client {
             _lib: lib,
         }))
     }
-}
 
-impl Client {
     /// Stops the client library from shutting its attachments down when the
     /// process gets SIGINT or SIGTERM, for an application that handles
     /// those itself: the library chains its own handler in front of the

@@ -59,14 +59,14 @@ impl StreamFormat for Compressed {
     }
 
     fn open_stream(&self, out: Box<dyn ByteStream>) -> Option<Box<dyn ByteStream>> {
-        let compressor: Box<dyn ByteStream> = match self.compression {
-            Compression::Gzip => Box::new(GzipStream(flate2::write::GzEncoder::new(
+        let compressor = match self.compression {
+            Compression::Gzip => CompressingStream::Gzip(flate2::write::GzEncoder::new(
                 out,
                 flate2::Compression::default(),
-            ))),
-            Compression::Zstd => Box::new(ZstdStream(zstd::Encoder::new(out, ZSTD_LEVEL).ok()?)),
+            )),
+            Compression::Zstd => CompressingStream::Zstd(zstd::Encoder::new(out, ZSTD_LEVEL).ok()?),
         };
-        self.inner.open_stream(compressor)
+        self.inner.open_stream(Box::new(compressor))
     }
 
     fn finish_file(&self, temp: &Path, final_path: &Path, _info: &FileInfo) -> io::Result<()> {
@@ -107,38 +107,35 @@ fn compress(from: &Path, to: &Path, compression: Compression) -> io::Result<()> 
 /// zstd's own default: fast, and much smaller than gzip's default.
 const ZSTD_LEVEL: i32 = 3;
 
-struct GzipStream(flate2::write::GzEncoder<Box<dyn ByteStream>>);
-struct ZstdStream(zstd::Encoder<'static, Box<dyn ByteStream>>);
+/// A compressor in front of the stream it writes to.
+enum CompressingStream {
+    Gzip(flate2::write::GzEncoder<Box<dyn ByteStream>>),
+    Zstd(zstd::Encoder<'static, Box<dyn ByteStream>>),
+}
 
-impl Write for GzipStream {
+impl Write for CompressingStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
+        match self {
+            CompressingStream::Gzip(encoder) => encoder.write(buf),
+            CompressingStream::Zstd(encoder) => encoder.write(buf),
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
+        match self {
+            CompressingStream::Gzip(encoder) => encoder.flush(),
+            CompressingStream::Zstd(encoder) => encoder.flush(),
+        }
     }
 }
 
-impl ByteStream for GzipStream {
+impl ByteStream for CompressingStream {
     fn finish(self: Box<Self>) -> io::Result<()> {
-        self.0.finish()?.finish()
-    }
-}
-
-impl Write for ZstdStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl ByteStream for ZstdStream {
-    fn finish(self: Box<Self>) -> io::Result<()> {
-        self.0.finish()?.finish()
+        let out = match *self {
+            CompressingStream::Gzip(encoder) => encoder.finish()?,
+            CompressingStream::Zstd(encoder) => encoder.finish()?,
+        };
+        out.finish()
     }
 }
 
