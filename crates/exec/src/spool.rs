@@ -28,11 +28,21 @@ impl MemoryBudget {
     }
 
     fn try_take(&self, bytes: usize) -> bool {
-        self.free
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
-                free.checked_sub(bytes)
-            })
-            .is_ok()
+        // A compare-exchange loop: `fetch_update` is deprecated in newer
+        // Rust and its successor missing in older.
+        let mut free = self.free.load(Ordering::Acquire);
+        loop {
+            let Some(left) = free.checked_sub(bytes) else {
+                return false;
+            };
+            match self
+                .free
+                .compare_exchange_weak(free, left, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(now) => free = now,
+            }
+        }
     }
 
     fn give_back(&self, bytes: usize) {
