@@ -65,7 +65,7 @@ pub enum ColumnarFormat {
 }
 
 impl StreamFormat for ColumnarFormat {
-    fn extension(&self) -> &'static str {
+    fn extension(&self) -> &str {
         match self {
             ColumnarFormat::Parquet { .. } => "parquet",
             ColumnarFormat::Arrow => "arrow",

@@ -26,7 +26,7 @@ pub enum Compression {
 pub struct Compressed {
     inner: Arc<dyn StreamFormat>,
     compression: Compression,
-    extension: &'static str,
+    extension: String,
 }
 
 impl Compressed {
@@ -35,8 +35,7 @@ impl Compressed {
             Compression::Gzip => "gz",
             Compression::Zstd => "zst",
         };
-        // Extensions are few and fixed; leaking one string per run is fine.
-        let extension = Box::leak(format!("{}.{suffix}", inner.extension()).into_boxed_str());
+        let extension = format!("{}.{suffix}", inner.extension());
         Compressed {
             inner,
             compression,
@@ -46,8 +45,8 @@ impl Compressed {
 }
 
 impl StreamFormat for Compressed {
-    fn extension(&self) -> &'static str {
-        self.extension
+    fn extension(&self) -> &str {
+        &self.extension
     }
 
     fn header(&self, schema: &Schema) -> Vec<u8> {

@@ -103,7 +103,7 @@ impl CsvFormat {
 }
 
 impl StreamFormat for CsvFormat {
-    fn extension(&self) -> &'static str {
+    fn extension(&self) -> &str {
         if self.options.delimiter == b'\t' {
             "tsv"
         } else {
@@ -772,7 +772,7 @@ mod tests {
         let format: Arc<dyn StreamFormat> = Arc::new(csv());
         let encoder = format.encoder(Arc::new(Schema::empty()));
         sendable(&encoder);
-        std::thread::spawn(move || format.extension())
+        std::thread::spawn(move || format.extension().to_string())
             .join()
             .unwrap();
     }

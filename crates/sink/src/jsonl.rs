@@ -29,7 +29,7 @@ impl JsonLinesFormat {
 }
 
 impl StreamFormat for JsonLinesFormat {
-    fn extension(&self) -> &'static str {
+    fn extension(&self) -> &str {
         "jsonl"
     }
 

@@ -39,7 +39,7 @@ pub use crate::csv::{BinaryEncoding, CsvFormat, CsvOptions};
 /// Parquet and Arrow via an intermediate, see [`columnar`]).
 pub trait StreamFormat: Send + Sync {
     /// The file name extension, without the dot: `"csv"`, `"tsv"`.
-    fn extension(&self) -> &'static str;
+    fn extension(&self) -> &str;
     /// The bytes that open a table's file; empty when there are none.
     fn header(&self, schema: &Schema) -> Vec<u8>;
     /// A fresh encoder for one unit of a table with this schema.
