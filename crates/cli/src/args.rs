@@ -8,17 +8,22 @@ use clap::{Parser, ValueEnum};
 #[command(
     name = "fbunload",
     version,
-    about = "Unload Firebird tables in parallel, from one consistent snapshot, to CSV.",
-    long_about = "Unload Firebird tables in parallel, from one consistent snapshot, to CSV.\n\n\
+    about = "Unload Firebird tables in parallel, from one consistent snapshot, to CSV, TSV, JSON \
+        Lines, Parquet or Arrow.",
+    long_about = "Unload Firebird tables in parallel, from one consistent snapshot, to CSV, TSV, \
+        JSON Lines, Parquet or Arrow.\n\n\
         A main attachment starts a read-only snapshot transaction; every worker attaches on its \
         own and joins that same snapshot (Firebird 4+), so all files together show the database \
         at one instant. Large tables are split by pointer pages and the pieces handed to \
-        whichever worker is free. Each table becomes <output>/<TABLE>.csv, written under a \
-        temporary name and renamed only when complete; its bytes are the same for any --parallel.",
+        whichever worker is free. Each table becomes <output>/<TABLE>.csv (or .tsv, .jsonl, \
+        .parquet, .arrow), written under a temporary name and renamed only when complete; its \
+        bytes are the same for any --parallel.",
     after_help = "Examples:\n  \
         fbunload -d /data/horses.fdb -u SYSDBA -p masterkey -o ./out\n  \
         fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 --header -o ./out\n  \
-        fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n\n\
+        fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n  \
+        fbunload -d dbhost:/data/erp.fdb -f parquet --verify -o ./lake\n  \
+        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n\n\
         The password can also come from ISC_PASSWORD, the user from ISC_USER."
 )]
 pub struct Args {
@@ -30,8 +35,8 @@ pub struct Args {
     #[arg(short = 'u', long, env = "ISC_USER")]
     pub user: Option<String>,
 
-    /// Password (never printed by fbunload, but visible to other local users in the process
-    /// list: prefer ISC_PASSWORD)
+    /// Password. Never printed; fbunload overwrites it in its command line as it starts, so
+    /// `ps` shows -p xxxx (ISC_PASSWORD avoids even that first moment)
     #[arg(short = 'p', long, env = "ISC_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
 
