@@ -126,7 +126,8 @@ impl TableOutput {
         stream: Box<dyn ByteStream>,
     ) -> Self {
         let mut output = TableOutput::new(dir, name, units, budget, Box::new(|_, _| Ok(())));
-        output.final_path = PathBuf::from("-");
+        // Named in errors: "table T: writing standard output: Broken pipe".
+        output.final_path = PathBuf::from("standard output");
         output.streaming = true;
         output.state.get_mut().unwrap().stream = Some(stream);
         output
