@@ -181,43 +181,7 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
     let budget = MemoryBudget::new(req.memory_budget);
     // Recorded in files that can hold metadata; known once workers joined.
     let snapshot = Arc::new(AtomicU64::new(0));
-    let outputs: Vec<TableOutput> = planned
-        .plan
-        .tables
-        .iter()
-        .map(|t| {
-            let name = file_name_for(&t.name, req.format.extension());
-            let (format, snapshot, table) = (req.format.clone(), snapshot.clone(), t.name.clone());
-            let finisher: output::Finisher = Box::new(move |temp, final_path| {
-                let number = snapshot.load(Ordering::SeqCst);
-                let info = FileInfo {
-                    table: table.clone(),
-                    snapshot_number: (number != 0).then_some(number),
-                };
-                format.finish_file(temp, final_path, &info)
-            });
-            let stream = req
-                .to_stdout
-                .then(|| req.format.open_stream(Box::new(Plain(io::stdout()))))
-                .flatten();
-            match stream {
-                Some(stream) => TableOutput::streamed(
-                    &req.output_dir,
-                    &name,
-                    t.unit_count,
-                    budget.clone(),
-                    stream,
-                ),
-                None => TableOutput::new(
-                    &req.output_dir,
-                    &name,
-                    t.unit_count,
-                    budget.clone(),
-                    finisher,
-                ),
-            }
-        })
-        .collect();
+    let outputs = table_outputs(req, &planned.plan, &budget, &snapshot);
     let workers = planned.start.workers;
     let run = Run {
         req,
@@ -336,6 +300,52 @@ pub fn unload(req: &UnloadRequest, progress: &dyn Progress) -> Result<Summary, E
         verified: req.verify,
         retries,
     })
+}
+
+/// Where each table's units are assembled: a file in the output directory,
+/// or standard output (`-o -`) for a format that can be streamed.
+/// `snapshot` is read when a file is finished, to record it in the file.
+fn table_outputs(
+    req: &UnloadRequest,
+    plan: &Plan,
+    budget: &Arc<MemoryBudget>,
+    snapshot: &Arc<AtomicU64>,
+) -> Vec<TableOutput> {
+    plan.tables
+        .iter()
+        .map(|t| {
+            let name = file_name_for(&t.name, req.format.extension());
+            let stream = req
+                .to_stdout
+                .then(|| req.format.open_stream(Box::new(Plain(io::stdout()))))
+                .flatten();
+            if let Some(stream) = stream {
+                return TableOutput::streamed(
+                    &req.output_dir,
+                    &name,
+                    t.unit_count,
+                    budget.clone(),
+                    stream,
+                );
+            }
+            let (format, snapshot, table) = (req.format.clone(), snapshot.clone(), t.name.clone());
+            let finisher: output::Finisher = Box::new(move |temp, final_path| {
+                let number = snapshot.load(Ordering::SeqCst);
+                let info = FileInfo {
+                    table: table.clone(),
+                    snapshot_number: (number != 0).then_some(number),
+                };
+                format.finish_file(temp, final_path, &info)
+            });
+            TableOutput::new(
+                &req.output_dir,
+                &name,
+                t.unit_count,
+                budget.clone(),
+                finisher,
+            )
+        })
+        .collect()
 }
 
 /// Sends a finished file (a format that cannot be streamed) to stdout.
