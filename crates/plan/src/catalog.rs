@@ -88,19 +88,21 @@ pub fn read_catalog(
         }
     }
     let mut sql = String::from(
-        "SELECT r.RDB$RELATION_ID, TRIM(r.RDB$RELATION_NAME) FROM RDB$RELATIONS r \
+        "SELECT r.RDB$RELATION_ID, r.RDB$RELATION_NAME FROM RDB$RELATIONS r \
          WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND COALESCE(r.RDB$RELATION_TYPE, 0) = 0 \
          AND r.RDB$VIEW_BLR IS NULL",
     );
     if let Some(p) = &filter.include {
         sql += &format!(
-            " AND TRIM(r.RDB$RELATION_NAME) SIMILAR TO {}",
+            " AND {} SIMILAR TO {}",
+            name_without_padding("r.RDB$RELATION_NAME"),
             pattern_literal(p)
         );
     }
     if let Some(p) = &filter.exclude {
         sql += &format!(
-            " AND TRIM(r.RDB$RELATION_NAME) NOT SIMILAR TO {}",
+            " AND {} NOT SIMILAR TO {}",
+            name_without_padding("r.RDB$RELATION_NAME"),
             pattern_literal(p)
         );
     }
@@ -125,7 +127,7 @@ pub fn read_catalog(
         .collect();
     query(
         tr,
-        "SELECT TRIM(rf.RDB$RELATION_NAME), TRIM(rf.RDB$FIELD_NAME), f.RDB$FIELD_TYPE, \
+        "SELECT rf.RDB$RELATION_NAME, rf.RDB$FIELD_NAME, f.RDB$FIELD_TYPE, \
          f.RDB$FIELD_PRECISION, COALESCE(f.RDB$FIELD_SCALE, 0) \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
          WHERE f.RDB$COMPUTED_BLR IS NULL \
@@ -170,7 +172,8 @@ fn check_pattern(
     pattern: &str,
 ) -> Result<(), CatalogError> {
     let sql = format!(
-        "SELECT COUNT(*) FROM RDB$RELATIONS WHERE TRIM(RDB$RELATION_NAME) SIMILAR TO {}",
+        "SELECT COUNT(*) FROM RDB$RELATIONS WHERE {} SIMILAR TO {}",
+        name_without_padding("RDB$RELATION_NAME"),
         pattern_literal(pattern)
     );
     match query(tr, &sql, |_| {}) {
@@ -188,7 +191,7 @@ fn no_tables_message(tr: &Transaction<'_>, filter: &TableFilter) -> Result<Strin
     let mut names = Vec::new();
     query(
         tr,
-        "SELECT TRIM(RDB$RELATION_NAME) FROM RDB$RELATIONS \
+        "SELECT RDB$RELATION_NAME FROM RDB$RELATIONS \
          WHERE COALESCE(RDB$SYSTEM_FLAG, 0) = 0 AND COALESCE(RDB$RELATION_TYPE, 0) = 0 \
          AND RDB$VIEW_BLR IS NULL ORDER BY RDB$RELATION_NAME",
         |row| names.push(text(row, 0)),
@@ -246,7 +249,15 @@ fn int(row: &Row<'_>, i: usize) -> Option<i64> {
     })
 }
 
-/// A name column of a catalog query, without CHAR padding.
+/// A catalog name column (a CHAR) in SQL without its padding. Firebird
+/// pads names on the right only; a name may begin with blanks (`" C"`),
+/// which plain `TRIM` would also strip.
+fn name_without_padding(column: &str) -> String {
+    format!("TRIM(TRAILING FROM {column})")
+}
+
+/// A name column of a catalog query, without CHAR padding (right only, see
+/// [`name_without_padding`]).
 fn text(row: &Row<'_>, i: usize) -> String {
     let v = row.value(i).unwrap_or(b"");
     String::from_utf8_lossy(v).trim_end_matches(' ').to_string()
