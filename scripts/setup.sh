@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what fbunload needs to build and to run on the embedded Firebird 5
 # engine: Debian's libtommath1 and libicu72, the firebird-embedded Python
-# package, pyarrow for the tests, and Rust (rustup) if there is no cargo.
+# package, pyarrow and pandas for the tests, and Rust (rustup) if there is no cargo.
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 
@@ -50,10 +50,16 @@ if ! "$PYTHON" -c 'import firebird.embedded' 2>/dev/null; then
   pip_install firebird-embedded
 fi
 
-# pyarrow: the independent reader the tests check Parquet and Arrow files with.
-if ! "$PYTHON" -c 'import pyarrow.parquet' 2>/dev/null; then
-  say "installing pyarrow (tests read Parquet and Arrow files back with it)"
-  pip_install pyarrow
+# Python packages the tests read fbunload's output with: pyarrow (Parquet
+# and Arrow files, CSV as pyarrow reads it) and pandas (CSV as most users
+# read it). Each module name maps to its pip package.
+missing_py=()
+for spec in pyarrow.parquet:pyarrow pandas:pandas; do
+  "$PYTHON" -c "import ${spec%%:*}" 2>/dev/null || missing_py+=("${spec##*:}")
+done
+if [ ${#missing_py[@]} -gt 0 ]; then
+  say "installing Python packages for the tests: ${missing_py[*]}"
+  pip_install "${missing_py[@]}"
 fi
 
 CARGO_ENV="${CARGO_HOME:-$HOME/.cargo}/env"

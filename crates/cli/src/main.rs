@@ -85,12 +85,18 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     // engine also reacts to them by cutting every attachment mid-unit.
     client.leave_signals_to_the_application();
     let csv_options = CsvOptions {
-        delimiter: args.delimiter_byte()?,
+        // TSV is CSV with a tab, whatever --delimiter says.
+        delimiter: if args.format == Format::Tsv {
+            b'\t'
+        } else {
+            args.delimiter_byte()?
+        },
         header: args.header,
         null: args.null.clone(),
         binary: args.binary.into(),
         crlf: args.crlf,
     };
+    csv_options.validate()?;
     let format: Arc<dyn StreamFormat> = match args.format {
         Format::Csv => Arc::new(CsvFormat::new(csv_options)),
         Format::Tsv => Arc::new(CsvFormat::tsv(csv_options)),

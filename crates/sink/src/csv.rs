@@ -7,9 +7,12 @@
 //! unquoted; a non-NULL value that renders to exactly the `null` text is
 //! quoted, so NULL and the empty string stay distinguishable (by default
 //! `,,` is NULL and `,"",` the empty string; with `--null '\N'` a string
-//! `\N` is written `"\N"`). In a one-column table a NULL with the default
-//! null text is a blank line, and an empty string is always `""`, so a
-//! blank line never stands for a value.
+//! `\N` is written `"\N"`). In a one-column table an empty string is always `""`, and a
+//! NULL under the default (empty) null text is written [`SOLE_COLUMN_NULL`]
+//! instead of a blank line: pandas, pyarrow and most CSV readers skip blank
+//! lines, so the row would vanish. The null text may not hold the
+//! delimiter, a quote, CR or LF ([`CsvOptions::validate`]): records would
+//! no longer have their fields.
 //!
 //! Records end with LF, or CRLF with `crlf`. The header line is the field
 //! names, quoted by the same rules.
@@ -65,6 +68,36 @@ pub struct CsvOptions {
     pub binary: BinaryEncoding,
     /// End records with CRLF instead of LF (default no).
     pub crlf: bool,
+}
+
+/// What a NULL is written as in a table of one column when the null text
+/// is empty (see the module docs); a value that reads the same is quoted.
+pub const SOLE_COLUMN_NULL: &str = "NULL";
+
+impl CsvOptions {
+    /// Refuses a null text that would change the shape of records: one
+    /// holding the delimiter, a quote, CR or LF.
+    pub fn validate(&self) -> Result<(), String> {
+        let delimiter = self.delimiter as char;
+        let Some(bad) = self
+            .null
+            .chars()
+            .find(|&c| c == delimiter || matches!(c, '"' | '\r' | '\n'))
+        else {
+            return Ok(());
+        };
+        let what = match bad {
+            '"' => "a quote".to_string(),
+            '\r' | '\n' => "a line break".to_string(),
+            '\t' => "the delimiter (tab)".to_string(),
+            c => format!("the delimiter ({c})"),
+        };
+        Err(format!(
+            "--null {:?}: the text for NULL may not contain {what}, or records would not read \
+             back with their fields; choose another, e.g. '\\N' or 'NULL'",
+            self.null
+        ))
+    }
 }
 
 impl Default for CsvOptions {
@@ -148,6 +181,8 @@ impl StreamFormat for CsvFormat {
 struct FieldWriter {
     rules: Writer,
     null: Vec<u8>,
+    /// The null text of a table of one column (see the module docs).
+    sole_null: Vec<u8>,
     delimiter: u8,
     terminator: &'static [u8],
     /// Whether plain renderings (see `Column::renders_plain`) can never
@@ -169,6 +204,11 @@ impl FieldWriter {
                 .quote_style(QuoteStyle::Necessary)
                 .build(),
             null: options.null.as_bytes().to_vec(),
+            sole_null: if options.null.is_empty() {
+                SOLE_COLUMN_NULL.as_bytes().to_vec()
+            } else {
+                options.null.as_bytes().to_vec()
+            },
             delimiter: options.delimiter,
             plain_never_quoted: options.null.is_empty()
                 && !options.delimiter.is_ascii_alphanumeric()
@@ -177,8 +217,8 @@ impl FieldWriter {
         }
     }
 
-    fn null(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.null);
+    fn null(&self, out: &mut Vec<u8>, sole: bool) {
+        out.extend_from_slice(if sole { &self.sole_null } else { &self.null });
     }
 
     /// Quotes, in place, the non-NULL field written at `out[start..]` if
@@ -188,9 +228,8 @@ impl FieldWriter {
     fn quote_if_needed(&self, out: &mut Vec<u8>, start: usize, sole: bool, scratch: &mut Vec<u8>) {
         let value = &out[start..];
         // A value that would read back as NULL is quoted, whatever it holds.
-        if value == self.null.as_slice()
-            || (sole && value.is_empty())
-            || self.rules.should_quote(value)
+        let null = if sole { &self.sole_null } else { &self.null };
+        if value == null.as_slice() || (sole && value.is_empty()) || self.rules.should_quote(value)
         {
             scratch.clear();
             scratch.extend_from_slice(value);
@@ -227,7 +266,7 @@ impl BatchEncoder for CsvEncoder {
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
         let columns = batch_columns(&self.schema, batch)?;
         // A record of one empty field would be a blank line, which many
-        // readers skip; keep blank lines for NULL only.
+        // readers skip: neither NULL nor "" may be written as one.
         let sole = columns.len() == 1;
         let checked: Vec<bool> = columns
             .iter()
@@ -239,7 +278,7 @@ impl BatchEncoder for CsvEncoder {
                     self.fields.delimiter(out);
                 }
                 if nulls.is_some_and(|n| n.is_null(row)) {
-                    self.fields.null(out);
+                    self.fields.null(out, sole);
                 } else {
                     let start = out.len();
                     column.render(row, self.binary, out);
@@ -377,7 +416,7 @@ mod tests {
                 Some(false),
                 None
             ]))),
-            "true\nfalse\n\n"
+            "true\nfalse\nNULL\n"
         );
     }
 
@@ -467,6 +506,29 @@ mod tests {
     }
 
     #[test]
+    fn a_null_text_that_breaks_records_is_refused() {
+        for null in ["a,b", "\"", "x\ny", "\r"] {
+            let options = CsvOptions {
+                null: null.into(),
+                ..CsvOptions::default()
+            };
+            assert!(options.validate().is_err(), "{null:?}");
+        }
+        let tsv = CsvOptions {
+            delimiter: b'\t',
+            null: "a,b".into(),
+            ..CsvOptions::default()
+        };
+        assert_eq!(tsv.validate(), Ok(()));
+        let tab_in_tsv = CsvOptions {
+            null: "\t".into(),
+            ..tsv
+        };
+        assert!(tab_in_tsv.validate().unwrap_err().contains("tab"));
+        assert_eq!(CsvOptions::default().validate(), Ok(()));
+    }
+
+    #[test]
     fn null_and_empty_string_are_distinguishable() {
         assert_eq!(
             encode(
@@ -478,11 +540,27 @@ mod tests {
             ),
             "\"\",\n,\"\"\nx,\"\"\n"
         );
-        // One column: NULL is the only blank line.
-        assert_eq!(one(strings(&[Some(""), None, Some(" ")])), "\"\"\n\n \n");
+        // One column: no record is a blank line, which readers skip.
+        assert_eq!(
+            one(strings(&[Some(""), None, Some(" "), Some("NULL")])),
+            "\"\"\nNULL\n \n\"NULL\"\n"
+        );
         assert_eq!(
             one(Arc::new(BinaryArray::from(vec![Some(&b""[..]), None]))),
-            "\"\"\n\n"
+            "\"\"\nNULL\n"
+        );
+        assert_eq!(
+            one(Arc::new(Int32Array::from(vec![Some(1), None]))),
+            "1\nNULL\n"
+        );
+        // An explicit null text holds for one column too.
+        let marked = CsvFormat::new(CsvOptions {
+            null: "\\N".into(),
+            ..CsvOptions::default()
+        });
+        assert_eq!(
+            encode(&marked, vec![("c", strings(&[None, Some("")]))]),
+            "\\N\n\"\"\n"
         );
     }
 
@@ -677,7 +755,7 @@ mod tests {
                 Some("a\"b"),
                 None
             ]))),
-            "日本語\n\"a\"\"b\"\n\n"
+            "日本語\n\"a\"\"b\"\nNULL\n"
         );
     }
 
