@@ -44,9 +44,10 @@ pub struct Args {
     #[arg(long)]
     pub role: Option<String>,
 
-    /// Connection character set; text is converted from it to UTF-8. Use the encoding your
-    /// CHARACTER SET NONE columns really hold (e.g. WIN1252) if they are not UTF-8
-    #[arg(long, default_value = "UTF8")]
+    /// The encoding of text in columns declared CHARACTER SET NONE, e.g. WIN1252 [default:
+    /// UTF8, checked]. Every other column is decoded from the character set it is declared
+    /// with, whatever this says; output text is always UTF-8
+    #[arg(long, default_value = "UTF8", value_name = "CHARSET")]
     pub charset: String,
 
     /// Tables to unload: an SQL SIMILAR TO pattern matched against the whole, case-sensitive

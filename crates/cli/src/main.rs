@@ -74,9 +74,10 @@ fn describe(err: ExecError) -> Failure {
 }
 
 fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
-    let text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {
+    let none_text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {
         format!(
-            "--charset {}: unknown character set; use a Firebird name such as UTF8, WIN1252 or ISO8859_1",
+            "--charset {}: not a character set fbunload can decode; use a Firebird name such as \
+             UTF8, WIN1252 or ISO8859_1",
             args.charset
         )
     })?;
@@ -142,7 +143,8 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             user: args.user.clone(),
             password: args.password.clone(),
             role: args.role.clone(),
-            charset: args.charset.to_ascii_uppercase(),
+            // fbunload-exec chooses the connection character set itself.
+            charset: String::new(),
             no_garbage_collect: false,
         },
         filter: TableFilter {
@@ -159,7 +161,7 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             .map_or_else(|| args.output.clone(), |d| d.path().to_path_buf()),
         to_stdout,
         format,
-        text,
+        none_text,
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
         batch: BatchLimits {
             rows: args

@@ -134,3 +134,112 @@ fn a_null_text_that_would_break_records_is_refused() {
         "a,b\t1\n"
     );
 }
+
+/// Every column is decoded from its own character set, whatever
+/// `--charset` says (it names the encoding of CHARACTER SET NONE text):
+/// `--charset NONE` turned UTF8 text into mojibake, `--charset WIN1252`
+/// broke non-ASCII names, a single-byte VARCHAR(32765) failed under UTF8,
+/// and an OCTETS text BLOB was written as text.
+#[test]
+fn text_is_decoded_from_each_columns_character_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "charsets.fdb", 8192);
+    let long_win = "é".repeat(20_000);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE \"日本表\" (\"Ü\" INTEGER, \
+               U VARCHAR(10) CHARACTER SET UTF8, W VARCHAR(10) CHARACTER SET WIN1252, \
+               L CHAR(4) CHARACTER SET ISO8859_1, D VARCHAR(10) CHARACTER SET DOS437, \
+               N VARCHAR(10) CHARACTER SET NONE, \
+               O BLOB SUB_TYPE TEXT CHARACTER SET OCTETS, \
+               T BLOB SUB_TYPE TEXT CHARACTER SET WIN1252, \
+               BIG VARCHAR(32765) CHARACTER SET WIN1252)",
+            "INSERT INTO \"日本表\" VALUES (1, 'u日本', 'wé€', 'lé', 'd╬é', 'n', 'oct', 'tblobé€', 'big')",
+            // Built in WIN1252 by the server: more characters than a UTF8
+            // VARCHAR (8,191) or a UTF8 literal (16,383) can hold.
+            "INSERT INTO \"日本表\" (\"Ü\", BIG) VALUES (2, LPAD(CAST('' AS VARCHAR(1) CHARACTER SET WIN1252), 20000, \
+               CAST('é' AS VARCHAR(1) CHARACTER SET WIN1252)))",
+        ],
+    );
+    let expected_first = "1,u日本,wé€,lé,d╬é,n,6f6374,tblobé€,big";
+    for charset in [None, Some("NONE"), Some("UTF8"), Some("WIN1252")] {
+        let out_dir = dir.path().join(format!("out-{charset:?}"));
+        let mut args = vec!["--header", "-o", out_dir.to_str().unwrap()];
+        if let Some(c) = charset {
+            args.extend(["--charset", c]);
+        }
+        let out = fbunload(&db, &args);
+        assert!(
+            out.status.success(),
+            "--charset {charset:?}: {}",
+            stderr(&out)
+        );
+        let text = std::fs::read_to_string(out_dir.join("日本表.csv")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Ü,U,W,L,D,N,O,T,BIG", "--charset {charset:?}");
+        assert_eq!(lines[1], expected_first, "--charset {charset:?}");
+        assert_eq!(
+            lines[2],
+            format!("2,,,,,,,,{long_win}"),
+            "--charset {charset:?}"
+        );
+    }
+    // The declared types are what Arrow readers see.
+    let out_dir = dir.path().join("arrow");
+    let out = fbunload(&db, &["-f", "arrow", "-o", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = r#"
+import sys, pyarrow.feather as f
+t = f.read_table(sys.argv[1] + "/日本表.arrow")
+types = {x.name: x.metadata[b"fbunload.type"].decode() for x in t.schema}
+assert types["W"] == "VARCHAR(10) CHARACTER SET WIN1252", types
+assert types["L"] == "CHAR(4) CHARACTER SET ISO8859_1", types
+assert types["O"] == "BLOB SUB_TYPE TEXT CHARACTER SET OCTETS", types
+assert str(t.schema.field("O").type) == "binary", t.schema
+assert t.column("D").to_pylist()[0] == "d╬é"
+"#;
+    let run = std::process::Command::new("python3")
+        .args(["-c", script, out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// CHARACTER SET NONE text is decoded as `--charset` says; bytes that are
+/// not UTF-8 under the default fail naming the column and the fix.
+#[test]
+fn none_text_is_decoded_as_the_user_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "none.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE LEGACY (N VARCHAR(10) CHARACTER SET NONE)",
+            // The bytes of 'café' in WIN1252, stored as they are.
+            "INSERT INTO LEGACY VALUES (x'636166e9')",
+        ],
+    );
+    let out_dir = dir.path().join("default");
+    let out = fbunload(&db, &["-o", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("LEGACY") && err.contains("column N") && err.contains("--charset"),
+        "{err}"
+    );
+    let out_dir = dir.path().join("win");
+    let out = fbunload(
+        &db,
+        &["--charset", "WIN1252", "-o", out_dir.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("LEGACY.csv")).unwrap(),
+        "café\n"
+    );
+}

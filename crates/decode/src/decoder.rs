@@ -59,7 +59,6 @@ pub struct RowDecoder {
     schema: SchemaRef,
     columns: Vec<OutputColumn>,
     builders: Vec<Builder>,
-    text: TextDecoder,
     limits: BatchLimits,
     rows: usize,
     var_bytes: usize,
@@ -83,7 +82,7 @@ enum Builder {
 }
 
 impl RowDecoder {
-    pub fn new(columns: Vec<OutputColumn>, text: TextDecoder, limits: BatchLimits) -> Self {
+    pub fn new(columns: Vec<OutputColumn>, limits: BatchLimits) -> Self {
         let schema = Arc::new(Schema::new(
             columns
                 .iter()
@@ -98,7 +97,6 @@ impl RowDecoder {
             schema,
             columns,
             builders,
-            text,
             limits,
             rows: 0,
             var_bytes: 0,
@@ -211,8 +209,8 @@ impl RowDecoder {
             (Builder::Text(b), ColumnKind::Text { padded }) => {
                 let bytes = if padded { trim_padding(bytes) } else { bytes };
                 self.var_bytes += bytes.len();
-                append_text(b, &self.text, bytes, &mut self.scratch)
-                    .map_err(|at| bad(not_text(at, &self.text)))?
+                append_text(b, &column.text, bytes, &mut self.scratch)
+                    .map_err(|at| bad(not_text(at)))?
             }
             (builder, ColumnKind::TextBlob | ColumnKind::BinaryBlob) => {
                 let id: &BlobId = bytes.get(..8).ok_or_else(short)?.try_into().unwrap();
@@ -222,8 +220,8 @@ impl RowDecoder {
                 })?;
                 self.var_bytes += self.blob.len();
                 match builder {
-                    Builder::Text(b) => append_text(b, &self.text, &self.blob, &mut self.scratch)
-                        .map_err(|at| bad(not_text(at, &self.text)))?,
+                    Builder::Text(b) => append_text(b, &column.text, &self.blob, &mut self.scratch)
+                        .map_err(|at| bad(not_text(at)))?,
                     Builder::Binary(b) => b.append_value(&self.blob),
                     _ => unreachable!("blob columns get text or binary builders"),
                 }
@@ -244,15 +242,13 @@ impl RowDecoder {
     }
 }
 
-fn not_text(offset: usize, text: &TextDecoder) -> String {
-    if text.is_utf8() {
-        format!(
-            "bytes at offset {offset} are not valid UTF-8 (a CHARACTER SET NONE column holding \
-             another encoding?); rerun with --charset naming the encoding the data is in, e.g. WIN1252"
-        )
-    } else {
-        format!("cannot decode text at offset {offset}")
-    }
+/// Only UTF-8 can be invalid: the other decoders map every byte.
+fn not_text(offset: usize) -> String {
+    format!(
+        "bytes at offset {offset} are not valid UTF-8 (a CHARACTER SET NONE column holding \
+         another encoding, or a UTF8 column holding bytes that are not UTF-8?); rerun with \
+         --charset naming the encoding CHARACTER SET NONE text is in, e.g. WIN1252"
+    )
 }
 
 /// CHAR values are blank-padded to their width; the blanks are not data.
@@ -361,15 +357,12 @@ mod tests {
             kind,
             nullable: true,
             type_name: String::new(),
+            text: TextDecoder::UTF8,
         }
     }
 
     fn decoder(columns: Vec<OutputColumn>) -> RowDecoder {
-        RowDecoder::new(
-            columns,
-            TextDecoder::for_charset("UTF8").unwrap(),
-            BatchLimits::default(),
-        )
+        RowDecoder::new(columns, BatchLimits::default())
     }
 
     fn no_blobs(_: &BlobId, _: &mut Vec<u8>) -> Result<(), ClientError> {
@@ -460,6 +453,22 @@ mod tests {
     }
 
     #[test]
+    fn text_is_decoded_in_each_columns_character_set() {
+        let mut dec = decoder(vec![
+            OutputColumn {
+                text: TextDecoder::for_charset("WIN1252").unwrap(),
+                ..column("W", ColumnKind::Text { padded: true })
+            },
+            column("U", ColumnKind::Text { padded: false }),
+        ]);
+        let values: [&[u8]; 2] = [b"\xe9\x80  ", "é€".as_bytes()];
+        dec.append_with(|i| Some(values[i]), no_blobs).unwrap();
+        let batch = dec.take_batch().unwrap();
+        assert_eq!(batch.column(0).as_string::<i32>().value(0), "é€");
+        assert_eq!(batch.column(1).as_string::<i32>().value(0), "é€");
+    }
+
+    #[test]
     fn invalid_utf8_names_the_column_and_the_fix() {
         let mut dec = decoder(vec![column("LEGACY", ColumnKind::Text { padded: false })]);
         let err = dec
@@ -476,7 +485,6 @@ mod tests {
     fn batches_are_cut_at_the_row_limit() {
         let mut dec = RowDecoder::new(
             vec![column("I", ColumnKind::Int32)],
-            TextDecoder::for_charset("UTF8").unwrap(),
             BatchLimits {
                 rows: 2,
                 bytes: 1 << 20,

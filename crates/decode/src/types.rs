@@ -15,9 +15,10 @@
 //! | TIMESTAMP WITH TIME ZONE      | Timestamp(µs, "UTC")           | the instant; the zone id is not kept |
 //! | BOOLEAN                       | Boolean                        | |
 //! | CHAR(n)                       | Utf8                           | trailing blanks removed (they are padding) |
-//! | VARCHAR(n)                    | Utf8                           | decoded from the connection character set |
+//! | VARCHAR(n)                    | Utf8                           | decoded from the column's own character set (see [`crate::text`]) |
 //! | CHAR/VARCHAR … OCTETS         | Binary                         | CHAR OCTETS keeps its full width |
-//! | BLOB SUB_TYPE TEXT            | Utf8                           | |
+//! | BLOB SUB_TYPE TEXT            | Utf8                           | decoded like VARCHAR |
+//! | BLOB SUB_TYPE TEXT … OCTETS   | Binary                         | OCTETS text is bytes, not text |
 //! | BLOB of any other subtype     | Binary                         | |
 //! | ARRAY                         | —                              | refused, naming the column |
 
@@ -26,12 +27,12 @@ use std::collections::HashMap;
 use arrow_schema::{DataType, Field, TimeUnit};
 use fbunload_client::{sql_type, ColumnDesc};
 
+use crate::text::{charset_name, TextDecoder, CHARSET_NONE, CHARSET_OCTETS};
+
 /// Field metadata key holding the Firebird type a column came from, so
 /// sinks can render what Arrow alone cannot say (TIME WITH TIME ZONE).
 pub const TYPE_METADATA_KEY: &str = "fbunload.type";
 
-/// Character set ids with a fixed meaning (RDB$CHARACTER_SETS).
-const CHARSET_OCTETS: u8 = 1;
 const BLOB_SUBTYPE_TEXT: i16 = 1;
 
 /// How to turn one column's bytes into an Arrow value.
@@ -65,20 +66,43 @@ pub enum ColumnKind {
 }
 
 /// A column as it will be written: its catalog name, what the server
-/// describes, and the Firebird type name to record.
+/// describes, the Firebird type name to record, and for text how its bytes
+/// become UTF-8.
 #[derive(Debug, Clone)]
 pub struct OutputColumn {
     pub name: String,
     pub kind: ColumnKind,
     pub nullable: bool,
     pub type_name: String,
+    /// For text kinds: the column's character set's decoder.
+    pub text: TextDecoder,
 }
 
 impl OutputColumn {
-    /// Maps a described column; `type_name` overrides the name derived from
-    /// the description (the planner knows `DECFLOAT(34)` behind a cast).
-    pub fn new(name: &str, desc: &ColumnDesc, type_name: Option<&str>) -> Result<Self, String> {
+    /// Maps a described column. `type_name` is the declared type when the
+    /// catalog knows it (`NUMERIC(9,3)`, `DECFLOAT(34)` behind a cast), else
+    /// one is made from the description; `none_text` decodes columns
+    /// declared CHARACTER SET NONE.
+    pub fn new(
+        name: &str,
+        desc: &ColumnDesc,
+        type_name: Option<&str>,
+        none_text: TextDecoder,
+    ) -> Result<Self, String> {
         let kind = kind_of(desc)?;
+        let text = match kind {
+            ColumnKind::Text { .. } | ColumnKind::TextBlob => match text_charset(desc) {
+                CHARSET_NONE => none_text,
+                id => TextDecoder::for_charset_id(id).ok_or_else(|| {
+                    format!(
+                        "character set {} cannot be converted here (the query should have \
+                         the server convert it)",
+                        charset_name(id).map_or_else(|| format!("id {id}"), str::to_string)
+                    )
+                })?,
+            },
+            _ => TextDecoder::UTF8,
+        };
         Ok(OutputColumn {
             name: name.to_string(),
             kind,
@@ -86,6 +110,7 @@ impl OutputColumn {
             type_name: type_name
                 .map(str::to_string)
                 .unwrap_or_else(|| type_name_of(desc)),
+            text,
         })
     }
 
@@ -112,6 +137,17 @@ pub fn arrow_type(kind: ColumnKind) -> DataType {
         ColumnKind::Boolean => DataType::Boolean,
         ColumnKind::Text { .. } | ColumnKind::TextBlob => DataType::Utf8,
         ColumnKind::Octets | ColumnKind::BinaryBlob => DataType::Binary,
+    }
+}
+
+/// The character set a text value arrives in: for CHAR and VARCHAR the low
+/// byte of the subtype, for text BLOBs the scale slot (as the server
+/// describes them).
+fn text_charset(desc: &ColumnDesc) -> u8 {
+    if desc.sql_type == sql_type::BLOB {
+        desc.scale as u8
+    } else {
+        desc.charset_id()
     }
 }
 
@@ -143,7 +179,11 @@ fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
         }
         sql_type::TEXT => ColumnKind::Text { padded: true },
         sql_type::VARYING => ColumnKind::Text { padded: false },
-        sql_type::BLOB if desc.subtype == BLOB_SUBTYPE_TEXT => ColumnKind::TextBlob,
+        sql_type::BLOB
+            if desc.subtype == BLOB_SUBTYPE_TEXT && text_charset(desc) != CHARSET_OCTETS =>
+        {
+            ColumnKind::TextBlob
+        }
         sql_type::BLOB => ColumnKind::BinaryBlob,
         sql_type::ARRAY => return Err("ARRAY columns are not supported".into()),
         sql_type::DEC16 | sql_type::DEC34 => {
@@ -186,6 +226,8 @@ fn type_name_of(desc: &ColumnDesc) -> String {
 mod tests {
     use super::*;
 
+    const UTF8: TextDecoder = TextDecoder::UTF8;
+
     fn desc(sql_type: i16, scale: i16, subtype: i16) -> ColumnDesc {
         ColumnDesc {
             name: "C".into(),
@@ -199,9 +241,9 @@ mod tests {
 
     #[test]
     fn scaled_integers_become_decimals_sized_by_storage() {
-        let col = OutputColumn::new("N", &desc(sql_type::INT64, -4, 1), None).unwrap();
+        let col = OutputColumn::new("N", &desc(sql_type::INT64, -4, 1), None, UTF8).unwrap();
         assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(19, 4));
-        let col = OutputColumn::new("N", &desc(sql_type::SHORT, -1, 1), None).unwrap();
+        let col = OutputColumn::new("N", &desc(sql_type::SHORT, -1, 1), None, UTF8).unwrap();
         assert_eq!(
             col.kind,
             ColumnKind::Decimal {
@@ -214,15 +256,35 @@ mod tests {
 
     #[test]
     fn octets_are_binary_and_other_text_is_utf8() {
-        let octets = OutputColumn::new("O", &desc(sql_type::TEXT, 0, 1), None).unwrap();
+        let octets = OutputColumn::new("O", &desc(sql_type::TEXT, 0, 1), None, UTF8).unwrap();
         assert_eq!(octets.arrow_field().data_type(), &DataType::Binary);
-        let text = OutputColumn::new("T", &desc(sql_type::VARYING, 0, 4), None).unwrap();
+        let text = OutputColumn::new("T", &desc(sql_type::VARYING, 0, 4), None, UTF8).unwrap();
         assert_eq!(text.arrow_field().data_type(), &DataType::Utf8);
+        // A text BLOB carries its character set in the scale slot.
+        let octets_blob = OutputColumn::new("B", &desc(sql_type::BLOB, 1, 1), None, UTF8).unwrap();
+        assert_eq!(octets_blob.kind, ColumnKind::BinaryBlob);
+        let win_blob = OutputColumn::new("B", &desc(sql_type::BLOB, 53, 1), None, UTF8).unwrap();
+        assert_eq!(win_blob.kind, ColumnKind::TextBlob);
+        assert_eq!(win_blob.text, TextDecoder::for_charset("WIN1252").unwrap());
+    }
+
+    #[test]
+    fn each_column_decodes_its_own_character_set() {
+        let win1252 = TextDecoder::for_charset("WIN1252").unwrap();
+        let utf8 = OutputColumn::new("U", &desc(sql_type::VARYING, 0, 4), None, win1252).unwrap();
+        assert_eq!(utf8.text, UTF8);
+        let none = OutputColumn::new("N", &desc(sql_type::VARYING, 0, 0), None, win1252).unwrap();
+        assert_eq!(
+            none.text, win1252,
+            "NONE columns are decoded as the user says"
+        );
+        let dos437 = OutputColumn::new("D", &desc(sql_type::VARYING, 0, 10), None, UTF8);
+        assert!(dos437.unwrap_err().contains("DOS437"));
     }
 
     #[test]
     fn type_name_goes_into_field_metadata() {
-        let col = OutputColumn::new("T", &desc(sql_type::TIME_TZ, 0, 0), None).unwrap();
+        let col = OutputColumn::new("T", &desc(sql_type::TIME_TZ, 0, 0), None, UTF8).unwrap();
         assert_eq!(
             col.arrow_field()
                 .metadata()
@@ -230,13 +292,18 @@ mod tests {
                 .map(String::as_str),
             Some("TIME WITH TIME ZONE")
         );
-        let col =
-            OutputColumn::new("D", &desc(sql_type::VARYING, 0, 4), Some("DECFLOAT(34)")).unwrap();
+        let col = OutputColumn::new(
+            "D",
+            &desc(sql_type::VARYING, 0, 4),
+            Some("DECFLOAT(34)"),
+            UTF8,
+        )
+        .unwrap();
         assert_eq!(col.type_name, "DECFLOAT(34)");
     }
 
     #[test]
     fn arrays_are_refused() {
-        assert!(OutputColumn::new("A", &desc(sql_type::ARRAY, 0, 0), None).is_err());
+        assert!(OutputColumn::new("A", &desc(sql_type::ARRAY, 0, 0), None, UTF8).is_err());
     }
 }

@@ -66,7 +66,10 @@ pub struct UnloadRequest {
     /// only holds what is spilled, and should be a private directory.
     pub to_stdout: bool,
     pub format: Arc<dyn StreamFormat>,
-    pub text: TextDecoder,
+    /// Decodes text in columns declared CHARACTER SET NONE (every other
+    /// column is decoded from its own character set: see
+    /// [`fbunload_decode::text`]).
+    pub none_text: TextDecoder,
     /// Bytes that units waiting for their turn may hold in memory.
     pub memory_budget: usize,
     pub batch: BatchLimits,
@@ -362,8 +365,25 @@ fn copy_to_stdout(path: &Path) -> Result<(), ExecError> {
 }
 
 fn attach_main(req: &UnloadRequest) -> Result<Attachment, ExecError> {
-    Attachment::connect(&req.client, &req.connect)
-        .map_err(|e| ExecError::attach(&req.connect.database, req.connect.user.as_deref(), e))
+    let connect = connect_options(req, false);
+    Attachment::connect(&req.client, &connect)
+        .map_err(|e| ExecError::attach(&connect.database, connect.user.as_deref(), e))
+}
+
+/// The connection character set of every attachment: NONE, so that the
+/// server converts no text and each column arrives in its own character
+/// set, to be decoded exactly (see [`fbunload_decode::text`]).
+const TRANSPORT_CHARSET: &str = "NONE";
+
+/// How the run's attachments connect; workers skip garbage collection, as
+/// gbak's do: an unload should not pay for cleaning up other transactions'
+/// old versions.
+pub(crate) fn connect_options(req: &UnloadRequest, worker: bool) -> ConnectOptions {
+    ConnectOptions {
+        charset: TRANSPORT_CHARSET.into(),
+        no_garbage_collect: worker,
+        ..req.connect.clone()
+    }
 }
 
 /// The plan, made from the catalog before the unload's snapshot exists.

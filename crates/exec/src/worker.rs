@@ -97,10 +97,7 @@ impl Run<'_> {
     }
 
     fn worker_options(&self) -> ConnectOptions {
-        ConnectOptions {
-            no_garbage_collect: true,
-            ..self.req.connect.clone()
-        }
+        crate::connect_options(self.req, true)
     }
 
     /// Opens every worker's attachment, in parallel (remote attaches take
@@ -265,13 +262,13 @@ impl Run<'_> {
             .columns()
             .iter()
             .zip(&table.columns)
-            .zip(&table.type_overrides)
-            .map(|((desc, column), type_name)| {
-                OutputColumn::new(column, desc, type_name.as_deref())
+            .zip(&table.declared_types)
+            .map(|((desc, column), declared)| {
+                OutputColumn::new(column, desc, Some(declared), self.req.none_text)
                     .map_err(|m| ExecError::table(name, format!("column {column}: {m}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut decoder = RowDecoder::new(columns, self.req.text, self.req.batch);
+        let mut decoder = RowDecoder::new(columns, self.req.batch);
         if !deliver(ToWriter::Begin {
             unit: *unit,
             schema: decoder.schema(),

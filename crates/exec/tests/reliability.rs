@@ -59,7 +59,7 @@ fn request(db: &Path, out: &Path, parallel: usize) -> UnloadRequest {
         output_dir: out.to_path_buf(),
         to_stdout: false,
         format: Arc::new(CsvFormat::new(CsvOptions::default())),
-        text: TextDecoder::for_charset("UTF8").unwrap(),
+        none_text: TextDecoder::UTF8,
         memory_budget: 1 << 20,
         // Small batches: many chances for faults to land mid-unit.
         batch: BatchLimits {

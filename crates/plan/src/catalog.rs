@@ -12,12 +12,32 @@
 use std::collections::HashMap;
 
 use fbunload_client::{ClientError, Row, Transaction};
+use fbunload_decode::text::charset_name;
 
 use crate::identifier::quote_literal;
 
-/// Field types of `RDB$FIELDS.RDB$FIELD_TYPE` that need special handling.
-const BLR_DEC64: i16 = 24;
-const BLR_DEC128: i16 = 25;
+/// Field types of `RDB$FIELDS.RDB$FIELD_TYPE` (BLR type codes).
+mod blr {
+    pub const SMALLINT: i16 = 7;
+    pub const INTEGER: i16 = 8;
+    pub const FLOAT: i16 = 10;
+    pub const D_FLOAT: i16 = 11;
+    pub const DATE: i16 = 12;
+    pub const TIME: i16 = 13;
+    pub const CHAR: i16 = 14;
+    pub const BIGINT: i16 = 16;
+    pub const BOOLEAN: i16 = 23;
+    pub const DEC64: i16 = 24;
+    pub const DEC128: i16 = 25;
+    pub const INT128: i16 = 26;
+    pub const DOUBLE: i16 = 27;
+    pub const TIME_TZ: i16 = 28;
+    pub const TIMESTAMP_TZ: i16 = 29;
+    pub const TIMESTAMP: i16 = 35;
+    pub const VARCHAR: i16 = 37;
+    pub const CSTRING: i16 = 40;
+    pub const BLOB: i16 = 261;
+}
 
 /// Which tables to unload: SIMILAR TO patterns on the table name.
 #[derive(Debug, Clone, Default)]
@@ -26,26 +46,93 @@ pub struct TableFilter {
     pub exclude: Option<String>,
 }
 
-/// A stored column as the catalog declares it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A stored column as the catalog declares it (`RDB$FIELDS` of its domain).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Column {
     pub name: String,
     /// `RDB$FIELD_TYPE` (a BLR type code).
     pub field_type: i16,
+    /// `RDB$FIELD_SUB_TYPE`: NUMERIC (1) or DECIMAL (2) for scaled integers,
+    /// the subtype of a BLOB.
+    pub sub_type: i16,
     pub precision: Option<i16>,
     pub scale: i16,
+    /// Characters of a CHAR or VARCHAR.
+    pub char_length: Option<i16>,
+    /// Character set of text (CHAR, VARCHAR, text BLOB).
+    pub charset_id: Option<u8>,
 }
 
 impl Column {
     pub fn is_decfloat(&self) -> bool {
-        matches!(self.field_type, BLR_DEC64 | BLR_DEC128)
+        matches!(self.field_type, blr::DEC64 | blr::DEC128)
     }
 
     pub fn decfloat_digits(&self) -> Option<u8> {
         match self.field_type {
-            BLR_DEC64 => Some(16),
-            BLR_DEC128 => Some(34),
+            blr::DEC64 => Some(16),
+            blr::DEC128 => Some(34),
             _ => None,
+        }
+    }
+
+    /// CHAR (`Some(true)`), VARCHAR (`Some(false)`) or neither.
+    pub fn is_fixed_text(&self) -> Option<bool> {
+        match self.field_type {
+            blr::CHAR => Some(true),
+            blr::VARCHAR | blr::CSTRING => Some(false),
+            _ => None,
+        }
+    }
+
+    pub fn is_text_blob(&self) -> bool {
+        self.field_type == blr::BLOB && self.sub_type == 1
+    }
+
+    /// The type as it was declared, for readers of the output (Arrow field
+    /// metadata) and error messages: `NUMERIC(9,3)`, `CHAR(10) CHARACTER SET
+    /// WIN1252`, `BLOB SUB_TYPE TEXT CHARACTER SET UTF8`.
+    pub fn declared_type(&self) -> String {
+        let scaled = |base: &str, storage_digits: i16| {
+            let kind = match self.sub_type {
+                2 => "DECIMAL",
+                1 => "NUMERIC",
+                _ if self.scale < 0 => "NUMERIC",
+                _ => return base.to_string(),
+            };
+            let precision = self.precision.filter(|p| *p > 0).unwrap_or(storage_digits);
+            format!("{kind}({precision},{})", -self.scale)
+        };
+        let charset = || {
+            self.charset_id
+                .and_then(charset_name)
+                .map(|name| format!(" CHARACTER SET {name}"))
+                .unwrap_or_default()
+        };
+        let length = self.char_length.unwrap_or(0);
+        match self.field_type {
+            blr::SMALLINT => scaled("SMALLINT", 4),
+            blr::INTEGER => scaled("INTEGER", 9),
+            blr::BIGINT => scaled("BIGINT", 18),
+            blr::INT128 => scaled("INT128", 38),
+            blr::FLOAT => "FLOAT".into(),
+            blr::DOUBLE | blr::D_FLOAT => "DOUBLE PRECISION".into(),
+            blr::DEC64 => "DECFLOAT(16)".into(),
+            blr::DEC128 => "DECFLOAT(34)".into(),
+            blr::DATE => "DATE".into(),
+            blr::TIME => "TIME".into(),
+            blr::TIMESTAMP => "TIMESTAMP".into(),
+            blr::TIME_TZ => "TIME WITH TIME ZONE".into(),
+            blr::TIMESTAMP_TZ => "TIMESTAMP WITH TIME ZONE".into(),
+            blr::BOOLEAN => "BOOLEAN".into(),
+            blr::CHAR => format!("CHAR({length}){}", charset()),
+            blr::VARCHAR | blr::CSTRING => format!("VARCHAR({length}){}", charset()),
+            blr::BLOB => match self.sub_type {
+                0 => "BLOB SUB_TYPE BINARY".into(),
+                1 => format!("BLOB SUB_TYPE TEXT{}", charset()),
+                n => format!("BLOB SUB_TYPE {n}"),
+            },
+            other => format!("field type {other}"),
         }
     }
 }
@@ -128,17 +215,26 @@ pub fn read_catalog(
     query(
         tr,
         "SELECT rf.RDB$RELATION_NAME, rf.RDB$FIELD_NAME, f.RDB$FIELD_TYPE, \
-         f.RDB$FIELD_PRECISION, COALESCE(f.RDB$FIELD_SCALE, 0) \
+         f.RDB$FIELD_PRECISION, COALESCE(f.RDB$FIELD_SCALE, 0), \
+         COALESCE(f.RDB$FIELD_SUB_TYPE, 0), f.RDB$CHARACTER_LENGTH, f.RDB$CHARACTER_SET_ID \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
          WHERE f.RDB$COMPUTED_BLR IS NULL \
          ORDER BY rf.RDB$RELATION_NAME, rf.RDB$FIELD_POSITION",
         |row| {
             if let Some(&i) = by_name.get(&text(row, 0)) {
+                let field_type = int(row, 2).unwrap_or(0) as i16;
+                let sub_type = int(row, 5).unwrap_or(0) as i16;
+                let is_text = matches!(field_type, blr::CHAR | blr::VARCHAR | blr::CSTRING)
+                    || (field_type == blr::BLOB && sub_type == 1);
                 tables[i].columns.push(Column {
                     name: text(row, 1),
-                    field_type: int(row, 2).unwrap_or(0) as i16,
+                    field_type,
+                    sub_type,
                     precision: int(row, 3).map(|p| p as i16),
                     scale: int(row, 4).unwrap_or(0) as i16,
+                    char_length: int(row, 6).map(|n| n as i16),
+                    // Text with no character set recorded is NONE.
+                    charset_id: is_text.then(|| int(row, 7).unwrap_or(0) as u8),
                 });
             }
         },
@@ -261,4 +357,70 @@ fn name_without_padding(column: &str) -> String {
 fn text(row: &Row<'_>, i: usize) -> String {
     let v = row.value(i).unwrap_or(b"");
     String::from_utf8_lossy(v).trim_end_matches(' ').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(field_type: i16, sub_type: i16, precision: Option<i16>, scale: i16) -> Column {
+        Column {
+            name: "C".into(),
+            field_type,
+            sub_type,
+            precision,
+            scale,
+            ..Column::default()
+        }
+    }
+
+    #[test]
+    fn declared_types_read_as_they_were_written() {
+        assert_eq!(
+            column(blr::INTEGER, 1, Some(9), -3).declared_type(),
+            "NUMERIC(9,3)"
+        );
+        assert_eq!(
+            column(blr::BIGINT, 2, Some(18), -2).declared_type(),
+            "DECIMAL(18,2)"
+        );
+        assert_eq!(
+            column(blr::INT128, 1, Some(38), -4).declared_type(),
+            "NUMERIC(38,4)"
+        );
+        assert_eq!(column(blr::INT128, 0, None, 0).declared_type(), "INT128");
+        assert_eq!(
+            column(blr::SMALLINT, 0, None, 0).declared_type(),
+            "SMALLINT"
+        );
+        let text = |field_type, length, charset| Column {
+            char_length: Some(length),
+            charset_id: Some(charset),
+            ..column(field_type, 0, None, 0)
+        };
+        assert_eq!(
+            text(blr::CHAR, 10, 4).declared_type(),
+            "CHAR(10) CHARACTER SET UTF8"
+        );
+        assert_eq!(
+            text(blr::VARCHAR, 32765, 53).declared_type(),
+            "VARCHAR(32765) CHARACTER SET WIN1252"
+        );
+        let blob = Column {
+            charset_id: Some(1),
+            ..column(blr::BLOB, 1, None, 0)
+        };
+        assert_eq!(
+            blob.declared_type(),
+            "BLOB SUB_TYPE TEXT CHARACTER SET OCTETS"
+        );
+        assert_eq!(
+            column(blr::BLOB, 0, None, 0).declared_type(),
+            "BLOB SUB_TYPE BINARY"
+        );
+        assert_eq!(
+            column(blr::DEC128, 0, None, 0).declared_type(),
+            "DECFLOAT(34)"
+        );
+    }
 }

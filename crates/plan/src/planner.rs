@@ -26,7 +26,9 @@
 
 use std::fmt;
 
-use crate::catalog::Table;
+use fbunload_decode::TextDecoder;
+
+use crate::catalog::{Column, Table};
 use crate::identifier::quote_identifier;
 
 /// Units per worker the automatic size aims at.
@@ -89,8 +91,9 @@ pub struct TablePlan {
     pub relation_id: u16,
     /// Output column names, in catalog order.
     pub columns: Vec<String>,
-    /// The Firebird type a column had before the query cast it (DECFLOAT).
-    pub type_overrides: Vec<Option<String>>,
+    /// Each column's type as declared (`NUMERIC(9,3)`), whatever the query
+    /// casts it to on the way.
+    pub declared_types: Vec<String>,
     pub pointer_pages: u32,
     pub unit_count: usize,
     select: String,
@@ -165,11 +168,7 @@ impl Plan {
                 name: table.name.clone(),
                 relation_id: table.relation_id,
                 columns: table.columns.iter().map(|c| c.name.clone()).collect(),
-                type_overrides: table
-                    .columns
-                    .iter()
-                    .map(|c| c.decfloat_digits().map(|d| format!("DECFLOAT({d})")))
-                    .collect(),
+                declared_types: table.columns.iter().map(Column::declared_type).collect(),
                 pointer_pages: table.pointer_pages,
                 unit_count: units.len(),
                 select: select_list(table),
@@ -200,20 +199,20 @@ fn split(table: usize, slots: u64, per_unit: u64) -> Vec<Unit> {
         .collect()
 }
 
-/// `SELECT <columns> FROM <table>`, with DECFLOAT columns cast to text:
-/// the server's conversion is exact, and the client API has no decoder for
-/// the IEEE 754 decimal encodings.
+/// `SELECT <columns> FROM <table>`, where the server converts what the
+/// client cannot: DECFLOAT to text (exact; the client API has no decoder
+/// for the IEEE 754 decimal encodings), and text in a character set the
+/// client has no decoder for (the DOS code pages, say) to UTF8.
 fn select_list(table: &Table) -> String {
     let columns: Vec<String> = table
         .columns
         .iter()
-        .map(|c| {
-            let q = quote_identifier(&c.name);
-            if c.is_decfloat() {
-                format!("CAST({q} AS VARCHAR(64)) AS {q}")
-            } else {
-                q
+        .map(|c| match server_cast(c) {
+            Some(target) => {
+                let q = quote_identifier(&c.name);
+                format!("CAST({q} AS {target}) AS {q}")
             }
+            None => quote_identifier(&c.name),
         })
         .collect();
     format!(
@@ -221,6 +220,28 @@ fn select_list(table: &Table) -> String {
         columns.join(", "),
         quote_identifier(&table.name)
     )
+}
+
+/// The type the server must cast a column to before fbunload can read it,
+/// if any. Text goes to UTF8 at its length in characters where that fits
+/// a VARCHAR (32,765 bytes, 4 per UTF8 character), else to a text BLOB.
+fn server_cast(column: &Column) -> Option<String> {
+    if column.is_decfloat() {
+        return Some("VARCHAR(64)".into());
+    }
+    let charset = column.charset_id?;
+    if TextDecoder::client_reads(charset) {
+        return None;
+    }
+    const UTF8_BLOB: &str = "BLOB SUB_TYPE TEXT CHARACTER SET UTF8";
+    let length = column.char_length.unwrap_or(i16::MAX) as i32;
+    Some(match column.is_fixed_text() {
+        Some(fixed) if length * 4 <= 32_765 => {
+            let kind = if fixed { "CHAR" } else { "VARCHAR" };
+            format!("{kind}({length}) CHARACTER SET UTF8")
+        }
+        _ => UTF8_BLOB.into(),
+    })
 }
 
 impl fmt::Display for Plan {
@@ -270,14 +291,13 @@ mod tests {
                 Column {
                     name: "ID".into(),
                     field_type: 8,
-                    precision: None,
-                    scale: 0,
+                    ..Column::default()
                 },
                 Column {
                     name: "Amount \"x\"".into(),
                     field_type: 25,
                     precision: Some(34),
-                    scale: 0,
+                    ..Column::default()
                 },
             ],
             pointer_pages: pps,
@@ -371,9 +391,38 @@ mod tests {
         assert!(t
             .unit_sql(&plan.units[3])
             .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1368, 1)"));
+        assert_eq!(t.declared_types, vec!["INTEGER", "DECFLOAT(34)"]);
+    }
+
+    #[test]
+    fn the_server_converts_only_the_character_sets_the_client_cannot() {
+        let text = |name: &str, field_type, length, charset| Column {
+            name: name.into(),
+            field_type,
+            char_length: Some(length),
+            charset_id: Some(charset),
+            ..Column::default()
+        };
+        let table = Table {
+            relation_id: 150,
+            name: "T".into(),
+            columns: vec![
+                text("UTF", 37, 100, 4),
+                text("WIN", 37, 32765, 53),
+                text("DOS", 14, 10, 10),
+                text("LONG_DOS", 37, 20000, 10),
+                Column {
+                    sub_type: 1,
+                    ..text("BLOB_DOS", 261, 0, 10)
+                },
+            ],
+            pointer_pages: 1,
+        };
         assert_eq!(
-            t.type_overrides,
-            vec![None, Some("DECFLOAT(34)".to_string())]
+            select_list(&table),
+            "SELECT \"UTF\", \"WIN\", CAST(\"DOS\" AS CHAR(10) CHARACTER SET UTF8) AS \"DOS\", \
+             CAST(\"LONG_DOS\" AS BLOB SUB_TYPE TEXT CHARACTER SET UTF8) AS \"LONG_DOS\", \
+             CAST(\"BLOB_DOS\" AS BLOB SUB_TYPE TEXT CHARACTER SET UTF8) AS \"BLOB_DOS\" FROM \"T\""
         );
     }
 
