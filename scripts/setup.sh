@@ -52,9 +52,10 @@ fi
 
 # Python packages the tests read fbunload's output with: pyarrow (Parquet
 # and Arrow files, CSV as pyarrow reads it) and pandas (CSV as most users
-# read it). Each module name maps to its pip package.
+# read it), DuckDB (Parquet as analytics engines read it). Each module
+# name maps to its pip package.
 missing_py=()
-for spec in pyarrow.parquet:pyarrow pandas:pandas; do
+for spec in pyarrow.parquet:pyarrow pandas:pandas duckdb:duckdb; do
   "$PYTHON" -c "import ${spec%%:*}" 2>/dev/null || missing_py+=("${spec##*:}")
 done
 if [ ${#missing_py[@]} -gt 0 ]; then

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use fbunload_client::ConnectOptions;
-use fbunload_decode::{BatchLimits, TextDecoder};
+use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 use fbunload_exec::{ExecError, Summary, UnloadRequest};
 use fbunload_plan::{PlanOptions, TableFilter};
 use fbunload_sink::columnar::ColumnarFormat;
@@ -161,7 +161,10 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             .map_or_else(|| args.output.clone(), |d| d.path().to_path_buf()),
         to_stdout,
         format,
-        none_text,
+        types: TypeOptions {
+            none_text,
+            decimal256: args.decimal256,
+        },
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
         batch: BatchLimits {
             rows: args

@@ -243,3 +243,101 @@ fn none_text_is_decoded_as_the_user_says() {
         "café\n"
     );
 }
+
+/// INT128 holds values of 39 digits, Arrow's decimal128 at most 38: such a
+/// value in a decimal128(38) column made files that pyarrow's full
+/// validation and DuckDB reject. Now it is refused by name, unless
+/// `--decimal256` asks for a type that holds it; text formats are exact.
+#[test]
+fn int128_values_of_39_digits_are_refused_or_written_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "wide.fdb", 8192);
+    // INT128's maximum, and the same digits at scale 2.
+    let max = "CAST('170141183460469231731687303715884105727' AS INT128)";
+    let max_scaled = "CAST('1701411834604692317316873037158841057.27' AS NUMERIC(38,2))";
+    execute(
+        &db,
+        &[
+            "CREATE TABLE WIDE (ID INTEGER, I INT128, N NUMERIC(38,2))",
+            "CREATE TABLE NARROW (I INT128, N NUMERIC(38,2))",
+            &format!("INSERT INTO WIDE VALUES (1, {max}, {max_scaled})"),
+            &format!("INSERT INTO WIDE VALUES (2, -{max}, 12.34)"),
+            "INSERT INTO NARROW VALUES (99999999999999999999999999999999999999, -12.34)",
+        ],
+    );
+    let max_text = "170141183460469231731687303715884105727";
+    let csv_dir = dir.path().join("csv");
+    let out = fbunload(&db, &["-t", "WIDE", "-o", csv_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(csv_dir.join("WIDE.csv")).unwrap(),
+        format!("1,{max_text},1701411834604692317316873037158841057.27\n2,-{max_text},12.34\n")
+    );
+    for format in ["parquet", "arrow"] {
+        let out_dir = dir.path().join(format!("{format}-refused"));
+        let out = fbunload(&db, &["-f", format, "-o", out_dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{format}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("WIDE") && err.contains("column I") && err.contains("--decimal256"),
+            "{err}"
+        );
+        assert!(!out_dir.join(format!("WIDE.{format}")).exists());
+    }
+    let script = r#"
+import sys, decimal, duckdb, pyarrow.parquet as pq, pyarrow.feather as fe
+root, max_text = sys.argv[1], sys.argv[2]
+for fmt, read in [("parquet", pq.read_table), ("arrow", fe.read_table)]:
+    wide = read(f"{root}/{fmt}-wide/WIDE.{fmt}")
+    wide.validate(full=True)
+    assert str(wide.schema.field("I").type) == "decimal256(39, 0)", wide.schema
+    assert wide.column("I").to_pylist() == [decimal.Decimal(max_text), decimal.Decimal("-" + max_text)]
+    assert str(wide.column("N").to_pylist()[0]) == max_text[:-2] + "." + max_text[-2:]
+    narrow = read(f"{root}/{fmt}-narrow/NARROW.{fmt}")
+    narrow.validate(full=True)
+    assert str(narrow.schema.field("I").type) == "decimal128(38, 0)", narrow.schema
+# DuckDB reads both: decimal128 exactly, decimal256 as DOUBLE.
+row = duckdb.sql(f"select I, N from '{root}/parquet-narrow/NARROW.parquet'").fetchall()[0]
+assert row == (decimal.Decimal("9" * 38), decimal.Decimal("-12.34")), row
+row = duckdb.sql(f"select I from '{root}/parquet-wide/WIDE.parquet' order by 1 desc").fetchall()[0]
+assert abs(row[0] - float(max_text)) < 1e24, row
+"#;
+    for format in ["parquet", "arrow"] {
+        let wide_dir = dir.path().join(format!("{format}-wide"));
+        let out = fbunload(
+            &db,
+            &[
+                "-t",
+                "WIDE",
+                "-f",
+                format,
+                "--decimal256",
+                "-o",
+                wide_dir.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let narrow_dir = dir.path().join(format!("{format}-narrow"));
+        let out = fbunload(
+            &db,
+            &[
+                "-t",
+                "NARROW",
+                "-f",
+                format,
+                "-o",
+                narrow_dir.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let run = std::process::Command::new("python3")
+        .args(["-c", script, dir.path().to_str().unwrap(), max_text])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

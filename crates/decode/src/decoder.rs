@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder,
-    Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
+    BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, Decimal256Builder,
+    Float32Builder, Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
     Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
@@ -71,6 +71,7 @@ enum Builder {
     Int32(Int32Builder),
     Int64(Int64Builder),
     Decimal(Decimal128Builder),
+    Decimal256(Decimal256Builder),
     Float32(Float32Builder),
     Float64(Float64Builder),
     Date(Date32Builder),
@@ -188,6 +189,7 @@ impl RowDecoder {
                     _ => ne!(i128),
                 })
             }
+            (Builder::Decimal256(b), _) => b.append_value(arrow_buffer::i256::from_i128(ne!(i128))),
             (Builder::Float32(b), _) => b.append_value(ne!(f32)),
             (Builder::Float64(b), _) => b.append_value(ne!(f64)),
             (Builder::Date(b), _) => b.append_value(ne!(i32) - MJD_UNIX_EPOCH),
@@ -291,6 +293,13 @@ fn new_builder(kind: ColumnKind, rows: usize) -> Builder {
         ColumnKind::Int64 => Builder::Int64(Int64Builder::with_capacity(rows)),
         ColumnKind::Decimal {
             precision, scale, ..
+        } if precision > crate::types::DECIMAL128_DIGITS => Builder::Decimal256(
+            Decimal256Builder::with_capacity(rows)
+                .with_precision_and_scale(precision, scale)
+                .expect("precision and scale come from the storage type"),
+        ),
+        ColumnKind::Decimal {
+            precision, scale, ..
         } => Builder::Decimal(
             Decimal128Builder::with_capacity(rows)
                 .with_precision_and_scale(precision, scale)
@@ -322,6 +331,7 @@ macro_rules! each_builder {
             Builder::Int32($b) => $body,
             Builder::Int64($b) => $body,
             Builder::Decimal($b) => $body,
+            Builder::Decimal256($b) => $body,
             Builder::Float32($b) => $body,
             Builder::Float64($b) => $body,
             Builder::Date($b) => $body,

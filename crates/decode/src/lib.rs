@@ -16,4 +16,4 @@ pub mod types;
 
 pub use decoder::{BatchLimits, DecodeError, RowDecoder};
 pub use text::TextDecoder;
-pub use types::{ColumnKind, OutputColumn, TYPE_METADATA_KEY};
+pub use types::{ColumnKind, OutputColumn, TypeOptions, TYPE_METADATA_KEY};

@@ -4,8 +4,8 @@
 //! | Firebird                      | Arrow                          | note |
 //! |-------------------------------|--------------------------------|------|
 //! | SMALLINT / INTEGER / BIGINT   | Int16 / Int32 / Int64          | |
-//! | INT128                        | Decimal128(38, 0)              | |
-//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19, 38): Firebird does not enforce the declared precision |
+//! | INT128                        | Decimal128(38, 0)              | Decimal256(39, 0) with [`TypeOptions::decimal256`] |
+//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19, 38): Firebird does not enforce the declared precision; INT128-backed (p > 18) as INT128 |
 //! | FLOAT / DOUBLE PRECISION      | Float32 / Float64              | |
 //! | DECFLOAT(16) / DECFLOAT(34)   | Utf8                           | the planner has the server cast it to text, which is exact |
 //! | DATE                          | Date32                         | |
@@ -32,6 +32,32 @@ use crate::text::{charset_name, TextDecoder, CHARSET_NONE, CHARSET_OCTETS};
 /// Field metadata key holding the Firebird type a column came from, so
 /// sinks can render what Arrow alone cannot say (TIME WITH TIME ZONE).
 pub const TYPE_METADATA_KEY: &str = "fbunload.type";
+
+/// Digits Arrow's Decimal128 holds, and that INT128 needs (its largest
+/// value, 170141183460469231731687303715884105727, has 39).
+pub const DECIMAL128_DIGITS: u8 = 38;
+pub const INT128_DIGITS: u8 = 39;
+
+/// Choices in the mapping that are the user's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeOptions {
+    /// Decodes text in columns declared CHARACTER SET NONE.
+    pub none_text: TextDecoder,
+    /// INT128-backed columns as Decimal256(39, s), which holds every
+    /// INT128, instead of Decimal128(38, s), which every Arrow reader
+    /// takes (DuckDB, polars and Spark have no wider decimal) but which
+    /// cannot hold values of 39 digits: writers of Arrow types refuse those.
+    pub decimal256: bool,
+}
+
+impl Default for TypeOptions {
+    fn default() -> Self {
+        TypeOptions {
+            none_text: TextDecoder::UTF8,
+            decimal256: false,
+        }
+    }
+}
 
 const BLOB_SUBTYPE_TEXT: i16 = 1;
 
@@ -81,18 +107,26 @@ pub struct OutputColumn {
 impl OutputColumn {
     /// Maps a described column. `type_name` is the declared type when the
     /// catalog knows it (`NUMERIC(9,3)`, `DECFLOAT(34)` behind a cast), else
-    /// one is made from the description; `none_text` decodes columns
-    /// declared CHARACTER SET NONE.
+    /// one is made from the description.
     pub fn new(
         name: &str,
         desc: &ColumnDesc,
         type_name: Option<&str>,
-        none_text: TextDecoder,
+        options: &TypeOptions,
     ) -> Result<Self, String> {
-        let kind = kind_of(desc)?;
+        let kind = match kind_of(desc)? {
+            ColumnKind::Decimal {
+                width: 16, scale, ..
+            } if options.decimal256 => ColumnKind::Decimal {
+                width: 16,
+                precision: INT128_DIGITS,
+                scale,
+            },
+            kind => kind,
+        };
         let text = match kind {
             ColumnKind::Text { .. } | ColumnKind::TextBlob => match text_charset(desc) {
-                CHARSET_NONE => none_text,
+                CHARSET_NONE => options.none_text,
                 id => TextDecoder::for_charset_id(id).ok_or_else(|| {
                     format!(
                         "character set {} cannot be converted here (the query should have \
@@ -125,6 +159,9 @@ pub fn arrow_type(kind: ColumnKind) -> DataType {
         ColumnKind::Int16 => DataType::Int16,
         ColumnKind::Int32 => DataType::Int32,
         ColumnKind::Int64 => DataType::Int64,
+        ColumnKind::Decimal {
+            precision, scale, ..
+        } if precision > DECIMAL128_DIGITS => DataType::Decimal256(precision, scale),
         ColumnKind::Decimal {
             precision, scale, ..
         } => DataType::Decimal128(precision, scale),
@@ -165,7 +202,7 @@ fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
         sql_type::SHORT => ColumnKind::Int16,
         sql_type::LONG => ColumnKind::Int32,
         sql_type::INT64 => ColumnKind::Int64,
-        sql_type::INT128 => decimal(16, 38),
+        sql_type::INT128 => decimal(16, DECIMAL128_DIGITS),
         sql_type::FLOAT => ColumnKind::Float32,
         sql_type::DOUBLE | sql_type::D_FLOAT => ColumnKind::Float64,
         sql_type::TYPE_DATE => ColumnKind::Date,
@@ -226,7 +263,10 @@ fn type_name_of(desc: &ColumnDesc) -> String {
 mod tests {
     use super::*;
 
-    const UTF8: TextDecoder = TextDecoder::UTF8;
+    const UTF8: &TypeOptions = &TypeOptions {
+        none_text: TextDecoder::UTF8,
+        decimal256: false,
+    };
 
     fn desc(sql_type: i16, scale: i16, subtype: i16) -> ColumnDesc {
         ColumnDesc {
@@ -271,9 +311,13 @@ mod tests {
     #[test]
     fn each_column_decodes_its_own_character_set() {
         let win1252 = TextDecoder::for_charset("WIN1252").unwrap();
-        let utf8 = OutputColumn::new("U", &desc(sql_type::VARYING, 0, 4), None, win1252).unwrap();
-        assert_eq!(utf8.text, UTF8);
-        let none = OutputColumn::new("N", &desc(sql_type::VARYING, 0, 0), None, win1252).unwrap();
+        let options = &TypeOptions {
+            none_text: win1252,
+            ..TypeOptions::default()
+        };
+        let utf8 = OutputColumn::new("U", &desc(sql_type::VARYING, 0, 4), None, options).unwrap();
+        assert_eq!(utf8.text, TextDecoder::UTF8);
+        let none = OutputColumn::new("N", &desc(sql_type::VARYING, 0, 0), None, options).unwrap();
         assert_eq!(
             none.text, win1252,
             "NONE columns are decoded as the user says"
@@ -300,6 +344,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(col.type_name, "DECFLOAT(34)");
+    }
+
+    #[test]
+    fn int128_is_decimal128_unless_asked_for_decimal256() {
+        let int128 = desc(sql_type::INT128, -2, 1);
+        let col = OutputColumn::new("I", &int128, None, UTF8).unwrap();
+        assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(38, 2));
+        let wide = TypeOptions {
+            decimal256: true,
+            ..TypeOptions::default()
+        };
+        let col = OutputColumn::new("I", &int128, None, &wide).unwrap();
+        assert_eq!(col.arrow_field().data_type(), &DataType::Decimal256(39, 2));
+        // Narrower storage stays Decimal128 either way.
+        let bigint = OutputColumn::new("B", &desc(sql_type::INT64, -2, 1), None, &wide).unwrap();
+        assert_eq!(
+            bigint.arrow_field().data_type(),
+            &DataType::Decimal128(19, 2)
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fbunload_client::{Attachment, Client, ConnectOptions, TransactionMode};
-use fbunload_decode::{BatchLimits, TextDecoder};
+use fbunload_decode::{BatchLimits, TypeOptions};
 use fbunload_plan::{read_catalog, Plan, PlanOptions, TableFilter};
 use fbunload_sink::{FileInfo, Plain, StreamFormat};
 
@@ -66,10 +66,10 @@ pub struct UnloadRequest {
     /// only holds what is spilled, and should be a private directory.
     pub to_stdout: bool,
     pub format: Arc<dyn StreamFormat>,
-    /// Decodes text in columns declared CHARACTER SET NONE (every other
-    /// column is decoded from its own character set: see
-    /// [`fbunload_decode::text`]).
-    pub none_text: TextDecoder,
+    /// The user's choices in the type mapping: how CHARACTER SET NONE text
+    /// is decoded (every other column is decoded from its own character
+    /// set: see [`fbunload_decode::text`]), whether INT128 is Decimal256.
+    pub types: TypeOptions,
     /// Bytes that units waiting for their turn may hold in memory.
     pub memory_budget: usize,
     pub batch: BatchLimits,

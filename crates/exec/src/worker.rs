@@ -264,7 +264,7 @@ impl Run<'_> {
             .zip(&table.columns)
             .zip(&table.declared_types)
             .map(|((desc, column), declared)| {
-                OutputColumn::new(column, desc, Some(declared), self.req.none_text)
+                OutputColumn::new(column, desc, Some(declared), &self.req.types)
                     .map_err(|m| ExecError::table(name, format!("column {column}: {m}")))
             })
             .collect::<Result<Vec<_>, _>>()?;

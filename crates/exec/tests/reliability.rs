@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fbunload_client::{Attachment, Client, ConnectOptions, TransactionMode};
-use fbunload_decode::{BatchLimits, TextDecoder};
+use fbunload_decode::{BatchLimits, TypeOptions};
 use fbunload_exec::{unload, ExecError, Progress, Summary, UnloadRequest};
 use fbunload_plan::{PlanOptions, TableFilter};
 use fbunload_sink::csv::{CsvFormat, CsvOptions};
@@ -59,7 +59,7 @@ fn request(db: &Path, out: &Path, parallel: usize) -> UnloadRequest {
         output_dir: out.to_path_buf(),
         to_stdout: false,
         format: Arc::new(CsvFormat::new(CsvOptions::default())),
-        none_text: TextDecoder::UTF8,
+        types: TypeOptions::default(),
         memory_budget: 1 << 20,
         // Small batches: many chances for faults to land mid-unit.
         batch: BatchLimits {

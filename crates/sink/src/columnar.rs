@@ -217,6 +217,7 @@ impl IpcUnitEncoder {
 
 impl BatchEncoder for IpcUnitEncoder {
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
+        crate::check_decimal_precision(batch)?;
         let writer = self.writer()?;
         writer.write(batch)?;
         out.append(writer.get_mut());

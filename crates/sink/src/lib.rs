@@ -121,4 +121,78 @@ pub enum SinkError {
     /// The batch does not have the columns of the schema the encoder was made for.
     #[error("batch has {found} columns, the table's schema has {expected}")]
     SchemaMismatch { expected: usize, found: usize },
+    /// A value has more digits than its Arrow decimal type holds: readers
+    /// would reject the file, or worse, misread it.
+    #[error(
+        "column {column}: value {value} has more digits than Arrow's decimal128({precision}, \
+         {scale}) holds; rerun with --decimal256 (pyarrow reads it; DuckDB reads Parquet \
+         decimal256 as DOUBLE, polars not at all), or write csv or jsonl, which are exact"
+    )]
+    DecimalOverflow {
+        column: String,
+        value: String,
+        precision: u8,
+        scale: i8,
+    },
+}
+
+/// Refuses a batch holding a Decimal128 value with more digits than its
+/// column's precision. Firebird's INT128 has values of 39 digits, Arrow's
+/// Decimal128 at most 38; writers of Arrow types (Parquet, Arrow IPC,
+/// Arrow streams) check every batch, text formats write any value exactly.
+pub fn check_decimal_precision(batch: &RecordBatch) -> Result<(), SinkError> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Decimal128Type, DecimalType};
+    for (field, array) in batch.schema().fields().iter().zip(batch.columns()) {
+        let DataType::Decimal128(precision, scale) = *field.data_type() else {
+            continue;
+        };
+        let values = array.as_primitive::<Decimal128Type>();
+        let bad = values
+            .iter()
+            .flatten()
+            .find(|v| !Decimal128Type::is_valid_decimal_precision(*v, precision));
+        if let Some(v) = bad {
+            let mut value = Vec::new();
+            text::decimal(&mut value, v, scale);
+            return Err(SinkError::DecimalOverflow {
+                column: field.name().clone(),
+                value: String::from_utf8_lossy(&value).into_owned(),
+                precision,
+                scale,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, Decimal128Array};
+    use arrow_schema::Field;
+    use std::sync::Arc;
+
+    fn decimals(values: Vec<Option<i128>>) -> RecordBatch {
+        let array = Decimal128Array::from(values)
+            .with_precision_and_scale(38, 2)
+            .unwrap();
+        let schema = Schema::new(vec![Field::new("N", DataType::Decimal128(38, 2), true)]);
+        RecordBatch::try_new(Arc::new(schema), vec![Arc::new(array) as ArrayRef]).unwrap()
+    }
+
+    #[test]
+    fn decimals_beyond_their_precision_are_refused_by_name_and_value() {
+        let max38 = 10i128.pow(38) - 1;
+        assert!(check_decimal_precision(&decimals(vec![Some(max38), None, Some(-max38)])).is_ok());
+        let err = check_decimal_precision(&decimals(vec![Some(1), None, Some(i128::MAX)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("column N")
+                && err.contains("1701411834604692317316873037158841057.27")
+                && err.contains("--decimal256"),
+            "{err}"
+        );
+    }
 }

@@ -11,13 +11,18 @@
 /// (which Arrow allows, Firebird never makes) appends zeros.
 pub fn decimal(out: &mut Vec<u8>, value: i128, scale: i8) {
     let mut digits = itoa::Buffer::new();
-    let text = digits.format(value.unsigned_abs());
-    if value < 0 {
+    decimal_digits(out, value < 0, digits.format(value.unsigned_abs()), scale);
+}
+
+/// [`decimal`] for a wider integer, given as its sign and the decimal
+/// digits of its magnitude.
+pub fn decimal_digits(out: &mut Vec<u8>, negative: bool, text: &str, scale: i8) {
+    if negative {
         out.push(b'-');
     }
     if scale <= 0 {
         out.extend_from_slice(text.as_bytes());
-        if value != 0 {
+        if text.bytes().any(|b| b != b'0') {
             out.resize(out.len() + scale.unsigned_abs() as usize, b'0');
         }
         return;
@@ -177,6 +182,10 @@ mod tests {
         assert_eq!(s(|o| decimal(o, 123, 3)), "0.123");
         assert_eq!(s(|o| decimal(o, 1234, 3)), "1.234");
         assert_eq!(s(|o| decimal(o, -12, -2)), "-1200");
+        assert_eq!(s(|o| decimal(o, 0, -2)), "0");
+        // Wider integers come as sign and digits.
+        assert_eq!(s(|o| decimal_digits(o, true, "123456", 2)), "-1234.56");
+        assert_eq!(s(|o| decimal_digits(o, false, "5", 3)), "0.005");
         assert_eq!(s(|o| decimal(o, 0, -2)), "0");
     }
 

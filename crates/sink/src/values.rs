@@ -4,8 +4,8 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
-    Time64MicrosecondType, TimestampMicrosecondType,
+    Date32Type, Decimal128Type, Decimal256Type, Float32Type, Float64Type, Int16Type, Int32Type,
+    Int64Type, Time64MicrosecondType, TimestampMicrosecondType,
 };
 use arrow_array::{Array, PrimitiveArray, RecordBatch};
 use arrow_buffer::NullBuffer;
@@ -36,6 +36,7 @@ pub(crate) enum Column<'a> {
     Int32(&'a PrimitiveArray<Int32Type>),
     Int64(&'a PrimitiveArray<Int64Type>),
     Decimal(&'a PrimitiveArray<Decimal128Type>, i8),
+    Decimal256(&'a PrimitiveArray<Decimal256Type>, i8),
     Float32(&'a PrimitiveArray<Float32Type>),
     Float64(&'a PrimitiveArray<Float64Type>),
     Boolean(&'a arrow_array::BooleanArray),
@@ -60,6 +61,7 @@ impl<'a> Column<'a> {
             DataType::Int32 => Column::Int32(array.as_primitive()),
             DataType::Int64 => Column::Int64(array.as_primitive()),
             DataType::Decimal128(_, scale) => Column::Decimal(array.as_primitive(), *scale),
+            DataType::Decimal256(_, scale) => Column::Decimal256(array.as_primitive(), *scale),
             DataType::Float32 => Column::Float32(array.as_primitive()),
             DataType::Float64 => Column::Float64(array.as_primitive()),
             DataType::Boolean => Column::Boolean(array.as_boolean()),
@@ -106,6 +108,15 @@ impl<'a> Column<'a> {
             Column::Int32(a) => out.extend_from_slice(ints.format(a.value(i)).as_bytes()),
             Column::Int64(a) => out.extend_from_slice(ints.format(a.value(i)).as_bytes()),
             Column::Decimal(a, scale) => text::decimal(out, a.value(i), *scale),
+            Column::Decimal256(a, scale) => match a.value(i).to_i128() {
+                // Always, for values from Firebird (INT128 at most).
+                Some(v) => text::decimal(out, v, *scale),
+                None => {
+                    let v = a.value(i);
+                    let digits = v.wrapping_abs().to_string();
+                    text::decimal_digits(out, v.is_negative(), &digits, *scale)
+                }
+            },
             Column::Float32(a) => text::float32(out, a.value(i)),
             Column::Float64(a) => text::float64(out, a.value(i)),
             Column::Boolean(a) => {
