@@ -29,12 +29,23 @@ fn parquet_and_arrow_hold_what_firebird_returned() {
 
     for (dir, args) in [
         ("jsonl", vec!["-f", "jsonl", "-j", "2"]),
-        ("parquet", vec!["-f", "parquet", "-j", "2"]),
-        ("arrow", vec!["-f", "arrow", "-j", "2"]),
-        ("parquet-serial", vec!["-f", "parquet", "-j", "1"]),
+        // ALL_TYPES holds INT128's extremes, 39 digits: decimal256.
+        ("parquet", vec!["-f", "parquet", "-j", "2", "--decimal256"]),
+        ("arrow", vec!["-f", "arrow", "-j", "2", "--decimal256"]),
+        (
+            "parquet-serial",
+            vec!["-f", "parquet", "-j", "1", "--decimal256"],
+        ),
         (
             "parquet-split",
-            vec!["-f", "parquet", "--split", "--compression", "snappy"],
+            vec![
+                "-f",
+                "parquet",
+                "--split",
+                "--compression",
+                "snappy",
+                "--decimal256",
+            ],
         ),
     ] {
         let target = out.join(dir);
