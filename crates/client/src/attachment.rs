@@ -1,10 +1,11 @@
 //! Attachments and transactions.
 //!
-//! A [`Transaction`] borrows its [`Attachment`], and a [`Statement`] borrows
-//! its transaction, so the borrow checker enforces Firebird's own rule that
-//! nothing outlives the handle it was created on. Dropping a transaction
-//! rolls it back (unload transactions are read-only, so that is the right
-//! default), dropping an attachment detaches it.
+//! An [`Attachment`] is a shared handle: clones are cheap and the
+//! attachment is detached when the last one goes. A [`Transaction`] holds
+//! one, so it can never outlive its attachment, yet can be owned and moved
+//! on its own (a worker's, a Python object's); a [`Statement`] borrows its
+//! transaction. Dropping a transaction rolls it back (unload transactions
+//! are read-only, so that is the right default).
 
 use std::os::raw::c_char;
 use std::sync::Arc;
@@ -79,8 +80,14 @@ impl ServerVersion {
     }
 }
 
-/// An open attachment (connection) to a database.
+/// An open attachment (connection) to a database; clones share it.
+#[derive(Clone)]
 pub struct Attachment {
+    inner: Arc<Attached>,
+}
+
+/// The attachment itself, detached when the last handle to it goes.
+pub(crate) struct Attached {
     pub(crate) client: Arc<Client>,
     pub(crate) handle: Handle,
 }
@@ -89,8 +96,8 @@ pub struct Attachment {
 // one attachment from several threads are serialized inside it. fbunload
 // starts all worker transactions from one thread (to start them together)
 // and then uses each from its own worker thread.
-unsafe impl Send for Attachment {}
-unsafe impl Sync for Attachment {}
+unsafe impl Send for Attached {}
+unsafe impl Sync for Attached {}
 
 /// The isolation a transaction starts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +116,23 @@ pub enum TransactionMode {
 }
 
 impl Attachment {
+    fn from_handle(client: &Arc<Client>, handle: Handle) -> Attachment {
+        Attachment {
+            inner: Arc::new(Attached {
+                client: client.clone(),
+                handle,
+            }),
+        }
+    }
+
+    pub(crate) fn client(&self) -> &Arc<Client> {
+        &self.inner.client
+    }
+
+    pub(crate) fn handle(&self) -> Handle {
+        self.inner.handle
+    }
+
     pub fn connect(
         client: &Arc<Client>,
         options: &ConnectOptions,
@@ -136,10 +160,7 @@ impl Attachment {
             );
         }
         check(client, &status)?;
-        Ok(Attachment {
-            client: client.clone(),
-            handle,
-        })
+        Ok(Attachment::from_handle(client, handle))
     }
 
     /// Runs `CREATE DATABASE ...` (the full statement, with user, password,
@@ -169,10 +190,7 @@ impl Attachment {
             );
         }
         check(client, &status)?;
-        Ok(Attachment {
-            client: client.clone(),
-            handle,
-        })
+        Ok(Attachment::from_handle(client, handle))
     }
 
     pub fn server_version(&self) -> Result<ServerVersion, ClientError> {
@@ -204,14 +222,14 @@ impl Attachment {
 
     fn database_info(&self, items: &[u8]) -> Result<Vec<u8>, ClientError> {
         info(
-            &self.client,
-            self.client.api.isc_database_info,
-            self.handle,
+            self.client(),
+            self.client().api.isc_database_info,
+            self.handle(),
             items,
         )
     }
 
-    pub fn start_transaction(&self, mode: TransactionMode) -> Result<Transaction<'_>, ClientError> {
+    pub fn start_transaction(&self, mode: TransactionMode) -> Result<Transaction, ClientError> {
         let mut tpb = ParamBlock::new(item::TPB_VERSION3);
         match mode {
             TransactionMode::ReadOnlySnapshot => {
@@ -237,7 +255,7 @@ impl Attachment {
                     .flag(item::TPB_WAIT);
             }
         }
-        let mut db = self.handle;
+        let mut db = self.handle();
         let mut teb = Teb {
             db_ptr: &mut db,
             tpb_len: tpb.as_bytes().len() as i32,
@@ -247,21 +265,21 @@ impl Attachment {
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         // SAFETY: the TEB and TPB live until the call returns.
         unsafe {
-            (self.client.api.isc_start_multiple)(status.as_mut_ptr(), &mut handle, 1, &mut teb);
+            (self.client().api.isc_start_multiple)(status.as_mut_ptr(), &mut handle, 1, &mut teb);
         }
-        check(&self.client, &status)?;
+        check(self.client(), &status)?;
         Ok(Transaction {
-            attachment: self,
+            attachment: self.clone(),
             handle,
         })
     }
 
     pub(crate) fn fail(&self, status: &StatusVector) -> ClientError {
-        ClientError::Firebird(FbError::from_status(&self.client.api, status))
+        ClientError::Firebird(FbError::from_status(&self.client().api, status))
     }
 }
 
-impl Drop for Attachment {
+impl Drop for Attached {
     fn drop(&mut self) {
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         // SAFETY: the handle is ours; errors on detach (lost connection) are moot.
@@ -271,15 +289,15 @@ impl Drop for Attachment {
     }
 }
 
-/// A transaction on an attachment.
-pub struct Transaction<'a> {
-    pub(crate) attachment: &'a Attachment,
+/// A transaction on an attachment, which it keeps attached.
+pub struct Transaction {
+    pub(crate) attachment: Attachment,
     pub(crate) handle: Handle,
 }
 
-impl<'a> Transaction<'a> {
-    pub fn attachment(&self) -> &'a Attachment {
-        self.attachment
+impl Transaction {
+    pub fn attachment(&self) -> &Attachment {
+        &self.attachment
     }
 
     /// The snapshot number other attachments can share with
@@ -321,7 +339,7 @@ impl<'a> Transaction<'a> {
     pub fn execute(&self, sql: &str) -> Result<(), ClientError> {
         let len = sql_len(sql)?;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
-        let mut db = self.attachment.handle;
+        let mut db = self.attachment.handle();
         let mut tr = self.handle;
         // SAFETY: pointers valid for the call.
         unsafe {
@@ -348,7 +366,7 @@ impl<'a> Transaction<'a> {
         out.clear();
         let api = &self.client().api;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
-        let mut db = self.attachment.handle;
+        let mut db = self.attachment.handle();
         let mut tr = self.handle;
         let mut blob: Handle = 0;
         let mut quad = *id;
@@ -404,15 +422,15 @@ impl<'a> Transaction<'a> {
     }
 
     pub(crate) fn client(&self) -> &Client {
-        &self.attachment.client
+        self.attachment.client()
     }
 
     pub(crate) fn check(&self, status: &StatusVector) -> Result<(), ClientError> {
-        check(&self.attachment.client, status)
+        check(self.attachment.client(), status)
     }
 }
 
-impl Drop for Transaction<'_> {
+impl Drop for Transaction {
     fn drop(&mut self) {
         if self.handle != 0 {
             let mut status: StatusVector = [0; ffi::STATUS_LEN];

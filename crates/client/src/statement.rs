@@ -40,7 +40,7 @@ impl ColumnDesc {
 
 /// A prepared statement, and when executed, its open cursor.
 pub struct Statement<'t> {
-    transaction: &'t Transaction<'t>,
+    transaction: &'t Transaction,
     handle: Handle,
     columns: Vec<ColumnDesc>,
     // The XSQLDA lives in a u64 buffer for alignment; it points into `data`
@@ -58,10 +58,7 @@ pub struct Statement<'t> {
 }
 
 impl<'t> Statement<'t> {
-    pub(crate) fn prepare(
-        transaction: &'t Transaction<'t>,
-        sql: &str,
-    ) -> Result<Self, ClientError> {
+    pub(crate) fn prepare(transaction: &'t Transaction, sql: &str) -> Result<Self, ClientError> {
         if sql.len() > u16::MAX as usize {
             return Err(ClientError::Invalid(format!(
                 "query of {} bytes exceeds Firebird's 64 KiB limit",
@@ -70,7 +67,7 @@ impl<'t> Statement<'t> {
         }
         let api = &transaction.client().api;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
-        let mut db = transaction.attachment.handle;
+        let mut db = transaction.attachment.handle();
         let mut handle: Handle = 0;
         // SAFETY: pointers valid for the call.
         unsafe {
@@ -369,7 +366,7 @@ impl<'s> Row<'s> {
     }
 
     /// The transaction the row was read in, for reading its blobs.
-    pub fn transaction(&self) -> &'s Transaction<'s> {
+    pub fn transaction(&self) -> &'s Transaction {
         self.stmt.transaction
     }
 }

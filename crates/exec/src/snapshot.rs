@@ -11,13 +11,13 @@ use fbunload_client::{Attachment, Transaction, TransactionMode};
 use crate::ExecError;
 
 /// The shared snapshot, joined by every worker.
-pub(crate) struct Joined<'a> {
+pub(crate) struct Joined {
     pub number: u64,
     /// Keeps the snapshot alive for the whole run.
-    _holder: Transaction<'a>,
-    pub workers: Vec<Transaction<'a>>,
+    _holder: Transaction,
+    pub workers: Vec<Transaction>,
     /// At the snapshot too, on the main attachment, for `--verify`.
-    pub reference: Transaction<'a>,
+    pub reference: Transaction,
     pub oldest_interesting: u64,
 }
 
@@ -33,17 +33,17 @@ const JOIN_ATTEMPTS: usize = 20;
 /// the snapshot was taken commits in between), the later one sees more.
 /// So the starts are checked: all transactions must report the same
 /// oldest interesting number, or all are dropped and started again.
-pub(crate) fn join_snapshot<'a>(
-    main: &'a Attachment,
-    workers: &'a [Attachment],
-) -> Result<Joined<'a>, ExecError> {
+pub(crate) fn join_snapshot(
+    main: &Attachment,
+    workers: &[Attachment],
+) -> Result<Joined, ExecError> {
     for _ in 0..JOIN_ATTEMPTS {
         let holder = main
             .start_transaction(TransactionMode::HoldingSnapshot)
             .or_else(|_| main.start_transaction(TransactionMode::ReadOnlySnapshot))
             .map_err(ExecError::Client)?;
         let number = holder.snapshot_number().map_err(ExecError::Client)?;
-        let at_snapshot = |att: &'a Attachment| {
+        let at_snapshot = |att: &Attachment| {
             att.start_transaction(TransactionMode::ReadOnlyAtSnapshot(number))
                 .map_err(|e| {
                     ExecError::Server(format!("a worker cannot join snapshot {number}: {e}"))

@@ -7,7 +7,7 @@ use crate::ExecError;
 
 /// Counts every table in `tr` (a transaction at the workers' snapshot)
 /// and compares with the rows written.
-pub(crate) fn verify(tr: &Transaction<'_>, plan: &Plan, rows: &[u64]) -> Result<(), ExecError> {
+pub(crate) fn verify(tr: &Transaction, plan: &Plan, rows: &[u64]) -> Result<(), ExecError> {
     let mut mismatches = Vec::new();
     for (table, written) in plan.tables.iter().zip(rows) {
         let sql = format!(

@@ -122,7 +122,7 @@ impl Run<'_> {
     /// One worker, in its transaction at the shared snapshot. A lost
     /// connection (a killed attachment, a network break) costs a new
     /// attachment and the redo of the unit in hand — if that is safe.
-    pub fn worker(&self, first: Transaction<'_>, snapshot: u64) -> Result<(), ExecError> {
+    pub fn worker(&self, first: Transaction, snapshot: u64) -> Result<(), ExecError> {
         let mut resume = None;
         let mut result = self.work(&first, &mut resume);
         drop(first);
@@ -178,7 +178,7 @@ impl Run<'_> {
     /// formatting or the disk. Measured on 2 cores: one worker with a
     /// writer thread is ~12% faster, two workers with writer threads ~15%
     /// slower (four busy threads on two cores).
-    pub fn work(&self, tr: &Transaction<'_>, resume: &mut Option<Unit>) -> Result<(), ExecError> {
+    pub fn work(&self, tr: &Transaction, resume: &mut Option<Unit>) -> Result<(), ExecError> {
         if !self.pipelined {
             let mut writer = WriterState::default();
             let mut deliver = |message| match self.write(&mut writer, message) {
@@ -209,7 +209,7 @@ impl Run<'_> {
 
     fn take_units(
         &self,
-        tr: &Transaction<'_>,
+        tr: &Transaction,
         resume: &mut Option<Unit>,
         deliver: &mut dyn FnMut(ToWriter) -> bool,
     ) -> Result<(), ExecError> {
@@ -240,7 +240,7 @@ impl Run<'_> {
     /// Fetches one unit and delivers it, batch by batch, to the writer.
     fn read_unit(
         &self,
-        tr: &Transaction<'_>,
+        tr: &Transaction,
         unit: &Unit,
         deliver: &mut dyn FnMut(ToWriter) -> bool,
     ) -> Result<(), ExecError> {

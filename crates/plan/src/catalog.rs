@@ -162,10 +162,7 @@ pub enum CatalogError {
 }
 
 /// Reads the tables the filter selects, in name order.
-pub fn read_catalog(
-    tr: &Transaction<'_>,
-    filter: &TableFilter,
-) -> Result<Vec<Table>, CatalogError> {
+pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>, CatalogError> {
     for (option, pattern) in [
         ("--tables", &filter.include),
         ("--exclude", &filter.exclude),
@@ -263,7 +260,7 @@ pub fn read_catalog(
 /// Lets the server judge the pattern alone, so a bad pattern is reported as
 /// such and not as a failed catalog query.
 fn check_pattern(
-    tr: &Transaction<'_>,
+    tr: &Transaction,
     option: &'static str,
     pattern: &str,
 ) -> Result<(), CatalogError> {
@@ -283,7 +280,7 @@ fn check_pattern(
     }
 }
 
-fn no_tables_message(tr: &Transaction<'_>, filter: &TableFilter) -> Result<String, CatalogError> {
+fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, CatalogError> {
     let mut names = Vec::new();
     query(
         tr,
@@ -321,11 +318,7 @@ fn pattern_literal(pattern: &str) -> String {
     quote_literal(&format!("({pattern})"))
 }
 
-fn query(
-    tr: &Transaction<'_>,
-    sql: &str,
-    mut each: impl FnMut(&Row<'_>),
-) -> Result<(), ClientError> {
+fn query(tr: &Transaction, sql: &str, mut each: impl FnMut(&Row<'_>)) -> Result<(), ClientError> {
     let mut stmt = tr.prepare(sql)?;
     stmt.execute()?;
     while stmt.fetch()? {
