@@ -99,6 +99,11 @@ pub(crate) struct Attached {
 unsafe impl Send for Attached {}
 unsafe impl Sync for Attached {}
 
+/// How long a reading transaction waits on a lock (a table being altered
+/// or dropped by another transaction) before it fails: an unload must not
+/// hang on other people's DDL.
+pub const READ_LOCK_TIMEOUT_SECS: u64 = 10;
+
 /// The isolation a transaction starts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransactionMode {
@@ -215,6 +220,22 @@ impl Attachment {
             .ok_or_else(|| ClientError::Invalid("server sent no page size".into()))
     }
 
+    /// Makes the call this attachment is running on another thread (a
+    /// lock wait, a fetch) fail now with "operation was cancelled". Does
+    /// nothing when the attachment is idle or the library is too old.
+    pub fn cancel_operation(&self) {
+        let Some(cancel) = self.client().api.fb_cancel_operation else {
+            return;
+        };
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut handle = self.handle();
+        // SAFETY: the handle is live while `self` is; errors (nothing to
+        // cancel) are moot.
+        unsafe {
+            cancel(status.as_mut_ptr(), &mut handle, item::CANCEL_RAISE);
+        }
+    }
+
     /// A cheap round trip that fails once the attachment is gone.
     pub fn ping(&self) -> Result<(), ClientError> {
         self.database_info(&[item::INFO_PAGE_SIZE]).map(drop)
@@ -235,18 +256,21 @@ impl Attachment {
             TransactionMode::ReadOnlySnapshot => {
                 tpb.flag(item::TPB_CONCURRENCY)
                     .flag(item::TPB_READ)
-                    .flag(item::TPB_WAIT);
+                    .flag(item::TPB_WAIT)
+                    .int(item::TPB_LOCK_TIMEOUT, READ_LOCK_TIMEOUT_SECS, 4);
             }
             TransactionMode::ReadOnlyAtSnapshot(number) => {
                 tpb.flag(item::TPB_CONCURRENCY)
                     .flag(item::TPB_READ)
                     .flag(item::TPB_WAIT)
+                    .int(item::TPB_LOCK_TIMEOUT, READ_LOCK_TIMEOUT_SECS, 4)
                     .int(item::TPB_AT_SNAPSHOT_NUMBER, number, 8);
             }
             TransactionMode::HoldingSnapshot => {
                 tpb.flag(item::TPB_CONCURRENCY)
                     .flag(item::TPB_WRITE)
-                    .flag(item::TPB_WAIT);
+                    .flag(item::TPB_WAIT)
+                    .int(item::TPB_LOCK_TIMEOUT, READ_LOCK_TIMEOUT_SECS, 4);
             }
             TransactionMode::ReadWrite => {
                 tpb.flag(item::TPB_READ_COMMITTED)
@@ -322,6 +346,18 @@ impl Transaction {
             .ok_or_else(|| {
                 ClientError::Invalid(
                     "the server did not report the oldest interesting transaction".into(),
+                )
+            })
+    }
+
+    /// The oldest transaction that was active when this one started.
+    pub fn oldest_active(&self) -> Result<u64, ClientError> {
+        let reply = self.info(&[item::INFO_TRA_OLDEST_ACTIVE])?;
+        info_value(&reply, item::INFO_TRA_OLDEST_ACTIVE)
+            .map(le_uint)
+            .ok_or_else(|| {
+                ClientError::Invalid(
+                    "the server did not report the oldest active transaction".into(),
                 )
             })
     }

@@ -99,6 +99,9 @@ pub mod item {
     pub const TPB_READ_COMMITTED: u8 = 15;
     pub const TPB_REC_VERSION: u8 = 17;
     pub const TPB_AT_SNAPSHOT_NUMBER: u8 = 23;
+    pub const TPB_LOCK_TIMEOUT: u8 = 21;
+    /// `fb_cancel_operation`'s kind: cancel what the attachment is doing.
+    pub const CANCEL_RAISE: u16 = 3;
 
     pub const INFO_END: u8 = 1;
     pub const INFO_TRUNCATED: u8 = 2;
@@ -107,6 +110,7 @@ pub mod item {
     pub const INFO_FIREBIRD_VERSION: u8 = 103;
     pub const INFO_TRA_SNAPSHOT_NUMBER: u8 = 12;
     pub const INFO_TRA_OLDEST_INTERESTING: u8 = 5;
+    pub const INFO_TRA_OLDEST_ACTIVE: u8 = 7;
 }
 
 /// GDS status codes fbunload reacts to (`isc_base` + message number).
@@ -212,6 +216,9 @@ pub struct Api {
     pub isc_close_blob: unsafe extern "C" fn(*mut IscStatus, *mut Handle) -> IscStatus,
     pub fb_interpret: unsafe extern "C" fn(*mut c_char, c_uint, *mut *const IscStatus) -> i32,
     pub isc_sqlcode: unsafe extern "C" fn(*const IscStatus) -> i32,
+    /// Interrupts an attachment's running call (Firebird 2.5 and later).
+    pub fb_cancel_operation:
+        Option<unsafe extern "C" fn(*mut IscStatus, *mut Handle, c_ushort) -> IscStatus>,
     /// The OO API's entry points (Firebird 4 client libraries and later),
     /// used to fetch rows as messages; `None` fetches through the XSQLDA.
     pub message: Option<crate::message::Entry>,
@@ -249,6 +256,7 @@ impl Api {
             isc_close_blob: sym!(isc_close_blob),
             fb_interpret: sym!(fb_interpret),
             isc_sqlcode: sym!(isc_sqlcode),
+            fb_cancel_operation: lib.get(b"fb_cancel_operation\0").ok().map(|s| *s),
             message: message_entry(lib),
         })
     }
