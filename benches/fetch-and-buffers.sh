@@ -19,7 +19,7 @@ BIN=./target/release
 
 cargo build --release --quiet --bins
 cargo build --release --quiet -p fbunload-client --example fetch_api
-cargo build --release --quiet -p fbunload-sink --example encode_cost
+cargo build --release --quiet -p fbunload-format --example encode_cost
 mkdir -p "$DATA"
 DB=$DATA/stock-w$BIG_W.fdb
 [ -f "$DB" ] || $BIN/fbunload-gen --database "$DB" --warehouses "$BIG_W" --tables STOCK,ITEM >&2

@@ -184,7 +184,7 @@ pub enum ParquetCompression {
     None,
 }
 
-impl From<ParquetCompression> for fbunload_sink::columnar::ParquetCompression {
+impl From<ParquetCompression> for fbunload::format::columnar::ParquetCompression {
     fn from(c: ParquetCompression) -> Self {
         match c {
             ParquetCompression::Zstd => Self::Zstd,
@@ -201,7 +201,7 @@ pub enum Binary {
     Base64,
 }
 
-impl From<Binary> for fbunload_sink::csv::BinaryEncoding {
+impl From<Binary> for fbunload::format::csv::BinaryEncoding {
     fn from(b: Binary) -> Self {
         match b {
             Binary::Hex => Self::Hex,

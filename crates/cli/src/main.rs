@@ -1,6 +1,6 @@
 //! `fbunload`: the command line. Parsing, the progress display and the
-//! summary live here; everything else is in the library crates, so this
-//! file stays a thin layer that turns flags into an `UnloadRequest`.
+//! summary live here; everything else is the `fbunload` library crate, so
+//! this file stays a thin layer that turns flags into an [`Unload`].
 
 mod args;
 mod hide_password;
@@ -11,17 +11,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
-use fbunload_client::ConnectOptions;
-use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
-use fbunload_exec::{ExecError, Summary, UnloadRequest};
-use fbunload_plan::{PlanOptions, TableFilter};
-use fbunload_sink::columnar::ColumnarFormat;
-use fbunload_sink::compress::{Compressed, Compression};
-use fbunload_sink::csv::{CsvFormat, CsvOptions};
-use fbunload_sink::jsonl::JsonLinesFormat;
-use fbunload_sink::StreamFormat;
+use fbunload::format::columnar::{ArrowFormat, ParquetFormat};
+use fbunload::format::csv::{CsvFormat, CsvOptions};
+use fbunload::format::jsonl::JsonLinesFormat;
+use fbunload::format::Compression;
+use fbunload::{
+    printable, BatchLimits, Consistency, Error, Format, PlanOptions, RunOptions, Summary,
+    TextDecoder, TypeOptions, Unload,
+};
 
-use args::{Args, Compress, Format};
+use args::{Args, Compress};
 
 /// Exit status after Ctrl-C or SIGTERM, as shells report a SIGINT death.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -66,10 +65,64 @@ impl From<String> for Failure {
     }
 }
 
-fn describe(err: ExecError) -> Failure {
+fn describe(err: Error) -> Failure {
     match err {
-        ExecError::Interrupted => Failure::Interrupted(err.to_string()),
+        Error::Interrupted => Failure::Interrupted(err.to_string()),
         other => Failure::Error(other.to_string()),
+    }
+}
+
+/// "1 table", "2 tables".
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The output format the flags ask for.
+fn output_format(args: &Args) -> Result<Format, Failure> {
+    let csv_options = CsvOptions {
+        // TSV is CSV with a tab, whatever --delimiter says.
+        delimiter: if args.format == args::Format::Tsv {
+            b'\t'
+        } else {
+            args.delimiter_byte()?
+        },
+        header: args.header,
+        null: args.null.clone(),
+        binary: args.binary.into(),
+        crlf: args.crlf,
+    };
+    csv_options.validate()?;
+    let format = match args.format {
+        args::Format::Csv => Format::bytes(CsvFormat::new(csv_options)),
+        args::Format::Tsv => Format::bytes(CsvFormat::tsv(csv_options)),
+        args::Format::Jsonl => Format::bytes(JsonLinesFormat::new(args.binary.into())),
+        args::Format::Parquet => Format::batches(ParquetFormat {
+            compression: args.compression.into(),
+            split: args.split,
+        }),
+        args::Format::Arrow => Format::batches(ArrowFormat),
+    };
+    if args.split && args.format != args::Format::Parquet {
+        return Err(Failure::Error("--split is for --format parquet".into()));
+    }
+    match (args.compress, format) {
+        (None, format) => Ok(format),
+        (Some(_), Format::Batches(_)) => Err(Failure::Error(
+            "--compress is for csv, tsv and jsonl; Parquet compresses its columns itself \
+             (--compression)"
+                .into(),
+        )),
+        (Some(c), Format::Bytes { format, .. }) => Ok(Format::Bytes {
+            format,
+            compression: Some(match c {
+                Compress::Gzip => Compression::Gzip,
+                Compress::Zstd => Compression::Zstd,
+            }),
+        }),
     }
 }
 
@@ -81,91 +134,17 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             args.charset
         )
     })?;
-    let client = fbunload_exec::load_client(args.client_lib.as_deref()).map_err(describe)?;
-    // Ctrl-C and SIGTERM are ours (see main): without this the embedded
-    // engine also reacts to them by cutting every attachment mid-unit.
-    client.leave_signals_to_the_application();
-    let csv_options = CsvOptions {
-        // TSV is CSV with a tab, whatever --delimiter says.
-        delimiter: if args.format == Format::Tsv {
-            b'\t'
-        } else {
-            args.delimiter_byte()?
-        },
-        header: args.header,
-        null: args.null.clone(),
-        binary: args.binary.into(),
-        crlf: args.crlf,
-    };
-    csv_options.validate()?;
-    let format: Arc<dyn StreamFormat> = match args.format {
-        Format::Csv => Arc::new(CsvFormat::new(csv_options)),
-        Format::Tsv => Arc::new(CsvFormat::tsv(csv_options)),
-        Format::Jsonl => Arc::new(JsonLinesFormat::new(args.binary.into())),
-        Format::Parquet => Arc::new(ColumnarFormat::Parquet {
-            compression: args.compression.into(),
-            split: args.split,
-        }),
-        Format::Arrow => Arc::new(ColumnarFormat::Arrow),
-    };
-    let format: Arc<dyn StreamFormat> = match (args.compress, args.format) {
-        (None, _) => format,
-        (Some(_), Format::Parquet | Format::Arrow) => {
-            return Err(Failure::Error(
-                "--compress is for csv, tsv and jsonl; Parquet compresses its columns itself \
-                 (--compression)"
-                    .into(),
-            ))
-        }
-        (Some(Compress::Gzip), _) => Arc::new(Compressed::new(format, Compression::Gzip)),
-        (Some(Compress::Zstd), _) => Arc::new(Compressed::new(format, Compression::Zstd)),
-    };
-    if args.split && args.format != Format::Parquet {
-        return Err(Failure::Error("--split is for --format parquet".into()));
-    }
-    // `-o -`: spilled units (and Parquet or Arrow files, which are only
-    // complete at the end) go to a private directory.
-    let to_stdout = args.output.as_os_str() == "-";
-    let staging = if to_stdout {
-        Some(
-            tempfile::Builder::new()
-                .prefix(".fbunload-stdout")
-                .tempdir()
-                .map_err(|e| format!("cannot make a temporary directory for -o -: {e}"))?,
-        )
-    } else {
-        None
-    };
-    let request = UnloadRequest {
-        client: client.clone(),
-        connect: ConnectOptions {
-            database: args.database.clone(),
-            user: args.user.clone(),
-            password: args.password.clone(),
-            role: args.role.clone(),
-            // fbunload-exec chooses the connection character set itself.
-            charset: String::new(),
-            no_garbage_collect: false,
-        },
-        filter: TableFilter {
-            include: args.tables.clone(),
-            exclude: args.exclude.clone(),
-        },
+    let format = output_format(args)?;
+    let options = RunOptions {
+        parallel: args.parallel(),
         plan: PlanOptions {
             unit_pages: args.unit_pages,
             ..PlanOptions::default()
         },
-        parallel: args.parallel(),
-        output_dir: staging
-            .as_ref()
-            .map_or_else(|| args.output.clone(), |d| d.path().to_path_buf()),
-        to_stdout,
-        format,
         types: TypeOptions {
             none_text,
             decimal256: args.decimal256,
         },
-        memory_budget: args.memory_mb.saturating_mul(1 << 20),
         batch: BatchLimits {
             rows: args
                 .batch_rows
@@ -178,26 +157,53 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         max_retries: 3,
         allow_inconsistent: args.allow_inconsistent,
     };
+    let mut unload = Unload::new(args.database.clone())
+        .options(options)
+        .memory_budget(args.memory_mb.saturating_mul(1 << 20));
+    if let Some(user) = &args.user {
+        unload = unload.user(user);
+    }
+    if let Some(password) = &args.password {
+        unload = unload.password(password);
+    }
+    if let Some(role) = &args.role {
+        unload = unload.role(role);
+    }
+    if let Some(tables) = &args.tables {
+        unload = unload.tables(tables);
+    }
+    if let Some(exclude) = &args.exclude {
+        unload = unload.exclude(exclude);
+    }
+    if let Some(path) = &args.client_lib {
+        unload = unload.client_library(path);
+    }
+    let client = unload.load_client().map_err(describe)?;
 
     if args.plan {
-        let (plan, start) = fbunload_exec::plan_only(&request).map_err(describe)?;
-        println!("{plan}");
+        let prepared = unload.prepare().map_err(describe)?;
+        println!("{}", prepared.plan);
         println!(
-            "server {}, {}, {} workers, client {}",
-            start.server_version,
-            if start.per_worker_snapshots {
+            "server {}, {}, {}, client {}",
+            prepared.start.server_version,
+            if prepared.start.consistency == Consistency::SnapshotPerReader {
                 "no shared snapshot (--allow-inconsistent)"
             } else {
                 "the snapshot is taken when the unload starts"
             },
-            start.workers,
+            count(prepared.start.workers, "worker"),
             client.source
         );
         return Ok(());
     }
 
     let display = progress::Display::new(args.quiet);
-    let summary = fbunload_exec::unload(&request, &display).map_err(describe)?;
+    let summary = if args.output.as_os_str() == "-" {
+        unload.to_stdout(format, &display)
+    } else {
+        unload.to_directory(&args.output, format, &display)
+    }
+    .map_err(describe)?;
     display.finish();
     if !args.quiet {
         print_summary(&summary);
@@ -205,10 +211,10 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     Ok(())
 }
 
-fn snapshot_text(start: &fbunload_exec::RunStart) -> String {
+fn snapshot_text(start: &fbunload::RunStart) -> String {
     match start.snapshot_number {
         Some(n) => n.to_string(),
-        None if start.per_worker_snapshots => {
+        None if start.consistency == Consistency::SnapshotPerReader => {
             "none shared (Firebird < 4, --allow-inconsistent: tables not mutually consistent)"
                 .into()
         }
@@ -221,7 +227,7 @@ fn print_summary(summary: &Summary) {
     let width = summary
         .tables
         .iter()
-        .map(|t| t.name.len())
+        .map(|t| printable(&t.name).chars().count())
         .max()
         .unwrap_or(5)
         .max(5);
@@ -229,20 +235,20 @@ fn print_summary(summary: &Summary) {
     for t in &summary.tables {
         eprintln!(
             "{:width$}  {:>12}  {:>10.1}",
-            t.name,
+            printable(&t.name),
             t.rows,
             t.bytes as f64 / 1e6
         );
     }
     eprintln!(
-        "{} tables, {} rows, {:.1} MB in {:.2} s ({:.0} rows/s, {:.1} MB/s); {} workers, snapshot {}",
-        summary.tables.len(),
+        "{}, {} rows, {:.1} MB in {:.2} s ({:.0} rows/s, {:.1} MB/s); {}, snapshot {}",
+        count(summary.tables.len(), "table"),
         summary.rows(),
         summary.bytes() as f64 / 1e6,
         secs,
         summary.rows() as f64 / secs.max(1e-9),
         summary.bytes() as f64 / 1e6 / secs.max(1e-9),
-        summary.start.workers,
+        count(summary.start.workers, "worker"),
         snapshot_text(&summary.start),
     );
     if summary.retries > 0 {

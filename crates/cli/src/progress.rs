@@ -3,14 +3,14 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fbunload_exec::{Progress, RunStart, TableSummary};
-use fbunload_plan::Plan;
-use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use fbunload::{Plan, Progress, RunStart, Unit};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Display {
     bar: ProgressBar,
     rows: AtomicU64,
-    bytes: AtomicU64,
+    units_done: AtomicUsize,
+    units: AtomicUsize,
     tables_done: AtomicUsize,
     tables: AtomicUsize,
 }
@@ -29,7 +29,8 @@ impl Display {
         Display {
             bar,
             rows: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
+            units_done: AtomicUsize::new(0),
+            units: AtomicUsize::new(0),
             tables_done: AtomicUsize::new(0),
             tables: AtomicUsize::new(0),
         }
@@ -42,12 +43,16 @@ impl Display {
     fn refresh(&self) {
         let rows = self.rows.load(Ordering::Relaxed);
         let secs = self.bar.elapsed().as_secs_f64().max(1e-3);
+        let units = self.units.load(Ordering::Relaxed).max(1);
+        let done = self.units_done.load(Ordering::Relaxed);
         self.bar.set_message(format!(
-            "{}/{} tables · {} rows · {} · {:.0} rows/s",
+            "{}/{} tables · {}/{} units ({:.0}%) · {} rows · {:.0} rows/s",
             self.tables_done.load(Ordering::Relaxed),
             self.tables.load(Ordering::Relaxed),
+            done,
+            units,
+            100.0 * done as f64 / units as f64,
             rows,
-            HumanBytes(self.bytes.load(Ordering::Relaxed)),
             rows as f64 / secs
         ));
     }
@@ -56,19 +61,24 @@ impl Display {
 impl Progress for Display {
     fn started(&self, plan: &Plan, start: &RunStart) {
         self.tables.store(plan.tables.len(), Ordering::Relaxed);
+        self.units.store(plan.units.len(), Ordering::Relaxed);
         self.bar.println(format!(
-            "{} tables in {} units, {} workers, snapshot {}",
-            plan.tables.len(),
-            plan.units.len(),
-            start.workers,
+            "{} in {}, {}, snapshot {}",
+            crate::count(plan.tables.len(), "table"),
+            crate::count(plan.units.len(), "unit"),
+            crate::count(start.workers, "worker"),
             start.snapshot_number.map_or("-".into(), |n| n.to_string())
         ));
         self.refresh();
     }
 
-    fn rows_written(&self, rows: u64, bytes: u64) {
+    fn rows_read(&self, rows: u64) {
         self.rows.fetch_add(rows, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.refresh();
+    }
+
+    fn unit_finished(&self, _unit: &Unit, _rows: u64) {
+        self.units_done.fetch_add(1, Ordering::Relaxed);
         self.refresh();
     }
 
@@ -77,7 +87,7 @@ impl Progress for Display {
             .suspend(|| eprintln!("fbunload: warning: {message}"));
     }
 
-    fn table_finished(&self, _table: &TableSummary) {
+    fn table_finished(&self, _table: &str, _rows: u64) {
         self.tables_done.fetch_add(1, Ordering::Relaxed);
         self.refresh();
     }

@@ -43,7 +43,7 @@ fn ctrl_c_and_sigterm_stop_the_run_and_remove_unfinished_files() {
             .unwrap();
         // Wait until the big table is being written, then signal.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !out.join("WIDE.csv.partial").exists() {
+        while !being_written(&out, "WIDE.csv") {
             assert!(
                 Instant::now() < deadline,
                 "the unload never started writing"

@@ -341,3 +341,222 @@ assert abs(row[0] - float(max_text)) < 1e24, row
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// Two runs into one directory shared a temporary file and one exited 0
+/// with a file mixing both runs' rows. Now the directory is locked.
+#[test]
+fn a_second_run_into_the_same_directory_is_refused_not_mixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "busy.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE BIG (ID INTEGER, PAD VARCHAR(200))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 300000) DO BEGIN \
+               INSERT INTO BIG VALUES (:I, RPAD('', 150, 'x')); I = I + 1; END END",
+        ],
+    );
+    let out = dir.path().join("out");
+    let first = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(&db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "-j", "1", "-q", "-o"])
+        .arg(&out)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !being_written(&out, "BIG.csv") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let second = fbunload(&db, &["-o", out.to_str().unwrap()]);
+    let err = stderr(&second);
+    assert!(!second.status.success());
+    assert!(
+        err.contains("another fbunload run is writing into it") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(first.wait_with_output().unwrap().status.success());
+    let text = std::fs::read_to_string(out.join("BIG.csv")).unwrap();
+    assert_eq!(text.lines().count(), 300000);
+    assert_eq!(
+        files(&out).into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        ["BIG.csv"],
+        "nothing else is left"
+    );
+}
+
+fn small_db(dir: &std::path::Path) -> std::path::PathBuf {
+    let db = create_db(dir, "small.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE TINY (ID INTEGER)",
+            "INSERT INTO TINY VALUES (1)",
+        ],
+    );
+    db
+}
+
+/// Links planted in the output directory, at temporary names and at final
+/// ones, were followed: a victim file outside was written or truncated.
+#[cfg(unix)]
+#[test]
+fn links_planted_in_the_output_directory_are_never_followed() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let db = small_db(dir.path());
+    let victim = dir.path().join("victim");
+    for format in ["csv", "parquet", "arrow"] {
+        std::fs::write(&victim, b"precious").unwrap();
+        let out = dir.path().join(format!("out-{format}"));
+        std::fs::create_dir(&out).unwrap();
+        let names = [
+            format!("TINY.{format}"),
+            format!("TINY.{format}.partial"),
+            format!("TINY.{format}.converting"),
+            ".TINY.csv.unit0.part".to_string(),
+        ];
+        for name in &names {
+            symlink(&victim, out.join(name)).unwrap();
+        }
+        for pid in 0..5 {
+            let next_pid = std::process::id() + pid;
+            symlink(&victim, out.join(format!(".fbunload-probe-{next_pid}"))).unwrap();
+        }
+        let run = fbunload(
+            &db,
+            &[
+                "--format",
+                format,
+                "--memory",
+                "0",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert!(run.status.success(), "{format}: {}", stderr(&run));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "{format}");
+        let table = out.join(format!("TINY.{format}"));
+        assert!(
+            table.symlink_metadata().unwrap().file_type().is_file(),
+            "{format}: the link at the final name is replaced by the file"
+        );
+    }
+}
+
+/// After `kill -9`, hidden part files stayed for ever and every rerun
+/// failed with "File exists". A dead run's staging directory is removed.
+#[test]
+fn what_a_killed_run_left_is_cleaned_up_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = small_db(dir.path());
+    let out = dir.path().join("out");
+    let dead = out.join(".fbunload-run-Ab12Cd");
+    std::fs::create_dir_all(&dead).unwrap();
+    std::fs::write(dead.join("TINY.csv"), b"half").unwrap();
+    std::fs::write(dead.join("table0.unit0.part"), b"spilled").unwrap();
+    let run = fbunload(&db, &["--memory", "0", "-o", out.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(!dead.exists());
+    assert_eq!(files(&out), [("TINY.csv".to_string(), b"1\n".to_vec())]);
+}
+
+/// Switching between `--split` and one Parquet file in a directory failed
+/// on the leftovers of the other ("File exists"); a directory of someone
+/// else's files at the final name must be named, not removed.
+#[test]
+fn parquet_split_and_plain_take_turns_in_one_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = small_db(dir.path());
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let table = out.join("TINY.parquet");
+    for split in [true, false, true, true, false, false] {
+        let mut args = vec!["--format", "parquet", "-o", o];
+        if split {
+            args.push("--split");
+        }
+        let run = fbunload(&db, &args);
+        assert!(run.status.success(), "split {split}: {}", stderr(&run));
+        assert_eq!(table.is_dir(), split);
+        assert_eq!(
+            std::fs::read_dir(&out).unwrap().count(),
+            1,
+            "only the table"
+        );
+    }
+    std::fs::remove_file(&table).unwrap();
+    std::fs::create_dir(&table).unwrap();
+    std::fs::write(table.join("notes.txt"), b"mine").unwrap();
+    let run = fbunload(&db, &["--format", "parquet", "-o", o]);
+    let err = stderr(&run);
+    assert!(!run.status.success());
+    assert!(err.contains("TINY") && err.contains("in the way"), "{err}");
+    assert!(table.join("notes.txt").exists());
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1, "no leftovers");
+}
+
+/// Table names of 63 four-byte characters made file names too long.
+#[test]
+fn names_too_long_for_a_file_system_get_a_short_unique_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "long.fdb", 8192);
+    let long_a = "𝄞".repeat(63);
+    let long_b = format!("{}𝄢", "𝄞".repeat(62));
+    execute(
+        &db,
+        &[
+            &format!("CREATE TABLE \"{long_a}\" (V INTEGER)"),
+            &format!("CREATE TABLE \"{long_b}\" (V INTEGER)"),
+            &format!("INSERT INTO \"{long_a}\" VALUES (1)"),
+            &format!("INSERT INTO \"{long_b}\" VALUES (2)"),
+        ],
+    );
+    let out = dir.path().join("out");
+    let run = fbunload(&db, &["-o", out.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let mut contents: Vec<Vec<u8>> = files(&out)
+        .into_iter()
+        .map(|(name, bytes)| {
+            assert!(name.len() <= 255 && name.contains('~'), "{name}");
+            bytes
+        })
+        .collect();
+    contents.sort();
+    assert_eq!(contents, [b"1\n".to_vec(), b"2\n".to_vec()]);
+}
+
+/// Table names with ESC or newline reached the terminal raw in `--plan`,
+/// the summary and errors.
+#[test]
+fn control_characters_in_names_are_escaped_when_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "ctl.fdb", 8192);
+    let name = "EVIL\x1b[2J\nFAKE";
+    execute(
+        &db,
+        &[
+            &format!("CREATE TABLE \"{name}\" (V INTEGER)"),
+            &format!("INSERT INTO \"{name}\" VALUES (1)"),
+        ],
+    );
+    let plan = fbunload(&db, &["--plan"]);
+    let out = dir.path().join("out");
+    let run = fbunload(&db, &["-o", out.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    for shown in [
+        String::from_utf8_lossy(&plan.stdout).into_owned(),
+        stderr(&run),
+    ] {
+        assert!(!shown.contains('\x1b'), "{shown:?}");
+        assert!(shown.contains("EVIL\\u{1b}[2J\\nFAKE"), "{shown:?}");
+    }
+    assert_eq!(
+        files(&out).into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        ["EVIL%1B[2J%0AFAKE.csv"]
+    );
+}

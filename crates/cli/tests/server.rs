@@ -123,7 +123,7 @@ fn firebird_3_is_unloaded_in_one_consistent_transaction() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(
-        err.contains("1 workers") && err.contains("Firebird < 4"),
+        err.contains("1 worker,") && err.contains("Firebird < 4"),
         "{err}"
     );
     let a = csv_records(&out_dir.join("A.csv"));

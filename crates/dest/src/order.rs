@@ -1,284 +1,160 @@
-//! A table's output file, assembled from its units in order.
+//! A table's output, assembled from its units in DB_KEY order.
 //!
-//! The file is written under a temporary name (`<name>.partial`) and renamed
-//! only once every unit is in it and it is synced, so a file under its
-//! final name is always complete. Within a table, the unit whose turn it is
-//! writes straight into the file (with one worker, every unit does: no byte
-//! is copied twice); units that run ahead go to a [`Spool`] and are appended
-//! when their turn comes.
+//! Units finish in any order; [`InOrder`] hands them on in sequence. Two
+//! kinds of table, by what a unit can write before its turn:
 //!
-//! A table can instead be streamed (`-o -`): then every unit is spooled,
-//! because a unit that fails must be redone and bytes already sent down a
-//! pipe cannot be taken back, and each unit goes out whole, in order, once
-//! it is done.
+//! - [`ByteTable`] (CSV, TSV, JSON Lines): the unit whose turn it is
+//!   writes its encoded bytes straight into a plain file (with one worker,
+//!   every unit does: no byte is copied twice) and is cut off again if it
+//!   fails; the others [`Spool`] their bytes and are appended when their
+//!   turn comes. A compressed file or standard output cannot take bytes
+//!   back, so there every unit is spooled.
+//! - [`BatchTable`] (Parquet, Arrow IPC): every unit holds its batches
+//!   ([`HeldBatches`]) until it is complete, then they go to the table's
+//!   one writer in order.
+//!
+//! Where a table ends up is its [`Place`]: a file of the output directory,
+//! written in the run's staging directory and moved in whole, or standard
+//! output.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use fbunload_sink::ByteStream;
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use fbunload_exec::{ExecError, UnitWriter, Written};
+use fbunload_format::compress::Compressor;
+use fbunload_format::{
+    BatchEncoder, BatchFormat, ByteFormat, Compression, FileInfo, FormatError, TableWriter,
+};
 
-use crate::spool::{MemoryBudget, Spool};
+use crate::directory::OutputDir;
+use crate::spool::{HeldBatches, MemoryBudget, Spool};
 
-/// Where a unit writes its bytes.
-pub enum UnitSink {
-    /// Straight into the table's file (this unit is next in line), which
-    /// was this long when the unit began.
-    Direct(File, u64),
-    Spooled(Spool),
+/// Units of one table waiting for their turn.
+pub(crate) struct InOrder<H> {
+    next: usize,
+    waiting: BTreeMap<usize, H>,
 }
 
-impl Write for UnitSink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            UnitSink::Direct(f, _) => f.write(buf),
-            UnitSink::Spooled(s) => s.write(buf),
+impl<H> InOrder<H> {
+    pub fn new() -> Self {
+        InOrder {
+            next: 0,
+            waiting: BTreeMap::new(),
         }
+    }
+
+    /// The unit whose turn it is.
+    pub fn next(&self) -> usize {
+        self.next
+    }
+
+    /// Unit `seq` is complete: `held` is what it holds, `None` if it was
+    /// in turn and wrote straight to the output. Hands every unit now in
+    /// turn to `append`, in order.
+    pub fn arrive<E>(
+        &mut self,
+        seq: usize,
+        held: Option<H>,
+        append: &mut dyn FnMut(H) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match held {
+            Some(held) => {
+                self.waiting.insert(seq, held);
+            }
+            None => {
+                debug_assert_eq!(seq, self.next);
+                self.next += 1;
+            }
+        }
+        while let Some(held) = self.waiting.remove(&self.next) {
+            append(held)?;
+            self.next += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Where a table goes.
+#[derive(Clone)]
+pub(crate) enum Place {
+    /// `file_name` in the output directory.
+    File {
+        dir: Arc<OutputDir>,
+        file_name: String,
+    },
+    /// Standard output; spilled units go to `spill`.
+    Stdout { spill: PathBuf },
+}
+
+impl Place {
+    /// The path named in messages.
+    fn shown(&self) -> PathBuf {
+        match self {
+            Place::File { dir, file_name } => dir.path().join(file_name),
+            Place::Stdout { .. } => PathBuf::from("standard output"),
+        }
+    }
+
+    fn part_path(&self, table_index: usize, seq: usize) -> PathBuf {
+        let dir = match self {
+            Place::File { dir, .. } => dir.staging(),
+            Place::Stdout { spill } => spill,
+        };
+        dir.join(format!("table{table_index}.unit{seq}.part"))
+    }
+}
+
+/// What every table of a destination shares.
+pub(crate) struct TableContext {
+    pub name: String,
+    /// Position in the plan: part files are named by it, never by the
+    /// table's name.
+    pub index: usize,
+    pub units: usize,
+    pub schema: SchemaRef,
+    pub place: Place,
+    pub budget: Arc<MemoryBudget>,
+}
+
+impl TableContext {
+    fn output_error(&self, source: io::Error) -> ExecError {
+        ExecError::output(&self.name, self.place.shown(), source)
+    }
+
+    fn format_error(&self, err: FormatError) -> ExecError {
+        match err {
+            FormatError::Io(e) => self.output_error(e),
+            other => ExecError::table(&self.name, other),
+        }
+    }
+}
+
+/// A byte stream a table is written to, that knows how to end itself.
+trait Finish: Write + Send {
+    fn finish(self: Box<Self>) -> io::Result<()>;
+}
+
+impl<W: Write + Send> Finish for Compressor<W> {
+    fn finish(self: Box<Self>) -> io::Result<()> {
+        (*self).finish()?.flush()
+    }
+}
+
+/// Standard output, not compressed.
+struct Plain<W: Write + Send>(W);
+
+impl<W: Write + Send> Write for Plain<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            UnitSink::Direct(f, _) => f.write_all(buf),
-            UnitSink::Spooled(s) => s.write_all(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The output of one table.
-pub struct TableOutput {
-    pub final_path: PathBuf,
-    temp_path: PathBuf,
-    part_prefix: PathBuf,
-    units: usize,
-    budget: Arc<MemoryBudget>,
-    finisher: Finisher,
-    streaming: bool,
-    state: Mutex<State>,
-}
-
-struct State {
-    file: Option<File>,
-    /// Where a streamed table goes; taken when it is finished.
-    stream: Option<Box<dyn ByteStream>>,
-    header_written: bool,
-    streamed_bytes: u64,
-    next_seq: usize,
-    direct_active: bool,
-    waiting: BTreeMap<usize, Spool>,
-    finished: bool,
-}
-
-/// An I/O failure, with the file it happened on.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
-pub struct OutputError {
-    pub path: PathBuf,
-    #[source]
-    pub source: io::Error,
-}
-
-/// Turns the complete temporary file into the final one (sync and rename,
-/// or a conversion: see `StreamFormat::finish_file`).
-pub type Finisher = Box<dyn Fn(&Path, &Path) -> io::Result<()> + Send + Sync>;
-
-impl TableOutput {
-    pub fn new(
-        dir: &Path,
-        file_name: &str,
-        units: usize,
-        budget: Arc<MemoryBudget>,
-        finisher: Finisher,
-    ) -> Self {
-        TableOutput {
-            finisher,
-            final_path: dir.join(file_name),
-            temp_path: dir.join(format!("{file_name}.partial")),
-            part_prefix: dir.join(format!(".{file_name}.unit")),
-            units,
-            budget,
-            streaming: false,
-            state: Mutex::new(State {
-                file: None,
-                stream: None,
-                header_written: false,
-                streamed_bytes: 0,
-                next_seq: 0,
-                direct_active: false,
-                waiting: BTreeMap::new(),
-                finished: false,
-            }),
-        }
-    }
-
-    /// A table written to `stream` as it is assembled instead of to a file;
-    /// units that must wait spill into `dir` beyond the memory budget.
-    pub fn streamed(
-        dir: &Path,
-        name: &str,
-        units: usize,
-        budget: Arc<MemoryBudget>,
-        stream: Box<dyn ByteStream>,
-    ) -> Self {
-        let mut output = TableOutput::new(dir, name, units, budget, Box::new(|_, _| Ok(())));
-        // Named in errors: "table T: writing standard output: Broken pipe".
-        output.final_path = PathBuf::from("standard output");
-        output.streaming = true;
-        output.state.get_mut().unwrap().stream = Some(stream);
-        output
-    }
-
-    /// Bytes written so far to a streamed table.
-    pub fn streamed_bytes(&self) -> Option<u64> {
-        self.streaming
-            .then(|| self.state.lock().unwrap().streamed_bytes)
-    }
-
-    /// Bytes of the finished output: streamed, in the file, or in the
-    /// directory of part files some formats write.
-    pub fn size(&self) -> u64 {
-        if let Some(bytes) = self.streamed_bytes() {
-            return bytes;
-        }
-        match fs::read_dir(&self.final_path) {
-            Ok(entries) => entries
-                .filter_map(|e| e.ok()?.metadata().ok())
-                .map(|m| m.len())
-                .sum(),
-            Err(_) => fs::metadata(&self.final_path).map_or(0, |m| m.len()),
-        }
-    }
-
-    /// Starts unit `seq`; `header` is written first if the file is new.
-    pub fn begin_unit(&self, seq: usize, header: &[u8]) -> Result<UnitSink, OutputError> {
-        let mut state = self.state.lock().unwrap();
-        if self.streaming {
-            if !state.header_written {
-                state.header_written = true;
-                state.streamed_bytes += header.len() as u64;
-                let stream = state.stream.as_mut().unwrap();
-                stream
-                    .write_all(header)
-                    .map_err(|e| self.error(&self.final_path, e))?;
-            }
-            return Ok(UnitSink::Spooled(Spool::new(
-                self.budget.clone(),
-                self.part_path(seq),
-            )));
-        }
-        if state.file.is_none() {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&self.temp_path)
-                .map_err(|e| self.error(&self.temp_path, e))?;
-            file.write_all(header)
-                .map_err(|e| self.error(&self.temp_path, e))?;
-            state.file = Some(file);
-        }
-        if seq == state.next_seq && !state.direct_active {
-            state.direct_active = true;
-            let file = state.file.as_mut().unwrap();
-            let start = file
-                .stream_position()
-                .map_err(|e| self.error(&self.temp_path, e))?;
-            let file = file
-                .try_clone()
-                .map_err(|e| self.error(&self.temp_path, e))?;
-            return Ok(UnitSink::Direct(file, start));
-        }
-        Ok(UnitSink::Spooled(Spool::new(
-            self.budget.clone(),
-            self.part_path(seq),
-        )))
-    }
-
-    fn part_path(&self, seq: usize) -> PathBuf {
-        PathBuf::from(format!("{}{seq}.part", self.part_prefix.display()))
-    }
-
-    /// Hands in a finished unit. Returns `true` when this completed the
-    /// table: its file is then synced and under its final name.
-    pub fn finish_unit(&self, seq: usize, sink: UnitSink) -> Result<bool, OutputError> {
-        let mut state = self.state.lock().unwrap();
-        match sink {
-            UnitSink::Direct(..) => {
-                state.direct_active = false;
-                state.next_seq = seq + 1;
-            }
-            UnitSink::Spooled(spool) => {
-                state.waiting.insert(seq, spool);
-            }
-        }
-        let state = &mut *state;
-        while let Some(spool) = state.waiting.remove(&state.next_seq) {
-            if let Some(stream) = state.stream.as_mut() {
-                let mut counted = Counted(stream, 0);
-                let drained = spool.drain_into(&mut counted);
-                state.streamed_bytes += counted.1;
-                drained.map_err(|e| self.error(&self.final_path, e))?;
-            } else {
-                let file = state.file.as_mut().unwrap();
-                spool
-                    .drain_into(file)
-                    .map_err(|e| self.error(&self.temp_path, e))?;
-            }
-            state.next_seq += 1;
-        }
-        if state.next_seq < self.units {
-            return Ok(false);
-        }
-        if let Some(stream) = state.stream.take() {
-            stream
-                .finish()
-                .map_err(|e| self.error(&self.final_path, e))?;
-            state.finished = true;
-            return Ok(true);
-        }
-        drop(state.file.take());
-        (self.finisher)(&self.temp_path, &self.final_path)
-            .map_err(|e| self.error(&self.final_path, e))?;
-        state.finished = true;
-        Ok(true)
-    }
-
-    /// Takes back a unit that failed, so it can be done again: what it
-    /// wrote into the file is cut off, what it spooled is dropped.
-    pub fn abandon_unit(&self, sink: UnitSink) -> Result<(), OutputError> {
-        let mut state = self.state.lock().unwrap();
-        if let UnitSink::Direct(mut file, start) = sink {
-            // The handle shares its offset with the table's: rewind both.
-            file.set_len(start)
-                .map_err(|e| self.error(&self.temp_path, e))?;
-            file.seek(SeekFrom::Start(start))
-                .map_err(|e| self.error(&self.temp_path, e))?;
-            state.direct_active = false;
-        }
-        Ok(())
-    }
-
-    fn error(&self, path: &Path, source: io::Error) -> OutputError {
-        OutputError {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}
-
-/// A writer that counts what passes through it.
-struct Counted<'a>(&'a mut Box<dyn ByteStream>, u64);
-
-impl Write for Counted<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.0.write(buf)?;
-        self.1 += n as u64;
-        Ok(n)
+        self.0.write_all(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -286,200 +162,465 @@ impl Write for Counted<'_> {
     }
 }
 
-impl Drop for TableOutput {
-    /// An unfinished table leaves nothing behind: not its temporary file,
-    /// and (through the spools' own Drop) not its part files.
-    fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        state.waiting.clear();
-        if !state.finished && state.file.take().is_some() {
-            let _ = fs::remove_file(&self.temp_path);
-        }
+impl<W: Write + Send> Finish for Plain<W> {
+    fn finish(mut self: Box<Self>) -> io::Result<()> {
+        self.0.flush()
     }
 }
 
-/// A table name as a file name: `/` and `%` are escaped (`%2F`, `%25`) so
-/// every table gets its own file and none can point outside the directory.
-pub fn file_name_for(table: &str, extension: &str) -> String {
-    let mut name = String::with_capacity(table.len() + extension.len() + 1);
-    for c in table.chars() {
-        match c {
-            '/' => name.push_str("%2F"),
-            '%' => name.push_str("%25"),
-            '\0' => name.push_str("%00"),
-            c => name.push(c),
-        }
-    }
-    if name.starts_with('.') {
-        // Not hidden, and never "." or "..".
-        name.insert_str(0, "%2E");
-        name.remove(3);
-    }
-    name.push('.');
-    name.push_str(extension);
-    name
+/// Counts what passes through to standard output, for the summary.
+struct Counted<W> {
+    inner: W,
+    bytes: Arc<std::sync::atomic::AtomicU64>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn output(dir: &Path, units: usize, budget: usize) -> TableOutput {
-        TableOutput::new(
-            dir,
-            "T.csv",
-            units,
-            MemoryBudget::new(budget),
-            Box::new(|temp, final_path| fs::rename(temp, final_path)),
-        )
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
     }
 
-    #[test]
-    fn units_land_in_order_whatever_order_they_finish_in() {
-        for budget in [0, 1 << 20] {
-            let dir = tempfile::tempdir().unwrap();
-            let out = output(dir.path(), 3, budget);
-            let mut u0 = out.begin_unit(0, b"H\n").unwrap();
-            let mut u1 = out.begin_unit(1, b"H\n").unwrap();
-            let mut u2 = out.begin_unit(2, b"H\n").unwrap();
-            assert!(matches!(u0, UnitSink::Direct(..)));
-            assert!(matches!(u1, UnitSink::Spooled(_)));
-            u2.write_all(b"c\n").unwrap();
-            u1.write_all(b"b\n").unwrap();
-            u0.write_all(b"a\n").unwrap();
-            assert!(!out.finish_unit(2, u2).unwrap());
-            assert!(!out.finish_unit(1, u1).unwrap());
-            assert!(
-                !out.final_path.exists(),
-                "incomplete table must not have its final name"
-            );
-            assert!(out.finish_unit(0, u0).unwrap());
-            assert_eq!(fs::read(&out.final_path).unwrap(), b"H\na\nb\nc\n");
-            assert!(!dir.path().join("T.csv.partial").exists());
-            assert_eq!(
-                fs::read_dir(dir.path()).unwrap().count(),
-                1,
-                "no part files left"
-            );
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Where a unit of a byte table writes.
+enum UnitBytes {
+    /// Straight into the table's file (this unit is in turn), which was
+    /// this long when the unit began.
+    Direct(File, u64),
+    Spooled(Spool),
+}
+
+/// The table's open output.
+enum ByteOut {
+    /// A plain file: in-turn units write into it directly.
+    File(File),
+    /// A compressor or standard output: every unit is spooled.
+    Stream(Box<dyn Finish>),
+}
+
+struct ByteState {
+    out: Option<ByteOut>,
+    order: InOrder<Spool>,
+    direct_active: bool,
+    done: bool,
+    written: Written,
+}
+
+/// A table of a byte format.
+pub(crate) struct ByteTable {
+    context: TableContext,
+    format: Arc<dyn ByteFormat>,
+    compression: Option<Compression>,
+    stdout_bytes: Arc<std::sync::atomic::AtomicU64>,
+    state: Mutex<ByteState>,
+}
+
+impl ByteTable {
+    pub fn new(
+        context: TableContext,
+        format: Arc<dyn ByteFormat>,
+        compression: Option<Compression>,
+    ) -> Self {
+        ByteTable {
+            context,
+            format,
+            compression,
+            stdout_bytes: Arc::default(),
+            state: Mutex::new(ByteState {
+                out: None,
+                order: InOrder::new(),
+                direct_active: false,
+                done: false,
+                written: Written::default(),
+            }),
         }
     }
 
-    #[test]
-    fn the_next_unit_writes_directly_once_its_predecessor_is_done() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = output(dir.path(), 2, 0);
-        let u0 = out.begin_unit(0, b"").unwrap();
-        out.finish_unit(0, u0).unwrap();
-        assert!(matches!(
-            out.begin_unit(1, b"").unwrap(),
-            UnitSink::Direct(..)
-        ));
-    }
-
-    #[test]
-    fn an_abandoned_unit_can_be_done_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = output(dir.path(), 2, 0);
-        let mut u0 = out.begin_unit(0, b"H\n").unwrap();
-        u0.write_all(b"half of a\n").unwrap();
-        let mut u1 = out.begin_unit(1, b"H\n").unwrap();
-        u1.write_all(b"b\n").unwrap();
-        out.finish_unit(1, u1).unwrap();
-        out.abandon_unit(u0).unwrap();
-        let mut again = out.begin_unit(0, b"H\n").unwrap();
-        assert!(matches!(again, UnitSink::Direct(..)));
-        again.write_all(b"a\n").unwrap();
-        assert!(out.finish_unit(0, again).unwrap());
-        assert_eq!(fs::read(&out.final_path).unwrap(), b"H\na\nb\n");
-    }
-
-    #[test]
-    fn an_abandoned_table_leaves_no_files() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let out = output(dir.path(), 3, 0);
-            let _u0 = out.begin_unit(0, b"H\n").unwrap();
-            let mut u1 = out.begin_unit(1, b"H\n").unwrap();
-            u1.write_all(b"spilled").unwrap();
-            out.finish_unit(1, u1).unwrap();
+    /// Opens the output and writes the header, at the first unit.
+    fn open(&self) -> io::Result<ByteOut> {
+        let header = self.format.header(&self.context.schema);
+        let mut out = match (&self.context.place, self.compression) {
+            (Place::File { dir, file_name }, None) => ByteOut::File(dir.create(file_name)?),
+            (Place::File { dir, file_name }, Some(c)) => ByteOut::Stream(Box::new(
+                Compressor::new(c, BufWriter::new(dir.create(file_name)?))?,
+            )),
+            (Place::Stdout { .. }, compression) => {
+                let stdout = Counted {
+                    inner: io::stdout(),
+                    bytes: self.stdout_bytes.clone(),
+                };
+                match compression {
+                    None => ByteOut::Stream(Box::new(Plain(stdout))),
+                    Some(c) => ByteOut::Stream(Box::new(Compressor::new(c, stdout)?)),
+                }
+            }
+        };
+        match &mut out {
+            ByteOut::File(f) => f.write_all(&header)?,
+            ByteOut::Stream(s) => s.write_all(&header)?,
         }
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        Ok(out)
     }
 
-    /// What a streamed table has written so far.
-    #[derive(Clone, Default)]
-    struct Pipe(Arc<Mutex<Vec<u8>>>, Arc<Mutex<bool>>);
-
-    impl Write for Pipe {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
+    pub fn begin(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        let mut state = self.state.lock().unwrap();
+        if state.out.is_none() {
+            let out = self.open().map_err(|e| self.context.output_error(e))?;
+            state.out = Some(out);
         }
+        let in_turn = seq == state.order.next() && !state.direct_active;
+        let sink = match state.out.as_mut() {
+            Some(ByteOut::File(file)) if in_turn => {
+                let start = file
+                    .stream_position()
+                    .map_err(|e| self.context.output_error(e))?;
+                let file = file.try_clone().map_err(|e| self.context.output_error(e))?;
+                state.direct_active = true;
+                UnitBytes::Direct(file, start)
+            }
+            _ => UnitBytes::Spooled(Spool::new(
+                self.context.budget.clone(),
+                self.context.place.part_path(self.context.index, seq),
+            )),
+        };
+        Ok(Box::new(ByteUnit {
+            table: self,
+            seq,
+            encoder: self.format.encoder(self.context.schema.clone()),
+            buffer: Vec::new(),
+            sink,
+        }))
+    }
 
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
+    fn finish_unit(&self, seq: usize, sink: UnitBytes) -> Result<bool, ExecError> {
+        let mut state = self.state.lock().unwrap();
+        let state = &mut *state;
+        let held = match sink {
+            UnitBytes::Direct(..) => {
+                state.direct_active = false;
+                None
+            }
+            UnitBytes::Spooled(spool) => Some(spool),
+        };
+        let out = state.out.as_mut().expect("opened by the unit's begin");
+        state
+            .order
+            .arrive(seq, held, &mut |spool: Spool| match out {
+                ByteOut::File(f) => spool.drain_into(f),
+                ByteOut::Stream(s) => spool.drain_into(s),
+            })
+            .map_err(|e| self.context.output_error(e))?;
+        if state.order.next() < self.context.units {
+            return Ok(false);
+        }
+        self.complete(state)?;
+        Ok(true)
+    }
+
+    fn complete(&self, state: &mut ByteState) -> Result<(), ExecError> {
+        let out = match state.out.take() {
+            Some(out) => out,
+            None => self.open().map_err(|e| self.context.output_error(e))?,
+        };
+        let done = match out {
+            ByteOut::File(file) => file.sync_all(),
+            ByteOut::Stream(stream) => stream.finish(),
+        };
+        done.map_err(|e| self.context.output_error(e))?;
+        state.written = publish(&self.context)?;
+        if let Place::Stdout { .. } = self.context.place {
+            state.written.bytes = self.stdout_bytes.load(std::sync::atomic::Ordering::Relaxed);
+        }
+        state.done = true;
+        Ok(())
+    }
+
+    fn abandon(&self, sink: UnitBytes) -> Result<(), ExecError> {
+        let mut state = self.state.lock().unwrap();
+        if let UnitBytes::Direct(mut file, start) = sink {
+            // The handle shares its offset with the table's: rewind both.
+            file.set_len(start)
+                .and_then(|_| file.seek(SeekFrom::Start(start)))
+                .map_err(|e| self.context.output_error(e))?;
+            state.direct_active = false;
+        }
+        Ok(())
+    }
+}
+
+/// Moves a finished table into the output directory; what it wrote.
+fn publish(context: &TableContext) -> Result<Written, ExecError> {
+    match &context.place {
+        Place::File { dir, file_name } => {
+            let (path, bytes) = dir
+                .publish(file_name)
+                .map_err(|e| context.output_error(e))?;
+            Ok(Written {
+                path: Some(path),
+                bytes,
+            })
+        }
+        Place::Stdout { .. } => Ok(Written::default()),
+    }
+}
+
+impl Table for ByteTable {
+    fn begin_unit(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        self.begin(seq)
+    }
+
+    fn finish_empty(&self) -> Result<Written, ExecError> {
+        let mut state = self.state.lock().unwrap();
+        if !state.done && self.context.units > 0 {
+            return Err(ExecError::table(
+                &self.context.name,
+                "incomplete: not every unit was written",
+            ));
+        }
+        if !state.done {
+            self.complete(&mut state)?;
+        }
+        Ok(state.written.clone())
+    }
+
+    fn written(&self) -> Option<Written> {
+        let state = self.state.lock().unwrap();
+        state.done.then(|| state.written.clone())
+    }
+}
+
+struct ByteUnit<'t> {
+    table: &'t ByteTable,
+    seq: usize,
+    encoder: Box<dyn BatchEncoder>,
+    /// Reused for every batch of the unit.
+    buffer: Vec<u8>,
+    sink: UnitBytes,
+}
+
+impl UnitWriter for ByteUnit<'_> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        let context = &self.table.context;
+        self.buffer.clear();
+        self.encoder
+            .encode(&batch, &mut self.buffer)
+            .map_err(|e| context.format_error(e))?;
+        let written = match &mut self.sink {
+            UnitBytes::Direct(file, _) => file.write_all(&self.buffer),
+            UnitBytes::Spooled(spool) => spool.write_all(&self.buffer),
+        };
+        written.map_err(|e| context.output_error(e))
+    }
+
+    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        self.table.finish_unit(self.seq, self.sink)
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), ExecError> {
+        self.table.abandon(self.sink)
+    }
+}
+
+/// A table of a batch format.
+pub(crate) struct BatchTable {
+    context: TableContext,
+    format: Arc<dyn BatchFormat>,
+    info: Mutex<FileInfo>,
+    state: Mutex<BatchState>,
+}
+
+struct BatchState {
+    writer: Option<Box<dyn TableWriter>>,
+    order: InOrder<HeldBatches>,
+    done: bool,
+    written: Written,
+    stdout_bytes: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl BatchTable {
+    pub fn new(context: TableContext, format: Arc<dyn BatchFormat>) -> Self {
+        let info = FileInfo {
+            table: context.name.clone(),
+            snapshot_number: None,
+        };
+        BatchTable {
+            context,
+            format,
+            info: Mutex::new(info),
+            state: Mutex::new(BatchState {
+                writer: None,
+                order: InOrder::new(),
+                done: false,
+                written: Written::default(),
+                stdout_bytes: Arc::default(),
+            }),
         }
     }
 
-    impl ByteStream for Pipe {
-        fn finish(self: Box<Self>) -> io::Result<()> {
-            *self.1.lock().unwrap() = true;
-            Ok(())
+    pub fn set_snapshot(&self, snapshot_number: Option<u64>) {
+        self.info.lock().unwrap().snapshot_number = snapshot_number;
+    }
+
+    fn open(
+        &self,
+        stdout_bytes: &Arc<std::sync::atomic::AtomicU64>,
+    ) -> Result<Box<dyn TableWriter>, ExecError> {
+        let info = self.info.lock().unwrap().clone();
+        let next_part: fbunload_format::NextPart = match &self.context.place {
+            Place::File { dir, file_name } if self.format.writes_parts() => {
+                let parts = dir
+                    .create_dir(file_name)
+                    .map_err(|e| self.context.output_error(e))?;
+                let mut count = 0usize;
+                Box::new(move || {
+                    let part = parts.join(format!("part-{count:05}.parquet"));
+                    count += 1;
+                    let file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(part)?;
+                    Ok(Box::new(BufWriter::new(file)) as Box<dyn Write + Send>)
+                })
+            }
+            Place::File { dir, file_name } => {
+                let file = dir
+                    .create(file_name)
+                    .map_err(|e| self.context.output_error(e))?;
+                let mut file = Some(file);
+                Box::new(move || {
+                    let file = file
+                        .take()
+                        .ok_or_else(|| io::Error::other("one file only"))?;
+                    Ok(Box::new(BufWriter::new(file)) as Box<dyn Write + Send>)
+                })
+            }
+            Place::Stdout { .. } => {
+                let bytes = stdout_bytes.clone();
+                Box::new(move || {
+                    Ok(Box::new(Counted {
+                        inner: io::stdout(),
+                        bytes: bytes.clone(),
+                    }) as Box<dyn Write + Send>)
+                })
+            }
+        };
+        self.format
+            .writer(self.context.schema.clone(), &info, next_part)
+            .map_err(|e| self.context.format_error(e))
+    }
+
+    fn finish_unit(&self, seq: usize, held: HeldBatches) -> Result<bool, ExecError> {
+        let mut state = self.state.lock().unwrap();
+        let state = &mut *state;
+        if state.writer.is_none() {
+            state.writer = Some(self.open(&state.stdout_bytes)?);
         }
+        let writer = state.writer.as_mut().unwrap();
+        let mut failure = None;
+        let arrived = state
+            .order
+            .arrive(seq, Some(held), &mut |held: HeldBatches| {
+                held.drain(&mut |batch| {
+                    writer.write(&batch).map_err(|e| {
+                        let message = e.to_string();
+                        failure = Some(e);
+                        arrow_schema::ArrowError::ExternalError(message.into())
+                    })
+                })
+            });
+        if let Some(e) = failure {
+            return Err(self.context.format_error(e));
+        }
+        arrived.map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
+        if state.order.next() < self.context.units {
+            return Ok(false);
+        }
+        self.complete(state)?;
+        Ok(true)
     }
 
-    #[test]
-    fn a_streamed_table_goes_out_unit_by_unit_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let pipe = Pipe::default();
-        let sent = || pipe.0.lock().unwrap().clone();
-        // No memory: every waiting unit spills to a part file.
-        let out = TableOutput::streamed(
-            dir.path(),
-            "T.csv",
-            3,
-            MemoryBudget::new(0),
-            Box::new(pipe.clone()),
-        );
-        let mut u0 = out.begin_unit(0, b"H\n").unwrap();
-        let mut u1 = out.begin_unit(1, b"H\n").unwrap();
-        assert_eq!(sent(), b"H\n", "the header goes out once, first");
-        u1.write_all(b"b\n").unwrap();
-        assert!(!out.finish_unit(1, u1).unwrap());
-        assert_eq!(sent(), b"H\n", "unit 1 waits for unit 0");
-        // Unit 0 fails half way and is redone: nothing of it went out.
-        u0.write_all(b"half of a").unwrap();
-        out.abandon_unit(u0).unwrap();
-        let mut again = out.begin_unit(0, b"H\n").unwrap();
-        again.write_all(b"a\n").unwrap();
-        assert!(!out.finish_unit(0, again).unwrap());
-        assert_eq!(
-            sent(),
-            b"H\na\nb\n",
-            "units 0 and 1 out, before unit 2 ends"
-        );
-        assert!(!*pipe.1.lock().unwrap());
-        let mut u2 = out.begin_unit(2, b"H\n").unwrap();
-        u2.write_all(b"c\n").unwrap();
-        assert!(out.finish_unit(2, u2).unwrap());
-        assert_eq!(sent(), b"H\na\nb\nc\n");
-        assert!(*pipe.1.lock().unwrap(), "the stream was finished");
-        assert_eq!(out.streamed_bytes(), Some(8));
-        assert_eq!(
-            fs::read_dir(dir.path()).unwrap().count(),
-            0,
-            "no part files or other files left"
-        );
+    fn complete(&self, state: &mut BatchState) -> Result<(), ExecError> {
+        let writer = match state.writer.take() {
+            Some(writer) => writer,
+            None => self.open(&state.stdout_bytes)?,
+        };
+        writer.finish().map_err(|e| self.context.format_error(e))?;
+        state.written = publish(&self.context)?;
+        if let Place::Stdout { .. } = self.context.place {
+            state.written.bytes = state
+                .stdout_bytes
+                .load(std::sync::atomic::Ordering::Relaxed);
+        }
+        state.done = true;
+        Ok(())
+    }
+}
+
+impl Table for BatchTable {
+    fn begin_unit(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        Ok(Box::new(BatchUnit {
+            table: self,
+            seq,
+            held: HeldBatches::new(
+                self.context.budget.clone(),
+                self.context.place.part_path(self.context.index, seq),
+            ),
+        }))
     }
 
-    #[test]
-    fn file_names_cannot_escape_the_directory() {
-        assert_eq!(file_name_for("ORDERS", "csv"), "ORDERS.csv");
-        assert_eq!(file_name_for("a/b%c", "csv"), "a%2Fb%25c.csv");
-        assert_eq!(file_name_for("..", "csv"), "%2E..csv");
-        assert_eq!(
-            file_name_for("My \"odd\" table", "csv"),
-            "My \"odd\" table.csv"
-        );
+    fn finish_empty(&self) -> Result<Written, ExecError> {
+        let mut state = self.state.lock().unwrap();
+        if !state.done && self.context.units > 0 {
+            return Err(ExecError::table(
+                &self.context.name,
+                "incomplete: not every unit was written",
+            ));
+        }
+        if !state.done {
+            self.complete(&mut state)?;
+        }
+        Ok(state.written.clone())
     }
+
+    fn written(&self) -> Option<Written> {
+        let state = self.state.lock().unwrap();
+        state.done.then(|| state.written.clone())
+    }
+}
+
+struct BatchUnit<'t> {
+    table: &'t BatchTable,
+    seq: usize,
+    held: HeldBatches,
+}
+
+impl UnitWriter for BatchUnit<'_> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        self.held
+            .push(batch)
+            .map_err(|e| self.table.context.format_error(FormatError::Arrow(e)))
+    }
+
+    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        self.table.finish_unit(self.seq, self.held)
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), ExecError> {
+        Ok(())
+    }
+}
+
+/// A table of either kind, as a destination drives it.
+pub(crate) trait Table: Send + Sync {
+    fn begin_unit(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError>;
+    /// Completes a table that has no units (what it has of its own: a
+    /// header, a schema).
+    fn finish_empty(&self) -> Result<Written, ExecError>;
+    /// What was written, once the table is complete.
+    fn written(&self) -> Option<Written>;
 }

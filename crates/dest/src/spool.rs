@@ -1,18 +1,24 @@
 //! Holding a unit's output until its turn comes.
 //!
 //! A unit that finishes before the units ahead of it in its table cannot be
-//! written to the table's file yet. Its bytes wait in memory while a shared
-//! [`MemoryBudget`] allows, and on disk (a part file beside the output)
-//! after that, so memory stays bounded however the units interleave. Only
+//! written to the table's file yet. Its bytes ([`Spool`]) or batches
+//! ([`HeldBatches`]) wait in memory while a shared [`MemoryBudget`] allows,
+//! and on disk (a part file in the run's private staging directory) after
+//! that, so memory stays bounded however the units interleave. Only
 //! spilled bytes are copied a second time, with `std::io::copy`, which on
 //! Linux is `copy_file_range`: an in-kernel copy, or a reflink on file
 //! systems that share extents.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Seek, Write};
+use std::io::{self, BufReader, BufWriter, Seek, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
+use arrow_schema::ArrowError;
 
 /// Bytes that waiting units may hold in memory, shared by all workers.
 #[derive(Debug)]
@@ -27,7 +33,7 @@ impl MemoryBudget {
         })
     }
 
-    fn try_take(&self, bytes: usize) -> bool {
+    pub(crate) fn try_take(&self, bytes: usize) -> bool {
         // A compare-exchange loop: `fetch_update` is deprecated in newer
         // Rust and its successor missing in older.
         let mut free = self.free.load(Ordering::Acquire);
@@ -45,7 +51,7 @@ impl MemoryBudget {
         }
     }
 
-    fn give_back(&self, bytes: usize) {
+    pub(crate) fn give_back(&self, bytes: usize) {
         self.free.fetch_add(bytes, Ordering::AcqRel);
     }
 
@@ -72,6 +78,7 @@ impl Spool {
         }
     }
 
+    #[cfg(test)]
     pub fn is_spilled(&self) -> bool {
         self.part.is_some()
     }
@@ -124,6 +131,83 @@ impl Drop for Spool {
     }
 }
 
+/// A unit's record batches: in memory until the budget runs out, then in
+/// an Arrow IPC part file. Batch formats (Parquet, Arrow) hold every unit,
+/// even the one whose turn it is, because what a table writer was given
+/// cannot be taken back if the unit fails and is read again.
+pub struct HeldBatches {
+    budget: Arc<MemoryBudget>,
+    memory: Vec<RecordBatch>,
+    held_bytes: usize,
+    part_path: PathBuf,
+    part: Option<StreamWriter<BufWriter<File>>>,
+}
+
+impl HeldBatches {
+    pub fn new(budget: Arc<MemoryBudget>, part_path: PathBuf) -> Self {
+        HeldBatches {
+            budget,
+            memory: Vec::new(),
+            held_bytes: 0,
+            part_path,
+            part: None,
+        }
+    }
+
+    pub fn push(&mut self, batch: RecordBatch) -> Result<(), ArrowError> {
+        if let Some(part) = &mut self.part {
+            return part.write(&batch);
+        }
+        let size = batch.get_array_memory_size();
+        if self.budget.try_take(size) {
+            self.held_bytes += size;
+            self.memory.push(batch);
+            return Ok(());
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&self.part_path)?;
+        let mut part = StreamWriter::try_new(BufWriter::new(file), &batch.schema())?;
+        for held in self.memory.drain(..) {
+            part.write(&held)?;
+        }
+        self.budget.give_back(std::mem::take(&mut self.held_bytes));
+        part.write(&batch)?;
+        self.part = Some(part);
+        Ok(())
+    }
+
+    /// Hands every batch to `each`, in the order they were pushed.
+    pub fn drain(
+        mut self,
+        each: &mut dyn FnMut(RecordBatch) -> Result<(), ArrowError>,
+    ) -> Result<(), ArrowError> {
+        for batch in std::mem::take(&mut self.memory) {
+            each(batch)?;
+        }
+        if let Some(mut part) = self.part.take() {
+            part.finish()?;
+            drop(part);
+            let file = File::open(&self.part_path)?;
+            for batch in StreamReader::try_new(BufReader::new(file), None)? {
+                each(batch?)?;
+            }
+            let _ = fs::remove_file(&self.part_path);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HeldBatches {
+    fn drop(&mut self) {
+        self.budget.give_back(self.held_bytes);
+        if self.part.take().is_some() {
+            let _ = fs::remove_file(&self.part_path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +244,36 @@ mod tests {
         assert!(part.exists());
         drop(spool);
         assert!(!part.exists());
+    }
+
+    fn batch(values: &[i32]) -> RecordBatch {
+        let array = arrow_array::Int32Array::from(values.to_vec());
+        RecordBatch::try_from_iter([("N", Arc::new(array) as arrow_array::ArrayRef)]).unwrap()
+    }
+
+    #[test]
+    fn held_batches_spill_in_order_and_leave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = MemoryBudget::new(batch(&[1]).get_array_memory_size() + 8);
+        let part = dir.path().join("u.arrows");
+        let mut held = HeldBatches::new(budget.clone(), part.clone());
+        held.push(batch(&[1])).unwrap();
+        assert!(!part.exists());
+        held.push(batch(&[2, 3])).unwrap();
+        held.push(batch(&[4])).unwrap();
+        assert!(part.exists(), "spilled once the budget ran out");
+        let mut seen = Vec::new();
+        held.drain(&mut |b| {
+            let column = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<arrow_array::Int32Array>();
+            seen.extend(column.unwrap().values().iter().copied());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [1, 2, 3, 4]);
+        assert!(!part.exists());
+        assert_eq!(budget.free(), batch(&[1]).get_array_memory_size() + 8);
     }
 }

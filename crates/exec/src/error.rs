@@ -4,10 +4,16 @@ use std::path::PathBuf;
 
 use fbunload_client::ClientError;
 use fbunload_decode::DecodeError;
-use fbunload_plan::CatalogError;
-use fbunload_sink::SinkError;
+use fbunload_plan::{printable, CatalogError};
 
-use crate::output::OutputError;
+/// An I/O failure, with the file it happened on.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct OutputError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -19,6 +25,7 @@ pub enum ExecError {
     Catalog(#[from] CatalogError),
     #[error("output directory {path}: {reason}")]
     OutputDir { path: PathBuf, reason: String },
+    /// Table names here are [`printable`]: they come from the database.
     #[error("table {table}: writing {0}", .source)]
     Output {
         table: String,
@@ -64,7 +71,7 @@ impl ExecError {
 
     pub fn table(table: &str, what: impl std::fmt::Display) -> ExecError {
         ExecError::Table {
-            table: table.to_string(),
+            table: printable(table).into_owned(),
             message: what.to_string(),
         }
     }
@@ -73,14 +80,21 @@ impl ExecError {
         Self::table(table, err)
     }
 
-    pub(crate) fn from_sink(table: &str, err: SinkError) -> ExecError {
-        Self::table(table, err)
+    /// A failure writing `path` for `table`.
+    pub fn output(table: &str, path: impl Into<PathBuf>, source: std::io::Error) -> ExecError {
+        ExecError::Output {
+            table: printable(table).into_owned(),
+            source: OutputError {
+                path: path.into(),
+                source,
+            },
+        }
     }
 
     pub(crate) fn from_client(table: &str, err: ClientError) -> ExecError {
         match err.firebird() {
             Some(fb) if fb.is_connection_failure() => ExecError::ConnectionLost {
-                table: table.to_string(),
+                table: printable(table).into_owned(),
                 message: fb.message.clone(),
             },
             _ => Self::table(table, err),

@@ -1,17 +1,17 @@
 //! Reliability, in process against the real embedded engine (one process,
 //! so that test connections and the unload share the embedded database):
 //! one consistent snapshot under concurrent writers, killed worker
-//! attachments, a lost main attachment.
+//! attachments, a lost main attachment; files and record batches alike.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use fbunload::format::csv::{CsvFormat, CsvOptions};
+use fbunload::{BatchLimits, Error, Format, PlanOptions, Progress, RunOptions, Summary, Unload};
 use fbunload_client::{Attachment, Client, ConnectOptions, TransactionMode};
-use fbunload_decode::{BatchLimits, TypeOptions};
-use fbunload_exec::{unload, ExecError, Progress, Summary, UnloadRequest};
-use fbunload_plan::{PlanOptions, TableFilter};
-use fbunload_sink::csv::{CsvFormat, CsvOptions};
 
 fn client() -> Arc<Client> {
     Client::load(None).expect("the embedded engine (scripts/setup.sh)")
@@ -46,32 +46,34 @@ fn create(dir: &Path, statements: &[&str]) -> PathBuf {
     db
 }
 
-fn request(db: &Path, out: &Path, parallel: usize) -> UnloadRequest {
-    UnloadRequest {
-        client: client(),
-        connect: options(db),
-        filter: TableFilter::default(),
-        plan: PlanOptions {
-            unit_pages: Some(64),
-            ..PlanOptions::default()
-        },
-        parallel,
-        output_dir: out.to_path_buf(),
-        to_stdout: false,
-        format: Arc::new(CsvFormat::new(CsvOptions::default())),
-        types: TypeOptions::default(),
-        memory_budget: 1 << 20,
-        // Small batches: many chances for faults to land mid-unit.
-        batch: BatchLimits {
-            rows: 256,
-            bytes: 1 << 20,
-        },
-        fetch_only: false,
-        verify: true,
-        cancel: Arc::new(AtomicBool::new(false)),
-        max_retries: 3,
-        allow_inconsistent: false,
-    }
+fn unload(db: &Path, parallel: usize) -> Unload {
+    Unload::new(db.to_string_lossy())
+        .user("SYSDBA")
+        .password("masterkey")
+        .client(client())
+        .memory_budget(1 << 20)
+        .options(RunOptions {
+            parallel,
+            plan: PlanOptions {
+                unit_pages: Some(64),
+                ..PlanOptions::default()
+            },
+            // Small batches: many chances for faults to land mid-unit.
+            batch: BatchLimits {
+                rows: 256,
+                bytes: 1 << 20,
+            },
+            verify: true,
+            ..RunOptions::default()
+        })
+}
+
+fn csv() -> Format {
+    Format::bytes(CsvFormat::new(CsvOptions::default()))
+}
+
+fn to_directory(unload: &Unload, out: &Path, progress: &dyn Progress) -> Result<Summary, Error> {
+    unload.to_directory(out, csv(), progress)
 }
 
 fn records(path: &Path) -> Vec<Vec<String>> {
@@ -191,7 +193,7 @@ fn files_show_one_snapshot_while_others_write() {
     for round in 0..3 {
         let before = committed.load(Ordering::Relaxed);
         let out = dir.path().join(format!("out{round}"));
-        let summary = unload(&request(&db, &out, 3), &fbunload_exec::Silent)
+        let summary = to_directory(&unload(&db, 3), &out, &fbunload::Silent)
             .unwrap_or_else(|e| panic!("round {round}: {e}"));
         assert!(summary.verified);
         check_invariant(&out);
@@ -204,7 +206,7 @@ fn files_show_one_snapshot_while_others_write() {
     writers.into_iter().for_each(|w| w.join().unwrap());
 }
 
-/// Runs `action` once, on another thread, after `after_rows` rows were written.
+/// Runs `action` once, on another thread, after `after_rows` rows were read.
 struct FaultAfter {
     after_rows: u64,
     rows: AtomicU64,
@@ -226,7 +228,7 @@ impl FaultAfter {
 }
 
 impl Progress for FaultAfter {
-    fn rows_written(&self, rows: u64, _bytes: u64) {
+    fn rows_read(&self, rows: u64) {
         let total = self.rows.fetch_add(rows, Ordering::SeqCst) + rows;
         if total >= self.after_rows && !self.fired.swap(true, Ordering::SeqCst) {
             let action = self.action.lock().unwrap().take().unwrap();
@@ -260,7 +262,7 @@ fn kill(db: &Path, garbage_collection: i32) -> impl FnOnce() + Send + 'static {
 
 fn undisturbed(db: &Path, dir: &Path) -> Vec<(String, Vec<u8>)> {
     let out = dir.join("reference");
-    unload(&request(db, &out, 2), &fbunload_exec::Silent).unwrap();
+    to_directory(&unload(db, 2), &out, &fbunload::Silent).unwrap();
     file_names(&out)
         .into_iter()
         .map(|n| (n.clone(), std::fs::read(out.join(&n)).unwrap()))
@@ -275,7 +277,7 @@ fn killed_worker_attachments_are_replaced_and_their_units_redone() {
 
     let out = dir.path().join("out");
     let fault = FaultAfter::new(5_000, kill(&db, 0));
-    let summary: Summary = unload(&request(&db, &out, 2), &fault).unwrap();
+    let summary: Summary = to_directory(&unload(&db, 2), &out, &fault).unwrap();
     assert!(fault.fired.load(Ordering::SeqCst));
     assert!(summary.retries >= 1, "no unit was redone");
     assert!(!fault.warnings.lock().unwrap().is_empty());
@@ -294,11 +296,14 @@ fn without_retries_a_killed_worker_fails_the_run_and_leaves_no_partial_file() {
     let dir = tempfile::tempdir().unwrap();
     let db = bank(dir.path());
     let out = dir.path().join("out");
-    let mut req = request(&db, &out, 2);
-    req.max_retries = 0;
+    let base = unload(&db, 2);
+    let no_retries = base.clone().options(RunOptions {
+        max_retries: 0,
+        ..base.run_options().clone()
+    });
     let fault = FaultAfter::new(5_000, kill(&db, 0));
-    let err = unload(&req, &fault).unwrap_err();
-    assert!(matches!(err, ExecError::ConnectionLost { .. }), "{err}");
+    let err = to_directory(&no_retries, &out, &fault).unwrap_err();
+    assert!(matches!(err, Error::ConnectionLost { .. }), "{err}");
     assert!(err.to_string().contains("connection was lost"), "{err}");
     let left = file_names(&out);
     assert!(
@@ -319,7 +324,7 @@ fn losing_the_main_attachment_stops_the_run_cleanly() {
     let reference = undisturbed(&db, dir.path());
     let out = dir.path().join("out");
     let fault = FaultAfter::new(2_000, kill(&db, 1));
-    let err = unload(&request(&db, &out, 2), &fault).unwrap_err();
+    let err = to_directory(&unload(&db, 2), &out, &fault).unwrap_err();
     assert!(
         err.to_string().contains("main attachment was lost"),
         "{err}"
@@ -335,4 +340,70 @@ fn losing_the_main_attachment_stops_the_run_cleanly() {
             "{name} was left behind but is not the complete table"
         );
     }
+}
+
+/// LEDGER's IDs as the record batches bring them, with the summary.
+fn streamed_ledger_ids(db: &Path, parallel: usize) -> (Vec<i64>, Summary) {
+    let mut batches = unload(db, parallel)
+        .memory_budget(64 << 10)
+        .record_batches()
+        .unwrap();
+    let ledger = batches
+        .plan()
+        .tables
+        .iter()
+        .position(|t| t.name == "LEDGER")
+        .unwrap();
+    let mut ids = Vec::new();
+    for item in batches.by_ref() {
+        let item = item.unwrap();
+        if item.table == ledger {
+            ids.extend(
+                item.batch
+                    .column(0)
+                    .as_primitive::<Int64Type>()
+                    .values()
+                    .iter(),
+            );
+        }
+    }
+    (ids, batches.finish().unwrap())
+}
+
+#[test]
+fn record_batches_come_in_file_order_whatever_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let reference = undisturbed(&db, dir.path());
+    let (_, ledger_csv) = reference.iter().find(|(n, _)| n == "LEDGER.csv").unwrap();
+    let expected: Vec<i64> = String::from_utf8_lossy(ledger_csv)
+        .lines()
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    for parallel in [1, 3] {
+        let (ids, summary) = streamed_ledger_ids(&db, parallel);
+        assert_eq!(ids.len(), expected.len(), "parallel {parallel}");
+        assert!(
+            ids == expected,
+            "parallel {parallel}: not in the files' order"
+        );
+        assert!(summary.verified);
+    }
+}
+
+#[test]
+fn dropping_record_batches_half_way_stops_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let mut batches = unload(&db, 2)
+        .memory_budget(64 << 10)
+        .record_batches()
+        .unwrap();
+    batches.next().unwrap().unwrap();
+    let started = std::time::Instant::now();
+    drop(batches);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the run must stop promptly"
+    );
 }

@@ -3,7 +3,7 @@
 //! this isolates fbunload's own number, date and text formatting from the
 //! engine's fetching (see benches/fetch-and-buffers.sh for the whole run).
 //!
-//!     cargo run --release -p fbunload-sink --example encode_cost [MILLION_VALUES]
+//!     cargo run --release -p fbunload-format --example encode_cost [MILLION_VALUES]
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,8 +13,8 @@ use arrow_array::{
     StringArray, TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use fbunload_sink::csv::{CsvFormat, CsvOptions};
-use fbunload_sink::StreamFormat;
+use fbunload_format::csv::{CsvFormat, CsvOptions};
+use fbunload_format::ByteFormat;
 
 const ROWS: usize = 8192;
 

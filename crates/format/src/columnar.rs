@@ -1,46 +1,42 @@
 //! Parquet and Arrow IPC files.
 //!
-//! Units are encoded in parallel like every other format, here as Arrow IPC
-//! streams (a schema, the unit's batches, an end marker), which the
-//! executor assembles in unit order exactly as it does CSV. When the table
-//! is complete, [`StreamFormat::finish_file`] reads those streams back in
-//! order and writes the final file with one Parquet `ArrowWriter` or Arrow
-//! `FileWriter`. Before writing, rows are re-cut into batches of
-//! [`CHUNK_ROWS`]: row groups and pages then fall at the same rows whatever
-//! the units were, so the file is byte-identical for any `--parallel`.
-//!
-//! The cost of this shape is one more pass over the table's data at the
-//! end, on one thread per table; encoding Parquet row groups in parallel
-//! and appending them in order would remove it.
+//! A table's batches arrive in DB_KEY order, cut wherever the units and
+//! the decoder happened to cut them. Before writing, rows are re-cut into
+//! batches of [`CHUNK_ROWS`]: row groups and record batches then fall at
+//! the same rows whatever the units were, so the file is byte-identical
+//! for any `--parallel`.
 //!
 //! Types are Arrow's, as the decoder made them: Parquet gets DECIMAL with
 //! precision and scale for NUMERIC/DECIMAL/INT128, DATE, TIME and TIMESTAMP
 //! (TIMESTAMP WITH TIME ZONE as UTC-adjusted), strings as UTF-8, BINARY for
 //! OCTETS and binary BLOBs, column names and nullability as declared; the
-//! Arrow schema (with each column's Firebird type in its field metadata) is
-//! stored too. Both formats record the table name and the snapshot number
-//! in their key-value metadata.
+//! Arrow schema, with each column's declared Firebird type in its field
+//! metadata, is stored too. The table name and the snapshot number are in
+//! the Arrow schema's metadata (what `pyarrow.parquet.read_schema(f)
+//! .metadata` shows) and, for Parquet, in the file's key-value metadata.
 
-use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, BufWriter};
-use std::path::Path;
+use std::collections::HashMap;
+use std::io::{self, Write};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_ipc::reader::StreamReader;
-use arrow_ipc::writer::{FileWriter, StreamWriter};
+use arrow_ipc::writer::FileWriter;
 use arrow_schema::{Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
-use crate::{BatchEncoder, ByteStream, FileInfo, SinkError, StreamFormat};
+use crate::{check_decimal_precision, BatchFormat, FileInfo, FormatError, NextPart, TableWriter};
 
 /// Rows per batch handed to the final writer (see the module docs).
 pub const CHUNK_ROWS: usize = 65_536;
-/// Rows per Parquet row group.
+/// Rows per Parquet row group, and per part with `split`.
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
+
+/// Keys of the metadata every file carries.
+pub const TABLE_KEY: &str = "fbunload.table";
+pub const SNAPSHOT_KEY: &str = "fbunload.snapshot_number";
 
 /// Parquet's column compression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,276 +48,203 @@ pub enum ParquetCompression {
     None,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnarFormat {
-    /// With `split`, a directory `<TABLE>.parquet/` of part files of one
-    /// row group each, for engines that read directories in parallel.
-    Parquet {
-        compression: ParquetCompression,
-        split: bool,
-    },
-    /// The Arrow IPC file format (Feather v2).
-    Arrow,
+/// Parquet: one file per table, or with `split` a directory of part files
+/// of one row group each, for engines that read directories in parallel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ParquetFormat {
+    pub compression: ParquetCompression,
+    pub split: bool,
 }
 
-impl StreamFormat for ColumnarFormat {
+/// The Arrow IPC file format (Feather v2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArrowFormat;
+
+/// The schema with the file's metadata in it, where every Arrow reader
+/// looks.
+fn with_file_metadata(schema: &Schema, info: &FileInfo) -> SchemaRef {
+    let mut metadata = HashMap::from([(TABLE_KEY.to_string(), info.table.clone())]);
+    if let Some(n) = info.snapshot_number {
+        metadata.insert(SNAPSHOT_KEY.to_string(), n.to_string());
+    }
+    Arc::new(schema.clone().with_metadata(metadata))
+}
+
+impl ParquetFormat {
+    fn properties(&self, schema: &Schema) -> WriterProperties {
+        let mut metadata: Vec<KeyValue> = schema
+            .metadata()
+            .iter()
+            .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+            .collect();
+        metadata.sort_by(|a, b| a.key.cmp(&b.key));
+        WriterProperties::builder()
+            .set_compression(match self.compression {
+                ParquetCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),
+                ParquetCompression::Snappy => Compression::SNAPPY,
+                ParquetCompression::Gzip => Compression::GZIP(GzipLevel::default()),
+                ParquetCompression::None => Compression::UNCOMPRESSED,
+            })
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .set_key_value_metadata(Some(metadata))
+            .build()
+    }
+}
+
+impl BatchFormat for ParquetFormat {
     fn extension(&self) -> &str {
-        match self {
-            ColumnarFormat::Parquet { .. } => "parquet",
-            ColumnarFormat::Arrow => "arrow",
-        }
+        "parquet"
     }
 
-    fn header(&self, _schema: &Schema) -> Vec<u8> {
-        Vec::new()
+    fn writes_parts(&self) -> bool {
+        self.split
     }
 
-    fn encoder(&self, schema: SchemaRef) -> Box<dyn BatchEncoder> {
-        Box::new(IpcUnitEncoder {
-            schema,
-            writer: None,
-        })
-    }
-
-    fn open_stream(&self, _out: Box<dyn ByteStream>) -> Option<Box<dyn ByteStream>> {
-        None
-    }
-
-    fn finish_file(&self, temp: &Path, final_path: &Path, info: &FileInfo) -> io::Result<()> {
-        let staging = final_path.with_file_name(format!(
-            "{}.converting",
-            final_path.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        let split = matches!(self, ColumnarFormat::Parquet { split: true, .. });
-        let remove = |path: &Path| {
-            if split {
-                fs::remove_dir_all(path)
-            } else {
-                fs::remove_file(path)
-            }
-        };
-        if split {
-            fs::create_dir(&staging)?;
-        }
-        if let Err(e) = self.convert(temp, &staging, info) {
-            let _ = remove(&staging);
-            return Err(e);
-        }
-        if split && final_path.is_dir() {
-            // The output of an earlier run: replaced, as files are.
-            fs::remove_dir_all(final_path)?;
-        }
-        fs::rename(&staging, final_path)?;
-        fs::remove_file(temp)
-    }
-}
-
-impl ColumnarFormat {
-    fn convert(&self, temp: &Path, out: &Path, info: &FileInfo) -> io::Result<()> {
-        let mut input = BufReader::new(File::open(temp)?);
-        let mut writer: Option<Box<dyn FinalWriter>> = None;
-        let mut chunker = Rechunker::default();
-        while !input.fill_buf()?.is_empty() {
-            let stream = StreamReader::try_new(&mut input, None).map_err(io::Error::other)?;
-            if writer.is_none() {
-                writer = Some(self.final_writer(out, stream.schema(), info)?);
-            }
-            let writer = writer.as_mut().unwrap();
-            for batch in stream {
-                for chunk in chunker.push(batch.map_err(io::Error::other)?)? {
-                    writer.write(&chunk)?;
-                }
-            }
-        }
-        let mut writer = writer.ok_or_else(|| io::Error::other("no unit was written"))?;
-        if let Some(rest) = chunker.rest()? {
-            writer.write(&rest)?;
-        }
-        writer.finish()
-    }
-
-    fn final_writer(
+    fn writer(
         &self,
-        out: &Path,
         schema: SchemaRef,
         info: &FileInfo,
-    ) -> io::Result<Box<dyn FinalWriter>> {
-        let mut metadata = vec![("fbunload.table".to_string(), info.table.clone())];
-        if let Some(n) = info.snapshot_number {
-            metadata.push(("fbunload.snapshot_number".to_string(), n.to_string()));
-        }
-        Ok(match self {
-            ColumnarFormat::Parquet { compression, split } => {
-                let props = WriterProperties::builder()
-                    .set_compression(match compression {
-                        ParquetCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),
-                        ParquetCompression::Snappy => Compression::SNAPPY,
-                        ParquetCompression::Gzip => Compression::GZIP(GzipLevel::default()),
-                        ParquetCompression::None => Compression::UNCOMPRESSED,
-                    })
-                    .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-                    .set_key_value_metadata(Some(
-                        metadata
-                            .into_iter()
-                            .map(|(k, v)| KeyValue::new(k, v))
-                            .collect(),
-                    ))
-                    .build();
-                if *split {
-                    Box::new(SplitParquet {
-                        dir: out.to_path_buf(),
-                        schema,
-                        props,
-                        current: None,
-                        rows: 0,
-                        parts: 0,
-                    })
-                } else {
-                    let writer = ArrowWriter::try_new(File::create(out)?, schema, Some(props))
-                        .map_err(io::Error::other)?;
-                    Box::new(ParquetFinal(writer))
-                }
-            }
-            ColumnarFormat::Arrow => {
-                let file = File::create(out)?;
-                // In the schema, where every Arrow reader looks.
-                let schema = Arc::new(
-                    schema.as_ref().clone().with_metadata(
-                        metadata
-                            .into_iter()
-                            .collect::<std::collections::HashMap<_, _>>(),
-                    ),
-                );
-                let writer =
-                    FileWriter::try_new(BufWriter::new(file), &schema).map_err(io::Error::other)?;
-                Box::new(ArrowFinal(writer, schema))
-            }
-        })
+        mut out: NextPart,
+    ) -> Result<Box<dyn TableWriter>, FormatError> {
+        let schema = with_file_metadata(&schema, info);
+        let props = self.properties(&schema);
+        let current = if self.split {
+            None
+        } else {
+            Some(ArrowWriter::try_new(
+                out()?,
+                schema.clone(),
+                Some(props.clone()),
+            )?)
+        };
+        Ok(Box::new(ParquetTable {
+            schema,
+            props,
+            next_part: self.split.then_some(out),
+            current,
+            part_rows: 0,
+            chunker: Rechunker::default(),
+        }))
     }
 }
 
-/// Encodes one unit as an Arrow IPC stream.
-struct IpcUnitEncoder {
-    schema: SchemaRef,
-    writer: Option<StreamWriter<Vec<u8>>>,
-}
-
-impl IpcUnitEncoder {
-    fn writer(&mut self) -> Result<&mut StreamWriter<Vec<u8>>, SinkError> {
-        if self.writer.is_none() {
-            self.writer = Some(StreamWriter::try_new(Vec::new(), &self.schema)?);
-        }
-        Ok(self.writer.as_mut().unwrap())
-    }
-}
-
-impl BatchEncoder for IpcUnitEncoder {
-    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
-        crate::check_decimal_precision(batch)?;
-        let writer = self.writer()?;
-        writer.write(batch)?;
-        out.append(writer.get_mut());
-        Ok(())
-    }
-
-    fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), SinkError> {
-        // An empty unit still writes its schema, so every unit is a stream.
-        let writer = self.writer()?;
-        writer.finish()?;
-        out.append(writer.get_mut());
-        Ok(())
-    }
-}
-
-trait FinalWriter {
-    fn write(&mut self, batch: &RecordBatch) -> io::Result<()>;
-    fn finish(self: Box<Self>) -> io::Result<()>;
-}
-
-struct ParquetFinal(ArrowWriter<File>);
-
-impl FinalWriter for ParquetFinal {
-    fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
-        self.0.write(batch).map_err(io::Error::other)
-    }
-
-    fn finish(self: Box<Self>) -> io::Result<()> {
-        let file = self.0.into_inner().map_err(io::Error::other)?;
-        file.sync_all()
-    }
-}
-
-/// Parquet part files of one row group each: `part-00000.parquet`, ...
-/// Batches arrive in CHUNK_ROWS pieces, which divide ROW_GROUP_ROWS, so
-/// parts roll over between batches.
-struct SplitParquet {
-    dir: std::path::PathBuf,
+/// A Parquet table being written: one file, or parts of one row group each.
+struct ParquetTable {
     schema: SchemaRef,
     props: WriterProperties,
-    current: Option<ArrowWriter<File>>,
-    rows: usize,
-    parts: usize,
+    /// With `split`, where each part goes.
+    next_part: Option<NextPart>,
+    current: Option<ArrowWriter<Box<dyn Write + Send>>>,
+    /// Rows in the current part (with `split`).
+    part_rows: usize,
+    chunker: Rechunker,
 }
 
-impl SplitParquet {
-    fn open_part(&mut self) -> io::Result<()> {
-        let path = self.dir.join(format!("part-{:05}.parquet", self.parts));
-        let file = File::create(path)?;
-        let writer = ArrowWriter::try_new(file, self.schema.clone(), Some(self.props.clone()))
-            .map_err(io::Error::other)?;
-        self.current = Some(writer);
-        self.parts += 1;
-        self.rows = 0;
+impl ParquetTable {
+    fn write_chunk(&mut self, chunk: &RecordBatch) -> Result<(), FormatError> {
+        if let Some(next_part) = &mut self.next_part {
+            // Chunks divide ROW_GROUP_ROWS, so parts roll over between them.
+            if self.current.is_none() || self.part_rows >= ROW_GROUP_ROWS {
+                if let Some(done) = self.current.take() {
+                    done.into_inner()?.flush()?;
+                }
+                self.current = Some(ArrowWriter::try_new(
+                    next_part()?,
+                    self.schema.clone(),
+                    Some(self.props.clone()),
+                )?);
+                self.part_rows = 0;
+            }
+            self.part_rows += chunk.num_rows();
+        }
+        let chunk = chunk.clone().with_schema(self.schema.clone())?;
+        self.current
+            .as_mut()
+            .expect("a writer is open")
+            .write(&chunk)?;
         Ok(())
     }
 }
 
-impl FinalWriter for SplitParquet {
-    fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
-        if self.current.is_none() || self.rows >= ROW_GROUP_ROWS {
-            if let Some(done) = self.current.take() {
-                done.into_inner().map_err(io::Error::other)?.sync_all()?;
-            }
-            self.open_part()?;
+impl TableWriter for ParquetTable {
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), FormatError> {
+        check_decimal_precision(batch)?;
+        for chunk in self.chunker.push(batch.clone())? {
+            self.write_chunk(&chunk)?;
         }
-        self.rows += batch.num_rows();
-        self.current
-            .as_mut()
-            .unwrap()
-            .write(batch)
-            .map_err(io::Error::other)
+        Ok(())
     }
 
-    fn finish(mut self: Box<Self>) -> io::Result<()> {
-        if self.current.is_none() {
-            // An empty table is one part with its schema and no rows.
-            self.open_part()?;
+    fn finish(mut self: Box<Self>) -> Result<(), FormatError> {
+        if let Some(rest) = self.chunker.rest()? {
+            self.write_chunk(&rest)?;
         }
-        let file = self
-            .current
-            .take()
-            .unwrap()
-            .into_inner()
-            .map_err(io::Error::other)?;
-        file.sync_all()
+        if let Some(next_part) = &mut self.next_part {
+            if self.current.is_none() {
+                // An empty table is one part with its schema and no rows.
+                self.current = Some(ArrowWriter::try_new(
+                    next_part()?,
+                    self.schema.clone(),
+                    Some(self.props.clone()),
+                )?);
+            }
+        }
+        let writer = self.current.take().expect("a writer is open");
+        writer.into_inner()?.flush()?;
+        Ok(())
     }
 }
 
-struct ArrowFinal(FileWriter<BufWriter<File>>, SchemaRef);
-
-impl FinalWriter for ArrowFinal {
-    fn write(&mut self, batch: &RecordBatch) -> io::Result<()> {
-        let batch = batch
-            .clone()
-            .with_schema(self.1.clone())
-            .map_err(io::Error::other)?;
-        self.0.write(&batch).map_err(io::Error::other)
+impl BatchFormat for ArrowFormat {
+    fn extension(&self) -> &str {
+        "arrow"
     }
 
-    fn finish(mut self: Box<Self>) -> io::Result<()> {
-        self.0.finish().map_err(io::Error::other)?;
-        let file = self.0.into_inner().map_err(io::Error::other)?;
-        file.into_inner().map_err(|e| e.into_error())?.sync_all()
+    fn writer(
+        &self,
+        schema: SchemaRef,
+        info: &FileInfo,
+        mut out: NextPart,
+    ) -> Result<Box<dyn TableWriter>, FormatError> {
+        let schema = with_file_metadata(&schema, info);
+        Ok(Box::new(ArrowTable {
+            writer: FileWriter::try_new(out()?, &schema)?,
+            schema,
+            chunker: Rechunker::default(),
+        }))
+    }
+}
+
+struct ArrowTable {
+    writer: FileWriter<Box<dyn Write + Send>>,
+    schema: SchemaRef,
+    chunker: Rechunker,
+}
+
+impl ArrowTable {
+    fn write_chunk(&mut self, chunk: RecordBatch) -> Result<(), FormatError> {
+        self.writer
+            .write(&chunk.with_schema(self.schema.clone())?)?;
+        Ok(())
+    }
+}
+
+impl TableWriter for ArrowTable {
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), FormatError> {
+        check_decimal_precision(batch)?;
+        for chunk in self.chunker.push(batch.clone())? {
+            self.write_chunk(chunk)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<(), FormatError> {
+        if let Some(rest) = self.chunker.rest()? {
+            self.write_chunk(rest)?;
+        }
+        self.writer.finish()?;
+        self.writer.into_inner()?.flush()?;
+        Ok(())
     }
 }
 
@@ -377,6 +300,7 @@ mod tests {
     use super::*;
     use arrow_array::{ArrayRef, Int32Array};
     use arrow_schema::{DataType, Field};
+    use std::sync::Mutex;
 
     fn batch(from: i32, rows: i32) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int32, false)]));
@@ -407,54 +331,74 @@ mod tests {
         );
     }
 
-    #[test]
-    fn units_as_streams_become_one_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let temp = dir.path().join("T.arrow.partial");
-        let mut bytes = Vec::new();
-        for (from, rows) in [(0, 10), (10, 0), (10, 5)] {
-            let b = batch(from, rows);
-            let mut encoder = ColumnarFormat::Arrow.encoder(b.schema());
-            if rows > 0 {
-                encoder.encode(&b, &mut bytes).unwrap();
-            }
-            encoder.finish(&mut bytes).unwrap();
+    /// A writer whose bytes can be read after it is gone.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
         }
-        fs::write(&temp, bytes).unwrap();
-        let out = dir.path().join("T.arrow");
-        ColumnarFormat::Arrow
-            .finish_file(
-                &temp,
-                &out,
-                &FileInfo {
-                    table: "T".into(),
-                    snapshot_number: Some(7),
-                },
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn write_table(format: &dyn BatchFormat, pieces: &[(i32, i32)]) -> Vec<u8> {
+        let out = Shared::default();
+        let target = out.clone();
+        let info = FileInfo {
+            table: "T".into(),
+            snapshot_number: Some(7),
+        };
+        let mut writer = format
+            .writer(
+                batch(0, 0).schema(),
+                &info,
+                Box::new(move || Ok(Box::new(target.clone()) as Box<dyn Write + Send>)),
             )
             .unwrap();
-        assert!(!temp.exists());
+        for &(from, rows) in pieces {
+            writer.write(&batch(from, rows)).unwrap();
+        }
+        writer.finish().unwrap();
+        let bytes = out.0.lock().unwrap().clone();
+        bytes
+    }
+
+    #[test]
+    fn arrow_files_hold_the_rows_and_the_metadata_whatever_the_pieces() {
+        let whole = write_table(&ArrowFormat, &[(0, 100_000)]);
+        let pieces = write_table(&ArrowFormat, &[(0, 10), (10, 0), (10, 99_990)]);
+        assert_eq!(whole, pieces);
         let reader =
-            arrow_ipc::reader::FileReader::try_new(File::open(&out).unwrap(), None).unwrap();
+            arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(whole), None).unwrap();
         assert_eq!(
             reader
                 .schema()
                 .metadata()
-                .get("fbunload.snapshot_number")
+                .get(SNAPSHOT_KEY)
                 .map(String::as_str),
             Some("7")
         );
         let values: Vec<i32> = reader
             .flat_map(|b| {
                 let b = b.unwrap();
-                let a = b
-                    .column(0)
-                    .as_any()
-                    .downcast_ref::<Int32Array>()
-                    .unwrap()
-                    .clone();
+                let a = b.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
                 a.values().to_vec()
             })
             .collect();
-        assert_eq!(values, (0..15).collect::<Vec<_>>());
+        assert_eq!(values, (0..100_000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn parquet_files_do_not_depend_on_the_pieces() {
+        let format = ParquetFormat::default();
+        assert_eq!(
+            write_table(&format, &[(0, 200_000)]),
+            write_table(&format, &[(0, 1), (1, 8191), (8192, 191_808)])
+        );
     }
 }

@@ -1,20 +1,13 @@
-//! gzip or zstd around a byte format (`--compress`).
+//! gzip or zstd around a byte format's stream (`--compress`).
 //!
-//! The table's file is assembled uncompressed, then compressed in one
-//! stream when it is complete: compressing unit by unit would make the
-//! bytes depend on where units begin, and so on `--parallel`. The price is
-//! one more pass over the file; tables are compressed in parallel, each on
-//! the thread that finished it. A table streamed to standard output is
-//! compressed as it is assembled, in unit order: the same bytes.
+//! A table is compressed as one stream, fed the table's bytes in unit
+//! order: compressing unit by unit would make the bytes depend on where
+//! units begin, and so on `--parallel`. zstd compresses on threads of its
+//! own (its multithreaded mode, whose output does not depend on the number
+//! of threads), so a compressed table keeps up with the workers; gzip has
+//! no such mode and compresses on the thread that writes the table.
 
-use std::fs::{self, File};
-use std::io::{self, BufReader, BufWriter, Write};
-use std::path::Path;
-use std::sync::Arc;
-
-use arrow_schema::{Schema, SchemaRef};
-
-use crate::{BatchEncoder, ByteStream, FileInfo, StreamFormat};
+use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
@@ -22,202 +15,125 @@ pub enum Compression {
     Zstd,
 }
 
-/// `inner`, compressed.
-pub struct Compressed {
-    inner: Arc<dyn StreamFormat>,
-    compression: Compression,
-    extension: String,
-}
-
-impl Compressed {
-    pub fn new(inner: Arc<dyn StreamFormat>, compression: Compression) -> Self {
-        let suffix = match compression {
+impl Compression {
+    /// What is added to a file's extension: `gz`, `zst`.
+    pub fn extension(self) -> &'static str {
+        match self {
             Compression::Gzip => "gz",
             Compression::Zstd => "zst",
-        };
-        let extension = format!("{}.{suffix}", inner.extension());
-        Compressed {
-            inner,
-            compression,
-            extension,
         }
     }
-}
-
-impl StreamFormat for Compressed {
-    fn extension(&self) -> &str {
-        &self.extension
-    }
-
-    fn header(&self, schema: &Schema) -> Vec<u8> {
-        self.inner.header(schema)
-    }
-
-    fn encoder(&self, schema: SchemaRef) -> Box<dyn BatchEncoder> {
-        self.inner.encoder(schema)
-    }
-
-    fn open_stream(&self, out: Box<dyn ByteStream>) -> Option<Box<dyn ByteStream>> {
-        let compressor = match self.compression {
-            Compression::Gzip => CompressingStream::Gzip(flate2::write::GzEncoder::new(
-                out,
-                flate2::Compression::default(),
-            )),
-            Compression::Zstd => CompressingStream::Zstd(zstd::Encoder::new(out, ZSTD_LEVEL).ok()?),
-        };
-        self.inner.open_stream(Box::new(compressor))
-    }
-
-    fn finish_file(&self, temp: &Path, final_path: &Path, _info: &FileInfo) -> io::Result<()> {
-        let staging = final_path.with_file_name(format!(
-            "{}.compressing",
-            final_path.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        let result = compress(temp, &staging, self.compression);
-        if let Err(e) = result {
-            let _ = fs::remove_file(&staging);
-            return Err(e);
-        }
-        fs::rename(&staging, final_path)?;
-        fs::remove_file(temp)
-    }
-}
-
-fn compress(from: &Path, to: &Path, compression: Compression) -> io::Result<()> {
-    let mut input = BufReader::new(File::open(from)?);
-    let output = BufWriter::new(File::create(to)?);
-    let file = match compression {
-        Compression::Gzip => {
-            let mut encoder = flate2::write::GzEncoder::new(output, flate2::Compression::default());
-            io::copy(&mut input, &mut encoder)?;
-            encoder.finish()?
-        }
-        Compression::Zstd => {
-            let mut encoder = zstd::Encoder::new(output, ZSTD_LEVEL)?;
-            io::copy(&mut input, &mut encoder)?;
-            encoder.finish()?
-        }
-    };
-    let mut file = file.into_inner().map_err(|e| e.into_error())?;
-    file.flush()?;
-    file.sync_all()
 }
 
 /// zstd's own default: fast, and much smaller than gzip's default.
 const ZSTD_LEVEL: i32 = 3;
 
-/// A compressor in front of the stream it writes to.
-enum CompressingStream {
-    Gzip(flate2::write::GzEncoder<Box<dyn ByteStream>>),
-    Zstd(zstd::Encoder<'static, Box<dyn ByteStream>>),
+/// Threads zstd compresses on. Any number from 1 up gives the same bytes;
+/// 0 would be its single-threaded mode, whose bytes differ.
+fn zstd_threads() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8) as u32)
 }
 
-impl Write for CompressingStream {
+/// `W`, behind a compressor.
+pub enum Compressor<W: Write> {
+    Gzip(flate2::write::GzEncoder<W>),
+    Zstd(zstd::Encoder<'static, W>),
+}
+
+impl<W: Write> Compressor<W> {
+    pub fn new(compression: Compression, out: W) -> io::Result<Self> {
+        Ok(match compression {
+            Compression::Gzip => Compressor::Gzip(flate2::write::GzEncoder::new(
+                out,
+                flate2::Compression::default(),
+            )),
+            Compression::Zstd => {
+                let mut encoder = zstd::Encoder::new(out, ZSTD_LEVEL)?;
+                encoder.multithread(zstd_threads())?;
+                Compressor::Zstd(encoder)
+            }
+        })
+    }
+
+    /// Writes what is held back (the last frame) and returns `W`.
+    pub fn finish(self) -> io::Result<W> {
+        match self {
+            Compressor::Gzip(encoder) => encoder.finish(),
+            Compressor::Zstd(encoder) => encoder.finish(),
+        }
+    }
+}
+
+impl<W: Write> Write for Compressor<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            CompressingStream::Gzip(encoder) => encoder.write(buf),
-            CompressingStream::Zstd(encoder) => encoder.write(buf),
+            Compressor::Gzip(encoder) => encoder.write(buf),
+            Compressor::Zstd(encoder) => encoder.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            CompressingStream::Gzip(encoder) => encoder.flush(),
-            CompressingStream::Zstd(encoder) => encoder.flush(),
+            Compressor::Gzip(encoder) => encoder.flush(),
+            Compressor::Zstd(encoder) => encoder.flush(),
         }
-    }
-}
-
-impl ByteStream for CompressingStream {
-    fn finish(self: Box<Self>) -> io::Result<()> {
-        let out = match *self {
-            CompressingStream::Gzip(encoder) => encoder.finish()?,
-            CompressingStream::Zstd(encoder) => encoder.finish()?,
-        };
-        out.finish()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::csv::{CsvFormat, CsvOptions};
     use std::io::Read;
 
-    #[test]
-    fn files_are_compressed_whole_and_named_for_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let text = "a,b\n1,2\n".repeat(1000);
-        for (compression, extension) in [
-            (Compression::Gzip, "csv.gz"),
-            (Compression::Zstd, "csv.zst"),
-        ] {
-            let format =
-                Compressed::new(Arc::new(CsvFormat::new(CsvOptions::default())), compression);
-            assert_eq!(format.extension(), extension);
-            let temp = dir.path().join("T.partial");
-            fs::write(&temp, &text).unwrap();
-            let out = dir.path().join(format!("T.{extension}"));
-            format
-                .finish_file(&temp, &out, &FileInfo::default())
-                .unwrap();
-            assert!(!temp.exists());
-            let mut back = String::new();
-            match compression {
-                Compression::Gzip => flate2::read::GzDecoder::new(File::open(&out).unwrap())
-                    .read_to_string(&mut back)
-                    .unwrap(),
-                Compression::Zstd => zstd::Decoder::new(File::open(&out).unwrap())
-                    .unwrap()
-                    .read_to_string(&mut back)
-                    .unwrap(),
-            };
-            assert_eq!(back, text);
-        }
-    }
-
-    /// Collects what a stream writes, for reading after `finish`.
-    #[derive(Clone, Default)]
-    struct Collected(Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl Write for Collected {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
+    fn decompress(compression: Compression, bytes: &[u8]) -> String {
+        let mut back = String::new();
+        match compression {
+            Compression::Gzip => flate2::read::GzDecoder::new(bytes)
+                .read_to_string(&mut back)
+                .unwrap(),
+            Compression::Zstd => zstd::Decoder::new(bytes)
+                .unwrap()
+                .read_to_string(&mut back)
+                .unwrap(),
+        };
+        back
     }
 
     #[test]
-    fn streams_are_compressed_into_one_complete_stream() {
-        let text = "a,b\n1,2\n".repeat(1000);
+    fn a_stream_fed_in_pieces_is_one_complete_stream() {
+        let text = "a,b\n1,2\n".repeat(100_000);
         for compression in [Compression::Gzip, Compression::Zstd] {
-            let format =
-                Compressed::new(Arc::new(CsvFormat::new(CsvOptions::default())), compression);
-            let collected = Collected::default();
-            let mut stream = format
-                .open_stream(Box::new(crate::Plain(collected.clone())))
-                .unwrap();
+            let mut compressor = Compressor::new(compression, Vec::new()).unwrap();
             // In pieces, as units arrive.
-            for piece in text.as_bytes().chunks(777) {
-                stream.write_all(piece).unwrap();
+            for piece in text.as_bytes().chunks(7_777) {
+                compressor.write_all(piece).unwrap();
             }
-            stream.finish().unwrap();
-            let bytes = collected.0.lock().unwrap().clone();
-            let mut back = String::new();
-            match compression {
-                Compression::Gzip => flate2::read::GzDecoder::new(&bytes[..])
-                    .read_to_string(&mut back)
-                    .unwrap(),
-                Compression::Zstd => zstd::Decoder::new(&bytes[..])
-                    .unwrap()
-                    .read_to_string(&mut back)
-                    .unwrap(),
-            };
-            assert_eq!(back, text, "{compression:?}");
+            let bytes = compressor.finish().unwrap();
+            assert!(bytes.len() < text.len() / 10);
+            assert_eq!(decompress(compression, &bytes), text, "{compression:?}");
         }
+    }
+
+    #[test]
+    fn zstd_bytes_do_not_depend_on_how_they_were_fed() {
+        let text = "row,value,1234567890\n".repeat(300_000);
+        let compress = |piece: usize| {
+            let mut compressor = Compressor::new(Compression::Zstd, Vec::new()).unwrap();
+            for chunk in text.as_bytes().chunks(piece) {
+                compressor.write_all(chunk).unwrap();
+            }
+            compressor.finish().unwrap()
+        };
+        assert_eq!(compress(1_000), compress(1 << 20));
+        // Nor on zstd's threads, from one up: what makes `zstd_threads`
+        // free to follow the machine.
+        let with_threads = |threads| {
+            let mut encoder = zstd::Encoder::new(Vec::new(), ZSTD_LEVEL).unwrap();
+            encoder.multithread(threads).unwrap();
+            encoder.write_all(text.as_bytes()).unwrap();
+            encoder.finish().unwrap()
+        };
+        assert_eq!(with_threads(1), with_threads(4));
+        assert_eq!(with_threads(1), compress(1 << 20));
     }
 }

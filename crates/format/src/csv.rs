@@ -34,7 +34,7 @@
 //! | Utf8, LargeUtf8 | the text as it is | |
 //! | Binary, LargeBinary, FixedSizeBinary | lowercase hex, or standard padded base64 | `00ff10`, `AP8Q` |
 //!
-//! Any other type is refused with [`SinkError::UnsupportedType`] naming the
+//! Any other type is refused with [`FormatError::UnsupportedType`] naming the
 //! column, before anything of the batch is written. Digits below 1/10 000 s
 //! are dropped (Firebird cannot hold them). Dates outside years 1..=9999
 //! cannot come from Firebird; they are still written (astronomical years
@@ -53,7 +53,7 @@ use csv_core::{QuoteStyle, Terminator, Writer, WriterBuilder};
 
 use crate::values::batch_columns;
 pub use crate::values::BinaryEncoding;
-use crate::{BatchEncoder, SinkError, StreamFormat};
+use crate::{BatchEncoder, ByteFormat, FormatError};
 
 /// The command line's CSV flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +135,7 @@ impl CsvFormat {
     }
 }
 
-impl StreamFormat for CsvFormat {
+impl ByteFormat for CsvFormat {
     fn extension(&self) -> &str {
         if self.options.delimiter == b'\t' {
             "tsv"
@@ -263,7 +263,7 @@ struct CsvEncoder {
 }
 
 impl BatchEncoder for CsvEncoder {
-    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
+    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), FormatError> {
         let columns = batch_columns(&self.schema, batch)?;
         // A record of one empty field would be a blank line, which many
         // readers skip: neither NULL nor "" may be written as one.
@@ -802,7 +802,7 @@ mod tests {
         let mut out = Vec::new();
         let err = csv().encoder(schema).encode(&batch, &mut out).unwrap_err();
         assert!(
-            matches!(&err, SinkError::UnsupportedType { column, data_type }
+            matches!(&err, FormatError::UnsupportedType { column, data_type }
                 if column == "F16" && *data_type == DataType::Float16),
             "{err:?}"
         );
@@ -821,7 +821,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             csv().encoder(nanos).encode(&batch, &mut Vec::new()),
-            Err(SinkError::UnsupportedType { .. })
+            Err(FormatError::UnsupportedType { .. })
         ));
     }
 
@@ -837,7 +837,7 @@ mod tests {
                 .unwrap();
         assert!(matches!(
             csv().encoder(two).encode(&batch, &mut Vec::new()),
-            Err(SinkError::SchemaMismatch {
+            Err(FormatError::SchemaMismatch {
                 expected: 2,
                 found: 1
             })
@@ -847,7 +847,7 @@ mod tests {
     #[test]
     fn formats_and_encoders_cross_threads() {
         fn sendable<T: Send>(_: &T) {}
-        let format: Arc<dyn StreamFormat> = Arc::new(csv());
+        let format: Arc<dyn ByteFormat> = Arc::new(csv());
         let encoder = format.encoder(Arc::new(Schema::empty()));
         sendable(&encoder);
         std::thread::spawn(move || format.extension().to_string())

@@ -14,7 +14,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
 use crate::values::{batch_columns, BinaryEncoding};
-use crate::{BatchEncoder, SinkError, StreamFormat};
+use crate::{BatchEncoder, ByteFormat, FormatError};
 
 /// The JSON Lines format.
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ impl JsonLinesFormat {
     }
 }
 
-impl StreamFormat for JsonLinesFormat {
+impl ByteFormat for JsonLinesFormat {
     fn extension(&self) -> &str {
         "jsonl"
     }
@@ -66,7 +66,7 @@ struct JsonLinesEncoder {
 }
 
 impl BatchEncoder for JsonLinesEncoder {
-    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError> {
+    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), FormatError> {
         let columns = batch_columns(&self.schema, batch)?;
         for row in 0..batch.num_rows() {
             out.push(b'{');

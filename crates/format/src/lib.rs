@@ -1,23 +1,24 @@
-//! Output formats behind one small API.
+//! Output formats, each a writer over any `io::Write`: formats know
+//! nothing of files, names or directories (destinations do).
 //!
-//! A table's file is the format's [`StreamFormat::header`] followed by the
-//! bytes of every unit's encoder, concatenated in unit order. Units are
-//! encoded in parallel, on the worker threads that read them, so an encoder
-//! depends on nothing but its own batches: no state crosses from one unit
-//! to the next, and nothing but the header is written once per file. That
-//! is what lets formatting (the most expensive part of an unload after
-//! fetching) scale with `--parallel` while the file stays byte-identical
-//! for any number of workers.
+//! Two families, by where the work can happen:
 //!
-//! Encoders append to a caller-owned `Vec<u8>` rather than writing to an
-//! `io::Write`: the executor decides whether a unit's bytes go straight to
-//! the file or wait in memory for their turn, and a plain buffer serves
-//! both without a second copy. The shape otherwise follows arrow-rs's
-//! writers: build a format from options, feed its encoder `RecordBatch`es.
+//! - [`ByteFormat`]s (CSV, TSV, JSON Lines) encode each unit on the worker
+//!   thread that read it. A table is the format's [`ByteFormat::header`]
+//!   followed by every unit's bytes in unit order; no state crosses from
+//!   one unit to the next, so encoding (the most expensive part of an
+//!   unload after fetching) scales with `--parallel` while the output
+//!   stays byte-identical for any number of workers. Encoders append to a
+//!   caller-owned `Vec<u8>`: the destination decides whether a unit's
+//!   bytes go straight out or wait for their turn, and a plain buffer
+//!   serves both without a second copy. [`compress`] wraps the whole
+//!   stream.
+//! - [`BatchFormat`]s (Parquet, Arrow IPC, in [`columnar`]) are written
+//!   from a table's batches in order by one [`TableWriter`], in the shape
+//!   of arrow-rs's writers (options, `write(&RecordBatch)`, `finish()`).
 //!
 //! [`text`] holds the value formatting (exact decimals, dates, times, hex)
-//! so that later text formats such as JSON Lines render values exactly as
-//! CSV does.
+//! that every text format shares, so a value reads the same in all of them.
 
 pub mod columnar;
 pub mod compress;
@@ -26,68 +27,95 @@ pub mod jsonl;
 pub mod text;
 mod values;
 
-use std::fs::{self, File};
 use std::io::{self, Write};
-use std::path::Path;
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Schema, SchemaRef};
 
+pub use crate::compress::Compression;
 pub use crate::csv::{BinaryEncoding, CsvFormat, CsvOptions};
 
-/// An output format whose units are byte streams (CSV, TSV, JSON Lines;
-/// Parquet and Arrow via an intermediate, see [`columnar`]).
-pub trait StreamFormat: Send + Sync {
+/// A text format whose units are encoded independently, in parallel.
+pub trait ByteFormat: Send + Sync {
     /// The file name extension, without the dot: `"csv"`, `"tsv"`.
     fn extension(&self) -> &str;
-    /// The bytes that open a table's file; empty when there are none.
+    /// The bytes that open a table; empty when there are none.
     fn header(&self, schema: &Schema) -> Vec<u8>;
     /// A fresh encoder for one unit of a table with this schema.
     fn encoder(&self, schema: SchemaRef) -> Box<dyn BatchEncoder>;
-
-    /// Turns a table's complete temporary file into its final file. Byte
-    /// formats are done already: sync and rename. Columnar formats convert
-    /// their assembled intermediate.
-    fn finish_file(&self, temp: &Path, final_path: &Path, _info: &FileInfo) -> io::Result<()> {
-        File::open(temp)?.sync_all()?;
-        fs::rename(temp, final_path)
-    }
-
-    /// The stream a table's bytes go through on their way to `out` when
-    /// they are written as they are assembled (`-o -`), or `None` for
-    /// formats whose file can only be made once the table is complete.
-    fn open_stream(&self, out: Box<dyn ByteStream>) -> Option<Box<dyn ByteStream>> {
-        Some(out)
-    }
 }
 
-/// A destination that a table is streamed into, unit by unit.
-pub trait ByteStream: Write + Send {
-    /// Writes out what is still held back (a compressor's last frame) and
-    /// flushes; the stream is complete only if this succeeds.
-    fn finish(self: Box<Self>) -> io::Result<()>;
+/// Encodes the batches of one unit.
+pub trait BatchEncoder: Send {
+    /// Appends the encoding of `batch` to `out`.
+    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), FormatError>;
 }
 
-/// Any writer as a [`ByteStream`] that needs nothing but a flush at the end.
-pub struct Plain<W: Write + Send>(pub W);
+/// Where a [`BatchFormat`] writes: asked once for a single file, once per
+/// part for a format that writes a directory of parts.
+pub type NextPart = Box<dyn FnMut() -> io::Result<Box<dyn Write + Send>> + Send>;
 
-impl<W: Write + Send> Write for Plain<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
+/// A format written from a table's batches, in order, by one writer.
+pub trait BatchFormat: Send + Sync {
+    fn extension(&self) -> &str;
+    /// Whether a table is a directory of part files rather than one file.
+    fn writes_parts(&self) -> bool {
+        false
     }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.0.write_all(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
+    fn writer(
+        &self,
+        schema: SchemaRef,
+        info: &FileInfo,
+        out: NextPart,
+    ) -> Result<Box<dyn TableWriter>, FormatError>;
 }
 
-impl<W: Write + Send> ByteStream for Plain<W> {
-    fn finish(mut self: Box<Self>) -> io::Result<()> {
-        self.0.flush()
+/// Writes one table of a [`BatchFormat`].
+pub trait TableWriter: Send {
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), FormatError>;
+    /// Writes what closes the table (a footer) and flushes.
+    fn finish(self: Box<Self>) -> Result<(), FormatError>;
+}
+
+/// A table's output format, as a destination sees it.
+#[derive(Clone)]
+pub enum Format {
+    /// Units encoded in parallel into bytes, concatenated, and compressed
+    /// as one stream if asked.
+    Bytes {
+        format: Arc<dyn ByteFormat>,
+        compression: Option<Compression>,
+    },
+    /// Batches written in order by one writer per table.
+    Batches(Arc<dyn BatchFormat>),
+}
+
+impl Format {
+    pub fn bytes(format: impl ByteFormat + 'static) -> Format {
+        Format::Bytes {
+            format: Arc::new(format),
+            compression: None,
+        }
+    }
+
+    pub fn batches(format: impl BatchFormat + 'static) -> Format {
+        Format::Batches(Arc::new(format))
+    }
+
+    /// The file name extension: `csv`, `csv.zst`, `parquet`.
+    pub fn extension(&self) -> String {
+        match self {
+            Format::Bytes {
+                format,
+                compression: None,
+            } => format.extension().to_string(),
+            Format::Bytes {
+                format,
+                compression: Some(c),
+            } => format!("{}.{}", format.extension(), c.extension()),
+            Format::Batches(format) => format.extension().to_string(),
+        }
     }
 }
 
@@ -98,23 +126,16 @@ pub struct FileInfo {
     pub snapshot_number: Option<u64>,
 }
 
-/// Encodes the batches of one unit.
-pub trait BatchEncoder: Send {
-    /// Appends the encoding of `batch` to `out`.
-    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), SinkError>;
-
-    /// Appends whatever closes the unit (nothing, for most formats).
-    fn finish(&mut self, _out: &mut Vec<u8>) -> Result<(), SinkError> {
-        Ok(())
-    }
-}
-
-/// Why a batch could not be encoded.
+/// Why a batch could not be encoded or written.
 #[derive(Debug, thiserror::Error)]
-pub enum SinkError {
-    /// Encoding Arrow IPC failed.
+pub enum FormatError {
+    /// Encoding Arrow IPC or Parquet failed.
     #[error("{0}")]
     Arrow(#[from] arrow_schema::ArrowError),
+    #[error("{0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("{0}")]
+    Io(#[from] io::Error),
     /// The format has no rendering for this Arrow type.
     #[error("column {column}: type {data_type} cannot be written in this format")]
     UnsupportedType { column: String, data_type: DataType },
@@ -140,7 +161,7 @@ pub enum SinkError {
 /// column's precision. Firebird's INT128 has values of 39 digits, Arrow's
 /// Decimal128 at most 38; writers of Arrow types (Parquet, Arrow IPC,
 /// Arrow streams) check every batch, text formats write any value exactly.
-pub fn check_decimal_precision(batch: &RecordBatch) -> Result<(), SinkError> {
+pub fn check_decimal_precision(batch: &RecordBatch) -> Result<(), FormatError> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Decimal128Type, DecimalType};
     for (field, array) in batch.schema().fields().iter().zip(batch.columns()) {
@@ -155,7 +176,7 @@ pub fn check_decimal_precision(batch: &RecordBatch) -> Result<(), SinkError> {
         if let Some(v) = bad {
             let mut value = Vec::new();
             text::decimal(&mut value, v, scale);
-            return Err(SinkError::DecimalOverflow {
+            return Err(FormatError::DecimalOverflow {
                 column: field.name().clone(),
                 value: String::from_utf8_lossy(&value).into_owned(),
                 precision,

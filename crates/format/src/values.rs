@@ -13,7 +13,7 @@ use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use base64::Engine as _;
 
 use crate::text;
-use crate::SinkError;
+use crate::FormatError;
 
 /// The Firebird type recorded by the decoder in field metadata.
 pub(crate) const TYPE_METADATA_KEY: &str = "fbunload.type";
@@ -51,7 +51,7 @@ pub(crate) enum Column<'a> {
 }
 
 impl<'a> Column<'a> {
-    pub(crate) fn new(field: &Field, array: &'a dyn Array) -> Result<Column<'a>, SinkError> {
+    pub(crate) fn new(field: &Field, array: &'a dyn Array) -> Result<Column<'a>, FormatError> {
         let time_zone_marked = field
             .metadata()
             .get(TYPE_METADATA_KEY)
@@ -78,7 +78,7 @@ impl<'a> Column<'a> {
             DataType::LargeBinary => Column::LargeBinary(array.as_binary()),
             DataType::FixedSizeBinary(_) => Column::FixedBinary(array.as_fixed_size_binary()),
             other => {
-                return Err(SinkError::UnsupportedType {
+                return Err(FormatError::UnsupportedType {
                     column: field.name().clone(),
                     data_type: other.clone(),
                 })
@@ -164,10 +164,10 @@ fn encode_binary(out: &mut Vec<u8>, bytes: &[u8], encoding: BinaryEncoding) {
 pub(crate) fn batch_columns<'a>(
     schema: &Schema,
     batch: &'a RecordBatch,
-) -> Result<Vec<(Option<&'a NullBuffer>, Column<'a>)>, SinkError> {
+) -> Result<Vec<(Option<&'a NullBuffer>, Column<'a>)>, FormatError> {
     let fields = schema.fields();
     if fields.len() != batch.num_columns() {
-        return Err(SinkError::SchemaMismatch {
+        return Err(FormatError::SchemaMismatch {
             expected: fields.len(),
             found: batch.num_columns(),
         });

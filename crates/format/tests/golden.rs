@@ -3,7 +3,7 @@
 //! base64. They pin the byte-exact output other tools will parse, so any
 //! change to it shows up as a reviewed diff.
 //!
-//! `UPDATE_GOLDEN=1 cargo test -p fbunload-sink --test golden` rewrites the
+//! `UPDATE_GOLDEN=1 cargo test -p fbunload-format --test golden` rewrites the
 //! files; check the diff by hand before committing it.
 
 use std::collections::HashMap;
@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use arrow_array::*;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use fbunload_sink::csv::{BinaryEncoding, CsvFormat, CsvOptions};
-use fbunload_sink::StreamFormat;
+use fbunload_format::csv::{BinaryEncoding, CsvFormat, CsvOptions};
+use fbunload_format::ByteFormat;
 
 /// Row 0: typical or minimal values, row 1: maximal values, row 2: NULLs
 /// (except where a column has no NULL, to exercise NaN and inf), row 3:

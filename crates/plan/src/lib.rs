@@ -12,5 +12,5 @@ mod identifier;
 pub mod planner;
 
 pub use catalog::{read_catalog, CatalogError, Column, Table, TableFilter};
-pub use identifier::quote_identifier;
+pub use identifier::{printable, quote_identifier};
 pub use planner::{Plan, PlanOptions, TablePlan, Unit};

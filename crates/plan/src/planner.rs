@@ -101,6 +101,16 @@ pub struct TablePlan {
 }
 
 impl TablePlan {
+    /// The query that reads the whole table.
+    pub fn select_sql(&self) -> String {
+        self.select.clone()
+    }
+
+    /// `SELECT COUNT(*)` of the table.
+    pub fn count_sql(&self) -> String {
+        format!("SELECT COUNT(*) FROM {}", quote_identifier(&self.name))
+    }
+
     /// The query that reads `unit` of this table.
     pub fn unit_sql(&self, unit: &Unit) -> String {
         let key = |slot: u64| {
@@ -249,7 +259,7 @@ impl fmt::Display for Plan {
         let width = self
             .tables
             .iter()
-            .map(|t| t.name.len())
+            .map(|t| crate::printable(&t.name).chars().count())
             .max()
             .unwrap_or(5)
             .max(5);
@@ -262,7 +272,7 @@ impl fmt::Display for Plan {
             writeln!(
                 f,
                 "{:width$}  {:>13}  {:>6}  {}",
-                t.name,
+                crate::printable(&t.name),
                 t.pointer_pages,
                 t.unit_count,
                 t.columns.len()

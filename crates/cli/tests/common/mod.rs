@@ -117,3 +117,16 @@ pub fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// Whether `name` is being written in a run's staging directory in `out`.
+#[allow(dead_code)] // not every test binary uses it
+pub fn being_written(out: &Path, name: &str) -> bool {
+    std::fs::read_dir(out).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".fbunload-run-")
+                && e.path().join(name).exists()
+        })
+    })
+}

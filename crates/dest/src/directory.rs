@@ -1,0 +1,274 @@
+//! The output directory: locked for the run, written through a private
+//! staging directory, and changed only by renames of complete files.
+//!
+//! Every file a run writes is created with `create_new` inside a staging
+//! directory that the run itself made (`.fbunload-run-XXXXXX`, random name,
+//! mode 0700), so a link planted in the output directory is never followed
+//! and no two runs share a temporary file. A table's file is synced and
+//! renamed into the output directory only when it is complete; whatever is
+//! unfinished goes with the staging directory when the run ends, and a run
+//! killed outright (`kill -9`) leaves a staging directory that the next run
+//! into the directory removes. The lock (an advisory `flock` on the
+//! directory) makes a second concurrent run into the same directory fail at
+//! once instead of mixing files.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fbunload_exec::ExecError;
+
+/// Names of staging directories begin so.
+pub const STAGING_PREFIX: &str = ".fbunload-run-";
+
+/// A locked output directory with the run's staging directory in it.
+#[derive(Debug)]
+pub struct OutputDir {
+    path: PathBuf,
+    staging: tempfile::TempDir,
+    /// Held for the life of the run.
+    _lock: File,
+}
+
+impl OutputDir {
+    /// Makes `path` if needed, locks it, removes what dead runs left and
+    /// makes this run's staging directory, which also proves that files can
+    /// be written there before any work starts.
+    pub fn open(path: &Path) -> Result<Arc<OutputDir>, ExecError> {
+        let fail = |reason: String| ExecError::OutputDir {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if path.exists() && !path.is_dir() {
+            return Err(fail("exists and is not a directory".into()));
+        }
+        fs::create_dir_all(path).map_err(|e| fail(format!("cannot create it: {e}")))?;
+        let lock = lock(path).map_err(|e| match e.kind() {
+            io::ErrorKind::WouldBlock => fail(
+                "another fbunload run is writing into it; wait for that run to end, or choose \
+                 another -o"
+                    .into(),
+            ),
+            _ => fail(format!("cannot lock it: {e}")),
+        })?;
+        remove_dead_runs(path);
+        let staging = tempfile::Builder::new()
+            .prefix(STAGING_PREFIX)
+            .tempdir_in(path)
+            .map_err(|e| fail(format!("cannot write in it: {e}")))?;
+        Ok(Arc::new(OutputDir {
+            path: path.to_path_buf(),
+            staging,
+            _lock: lock,
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where unfinished files and spilled units are.
+    pub(crate) fn staging(&self) -> &Path {
+        self.staging.path()
+    }
+
+    /// A new file `name` in the staging directory.
+    pub(crate) fn create(&self, name: &str) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(self.staging().join(name))
+    }
+
+    /// A new directory `name` in the staging directory, for a table
+    /// written as parts.
+    pub(crate) fn create_dir(&self, name: &str) -> io::Result<PathBuf> {
+        let dir = self.staging().join(name);
+        fs::create_dir(&dir)?;
+        Ok(dir)
+    }
+
+    /// Syncs the complete file (or directory of parts) `name` and moves it
+    /// into the output directory, replacing what a previous run left under
+    /// that name. Returns its final path and size.
+    pub(crate) fn publish(&self, name: &str) -> io::Result<(PathBuf, u64)> {
+        let from = self.staging().join(name);
+        let to = self.path.join(name);
+        let bytes = sync_tree(&from)?;
+        match fs::symlink_metadata(&to) {
+            Ok(old) if old.is_dir() => {
+                // A directory of parts of an earlier `--split` run (or one
+                // this run replaces by one): moved aside, then removed. A
+                // directory holding anything else is not ours to remove.
+                if !holds_only_parts(&to)? {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        "a directory of that name is in the way and holds files fbunload did not \
+                         write; move it, or choose another -o",
+                    ));
+                }
+                let aside = self.staging().join(format!(".replaced.{name}"));
+                fs::rename(&to, &aside)?;
+                fs::rename(&from, &to)?;
+                let _ = fs::remove_dir_all(&aside);
+            }
+            // A file or a link: `rename` replaces the entry itself and
+            // never writes through a link.
+            _ if from.is_dir() && to.symlink_metadata().is_ok() => {
+                let aside = self.staging().join(format!(".replaced.{name}"));
+                fs::rename(&to, &aside)?;
+                fs::rename(&from, &to)?;
+            }
+            _ => fs::rename(&from, &to)?,
+        }
+        sync_dir(&self.path);
+        Ok((to, bytes))
+    }
+}
+
+/// Syncs a file, or every file of a directory; returns their size.
+fn sync_tree(path: &Path) -> io::Result<u64> {
+    let meta = fs::symlink_metadata(path)?;
+    if meta.is_dir() {
+        let mut bytes = 0;
+        for entry in fs::read_dir(path)? {
+            bytes += sync_tree(&entry?.path())?;
+        }
+        sync_dir(path);
+        return Ok(bytes);
+    }
+    OpenOptions::new().write(true).open(path)?.sync_all()?;
+    Ok(meta.len())
+}
+
+/// Makes renames in `dir` durable, where the platform can.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Whether `dir` holds only Parquet part files (and nothing else).
+fn holds_only_parts(dir: &Path) -> io::Result<bool> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let is_part = name.starts_with("part-") && name.ends_with(".parquet");
+        if !is_part || !entry.file_type()?.is_file() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Staging directories of runs that are over: the lock is ours, so no
+/// live run is writing here. Links are never followed.
+fn remove_dead_runs(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let is_staging = entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(STAGING_PREFIX);
+        if is_staging && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// An exclusive advisory lock on the directory, held while the file lives.
+#[cfg(unix)]
+fn lock(dir: &Path) -> io::Result<File> {
+    let handle = File::open(dir)?;
+    try_lock(handle)
+}
+
+/// Windows cannot lock a directory handle: a lock file stands for it.
+#[cfg(not(unix))]
+fn lock(dir: &Path) -> io::Result<File> {
+    let handle = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(".fbunload.lock"))?;
+    try_lock(handle)
+}
+
+fn try_lock(handle: File) -> io::Result<File> {
+    match handle.try_lock() {
+        Ok(()) => Ok(handle),
+        Err(fs::TryLockError::WouldBlock) => Err(io::ErrorKind::WouldBlock.into()),
+        Err(fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_run_into_the_same_directory_is_refused_while_the_first_lasts() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = OutputDir::open(dir.path()).unwrap();
+        let err = OutputDir::open(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("another fbunload run"), "{err}");
+        drop(first);
+        OutputDir::open(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn what_a_dead_run_left_is_removed_and_links_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        fs::write(victim.path().join("keep"), b"x").unwrap();
+        let dead = dir.path().join(format!("{STAGING_PREFIX}dead"));
+        fs::create_dir(&dead).unwrap();
+        fs::write(dead.join("table0.unit3.part"), b"old").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(
+            victim.path(),
+            dir.path().join(format!("{STAGING_PREFIX}link")),
+        )
+        .unwrap();
+        let out = OutputDir::open(dir.path()).unwrap();
+        assert!(!dead.exists());
+        assert!(victim.path().join("keep").exists());
+        drop(out);
+    }
+
+    #[test]
+    fn a_planted_link_at_the_final_name_is_replaced_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = tempfile::NamedTempFile::new().unwrap();
+        fs::write(victim.path(), b"precious").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(victim.path(), dir.path().join("T.csv")).unwrap();
+        let out = OutputDir::open(dir.path()).unwrap();
+        use std::io::Write;
+        out.create("T.csv").unwrap().write_all(b"rows").unwrap();
+        let (path, bytes) = out.publish("T.csv").unwrap();
+        assert_eq!(bytes, 4);
+        assert_eq!(fs::read(path).unwrap(), b"rows");
+        assert_eq!(fs::read(victim.path()).unwrap(), b"precious");
+    }
+
+    #[test]
+    fn a_foreign_directory_at_the_final_name_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("T.parquet")).unwrap();
+        fs::write(dir.path().join("T.parquet/notes.txt"), b"mine").unwrap();
+        let out = OutputDir::open(dir.path()).unwrap();
+        out.create("T.parquet").unwrap();
+        let err = out.publish("T.parquet").unwrap_err().to_string();
+        assert!(err.contains("in the way"), "{err}");
+        assert!(dir.path().join("T.parquet/notes.txt").exists());
+    }
+}

@@ -1,0 +1,172 @@
+//! Where a run's rows go: the destinations of `fbunload-exec`.
+//!
+//! The dispatcher hands each destination a unit's record batches on the
+//! worker that read them, in any order; a destination puts them back in
+//! DB_KEY order, which is what makes every output the same for any
+//! `--parallel`:
+//!
+//! - [`FileOutput`] writes one file per table in an output directory
+//!   ([`OutputDir`]: locked, written through a private staging directory,
+//!   complete files renamed in) or one table to standard output, in any
+//!   [`Format`] (formats only ever see a `Write`);
+//! - [`BatchStream`] hands the batches on in memory, through a bounded
+//!   queue, to an application (the Python package reads it).
+//!
+//! Units that finish before their turn wait in a shared memory budget and
+//! spill to the staging directory beyond it (`spool`); `order` assembles a
+//! table from its units.
+
+mod directory;
+mod names;
+mod order;
+mod spool;
+mod stream;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
+use fbunload_format::Format;
+use fbunload_plan::Unit;
+
+pub use directory::{OutputDir, STAGING_PREFIX};
+pub use names::file_name_for;
+pub use spool::MemoryBudget;
+pub use stream::{BatchStream, StreamReceiver, StreamedBatch};
+
+use order::{BatchTable, ByteTable, Place, Table, TableContext};
+
+/// Files, one per table: in an output directory, or on standard output.
+pub struct FileOutput {
+    target: Target,
+    format: Format,
+    budget: Arc<MemoryBudget>,
+    tables: OnceLock<Vec<Box<dyn Table>>>,
+}
+
+enum Target {
+    Directory(Arc<OutputDir>),
+    /// The one table goes to standard output; spilled units go to a
+    /// private temporary directory.
+    Stdout(tempfile::TempDir),
+}
+
+impl FileOutput {
+    /// Each table to `<dir>/<TABLE>.<extension>`; units waiting for their
+    /// turn may hold `memory_budget` bytes before they spill to disk.
+    pub fn to_directory(dir: Arc<OutputDir>, format: Format, memory_budget: usize) -> Self {
+        FileOutput {
+            target: Target::Directory(dir),
+            format,
+            budget: MemoryBudget::new(memory_budget),
+            tables: OnceLock::new(),
+        }
+    }
+
+    /// The run's one table to standard output, as it is assembled.
+    pub fn to_stdout(format: Format, memory_budget: usize) -> Result<Self, ExecError> {
+        if let Format::Batches(f) = &format {
+            if f.writes_parts() {
+                return Err(ExecError::Usage(
+                    "-o - writes one stream; --split writes a directory of parts: use one or \
+                     the other"
+                        .into(),
+                ));
+            }
+        }
+        let spill = tempfile::Builder::new()
+            .prefix(".fbunload-stdout")
+            .tempdir()
+            .map_err(|e| {
+                ExecError::Usage(format!("cannot make a temporary directory for -o -: {e}"))
+            })?;
+        Ok(FileOutput {
+            target: Target::Stdout(spill),
+            format,
+            budget: MemoryBudget::new(memory_budget),
+            tables: OnceLock::new(),
+        })
+    }
+
+    /// The output directory, for a run into one.
+    pub fn directory(&self) -> Option<&Path> {
+        match &self.target {
+            Target::Directory(dir) => Some(dir.path()),
+            Target::Stdout(_) => None,
+        }
+    }
+
+    fn tables(&self) -> &[Box<dyn Table>] {
+        self.tables.get().map_or(&[], |t| t.as_slice())
+    }
+}
+
+impl Destination for FileOutput {
+    fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
+        if let Target::Stdout(_) = self.target {
+            if run.plan.tables.len() != 1 {
+                return Err(ExecError::Usage(format!(
+                    "-o - writes one table to standard output, but the filter selects {}; \
+                     narrow it with --tables",
+                    run.plan.tables.len()
+                )));
+            }
+        }
+        let extension = self.format.extension();
+        let tables = run
+            .plan
+            .tables
+            .iter()
+            .zip(run.schemas)
+            .enumerate()
+            .map(|(index, (table, schema))| {
+                let place = match &self.target {
+                    Target::Directory(dir) => Place::File {
+                        dir: dir.clone(),
+                        file_name: file_name_for(&table.name, &extension),
+                    },
+                    Target::Stdout(spill) => Place::Stdout {
+                        spill: PathBuf::from(spill.path()),
+                    },
+                };
+                let context = TableContext {
+                    name: table.name.clone(),
+                    index,
+                    units: table.unit_count,
+                    schema: schema.clone(),
+                    place,
+                    budget: self.budget.clone(),
+                };
+                let table: Box<dyn Table> = match &self.format {
+                    Format::Bytes {
+                        format,
+                        compression,
+                    } => Box::new(ByteTable::new(context, format.clone(), *compression)),
+                    Format::Batches(format) => {
+                        let t = BatchTable::new(context, format.clone());
+                        t.set_snapshot(run.snapshot_number);
+                        Box::new(t)
+                    }
+                };
+                table
+            })
+            .collect();
+        self.tables
+            .set(tables)
+            .map_err(|_| ExecError::Usage("a file output serves one run".into()))
+    }
+
+    fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        self.tables()[unit.table].begin_unit(unit.seq)
+    }
+
+    fn finish(&self) -> Result<Vec<Written>, ExecError> {
+        self.tables()
+            .iter()
+            .map(|t| match t.written() {
+                Some(written) => Ok(written),
+                None => t.finish_empty(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,85 @@
+//! Table names as file names.
+//!
+//! Table names come from the database and can hold anything: `/`, `..`,
+//! control characters, 63 four-byte characters (252 bytes, more than most
+//! file systems allow in a name with an extension). Every table gets a
+//! file name of its own that stays in the output directory.
+
+/// The longest file name written, in bytes: 255 is the limit of ext4, XFS,
+/// NTFS and APFS; the rest leaves room for the extension.
+const MAX_NAME_BYTES: usize = 240;
+
+/// `<table>.<extension>`, with `/`, `%`, `\`, control characters and a
+/// leading `.` escaped as `%XX`, so every table gets its own file and none
+/// can point outside the directory or be hidden. A name too long for a
+/// file system is cut and given a hash of the whole name, so it stays
+/// unique: `LONG…NAME~1a2b3c4d5e6f7a8b.csv`. The table's real name is in
+/// the summary and in Parquet and Arrow metadata.
+pub fn file_name_for(table: &str, extension: &str) -> String {
+    let mut name = String::with_capacity(table.len() + extension.len() + 1);
+    for c in table.chars() {
+        match c {
+            '/' | '%' | '\\' => name.push_str(&format!("%{:02X}", c as u32)),
+            c if c.is_control() && (c as u32) < 0x100 => {
+                name.push_str(&format!("%{:02X}", c as u32))
+            }
+            c => name.push(c),
+        }
+    }
+    if name.starts_with('.') {
+        // Not hidden, and never "." or "..".
+        name.replace_range(0..1, "%2E");
+    }
+    let room = MAX_NAME_BYTES.saturating_sub(extension.len() + 1);
+    if name.len() > room {
+        let suffix = format!("~{:016x}", fnv1a(table.as_bytes()));
+        let mut cut = room - suffix.len();
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+        name.push_str(&suffix);
+    }
+    name.push('.');
+    name.push_str(extension);
+    name
+}
+
+/// FNV-1a, 64 bits: stable across Rust versions and platforms (std's
+/// hasher is not), so a table keeps its file name from run to run.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_cannot_escape_the_directory() {
+        assert_eq!(file_name_for("ORDERS", "csv"), "ORDERS.csv");
+        assert_eq!(file_name_for("a/b%c", "csv"), "a%2Fb%25c.csv");
+        assert_eq!(file_name_for("..", "csv"), "%2E..csv");
+        assert_eq!(file_name_for("a\\b", "csv"), "a%5Cb.csv");
+        assert_eq!(
+            file_name_for("My \"odd\" table", "csv"),
+            "My \"odd\" table.csv"
+        );
+        assert_eq!(file_name_for("T\x1b[2J\n", "csv"), "T%1B[2J%0A.csv");
+    }
+
+    #[test]
+    fn names_too_long_are_cut_and_stay_unique() {
+        // 63 four-byte characters: 252 bytes before the extension.
+        let long_a = "𝄞".repeat(63);
+        let long_b = format!("{}𝄢", "𝄞".repeat(62));
+        let a = file_name_for(&long_a, "parquet");
+        let b = file_name_for(&long_b, "parquet");
+        assert!(a.len() <= MAX_NAME_BYTES, "{}", a.len());
+        assert!(a.ends_with(".parquet") && a.contains('~'));
+        assert_ne!(a, b);
+        assert_eq!(a, file_name_for(&long_a, "parquet"), "stable");
+    }
+}

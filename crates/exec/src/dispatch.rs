@@ -1,0 +1,859 @@
+//! The coordinator: hands units to workers, redoes the ones whose
+//! connection was lost, stops everyone on the first error or signal, and
+//! counts rows; a destination does the writing.
+//!
+//! Workers take units one at a time from a shared counter — the only
+//! global scan state, as in DuckDB's postgres scanner — in the plan's
+//! order (biggest table first), so one huge table and many small ones keep
+//! every worker busy. The calling thread watches while they work: it checks
+//! that the snapshot is still held, and when the run must stop it
+//! interrupts whatever a connection is blocked in (a lock wait, say), so
+//! that a signal ends the run within moments.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use fbunload_plan::{Plan, Unit};
+
+use crate::destination::{Destination, UnitWriter};
+use crate::session::{Reader, Session};
+use crate::{ExecError, Progress};
+
+/// How a dispatch goes.
+pub(crate) struct DispatchOptions {
+    pub workers: usize,
+    pub fetch_only: bool,
+    pub verify: bool,
+    /// Redos of lost units per worker before the run fails.
+    pub max_retries: u32,
+    /// Whether each worker gets a writer thread (there are spare cores).
+    pub pipelined: bool,
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// What a successful dispatch read.
+#[derive(Debug)]
+pub(crate) struct Dispatched {
+    /// Rows per table of the plan.
+    pub rows: Vec<u64>,
+    pub retries: u64,
+}
+
+/// How often the coordinator checks that the snapshot is still held.
+const SNAPSHOT_CHECK: Duration = Duration::from_millis(250);
+/// How often it looks at the workers and the cancel flag in between.
+const WATCH_TICK: Duration = Duration::from_millis(20);
+
+/// Batches a worker's fetcher may queue for its writer thread: enough to
+/// smooth out a slow write, few enough to keep memory bounded.
+const WRITER_QUEUE: usize = 4;
+
+/// Runs every unit of `plan` through `destination`. `on_start` is told the
+/// snapshot once every reader has joined it, before the first unit.
+pub(crate) fn dispatch<S: Session>(
+    session: &mut S,
+    plan: &Plan,
+    destination: &dyn Destination,
+    options: &DispatchOptions,
+    progress: &dyn Progress,
+    on_start: &mut dyn FnMut(Option<u64>) -> Result<(), ExecError>,
+) -> Result<Dispatched, ExecError> {
+    let readers = session.readers(options.workers)?;
+    on_start(session.snapshot_number())?;
+    let run = Run {
+        session: &*session,
+        plan,
+        destination,
+        options,
+        progress,
+        next_unit: AtomicUsize::new(0),
+        failed: AtomicBool::new(false),
+        first_error: Mutex::new(None),
+        rows: plan.tables.iter().map(|_| AtomicU64::new(0)).collect(),
+        retries: AtomicU64::new(0),
+    };
+    let busy = AtomicUsize::new(readers.len() + 1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = readers
+            .into_iter()
+            .map(|reader| {
+                let (run, busy) = (&run, &busy);
+                scope.spawn(move || {
+                    run.guard(|| run.worker(reader));
+                    busy.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        // Counting waits for the workers; the watch goes on meanwhile, so
+        // a signal still interrupts a count blocked on a lock.
+        let (run, busy) = (&run, &busy);
+        scope.spawn(move || {
+            for worker in workers {
+                let _ = worker.join();
+            }
+            if options.verify && !run.failed.load(Ordering::SeqCst) {
+                run.guard(|| run.verify());
+            }
+            busy.fetch_sub(1, Ordering::SeqCst);
+        });
+        run.watch(busy);
+    });
+    if let Some(err) = run.first_error.into_inner().unwrap() {
+        return Err(err);
+    }
+    Ok(Dispatched {
+        rows: run.rows.iter().map(|r| r.load(Ordering::SeqCst)).collect(),
+        retries: run.retries.load(Ordering::SeqCst),
+    })
+}
+
+struct Run<'r, S: Session> {
+    session: &'r S,
+    plan: &'r Plan,
+    destination: &'r dyn Destination,
+    options: &'r DispatchOptions,
+    progress: &'r dyn Progress,
+    next_unit: AtomicUsize,
+    failed: AtomicBool,
+    first_error: Mutex<Option<ExecError>>,
+    /// Rows of the units finished, per table.
+    rows: Vec<AtomicU64>,
+    retries: AtomicU64,
+}
+
+/// What a worker's fetcher tells the side that writes (its writer thread,
+/// or itself).
+enum ToWriter {
+    Begin(Unit),
+    Batch(RecordBatch),
+    End,
+    /// The unit failed or the run is stopping: undo what was written of it.
+    Abort,
+}
+
+impl<'r, S: Session> Run<'r, S> {
+    /// Records the first failure and tells every worker to stop.
+    fn guard(&self, body: impl FnOnce() -> Result<(), ExecError>) {
+        if let Err(err) = body() {
+            self.fail(err);
+        }
+    }
+
+    fn fail(&self, err: ExecError) {
+        let mut first = self.first_error.lock().unwrap();
+        if first.is_none() {
+            *first = Some(err);
+        }
+        self.failed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether to stop: something failed, or the user interrupted.
+    fn should_stop(&self) -> bool {
+        if self.options.cancel.load(Ordering::SeqCst) && !self.failed.load(Ordering::SeqCst) {
+            self.fail(ExecError::Interrupted);
+        }
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    /// The coordinator's loop while anyone is busy: if the snapshot's
+    /// holder goes, so does the guarantee that a worker can rejoin it, and
+    /// the run stops rather than go on half protected. Once the run must
+    /// stop, blocked connections are interrupted, once.
+    fn watch(&self, busy: &AtomicUsize) {
+        let mut last_check = Instant::now();
+        let mut interrupted = false;
+        while busy.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(WATCH_TICK);
+            if self.should_stop() {
+                if !interrupted {
+                    interrupted = true;
+                    self.session.interrupt();
+                    self.destination.stop();
+                }
+                continue;
+            }
+            if last_check.elapsed() >= SNAPSHOT_CHECK {
+                last_check = Instant::now();
+                self.guard(|| self.session.check());
+            }
+        }
+        // A loss in the last interval must still fail the run.
+        if !self.failed.load(Ordering::SeqCst) {
+            self.guard(|| self.session.check());
+        }
+    }
+
+    /// One worker. A lost connection (a killed attachment, a network
+    /// break) costs a new one and the redo of the unit in hand, if the
+    /// session can rejoin the snapshot.
+    fn worker(&self, reader: S::Reader) -> Result<(), ExecError> {
+        let mut resume = None;
+        let mut result = self.work(reader, &mut resume);
+        let mut retries = 0;
+        while let Err(err) = &result {
+            if resume.is_none() || retries >= self.options.max_retries || self.should_stop() {
+                break;
+            }
+            retries += 1;
+            self.retries.fetch_add(1, Ordering::SeqCst);
+            self.progress
+                .warning(&format!("{err}; redoing the unit on a new connection"));
+            result = self
+                .session
+                .rejoin()
+                .and_then(|reader| self.work(reader, &mut resume));
+        }
+        result
+    }
+
+    /// Takes units until there are none left or the run stops. `resume`
+    /// is a unit to do first; a unit whose connection is lost is put back
+    /// there for a redo.
+    ///
+    /// Fetching and decoding happen on this thread (they must: rows live
+    /// in the statement's buffer). What the destination does with batches
+    /// happens here too when every core already runs a worker; when cores
+    /// are spare, a writer thread per worker does it, so fetching never
+    /// waits for encoding or the disk. Measured on 2 cores: one worker
+    /// with a writer thread is ~12% faster, two workers with writer
+    /// threads ~15% slower (four busy threads on two cores).
+    fn work(&self, mut reader: S::Reader, resume: &mut Option<Unit>) -> Result<(), ExecError> {
+        if self.options.fetch_only {
+            return self.fetch_only(&mut reader, resume);
+        }
+        if !self.options.pipelined {
+            let mut writing = Writing::default();
+            let mut deliver = |message| match self.write(&mut writing, message) {
+                Ok(()) => true,
+                Err(err) => {
+                    self.fail(err);
+                    false
+                }
+            };
+            return self.take_units(&mut reader, resume, &mut deliver);
+        }
+        std::thread::scope(|scope| {
+            let (to_writer, from_fetcher) = std::sync::mpsc::sync_channel(WRITER_QUEUE);
+            scope.spawn(move || {
+                let mut writing = Writing::default();
+                for message in from_fetcher {
+                    if let Err(err) = self.write(&mut writing, message) {
+                        self.fail(err);
+                        break;
+                    }
+                }
+                // Whatever is unfinished goes (a stop, or the fetcher died).
+                self.guard(|| self.write(&mut writing, ToWriter::Abort));
+            });
+            // A closed channel means the writer failed; its error is the
+            // one recorded, so this side just stops.
+            let mut deliver = |message| to_writer.send(message).is_ok();
+            self.take_units(&mut reader, resume, &mut deliver)
+        })
+    }
+
+    fn next_unit(&self, resume: &mut Option<Unit>) -> Option<Unit> {
+        resume.take().or_else(|| {
+            self.plan
+                .units
+                .get(self.next_unit.fetch_add(1, Ordering::SeqCst))
+                .copied()
+        })
+    }
+
+    fn take_units(
+        &self,
+        reader: &mut S::Reader,
+        resume: &mut Option<Unit>,
+        deliver: &mut dyn FnMut(ToWriter) -> bool,
+    ) -> Result<(), ExecError> {
+        while !self.should_stop() {
+            let Some(unit) = self.next_unit(resume) else {
+                break;
+            };
+            if !deliver(ToWriter::Begin(unit)) {
+                return Ok(());
+            }
+            let mut stopped = false;
+            let read = reader.read(&unit, false, &mut |batch| {
+                let go_on = deliver(ToWriter::Batch(batch)) && !self.should_stop();
+                stopped |= !go_on;
+                go_on
+            });
+            match read {
+                Ok(_) if !stopped => {
+                    if !deliver(ToWriter::End) {
+                        return Ok(());
+                    }
+                }
+                Ok(_) => {
+                    deliver(ToWriter::Abort);
+                    return Ok(());
+                }
+                Err(err) => {
+                    deliver(ToWriter::Abort);
+                    if err.is_connection_lost() {
+                        *resume = Some(unit);
+                    }
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands one message to the destination.
+    fn write(&self, writing: &mut Writing<'r>, message: ToWriter) -> Result<(), ExecError> {
+        match message {
+            ToWriter::Begin(unit) => {
+                writing.current = Some((unit, self.destination.begin_unit(&unit)?, 0));
+            }
+            ToWriter::Batch(batch) => {
+                let Some((_, writer, rows)) = writing.current.as_mut() else {
+                    return Ok(());
+                };
+                let n = batch.num_rows() as u64;
+                writer.write(batch)?;
+                *rows += n;
+                self.progress.rows_read(n);
+            }
+            ToWriter::End => {
+                let Some((unit, writer, rows)) = writing.current.take() else {
+                    return Ok(());
+                };
+                let table_done = writer.finish()?;
+                self.unit_done(&unit, rows, table_done);
+            }
+            ToWriter::Abort => {
+                if let Some((_, writer, _)) = writing.current.take() {
+                    writer.abort()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unit_done(&self, unit: &Unit, rows: u64, table_done: bool) {
+        let total = self.rows[unit.table].fetch_add(rows, Ordering::SeqCst) + rows;
+        self.progress.unit_finished(unit, rows);
+        if table_done {
+            self.progress
+                .table_finished(&self.plan.tables[unit.table].name, total);
+        }
+    }
+
+    /// `--fetch-only`: every unit read and dropped, nothing written.
+    fn fetch_only(
+        &self,
+        reader: &mut S::Reader,
+        resume: &mut Option<Unit>,
+    ) -> Result<(), ExecError> {
+        while !self.should_stop() {
+            let Some(unit) = self.next_unit(resume) else {
+                break;
+            };
+            match reader.read(&unit, true, &mut |_| true) {
+                Ok(rows) => {
+                    self.progress.rows_read(rows);
+                    let last = self.plan.tables[unit.table].unit_count == unit.seq + 1;
+                    self.unit_done(&unit, rows, last);
+                }
+                Err(err) => {
+                    if err.is_connection_lost() {
+                        *resume = Some(unit);
+                    }
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `--verify`: every table's rows written against `COUNT(*)` at the
+    /// same snapshot.
+    fn verify(&self) -> Result<(), ExecError> {
+        let mut mismatches = Vec::new();
+        for (i, table) in self.plan.tables.iter().enumerate() {
+            if self.should_stop() {
+                return Ok(());
+            }
+            let counted = self.session.count(i)?;
+            let written = self.rows[i].load(Ordering::SeqCst);
+            if counted != written {
+                mismatches.push(format!(
+                    "{}: wrote {written}, COUNT(*) {counted}",
+                    table.name
+                ));
+            }
+        }
+        if mismatches.is_empty() {
+            Ok(())
+        } else {
+            Err(ExecError::Verify(mismatches.join("; ")))
+        }
+    }
+}
+
+/// A writer's unit in progress: the unit, its writer, its rows so far.
+#[derive(Default)]
+struct Writing<'d> {
+    current: Option<(Unit, Box<dyn UnitWriter + 'd>, u64)>,
+}
+
+
+#[cfg(test)]
+mod tests {
+    //! The coordinator against a made-up database: units of made-up rows,
+    //! connections that are lost on cue, a destination that records.
+
+    use std::collections::{BTreeMap, HashSet};
+    use std::sync::atomic::AtomicU32;
+
+    use arrow_array::{ArrayRef, Int32Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use fbunload_plan::{Column, PlanOptions, Table};
+
+    use super::*;
+    use crate::destination::Written;
+    use crate::Silent;
+
+    const ROWS_PER_UNIT: i32 = 5;
+
+    fn plan(tables: &[(&str, u32)], unit_pages: u64) -> Plan {
+        let catalog: Vec<Table> = tables
+            .iter()
+            .enumerate()
+            .map(|(i, (name, pointer_pages))| Table {
+                relation_id: 128 + i as u16,
+                name: name.to_string(),
+                columns: vec![Column {
+                    name: "V".into(),
+                    field_type: 8,
+                    ..Column::default()
+                }],
+                pointer_pages: *pointer_pages,
+            })
+            .collect();
+        Plan::new(
+            &catalog,
+            PlanOptions {
+                unit_pages: Some(unit_pages),
+                ..PlanOptions::default()
+            },
+        )
+    }
+
+    /// The rows of a unit: distinct per table and unit, so the recording
+    /// destination can tell where every row came from.
+    fn unit_batch(unit: &Unit, from: i32, to: i32) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("V", DataType::Int32, false)]));
+        let base = (unit.table as i32 * 1000 + unit.seq as i32) * 100;
+        let values: ArrayRef = Arc::new(Int32Array::from_iter_values(base + from..base + to));
+        RecordBatch::try_new(schema, vec![values]).unwrap()
+    }
+
+    /// What goes wrong, and when.
+    #[derive(Default)]
+    struct Script {
+        /// Units (table, seq) whose first reading loses the connection
+        /// half way.
+        lose_once: Mutex<HashSet<(usize, usize)>>,
+        /// A unit whose reading fails for good, not as a lost connection.
+        fail: Option<(usize, usize)>,
+        /// Rows `count` reports per table, when not what was read.
+        count_override: Option<u64>,
+        /// Whether a new connection can join the snapshot.
+        rejoin_refused: bool,
+        /// The snapshot's holder is gone.
+        snapshot_lost: bool,
+        /// A reader blocks until interrupted.
+        block_until_interrupted: bool,
+    }
+
+    struct FakeSession {
+        script: Arc<Script>,
+        plan: Plan,
+        rejoins: AtomicU32,
+        interrupted: Arc<AtomicBool>,
+        interrupts: AtomicU32,
+    }
+
+    struct FakeReader {
+        script: Arc<Script>,
+        interrupted: Arc<AtomicBool>,
+    }
+
+    impl Session for FakeSession {
+        type Reader = FakeReader;
+
+        fn readers(&mut self, count: usize) -> Result<Vec<FakeReader>, ExecError> {
+            Ok((0..count).map(|_| self.reader()).collect())
+        }
+
+        fn snapshot_number(&self) -> Option<u64> {
+            Some(42)
+        }
+
+        fn rejoin(&self) -> Result<FakeReader, ExecError> {
+            self.rejoins.fetch_add(1, Ordering::SeqCst);
+            if self.script.rejoin_refused {
+                return Err(ExecError::Server("cannot rejoin".into()));
+            }
+            Ok(self.reader())
+        }
+
+        fn check(&self) -> Result<(), ExecError> {
+            if self.script.snapshot_lost {
+                return Err(ExecError::Server("main attachment lost".into()));
+            }
+            Ok(())
+        }
+
+        fn count(&self, _table: usize) -> Result<u64, ExecError> {
+            Ok(self
+                .script
+                .count_override
+                .unwrap_or((ROWS_PER_UNIT as u64) * self.plan.tables[_table].unit_count as u64))
+        }
+
+        fn interrupt(&self) {
+            self.interrupts.fetch_add(1, Ordering::SeqCst);
+            self.interrupted.store(true, Ordering::SeqCst);
+        }
+    }
+
+    impl FakeSession {
+        fn new(plan: &Plan, script: Script) -> Self {
+            FakeSession {
+                script: Arc::new(script),
+                plan: plan.clone(),
+                rejoins: AtomicU32::new(0),
+                interrupted: Arc::new(AtomicBool::new(false)),
+                interrupts: AtomicU32::new(0),
+            }
+        }
+
+        fn reader(&self) -> FakeReader {
+            FakeReader {
+                script: self.script.clone(),
+                interrupted: self.interrupted.clone(),
+            }
+        }
+    }
+
+    impl Reader for FakeReader {
+        fn read(
+            &mut self,
+            unit: &Unit,
+            fetch_only: bool,
+            deliver: &mut dyn FnMut(RecordBatch) -> bool,
+        ) -> Result<u64, ExecError> {
+            let lost = |what: &str| ExecError::ConnectionLost {
+                table: format!("T{}", unit.table),
+                message: what.into(),
+            };
+            if self.script.block_until_interrupted {
+                while !self.interrupted.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                return Err(ExecError::table("T", "operation was cancelled"));
+            }
+            if fetch_only {
+                return Ok(ROWS_PER_UNIT as u64);
+            }
+            if !deliver(unit_batch(unit, 0, 2)) {
+                return Ok(2);
+            }
+            if self.script.fail == Some((unit.table, unit.seq)) {
+                return Err(ExecError::table("T", "a bad value"));
+            }
+            if self
+                .script
+                .lose_once
+                .lock()
+                .unwrap()
+                .remove(&(unit.table, unit.seq))
+            {
+                return Err(lost("connection reset"));
+            }
+            deliver(unit_batch(unit, 2, ROWS_PER_UNIT));
+            Ok(ROWS_PER_UNIT as u64)
+        }
+    }
+
+    /// Records what it is given, per unit, and what was taken back.
+    #[derive(Default)]
+    struct Recorder {
+        finished: Mutex<BTreeMap<(usize, usize), Vec<i32>>>,
+        aborted: AtomicU32,
+        started: Mutex<Option<u64>>,
+    }
+
+    struct RecordingUnit<'a> {
+        recorder: &'a Recorder,
+        unit: Unit,
+        values: Vec<i32>,
+    }
+
+    impl Destination for Recorder {
+        fn start(&self, run: &crate::RunInfo<'_>) -> Result<(), ExecError> {
+            *self.started.lock().unwrap() = run.snapshot_number;
+            Ok(())
+        }
+
+        fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+            Ok(Box::new(RecordingUnit {
+                recorder: self,
+                unit: *unit,
+                values: Vec::new(),
+            }))
+        }
+
+        fn finish(&self) -> Result<Vec<Written>, ExecError> {
+            Ok(Vec::new())
+        }
+    }
+
+    impl UnitWriter for RecordingUnit<'_> {
+        fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+            let values = batch
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .unwrap();
+            self.values.extend(values.values().iter());
+            Ok(())
+        }
+
+        fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+            let previous = self
+                .recorder
+                .finished
+                .lock()
+                .unwrap()
+                .insert((self.unit.table, self.unit.seq), self.values);
+            assert!(previous.is_none(), "a unit finished twice");
+            Ok(false)
+        }
+
+        fn abort(self: Box<Self>) -> Result<(), ExecError> {
+            self.recorder.aborted.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    fn options(workers: usize, pipelined: bool) -> DispatchOptions {
+        DispatchOptions {
+            workers,
+            fetch_only: false,
+            verify: true,
+            max_retries: 2,
+            pipelined,
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn run(
+        session: &mut FakeSession,
+        plan: &Plan,
+        recorder: &Recorder,
+        options: &DispatchOptions,
+    ) -> Result<Dispatched, ExecError> {
+        dispatch(session, plan, recorder, options, &Silent, &mut |_| Ok(()))
+    }
+
+    /// Every unit's rows, whole and in order, once each.
+    fn assert_every_unit_once(plan: &Plan, recorder: &Recorder) {
+        let finished = recorder.finished.lock().unwrap();
+        assert_eq!(finished.len(), plan.units.len());
+        for unit in &plan.units {
+            let expected: Vec<i32> = unit_batch(unit, 0, ROWS_PER_UNIT)
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .unwrap()
+                .values()
+                .to_vec();
+            assert_eq!(finished[&(unit.table, unit.seq)], expected, "{unit:?}");
+        }
+    }
+
+    #[test]
+    fn every_unit_reaches_the_destination_once_whatever_the_workers() {
+        let plan = plan(&[("BIG", 6), ("MID", 3), ("SMALL", 1)], 400);
+        for (workers, pipelined) in [(1, false), (1, true), (3, false), (4, true)] {
+            let mut session = FakeSession::new(&plan, Script::default());
+            let recorder = Recorder::default();
+            let done = dispatch(
+                &mut session,
+                &plan,
+                &recorder,
+                &options(workers, pipelined),
+                &Silent,
+                &mut |n| {
+                    *recorder.started.lock().unwrap() = n;
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_every_unit_once(&plan, &recorder);
+            let expected: Vec<u64> = plan
+                .tables
+                .iter()
+                .map(|t| t.unit_count as u64 * ROWS_PER_UNIT as u64)
+                .collect();
+            assert_eq!(done.rows, expected);
+            assert_eq!(done.retries, 0);
+            assert_eq!(*recorder.started.lock().unwrap(), Some(42));
+        }
+    }
+
+    #[test]
+    fn a_lost_connection_costs_a_redo_of_its_unit_only() {
+        let plan = plan(&[("BIG", 4)], 400);
+        let lost: HashSet<_> = [(0, 1), (0, 5)].into();
+        for pipelined in [false, true] {
+            let mut session = FakeSession::new(
+                &plan,
+                Script {
+                    lose_once: Mutex::new(lost.clone()),
+                    ..Script::default()
+                },
+            );
+            let recorder = Recorder::default();
+            let done = run(&mut session, &plan, &recorder, &options(2, pipelined)).unwrap();
+            assert_every_unit_once(&plan, &recorder);
+            assert_eq!(done.retries, 2);
+            assert_eq!(recorder.aborted.load(Ordering::SeqCst), 2);
+            assert_eq!(session.rejoins.load(Ordering::SeqCst), 2);
+        }
+    }
+
+    #[test]
+    fn a_unit_that_cannot_be_redone_fails_the_run() {
+        let plan = plan(&[("BIG", 4)], 400);
+        let mut session = FakeSession::new(
+            &plan,
+            Script {
+                lose_once: Mutex::new([(0, 2)].into()),
+                rejoin_refused: true,
+                ..Script::default()
+            },
+        );
+        let recorder = Recorder::default();
+        let err = run(&mut session, &plan, &recorder, &options(2, false)).unwrap_err();
+        assert!(err.to_string().contains("cannot rejoin"), "{err}");
+        assert!(!recorder.finished.lock().unwrap().contains_key(&(0, 2)));
+    }
+
+    #[test]
+    fn the_first_error_stops_every_worker_and_is_the_one_reported() {
+        let plan = plan(&[("BIG", 8)], 100);
+        let mut session = FakeSession::new(
+            &plan,
+            Script {
+                fail: Some((0, 3)),
+                ..Script::default()
+            },
+        );
+        let recorder = Recorder::default();
+        let err = run(&mut session, &plan, &recorder, &options(3, true)).unwrap_err();
+        assert!(err.to_string().contains("a bad value"), "{err}");
+        assert!(!recorder.finished.lock().unwrap().contains_key(&(0, 3)));
+        assert!(recorder.aborted.load(Ordering::SeqCst) >= 1);
+        assert_eq!(
+            session.rejoins.load(Ordering::SeqCst),
+            0,
+            "not a lost connection"
+        );
+        assert_eq!(session.interrupts.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_signal_interrupts_a_blocked_reader_at_once() {
+        let plan = plan(&[("BIG", 2)], 400);
+        let mut session = FakeSession::new(
+            &plan,
+            Script {
+                block_until_interrupted: true,
+                ..Script::default()
+            },
+        );
+        let recorder = Recorder::default();
+        let options = options(2, false);
+        let cancel = options.cancel.clone();
+        let signal = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            cancel.store(true, Ordering::SeqCst);
+        });
+        let started = Instant::now();
+        let err = run(&mut session, &plan, &recorder, &options).unwrap_err();
+        signal.join().unwrap();
+        assert!(matches!(err, ExecError::Interrupted), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(session.interrupts.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn verify_compares_every_table_with_its_count() {
+        let plan = plan(&[("A", 2), ("B", 1)], 400);
+        let mut session = FakeSession::new(
+            &plan,
+            Script {
+                count_override: Some(1),
+                ..Script::default()
+            },
+        );
+        let err = run(
+            &mut session,
+            &plan,
+            &Recorder::default(),
+            &options(2, false),
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("A: wrote") && text.contains("B: wrote"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn losing_the_snapshot_fails_the_run() {
+        let plan = plan(&[("A", 2)], 400);
+        let mut session = FakeSession::new(
+            &plan,
+            Script {
+                snapshot_lost: true,
+                ..Script::default()
+            },
+        );
+        let err = run(
+            &mut session,
+            &plan,
+            &Recorder::default(),
+            &options(1, false),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("main attachment lost"), "{err}");
+    }
+
+    #[test]
+    fn fetch_only_reads_every_unit_and_writes_nothing() {
+        let plan = plan(&[("A", 3), ("B", 1)], 400);
+        let mut session = FakeSession::new(&plan, Script::default());
+        let recorder = Recorder::default();
+        let options = DispatchOptions {
+            fetch_only: true,
+            ..options(2, true)
+        };
+        let done = run(&mut session, &plan, &recorder, &options).unwrap();
+        assert!(recorder.finished.lock().unwrap().is_empty());
+        assert_eq!(
+            done.rows.iter().sum::<u64>(),
+            plan.units.len() as u64 * ROWS_PER_UNIT as u64
+        );
+    }
+}

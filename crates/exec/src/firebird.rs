@@ -1,0 +1,470 @@
+//! The Firebird side of a run: the main attachment, the plan made from its
+//! catalog, the snapshot every reader joins, and reading a unit into Arrow
+//! batches.
+//!
+//! **Joining one snapshot.** `isc_tpb_at_snapshot_number` alone does not
+//! give identical views: Firebird treats every transaction numbered below
+//! a transaction's *oldest interesting* (OIT) as committed, whatever its
+//! commit number. A transaction that was active when the snapshot was
+//! taken and commits before a reader joins can fall below that reader's
+//! OIT, and the reader then sees its changes (measured: a joiner started
+//! 2 ms after another at the same number saw more rows 314 times in
+//! 1,000). So every reader attaches first; then the holder of the snapshot
+//! and every reader's transaction start together, from one thread; and
+//! each reader must report an OIT no higher than the holder's *oldest
+//! active* (OAT): then every transaction a reader takes as committed had
+//! already finished when the snapshot was taken, and the reader sees what
+//! the holder sees. Comparing OITs with each other instead, as fbunload
+//! once did, fails for ever on SuperClassic and Classic servers, where
+//! each attachment keeps its own view of the OIT, and refuses harmless
+//! moves of the OIT past long-dead transactions.
+//!
+//! Servers before Firebird 4 cannot share a snapshot or address pointer
+//! pages: there the run reads with one reader in the main attachment's own
+//! transaction, which is still one consistent snapshot, or, if the user
+//! allows it, with a snapshot per reader, each table consistent in itself.
+
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+use fbunload_client::{
+    Attachment, Client, ConnectOptions, Statement, Transaction, TransactionMode,
+};
+use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TypeOptions};
+use fbunload_plan::{read_catalog, Plan, PlanOptions, TableFilter, TablePlan, Unit};
+
+use crate::session::{Reader, Session};
+use crate::ExecError;
+
+/// A database and how to attach to it.
+#[derive(Clone)]
+pub struct Database {
+    pub client: Arc<Client>,
+    /// The DSN, user, password and role; the connection character set is
+    /// fbunload's own choice ([`TRANSPORT_CHARSET`]).
+    pub connect: ConnectOptions,
+}
+
+/// The connection character set of every attachment: NONE, so that the
+/// server converts no text and each column arrives in its own character
+/// set, to be decoded exactly (see [`fbunload_decode::text`]).
+pub const TRANSPORT_CHARSET: &str = "NONE";
+
+impl Database {
+    /// Attaches; readers skip garbage collection, as gbak's do: an unload
+    /// should not pay for cleaning up other transactions' old versions.
+    pub fn attach(&self, reader: bool) -> Result<Attachment, ExecError> {
+        let connect = ConnectOptions {
+            charset: TRANSPORT_CHARSET.into(),
+            no_garbage_collect: reader,
+            ..self.connect.clone()
+        };
+        Attachment::connect(&self.client, &connect)
+            .map_err(|e| ExecError::attach(&connect.database, connect.user.as_deref(), e))
+    }
+
+    /// Opens `count` attachments at once (remote attaches take a round trip
+    /// or more each).
+    fn attach_readers(&self, count: usize) -> Result<Vec<Attachment>, ExecError> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..count)
+                .map(|_| scope.spawn(|| self.attach(true)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+}
+
+/// How the readers of a run see one state of the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consistency {
+    /// Firebird 4 and later: every reader joins the main attachment's
+    /// snapshot.
+    SharedSnapshot,
+    /// Firebird 3: one reader, in the main attachment's transaction.
+    OneTransaction,
+    /// Firebird 3 with `allow_inconsistent`: a snapshot per reader; every
+    /// table (a unit of its own there) is consistent in itself, the
+    /// tables are not mutually consistent.
+    SnapshotPerReader,
+}
+
+/// What every reader needs to turn a unit into batches.
+pub(crate) struct ReadContext {
+    pub plan: Arc<Plan>,
+    pub schemas: Arc<Vec<SchemaRef>>,
+    pub types: TypeOptions,
+    pub batch: BatchLimits,
+}
+
+/// Reads the catalog in a short transaction of its own and plans: the
+/// plan only needs names, columns and page counts, and the last unit of
+/// every table is open-ended, so pages added later are still read. Each
+/// table's select is prepared once, here, to learn its Arrow schema.
+pub(crate) fn plan(
+    main: &Attachment,
+    filter: &TableFilter,
+    options: PlanOptions,
+    split_tables: bool,
+    types: &TypeOptions,
+) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
+    let tr = main
+        .start_transaction(TransactionMode::ReadOnlySnapshot)
+        .map_err(ExecError::Client)?;
+    let catalog = read_catalog(&tr, filter)?;
+    let plan = Plan::new(
+        &catalog,
+        PlanOptions {
+            split_tables,
+            page_size: main.page_size().map_err(ExecError::Client)?,
+            ..options
+        },
+    );
+    let schemas = plan
+        .tables
+        .iter()
+        .map(|table| {
+            let stmt = tr
+                .prepare(&table.select_sql())
+                .map_err(|e| ExecError::from_client(&table.name, e))?;
+            Ok(Arc::new(Schema::new(
+                output_columns(table, &stmt, types)?
+                    .iter()
+                    .map(OutputColumn::arrow_field)
+                    .collect::<Vec<_>>(),
+            )))
+        })
+        .collect::<Result<_, ExecError>>()?;
+    Ok((plan, schemas))
+}
+
+/// The columns a prepared select of `table` returns, mapped to Arrow.
+fn output_columns(
+    table: &TablePlan,
+    stmt: &Statement<'_>,
+    types: &TypeOptions,
+) -> Result<Vec<OutputColumn>, ExecError> {
+    if stmt.columns().len() != table.columns.len() {
+        return Err(ExecError::table(
+            &table.name,
+            "the table's columns changed while it was being read; run fbunload again",
+        ));
+    }
+    stmt.columns()
+        .iter()
+        .zip(&table.columns)
+        .zip(&table.declared_types)
+        .map(|((desc, column), declared)| {
+            OutputColumn::new(column, desc, Some(declared), types)
+                .map_err(|m| ExecError::table(&table.name, format!("column {column}: {m}")))
+        })
+        .collect()
+}
+
+/// Attempts at a snapshot whose readers all see what its holder sees.
+const JOIN_ATTEMPTS: usize = 20;
+
+/// The shared snapshot, once joined.
+struct Joined {
+    number: u64,
+    /// Keeps the snapshot alive for the whole run.
+    _holder: Transaction,
+    /// At the snapshot too, on the main attachment, for `--verify`.
+    reference: Transaction,
+    /// The holder's oldest active transaction: no reader may take a
+    /// transaction from there on as committed (module docs).
+    oldest_active: u64,
+}
+
+/// A run's hold on a Firebird database.
+pub(crate) struct FirebirdSession {
+    db: Database,
+    context: Arc<ReadContext>,
+    main: Attachment,
+    consistency: Consistency,
+    joined: Option<Joined>,
+    /// [`Consistency::OneTransaction`]: the main transaction, which the one
+    /// reader reads in and `--verify` counts in.
+    one: Option<Arc<Transaction>>,
+    /// Every attachment of the run, to interrupt them all.
+    attachments: Mutex<Vec<Attachment>>,
+}
+
+impl FirebirdSession {
+    pub fn new(
+        db: Database,
+        main: Attachment,
+        consistency: Consistency,
+        context: ReadContext,
+    ) -> Self {
+        FirebirdSession {
+            db,
+            attachments: Mutex::new(vec![main.clone()]),
+            main,
+            consistency,
+            context: Arc::new(context),
+            joined: None,
+            one: None,
+        }
+    }
+
+    fn reader(&self, tr: Arc<Transaction>) -> FirebirdReader {
+        FirebirdReader {
+            tr,
+            context: self.context.clone(),
+        }
+    }
+
+    fn attach_reader(&self) -> Result<Attachment, ExecError> {
+        let attachment = self.db.attach(true)?;
+        self.attachments.lock().unwrap().push(attachment.clone());
+        Ok(attachment)
+    }
+
+    /// Starts the holder and, right after, every reader's transaction at
+    /// its snapshot number, from this thread, until all of them see what
+    /// the holder sees (module docs).
+    fn join(&mut self, readers: &[Attachment]) -> Result<Vec<Transaction>, ExecError> {
+        for _ in 0..JOIN_ATTEMPTS {
+            let holder = self
+                .main
+                .start_transaction(TransactionMode::HoldingSnapshot)
+                .or_else(|_| {
+                    self.main
+                        .start_transaction(TransactionMode::ReadOnlySnapshot)
+                })
+                .map_err(ExecError::Client)?;
+            let number = holder.snapshot_number().map_err(ExecError::Client)?;
+            let oldest_active = holder.oldest_active().map_err(ExecError::Client)?;
+            let at_snapshot = |att: &Attachment| {
+                att.start_transaction(TransactionMode::ReadOnlyAtSnapshot(number))
+                    .map_err(|e| {
+                        ExecError::Server(format!("a reader cannot join snapshot {number}: {e}"))
+                    })
+            };
+            let transactions = readers
+                .iter()
+                .map(at_snapshot)
+                .collect::<Result<Vec<_>, _>>()?;
+            let reference = at_snapshot(&self.main)?;
+            let mut agree = true;
+            for tr in transactions.iter().chain([&reference]) {
+                agree &= tr.oldest_interesting().map_err(ExecError::Client)? <= oldest_active;
+            }
+            if agree {
+                self.joined = Some(Joined {
+                    number,
+                    _holder: holder,
+                    reference,
+                    oldest_active,
+                });
+                return Ok(transactions);
+            }
+        }
+        Err(ExecError::Server(format!(
+            "could not start {} transactions that see the same snapshot in {JOIN_ATTEMPTS} \
+             attempts: transactions that were running when the snapshot was taken keep \
+             committing in between. Try again, or with fewer workers",
+            readers.len() + 1
+        )))
+    }
+
+    /// The transaction `--verify` counts in.
+    fn counting_transaction(&self) -> Option<&Transaction> {
+        match self.consistency {
+            Consistency::SharedSnapshot => self.joined.as_ref().map(|j| &j.reference),
+            Consistency::OneTransaction => self.one.as_deref(),
+            Consistency::SnapshotPerReader => None,
+        }
+    }
+}
+
+impl Session for FirebirdSession {
+    type Reader = FirebirdReader;
+
+    fn readers(&mut self, count: usize) -> Result<Vec<FirebirdReader>, ExecError> {
+        match self.consistency {
+            Consistency::SharedSnapshot => {
+                let attachments = self.db.attach_readers(count)?;
+                self.attachments
+                    .lock()
+                    .unwrap()
+                    .extend(attachments.iter().cloned());
+                let transactions = self.join(&attachments)?;
+                Ok(transactions
+                    .into_iter()
+                    .map(|tr| self.reader(Arc::new(tr)))
+                    .collect())
+            }
+            Consistency::OneTransaction => {
+                let tr = Arc::new(
+                    self.main
+                        .start_transaction(TransactionMode::ReadOnlySnapshot)
+                        .map_err(ExecError::Client)?,
+                );
+                self.one = Some(tr.clone());
+                Ok(vec![self.reader(tr)])
+            }
+            Consistency::SnapshotPerReader => {
+                let attachments = self.db.attach_readers(count)?;
+                self.attachments
+                    .lock()
+                    .unwrap()
+                    .extend(attachments.iter().cloned());
+                attachments
+                    .iter()
+                    .map(|att| {
+                        let tr = att
+                            .start_transaction(TransactionMode::ReadOnlySnapshot)
+                            .map_err(ExecError::Client)?;
+                        Ok(self.reader(Arc::new(tr)))
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// A new attachment and transaction for a redo. At a shared snapshot
+    /// it sees the same data only if its OIT is not above the holder's
+    /// OAT (module docs).
+    fn rejoin(&self) -> Result<FirebirdReader, ExecError> {
+        let tr = match (self.consistency, &self.joined) {
+            (Consistency::SharedSnapshot, Some(joined)) => {
+                let number = joined.number;
+                let tr = self
+                    .attach_reader()?
+                    .start_transaction(TransactionMode::ReadOnlyAtSnapshot(number))
+                    .map_err(|e| {
+                        ExecError::Server(format!("a reader cannot rejoin snapshot {number}: {e}"))
+                    })?;
+                if tr.oldest_interesting().map_err(ExecError::Client)? > joined.oldest_active {
+                    return Err(ExecError::Server(format!(
+                        "a reader's connection was lost, and its unit cannot be redone at \
+                         snapshot {number}: transactions that were running when the snapshot \
+                         was taken have committed since, and Firebird would show some of their \
+                         changes to a transaction joining the snapshot now. The run stopped \
+                         and unfinished tables were removed; run fbunload again"
+                    )));
+                }
+                tr
+            }
+            (Consistency::SnapshotPerReader, _) => self
+                .attach_reader()?
+                .start_transaction(TransactionMode::ReadOnlySnapshot)
+                .map_err(ExecError::Client)?,
+            _ => {
+                return Err(ExecError::Server(
+                    "the connection was lost, and this server cannot share the run's \
+                     snapshot with a new one; run fbunload again"
+                        .into(),
+                ))
+            }
+        };
+        Ok(self.reader(Arc::new(tr)))
+    }
+
+    fn snapshot_number(&self) -> Option<u64> {
+        self.joined.as_ref().map(|j| j.number)
+    }
+
+    fn check(&self) -> Result<(), ExecError> {
+        if self.consistency != Consistency::SharedSnapshot {
+            // There a lost main attachment is its reader's error, or moot.
+            return Ok(());
+        }
+        self.main.ping().map_err(|e| {
+            ExecError::Server(format!(
+                "the main attachment was lost ({e}); the shared snapshot is gone, so the run \
+                 stopped. Tables finished before are complete; unfinished ones were removed. \
+                 Run fbunload again"
+            ))
+        })
+    }
+
+    fn count(&self, table: usize) -> Result<u64, ExecError> {
+        let table = &self.context.plan.tables[table];
+        let tr = self
+            .counting_transaction()
+            .ok_or_else(|| ExecError::Usage("--verify needs one snapshot for all tables".into()))?;
+        let counted = (|| {
+            let mut stmt = tr.prepare(&table.count_sql())?;
+            stmt.execute()?;
+            stmt.fetch()?;
+            let value = stmt.row().value(0).unwrap_or(&[0; 8]);
+            Ok::<_, fbunload_client::ClientError>(i64::from_ne_bytes(
+                value.try_into().unwrap_or([0; 8]),
+            ))
+        })()
+        .map_err(|e| {
+            ExecError::table(&table.name, format!("--verify could not count rows: {e}"))
+        })?;
+        Ok(counted.max(0) as u64)
+    }
+
+    fn interrupt(&self) {
+        for attachment in self.attachments.lock().unwrap().iter() {
+            attachment.cancel_operation();
+        }
+    }
+}
+
+/// One reader's transaction.
+pub(crate) struct FirebirdReader {
+    tr: Arc<Transaction>,
+    context: Arc<ReadContext>,
+}
+
+impl Reader for FirebirdReader {
+    fn read(
+        &mut self,
+        unit: &Unit,
+        fetch_only: bool,
+        deliver: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<u64, ExecError> {
+        let table = &self.context.plan.tables[unit.table];
+        let name = table.name.as_str();
+        let client_error = |e| ExecError::from_client(name, e);
+        let mut stmt = self
+            .tr
+            .prepare(&table.unit_sql(unit))
+            .map_err(client_error)?;
+        let mut rows = 0u64;
+        if fetch_only {
+            stmt.execute().map_err(client_error)?;
+            while stmt.fetch().map_err(client_error)? {
+                rows += 1;
+            }
+            return Ok(rows);
+        }
+        let columns = output_columns(table, &stmt, &self.context.types)?;
+        let mut decoder = RowDecoder::new(columns, self.context.batch);
+        if decoder.schema().fields() != self.context.schemas[unit.table].fields() {
+            return Err(ExecError::table(
+                name,
+                "the table's columns changed while it was being read; run fbunload again",
+            ));
+        }
+        stmt.execute().map_err(client_error)?;
+        loop {
+            let more = stmt.fetch().map_err(client_error)?;
+            if more {
+                decoder
+                    .append_row(&stmt.row())
+                    .map_err(|e| ExecError::from_decode(name, e))?;
+                rows += 1;
+            }
+            if decoder.is_full() || (!more && !decoder.is_empty()) {
+                let batch = decoder
+                    .take_batch()
+                    .map_err(|e| ExecError::from_decode(name, e))?;
+                if !deliver(batch) {
+                    return Ok(rows);
+                }
+            }
+            if !more {
+                return Ok(rows);
+            }
+        }
+    }
+}

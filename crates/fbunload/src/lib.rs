@@ -1,0 +1,321 @@
+//! fbunload: read Firebird tables in parallel from one consistent snapshot.
+//!
+//! The one crate applications need, and what the command line and the
+//! Python package call. An [`Unload`] names a database and what to read
+//! from it; then one of
+//!
+//! - [`Unload::prepare`]: attach and plan, reading no row (the plan:
+//!   tables, units of DB_KEY ranges, Arrow schemas);
+//! - [`Unload::to_directory`]: one file per table in any [`Format`];
+//! - [`Unload::to_stdout`]: one table to standard output;
+//! - [`Unload::record_batches`]: Arrow record batches, in DB_KEY order
+//!   and bounded memory, while workers read in parallel.
+//!
+//! ```no_run
+//! use fbunload::format::csv::{CsvFormat, CsvOptions};
+//! use fbunload::{Format, Unload};
+//! let csv = Format::bytes(CsvFormat::new(CsvOptions::default()));
+//! let summary = Unload::new("/data/shop.fdb")
+//!     .user("SYSDBA")
+//!     .tables("ORDER%")
+//!     .parallel(8)
+//!     .to_directory("out", csv, &fbunload::Silent)?;
+//! println!("{} rows", summary.rows());
+//! # Ok::<(), fbunload::Error>(())
+//! ```
+//!
+//! Underneath, in the order data flows: `fbunload-client` (the Firebird
+//! client library, loaded at run time), `fbunload-plan` (catalog → units),
+//! `fbunload-exec` (snapshot, coordinator, workers), `fbunload-decode`
+//! (rows → Arrow), `fbunload-format` (Arrow → bytes) and `fbunload-dest`
+//! (files, standard output, streams).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use arrow_schema::SchemaRef;
+use fbunload_client::{Client, ConnectOptions};
+
+pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
+pub use fbunload_dest::{file_name_for, OutputDir, StreamedBatch};
+pub use fbunload_exec::{
+    Consistency, ExecError as Error, Prepared, Progress, RunOptions, RunStart, Silent, Summary,
+    TableSummary,
+};
+pub use fbunload_format as format;
+pub use fbunload_format::Format;
+pub use fbunload_plan::{printable, Plan, PlanOptions, TableFilter, TablePlan, Unit};
+
+use fbunload_dest::{BatchStream, FileOutput, StreamReceiver};
+use fbunload_exec::Database;
+
+/// Bytes that units waiting for their turn may hold before they spill
+/// (files) or wait (streams), unless set.
+pub const DEFAULT_MEMORY_BUDGET: usize = 128 << 20;
+
+/// What to read, from where, and how: a builder.
+#[derive(Clone)]
+pub struct Unload {
+    connect: ConnectOptions,
+    client: Option<Arc<Client>>,
+    client_library: Option<PathBuf>,
+    filter: TableFilter,
+    options: RunOptions,
+    memory_budget: usize,
+}
+
+impl Unload {
+    /// `database`: a path (the embedded engine), `host:path` or
+    /// `inet://host:port/path`. User and password default to the client
+    /// library's own (`ISC_USER`, `ISC_PASSWORD`).
+    pub fn new(database: impl Into<String>) -> Self {
+        Unload {
+            connect: ConnectOptions {
+                database: database.into(),
+                user: None,
+                password: None,
+                role: None,
+                // fbunload-exec chooses the connection character set.
+                charset: String::new(),
+                no_garbage_collect: false,
+            },
+            client: None,
+            client_library: None,
+            filter: TableFilter::default(),
+            options: RunOptions::default(),
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+        }
+    }
+
+    pub fn user(mut self, user: impl Into<String>) -> Self {
+        self.connect.user = Some(user.into());
+        self
+    }
+
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.connect.password = Some(password.into());
+        self
+    }
+
+    pub fn role(mut self, role: impl Into<String>) -> Self {
+        self.connect.role = Some(role.into());
+        self
+    }
+
+    /// The Firebird client library to load (`libfbclient.so`,
+    /// `fbclient.dll`), instead of the one found as
+    /// [`fbunload_client::Client::load`] describes.
+    pub fn client_library(mut self, path: impl Into<PathBuf>) -> Self {
+        self.client_library = Some(path.into());
+        self
+    }
+
+    /// A client library already loaded.
+    pub fn client(mut self, client: Arc<Client>) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Tables whose names match this SQL `SIMILAR TO` pattern (`'ORDER%'`,
+    /// `'A|B'`); all user tables if never called.
+    pub fn tables(mut self, pattern: impl Into<String>) -> Self {
+        self.filter.include = Some(pattern.into());
+        self
+    }
+
+    /// Leaves out the tables matching this pattern.
+    pub fn exclude(mut self, pattern: impl Into<String>) -> Self {
+        self.filter.exclude = Some(pattern.into());
+        self
+    }
+
+    /// Worker connections (default: the number of local cores).
+    pub fn parallel(mut self, workers: usize) -> Self {
+        self.options.parallel = workers.max(1);
+        self
+    }
+
+    /// Everything else about the run: types, batch sizes, verification,
+    /// cancellation, Firebird 3 behaviour.
+    pub fn options(mut self, options: RunOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    pub fn run_options(&self) -> &RunOptions {
+        &self.options
+    }
+
+    /// Bytes that units finished ahead of their turn may hold in memory.
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        self.memory_budget = bytes;
+        self
+    }
+
+    /// The client library this unload uses, loaded on first need.
+    pub fn load_client(&mut self) -> Result<Arc<Client>, Error> {
+        if let Some(client) = &self.client {
+            return Ok(client.clone());
+        }
+        let client = fbunload_exec::load_client(self.client_library.as_deref())?;
+        // Signals are the application's (the CLI's handler, Python's
+        // KeyboardInterrupt): left to itself the library would cut every
+        // attachment mid-unit on Ctrl-C.
+        client.leave_signals_to_the_application();
+        self.client = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Attaches and plans: tables, units and schemas, no row read yet.
+    pub fn prepare(&self) -> Result<Prepared, Error> {
+        let mut this = self.clone();
+        let database = Database {
+            client: this.load_client()?,
+            connect: this.connect.clone(),
+        };
+        Prepared::new(database, &this.filter, this.options.clone())
+    }
+
+    /// Unloads every selected table into `dir`, one file (or directory of
+    /// parts) per table, named by [`file_name_for`].
+    pub fn to_directory(
+        &self,
+        dir: impl AsRef<Path>,
+        format: Format,
+        progress: &dyn Progress,
+    ) -> Result<Summary, Error> {
+        // The directory first: a second run into it fails before it
+        // attaches to anything.
+        let output = if self.options.fetch_only {
+            None
+        } else {
+            Some(OutputDir::open(dir.as_ref())?)
+        };
+        let prepared = self.prepare()?;
+        match output {
+            Some(dir) => {
+                let files = FileOutput::to_directory(dir, format, self.memory_budget);
+                prepared.run(&files, progress)
+            }
+            None => prepared.run(&fbunload_exec::Discard, progress),
+        }
+    }
+
+    /// Unloads the one selected table to standard output.
+    pub fn to_stdout(&self, format: Format, progress: &dyn Progress) -> Result<Summary, Error> {
+        let prepared = self.prepare()?;
+        if self.options.fetch_only {
+            return prepared.run(&fbunload_exec::Discard, progress);
+        }
+        let output = FileOutput::to_stdout(format, self.memory_budget)?;
+        prepared.run(&output, progress)
+    }
+
+    /// Starts reading every selected table and returns their batches as
+    /// they come, table after table, each in DB_KEY order.
+    pub fn record_batches(&self) -> Result<RecordBatches, Error> {
+        let prepared = self.prepare()?;
+        Ok(RecordBatches::spawn(prepared, self.memory_budget))
+    }
+}
+
+/// Record batches read by a run in the background: an iterator of
+/// [`StreamedBatch`]es (table index and batch) in the plan's order; if
+/// the run fails, its error is the last item. Dropping it stops the run.
+pub struct RecordBatches {
+    plan: Arc<Plan>,
+    schemas: Arc<Vec<SchemaRef>>,
+    start: RunStart,
+    receiver: Option<StreamReceiver>,
+    cancel: Arc<AtomicBool>,
+    run: Option<JoinHandle<Result<Summary, Error>>>,
+    summary: Option<Summary>,
+}
+
+impl RecordBatches {
+    fn spawn(prepared: Prepared, memory_budget: usize) -> Self {
+        let (stream, receiver) = BatchStream::new(memory_budget);
+        let plan = prepared.plan.clone();
+        let schemas = prepared.schemas.clone();
+        let start = prepared.start.clone();
+        let cancel = prepared.cancel_flag();
+        let run = std::thread::spawn(move || {
+            let result = prepared.run(&stream, &Silent);
+            stream.close();
+            result
+        });
+        RecordBatches {
+            plan,
+            schemas,
+            start,
+            receiver: Some(receiver),
+            cancel,
+            run: Some(run),
+            summary: None,
+        }
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The Arrow schema of table `table` of the plan.
+    pub fn schema(&self, table: usize) -> SchemaRef {
+        self.schemas[table].clone()
+    }
+
+    /// What the main attachment found (the snapshot number is known once
+    /// the first batch has arrived).
+    pub fn start(&self) -> &RunStart {
+        &self.start
+    }
+
+    /// Asks the run to stop; the iterator then ends with an error.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::SeqCst);
+    }
+
+    /// Reads what is left and returns the run's summary.
+    pub fn finish(mut self) -> Result<Summary, Error> {
+        for item in self.by_ref() {
+            item?;
+        }
+        self.summary.take().ok_or(Error::Interrupted)
+    }
+
+    /// The run has ended: its result.
+    fn join(&mut self) -> Option<Result<StreamedBatch, Error>> {
+        let run = self.run.take()?;
+        match run.join().expect("the run thread panicked") {
+            Ok(summary) => {
+                self.summary = Some(summary);
+                None
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+impl Iterator for RecordBatches {
+    type Item = Result<StreamedBatch, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(batch) = self.receiver.as_mut().and_then(|r| r.next()) {
+            return Some(Ok(batch));
+        }
+        self.receiver = None;
+        self.join()
+    }
+}
+
+impl Drop for RecordBatches {
+    fn drop(&mut self) {
+        self.cancel();
+        drop(self.receiver.take());
+        if let Some(run) = self.run.take() {
+            let _ = run.join();
+        }
+    }
+}
