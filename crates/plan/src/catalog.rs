@@ -314,8 +314,11 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
 /// A user's pattern as an SQL literal, in a group: Firebird 5 matches
 /// `'STOCK'` against `'ALL%|STOCK'` as false but against `'(ALL%|STOCK)'`
 /// as true, and the group changes nothing else.
+/// The pattern as SQL, with `\` as its escape character: Firebird's
+/// SIMILAR TO has none unless one is named, so `'TMP\_%'` would not match
+/// `TMP_A` without it.
 fn pattern_literal(pattern: &str) -> String {
-    quote_literal(&format!("({pattern})"))
+    format!("{} ESCAPE '\\'", quote_literal(&format!("({pattern})")))
 }
 
 fn query(tr: &Transaction, sql: &str, mut each: impl FnMut(&Row<'_>)) -> Result<(), ClientError> {
