@@ -560,3 +560,29 @@ fn control_characters_in_names_are_escaped_when_shown() {
         ["EVIL%1B[2J%0AFAKE.csv"]
     );
 }
+
+/// `--exclude 'TMP\_%'` (the --help example) did not exclude TMP_A: SIMILAR
+/// TO has no escape character unless one is named.
+#[test]
+fn a_backslash_escapes_in_table_patterns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "escape.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE TMP_A (V INTEGER)",
+            "CREATE TABLE TMPXA (V INTEGER)",
+            "CREATE TABLE KEEP (V INTEGER)",
+        ],
+    );
+    let out = fbunload(&db, &["--plan", "--exclude", "TMP\\_%"]);
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tables: Vec<&str> = plan
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|t| ["TMP_A", "TMPXA", "KEEP"].contains(t))
+        .collect();
+    assert_eq!(tables, ["KEEP", "TMPXA"], "{plan}");
+}
