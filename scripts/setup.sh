@@ -45,6 +45,12 @@ pip_install() {
   rm -f "$log"
 }
 
+# The Python package is tested in a virtual environment over these packages.
+if ! "$PYTHON" -c 'import ensurepip' 2>/dev/null; then
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq python3-venv >/dev/null
+fi
+
 if ! "$PYTHON" -c 'import firebird.embedded' 2>/dev/null; then
   say "installing the embedded Firebird engine (pip: firebird-embedded)"
   pip_install firebird-embedded
@@ -52,10 +58,13 @@ fi
 
 # Python packages the tests read fbunload's output with: pyarrow (Parquet
 # and Arrow files, CSV as pyarrow reads it) and pandas (CSV as most users
-# read it), DuckDB (Parquet as analytics engines read it). Each module
-# name maps to its pip package.
+# read it), DuckDB (Parquet as analytics engines read it); for the Python
+# package: maturin (builds it), pytest, polars, and firebird-driver (the
+# reference driver its values are compared with). Each module name maps to
+# its pip package.
 missing_py=()
-for spec in pyarrow.parquet:pyarrow pandas:pandas duckdb:duckdb; do
+for spec in pyarrow.parquet:pyarrow pandas:pandas duckdb:duckdb maturin:maturin \
+    pytest:pytest polars:polars firebird.driver:firebird-driver; do
   "$PYTHON" -c "import ${spec%%:*}" 2>/dev/null || missing_py+=("${spec##*:}")
 done
 if [ ${#missing_py[@]} -gt 0 ]; then

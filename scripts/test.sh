@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: unit tests beside the code, integration tests
 # against the real embedded Firebird 5 engine and against Debian's Firebird
-# 3.0 server over TCP (installed and started here), golden files.
+# 3.0 server over TCP (installed and started here), golden files; then the
+# Python package's pytest suite on the embedded engine.
 # FBUNLOAD_SKIP_SERVER_TESTS=1 skips the server part on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,3 +13,13 @@ if [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]; then
   eval "$(bash scripts/fb3-server.sh)"
 fi
 cargo test --workspace --all-targets "$@"
+
+# The Python package: built as a wheel from the same code (the dev profile
+# reuses the build above), installed into a virtual environment that sees
+# the packages setup.sh installed, and tested there.
+PYTHON=${PYTHON:-python3}
+"$PYTHON" -m maturin build --quiet --profile dev -o target/python-wheel >/dev/null
+"$PYTHON" -m venv --system-site-packages target/python-env
+wheel=$(ls -t target/python-wheel/fbunload-*.whl | head -1)
+target/python-env/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel"
+(cd python/tests && ../../target/python-env/bin/python -m pytest -q -p no:cacheprovider)

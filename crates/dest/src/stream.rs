@@ -210,6 +210,18 @@ impl Iterator for StreamReceiver {
     }
 }
 
+impl StreamReceiver {
+    /// The next batch, waiting at most `timeout`: `Err(true)` when none
+    /// came in time, `Err(false)` when the stream has ended.
+    pub fn next_within(&mut self, timeout: Duration) -> Result<StreamedBatch, bool> {
+        use std::sync::mpsc::RecvTimeoutError;
+        self.items.recv_timeout(timeout).map_err(|e| match e {
+            RecvTimeoutError::Timeout => true,
+            RecvTimeoutError::Disconnected => false,
+        })
+    }
+}
+
 impl Drop for StreamReceiver {
     fn drop(&mut self) {
         self.stopped.store(true, Ordering::SeqCst);

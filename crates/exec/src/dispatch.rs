@@ -402,7 +402,6 @@ struct Writing<'d> {
     current: Option<(Unit, Box<dyn UnitWriter + 'd>, u64)>,
 }
 
-
 #[cfg(test)]
 mod tests {
     //! The coordinator against a made-up database: units of made-up rows,

@@ -285,6 +285,24 @@ impl RecordBatches {
         self.summary.take().ok_or(Error::Interrupted)
     }
 
+    /// The next item, waiting at most `timeout` for it: `None` if none
+    /// came in time (so a caller can look at signals in between), else
+    /// what [`Iterator::next`] would have returned.
+    #[allow(clippy::option_option)]
+    pub fn next_within(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> Option<Option<Result<StreamedBatch, Error>>> {
+        if let Some(receiver) = self.receiver.as_mut() {
+            match receiver.next_within(timeout) {
+                Ok(batch) => return Some(Some(Ok(batch))),
+                Err(true) => return None,
+                Err(false) => self.receiver = None,
+            }
+        }
+        Some(self.join())
+    }
+
     /// The run has ended: its result.
     fn join(&mut self) -> Option<Result<StreamedBatch, Error>> {
         let run = self.run.take()?;

@@ -1,0 +1,554 @@
+//! `fbunload._fbunload`: the Python extension over the `fbunload` crate.
+//!
+//! Kept small: the Python package (`python/fbunload`) holds the public API
+//! and its documentation; this module opens runs, hands record batches to
+//! pyarrow through the Arrow C data and stream interfaces (no copy), and
+//! turns errors into the `fbunload.Error` hierarchy. Every wait happens
+//! with the GIL released, and looks at Python's signals every
+//! [`SIGNAL_CHECK`], so Ctrl-C stops a run within moments.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_pyarrow::{IntoPyArrow, ToPyArrow};
+use arrow_schema::{ArrowError, SchemaRef};
+use fbunload::format::columnar::{ArrowFormat, ParquetCompression, ParquetFormat};
+use fbunload::format::csv::{BinaryEncoding, CsvFormat, CsvOptions};
+use fbunload::format::jsonl::JsonLinesFormat;
+use fbunload::format::Compression;
+use fbunload::{
+    Error as RunError, Format, PlanOptions, RecordBatches, RunOptions, Summary, TextDecoder,
+    TypeOptions, Unload,
+};
+use fbunload_plan::CatalogError;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+create_exception!(fbunload, Error, PyException, "Every error of fbunload.");
+create_exception!(
+    fbunload,
+    UsageError,
+    Error,
+    "Arguments that do not fit together or this database."
+);
+create_exception!(
+    fbunload,
+    DatabaseError,
+    Error,
+    "Attaching, reading the catalog or reading rows failed."
+);
+create_exception!(fbunload, OutputError, Error, "Writing output failed.");
+create_exception!(
+    fbunload,
+    VerifyError,
+    Error,
+    "verify=True found a table whose rows differ from COUNT(*)."
+);
+create_exception!(fbunload, Interrupted, Error, "The run was cancelled.");
+
+/// How often a wait looks at Python's signals (Ctrl-C).
+const SIGNAL_CHECK: Duration = Duration::from_millis(100);
+
+/// The run's error as the exception of its kind, with the CLI's message.
+fn to_py(err: RunError) -> PyErr {
+    let message = err.to_string();
+    match err {
+        RunError::Usage(_)
+        | RunError::Catalog(CatalogError::BadPattern { .. } | CatalogError::NoTables(_)) => {
+            UsageError::new_err(message)
+        }
+        RunError::OutputDir { .. } | RunError::Output { .. } => OutputError::new_err(message),
+        RunError::Verify(_) => VerifyError::new_err(message),
+        RunError::Interrupted => Interrupted::new_err(message),
+        _ => DatabaseError::new_err(message),
+    }
+}
+
+/// What every entry point takes: where, who, what, how.
+#[allow(clippy::too_many_arguments)]
+fn unload_for(
+    database: String,
+    tables: Option<String>,
+    exclude: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    charset: &str,
+    parallel: Option<usize>,
+    client_lib: Option<PathBuf>,
+    decimal256: bool,
+    verify: bool,
+    memory_mb: usize,
+) -> PyResult<Unload> {
+    let none_text = TextDecoder::for_charset(charset).ok_or_else(|| {
+        UsageError::new_err(format!(
+            "charset {charset}: not a character set fbunload can decode; use a Firebird name \
+             such as UTF8, WIN1252 or ISO8859_1"
+        ))
+    })?;
+    if parallel == Some(0) {
+        return Err(UsageError::new_err("parallel must be at least 1"));
+    }
+    let defaults = RunOptions::default();
+    let mut unload = Unload::new(database)
+        .options(RunOptions {
+            parallel: parallel.unwrap_or(defaults.parallel),
+            plan: PlanOptions::default(),
+            types: TypeOptions {
+                none_text,
+                decimal256,
+            },
+            verify,
+            ..defaults
+        })
+        .memory_budget(memory_mb.saturating_mul(1 << 20));
+    // As the command line does: the environment when not given.
+    let user = user.or_else(|| std::env::var("ISC_USER").ok());
+    let password = password.or_else(|| std::env::var("ISC_PASSWORD").ok());
+    if let Some(user) = user {
+        unload = unload.user(user);
+    }
+    if let Some(password) = password {
+        unload = unload.password(password);
+    }
+    if let Some(role) = role {
+        unload = unload.role(role);
+    }
+    if let Some(tables) = tables {
+        unload = unload.tables(tables);
+    }
+    if let Some(exclude) = exclude {
+        unload = unload.exclude(exclude);
+    }
+    if let Some(path) = client_lib {
+        unload = unload.client_library(path);
+    }
+    Ok(unload)
+}
+
+/// Positions of `columns` in `schema`, or a UsageError naming the table,
+/// the unknown column and the columns there are.
+fn projection(
+    table: &str,
+    schema: &SchemaRef,
+    columns: Option<&[String]>,
+) -> PyResult<Option<Vec<usize>>> {
+    let Some(columns) = columns else {
+        return Ok(None);
+    };
+    columns
+        .iter()
+        .map(|c| {
+            schema.index_of(c).map_err(|_| {
+                let there: Vec<_> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                UsageError::new_err(format!(
+                    "table {}: no column {c:?}; its columns are {}",
+                    fbunload::printable(table),
+                    there.join(", ")
+                ))
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()
+        .map(Some)
+}
+
+fn project(batch: RecordBatch, columns: &Option<Vec<usize>>) -> Result<RecordBatch, ArrowError> {
+    match columns {
+        Some(indices) => batch.project(indices),
+        None => Ok(batch),
+    }
+}
+
+/// A run's record batches, for the Python side to take one by one.
+#[pyclass(module = "fbunload._fbunload")]
+struct Stream {
+    batches: Mutex<Option<RecordBatches>>,
+    names: Vec<String>,
+    schemas: Vec<SchemaRef>,
+    /// Per table, the columns kept (None: all).
+    columns: Vec<Option<Vec<usize>>>,
+    summary: Mutex<Option<Summary>>,
+}
+
+#[pymethods]
+impl Stream {
+    /// The tables of the run, in the plan's order.
+    fn table_names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    /// The pyarrow schema of table `table` (after column selection).
+    fn schema<'py>(&self, py: Python<'py>, table: usize) -> PyResult<Bound<'py, PyAny>> {
+        let schema = match &self.columns[table] {
+            Some(indices) => Arc::new(self.schemas[table].project(indices).map_err(arrow_err)?),
+            None => self.schemas[table].clone(),
+        };
+        schema.to_pyarrow(py)
+    }
+
+    /// The next `(table, pyarrow.RecordBatch)`, or None at the end.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
+        let mut slot = self.batches.lock().unwrap();
+        let Some(mut batches) = slot.take() else {
+            return Ok(None);
+        };
+        loop {
+            let (back, item) = py.detach(move || {
+                let item = batches.next_within(SIGNAL_CHECK);
+                (batches, item)
+            });
+            batches = back;
+            match item {
+                None => {
+                    if let Err(e) = py.check_signals() {
+                        batches.cancel();
+                        drop(batches);
+                        return Err(e);
+                    }
+                }
+                Some(None) => {
+                    *self.summary.lock().unwrap() = batches.finish().ok();
+                    return Ok(None);
+                }
+                Some(Some(Err(e))) => return Err(to_py(e)),
+                Some(Some(Ok(item))) => {
+                    let batch =
+                        project(item.batch, &self.columns[item.table]).map_err(arrow_err)?;
+                    *slot = Some(batches);
+                    return Ok(Some((item.table, batch.to_pyarrow(py)?)));
+                }
+            }
+        }
+    }
+
+    /// Table `table`'s batches as a pyarrow.RecordBatchReader, through the
+    /// Arrow C stream interface; the run must read that table only.
+    fn take_reader<'py>(&self, py: Python<'py>, table: usize) -> PyResult<Bound<'py, PyAny>> {
+        let batches = self
+            .batches
+            .lock()
+            .unwrap()
+            .take()
+            .ok_or_else(|| UsageError::new_err("this stream was already read"))?;
+        let schema = match &self.columns[table] {
+            Some(indices) => Arc::new(self.schemas[table].project(indices).map_err(arrow_err)?),
+            None => self.schemas[table].clone(),
+        };
+        let reader: Box<dyn RecordBatchReader + Send> = Box::new(TableReader {
+            batches,
+            table,
+            schema,
+            columns: self.columns[table].clone(),
+        });
+        reader.into_pyarrow(py)
+    }
+
+    /// Stops the run; what is read so far stays valid.
+    fn cancel(&self) {
+        if let Some(batches) = self.batches.lock().unwrap().take() {
+            batches.cancel();
+        }
+    }
+
+    /// Rows per table and the snapshot, once every batch was taken.
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let summary = self.summary.lock().unwrap();
+        summary.as_ref().map(|s| summary_dict(py, s)).transpose()
+    }
+}
+
+fn arrow_err(e: ArrowError) -> PyErr {
+    Error::new_err(e.to_string())
+}
+
+/// One table of a run, as an Arrow RecordBatchReader for pyarrow.
+struct TableReader {
+    batches: RecordBatches,
+    table: usize,
+    schema: SchemaRef,
+    columns: Option<Vec<usize>>,
+}
+
+impl Iterator for TableReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.batches.next_within(SIGNAL_CHECK) {
+                None => {
+                    // pyarrow reads with the GIL released: take it to look
+                    // at signals, and leave Ctrl-C pending for Python.
+                    let interrupted = Python::attach(|py| py.check_signals().is_err());
+                    if interrupted {
+                        self.batches.cancel();
+                        // SAFETY: callable from any thread, with or without the GIL.
+                        unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+                        return Some(Err(ArrowError::ExternalError(
+                            "interrupted (Ctrl-C)".into(),
+                        )));
+                    }
+                }
+                Some(None) => return None,
+                Some(Some(Err(e))) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
+                Some(Some(Ok(item))) if item.table == self.table => {
+                    return Some(project(item.batch, &self.columns));
+                }
+                Some(Some(Ok(_))) => {}
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for TableReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// Starts a run that reads the tables `tables` selects (a SIMILAR TO
+/// pattern) and returns its stream of batches.
+#[pyfunction]
+#[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None, role=None,
+    charset="UTF8", parallel=None, columns=None, client_lib=None, decimal256=false,
+    verify=false, memory_mb=128))]
+#[allow(clippy::too_many_arguments)]
+fn open(
+    py: Python<'_>,
+    database: String,
+    tables: Option<String>,
+    exclude: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    charset: &str,
+    parallel: Option<usize>,
+    columns: Option<Vec<String>>,
+    client_lib: Option<PathBuf>,
+    decimal256: bool,
+    verify: bool,
+    memory_mb: usize,
+) -> PyResult<Stream> {
+    let unload = unload_for(
+        database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
+        verify, memory_mb,
+    )?;
+    let batches = py.detach(move || unload.record_batches()).map_err(to_py)?;
+    let plan = batches.plan();
+    let names: Vec<String> = plan.tables.iter().map(|t| t.name.clone()).collect();
+    let schemas: Vec<SchemaRef> = (0..names.len()).map(|i| batches.schema(i)).collect();
+    let columns = names
+        .iter()
+        .zip(&schemas)
+        .map(|(name, schema)| projection(name, schema, columns.as_deref()))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Stream {
+        batches: Mutex::new(Some(batches)),
+        names,
+        schemas,
+        columns,
+        summary: Mutex::new(None),
+    })
+}
+
+fn summary_dict<'py>(py: Python<'py>, summary: &Summary) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    let tables = PyList::empty(py);
+    for t in &summary.tables {
+        let table = PyDict::new(py);
+        table.set_item("name", &t.name)?;
+        table.set_item("rows", t.rows)?;
+        table.set_item("bytes", t.bytes)?;
+        table.set_item("units", t.units)?;
+        table.set_item(
+            "path",
+            t.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        )?;
+        tables.append(table)?;
+    }
+    dict.set_item("tables", tables)?;
+    dict.set_item("rows", summary.rows())?;
+    dict.set_item("bytes", summary.bytes())?;
+    dict.set_item("seconds", summary.elapsed.as_secs_f64())?;
+    dict.set_item("workers", summary.start.workers)?;
+    dict.set_item("snapshot_number", summary.start.snapshot_number)?;
+    dict.set_item("verified", summary.verified)?;
+    dict.set_item("retries", summary.retries)?;
+    Ok(dict)
+}
+
+/// The output format named as on the command line.
+fn format_named(format: &str, compression: Option<&str>, header: bool) -> PyResult<Format> {
+    let bad = |what: String| UsageError::new_err(what);
+    let text_compression = |c: Option<&str>| -> PyResult<Option<Compression>> {
+        match c {
+            None | Some("none") => Ok(None),
+            Some("gzip") => Ok(Some(Compression::Gzip)),
+            Some("zstd") => Ok(Some(Compression::Zstd)),
+            Some(other) => Err(bad(format!(
+                "compression {other:?}: csv, tsv and jsonl take gzip, zstd or none"
+            ))),
+        }
+    };
+    let csv = CsvOptions {
+        header,
+        ..CsvOptions::default()
+    };
+    Ok(match format {
+        "csv" | "tsv" | "jsonl" => {
+            let bytes: Format = match format {
+                "csv" => Format::bytes(CsvFormat::new(csv)),
+                "tsv" => Format::bytes(CsvFormat::tsv(CsvOptions {
+                    delimiter: b'\t',
+                    ..csv
+                })),
+                _ => Format::bytes(JsonLinesFormat::new(BinaryEncoding::Hex)),
+            };
+            let Format::Bytes { format, .. } = bytes else {
+                unreachable!("made as bytes above")
+            };
+            Format::Bytes {
+                format,
+                compression: text_compression(compression)?,
+            }
+        }
+        "parquet" | "parquet-split" => Format::batches(ParquetFormat {
+            compression: match compression {
+                None | Some("zstd") => ParquetCompression::Zstd,
+                Some("snappy") => ParquetCompression::Snappy,
+                Some("gzip") => ParquetCompression::Gzip,
+                Some("none") => ParquetCompression::None,
+                Some(other) => {
+                    return Err(bad(format!(
+                        "compression {other:?}: parquet takes zstd, snappy, gzip or none"
+                    )))
+                }
+            },
+            split: format == "parquet-split",
+        }),
+        "arrow" => Format::batches(ArrowFormat),
+        other => {
+            return Err(bad(format!(
+                "format {other:?}: use csv, tsv, jsonl, parquet, parquet-split or arrow"
+            )))
+        }
+    })
+}
+
+/// What the command line does: every selected table to a file in `output`.
+#[pyfunction]
+#[pyo3(signature = (database, output, *, format="csv", compression=None, header=false,
+    tables=None, exclude=None, user=None, password=None, role=None, charset="UTF8",
+    parallel=None, client_lib=None, decimal256=false, verify=false, memory_mb=128))]
+#[allow(clippy::too_many_arguments)]
+fn unload<'py>(
+    py: Python<'py>,
+    database: String,
+    output: PathBuf,
+    format: &str,
+    compression: Option<&str>,
+    header: bool,
+    tables: Option<String>,
+    exclude: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    charset: &str,
+    parallel: Option<usize>,
+    client_lib: Option<PathBuf>,
+    decimal256: bool,
+    verify: bool,
+    memory_mb: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let format = format_named(format, compression, header)?;
+    let unload = unload_for(
+        database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
+        verify, memory_mb,
+    )?;
+    let cancel: Arc<AtomicBool> = unload.run_options().cancel.clone();
+    let run = std::thread::spawn(move || unload.to_directory(output, format, &fbunload::Silent));
+    loop {
+        py.detach(|| std::thread::sleep(SIGNAL_CHECK));
+        if run.is_finished() {
+            break;
+        }
+        if let Err(e) = py.check_signals() {
+            cancel.store(true, Ordering::SeqCst);
+            let _ = py.detach(|| run.join());
+            return Err(e);
+        }
+    }
+    let summary = run
+        .join()
+        .map_err(|_| Error::new_err("the run panicked"))?
+        .map_err(to_py)?;
+    summary_dict(py, &summary)
+}
+
+/// Attaches and plans without reading a row.
+#[pyfunction]
+#[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None,
+    role=None, parallel=None, client_lib=None))]
+#[allow(clippy::too_many_arguments)]
+fn plan<'py>(
+    py: Python<'py>,
+    database: String,
+    tables: Option<String>,
+    exclude: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    parallel: Option<usize>,
+    client_lib: Option<PathBuf>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let unload = unload_for(
+        database, tables, exclude, user, password, role, "UTF8", parallel, client_lib, false,
+        false, 128,
+    )?;
+    let prepared = py.detach(move || unload.prepare()).map_err(to_py)?;
+    let dict = PyDict::new(py);
+    let tables = PyList::empty(py);
+    for (t, schema) in prepared.plan.tables.iter().zip(prepared.schemas.iter()) {
+        let table = PyDict::new(py);
+        table.set_item("name", &t.name)?;
+        table.set_item("pointer_pages", t.pointer_pages)?;
+        table.set_item("units", t.unit_count)?;
+        table.set_item("schema", schema.to_pyarrow(py)?)?;
+        tables.append(table)?;
+    }
+    let units = PyList::empty(py);
+    for u in &prepared.plan.units {
+        let unit = PyDict::new(py);
+        unit.set_item("table", &prepared.plan.tables[u.table].name)?;
+        unit.set_item("seq", u.seq)?;
+        unit.set_item("first_page", u.first_slot)?;
+        unit.set_item("end_page", u.end_slot)?;
+        units.append(unit)?;
+    }
+    dict.set_item("tables", tables)?;
+    dict.set_item("units", units)?;
+    dict.set_item("pages_per_unit", prepared.plan.unit_pages)?;
+    dict.set_item("server_version", &prepared.start.server_version)?;
+    dict.set_item("workers", prepared.start.workers)?;
+    Ok(dict)
+}
+
+#[pymodule]
+fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("UsageError", py.get_type::<UsageError>())?;
+    m.add("DatabaseError", py.get_type::<DatabaseError>())?;
+    m.add("OutputError", py.get_type::<OutputError>())?;
+    m.add("VerifyError", py.get_type::<VerifyError>())?;
+    m.add("Interrupted", py.get_type::<Interrupted>())?;
+    m.add_class::<Stream>()?;
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(unload, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    Ok(())
+}

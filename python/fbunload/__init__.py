@@ -1,0 +1,153 @@
+"""Read Firebird tables in parallel from one consistent snapshot.
+
+Every function opens its own attachments: a main one that holds a
+read-only snapshot, and ``parallel`` workers that join that snapshot and
+read the tables in pieces of DB_KEY ranges (pointer pages). Batches come
+back in DB_KEY order, so the result is the same for any ``parallel``.
+
+``database`` is a path (the embedded engine: ``pip install
+fbunload[embedded]``), ``host:path`` or ``inet://host:port/path``. ``user``
+and ``password`` default to ``ISC_USER`` and ``ISC_PASSWORD``. ``charset``
+is the encoding of columns declared ``CHARACTER SET NONE``; every other
+column is decoded from its own character set.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+import pyarrow as pa
+
+from fbunload._fbunload import (
+    DatabaseError,
+    Error,
+    Interrupted,
+    OutputError,
+    UsageError,
+    VerifyError,
+)
+from fbunload import _fbunload
+
+__all__ = [
+    "read_arrow",
+    "read_batches",
+    "read_pandas",
+    "read_polars",
+    "read_tables",
+    "unload",
+    "plan",
+    "Error",
+    "UsageError",
+    "DatabaseError",
+    "OutputError",
+    "VerifyError",
+    "Interrupted",
+]
+
+
+def _exact(name: str) -> str:
+    """A SIMILAR TO pattern that matches exactly ``name``."""
+    special = set("\\%_[]()|*+?{}^-")
+    return "".join("\\" + c if c in special else c for c in name)
+
+
+def _open_table(database: str, table: str, **options: Any):
+    stream = _fbunload.open(database, tables=_exact(table), **options)
+    names = stream.table_names()
+    if names != [table]:
+        stream.cancel()
+        raise UsageError(f"table {table!r} not found in {database} (names are case-sensitive)")
+    return stream
+
+
+def read_batches(
+    database: str,
+    table: str,
+    *,
+    user: Optional[str] = None,
+    password: Optional[str] = None,
+    role: Optional[str] = None,
+    charset: str = "UTF8",
+    parallel: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
+    client_lib: Optional[str] = None,
+    **options: Any,
+) -> pa.RecordBatchReader:
+    """Table ``table`` as a ``pyarrow.RecordBatchReader``: batches in DB_KEY
+    order while ``parallel`` workers read ahead, in bounded memory
+    (``memory_mb``, 128 by default), through the Arrow C stream interface.
+    Closing or dropping the reader stops the run."""
+    stream = _open_table(
+        database,
+        table,
+        user=user,
+        password=password,
+        role=role,
+        charset=charset,
+        parallel=parallel,
+        columns=list(columns) if columns is not None else None,
+        client_lib=client_lib,
+        **options,
+    )
+    return stream.take_reader(0)
+
+
+def _tables(stream) -> Dict[str, pa.Table]:
+    names = stream.table_names()
+    batches: List[List[pa.RecordBatch]] = [[] for _ in names]
+    while True:
+        item = stream.next()
+        if item is None:
+            break
+        table, batch = item
+        batches[table].append(batch)
+    return {
+        name: pa.Table.from_batches(parts, schema=stream.schema(i))
+        for i, (name, parts) in enumerate(zip(names, batches))
+    }
+
+
+def read_arrow(database: str, table: str, **options: Any) -> pa.Table:
+    """Table ``table`` as a ``pyarrow.Table``; options as for
+    :func:`read_batches`, and ``verify=True`` to compare the rows with
+    ``COUNT(*)`` at the same snapshot."""
+    options.setdefault("charset", "UTF8")
+    if "columns" in options and options["columns"] is not None:
+        options["columns"] = list(options["columns"])
+    stream = _open_table(database, table, **options)
+    return _tables(stream)[table]
+
+
+def read_tables(database: str, tables: Optional[str] = None, **options: Any) -> Dict[str, pa.Table]:
+    """Every table matching ``tables`` (a SQL SIMILAR TO pattern such as
+    ``'ORDER%'`` or ``'A|B'``; all user tables if None), read at ONE
+    snapshot, as a dict of ``pyarrow.Table`` by name."""
+    if "columns" in options and options["columns"] is not None:
+        options["columns"] = list(options["columns"])
+    return _tables(_fbunload.open(database, tables=tables, **options))
+
+
+def read_pandas(database: str, table: str, **options: Any):
+    """Table ``table`` as a ``pandas.DataFrame`` (needs pandas)."""
+    return read_arrow(database, table, **options).to_pandas()
+
+
+def read_polars(database: str, table: str, **options: Any):
+    """Table ``table`` as a ``polars.DataFrame`` (needs polars)."""
+    import polars
+
+    return polars.from_arrow(read_arrow(database, table, **options))
+
+
+def unload(database: str, output: str, *, format: str = "csv", **options: Any) -> Dict[str, Any]:
+    """What the command line does: every selected table (``tables=``
+    pattern) to a file in directory ``output``. ``format``: csv, tsv, jsonl,
+    parquet, parquet-split or arrow; ``compression``: gzip or zstd for text,
+    zstd, snappy, gzip or none for Parquet. Returns the summary."""
+    return _fbunload.unload(database, str(output), format=format, **options)
+
+
+def plan(database: str, **options: Any) -> Dict[str, Any]:
+    """The plan without reading a row: tables (with pointer pages, units
+    and pyarrow schemas) and units (DB_KEY ranges of data pages)."""
+    return _fbunload.plan(database, **options)

@@ -1,0 +1,250 @@
+"""fbunload's Python API on the real embedded engine."""
+
+import datetime
+import decimal
+import os
+import subprocess
+import sys
+import threading
+
+import pyarrow as pa
+import pytest
+
+import fbunload
+from conftest import PASSWORD, USER, connection, make_database
+
+AUTH = dict(user=USER, password=PASSWORD)
+
+
+def driver_rows(database, sql):
+    con = connection(database)
+    cur = con.cursor()
+    cur.execute(sql)
+    rows = []
+    for row in cur.fetchall():
+        rows.append(
+            tuple(v.read() if hasattr(v, "read") else v for v in row)
+        )
+    con.close()
+    return rows
+
+
+def same(ours, theirs):
+    """Our Arrow value against firebird-driver's Python value."""
+    if theirs is None:
+        return ours is None
+    if isinstance(theirs, datetime.datetime):
+        # Firebird TIMESTAMP has no zone; the driver's is naive.
+        return ours.replace(tzinfo=None) == theirs
+    if isinstance(theirs, float):
+        return ours == pytest.approx(theirs, rel=1e-6)
+    if isinstance(theirs, decimal.Decimal):
+        # DECFLOAT is text in Arrow (no Arrow type holds it exactly).
+        return decimal.Decimal(ours) == theirs if isinstance(ours, str) else ours == theirs
+    if isinstance(theirs, str) and isinstance(ours, str):
+        return ours.rstrip() == theirs.rstrip()
+    return ours == theirs
+
+
+def test_every_type_equals_what_firebird_driver_returns(types_db):
+    table = fbunload.read_arrow(types_db, "T", **AUTH)
+    columns = table.column_names
+    expected = driver_rows(types_db, f"SELECT {', '.join(columns)} FROM T ORDER BY ID")
+    got = sorted(zip(*(table.column(c).to_pylist() for c in columns)), key=lambda r: r[0])
+    assert len(got) == len(expected) == 3
+    for ours, theirs in zip(got, expected):
+        for name, o, t in zip(columns, ours, theirs):
+            assert same(o, t), f"{name}: fbunload {o!r}, firebird-driver {t!r}"
+
+
+def test_types_follow_the_readme_mapping(types_db):
+    schema = fbunload.read_arrow(types_db, "T", **AUTH).schema
+    # The storage decides the precision (README): BIGINT holds 19 digits.
+    assert schema.field("N").type == pa.decimal128(19, 4)
+    assert schema.field("I128").type == pa.decimal128(38, 0)
+    assert schema.field("BL").type == pa.binary()
+    assert schema.field("TS").type.unit == "us"
+    assert schema.field("N9").metadata[b"fbunload.type"] == b"NUMERIC(9,3)"
+
+
+def test_parallel_one_equals_parallel_n(big_db):
+    one = fbunload.read_arrow(big_db, "WIDE", parallel=1, **AUTH)
+    three = fbunload.read_arrow(big_db, "WIDE", parallel=3, **AUTH)
+    assert one.num_rows == 200000
+    assert one.equals(three)
+    assert one.column("ID").to_pylist() == sorted(one.column("ID").to_pylist())
+
+
+def test_batches_stream_in_order_and_columns_select(big_db):
+    reader = fbunload.read_batches(big_db, "WIDE", parallel=2, columns=["N", "ID"], **AUTH)
+    assert isinstance(reader, pa.RecordBatchReader)
+    assert reader.schema.names == ["N", "ID"]
+    ids = [i for batch in reader for i in batch.column(1).to_pylist()]
+    assert ids == list(range(200000))
+
+
+def test_pandas_and_polars(big_db):
+    frame = fbunload.read_pandas(big_db, "SMALL", **AUTH)
+    assert frame["ID"].tolist() == [42]
+    polars = pytest.importorskip("polars")
+    assert fbunload.read_polars(big_db, "SMALL", **AUTH).to_dict(as_series=False) == {"ID": [42]}
+
+
+def test_plan_describes_tables_and_units(big_db):
+    plan = fbunload.plan(big_db, parallel=4, **AUTH)
+    names = [t["name"] for t in plan["tables"]]
+    assert names == ["SMALL", "WIDE"] or set(names) == {"SMALL", "WIDE"}
+    wide = next(t for t in plan["tables"] if t["name"] == "WIDE")
+    assert wide["units"] > 1 and isinstance(wide["schema"], pa.Schema)
+    assert sum(1 for u in plan["units"] if u["table"] == "WIDE") == wide["units"]
+
+
+def test_unload_writes_files_like_the_command_line(big_db, tmp_path):
+    summary = fbunload.unload(big_db, tmp_path / "out", format="parquet", tables="SMALL", **AUTH)
+    assert summary["rows"] == 1
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "out" / "SMALL.parquet")
+    assert table.column("ID").to_pylist() == [42]
+    assert pq.read_schema(tmp_path / "out" / "SMALL.parquet").metadata[b"fbunload.table"] == b"SMALL"
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda db: fbunload.read_arrow(db, "NOPE", **AUTH), fbunload.UsageError, "matches no table"),
+        (lambda db: fbunload.read_arrow(db, "WIDE", columns=["X"], **AUTH), fbunload.UsageError, "no column"),
+        (lambda db: fbunload.read_arrow(db, "WIDE", parallel=0, **AUTH), fbunload.UsageError, "at least 1"),
+        (lambda db: fbunload.read_arrow(db, "WIDE", charset="KLINGON", **AUTH), fbunload.UsageError, "KLINGON"),
+        (lambda db: fbunload.read_arrow(db + ".missing", "WIDE", **AUTH), fbunload.DatabaseError, "cannot attach"),
+        (lambda db: fbunload.unload(db, "/proc/no/such", **AUTH), fbunload.OutputError, "/proc/no/such"),
+        (lambda db: fbunload.unload(db, "/tmp/x", format="xls", **AUTH), fbunload.UsageError, "xls"),
+    ],
+)
+def test_bad_inputs_raise_the_right_error(big_db, call, error, words):
+    with pytest.raises(error) as caught:
+        call(big_db)
+    message = str(caught.value)
+    assert words in message and PASSWORD not in message
+    assert isinstance(caught.value, fbunload.Error)
+
+
+ACCOUNTS = 200
+
+
+def test_several_tables_at_one_snapshot_while_others_write(tmp_path):
+    db = make_database(
+        tmp_path / "bank.fdb",
+        [
+            "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL PRIMARY KEY, BALANCE BIGINT)",
+            "CREATE TABLE LEDGER (FROM_ID INTEGER, TO_ID INTEGER, AMOUNT BIGINT, PAD VARCHAR(100))",
+            f"EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < {ACCOUNTS}) DO BEGIN "
+            "INSERT INTO ACCOUNTS VALUES (:I, 1000); I = I + 1; END END",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 50000) DO BEGIN "
+            "INSERT INTO LEDGER VALUES (0, 0, 0, RPAD('', 90, 'x')); I = I + 1; END END",
+        ],
+    )
+    stop = threading.Event()
+    committed = [0]
+
+    def writer():
+        con = connection(db)
+        n = 0
+        while not stop.is_set():
+            n += 1
+            a, b, amount = (n * 7919) % ACCOUNTS, (n * 104729) % ACCOUNTS, n % 97 + 1
+            try:
+                con.execute_immediate(
+                    "EXECUTE BLOCK AS BEGIN "
+                    f"UPDATE ACCOUNTS SET BALANCE = BALANCE - {amount} WHERE ID = {a}; "
+                    f"UPDATE ACCOUNTS SET BALANCE = BALANCE + {amount} WHERE ID = {b}; "
+                    f"INSERT INTO LEDGER VALUES ({a}, {b}, {amount}, 'transfer'); END"
+                )
+                con.commit()
+                committed[0] += 1
+            except Exception:
+                con.rollback()
+        con.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        while committed[0] < 20:
+            threading.Event().wait(0.01)
+        for _ in range(2):
+            before = committed[0]
+            tables = fbunload.read_tables(db, "ACCOUNTS|LEDGER", parallel=3, verify=True, **AUTH)
+            balance = [1000] * ACCOUNTS
+            ledger = tables["LEDGER"].to_pydict()
+            for a, b, amount in zip(ledger["FROM_ID"], ledger["TO_ID"], ledger["AMOUNT"]):
+                balance[a] -= amount
+                balance[b] += amount
+            accounts = tables["ACCOUNTS"].to_pydict()
+            assert len(accounts["ID"]) == ACCOUNTS
+            for i, value in zip(accounts["ID"], accounts["BALANCE"]):
+                assert value == balance[i], f"account {i}: tables from different moments"
+            assert committed[0] > before, "the writer must have committed meanwhile"
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_memory_stays_bounded_while_iterating_two_million_rows(tmp_path):
+    db = make_database(
+        tmp_path / "stock.fdb",
+        [
+            "CREATE TABLE STOCK (S_I_ID INTEGER, S_W_ID INTEGER, S_QUANTITY SMALLINT, "
+            "S_DIST_01 CHAR(24), S_DIST_02 CHAR(24), S_YTD INTEGER, S_DATA VARCHAR(50))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 2000000) DO BEGIN "
+            "INSERT INTO STOCK VALUES (:I, MOD(:I, 20), MOD(:I, 100), 'dist one ' || :I, "
+            "'dist two ' || :I, 0, 'data ' || (:I * 7919)); I = I + 1; END END",
+        ],
+    )
+    # A fresh process, so that the peak is this read's alone.
+    script = (
+        "import resource, sys, fbunload\n"
+        "rows = 0\n"
+        "for batch in fbunload.read_batches(sys.argv[1], 'STOCK', parallel=2, "
+        "user='SYSDBA', password='masterkey'):\n"
+        "    rows += batch.num_rows\n"
+        "print(rows, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, db], capture_output=True, text=True, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    rows, peak_mb = map(int, out.stdout.split())
+    assert rows == 2000000
+    print(f"peak RSS {peak_mb} MB")
+    assert peak_mb < 300, f"peak RSS {peak_mb} MB"
+
+
+def test_int128_beyond_38_digits_is_refused_or_read_as_decimal256(tmp_path):
+    db = make_database(
+        tmp_path / "i128.fdb",
+        ["CREATE TABLE BIG (V INT128)", "INSERT INTO BIG VALUES (-170141183460469231731687303715884105728)"],
+    )
+    with pytest.raises(fbunload.UsageError, match="decimal256"):
+        fbunload.read_arrow(db, "BIG", **AUTH)
+    table = fbunload.read_arrow(db, "BIG", decimal256=True, **AUTH)
+    assert table.schema.field("V").type == pa.decimal256(39, 0)
+    assert table.column("V").to_pylist() == [decimal.Decimal("-170141183460469231731687303715884105728")]
+
+
+def test_ctrl_c_stops_a_read_at_once(big_db):
+    import signal
+    import time
+
+    fired = []
+
+    def interrupt():
+        fired.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.2, interrupt)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in range(100):  # each read takes longer than 0.2 s on its own
+            fbunload.read_arrow(big_db, "WIDE", parallel=1, **AUTH)
+    late = time.monotonic() - fired[0]
+    assert late < 2.0, f"KeyboardInterrupt came {late:.2f} s after Ctrl-C"
+    # The engine is still usable afterwards.
+    assert fbunload.read_arrow(big_db, "SMALL", **AUTH).num_rows == 1
