@@ -136,17 +136,18 @@ impl Destination for FileOutput {
                     schema: schema.clone(),
                     place,
                     budget: self.budget.clone(),
+                    stdout_bytes: Arc::default(),
                 };
                 let table: Box<dyn Table> = match &self.format {
                     Format::Bytes {
                         format,
                         compression,
                     } => Box::new(ByteTable::new(context, format.clone(), *compression)),
-                    Format::Batches(format) => {
-                        let t = BatchTable::new(context, format.clone());
-                        t.set_snapshot(run.snapshot_number);
-                        Box::new(t)
-                    }
+                    Format::Batches(format) => Box::new(BatchTable::new(
+                        context,
+                        format.clone(),
+                        run.snapshot_number,
+                    )),
                 };
                 table
             })
@@ -161,12 +162,6 @@ impl Destination for FileOutput {
     }
 
     fn finish(&self) -> Result<Vec<Written>, ExecError> {
-        self.tables()
-            .iter()
-            .map(|t| match t.written() {
-                Some(written) => Ok(written),
-                None => t.finish_empty(),
-            })
-            .collect()
+        self.tables().iter().map(|t| t.finish()).collect()
     }
 }

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
@@ -119,11 +120,25 @@ pub(crate) struct TableContext {
     pub schema: SchemaRef,
     pub place: Place,
     pub budget: Arc<MemoryBudget>,
+    /// Bytes sent to standard output, for the summary.
+    pub stdout_bytes: Arc<AtomicU64>,
 }
 
 impl TableContext {
     fn output_error(&self, source: io::Error) -> ExecError {
         ExecError::output(&self.name, self.place.shown(), source)
+    }
+
+    /// A table not complete at the end is an error unless it has no units
+    /// (then it is completed with what it holds of its own).
+    fn check_no_units(&self) -> Result<(), ExecError> {
+        if self.units > 0 {
+            return Err(ExecError::table(
+                &self.name,
+                "incomplete: not every unit was written",
+            ));
+        }
+        Ok(())
     }
 
     fn format_error(&self, err: FormatError) -> ExecError {
@@ -171,14 +186,13 @@ impl<W: Write + Send> Finish for Plain<W> {
 /// Counts what passes through to standard output, for the summary.
 struct Counted<W> {
     inner: W,
-    bytes: Arc<std::sync::atomic::AtomicU64>,
+    bytes: Arc<AtomicU64>,
 }
 
 impl<W: Write> Write for Counted<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
-        self.bytes
-            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
 
@@ -207,8 +221,8 @@ struct ByteState {
     out: Option<ByteOut>,
     order: InOrder<Spool>,
     direct_active: bool,
-    done: bool,
-    written: Written,
+    /// Set once the table is complete.
+    written: Option<Written>,
 }
 
 /// A table of a byte format.
@@ -216,7 +230,6 @@ pub(crate) struct ByteTable {
     context: TableContext,
     format: Arc<dyn ByteFormat>,
     compression: Option<Compression>,
-    stdout_bytes: Arc<std::sync::atomic::AtomicU64>,
     state: Mutex<ByteState>,
 }
 
@@ -230,13 +243,11 @@ impl ByteTable {
             context,
             format,
             compression,
-            stdout_bytes: Arc::default(),
             state: Mutex::new(ByteState {
                 out: None,
                 order: InOrder::new(),
                 direct_active: false,
-                done: false,
-                written: Written::default(),
+                written: None,
             }),
         }
     }
@@ -252,7 +263,7 @@ impl ByteTable {
             (Place::Stdout { .. }, compression) => {
                 let stdout = Counted {
                     inner: io::stdout(),
-                    bytes: self.stdout_bytes.clone(),
+                    bytes: self.context.stdout_bytes.clone(),
                 };
                 match compression {
                     None => ByteOut::Stream(Box::new(Plain(stdout))),
@@ -332,11 +343,7 @@ impl ByteTable {
             ByteOut::Stream(stream) => stream.finish(),
         };
         done.map_err(|e| self.context.output_error(e))?;
-        state.written = publish(&self.context)?;
-        if let Place::Stdout { .. } = self.context.place {
-            state.written.bytes = self.stdout_bytes.load(std::sync::atomic::Ordering::Relaxed);
-        }
-        state.done = true;
+        state.written = Some(publish(&self.context)?);
         Ok(())
     }
 
@@ -365,7 +372,10 @@ fn publish(context: &TableContext) -> Result<Written, ExecError> {
                 bytes,
             })
         }
-        Place::Stdout { .. } => Ok(Written::default()),
+        Place::Stdout { .. } => Ok(Written {
+            path: None,
+            bytes: context.stdout_bytes.load(Ordering::Relaxed),
+        }),
     }
 }
 
@@ -374,23 +384,13 @@ impl Table for ByteTable {
         self.begin(seq)
     }
 
-    fn finish_empty(&self) -> Result<Written, ExecError> {
+    fn finish(&self) -> Result<Written, ExecError> {
         let mut state = self.state.lock().unwrap();
-        if !state.done && self.context.units > 0 {
-            return Err(ExecError::table(
-                &self.context.name,
-                "incomplete: not every unit was written",
-            ));
-        }
-        if !state.done {
+        if state.written.is_none() {
+            self.context.check_no_units()?;
             self.complete(&mut state)?;
         }
-        Ok(state.written.clone())
-    }
-
-    fn written(&self) -> Option<Written> {
-        let state = self.state.lock().unwrap();
-        state.done.then(|| state.written.clone())
+        Ok(state.written.clone().expect("completed above"))
     }
 }
 
@@ -430,47 +430,41 @@ impl UnitWriter for ByteUnit<'_> {
 pub(crate) struct BatchTable {
     context: TableContext,
     format: Arc<dyn BatchFormat>,
-    info: Mutex<FileInfo>,
+    /// What its file records about where it came from.
+    info: FileInfo,
     state: Mutex<BatchState>,
 }
 
 struct BatchState {
     writer: Option<Box<dyn TableWriter>>,
     order: InOrder<HeldBatches>,
-    done: bool,
-    written: Written,
-    stdout_bytes: Arc<std::sync::atomic::AtomicU64>,
+    /// Set once the table is complete.
+    written: Option<Written>,
 }
 
 impl BatchTable {
-    pub fn new(context: TableContext, format: Arc<dyn BatchFormat>) -> Self {
+    pub fn new(
+        context: TableContext,
+        format: Arc<dyn BatchFormat>,
+        snapshot_number: Option<u64>,
+    ) -> Self {
         let info = FileInfo {
             table: context.name.clone(),
-            snapshot_number: None,
+            snapshot_number,
         };
         BatchTable {
             context,
             format,
-            info: Mutex::new(info),
+            info,
             state: Mutex::new(BatchState {
                 writer: None,
                 order: InOrder::new(),
-                done: false,
-                written: Written::default(),
-                stdout_bytes: Arc::default(),
+                written: None,
             }),
         }
     }
 
-    pub fn set_snapshot(&self, snapshot_number: Option<u64>) {
-        self.info.lock().unwrap().snapshot_number = snapshot_number;
-    }
-
-    fn open(
-        &self,
-        stdout_bytes: &Arc<std::sync::atomic::AtomicU64>,
-    ) -> Result<Box<dyn TableWriter>, ExecError> {
-        let info = self.info.lock().unwrap().clone();
+    fn open(&self) -> Result<Box<dyn TableWriter>, ExecError> {
         let next_part: fbunload_format::NextPart = match &self.context.place {
             Place::File { dir, file_name } if self.format.writes_parts() => {
                 let parts = dir
@@ -500,7 +494,7 @@ impl BatchTable {
                 })
             }
             Place::Stdout { .. } => {
-                let bytes = stdout_bytes.clone();
+                let bytes = self.context.stdout_bytes.clone();
                 Box::new(move || {
                     Ok(Box::new(Counted {
                         inner: io::stdout(),
@@ -510,7 +504,7 @@ impl BatchTable {
             }
         };
         self.format
-            .writer(self.context.schema.clone(), &info, next_part)
+            .writer(self.context.schema.clone(), &self.info, next_part)
             .map_err(|e| self.context.format_error(e))
     }
 
@@ -518,7 +512,7 @@ impl BatchTable {
         let mut state = self.state.lock().unwrap();
         let state = &mut *state;
         if state.writer.is_none() {
-            state.writer = Some(self.open(&state.stdout_bytes)?);
+            state.writer = Some(self.open()?);
         }
         let writer = state.writer.as_mut().unwrap();
         let mut failure = None;
@@ -547,16 +541,10 @@ impl BatchTable {
     fn complete(&self, state: &mut BatchState) -> Result<(), ExecError> {
         let writer = match state.writer.take() {
             Some(writer) => writer,
-            None => self.open(&state.stdout_bytes)?,
+            None => self.open()?,
         };
         writer.finish().map_err(|e| self.context.format_error(e))?;
-        state.written = publish(&self.context)?;
-        if let Place::Stdout { .. } = self.context.place {
-            state.written.bytes = state
-                .stdout_bytes
-                .load(std::sync::atomic::Ordering::Relaxed);
-        }
-        state.done = true;
+        state.written = Some(publish(&self.context)?);
         Ok(())
     }
 }
@@ -573,23 +561,13 @@ impl Table for BatchTable {
         }))
     }
 
-    fn finish_empty(&self) -> Result<Written, ExecError> {
+    fn finish(&self) -> Result<Written, ExecError> {
         let mut state = self.state.lock().unwrap();
-        if !state.done && self.context.units > 0 {
-            return Err(ExecError::table(
-                &self.context.name,
-                "incomplete: not every unit was written",
-            ));
-        }
-        if !state.done {
+        if state.written.is_none() {
+            self.context.check_no_units()?;
             self.complete(&mut state)?;
         }
-        Ok(state.written.clone())
-    }
-
-    fn written(&self) -> Option<Written> {
-        let state = self.state.lock().unwrap();
-        state.done.then(|| state.written.clone())
+        Ok(state.written.clone().expect("completed above"))
     }
 }
 
@@ -618,9 +596,7 @@ impl UnitWriter for BatchUnit<'_> {
 /// A table of either kind, as a destination drives it.
 pub(crate) trait Table: Send + Sync {
     fn begin_unit(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError>;
-    /// Completes a table that has no units (what it has of its own: a
-    /// header, a schema).
-    fn finish_empty(&self) -> Result<Written, ExecError>;
-    /// What was written, once the table is complete.
-    fn written(&self) -> Option<Written>;
+    /// What the complete table wrote; a table of no units is completed
+    /// here (with what it has of its own: a header, a schema).
+    fn finish(&self) -> Result<Written, ExecError>;
 }
