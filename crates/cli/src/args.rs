@@ -78,10 +78,16 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "gzip|zstd")]
     pub compress: Option<Compress>,
 
-    /// Parquet only: write each table as a directory <TABLE>.parquet/ of part files of one row
-    /// group (1,048,576 rows) each
+    /// Parquet only: write each table as a directory <TABLE>.parquet/ of part files of about
+    /// 1,048,576 rows (whole row groups) each
     #[arg(long)]
     pub split: bool,
+
+    /// Parquet only: rows per row group [default: 131072]. Row groups are encoded in
+    /// parallel, so smaller groups spread a table over more workers sooner; larger ones
+    /// compress a little better
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub row_group_rows: Option<u32>,
 
     /// Parquet column compression
     #[arg(long, value_enum, default_value_t = ParquetCompression::Zstd)]

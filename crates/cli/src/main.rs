@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
-use fbunload::format::columnar::{ArrowFormat, ParquetFormat};
+use fbunload::format::columnar::{ArrowFormat, ParquetFormat, DEFAULT_ROW_GROUP_ROWS};
 use fbunload::format::csv::{CsvFormat, CsvOptions};
 use fbunload::format::jsonl::JsonLinesFormat;
 use fbunload::format::Compression;
@@ -103,11 +103,19 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
         args::Format::Parquet => Format::batches(ParquetFormat {
             compression: args.compression.into(),
             split: args.split,
+            row_group_rows: args
+                .row_group_rows
+                .map_or(DEFAULT_ROW_GROUP_ROWS, |n| n as usize),
         }),
         args::Format::Arrow => Format::batches(ArrowFormat),
     };
     if args.split && args.format != args::Format::Parquet {
         return Err(Failure::Error("--split is for --format parquet".into()));
+    }
+    if args.row_group_rows.is_some() && args.format != args::Format::Parquet {
+        return Err(Failure::Error(
+            "--row-group-rows is for --format parquet".into(),
+        ));
     }
     match (args.compress, format) {
         (None, format) => Ok(format),

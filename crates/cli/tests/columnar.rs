@@ -94,3 +94,76 @@ fn parquet_and_arrow_hold_what_firebird_returned() {
         .unwrap_or(0);
     assert!(checked > 20_000 * 17, "too few values checked: {report}");
 }
+
+#[test]
+fn parquet_and_arrow_are_byte_identical_for_any_parallel_and_unit_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = GenOptions::new(dir.path().join("groups.fdb"));
+    options.tables = vec![Table::Stock];
+    // More rows than one Arrow batch (65,536), so batches span units too.
+    options.items = 70_000;
+    options.page_size = 4096;
+    generate(&client(), &options).unwrap();
+    let db = &options.database;
+
+    for (name, format) in [
+        (
+            "small-groups",
+            vec!["-f", "parquet", "--row-group-rows", "3000"],
+        ),
+        ("snappy", vec!["-f", "parquet", "--compression", "snappy"]),
+        ("arrow", vec!["-f", "arrow"]),
+    ] {
+        let mut outputs = Vec::new();
+        for (label, args) in [
+            (
+                "serial, whole table",
+                vec!["-j", "1", "--unit-pages", "100000"],
+            ),
+            (
+                "2 workers, a page per unit",
+                vec!["-j", "2", "--unit-pages", "1"],
+            ),
+            (
+                "3 workers, 7 pages, no memory",
+                vec!["-j", "3", "--unit-pages", "7", "--memory", "0"],
+            ),
+        ] {
+            let out = dir.path().join(format!("{name}-{}", outputs.len()));
+            let mut full = format.clone();
+            full.extend(args);
+            full.extend(["-o", out.to_str().unwrap()]);
+            let result = fbunload(db, &full);
+            assert!(result.status.success(), "{label}: {}", stderr(&result));
+            outputs.push((label, files(&out)));
+        }
+        let (first_label, first) = &outputs[0];
+        for (label, files) in &outputs[1..] {
+            assert!(
+                files == first,
+                "{format:?}: {label} differs from {first_label}"
+            );
+        }
+    }
+
+    // Row groups are cut by rows, not by units: 70,000 rows in 3,000s.
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let file = std::fs::File::open(dir.path().join("small-groups-0/STOCK.parquet")).unwrap();
+    let reader = SerializedFileReader::new(file).unwrap();
+    let groups: Vec<i64> = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows())
+        .collect();
+    assert_eq!(groups.len(), 24, "{groups:?}");
+    assert!(groups[..23].iter().all(|&n| n == 3000) && groups[23] == 1000);
+
+    let refused = fbunload(db, &["-f", "csv", "--row-group-rows", "10", "-o", "x"]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("--row-group-rows is for --format parquet"),
+        "{}",
+        stderr(&refused)
+    );
+}

@@ -10,26 +10,29 @@
 //!   turn comes. A compressed file or standard output cannot take bytes
 //!   back, so there every unit is spooled.
 //! - [`BatchTable`] (Parquet, Arrow IPC): every unit holds its batches
-//!   ([`HeldBatches`]) until it is complete, then they go to the table's
-//!   one writer in order.
+//!   ([`HeldBatches`]) until it is complete and in turn; then its rows are
+//!   cut into the format's fixed-size groups, which the workers encode in
+//!   parallel and the table's one writer appends in order.
 //!
 //! Where a table ends up is its [`Place`]: a file of the output directory,
 //! written in the run's staging directory and moved in whole, or standard
 //! output.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use fbunload_exec::{ExecError, UnitWriter, Written};
 use fbunload_format::compress::Compressor;
+use fbunload_format::groups::CutGroup;
 use fbunload_format::{
-    BatchEncoder, BatchFormat, ByteFormat, Compression, FileInfo, FormatError, TableWriter,
+    BatchEncoder, BatchFormat, ByteFormat, Compression, EncodedGroup, FileInfo, FormatError,
+    GroupCutter, GroupEncoder, TableWriter,
 };
 
 use crate::directory::OutputDir;
@@ -427,19 +430,47 @@ impl UnitWriter for ByteUnit<'_> {
 }
 
 /// A table of a batch format.
+///
+/// Units hold their batches until they are complete and in turn; then
+/// their rows are cut into the format's groups ([`GroupCutter`]). Every
+/// worker that finishes a unit of the table takes the next cut group,
+/// encodes it outside the lock (Parquet's column encoding and compression,
+/// the costly part, so it runs on as many threads as there are workers),
+/// and appends whatever groups are then in turn. Units in turn are cut
+/// one at a time, as groups are taken, so a backlog of spilled units is
+/// not read back into memory at once. The worker whose unit completed the
+/// table waits for the groups still being encoded, then writes the footer.
 pub(crate) struct BatchTable {
     context: TableContext,
     format: Arc<dyn BatchFormat>,
     /// What its file records about where it came from.
     info: FileInfo,
     state: Mutex<BatchState>,
+    /// Signalled whenever a group's encoding ends.
+    encoded: Condvar,
 }
 
 struct BatchState {
-    writer: Option<Box<dyn TableWriter>>,
-    order: InOrder<HeldBatches>,
+    writer: Option<OpenWriter>,
+    units: InOrder<HeldBatches>,
+    /// Units in turn, not cut into groups yet.
+    in_turn: VecDeque<HeldBatches>,
+    /// Groups cut, waiting for a thread to encode them.
+    cut: VecDeque<CutGroup>,
+    /// Groups encoded ahead of their turn.
+    groups: InOrder<EncodedGroup>,
+    /// Groups being encoded now.
+    encoding: usize,
+    /// Set when encoding or appending a group failed.
+    failed: bool,
     /// Set once the table is complete.
     written: Option<Written>,
+}
+
+struct OpenWriter {
+    writer: Box<dyn TableWriter>,
+    encoder: Arc<dyn GroupEncoder>,
+    cutter: GroupCutter,
 }
 
 impl BatchTable {
@@ -458,13 +489,19 @@ impl BatchTable {
             info,
             state: Mutex::new(BatchState {
                 writer: None,
-                order: InOrder::new(),
+                units: InOrder::new(),
+                in_turn: VecDeque::new(),
+                cut: VecDeque::new(),
+                groups: InOrder::new(),
+                encoding: 0,
+                failed: false,
                 written: None,
             }),
+            encoded: Condvar::new(),
         }
     }
 
-    fn open(&self) -> Result<Box<dyn TableWriter>, ExecError> {
+    fn open(&self) -> Result<OpenWriter, ExecError> {
         let next_part: fbunload_format::NextPart = match &self.context.place {
             Place::File { dir, file_name } if self.format.writes_parts() => {
                 let parts = dir
@@ -503,47 +540,102 @@ impl BatchTable {
                 })
             }
         };
-        self.format
+        let writer = self
+            .format
             .writer(self.context.schema.clone(), &self.info, next_part)
-            .map_err(|e| self.context.format_error(e))
+            .map_err(|e| self.context.format_error(e))?;
+        Ok(OpenWriter {
+            encoder: writer.encoder(),
+            cutter: GroupCutter::new(writer.group_rows()),
+            writer,
+        })
     }
 
     fn finish_unit(&self, seq: usize, held: HeldBatches) -> Result<bool, ExecError> {
         let mut state = self.state.lock().unwrap();
-        let state = &mut *state;
         if state.writer.is_none() {
             state.writer = Some(self.open()?);
         }
-        let writer = state.writer.as_mut().unwrap();
-        let mut failure = None;
-        let arrived = state
-            .order
-            .arrive(seq, Some(held), &mut |held: HeldBatches| {
-                held.drain(&mut |batch| {
-                    writer.write(&batch).map_err(|e| {
-                        let message = e.to_string();
-                        failure = Some(e);
-                        arrow_schema::ArrowError::ExternalError(message.into())
-                    })
-                })
+        let BatchState { units, in_turn, .. } = &mut *state;
+        units.arrive(seq, Some(held), &mut |held| {
+            in_turn.push_back(held);
+            Ok::<(), ExecError>(())
+        })?;
+        let completes_table = state.units.next() == self.context.units;
+        loop {
+            if state.failed {
+                return Err(self.failed_elsewhere());
+            }
+            let Some(group) = self.next_group(&mut state)? else {
+                break;
+            };
+            let encoder = state.writer.as_ref().expect("opened above").encoder.clone();
+            state.encoding += 1;
+            drop(state);
+            let encoded = encoder.encode(group.index, group.batches);
+            state = self.state.lock().unwrap();
+            state.encoding -= 1;
+            let appended = encoded.and_then(|encoded| {
+                let BatchState { writer, groups, .. } = &mut *state;
+                let writer = &mut writer.as_mut().expect("opened above").writer;
+                groups.arrive(group.index, Some(encoded), &mut |g| writer.append(g))
             });
-        if let Some(e) = failure {
-            return Err(self.context.format_error(e));
+            self.encoded.notify_all();
+            if let Err(e) = appended {
+                state.failed = true;
+                return Err(self.context.format_error(e));
+            }
         }
-        arrived.map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
-        if state.order.next() < self.context.units {
+        if !completes_table {
             return Ok(false);
         }
-        self.complete(state)?;
+        while state.encoding > 0 {
+            state = self.encoded.wait(state).unwrap();
+        }
+        if state.failed {
+            return Err(self.failed_elsewhere());
+        }
+        self.complete(&mut state)?;
         Ok(true)
     }
 
+    /// The next group to encode: one already cut, or cut from the units
+    /// in turn, or the table's last, shorter group once every unit is in.
+    fn next_group(&self, state: &mut BatchState) -> Result<Option<CutGroup>, ExecError> {
+        loop {
+            if let Some(group) = state.cut.pop_front() {
+                return Ok(Some(group));
+            }
+            let cutter = &mut state.writer.as_mut().expect("opened").cutter;
+            match state.in_turn.pop_front() {
+                Some(held) => {
+                    let cut = &mut state.cut;
+                    held.drain(&mut |batch| {
+                        cut.extend(cutter.push(batch));
+                        Ok(())
+                    })
+                    .map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
+                }
+                None if state.units.next() == self.context.units => {
+                    return Ok(cutter.finish());
+                }
+                None => return Ok(None),
+            }
+        }
+    }
+
+    fn failed_elsewhere(&self) -> ExecError {
+        ExecError::table(&self.context.name, "incomplete: writing a row group failed")
+    }
+
     fn complete(&self, state: &mut BatchState) -> Result<(), ExecError> {
-        let writer = match state.writer.take() {
-            Some(writer) => writer,
+        let open = match state.writer.take() {
+            Some(open) => open,
             None => self.open()?,
         };
-        writer.finish().map_err(|e| self.context.format_error(e))?;
+        open.writer
+            .finish()
+            .map_err(|e| self.context.format_error(e))?;
         state.written = Some(publish(&self.context)?);
         Ok(())
     }

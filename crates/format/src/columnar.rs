@@ -1,10 +1,15 @@
 //! Parquet and Arrow IPC files.
 //!
-//! A table's batches arrive in DB_KEY order, cut wherever the units and
-//! the decoder happened to cut them. Before writing, rows are re-cut into
-//! batches of [`CHUNK_ROWS`]: row groups and record batches then fall at
-//! the same rows whatever the units were, so the file is byte-identical
-//! for any `--parallel`.
+//! A table's rows are cut into groups of fixed size counted from its first
+//! row ([`crate::groups`]): a Parquet row group of
+//! [`ParquetFormat::row_group_rows`], an Arrow record batch of
+//! [`CHUNK_ROWS`]. Each group is encoded on whatever thread has it (for
+//! Parquet: every column chunk's pages, encoded and compressed, with
+//! arrow-rs's `ArrowColumnWriter`), and the table's writer only appends
+//! finished groups in order. Inside a group, rows are fed to the encoder
+//! in pieces of [`CHUNK_ROWS`] counted from the group's first row, so the
+//! bytes do not depend on how the rows arrived: the file is
+//! byte-identical for any `--parallel`.
 //!
 //! Types are Arrow's, as the decoder made them: Parquet gets DECIMAL with
 //! precision and scale for NUMERIC/DECIMAL/INT128, DATE, TIME and TIMESTAMP
@@ -22,17 +27,27 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{Schema, SchemaRef};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
 
-use crate::{check_decimal_precision, BatchFormat, FileInfo, FormatError, NextPart, TableWriter};
+use crate::{
+    check_decimal_precision, BatchFormat, FileInfo, FormatError, GroupEncoder, NextPart,
+    TableWriter,
+};
 
-/// Rows per batch handed to the final writer (see the module docs).
+/// Rows per Arrow record batch, and per piece fed to a Parquet column
+/// writer (see the module docs).
 pub const CHUNK_ROWS: usize = 65_536;
-/// Rows per Parquet row group, and per part with `split`.
-pub const ROW_GROUP_ROWS: usize = 1 << 20;
+/// Rows per Parquet row group unless asked otherwise: DuckDB's and
+/// polars' neighbourhood (122,880 and 262,144), small enough that a
+/// table's groups keep many threads busy, big enough to compress well.
+pub const DEFAULT_ROW_GROUP_ROWS: usize = 1 << 17;
+/// With `split`, a part file is closed once it holds this many rows.
+pub const PART_ROWS: usize = 1 << 20;
 
 /// Keys of the metadata every file carries.
 pub const TABLE_KEY: &str = "fbunload.table";
@@ -49,16 +64,45 @@ pub enum ParquetCompression {
 }
 
 /// Parquet: one file per table, or with `split` a directory of part files
-/// of one row group each, for engines that read directories in parallel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// of about [`PART_ROWS`] rows each (whole row groups), for engines that
+/// read directories in parallel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParquetFormat {
     pub compression: ParquetCompression,
     pub split: bool,
+    pub row_group_rows: usize,
+}
+
+impl Default for ParquetFormat {
+    fn default() -> Self {
+        ParquetFormat {
+            compression: ParquetCompression::default(),
+            split: false,
+            row_group_rows: DEFAULT_ROW_GROUP_ROWS,
+        }
+    }
 }
 
 /// The Arrow IPC file format (Feather v2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ArrowFormat;
+
+/// A group encoded and ready to be appended.
+pub struct EncodedGroup(Encoded);
+
+enum Encoded {
+    Parquet {
+        columns: Vec<ArrowColumnChunk>,
+        rows: usize,
+    },
+    Arrow(RecordBatch),
+}
+
+fn group_of_another_format() -> FormatError {
+    FormatError::Io(io::Error::other(
+        "a group encoded for another format was appended",
+    ))
+}
 
 /// The schema with the file's metadata in it, where every Arrow reader
 /// looks.
@@ -69,6 +113,8 @@ fn with_file_metadata(schema: &Schema, info: &FileInfo) -> SchemaRef {
     }
     Arc::new(schema.clone().with_metadata(metadata))
 }
+
+type ParquetFile = SerializedFileWriter<Box<dyn Write + Send>>;
 
 impl ParquetFormat {
     fn properties(&self, schema: &Schema) -> WriterProperties {
@@ -85,10 +131,20 @@ impl ParquetFormat {
                 ParquetCompression::Gzip => Compression::GZIP(GzipLevel::default()),
                 ParquetCompression::None => Compression::UNCOMPRESSED,
             })
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .set_max_row_group_row_count(Some(self.row_group_rows))
             .set_key_value_metadata(Some(metadata))
             .build()
     }
+}
+
+/// Opens a Parquet file as arrow-rs's `ArrowWriter` would (the Arrow
+/// schema goes into its metadata), ready for encoded row groups.
+fn open_parquet(
+    out: Box<dyn Write + Send>,
+    schema: &SchemaRef,
+    props: &WriterProperties,
+) -> Result<(ParquetFile, ArrowRowGroupWriterFactory), FormatError> {
+    Ok(ArrowWriter::try_new(out, schema.clone(), Some(props.clone()))?.into_serialized_writer()?)
 }
 
 impl BatchFormat for ParquetFormat {
@@ -108,89 +164,132 @@ impl BatchFormat for ParquetFormat {
     ) -> Result<Box<dyn TableWriter>, FormatError> {
         let schema = with_file_metadata(&schema, info);
         let props = self.properties(&schema);
-        let current = if self.split {
-            None
+        // Column writers need only the Parquet schema and the properties;
+        // a writer over nothing gives them before any part file exists.
+        let (current, factory) = if self.split {
+            (None, open_parquet(Box::new(io::sink()), &schema, &props)?.1)
         } else {
-            Some(ArrowWriter::try_new(
-                out()?,
-                schema.clone(),
-                Some(props.clone()),
-            )?)
+            let (file, factory) = open_parquet(out()?, &schema, &props)?;
+            (Some(file), factory)
         };
         Ok(Box::new(ParquetTable {
+            encoder: Arc::new(ParquetGroupEncoder {
+                schema: schema.clone(),
+                factory,
+            }),
             schema,
             props,
+            group_rows: self.row_group_rows,
             next_part: self.split.then_some(out),
             current,
             part_rows: 0,
-            chunker: Rechunker::default(),
         }))
     }
 }
 
-/// A Parquet table being written: one file, or parts of one row group each.
+/// Encodes Parquet row groups: every column chunk, pages compressed.
+struct ParquetGroupEncoder {
+    schema: SchemaRef,
+    factory: ArrowRowGroupWriterFactory,
+}
+
+impl GroupEncoder for ParquetGroupEncoder {
+    fn encode(&self, index: usize, rows: Vec<RecordBatch>) -> Result<EncodedGroup, FormatError> {
+        let mut writers = self.factory.create_column_writers(index)?;
+        let mut write_piece = |piece: &RecordBatch| -> Result<(), FormatError> {
+            let mut leaves = writers.iter_mut();
+            for (field, column) in self.schema.fields().iter().zip(piece.columns()) {
+                for leaf in compute_leaves(field, column)? {
+                    leaves.next().expect("a writer per leaf").write(&leaf)?;
+                }
+            }
+            Ok(())
+        };
+        let mut pieces = Rechunker::default();
+        let mut count = 0;
+        for batch in rows {
+            check_decimal_precision(&batch)?;
+            count += batch.num_rows();
+            for piece in pieces.push(batch)? {
+                write_piece(&piece)?;
+            }
+        }
+        if let Some(rest) = pieces.rest()? {
+            write_piece(&rest)?;
+        }
+        let columns = writers
+            .into_iter()
+            .map(|w| w.close())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(EncodedGroup(Encoded::Parquet {
+            columns,
+            rows: count,
+        }))
+    }
+}
+
+/// A Parquet table being written: one file, or parts of whole row groups.
 struct ParquetTable {
+    encoder: Arc<ParquetGroupEncoder>,
     schema: SchemaRef,
     props: WriterProperties,
+    group_rows: usize,
     /// With `split`, where each part goes.
     next_part: Option<NextPart>,
-    current: Option<ArrowWriter<Box<dyn Write + Send>>>,
+    current: Option<ParquetFile>,
     /// Rows in the current part (with `split`).
     part_rows: usize,
-    chunker: Rechunker,
 }
 
 impl ParquetTable {
-    fn write_chunk(&mut self, chunk: &RecordBatch) -> Result<(), FormatError> {
-        if let Some(next_part) = &mut self.next_part {
-            // Chunks divide ROW_GROUP_ROWS, so parts roll over between them.
-            if self.current.is_none() || self.part_rows >= ROW_GROUP_ROWS {
-                if let Some(done) = self.current.take() {
-                    done.into_inner()?.flush()?;
-                }
-                self.current = Some(ArrowWriter::try_new(
-                    next_part()?,
-                    self.schema.clone(),
-                    Some(self.props.clone()),
-                )?);
-                self.part_rows = 0;
-            }
-            self.part_rows += chunk.num_rows();
+    /// Closes the part being written, if any, and opens the next.
+    fn open_next_part(&mut self) -> Result<(), FormatError> {
+        if let Some(done) = self.current.take() {
+            done.into_inner()?.flush()?;
         }
-        let chunk = chunk.clone().with_schema(self.schema.clone())?;
-        self.current
+        let next_part = self
+            .next_part
             .as_mut()
-            .expect("a writer is open")
-            .write(&chunk)?;
+            .expect("only split tables have parts");
+        self.current = Some(open_parquet(next_part()?, &self.schema, &self.props)?.0);
+        self.part_rows = 0;
         Ok(())
     }
 }
 
 impl TableWriter for ParquetTable {
-    fn write(&mut self, batch: &RecordBatch) -> Result<(), FormatError> {
-        check_decimal_precision(batch)?;
-        for chunk in self.chunker.push(batch.clone())? {
-            self.write_chunk(&chunk)?;
+    fn group_rows(&self) -> usize {
+        self.group_rows
+    }
+
+    fn encoder(&self) -> Arc<dyn GroupEncoder> {
+        self.encoder.clone()
+    }
+
+    fn append(&mut self, group: EncodedGroup) -> Result<(), FormatError> {
+        let Encoded::Parquet { columns, rows } = group.0 else {
+            return Err(group_of_another_format());
+        };
+        if self.next_part.is_some() && (self.current.is_none() || self.part_rows >= PART_ROWS) {
+            self.open_next_part()?;
         }
+        let file = self.current.as_mut().expect("a file is open");
+        let mut row_group = file.next_row_group()?;
+        for column in columns {
+            column.append_to_row_group(&mut row_group)?;
+        }
+        row_group.close()?;
+        self.part_rows += rows;
         Ok(())
     }
 
     fn finish(mut self: Box<Self>) -> Result<(), FormatError> {
-        if let Some(rest) = self.chunker.rest()? {
-            self.write_chunk(&rest)?;
+        if self.current.is_none() {
+            // An empty table is one part with its schema and no rows.
+            self.open_next_part()?;
         }
-        if let Some(next_part) = &mut self.next_part {
-            if self.current.is_none() {
-                // An empty table is one part with its schema and no rows.
-                self.current = Some(ArrowWriter::try_new(
-                    next_part()?,
-                    self.schema.clone(),
-                    Some(self.props.clone()),
-                )?);
-            }
-        }
-        let writer = self.current.take().expect("a writer is open");
-        writer.into_inner()?.flush()?;
+        let file = self.current.take().expect("a file is open");
+        file.into_inner()?.flush()?;
         Ok(())
     }
 }
@@ -209,39 +308,50 @@ impl BatchFormat for ArrowFormat {
         let schema = with_file_metadata(&schema, info);
         Ok(Box::new(ArrowTable {
             writer: FileWriter::try_new(out()?, &schema)?,
-            schema,
-            chunker: Rechunker::default(),
+            encoder: Arc::new(ArrowGroupEncoder { schema }),
         }))
+    }
+}
+
+/// Makes each Arrow record batch: one array per column of [`CHUNK_ROWS`]
+/// rows, concatenated from the pieces.
+struct ArrowGroupEncoder {
+    schema: SchemaRef,
+}
+
+impl GroupEncoder for ArrowGroupEncoder {
+    fn encode(&self, _index: usize, rows: Vec<RecordBatch>) -> Result<EncodedGroup, FormatError> {
+        for batch in &rows {
+            check_decimal_precision(batch)?;
+        }
+        let batch = arrow_select::concat::concat_batches(&self.schema, &rows)?;
+        Ok(EncodedGroup(Encoded::Arrow(batch)))
     }
 }
 
 struct ArrowTable {
     writer: FileWriter<Box<dyn Write + Send>>,
-    schema: SchemaRef,
-    chunker: Rechunker,
-}
-
-impl ArrowTable {
-    fn write_chunk(&mut self, chunk: RecordBatch) -> Result<(), FormatError> {
-        self.writer
-            .write(&chunk.with_schema(self.schema.clone())?)?;
-        Ok(())
-    }
+    encoder: Arc<ArrowGroupEncoder>,
 }
 
 impl TableWriter for ArrowTable {
-    fn write(&mut self, batch: &RecordBatch) -> Result<(), FormatError> {
-        check_decimal_precision(batch)?;
-        for chunk in self.chunker.push(batch.clone())? {
-            self.write_chunk(chunk)?;
-        }
+    fn group_rows(&self) -> usize {
+        CHUNK_ROWS
+    }
+
+    fn encoder(&self) -> Arc<dyn GroupEncoder> {
+        self.encoder.clone()
+    }
+
+    fn append(&mut self, group: EncodedGroup) -> Result<(), FormatError> {
+        let Encoded::Arrow(batch) = group.0 else {
+            return Err(group_of_another_format());
+        };
+        self.writer.write(&batch)?;
         Ok(())
     }
 
     fn finish(mut self: Box<Self>) -> Result<(), FormatError> {
-        if let Some(rest) = self.chunker.rest()? {
-            self.write_chunk(rest)?;
-        }
         self.writer.finish()?;
         self.writer.into_inner()?.flush()?;
         Ok(())
@@ -353,6 +463,29 @@ mod tests {
             table: "T".into(),
             snapshot_number: Some(7),
         };
+        let writer = format
+            .writer(
+                batch(0, 0).schema(),
+                &info,
+                Box::new(move || Ok(Box::new(target.clone()) as Box<dyn Write + Send>)),
+            )
+            .unwrap();
+        let batches = pieces.iter().map(|&(from, rows)| batch(from, rows));
+        crate::groups::write_in_order(writer, batches).unwrap();
+        let bytes = out.0.lock().unwrap().clone();
+        bytes
+    }
+
+    /// Writes a table as the file destination does with many workers:
+    /// groups encoded on several threads, finishing in any order, and
+    /// appended in order.
+    fn write_table_in_parallel(format: &dyn BatchFormat, rows: i32) -> Vec<u8> {
+        let out = Shared::default();
+        let target = out.clone();
+        let info = FileInfo {
+            table: "T".into(),
+            snapshot_number: Some(7),
+        };
         let mut writer = format
             .writer(
                 batch(0, 0).schema(),
@@ -360,8 +493,27 @@ mod tests {
                 Box::new(move || Ok(Box::new(target.clone()) as Box<dyn Write + Send>)),
             )
             .unwrap();
-        for &(from, rows) in pieces {
-            writer.write(&batch(from, rows)).unwrap();
+        let mut cutter = crate::GroupCutter::new(writer.group_rows());
+        let mut groups: Vec<_> = (0..rows)
+            .step_by(5000)
+            .flat_map(|from| cutter.push(batch(from, 5000.min(rows - from))))
+            .collect();
+        groups.extend(cutter.finish());
+        let encoder = writer.encoder();
+        let mut encoded: Vec<_> = std::thread::scope(|scope| {
+            let threads: Vec<_> = groups
+                .into_iter()
+                .rev()
+                .map(|g| {
+                    let encoder = encoder.clone();
+                    scope.spawn(move || (g.index, encoder.encode(g.index, g.batches).unwrap()))
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        encoded.sort_by_key(|(index, _)| *index);
+        for (_, group) in encoded {
+            writer.append(group).unwrap();
         }
         writer.finish().unwrap();
         let bytes = out.0.lock().unwrap().clone();
@@ -373,6 +525,7 @@ mod tests {
         let whole = write_table(&ArrowFormat, &[(0, 100_000)]);
         let pieces = write_table(&ArrowFormat, &[(0, 10), (10, 0), (10, 99_990)]);
         assert_eq!(whole, pieces);
+        assert_eq!(whole, write_table_in_parallel(&ArrowFormat, 100_000));
         let reader =
             arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(whole), None).unwrap();
         assert_eq!(
@@ -394,11 +547,106 @@ mod tests {
     }
 
     #[test]
-    fn parquet_files_do_not_depend_on_the_pieces() {
-        let format = ParquetFormat::default();
+    fn parquet_files_do_not_depend_on_the_pieces_or_the_threads() {
+        let format = ParquetFormat {
+            row_group_rows: 70_000,
+            ..ParquetFormat::default()
+        };
+        let whole = write_table(&format, &[(0, 200_000)]);
         assert_eq!(
-            write_table(&format, &[(0, 200_000)]),
+            whole,
             write_table(&format, &[(0, 1), (1, 8191), (8192, 191_808)])
         );
+        assert_eq!(whole, write_table_in_parallel(&format, 200_000));
+        let reader =
+            parquet::file::reader::SerializedFileReader::new(bytes::Bytes::from(whole)).unwrap();
+        use parquet::file::reader::FileReader;
+        let groups: Vec<i64> = reader
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows())
+            .collect();
+        assert_eq!(groups, [70_000, 70_000, 60_000]);
+    }
+
+    #[test]
+    fn parquet_groups_are_what_arrow_rs_own_writer_makes() {
+        // The same rows, fed to ArrowWriter in the same pieces: the files
+        // must match byte for byte, metadata and all.
+        let format = ParquetFormat {
+            row_group_rows: 2 * CHUNK_ROWS,
+            ..ParquetFormat::default()
+        };
+        let ours = write_table_in_parallel(&format, 300_000);
+        let schema = with_file_metadata(
+            &batch(0, 0).schema(),
+            &FileInfo {
+                table: "T".into(),
+                snapshot_number: Some(7),
+            },
+        );
+        let mut reference = Vec::new();
+        let mut writer = ArrowWriter::try_new(
+            &mut reference,
+            schema.clone(),
+            Some(format.properties(&schema)),
+        )
+        .unwrap();
+        for from in (0..300_000).step_by(CHUNK_ROWS) {
+            let rows = CHUNK_ROWS.min(300_000 - from) as i32;
+            let piece = batch(from as i32, rows)
+                .with_schema(schema.clone())
+                .unwrap();
+            writer.write(&piece).unwrap();
+        }
+        writer.close().unwrap();
+        assert_eq!(ours, reference);
+    }
+
+    #[test]
+    fn split_parquet_parts_hold_whole_row_groups() {
+        let format = ParquetFormat {
+            split: true,
+            row_group_rows: PART_ROWS / 2 + 1,
+            ..ParquetFormat::default()
+        };
+        let parts = Arc::new(Mutex::new(Vec::<Shared>::new()));
+        let made = parts.clone();
+        let writer = format
+            .writer(
+                batch(0, 0).schema(),
+                &FileInfo::default(),
+                Box::new(move || {
+                    let part = Shared::default();
+                    made.lock().unwrap().push(part.clone());
+                    Ok(Box::new(part) as Box<dyn Write + Send>)
+                }),
+            )
+            .unwrap();
+        let rows = PART_ROWS as i32 * 2;
+        let batches = (0..rows)
+            .step_by(100_000)
+            .map(|from| batch(from, 100_000.min(rows - from)));
+        crate::groups::write_in_order(writer, batches).unwrap();
+        let row_groups: Vec<Vec<i64>> = parts
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|part| {
+                let bytes = bytes::Bytes::from(part.0.lock().unwrap().clone());
+                let reader = parquet::file::reader::SerializedFileReader::new(bytes).unwrap();
+                use parquet::file::reader::FileReader;
+                reader
+                    .metadata()
+                    .row_groups()
+                    .iter()
+                    .map(|g| g.num_rows())
+                    .collect()
+            })
+            .collect();
+        let group = PART_ROWS as i64 / 2 + 1;
+        let last = rows as i64 - 3 * group;
+        assert_eq!(row_groups, vec![vec![group, group], vec![group, last]]);
     }
 }

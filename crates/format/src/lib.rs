@@ -13,9 +13,14 @@
 //!   bytes go straight out or wait for their turn, and a plain buffer
 //!   serves both without a second copy. [`compress`] wraps the whole
 //!   stream.
-//! - [`BatchFormat`]s (Parquet, Arrow IPC, in [`columnar`]) are written
-//!   from a table's batches in order by one [`TableWriter`], in the shape
-//!   of arrow-rs's writers (options, `write(&RecordBatch)`, `finish()`).
+//! - [`BatchFormat`]s (Parquet, Arrow IPC, in [`columnar`]) cut a table's
+//!   rows into groups of a fixed number of rows (a Parquet row group, an
+//!   Arrow record batch) counted from the table's first row, so groups fall
+//!   at the same rows whatever the units. A [`GroupEncoder`] encodes any
+//!   group on any thread, several at once; the table's one [`TableWriter`]
+//!   only appends encoded groups in order and writes the footer. That is
+//!   what lets Parquet, whose encoding and compression cost more than the
+//!   fetch, scale with `--parallel` and stay byte-identical.
 //!
 //! [`text`] holds the value formatting (exact decimals, dates, times, hex)
 //! that every text format shares, so a value reads the same in all of them.
@@ -23,6 +28,7 @@
 pub mod columnar;
 pub mod compress;
 pub mod csv;
+pub mod groups;
 pub mod jsonl;
 pub mod text;
 mod values;
@@ -33,8 +39,10 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Schema, SchemaRef};
 
+pub use crate::columnar::EncodedGroup;
 pub use crate::compress::Compression;
 pub use crate::csv::{BinaryEncoding, CsvFormat, CsvOptions};
+pub use crate::groups::GroupCutter;
 
 /// A text format whose units are encoded independently, in parallel.
 pub trait ByteFormat: Send + Sync {
@@ -56,7 +64,8 @@ pub trait BatchEncoder: Send {
 /// part for a format that writes a directory of parts.
 pub type NextPart = Box<dyn FnMut() -> io::Result<Box<dyn Write + Send>> + Send>;
 
-/// A format written from a table's batches, in order, by one writer.
+/// A format whose rows are encoded in groups, in parallel, and appended
+/// in order by one writer per table.
 pub trait BatchFormat: Send + Sync {
     fn extension(&self) -> &str;
     /// Whether a table is a directory of part files rather than one file.
@@ -71,11 +80,27 @@ pub trait BatchFormat: Send + Sync {
     ) -> Result<Box<dyn TableWriter>, FormatError>;
 }
 
-/// Writes one table of a [`BatchFormat`].
+/// Writes one table of a [`BatchFormat`]: the table's rows, cut into
+/// groups of [`TableWriter::group_rows`] rows (the last one shorter), are
+/// encoded by [`TableWriter::encoder`] on any thread and appended here in
+/// order. [`groups::write_in_order`] does all of it on one thread.
 pub trait TableWriter: Send {
-    fn write(&mut self, batch: &RecordBatch) -> Result<(), FormatError>;
+    /// Rows per group; every group but the last has exactly this many.
+    fn group_rows(&self) -> usize;
+    /// Encodes this table's groups; shared by every thread that encodes.
+    fn encoder(&self) -> Arc<dyn GroupEncoder>;
+    /// Appends the next group, in order.
+    fn append(&mut self, group: EncodedGroup) -> Result<(), FormatError>;
     /// Writes what closes the table (a footer) and flushes.
     fn finish(self: Box<Self>) -> Result<(), FormatError>;
+}
+
+/// Encodes one group of a table: the expensive part, run in parallel.
+pub trait GroupEncoder: Send + Sync {
+    /// `index` is the group's position in the table; `rows` its rows, in
+    /// order, in pieces cut anywhere (the encoding must not depend on
+    /// where).
+    fn encode(&self, index: usize, rows: Vec<RecordBatch>) -> Result<EncodedGroup, FormatError>;
 }
 
 /// A table's output format, as a destination sees it.

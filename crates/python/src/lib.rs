@@ -429,6 +429,7 @@ fn format_named(format: &str, compression: Option<&str>, header: bool) -> PyResu
                 }
             },
             split: format == "parquet-split",
+            ..ParquetFormat::default()
         }),
         "arrow" => Format::batches(ArrowFormat),
         other => {

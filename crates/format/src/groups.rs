@@ -1,0 +1,163 @@
+//! Cutting a table's rows into groups at fixed rows.
+//!
+//! A group is the unit of parallel encoding of a [`crate::BatchFormat`]: a
+//! Parquet row group, an Arrow IPC record batch. Groups are counted from
+//! the table's first row, never from a unit's, so where they fall depends
+//! on the rows alone, not on the units, the decoder's batch size or the
+//! number of workers. Cutting only slices: no value is copied.
+
+use arrow_array::RecordBatch;
+
+use crate::{FormatError, TableWriter};
+
+/// One group's rows, in order, in pieces sliced from the batches that
+/// held them.
+#[derive(Debug)]
+pub struct CutGroup {
+    /// The group's position in its table.
+    pub index: usize,
+    pub batches: Vec<RecordBatch>,
+}
+
+/// Cuts a stream of batches into groups of `group_rows` rows.
+#[derive(Debug)]
+pub struct GroupCutter {
+    group_rows: usize,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    next_index: usize,
+}
+
+impl GroupCutter {
+    pub fn new(group_rows: usize) -> Self {
+        assert!(group_rows > 0, "a group has rows");
+        GroupCutter {
+            group_rows,
+            pending: Vec::new(),
+            pending_rows: 0,
+            next_index: 0,
+        }
+    }
+
+    /// Adds the table's next batch; returns the groups it completed.
+    pub fn push(&mut self, batch: RecordBatch) -> Vec<CutGroup> {
+        let mut complete = Vec::new();
+        let rows = batch.num_rows();
+        let mut offset = 0;
+        while offset < rows {
+            let take = (self.group_rows - self.pending_rows).min(rows - offset);
+            self.pending.push(if take == rows {
+                batch.clone()
+            } else {
+                batch.slice(offset, take)
+            });
+            self.pending_rows += take;
+            offset += take;
+            if self.pending_rows == self.group_rows {
+                complete.push(self.take());
+            }
+        }
+        complete
+    }
+
+    /// The table is complete: the last, shorter group, if rows are left.
+    pub fn finish(&mut self) -> Option<CutGroup> {
+        (self.pending_rows > 0).then(|| self.take())
+    }
+
+    /// Groups cut so far.
+    pub fn groups_cut(&self) -> usize {
+        self.next_index
+    }
+
+    fn take(&mut self) -> CutGroup {
+        let group = CutGroup {
+            index: self.next_index,
+            batches: std::mem::take(&mut self.pending),
+        };
+        self.next_index += 1;
+        self.pending_rows = 0;
+        group
+    }
+}
+
+/// Writes a whole table on the calling thread: cuts, encodes and appends
+/// each group in turn, then finishes the file.
+pub fn write_in_order(
+    mut writer: Box<dyn TableWriter>,
+    batches: impl IntoIterator<Item = RecordBatch>,
+) -> Result<(), FormatError> {
+    let encoder = writer.encoder();
+    let mut cutter = GroupCutter::new(writer.group_rows());
+    for batch in batches {
+        for group in cutter.push(batch) {
+            writer.append(encoder.encode(group.index, group.batches)?)?;
+        }
+    }
+    if let Some(group) = cutter.finish() {
+        writer.append(encoder.encode(group.index, group.batches)?)?;
+    }
+    writer.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, Int32Array};
+    use std::sync::Arc;
+
+    fn batch(from: i32, rows: i32) -> RecordBatch {
+        let array: ArrayRef = Arc::new(Int32Array::from_iter_values(from..from + rows));
+        RecordBatch::try_from_iter([("i", array)]).unwrap()
+    }
+
+    fn values(group: &CutGroup) -> Vec<i32> {
+        group
+            .batches
+            .iter()
+            .flat_map(|b| {
+                let a = b.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
+                a.values().to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn groups_fall_at_the_same_rows_whatever_the_batches() {
+        let cut = |sizes: &[i32]| {
+            let mut cutter = GroupCutter::new(10);
+            let mut groups = Vec::new();
+            let mut from = 0;
+            for &n in sizes {
+                groups.extend(cutter.push(batch(from, n)));
+                from += n;
+            }
+            groups.extend(cutter.finish());
+            groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    assert_eq!(g.index, i);
+                    values(g)
+                })
+                .collect::<Vec<_>>()
+        };
+        let expected: Vec<Vec<i32>> = vec![(0..10).collect(), (10..20).collect(), vec![20, 21]];
+        assert_eq!(cut(&[22]), expected);
+        assert_eq!(cut(&[1, 0, 9, 3, 9]), expected);
+        assert_eq!(cut(&[10, 10, 2]), expected);
+        assert_eq!(cut(&[21, 1]), expected);
+        assert!(cut(&[0, 0]).is_empty());
+    }
+
+    #[test]
+    fn a_batch_that_fits_whole_is_not_sliced() {
+        let mut cutter = GroupCutter::new(4);
+        let whole = batch(0, 4);
+        let groups = cutter.push(whole.clone());
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].batches, vec![whole]);
+        assert_eq!(cutter.groups_cut(), 1);
+        assert!(cutter.finish().is_none());
+    }
+}
