@@ -59,6 +59,18 @@ pub struct Args {
     #[arg(short = 'x', long, value_name = "PATTERN")]
     pub exclude: Option<String>,
 
+    /// Columns to unload, in this order: 'COL,COL' for the one table selected, or
+    /// 'TABLE:COL,COL' (repeat the option for several tables). Unquoted names are upper-cased
+    /// as in SQL; quote others: '"Odd name",ID'
+    #[arg(long, value_name = "[TABLE:]LIST")]
+    pub columns: Vec<String>,
+
+    /// Rows to unload: an SQL condition, ANDed to every unit's DB_KEY range so the unload
+    /// stays parallel and identical for any --parallel, e.g. 'S_W_ID = 7'; 'TABLE:COND' for
+    /// one of several tables (repeat the option)
+    #[arg(long = "where", value_name = "[TABLE:]COND")]
+    pub where_: Vec<String>,
+
     /// Worker attachments [default: number of CPU cores]
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub parallel: Option<u32>,

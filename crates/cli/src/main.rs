@@ -183,6 +183,12 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     if let Some(exclude) = &args.exclude {
         unload = unload.exclude(exclude);
     }
+    for columns in &args.columns {
+        unload = unload.columns(columns);
+    }
+    for condition in &args.where_ {
+        unload = unload.rows_where(condition);
+    }
     if let Some(path) = &args.client_lib {
         unload = unload.client_library(path);
     }

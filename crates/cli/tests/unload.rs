@@ -424,3 +424,92 @@ impl Drop for ReadOnlyDir {
         }
     }
 }
+
+#[test]
+fn columns_and_where_keep_the_units_parallel_and_the_output_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let chosen = [
+        "--where",
+        "BIG: MOD(ID, 7) = 3 -- a note",
+        "--columns",
+        "BIG:c,ID",
+    ];
+    let mut outputs = Vec::new();
+    for args in [
+        vec!["-j", "1", "--unit-pages", "1000000"],
+        vec!["-j", "3", "--unit-pages", "5", "--verify"],
+    ] {
+        let out_dir = dir.path().join(format!("chosen-{}", outputs.len()));
+        let mut full = vec!["-t", "BIG|MID", "--header", "-o", out_dir.to_str().unwrap()];
+        full.extend(chosen);
+        full.extend(["--where", "MID:ID < 10", "--columns", "MID:ID"]);
+        full.extend(args);
+        let out = fbunload(&db, &full);
+        assert!(out.status.success(), "{}", stderr(&out));
+        outputs.push(files(&out_dir));
+    }
+    assert!(
+        outputs[0] == outputs[1],
+        "--where must not depend on the units"
+    );
+    let big = csv_records(&dir.path().join("chosen-0/BIG.csv"));
+    assert_eq!(big[0], ["C", "ID"]);
+    let ids: Vec<i64> = big[1..].iter().map(|r| r[1].parse().unwrap()).collect();
+    let expected: Vec<i64> = (0..120_000).filter(|i| i % 7 == 3).collect();
+    assert_eq!(ids, expected, "every chosen row once, in DB_KEY order");
+    let mid = csv_records(&dir.path().join("chosen-0/MID.csv"));
+    assert_eq!(mid.len(), 11, "header and rows with ID < 10: {mid:?}");
+    assert!(mid.iter().all(|r| r.len() == 1));
+
+    let plan = fbunload(&db, &["--plan", "-t", "BIG", "--where", "ID < 5"]);
+    assert!(
+        String::from_utf8_lossy(&plan.stdout).contains("BIG: only rows where ID < 5"),
+        "{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
+}
+
+#[test]
+fn a_bad_choice_names_the_option_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let out_dir = dir.path().join("never");
+    for (args, expected) in [
+        // Escaping its parentheses would make every unit read every row.
+        (
+            vec!["-t", "BIG", "--where", "ID < 0) OR (1=1"],
+            "--where 'ID < 0) OR (1=1': a ) closes more than the condition opened",
+        ),
+        (
+            vec!["-t", "BIG", "--where", "NOPE = 1"],
+            "--where for table BIG: \"NOPE = 1\" is not a condition Firebird accepts",
+        ),
+        (
+            vec!["-t", "BIG", "--columns", "ID,NOPE"],
+            "--columns: table BIG has no column NOPE; its columns are ID, A, B, C",
+        ),
+        (
+            vec!["-t", "BIG|MID", "--columns", "ID"],
+            "--columns without a table name needs exactly one table, and 2 are selected",
+        ),
+    ] {
+        let mut full = args.clone();
+        full.extend(["-o", out_dir.to_str().unwrap()]);
+        let out = fbunload(&db, &full);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        let written = std::fs::read_dir(&out_dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with(".fbunload"))
+                    .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(written, 0, "{args:?}: no table file");
+    }
+}

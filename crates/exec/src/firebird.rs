@@ -32,7 +32,7 @@ use fbunload_client::{
     Attachment, Client, ConnectOptions, Statement, Transaction, TransactionMode,
 };
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TypeOptions};
-use fbunload_plan::{read_catalog, Plan, PlanOptions, TableFilter, TablePlan, Unit};
+use fbunload_plan::{printable, read_catalog, Plan, PlanOptions, TableFilter, TablePlan, Unit};
 
 use crate::session::{Reader, Session};
 use crate::ExecError;
@@ -112,7 +112,9 @@ pub(crate) fn plan(
     let tr = main
         .start_transaction(TransactionMode::ReadOnlySnapshot)
         .map_err(ExecError::Client)?;
-    let catalog = read_catalog(&tr, filter)?;
+    let mut catalog = read_catalog(&tr, filter)?;
+    let conditions = fbunload_plan::selection::apply(&filter.selection, &mut catalog)
+        .map_err(|e| ExecError::Usage(e.to_string()))?;
     let plan = Plan::new(
         &catalog,
         PlanOptions {
@@ -120,14 +122,22 @@ pub(crate) fn plan(
             page_size: main.page_size().map_err(ExecError::Client)?,
             ..options
         },
-    );
+    )
+    .with_conditions(conditions);
     let schemas = plan
         .tables
         .iter()
         .map(|table| {
             let stmt = tr
                 .prepare(&table.select_sql())
-                .map_err(|e| ExecError::from_client(&table.name, e))?;
+                .map_err(|e| match &table.condition {
+                    // The condition is the only part of the query the user wrote.
+                    Some(condition) => ExecError::Usage(format!(
+                    "--where for table {}: {condition:?} is not a condition Firebird accepts: {e}",
+                    printable(&table.name)
+                )),
+                    None => ExecError::from_client(&table.name, e),
+                })?;
             Ok(Arc::new(Schema::new(
                 output_columns(table, &stmt, types)?
                     .iter()

@@ -47,6 +47,7 @@ pub use fbunload_exec::{
 pub use fbunload_format as format;
 pub use fbunload_format::Format;
 pub use fbunload_plan::{printable, Plan, PlanOptions, TableFilter, TablePlan, Unit};
+use fbunload_plan::{selection, SelectionError, TableChoice};
 
 use fbunload_dest::{BatchStream, FileOutput, StreamReceiver};
 use fbunload_exec::Database;
@@ -62,6 +63,9 @@ pub struct Unload {
     client: Option<Arc<Client>>,
     client_library: Option<PathBuf>,
     filter: TableFilter,
+    /// `columns` and `rows_where` arguments, parsed as given; an error is
+    /// reported by `prepare`.
+    choices: Vec<Result<TableChoice, SelectionError>>,
     options: RunOptions,
     memory_budget: usize,
 }
@@ -84,6 +88,7 @@ impl Unload {
             client: None,
             client_library: None,
             filter: TableFilter::default(),
+            choices: Vec::new(),
             options: RunOptions::default(),
             memory_budget: DEFAULT_MEMORY_BUDGET,
         }
@@ -131,6 +136,37 @@ impl Unload {
         self
     }
 
+    /// Reads only these columns, in this order: `"COL,COL"` when one table
+    /// is selected, `"TABLE:COL,COL"` for one of several (call once per
+    /// table). Unquoted names are upper-cased as in SQL; `"Odd name"` is
+    /// taken as written.
+    pub fn columns(mut self, spec: &str) -> Self {
+        self.choices.push(selection::parse_columns(spec));
+        self
+    }
+
+    /// Reads only the rows meeting this SQL condition (`"S_W_ID = 7"`, or
+    /// `"TABLE:condition"` for one of several tables). It is ANDed to
+    /// every unit's DB_KEY range, so the read stays parallel, at one
+    /// snapshot, and the same for any number of workers.
+    pub fn rows_where(mut self, condition: &str) -> Self {
+        self.choices.push(selection::parse_condition(condition));
+        self
+    }
+
+    /// The tables, columns and rows to read; an error for a malformed
+    /// `columns` or `rows_where`.
+    fn table_filter(&self) -> Result<TableFilter, Error> {
+        let mut filter = self.filter.clone();
+        filter.selection = self
+            .choices
+            .iter()
+            .cloned()
+            .collect::<Result<_, _>>()
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        Ok(filter)
+    }
+
     /// Worker connections (default: the number of local cores).
     pub fn parallel(mut self, workers: usize) -> Self {
         self.options.parallel = workers.max(1);
@@ -170,12 +206,13 @@ impl Unload {
 
     /// Attaches and plans: tables, units and schemas, no row read yet.
     pub fn prepare(&self) -> Result<Prepared, Error> {
+        let filter = self.table_filter()?;
         let mut this = self.clone();
         let database = Database {
             client: this.load_client()?,
             connect: this.connect.clone(),
         };
-        Prepared::new(database, &this.filter, this.options.clone())
+        Prepared::new(database, &filter, this.options.clone())
     }
 
     /// Unloads every selected table into `dir`, one file (or directory of
@@ -187,7 +224,8 @@ impl Unload {
         progress: &dyn Progress,
     ) -> Result<Summary, Error> {
         // The directory first: a second run into it fails before it
-        // attaches to anything.
+        // attaches to anything. A malformed choice fails before either.
+        self.table_filter()?;
         let output = if self.options.fetch_only {
             None
         } else {

@@ -44,6 +44,9 @@ mod blr {
 pub struct TableFilter {
     pub include: Option<String>,
     pub exclude: Option<String>,
+    /// Of the tables selected, which columns and rows (`--columns`,
+    /// `--where`).
+    pub selection: Vec<crate::TableChoice>,
 }
 
 /// A stored column as the catalog declares it (`RDB$FIELDS` of its domain).

@@ -10,7 +10,9 @@
 pub mod catalog;
 mod identifier;
 pub mod planner;
+pub mod selection;
 
 pub use catalog::{read_catalog, CatalogError, Column, Table, TableFilter};
 pub use identifier::{printable, quote_identifier};
 pub use planner::{Plan, PlanOptions, TablePlan, Unit};
+pub use selection::{SelectionError, TableChoice};

@@ -96,6 +96,8 @@ pub struct TablePlan {
     pub declared_types: Vec<String>,
     pub pointer_pages: u32,
     pub unit_count: usize,
+    /// The rows to read (`--where`), ANDed to every unit's range.
+    pub condition: Option<String>,
     select: String,
     dp_per_pp: u64,
 }
@@ -103,12 +105,13 @@ pub struct TablePlan {
 impl TablePlan {
     /// The query that reads the whole table.
     pub fn select_sql(&self) -> String {
-        self.select.clone()
+        self.with_where(self.select.clone(), Vec::new())
     }
 
-    /// `SELECT COUNT(*)` of the table.
+    /// `SELECT COUNT(*)` of the rows the table's queries read.
     pub fn count_sql(&self) -> String {
-        format!("SELECT COUNT(*) FROM {}", quote_identifier(&self.name))
+        let count = format!("SELECT COUNT(*) FROM {}", quote_identifier(&self.name));
+        self.with_where(count, Vec::new())
     }
 
     /// The query that reads `unit` of this table.
@@ -121,17 +124,30 @@ impl TablePlan {
                 slot / self.dp_per_pp
             )
         };
-        match (unit.first_slot, unit.end_slot) {
-            (0, None) => self.select.clone(),
-            (0, Some(end)) => format!("{} WHERE RDB$DB_KEY < {}", self.select, key(end)),
-            (first, None) => format!("{} WHERE RDB$DB_KEY >= {}", self.select, key(first)),
-            (first, Some(end)) => format!(
-                "{} WHERE RDB$DB_KEY >= {} AND RDB$DB_KEY < {}",
-                self.select,
-                key(first),
-                key(end)
-            ),
+        let mut range = Vec::new();
+        if unit.first_slot > 0 {
+            range.push(format!("RDB$DB_KEY >= {}", key(unit.first_slot)));
         }
+        if let Some(end) = unit.end_slot {
+            range.push(format!("RDB$DB_KEY < {}", key(end)));
+        }
+        self.with_where(self.select.clone(), range)
+    }
+
+    /// `query` with its WHERE: the table's condition, on lines of its own
+    /// so that a `--` comment in it ends there (see [`crate::selection`]),
+    /// and the unit's range.
+    fn with_where(&self, mut query: String, range: Vec<String>) -> String {
+        let mut terms = Vec::with_capacity(range.len() + 1);
+        if let Some(condition) = &self.condition {
+            terms.push(format!("(\n{condition}\n)"));
+        }
+        terms.extend(range);
+        if !terms.is_empty() {
+            query.push_str(" WHERE ");
+            query.push_str(&terms.join(" AND "));
+        }
+        query
     }
 }
 
@@ -181,6 +197,7 @@ impl Plan {
                 declared_types: table.columns.iter().map(Column::declared_type).collect(),
                 pointer_pages: table.pointer_pages,
                 unit_count: units.len(),
+                condition: None,
                 select: select_list(table),
                 dp_per_pp,
             });
@@ -193,6 +210,18 @@ impl Plan {
             units: per_table_units.into_iter().flatten().collect(),
             unit_pages,
         }
+    }
+}
+
+impl Plan {
+    /// Gives each table (in plan order) its row condition: what
+    /// [`crate::selection::apply`] returned for the same catalog.
+    pub fn with_conditions(mut self, conditions: Vec<Option<String>>) -> Plan {
+        assert_eq!(conditions.len(), self.tables.len(), "a condition per table");
+        for (table, condition) in self.tables.iter_mut().zip(conditions) {
+            table.condition = condition;
+        }
+        self
     }
 }
 
@@ -278,10 +307,20 @@ impl fmt::Display for Plan {
                 t.columns.len()
             )?;
         }
+        for t in self.tables.iter().filter(|t| t.condition.is_some()) {
+            let condition = t.condition.as_deref().unwrap_or_default();
+            writeln!(
+                f,
+                "{}: only rows where {}",
+                crate::printable(&t.name),
+                crate::printable(condition)
+            )?;
+        }
         write!(
             f,
-            "{} tables, {} units of up to {} data pages",
+            "{} table{}, {} units of up to {} data pages",
             self.tables.len(),
+            if self.tables.len() == 1 { "" } else { "s" },
             self.units.len(),
             self.unit_pages
         )
@@ -402,6 +441,18 @@ mod tests {
             .unit_sql(&plan.units[3])
             .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1368, 1)"));
         assert_eq!(t.declared_types, vec!["INTEGER", "DECFLOAT(34)"]);
+
+        // A condition goes before the range, on lines of its own.
+        let plan = plan.with_conditions(vec![Some("ID > 1 -- note".into())]);
+        let t = &plan.tables[0];
+        assert!(t.unit_sql(&plan.units[1]).ends_with(
+            "WHERE (\nID > 1 -- note\n) AND RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1000, 0) \
+             AND RDB$DB_KEY < MAKE_DBKEY(140, 0, 368, 1)"
+        ));
+        assert_eq!(
+            t.count_sql(),
+            "SELECT COUNT(*) FROM \"my table\" WHERE (\nID > 1 -- note\n)"
+        );
     }
 
     #[test]

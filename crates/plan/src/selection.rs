@@ -1,0 +1,445 @@
+//! What to read of each table: which columns (`--columns`) and which rows
+//! (`--where`).
+//!
+//! A row condition is ANDed to every unit's DB_KEY range, so a filtered
+//! unload keeps its parallel units and stays byte-identical for any
+//! `--parallel`. That only holds if the condition cannot escape its
+//! parentheses: `1=1) OR (1=1` would make every unit read the whole table.
+//! [`check_condition`] refuses a condition whose parentheses, quotes or
+//! comments do not close inside it, and the query puts it on lines of its
+//! own, so a `--` comment in it ends with it.
+//!
+//! Names follow SQL: an unquoted name is upper-cased (`s_i_id` is
+//! `S_I_ID`), a double-quoted one is taken as written (`"Odd, name"`).
+
+use std::fmt;
+
+use crate::catalog::Table;
+
+/// One `--columns` or `--where` argument: for one table, or (without a
+/// table name) for the only table selected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableChoice {
+    /// The table it names before a `:`, if any.
+    pub table: Option<Name>,
+    pub what: Choice,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    Columns(Vec<Name>),
+    Condition(String),
+}
+
+/// A name as the user wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Name {
+    /// Unquoted: compared upper-cased, as Firebird does.
+    Plain(String),
+    /// Double-quoted: compared exactly.
+    Quoted(String),
+}
+
+impl Name {
+    fn matches(&self, stored: &str) -> bool {
+        match self {
+            Name::Plain(name) => name.to_uppercase() == stored || name == stored,
+            Name::Quoted(name) => name == stored,
+        }
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Name::Plain(name) => write!(f, "{}", crate::printable(name)),
+            Name::Quoted(name) => write!(f, "\"{}\"", crate::printable(name)),
+        }
+    }
+}
+
+/// Why a selection cannot be applied; every message names the option.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectionError(pub String);
+
+fn error(message: String) -> SelectionError {
+    SelectionError(message)
+}
+
+/// Splits `TABLE:rest`, where TABLE is a plain or quoted name; `None` when
+/// the text does not start with a name and a colon.
+fn split_table(text: &str) -> Option<(Name, &str)> {
+    let text_start = text.trim_start();
+    if let Some(quoted) = text_start.strip_prefix('"') {
+        let (name, used) = read_quoted(quoted)?;
+        let rest = quoted[used..].trim_start().strip_prefix(':')?;
+        return Some((Name::Quoted(name), rest));
+    }
+    let colon = text_start.find(':')?;
+    let name = text_start[..colon].trim();
+    is_plain_name(name).then(|| (Name::Plain(name.to_string()), &text_start[colon + 1..]))
+}
+
+/// An unquoted SQL identifier: a letter, then letters, digits, `_`, `$`.
+fn is_plain_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// Reads a quoted name after its opening quote: the name and the bytes
+/// used, closing quote included.
+fn read_quoted(text: &str) -> Option<(String, usize)> {
+    let mut name = String::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '"' {
+            if chars.peek().map(|&(_, c)| c) == Some('"') {
+                chars.next();
+                name.push('"');
+            } else {
+                return Some((name, i + 1));
+            }
+        } else {
+            name.push(c);
+        }
+    }
+    None
+}
+
+/// Parses `--columns [TABLE:]COL,COL,...`.
+pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
+    let (table, list) = match split_table(argument) {
+        Some((table, rest)) => (Some(table), rest),
+        None => (None, argument),
+    };
+    let mut columns = Vec::new();
+    let mut rest = list.trim_start();
+    loop {
+        let (name, after) = if let Some(quoted) = rest.strip_prefix('"') {
+            let (name, used) = read_quoted(quoted).ok_or_else(|| {
+                error(format!(
+                    "--columns '{argument}': a quoted name is not closed"
+                ))
+            })?;
+            (Name::Quoted(name), &quoted[used..])
+        } else {
+            let end = rest.find(',').unwrap_or(rest.len());
+            (Name::Plain(rest[..end].trim().to_string()), &rest[end..])
+        };
+        match &name {
+            Name::Plain(n) if n.is_empty() => {
+                return Err(error(format!(
+                    "--columns '{argument}': an empty column name; write COL,COL or \
+                     TABLE:COL,COL"
+                )))
+            }
+            Name::Plain(n) if !is_plain_name(n) => {
+                return Err(error(format!(
+                    "--columns '{argument}': {n} is not a plain name; put a name with other \
+                     characters in double quotes: \"{n}\""
+                )))
+            }
+            _ => {}
+        }
+        columns.push(name);
+        let after = after.trim_start();
+        match after.strip_prefix(',') {
+            Some(next) => rest = next.trim_start(),
+            None if after.is_empty() => break,
+            None => {
+                return Err(error(format!(
+                    "--columns '{argument}': expected a comma after {}",
+                    columns.last().expect("just pushed")
+                )))
+            }
+        }
+    }
+    Ok(TableChoice {
+        table,
+        what: Choice::Columns(columns),
+    })
+}
+
+/// Parses `--where [TABLE:]CONDITION`. A condition that itself starts
+/// with `NAME:` can be given for the only table with an empty table part
+/// (`--where ':X = 1'`) — rarely needed, since SQL conditions seldom do.
+pub fn parse_condition(argument: &str) -> Result<TableChoice, SelectionError> {
+    let (table, condition) = match argument.trim_start().strip_prefix(':') {
+        Some(condition) => (None, condition),
+        None => match split_table(argument) {
+            Some((table, rest)) => (Some(table), rest),
+            None => (None, argument),
+        },
+    };
+    let condition = condition.trim();
+    check_condition(condition).map_err(|why| error(format!("--where '{argument}': {why}")))?;
+    Ok(TableChoice {
+        table,
+        what: Choice::Condition(condition.to_string()),
+    })
+}
+
+/// Refuses a condition that could change the query around it: empty, or
+/// with a parenthesis, string, quoted name or comment that does not close
+/// inside it, or a `;`.
+pub fn check_condition(condition: &str) -> Result<(), String> {
+    if condition.trim().is_empty() {
+        return Err("the condition is empty".into());
+    }
+    let bytes = condition.as_bytes();
+    let mut depth = 0i64;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            quote @ (b'\'' | b'"') => {
+                // Doubled quotes inside are part of the text.
+                let mut j = i + 1;
+                loop {
+                    match bytes.get(j) {
+                        None => return Err("a quote is not closed".into()),
+                        Some(&b) if b == quote && bytes.get(j + 1) == Some(&quote) => j += 2,
+                        Some(&b) if b == quote => break,
+                        Some(_) => j += 1,
+                    }
+                }
+                i = j;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let end = condition[i + 2..]
+                    .find("*/")
+                    .ok_or("a /* comment is not closed")?;
+                i += 2 + end + 1;
+            }
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err("a ) closes more than the condition opened".into());
+                }
+            }
+            b';' => return Err("a ; ends the statement; give one condition".into()),
+            _ => {}
+        }
+        i += 1;
+    }
+    if depth != 0 {
+        return Err("a ( is not closed".into());
+    }
+    Ok(())
+}
+
+/// Applies the choices to the selected tables: each table's columns
+/// become the chosen ones, in the order given; returns each table's row
+/// condition, in catalog order.
+pub fn apply(
+    choices: &[TableChoice],
+    catalog: &mut [Table],
+) -> Result<Vec<Option<String>>, SelectionError> {
+    let mut conditions: Vec<Option<String>> = vec![None; catalog.len()];
+    let mut chosen_columns = vec![false; catalog.len()];
+    for choice in choices {
+        let option = match choice.what {
+            Choice::Columns(_) => "--columns",
+            Choice::Condition(_) => "--where",
+        };
+        let index = target(choice, option, catalog)?;
+        let table = &mut catalog[index];
+        match &choice.what {
+            Choice::Columns(names) => {
+                if std::mem::replace(&mut chosen_columns[index], true) {
+                    return Err(error(format!(
+                        "{option}: table {} is named twice; give its columns once",
+                        crate::printable(&table.name)
+                    )));
+                }
+                let mut columns = Vec::with_capacity(names.len());
+                for name in names {
+                    let Some(column) = table.columns.iter().find(|c| name.matches(&c.name)) else {
+                        let known: Vec<_> = table
+                            .columns
+                            .iter()
+                            .map(|c| crate::printable(&c.name).into_owned())
+                            .collect();
+                        return Err(error(format!(
+                            "{option}: table {} has no column {name}; its columns are {}",
+                            crate::printable(&table.name),
+                            known.join(", ")
+                        )));
+                    };
+                    if columns
+                        .iter()
+                        .any(|c: &crate::Column| c.name == column.name)
+                    {
+                        return Err(error(format!(
+                            "{option}: column {name} of {} is named twice",
+                            crate::printable(&table.name)
+                        )));
+                    }
+                    columns.push(column.clone());
+                }
+                table.columns = columns;
+            }
+            Choice::Condition(condition) => {
+                if conditions[index].replace(condition.clone()).is_some() {
+                    return Err(error(format!(
+                        "{option}: table {} has two conditions; join them with AND",
+                        crate::printable(&table.name)
+                    )));
+                }
+            }
+        }
+    }
+    Ok(conditions)
+}
+
+/// The table a choice is for.
+fn target(choice: &TableChoice, option: &str, catalog: &[Table]) -> Result<usize, SelectionError> {
+    match &choice.table {
+        None if catalog.len() == 1 => Ok(0),
+        None => Err(error(format!(
+            "{option} without a table name needs exactly one table, and {} are selected: \
+             write {option} 'TABLE:...'",
+            catalog.len()
+        ))),
+        Some(name) => {
+            let exact = catalog
+                .iter()
+                .position(|t| matches!(name, Name::Plain(n) if *n == t.name));
+            exact
+                .or_else(|| catalog.iter().position(|t| name.matches(&t.name)))
+                .ok_or_else(|| {
+                    error(format!(
+                        "{option}: table {name} is not among the tables selected \
+                         (check --tables and --exclude)"
+                    ))
+                })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Column;
+
+    fn catalog() -> Vec<Table> {
+        let table = |name: &str, columns: &[&str]| Table {
+            relation_id: 128,
+            name: name.into(),
+            columns: columns
+                .iter()
+                .map(|c| Column {
+                    name: c.to_string(),
+                    ..Column::default()
+                })
+                .collect(),
+            pointer_pages: 1,
+        };
+        vec![
+            table("STOCK", &["S_I_ID", "S_W_ID", "S_PRICE", "Odd, name"]),
+            table("lower", &["x"]),
+        ]
+    }
+
+    fn names(table: &Table) -> Vec<&str> {
+        table.columns.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn columns_are_chosen_in_the_order_given_with_sql_name_rules() {
+        let mut tables = catalog();
+        let choices = [
+            parse_columns("stock: s_price , \"Odd, name\",S_I_ID").unwrap(),
+            parse_columns("\"lower\":\"x\"").unwrap(),
+        ];
+        let conditions = apply(&choices, &mut tables).unwrap();
+        assert_eq!(names(&tables[0]), ["S_PRICE", "Odd, name", "S_I_ID"]);
+        assert_eq!(names(&tables[1]), ["x"]);
+        assert_eq!(conditions, [None, None]);
+    }
+
+    #[test]
+    fn unknown_names_are_refused_with_what_there_is() {
+        let mut tables = catalog();
+        let err = apply(&[parse_columns("STOCK:S_I_ID,NOPE").unwrap()], &mut tables).unwrap_err();
+        assert_eq!(
+            err.0,
+            "--columns: table STOCK has no column NOPE; its columns are S_I_ID, S_W_ID, \
+             S_PRICE, Odd, name"
+        );
+        let err = apply(&[parse_columns("X:A").unwrap()], &mut catalog()).unwrap_err();
+        assert!(
+            err.0.contains("table X is not among the tables selected"),
+            "{err}"
+        );
+        // A quoted name is exact: "stock" is not STOCK.
+        let err = apply(&[parse_columns("\"stock\":A").unwrap()], &mut catalog()).unwrap_err();
+        assert!(err.0.contains("table \"stock\""), "{err}");
+        let err = apply(&[parse_columns("S_I_ID").unwrap()], &mut catalog()).unwrap_err();
+        assert!(
+            err.0
+                .contains("needs exactly one table, and 2 are selected"),
+            "{err}"
+        );
+        for bad in ["A,,B", "\"A", "A \"B\"", ""] {
+            assert!(parse_columns(bad).is_err(), "{bad}");
+        }
+        let twice = [parse_columns("STOCK:S_I_ID,s_i_id").unwrap()];
+        assert!(apply(&twice, &mut catalog())
+            .unwrap_err()
+            .0
+            .contains("named twice"));
+    }
+
+    #[test]
+    fn a_condition_goes_to_its_table_or_the_only_one() {
+        let mut tables = catalog();
+        let choices = [parse_condition("STOCK: S_W_ID = 7").unwrap()];
+        assert_eq!(
+            apply(&choices, &mut tables).unwrap(),
+            [Some("S_W_ID = 7".to_string()), None]
+        );
+        let mut one = vec![catalog().remove(0)];
+        // A time literal's colon is not a table name.
+        let choices = [parse_condition("S_DATA > '10:00'").unwrap()];
+        assert_eq!(
+            apply(&choices, &mut one).unwrap(),
+            [Some("S_DATA > '10:00'".to_string())]
+        );
+        let choices = [parse_condition(":X:Y = 1").unwrap()];
+        assert_eq!(choices[0].table, None);
+    }
+
+    #[test]
+    fn conditions_that_could_escape_their_parentheses_are_refused() {
+        for bad in [
+            "1=1) OR (1=1",
+            "1=1 OR (1=1",
+            "X = 'it''s",
+            "\"A = 1",
+            "A = 1 /* open",
+            "A = 1; DELETE FROM T",
+            "   ",
+        ] {
+            assert!(check_condition(bad).is_err(), "{bad}");
+        }
+        for good in [
+            "A = 1",
+            "(A = 1 OR B = 2) AND C IN (1, 2)",
+            "S = 'a ) b' AND \"x)\" = 1",
+            "X = 'it''s'",
+            "A = 1 -- a note ) (",
+            "A /* ) */ = 1",
+        ] {
+            assert!(check_condition(good).is_ok(), "{good}");
+        }
+    }
+}
