@@ -8,6 +8,8 @@
 #   benches/formats.sh                               # 2 cores: W=10, 1 and 2 workers
 #   W=30 WORKERS="1 2 4 8 16" DATA=/dev/shm/fb benches/formats.sh   # issue #12's table
 #   BIN=/path/to/bin MODES="csv parquet" benches/formats.sh         # prebuilt binaries, some modes
+#   COMPARE=/old/target/release benches/formats.sh   # also time another build's fbunload
+#                                                    # (rows marked "other") in the same run
 #
 # The last column gives each format's time over fetch-only's: 1.00 means the
 # format costs nothing over reading. Compare figures within one run only.
@@ -57,5 +59,14 @@ for j in $WORKERS; do
     [ -n "$limit" ] && ratio=$(printf '%.2f' "$(echo "$SECS / $limit" | bc -l)")
     printf '%-8s %-10s %9.2f %11s %10.0f %8s %10.1f %9s\n' "$j" "$mode" "$SECS" "$SPREAD" \
       "$(echo "$rows / $SECS" | bc -l)" "$PEAK_MB" "$(echo "$BYTES / 1000000" | bc -l)" "$ratio"
+    if [ -n "${COMPARE:-}" ] && [ "$mode" != fetch-only ]; then
+      ours=$BIN; BIN=$COMPARE
+      # shellcheck disable=SC2046
+      run "$DB" --tables STOCK -j "$j" $(args_of "$mode")
+      BIN=$ours
+      printf '%-8s %-10s %9.2f %11s %10.0f %8s %10.1f %9s\n' "$j" "other:$mode" "$SECS" \
+        "$SPREAD" "$(echo "$rows / $SECS" | bc -l)" "$PEAK_MB" "$(echo "$BYTES / 1000000" | bc -l)" \
+        "$(printf '%.2f' "$(echo "$SECS / $limit" | bc -l)")"
+    fi
   done
 done

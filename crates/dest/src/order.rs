@@ -566,8 +566,14 @@ impl BatchTable {
             if state.failed {
                 return Err(self.failed_elsewhere());
             }
-            let Some(group) = self.next_group(&mut state)? else {
-                break;
+            let group = match self.next_group(&mut state) {
+                Ok(Some(group)) => group,
+                Ok(None) => break,
+                Err(e) => {
+                    // Rows are lost: no thread may complete the table now.
+                    state.failed = true;
+                    return Err(e);
+                }
             };
             let encoder = state.writer.as_ref().expect("opened above").encoder.clone();
             state.encoding += 1;
