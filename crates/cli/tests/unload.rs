@@ -270,6 +270,32 @@ fn a_table_failing_mid_way_leaves_no_file_under_any_name() {
     assert!(text.contains("-1,café\n"), "WIN1252 bytes decoded");
 }
 
+/// The embedded engine refuses a file another engine instance holds; the
+/// message says how to get in, not to check the path.
+#[test]
+fn a_database_another_process_holds_says_to_connect_through_its_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "held.fdb", 8192);
+    execute(&db, &["CREATE TABLE T (I INTEGER)"]);
+    // This test process holds it with its own embedded engine.
+    let held = connect(&db);
+    let out = fbunload(&db, &["--plan"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "this database is in use by a Firebird server (or another process): connect \
+             through it, e.g. -d localhost:{}",
+            db.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    drop(held);
+    let out = fbunload(&db, &["--plan"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 #[test]
 fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let dir = tempfile::tempdir().unwrap();
