@@ -51,11 +51,12 @@ pub struct Args {
     pub charset: String,
 
     /// Tables to unload: an SQL SIMILAR TO pattern matched against the whole, case-sensitive
-    /// table name, e.g. 'COLOR|BREED|HORSE' or 'ORDER%' [default: all user tables]
+    /// table name, e.g. 'COLOR|BREED|HORSE' or 'ORDER%'. Commas list alternatives too
+    /// ('COLOR,BREED'); write a comma in a name as \, [default: all user tables]
     #[arg(short = 't', long, value_name = "PATTERN")]
     pub tables: Option<String>,
 
-    /// Tables to leave out: an SQL SIMILAR TO pattern
+    /// Tables to leave out: a pattern as for --tables
     #[arg(short = 'x', long, value_name = "PATTERN")]
     pub exclude: Option<String>,
 

@@ -119,7 +119,8 @@ impl Unload {
     }
 
     /// Tables whose names match this SQL `SIMILAR TO` pattern (`'ORDER%'`,
-    /// `'A|B'`); all user tables if never called.
+    /// `'A|B'`; a comma lists alternatives too, `\,` is a comma in a name);
+    /// all user tables if never called.
     pub fn tables(mut self, pattern: impl Into<String>) -> Self {
         self.filter.include = Some(pattern.into());
         self
