@@ -146,7 +146,10 @@ impl ParquetTable {
             // Chunks divide ROW_GROUP_ROWS, so parts roll over between them.
             if self.current.is_none() || self.part_rows >= ROW_GROUP_ROWS {
                 if let Some(done) = self.current.take() {
-                    done.into_inner()?.flush()?;
+                    // close() writes the footer and flushes through to the
+                    // part's file; into_inner() would hide an I/O error in
+                    // a string.
+                    done.close()?;
                 }
                 self.current = Some(ArrowWriter::try_new(
                     next_part()?,
@@ -190,7 +193,7 @@ impl TableWriter for ParquetTable {
             }
         }
         let writer = self.current.take().expect("a writer is open");
-        writer.into_inner()?.flush()?;
+        writer.close()?;
         Ok(())
     }
 }
