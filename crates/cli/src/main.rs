@@ -25,6 +25,12 @@ use args::{Args, Compress};
 /// Exit status after Ctrl-C or SIGTERM, as shells report a SIGINT death.
 const EXIT_INTERRUPTED: u8 = 130;
 
+/// Exit status when the reader of standard output went away, as shells
+/// report `cat`'s death by SIGPIPE (128 + 13). Rust ignores SIGPIPE, and
+/// so may the Firebird client's sockets, so the write fails with EPIPE
+/// instead and fbunload stops quietly with this status.
+const EXIT_BROKEN_PIPE: u8 = 141;
+
 fn main() -> ExitCode {
     let args = Args::parse();
     if let Some(password) = &args.password {
@@ -51,12 +57,15 @@ fn main() -> ExitCode {
             eprintln!("fbunload: error: {message}");
             ExitCode::FAILURE
         }
+        Err(Failure::BrokenPipe) => ExitCode::from(EXIT_BROKEN_PIPE),
     }
 }
 
 enum Failure {
     Error(String),
     Interrupted(String),
+    /// Standard output's reader went away: nothing to print.
+    BrokenPipe,
 }
 
 impl From<String> for Failure {
@@ -68,8 +77,21 @@ impl From<String> for Failure {
 fn describe(err: Error) -> Failure {
     match err {
         Error::Interrupted => Failure::Interrupted(err.to_string()),
+        other if other.is_broken_pipe() => Failure::BrokenPipe,
         other => Failure::Error(other.to_string()),
     }
+}
+
+/// Prints to standard output; println! would panic on a closed pipe.
+fn print_out(text: std::fmt::Arguments<'_>) -> Result<(), Failure> {
+    use std::io::Write;
+    writeln!(std::io::stdout().lock(), "{text}").map_err(|e| {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Failure::BrokenPipe
+        } else {
+            Failure::Error(format!("writing standard output: {e}"))
+        }
+    })
 }
 
 /// "1 table", "2 tables".
@@ -182,8 +204,8 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
 
     if args.plan {
         let prepared = unload.prepare().map_err(describe)?;
-        println!("{}", prepared.plan);
-        println!(
+        print_out(format_args!("{}", prepared.plan))?;
+        print_out(format_args!(
             "server {}, {}, {}, client {}",
             prepared.start.server_version,
             if prepared.start.consistency == Consistency::SnapshotPerReader {
@@ -193,7 +215,7 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             },
             count(prepared.start.workers, "worker"),
             client.source
-        );
+        ))?;
         return Ok(());
     }
 

@@ -119,6 +119,14 @@ impl ExecError {
     pub fn is_connection_lost(&self) -> bool {
         matches!(self, ExecError::ConnectionLost { .. })
     }
+
+    /// Writing failed because the reader of a pipe went away, as when
+    /// `fbunload -o - | head` has read enough: the end of the output, not
+    /// a fault of the run.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, ExecError::Output { source, .. }
+            if source.source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
 }
 
 /// The DSN that reaches `path` through a server on this machine.
