@@ -16,7 +16,7 @@ use fbunload::format::csv::{CsvFormat, CsvOptions};
 use fbunload::format::jsonl::JsonLinesFormat;
 use fbunload::format::Compression;
 use fbunload::{
-    printable, BatchLimits, Consistency, Error, Format, PlanOptions, RunOptions, Summary,
+    counted, printable, BatchLimits, Consistency, Error, Format, PlanOptions, RunOptions, Summary,
     TextDecoder, TypeOptions, Unload,
 };
 
@@ -96,11 +96,7 @@ fn print_out(text: std::fmt::Arguments<'_>) -> Result<(), Failure> {
 
 /// "1 table", "2 tables".
 pub(crate) fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+    counted(n as u64, noun)
 }
 
 /// The output format the flags ask for.
@@ -228,7 +224,7 @@ fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     .map_err(describe)?;
     display.finish();
     if !args.quiet {
-        print_summary(&summary);
+        eprint!("{}", summary_text(&summary));
     }
     Ok(())
 }
@@ -244,7 +240,10 @@ fn snapshot_text(start: &fbunload::RunStart) -> String {
     }
 }
 
-fn print_summary(summary: &Summary) {
+/// The summary printed on stderr after a run.
+fn summary_text(summary: &Summary) -> String {
+    use std::fmt::Write;
+    let mut text = String::new();
     let secs = summary.elapsed.as_secs_f64();
     let width = summary
         .tables
@@ -253,19 +252,21 @@ fn print_summary(summary: &Summary) {
         .max()
         .unwrap_or(5)
         .max(5);
-    eprintln!("{:width$}  {:>12}  {:>10}", "table", "rows", "MB");
+    let _ = writeln!(text, "{:width$}  {:>12}  {:>10}", "table", "rows", "MB");
     for t in &summary.tables {
-        eprintln!(
+        let _ = writeln!(
+            text,
             "{:width$}  {:>12}  {:>10.1}",
             printable(&t.name),
             t.rows,
             t.bytes as f64 / 1e6
         );
     }
-    eprintln!(
-        "{}, {} rows, {:.1} MB in {:.2} s ({:.0} rows/s, {:.1} MB/s); {}, snapshot {}",
+    let _ = writeln!(
+        text,
+        "{}, {}, {:.1} MB in {:.2} s ({:.0} rows/s, {:.1} MB/s); {}, snapshot {}",
         count(summary.tables.len(), "table"),
-        summary.rows(),
+        counted(summary.rows(), "row"),
         summary.bytes() as f64 / 1e6,
         secs,
         summary.rows() as f64 / secs.max(1e-9),
@@ -273,13 +274,52 @@ fn print_summary(summary: &Summary) {
         count(summary.start.workers, "worker"),
         snapshot_text(&summary.start),
     );
-    if summary.retries > 0 {
-        eprintln!(
-            "{} units were redone after a lost connection",
-            summary.retries
-        );
+    match summary.retries {
+        0 => {}
+        1 => text += "1 unit was redone after a lost connection\n",
+        n => text += &format!("{n} units were redone after a lost connection\n"),
     }
     if summary.verified {
-        eprintln!("verified: every table's rows equal COUNT(*) at the same snapshot");
+        text += "verified: every table's rows equal COUNT(*) at the same snapshot\n";
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_of_one_are_singular() {
+        let summary = Summary {
+            start: fbunload::RunStart {
+                server_version: "LI-V5.0.3.1683 Firebird 5.0".into(),
+                snapshot_number: Some(7),
+                workers: 1,
+                consistency: Consistency::SharedSnapshot,
+            },
+            tables: vec![fbunload::TableSummary {
+                name: "T".into(),
+                path: None,
+                rows: 1,
+                bytes: 2,
+                units: 1,
+            }],
+            elapsed: std::time::Duration::from_millis(10),
+            verified: false,
+            retries: 1,
+        };
+        let text = summary_text(&summary);
+        assert!(text.contains("\n1 table, 1 row, "), "{text}");
+        assert!(text.contains("; 1 worker, snapshot 7\n"), "{text}");
+        assert!(
+            text.contains("\n1 unit was redone after a lost connection\n"),
+            "{text}"
+        );
+        let summary = Summary {
+            retries: 2,
+            ..summary
+        };
+        assert!(summary_text(&summary).contains("2 units were redone"));
     }
 }

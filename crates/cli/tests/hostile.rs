@@ -611,7 +611,7 @@ fn commas_list_tables_and_a_comma_in_a_name_can_be_escaped() {
         let mut tables: Vec<String> = plan
             .lines()
             .skip(1)
-            .take_while(|l| !l.contains(" units of up to "))
+            .take_while(|l| !l.contains(" of up to "))
             .map(|l| l.split("  ").next().unwrap().to_string())
             .collect();
         tables.sort();

@@ -46,7 +46,7 @@ pub use fbunload_exec::{
 };
 pub use fbunload_format as format;
 pub use fbunload_format::Format;
-pub use fbunload_plan::{printable, Plan, PlanOptions, TableFilter, TablePlan, Unit};
+pub use fbunload_plan::{counted, printable, Plan, PlanOptions, TableFilter, TablePlan, Unit};
 
 use fbunload_dest::{BatchStream, FileOutput, StreamReceiver};
 use fbunload_exec::Database;
