@@ -10,7 +10,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use clap::Parser;
 use fbunload::format::columnar::{ArrowFormat, ParquetFormat};
 use fbunload::format::csv::{CsvFormat, CsvOptions};
 use fbunload::format::jsonl::JsonLinesFormat;
@@ -32,7 +31,7 @@ const EXIT_INTERRUPTED: u8 = 130;
 const EXIT_BROKEN_PIPE: u8 = 141;
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::try_parse_from_argv(std::env::args_os()).unwrap_or_else(|e| e.exit());
     if let Some(password) = &args.password {
         hide_password::hide(password);
     }
@@ -101,8 +100,11 @@ pub(crate) fn count(n: usize, noun: &str) -> String {
 
 /// The output format the flags ask for.
 fn output_format(args: &Args) -> Result<Format, Failure> {
+    if let Some(refusal) = args.misplaced_format_option() {
+        return Err(Failure::Error(refusal));
+    }
     let csv_options = CsvOptions {
-        // TSV is CSV with a tab, whatever --delimiter says.
+        // TSV is CSV with a tab (--delimiter is refused with it).
         delimiter: if args.format == args::Format::Tsv {
             b'\t'
         } else {
@@ -124,24 +126,17 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
         }),
         args::Format::Arrow => Format::batches(ArrowFormat),
     };
-    if args.split && args.format != args::Format::Parquet {
-        return Err(Failure::Error("--split is for --format parquet".into()));
-    }
-    match (args.compress, format) {
-        (None, format) => Ok(format),
-        (Some(_), Format::Batches(_)) => Err(Failure::Error(
-            "--compress is for csv, tsv and jsonl; Parquet compresses its columns itself \
-             (--compression)"
-                .into(),
-        )),
-        (Some(c), Format::Bytes { format, .. }) => Ok(Format::Bytes {
+    Ok(match (args.compress, format) {
+        (Some(c), Format::Bytes { format, .. }) => Format::Bytes {
             format,
             compression: Some(match c {
                 Compress::Gzip => Compression::Gzip,
                 Compress::Zstd => Compression::Zstd,
             }),
-        }),
-    }
+        },
+        // --compress with Parquet or Arrow was refused above.
+        (_, format) => format,
+    })
 }
 
 fn run(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
