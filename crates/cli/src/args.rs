@@ -29,8 +29,13 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 )]
 pub struct Args {
     /// Database: a file path (opens the embedded engine), host:path, host/port:path or inet://host:port/path
-    #[arg(short = 'd', long, value_name = "DSN")]
-    pub database: String,
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "DSN",
+        required_unless_present = "generate"
+    )]
+    pub database: Option<String>,
 
     /// User name
     #[arg(short = 'u', long, env = "ISC_USER")]
@@ -162,6 +167,12 @@ pub struct Args {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
+    /// Print a completion script for a shell, or the man page, and exit: e.g.
+    /// `fbunload --generate bash > ~/.local/share/bash-completion/completions/fbunload`,
+    /// `fbunload --generate man > ~/.local/share/man/man1/fbunload.1`
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub generate: Option<Generate>,
+
     /// The options typed on the command line (not defaults), by clap id.
     #[arg(skip)]
     typed: Vec<String>,
@@ -196,6 +207,37 @@ pub enum Format {
     Jsonl,
     Parquet,
     Arrow,
+}
+
+/// What `--generate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Generate {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+    Man,
+}
+
+impl Generate {
+    /// The completion script or the man page, from the flags as clap
+    /// knows them, so they never drift from `--help`.
+    pub fn write(self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        use clap_complete::{Generator, Shell};
+        let mut command = Args::command().bin_name("fbunload");
+        let shell = match self {
+            Generate::Man => return clap_mangen::Man::new(command).render(out),
+            Generate::Bash => Shell::Bash,
+            Generate::Zsh => Shell::Zsh,
+            Generate::Fish => Shell::Fish,
+            Generate::Elvish => Shell::Elvish,
+            Generate::Powershell => Shell::PowerShell,
+        };
+        // clap_complete::generate would panic on a closed pipe.
+        command.build();
+        shell.try_generate(&command, out)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

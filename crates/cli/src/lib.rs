@@ -68,7 +68,11 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
     if let Some(password) = &args.password {
         hide_password::hide(password);
     }
-    match execute(&args, cancel) {
+    let done = match args.generate {
+        Some(what) => generate(what),
+        None => execute(&args, cancel),
+    };
+    match done {
         Ok(()) => 0,
         Err(Failure::Interrupted(message)) => {
             eprintln!("fbunload: {message}");
@@ -106,13 +110,24 @@ fn describe(err: Error) -> Failure {
 /// Prints to standard output; println! would panic on a closed pipe.
 fn print_out(text: std::fmt::Arguments<'_>) -> Result<(), Failure> {
     use std::io::Write;
-    writeln!(std::io::stdout().lock(), "{text}").map_err(|e| {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            Failure::BrokenPipe
-        } else {
-            Failure::Error(format!("writing standard output: {e}"))
-        }
-    })
+    writeln!(std::io::stdout().lock(), "{text}").map_err(stdout_failure)
+}
+
+fn stdout_failure(e: std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Failure::BrokenPipe
+    } else {
+        Failure::Error(format!("writing standard output: {e}"))
+    }
+}
+
+/// `--generate`: a completion script or the man page on standard output.
+fn generate(what: args::Generate) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    what.write(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(stdout_failure)
 }
 
 /// "1 table", "2 tables".
@@ -192,7 +207,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         max_retries: 3,
         allow_inconsistent: args.allow_inconsistent,
     };
-    let mut unload = Unload::new(args.database.clone())
+    // clap asks for it unless --generate, which never gets here.
+    let database = args
+        .database
+        .clone()
+        .ok_or_else(|| Failure::Error("-d/--database is required".into()))?;
+    let mut unload = Unload::new(database)
         .options(options)
         .memory_budget(args.memory_mb.saturating_mul(1 << 20));
     if let Some(user) = &args.user {
