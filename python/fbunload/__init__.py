@@ -47,7 +47,7 @@ __all__ = [
 
 def _exact(name: str) -> str:
     """A SIMILAR TO pattern that matches exactly ``name``."""
-    special = set("\\%_[]()|*+?{}^-")
+    special = set("\\%_[]()|*+?{}^-,")
     return "".join("\\" + c if c in special else c for c in name)
 
 
@@ -120,7 +120,8 @@ def read_arrow(database: str, table: str, **options: Any) -> pa.Table:
 
 def read_tables(database: str, tables: Optional[str] = None, **options: Any) -> Dict[str, pa.Table]:
     """Every table matching ``tables`` (a SQL SIMILAR TO pattern such as
-    ``'ORDER%'`` or ``'A|B'``; all user tables if None), read at ONE
+    ``'ORDER%'`` or ``'A|B'``, where a comma lists alternatives too and
+    ``\\,`` is a comma in a name; all user tables if None), read at ONE
     snapshot, as a dict of ``pyarrow.Table`` by name."""
     if "columns" in options and options["columns"] is not None:
         options["columns"] = list(options["columns"])

@@ -129,6 +129,20 @@ def test_bad_inputs_raise_the_right_error(big_db, call, error, words):
     assert isinstance(caught.value, fbunload.Error)
 
 
+def test_a_comma_lists_tables_and_a_name_with_one_is_read_exactly(tmp_path):
+    db = make_database(
+        tmp_path / "commas.fdb",
+        [
+            "CREATE TABLE A (V INTEGER)",
+            "CREATE TABLE B (V INTEGER)",
+            'CREATE TABLE "A,B" (V INTEGER)',
+            'INSERT INTO "A,B" VALUES (7)',
+        ],
+    )
+    assert sorted(fbunload.read_tables(db, "A, B", **AUTH)) == ["A", "B"]
+    assert fbunload.read_arrow(db, "A,B", **AUTH).column("V").to_pylist() == [7]
+
+
 ACCOUNTS = 200
 
 

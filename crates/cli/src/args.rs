@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -28,8 +29,13 @@ use clap::{Parser, ValueEnum};
 )]
 pub struct Args {
     /// Database: a file path (opens the embedded engine), host:path, host/port:path or inet://host:port/path
-    #[arg(short = 'd', long, value_name = "DSN")]
-    pub database: String,
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "DSN",
+        required_unless_present = "generate"
+    )]
+    pub database: Option<String>,
 
     /// User name
     #[arg(short = 'u', long, env = "ISC_USER")]
@@ -51,11 +57,12 @@ pub struct Args {
     pub charset: String,
 
     /// Tables to unload: an SQL SIMILAR TO pattern matched against the whole, case-sensitive
-    /// table name, e.g. 'COLOR|BREED|HORSE' or 'ORDER%' [default: all user tables]
+    /// table name, e.g. 'COLOR|BREED|HORSE' or 'ORDER%'. Commas list alternatives too
+    /// ('COLOR,BREED'); write a comma in a name as \, [default: all user tables]
     #[arg(short = 't', long, value_name = "PATTERN")]
     pub tables: Option<String>,
 
-    /// Tables to leave out: an SQL SIMILAR TO pattern
+    /// Tables to leave out: a pattern as for --tables
     #[arg(short = 'x', long, value_name = "PATTERN")]
     pub exclude: Option<String>,
 
@@ -116,20 +123,20 @@ pub struct Args {
     #[arg(long)]
     pub header: bool,
 
-    /// Field delimiter: one ASCII character, or 'tab'
+    /// Field delimiter (csv): one ASCII character, or 'tab'
     #[arg(long, default_value = ",", value_name = "CHAR")]
     pub delimiter: String,
 
-    /// Text written for NULL. A value that would read back as NULL is quoted, so with the
-    /// default (empty) an empty string is written as ""
+    /// Text written for NULL (csv, tsv). A value that would read back as NULL is quoted, so
+    /// with the default (empty) an empty string is written as ""
     #[arg(long, default_value = "", value_name = "TEXT")]
     pub null: String,
 
-    /// How OCTETS and binary BLOB values are written
+    /// How OCTETS and binary BLOB values are written (csv, tsv, jsonl)
     #[arg(long, value_enum, default_value_t = Binary::Hex)]
     pub binary: Binary,
 
-    /// End records with CRLF instead of LF
+    /// End records with CRLF instead of LF (csv, tsv)
     #[arg(long)]
     pub crlf: bool,
 
@@ -177,7 +184,40 @@ pub struct Args {
     /// No progress display and no summary
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Print a completion script for a shell, or the man page, and exit: e.g.
+    /// `fbunload --generate bash > ~/.local/share/bash-completion/completions/fbunload`,
+    /// `fbunload --generate man > ~/.local/share/man/man1/fbunload.1`
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub generate: Option<Generate>,
+
+    /// The options typed on the command line (not defaults), by clap id.
+    #[arg(skip)]
+    typed: Vec<String>,
 }
+
+/// Options that only some formats take: the option's clap id, the formats
+/// that take it, and what to use instead where there is something.
+const FORMAT_OPTIONS: &[(&str, &[Format], &str)] = &[
+    ("header", &[Format::Csv, Format::Tsv], ""),
+    ("delimiter", &[Format::Csv], "tsv always uses a tab"),
+    ("null", &[Format::Csv, Format::Tsv], ""),
+    ("crlf", &[Format::Csv, Format::Tsv], ""),
+    ("binary", &[Format::Csv, Format::Tsv, Format::Jsonl], ""),
+    (
+        "compress",
+        &[Format::Csv, Format::Tsv, Format::Jsonl],
+        "Parquet compresses its columns itself (--compression)",
+    ),
+    ("split", &[Format::Parquet], ""),
+    ("row_group_rows", &[Format::Parquet], ""),
+    (
+        "compression",
+        &[Format::Parquet],
+        "csv, tsv and jsonl files are compressed whole with --compress",
+    ),
+    ("decimal256", &[Format::Parquet, Format::Arrow], ""),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -186,6 +226,37 @@ pub enum Format {
     Jsonl,
     Parquet,
     Arrow,
+}
+
+/// What `--generate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Generate {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+    Man,
+}
+
+impl Generate {
+    /// The completion script or the man page, from the flags as clap
+    /// knows them, so they never drift from `--help`.
+    pub fn write(self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        use clap_complete::{Generator, Shell};
+        let mut command = Args::command().bin_name("fbunload");
+        let shell = match self {
+            Generate::Man => return clap_mangen::Man::new(command).render(out),
+            Generate::Bash => Shell::Bash,
+            Generate::Zsh => Shell::Zsh,
+            Generate::Fish => Shell::Fish,
+            Generate::Elvish => Shell::Elvish,
+            Generate::Powershell => Shell::PowerShell,
+        };
+        // clap_complete::generate would panic on a closed pipe.
+        command.build();
+        shell.try_generate(&command, out)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -229,6 +300,51 @@ impl From<Binary> for fbunload::format::csv::BinaryEncoding {
 }
 
 impl Args {
+    /// Parses a command line (program name first) as clap's `parse_from`
+    /// does, remembering which options were typed.
+    pub fn try_parse_from_argv<I, T>(argv: I) -> Result<Args, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches: ArgMatches = Args::command().try_get_matches_from(argv)?;
+        let mut args = Args::from_arg_matches(&matches)?;
+        args.typed = matches
+            .ids()
+            .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+            .map(|id| id.to_string())
+            .collect();
+        Ok(args)
+    }
+
+    /// An option typed for a format that does not take it, as the one
+    /// line that refuses it: "--header is for --format csv or tsv, not
+    /// parquet".
+    pub fn misplaced_format_option(&self) -> Option<String> {
+        let name = |f: &Format| f.to_possible_value().unwrap().get_name().to_string();
+        FORMAT_OPTIONS.iter().find_map(|(id, formats, instead)| {
+            if formats.contains(&self.format) || !self.typed.iter().any(|t| t == id) {
+                return None;
+            }
+            let names: Vec<String> = formats.iter().map(name).collect();
+            let takers = match names.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => unreachable!("every option has a format"),
+            };
+            let instead = if instead.is_empty() {
+                String::new()
+            } else {
+                format!("; {instead}")
+            };
+            Some(format!(
+                "--{} is for --format {takers}, not {}{instead}",
+                id.replace('_', "-"),
+                name(&self.format)
+            ))
+        })
+    }
+
     pub fn parallel(&self) -> usize {
         self.parallel
             .map(|n| n as usize)
@@ -253,7 +369,39 @@ mod tests {
     fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
         let mut argv = vec!["fbunload", "-d", "x.fdb"];
         argv.extend_from_slice(extra);
-        Args::try_parse_from(argv)
+        Args::try_parse_from_argv(argv)
+    }
+
+    #[test]
+    fn options_of_other_formats_are_refused_by_name() {
+        let refused = |extra: &[&str]| parse(extra).unwrap().misplaced_format_option();
+        assert_eq!(
+            refused(&["-f", "parquet", "--header"]).as_deref(),
+            Some("--header is for --format csv or tsv, not parquet")
+        );
+        assert_eq!(
+            refused(&["-f", "jsonl", "--binary", "base64", "--null", "x"]).as_deref(),
+            Some("--null is for --format csv or tsv, not jsonl")
+        );
+        assert_eq!(
+            refused(&["-f", "tsv", "--delimiter", ";"]).as_deref(),
+            Some("--delimiter is for --format csv, not tsv; tsv always uses a tab")
+        );
+        assert_eq!(
+            refused(&["--compression", "zstd"]).as_deref(),
+            Some(
+                "--compression is for --format parquet, not csv; csv, tsv and jsonl files are \
+                 compressed whole with --compress"
+            )
+        );
+        assert_eq!(
+            refused(&["-f", "arrow", "--binary", "hex"]).as_deref(),
+            Some("--binary is for --format csv, tsv or jsonl, not arrow")
+        );
+        // Defaults are not typed options; options of the format are fine.
+        assert_eq!(refused(&["-f", "parquet"]), None);
+        assert_eq!(refused(&["--header", "--delimiter", "tab", "--crlf"]), None);
+        assert_eq!(refused(&["-f", "parquet", "--split", "--decimal256"]), None);
     }
 
     #[test]

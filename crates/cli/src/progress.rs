@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fbunload::{Plan, Progress, RunStart, Unit};
+use fbunload::{counted, Plan, Progress, RunStart, Unit};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Display {
@@ -46,13 +46,13 @@ impl Display {
         let units = self.units.load(Ordering::Relaxed).max(1);
         let done = self.units_done.load(Ordering::Relaxed);
         self.bar.set_message(format!(
-            "{}/{} tables · {}/{} units ({:.0}%) · {} rows · {:.0} rows/s",
+            "{}/{} tables · {}/{} units ({:.0}%) · {} · {:.0} rows/s",
             self.tables_done.load(Ordering::Relaxed),
             self.tables.load(Ordering::Relaxed),
             done,
             units,
             100.0 * done as f64 / units as f64,
-            rows,
+            counted(rows, "row"),
             rows as f64 / secs
         ));
     }

@@ -167,3 +167,61 @@ fn parquet_and_arrow_are_byte_identical_for_any_parallel_and_unit_size() {
         stderr(&refused)
     );
 }
+
+/// An option of other formats is refused the same way for every one of
+/// them, in one line that names it and the format, before attaching.
+#[test]
+fn options_of_other_formats_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // No database there: the refusal must come first.
+    let db = dir.path().join("absent.fdb");
+    let out_dir = dir.path().join("out");
+    let out_arg = out_dir.to_str().unwrap();
+    for (args, expected) in [
+        (
+            vec!["-f", "parquet", "--header"],
+            "--header is for --format csv or tsv, not parquet",
+        ),
+        (
+            vec!["-f", "arrow", "--header"],
+            "--header is for --format csv or tsv, not arrow",
+        ),
+        (
+            vec!["-f", "jsonl", "--header"],
+            "--header is for --format csv or tsv, not jsonl",
+        ),
+        (
+            vec!["-f", "parquet", "--delimiter", ";"],
+            "--delimiter is for --format csv, not parquet",
+        ),
+        (
+            vec!["-f", "jsonl", "--null", "NULL"],
+            "--null is for --format csv or tsv, not jsonl",
+        ),
+        (
+            vec!["-f", "arrow", "--crlf"],
+            "--crlf is for --format csv or tsv, not arrow",
+        ),
+        (vec!["--split"], "--split is for --format parquet, not csv"),
+        (
+            vec!["-f", "parquet", "--compress", "gzip"],
+            "--compress is for --format csv, tsv or jsonl, not parquet",
+        ),
+        (
+            vec!["-f", "jsonl", "--compression", "snappy"],
+            "--compression is for --format parquet, not jsonl",
+        ),
+    ] {
+        let mut full = args.clone();
+        full.extend(["-o", out_arg]);
+        let out = fbunload(&db, &full);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("fbunload: error: {expected}")),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(!out_dir.exists(), "{args:?}: nothing written");
+    }
+}

@@ -586,3 +586,55 @@ fn a_backslash_escapes_in_table_patterns() {
         .collect();
     assert_eq!(tables, ["KEEP", "TMPXA"], "{plan}");
 }
+
+/// `-t 'A,B'` matched nothing (a comma is no separator in SIMILAR TO):
+/// commas now list tables, and a name with a comma is still reachable.
+#[test]
+fn commas_list_tables_and_a_comma_in_a_name_can_be_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "commas.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE ORDERS (V INTEGER)",
+            "CREATE TABLE CUSTOMERS (V INTEGER)",
+            "CREATE TABLE \"ORDERS,CUSTOMERS\" (V INTEGER)",
+            "CREATE TABLE OTHER (V INTEGER)",
+        ],
+    );
+    let planned = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["--plan"];
+        all.extend_from_slice(args);
+        let out = fbunload(&db, &all);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let plan = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut tables: Vec<String> = plan
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.contains(" of up to "))
+            .map(|l| l.split("  ").next().unwrap().to_string())
+            .collect();
+        tables.sort();
+        tables
+    };
+    assert_eq!(
+        planned(&["-t", "ORDERS, CUSTOMERS"]),
+        ["CUSTOMERS", "ORDERS"]
+    );
+    assert_eq!(planned(&["-t", "ORDERS\\,CUSTOMERS"]), ["ORDERS,CUSTOMERS"]);
+    assert_eq!(planned(&["-t", "ORDERS[,]CUSTOMERS"]), ["ORDERS,CUSTOMERS"]);
+    assert_eq!(
+        planned(&["--exclude", "ORDERS,CUSTOMERS"]),
+        ["ORDERS,CUSTOMERS", "OTHER"]
+    );
+
+    let out = fbunload(&db, &["--plan", "-t", "NOPE,NADA"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("--tables 'NOPE,NADA' matches no table")
+            && err.contains("list several with | or commas, e.g. 'A|B'"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use fbunload_client::{Attachment, TransactionMode};
+use fbunload_client::{Attachment, ConnectOptions, TransactionMode};
 
 struct Server {
     address: String,
@@ -75,6 +75,21 @@ impl Server {
             .output()
             .unwrap()
     }
+
+    /// An attachment through the server, which then holds the file.
+    fn attach(&self, dsn: &str) -> Attachment {
+        Attachment::connect(
+            &client(),
+            &ConnectOptions {
+                database: dsn.into(),
+                user: Some("SYSDBA".into()),
+                password: Some(self.password.clone()),
+                charset: "UTF8".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
 }
 
 struct RemoteDb {
@@ -98,6 +113,73 @@ fn a_wrong_password_is_named_as_such_and_never_echoed() {
     assert!(err.contains("wrong user name or password"), "{err}");
     assert!(!err.contains("not-the-password"), "password leaked: {err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn no_password_is_named_as_such() {
+    let Some(server) = server() else { return };
+    let db = server.create("nopass", &["CREATE TABLE T (I INTEGER)"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(["-d", &db.dsn, "-u", "SYSDBA", "--plan"])
+        .env_remove("ISC_PASSWORD")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("no password given for SYSDBA: use -p/--password or ISC_PASSWORD"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// A plain path opens the embedded engine, which cannot take a file the
+/// server holds, nor one written by Firebird 3.0; both say what to do.
+/// (With the server's own password the client library's Loopback provider
+/// quietly goes through the server instead: the embedded engine ignores
+/// passwords, so users often give it a wrong one.)
+#[test]
+fn a_plain_path_to_a_server_database_says_to_go_through_the_server() {
+    let Some(server) = server() else { return };
+    let db = server.create("plain", &["CREATE TABLE T (I INTEGER)"]);
+    let path = db.local.to_str().unwrap();
+    let through_server = format!("-d localhost:{path}");
+
+    let not_the_servers = "masterkey-for-embedded";
+    let held = server.attach(&db.dsn);
+    let out = server.fbunload(path, not_the_servers, &["--plan"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("this database is in use by a Firebird server")
+            && err.contains(&through_server),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    drop(held);
+
+    // The server may take a moment to close the file after its last detach.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (out, err) = loop {
+        let out = server.fbunload(path, not_the_servers, &["--plan"]);
+        let err = stderr(&out);
+        if !err.contains("in use") || std::time::Instant::now() > deadline {
+            break (out, err);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("written by Firebird 3.0 (on-disk structure 12.0)")
+            && err.contains("connect through a Firebird 3.0 server")
+            && err.contains(&through_server),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    // The advice works.
+    let out = server.fbunload(&format!("localhost:{path}"), &server.password, &["--plan"]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]

@@ -225,6 +225,74 @@ fn compressed_files_and_standard_output_carry_the_same_bytes() {
     assert!(stderr(&out).contains("one table"), "{}", stderr(&out));
 }
 
+/// `fbunload -o - | head -1` stops quietly once head has gone, as `cat`
+/// does: no message, exit status 141 (128 + SIGPIPE), no worker left
+/// waiting, no spilled units left behind.
+#[test]
+fn a_closed_pipe_on_standard_output_stops_the_run_quietly() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    for format in ["csv", "jsonl", "parquet"] {
+        // Small units, few bytes of memory: units wait their turn on disk.
+        let spill = dir.path().join(format!("tmp-{format}"));
+        std::fs::create_dir(&spill).unwrap();
+        let mut unload = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .arg("-d")
+            .arg(&db)
+            .args(["-u", "SYSDBA", "-p", "masterkey", "-t", "BIG", "-f", format])
+            .args(["-j", "3", "--unit-pages", "8", "--memory", "0", "-o", "-"])
+            .env("TMPDIR", &spill)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let head = Command::new("head")
+            .arg("-1")
+            .stdin(Stdio::from(unload.stdout.take().unwrap()))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let first_line = head.wait_with_output().unwrap().stdout;
+        assert_eq!(
+            first_line.iter().filter(|&&b| b == b'\n').count(),
+            1,
+            "{format}: head read one line"
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while unload.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = unload.kill();
+                panic!("{format}: fbunload still runs a minute after its reader left");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = unload.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(141), "{format}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{format}: nothing to say");
+        assert_eq!(
+            std::fs::read_dir(&spill).unwrap().count(),
+            0,
+            "{format}: spilled units removed"
+        );
+    }
+
+    // --plan is small: a pipe closed before it is written.
+    let mut plan = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(&db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "--plan"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(plan.stdout.take());
+    let out = plan.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
 #[test]
 fn a_table_failing_mid_way_leaves_no_file_under_any_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -268,6 +336,32 @@ fn a_table_failing_mid_way_leaves_no_file_under_any_name() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(out_dir.join("LEGACY.csv")).unwrap();
     assert!(text.contains("-1,café\n"), "WIN1252 bytes decoded");
+}
+
+/// The embedded engine refuses a file another engine instance holds; the
+/// message says how to get in, not to check the path.
+#[test]
+fn a_database_another_process_holds_says_to_connect_through_its_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "held.fdb", 8192);
+    execute(&db, &["CREATE TABLE T (I INTEGER)"]);
+    // This test process holds it with its own embedded engine.
+    let held = connect(&db);
+    let out = fbunload(&db, &["--plan"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "this database is in use by a Firebird server (or another process): connect \
+             through it, e.g. -d localhost:{}",
+            db.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    drop(held);
+    let out = fbunload(&db, &["--plan"]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]

@@ -47,6 +47,21 @@ impl std::fmt::Debug for ConnectOptions {
     }
 }
 
+/// Whether a DSN is a plain file path, which the client library opens
+/// with an engine of its own (embedded), and not a server's address:
+/// `host:path`, `host/port:path`, `inet://…`, `\\host\path`. A one-letter
+/// prefix is a Windows drive (`C:\db.fdb`); a path may contain a colon
+/// after its first slash (`/data/a:b.fdb`).
+pub fn is_plain_path(database: &str) -> bool {
+    if database.contains("://") || database.starts_with("\\\\") {
+        return false;
+    }
+    match database.split_once(':') {
+        None => true,
+        Some((before, _)) => before.chars().count() == 1 || before.starts_with(['/', '\\', '.']),
+    }
+}
+
 /// The server's version, parsed from `isc_info_firebird_version`
 /// (e.g. `LI-V5.0.3.1683 Firebird 5.0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -572,6 +587,29 @@ mod tests {
         let v = ServerVersion::parse("LI-V3.0.11.33703 Firebird 3.0").unwrap();
         assert!(!v.has_shared_snapshots());
         assert!(ServerVersion::parse("garbage").is_none());
+    }
+
+    #[test]
+    fn plain_paths_and_server_addresses() {
+        for path in [
+            "/data/db.fdb",
+            "db.fdb",
+            "./a:b.fdb",
+            "/data/a:b.fdb",
+            "C:\\db\\x.fdb",
+        ] {
+            assert!(is_plain_path(path), "{path}");
+        }
+        for address in [
+            "localhost:/data/db.fdb",
+            "dbhost/3051:/data/db.fdb",
+            "inet://dbhost:3050/horses",
+            "xnet://horses",
+            "\\\\server\\share\\db.fdb",
+            "dbhost:C:\\db.fdb",
+        ] {
+            assert!(!is_plain_path(address), "{address}");
+        }
     }
 
     #[test]

@@ -118,6 +118,7 @@ pub mod gds {
     const BASE: isize = 335_544_320;
     pub const BAD_DB_FORMAT: isize = BASE + 3;
     pub const BAD_DB_HANDLE: isize = BASE + 4;
+    pub const WRONG_ODS: isize = BASE + 59;
     pub const IO_ERROR: isize = BASE + 24;
     pub const SEGMENT: isize = BASE + 46;
     pub const SEGSTR_EOF: isize = BASE + 47;
@@ -131,6 +132,7 @@ pub mod gds {
     pub const NET_WRITE_ERR: isize = BASE + 407;
     pub const IO_OPEN_ERR: isize = BASE + 414;
     pub const ATT_SHUTDOWN: isize = BASE + 536;
+    pub const ALREADY_OPENED: isize = BASE + 787;
 }
 
 /// The functions fbunload uses, resolved once per loaded library.

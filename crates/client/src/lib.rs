@@ -23,8 +23,10 @@ mod message;
 mod params;
 mod statement;
 
-pub use attachment::{Attachment, ConnectOptions, ServerVersion, Transaction, TransactionMode};
-pub use error::{ClientError, FbError};
+pub use attachment::{
+    is_plain_path, Attachment, ConnectOptions, ServerVersion, Transaction, TransactionMode,
+};
+pub use error::{ClientError, FbError, Ods, OdsMismatch, StatusCode};
 pub use ffi::sql_type;
 pub use locate::{Client, LibrarySource};
 pub use statement::{ColumnDesc, Row, Statement};

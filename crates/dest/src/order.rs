@@ -145,9 +145,9 @@ impl TableContext {
     }
 
     fn format_error(&self, err: FormatError) -> ExecError {
-        match err {
-            FormatError::Io(e) => self.output_error(e),
-            other => ExecError::table(&self.name, other),
+        match err.into_io() {
+            Ok(e) => self.output_error(e),
+            Err(other) => ExecError::table(&self.name, other),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use fbunload_client::ClientError;
+use fbunload_client::{is_plain_path, ClientError, ConnectOptions, Ods, OdsMismatch};
 use fbunload_decode::DecodeError;
 use fbunload_plan::{printable, CatalogError};
 
@@ -48,14 +48,29 @@ pub enum ExecError {
 }
 
 impl ExecError {
-    /// Turns an attach failure into a message that says what to check.
-    pub fn attach(database: &str, user: Option<&str>, err: ClientError) -> ExecError {
+    /// Turns an attach failure into a message that says what to do.
+    pub fn attach(connect: &ConnectOptions, err: ClientError) -> ExecError {
         let Some(fb) = err.firebird() else {
             return ExecError::Client(err);
         };
-        let who = user.unwrap_or("the default user");
-        let reason = if fb.is_login_failure() {
+        let database = connect.database.as_str();
+        let who = connect.user.as_deref().unwrap_or("the default user");
+        let reason = if fb.is_login_failure() && connect.password.is_none() {
+            // The server only says the login failed; the likely cause is ours.
+            match &connect.user {
+                Some(user) => {
+                    format!("no password given for {user}: use -p/--password or ISC_PASSWORD")
+                }
+                None => "no user name or password given: use -u/--user and -p/--password, or \
+                         ISC_USER and ISC_PASSWORD"
+                    .into(),
+            }
+        } else if fb.is_login_failure() {
             format!("wrong user name or password for {who} (check -u/-p or ISC_USER/ISC_PASSWORD)")
+        } else if fb.is_held_by_another_engine() {
+            held_by_another_engine(database)
+        } else if let Some(ods) = fb.unsupported_ods() {
+            unsupported_ods(database, ods)
         } else if fb.is_connection_failure() {
             format!("the server cannot be reached ({}); check the host, port and that Firebird is running", fb.message)
         } else if fb.is_database_missing() {
@@ -104,4 +119,62 @@ impl ExecError {
     pub fn is_connection_lost(&self) -> bool {
         matches!(self, ExecError::ConnectionLost { .. })
     }
+
+    /// Writing failed because the reader of a pipe went away, as when
+    /// `fbunload -o - | head` has read enough: the end of the output, not
+    /// a fault of the run.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, ExecError::Output { source, .. }
+            if source.source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// The DSN that reaches `path` through a server on this machine.
+fn through_local_server(path: &str) -> String {
+    let absolute =
+        std::path::absolute(path).map_or_else(|_| path.into(), |p| p.display().to_string());
+    format!("-d localhost:{absolute}")
+}
+
+/// The engine found the file opened by another engine instance: with a
+/// plain path, most likely a server that owns it.
+fn held_by_another_engine(database: &str) -> String {
+    if is_plain_path(database) {
+        format!(
+            "this database is in use by a Firebird server (or another process): connect \
+             through it, e.g. {}",
+            through_local_server(database)
+        )
+    } else {
+        "the server cannot open the file: another process holds it with an engine of its own \
+         (embedded); stop that process or have it connect through the server"
+            .into()
+    }
+}
+
+/// A database from another Firebird version: say which, and where it can
+/// be read.
+fn unsupported_ods(database: &str, ods: OdsMismatch) -> String {
+    let described = |o: Ods| match o.firebird_version() {
+        Some(version) => format!("{version} (on-disk structure {o})"),
+        None => format!("a Firebird version with on-disk structure {o}"),
+    };
+    let server = match ods.found.firebird_version() {
+        Some(version) => format!("a {version} server"),
+        None => "a server of the version that wrote it".into(),
+    };
+    let (engine, example) = if is_plain_path(database) {
+        (
+            "the embedded engine",
+            format!(", e.g. {}", through_local_server(database)),
+        )
+    } else {
+        ("this server", String::new())
+    };
+    format!(
+        "this database was written by {}, which {engine}, {}, cannot open: connect through \
+         {server}{example}",
+        described(ods.found),
+        described(ods.supported)
+    )
 }

@@ -60,8 +60,7 @@ impl Database {
             no_garbage_collect: reader,
             ..self.connect.clone()
         };
-        Attachment::connect(&self.client, &connect)
-            .map_err(|e| ExecError::attach(&connect.database, connect.user.as_deref(), e))
+        Attachment::connect(&self.client, &connect).map_err(|e| ExecError::attach(&connect, e))
     }
 
     /// Opens `count` attachments at once (remote attaches take a round trip

@@ -46,7 +46,7 @@ pub use fbunload_exec::{
 };
 pub use fbunload_format as format;
 pub use fbunload_format::Format;
-pub use fbunload_plan::{printable, Plan, PlanOptions, TableFilter, TablePlan, Unit};
+pub use fbunload_plan::{counted, printable, Plan, PlanOptions, TableFilter, TablePlan, Unit};
 use fbunload_plan::{selection, SelectionError, TableChoice};
 
 use fbunload_dest::{BatchStream, FileOutput, StreamReceiver};
@@ -124,7 +124,8 @@ impl Unload {
     }
 
     /// Tables whose names match this SQL `SIMILAR TO` pattern (`'ORDER%'`,
-    /// `'A|B'`); all user tables if never called.
+    /// `'A|B'`; a comma lists alternatives too, `\,` is a comma in a name);
+    /// all user tables if never called.
     pub fn tables(mut self, pattern: impl Into<String>) -> Self {
         self.filter.include = Some(pattern.into());
         self

@@ -245,7 +245,9 @@ impl ParquetTable {
     /// Closes the part being written, if any, and opens the next.
     fn open_next_part(&mut self) -> Result<(), FormatError> {
         if let Some(done) = self.current.take() {
-            done.into_inner()?.flush()?;
+            // close() writes the footer and flushes through to the part's
+            // file; into_inner() would hide an I/O error in a string.
+            done.close()?;
         }
         let next_part = self
             .next_part
@@ -288,8 +290,7 @@ impl TableWriter for ParquetTable {
             // An empty table is one part with its schema and no rows.
             self.open_next_part()?;
         }
-        let file = self.current.take().expect("a file is open");
-        file.into_inner()?.flush()?;
+        self.current.take().expect("a file is open").close()?;
         Ok(())
     }
 }

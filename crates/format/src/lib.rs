@@ -182,6 +182,28 @@ pub enum FormatError {
     },
 }
 
+impl FormatError {
+    /// The I/O error underneath, when writing is what failed: Arrow and
+    /// Parquet wrap their writer's errors, and a destination wants the
+    /// error itself (a full disk, a closed pipe) to name the file.
+    pub fn into_io(self) -> Result<io::Error, FormatError> {
+        use arrow_schema::ArrowError;
+        use parquet::errors::ParquetError;
+        match self {
+            FormatError::Io(e) | FormatError::Arrow(ArrowError::IoError(_, e)) => Ok(e),
+            FormatError::Arrow(ArrowError::ExternalError(inner)) => inner
+                .downcast::<io::Error>()
+                .map(|e| *e)
+                .map_err(|inner| FormatError::Arrow(ArrowError::ExternalError(inner))),
+            FormatError::Parquet(ParquetError::External(inner)) => inner
+                .downcast::<io::Error>()
+                .map(|e| *e)
+                .map_err(|inner| FormatError::Parquet(ParquetError::External(inner))),
+            other => Err(other),
+        }
+    }
+}
+
 /// Refuses a batch holding a Decimal128 value with more digits than its
 /// column's precision. Firebird's INT128 has values of 39 digits, Arrow's
 /// Decimal128 at most 38; writers of Arrow types (Parquet, Arrow IPC,
@@ -225,6 +247,43 @@ mod tests {
             .unwrap();
         let schema = Schema::new(vec![Field::new("N", DataType::Decimal128(38, 2), true)]);
         RecordBatch::try_new(Arc::new(schema), vec![Arc::new(array) as ArrayRef]).unwrap()
+    }
+
+    /// Standard output whose reader has gone.
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+    }
+
+    #[test]
+    fn a_columnar_writers_io_error_comes_out_as_itself() {
+        let batch = decimals(vec![Some(1); 1000]);
+        let formats: [Arc<dyn BatchFormat>; 2] = [
+            Arc::new(columnar::ParquetFormat {
+                compression: columnar::ParquetCompression::None,
+                ..Default::default()
+            }),
+            Arc::new(columnar::ArrowFormat),
+        ];
+        for format in formats {
+            let out: NextPart = Box::new(|| Ok(Box::new(ClosedPipe) as Box<dyn Write + Send>));
+            let written = format
+                .writer(batch.schema(), &FileInfo::default(), out)
+                .and_then(|writer| groups::write_in_order(writer, [batch.clone()]));
+            let err = written.expect_err("nothing can be written");
+            let shown = err.to_string();
+            let io = err
+                .into_io()
+                .unwrap_or_else(|e| panic!("{}: not an I/O error: {e:?}", format.extension()));
+            assert_eq!(io.kind(), io::ErrorKind::BrokenPipe, "{shown}");
+        }
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! out for the same reason — they are derived from the stored ones, and
 //! computing them can fail or be slow. Table filters use SQL `SIMILAR TO`,
 //! evaluated by the server, so they mean exactly what they mean in
-//! Firebird.
+//! Firebird, plus one thing of fbunload's own: a comma lists alternatives,
+//! as `|` does (see `similar_to`).
 
 use std::collections::HashMap;
 
@@ -39,7 +40,8 @@ mod blr {
     pub const BLOB: i16 = 261;
 }
 
-/// Which tables to unload: SIMILAR TO patterns on the table name.
+/// Which tables to unload: SIMILAR TO patterns on the table name, in
+/// which commas also separate alternatives (see `similar_to`).
 #[derive(Debug, Clone, Default)]
 pub struct TableFilter {
     pub include: Option<String>,
@@ -309,7 +311,8 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
     };
     Ok(format!(
         "{what} matches no table (patterns are SQL SIMILAR TO, matched against the whole, \
-         case-sensitive name; unquoted names are upper case). Tables: {}{more}",
+         case-sensitive name; unquoted names are upper case; list several with | or commas, \
+         e.g. 'A|B'). Tables: {}{more}",
         shown.join(", ")
     ))
 }
@@ -321,7 +324,49 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
 /// SIMILAR TO has none unless one is named, so `'TMP\_%'` would not match
 /// `TMP_A` without it.
 fn pattern_literal(pattern: &str) -> String {
-    format!("{} ESCAPE '\\'", quote_literal(&format!("({pattern})")))
+    format!(
+        "{} ESCAPE '\\'",
+        quote_literal(&format!("({})", similar_to(pattern)))
+    )
+}
+
+/// A user's table pattern as Firebird's SIMILAR TO: a comma lists
+/// alternatives, as `|` does, because `-t ORDERS,CUSTOMERS` is what people
+/// type, and spaces around it are dropped. A comma inside `[...]` or a
+/// `{m,n}` count keeps its SIMILAR TO meaning, and `\,` is a comma in a
+/// name (Firebird itself refuses to escape a comma).
+fn similar_to(pattern: &str) -> String {
+    let mut sql = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    let (mut in_class, mut in_count) = (false, false);
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                match chars.next() {
+                    Some(',') => sql.push(','),
+                    Some(escaped) => {
+                        sql.push('\\');
+                        sql.push(escaped);
+                    }
+                    None => sql.push('\\'),
+                }
+                continue;
+            }
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '{' if !in_class => in_count = true,
+            '}' if in_count => in_count = false,
+            ',' if !in_class && !in_count => {
+                sql.truncate(sql.trim_end_matches(' ').len());
+                while chars.next_if_eq(&' ').is_some() {}
+                sql.push('|');
+                continue;
+            }
+            _ => {}
+        }
+        sql.push(c);
+    }
+    sql
 }
 
 fn query(tr: &Transaction, sql: &str, mut each: impl FnMut(&Row<'_>)) -> Result<(), ClientError> {
@@ -361,6 +406,18 @@ fn text(row: &Row<'_>, i: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commas_list_alternatives_outside_classes_and_counts() {
+        assert_eq!(similar_to("ORDERS,CUSTOMERS"), "ORDERS|CUSTOMERS");
+        assert_eq!(similar_to("A , B,C%"), "A|B|C%");
+        assert_eq!(similar_to("TMP\\_%"), "TMP\\_%");
+        assert_eq!(similar_to("A\\,B"), "A,B");
+        assert_eq!(similar_to("A[,;]B"), "A[,;]B");
+        assert_eq!(similar_to("A{1,3},B"), "A{1,3}|B");
+        assert_eq!(similar_to(" T"), " T");
+        assert_eq!(similar_to("A\\\\,B"), "A\\\\|B");
+    }
 
     fn column(field_type: i16, sub_type: i16, precision: Option<i16>, scale: i16) -> Column {
         Column {

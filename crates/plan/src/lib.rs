@@ -14,5 +14,5 @@ pub mod selection;
 
 pub use catalog::{read_catalog, CatalogError, Column, Table, TableFilter};
 pub use identifier::{printable, quote_identifier};
-pub use planner::{Plan, PlanOptions, TablePlan, Unit};
+pub use planner::{counted, Plan, PlanOptions, TablePlan, Unit};
 pub use selection::{SelectionError, TableChoice};

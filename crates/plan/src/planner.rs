@@ -318,12 +318,20 @@ impl fmt::Display for Plan {
         }
         write!(
             f,
-            "{} table{}, {} units of up to {} data pages",
-            self.tables.len(),
-            if self.tables.len() == 1 { "" } else { "s" },
-            self.units.len(),
-            self.unit_pages
+            "{}, {} of up to {}",
+            counted(self.tables.len() as u64, "table"),
+            counted(self.units.len() as u64, "unit"),
+            counted(self.unit_pages, "data page")
         )
+    }
+}
+
+/// "1 table", "2 tables": a count and its noun, in the plural unless one.
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
@@ -386,6 +394,21 @@ mod tests {
                 assert!(units.iter().enumerate().all(|(i, u)| u.seq == i));
             }
         }
+    }
+
+    #[test]
+    fn the_printed_plan_counts_in_the_singular_where_one() {
+        let one = Plan::new(&[table("S", 1, 1)], options(Some(1), 1)).to_string();
+        assert!(
+            one.ends_with("\n1 table, 1 unit of up to 1 data page"),
+            "{one}"
+        );
+        let two =
+            Plan::new(&[table("S", 1, 1), table("T", 2, 1)], options(Some(64), 1)).to_string();
+        assert!(
+            two.ends_with("\n2 tables, 2 units of up to 64 data pages"),
+            "{two}"
+        );
     }
 
     #[test]

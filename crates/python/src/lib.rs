@@ -490,6 +490,29 @@ fn unload<'py>(
     summary_dict(py, &summary)
 }
 
+/// The `fbunload` command line in this process: `argv` is the program's
+/// name and its arguments, the result the exit status. It runs with the
+/// GIL released; Ctrl-C (or any exception a signal handler raises) stops
+/// it as Ctrl-C stops the binary, removing unfinished files (status 130),
+/// and a second one while it stops ends the process at once, as the
+/// binary's does.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let run = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || fbunload_cli::run_cancellable(argv, cancel))
+    };
+    while !run.is_finished() {
+        py.detach(|| std::thread::sleep(SIGNAL_CHECK));
+        if py.check_signals().is_err() && cancel.swap(true, Ordering::SeqCst) {
+            std::process::exit(fbunload_cli::EXIT_INTERRUPTED);
+        }
+    }
+    run.join()
+        .map_err(|_| Error::new_err("the command line panicked"))
+}
+
 /// Attaches and plans without reading a row.
 #[pyfunction]
 #[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None,
@@ -551,5 +574,6 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(unload, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     Ok(())
 }

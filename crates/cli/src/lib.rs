@@ -1,0 +1,371 @@
+//! `fbunload`: the command line. Parsing, the progress display and the
+//! summary live here; everything else is the `fbunload` library crate, so
+//! this crate stays a thin layer that turns flags into an [`Unload`].
+//!
+//! It is a library so that two programs can be this command line: the
+//! `fbunload` binary ([`run`]) and the Python package's `fbunload` console
+//! script ([`run_cancellable`], where Python owns the signals).
+
+mod args;
+mod hide_password;
+mod progress;
+
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use fbunload::format::columnar::{ArrowFormat, ParquetFormat, DEFAULT_ROW_GROUP_ROWS};
+use fbunload::format::csv::{CsvFormat, CsvOptions};
+use fbunload::format::jsonl::JsonLinesFormat;
+use fbunload::format::Compression;
+use fbunload::{
+    counted, printable, BatchLimits, Consistency, Error, Format, PlanOptions, RunOptions, Summary,
+    TextDecoder, TypeOptions, Unload,
+};
+
+use args::{Args, Compress};
+
+/// Exit status after Ctrl-C or SIGTERM, as shells report a SIGINT death.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Exit status when the reader of standard output went away, as shells
+/// report `cat`'s death by SIGPIPE (128 + 13). Rust ignores SIGPIPE, and
+/// so may the Firebird client's sockets, so the write fails with EPIPE
+/// instead and fbunload stops quietly with this status.
+pub const EXIT_BROKEN_PIPE: i32 = 141;
+
+/// The command line of a process of its own: `argv` is the program's
+/// name and its arguments; the result is the exit status. Ctrl-C and
+/// SIGTERM stop the run and remove unfinished files (status 130); a second
+/// one ends the process at once.
+pub fn run(argv: Vec<OsString>) -> i32 {
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        // Workers see the flag between batches, stop, and remove what is
+        // unfinished.
+        let _ = ctrlc::set_handler(move || {
+            if cancel.swap(true, Ordering::SeqCst) {
+                std::process::exit(EXIT_INTERRUPTED);
+            }
+        });
+    }
+    run_cancellable(argv, cancel)
+}
+
+/// The command line inside a process that handles its own signals (a
+/// Python interpreter): it installs no signal handler and stops, as after
+/// Ctrl-C, once `cancel` is set. Usage errors, `--help` and `--version`
+/// are printed and returned as a status, never by exiting.
+pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
+    let args = match Args::try_parse_from_argv(argv) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    if let Some(password) = &args.password {
+        hide_password::hide(password);
+    }
+    let done = match args.generate {
+        Some(what) => generate(what),
+        None => execute(&args, cancel),
+    };
+    match done {
+        Ok(()) => 0,
+        Err(Failure::Interrupted(message)) => {
+            eprintln!("fbunload: {message}");
+            EXIT_INTERRUPTED
+        }
+        Err(Failure::Error(message)) => {
+            eprintln!("fbunload: error: {message}");
+            1
+        }
+        Err(Failure::BrokenPipe) => EXIT_BROKEN_PIPE,
+    }
+}
+
+enum Failure {
+    Error(String),
+    Interrupted(String),
+    /// Standard output's reader went away: nothing to print.
+    BrokenPipe,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure::Error(message)
+    }
+}
+
+fn describe(err: Error) -> Failure {
+    match err {
+        Error::Interrupted => Failure::Interrupted(err.to_string()),
+        other if other.is_broken_pipe() => Failure::BrokenPipe,
+        other => Failure::Error(other.to_string()),
+    }
+}
+
+/// Prints to standard output; println! would panic on a closed pipe.
+fn print_out(text: std::fmt::Arguments<'_>) -> Result<(), Failure> {
+    use std::io::Write;
+    writeln!(std::io::stdout().lock(), "{text}").map_err(stdout_failure)
+}
+
+fn stdout_failure(e: std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Failure::BrokenPipe
+    } else {
+        Failure::Error(format!("writing standard output: {e}"))
+    }
+}
+
+/// `--generate`: a completion script or the man page on standard output.
+fn generate(what: args::Generate) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    what.write(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(stdout_failure)
+}
+
+/// "1 table", "2 tables".
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    counted(n as u64, noun)
+}
+
+/// The output format the flags ask for.
+fn output_format(args: &Args) -> Result<Format, Failure> {
+    if let Some(refusal) = args.misplaced_format_option() {
+        return Err(Failure::Error(refusal));
+    }
+    let csv_options = CsvOptions {
+        // TSV is CSV with a tab (--delimiter is refused with it).
+        delimiter: if args.format == args::Format::Tsv {
+            b'\t'
+        } else {
+            args.delimiter_byte()?
+        },
+        header: args.header,
+        null: args.null.clone(),
+        binary: args.binary.into(),
+        crlf: args.crlf,
+    };
+    csv_options.validate()?;
+    let format = match args.format {
+        args::Format::Csv => Format::bytes(CsvFormat::new(csv_options)),
+        args::Format::Tsv => Format::bytes(CsvFormat::tsv(csv_options)),
+        args::Format::Jsonl => Format::bytes(JsonLinesFormat::new(args.binary.into())),
+        args::Format::Parquet => Format::batches(ParquetFormat {
+            compression: args.compression.into(),
+            split: args.split,
+            row_group_rows: args
+                .row_group_rows
+                .map_or(DEFAULT_ROW_GROUP_ROWS, |n| n as usize),
+        }),
+        args::Format::Arrow => Format::batches(ArrowFormat),
+    };
+    Ok(match (args.compress, format) {
+        (Some(c), Format::Bytes { format, .. }) => Format::Bytes {
+            format,
+            compression: Some(match c {
+                Compress::Gzip => Compression::Gzip,
+                Compress::Zstd => Compression::Zstd,
+            }),
+        },
+        // --compress with Parquet or Arrow was refused above.
+        (_, format) => format,
+    })
+}
+
+fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
+    let none_text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {
+        format!(
+            "--charset {}: not a character set fbunload can decode; use a Firebird name such as \
+             UTF8, WIN1252 or ISO8859_1",
+            args.charset
+        )
+    })?;
+    let format = output_format(args)?;
+    let options = RunOptions {
+        parallel: args.parallel(),
+        plan: PlanOptions {
+            unit_pages: args.unit_pages,
+            ..PlanOptions::default()
+        },
+        types: TypeOptions {
+            none_text,
+            decimal256: args.decimal256,
+        },
+        batch: BatchLimits {
+            rows: args
+                .batch_rows
+                .map_or(BatchLimits::default().rows, |r| r as usize),
+            ..BatchLimits::default()
+        },
+        fetch_only: args.fetch_only,
+        verify: args.verify,
+        cancel,
+        max_retries: 3,
+        allow_inconsistent: args.allow_inconsistent,
+    };
+    // clap asks for it unless --generate, which never gets here.
+    let database = args
+        .database
+        .clone()
+        .ok_or_else(|| Failure::Error("-d/--database is required".into()))?;
+    let mut unload = Unload::new(database)
+        .options(options)
+        .memory_budget(args.memory_mb.saturating_mul(1 << 20));
+    if let Some(user) = &args.user {
+        unload = unload.user(user);
+    }
+    if let Some(password) = &args.password {
+        unload = unload.password(password);
+    }
+    if let Some(role) = &args.role {
+        unload = unload.role(role);
+    }
+    if let Some(tables) = &args.tables {
+        unload = unload.tables(tables);
+    }
+    if let Some(exclude) = &args.exclude {
+        unload = unload.exclude(exclude);
+    }
+    for columns in &args.columns {
+        unload = unload.columns(columns);
+    }
+    for condition in &args.where_ {
+        unload = unload.rows_where(condition);
+    }
+    if let Some(path) = &args.client_lib {
+        unload = unload.client_library(path);
+    }
+    let client = unload.load_client().map_err(describe)?;
+
+    if args.plan {
+        let prepared = unload.prepare().map_err(describe)?;
+        print_out(format_args!("{}", prepared.plan))?;
+        print_out(format_args!(
+            "server {}, {}, {}, client {}",
+            prepared.start.server_version,
+            if prepared.start.consistency == Consistency::SnapshotPerReader {
+                "no shared snapshot (--allow-inconsistent)"
+            } else {
+                "the snapshot is taken when the unload starts"
+            },
+            count(prepared.start.workers, "worker"),
+            client.source
+        ))?;
+        return Ok(());
+    }
+
+    let display = progress::Display::new(args.quiet);
+    let summary = if args.output.as_os_str() == "-" {
+        unload.to_stdout(format, &display)
+    } else {
+        unload.to_directory(&args.output, format, &display)
+    }
+    .map_err(describe)?;
+    display.finish();
+    if !args.quiet {
+        eprint!("{}", summary_text(&summary));
+    }
+    Ok(())
+}
+
+fn snapshot_text(start: &fbunload::RunStart) -> String {
+    match start.snapshot_number {
+        Some(n) => n.to_string(),
+        None if start.consistency == Consistency::SnapshotPerReader => {
+            "none shared (Firebird < 4, --allow-inconsistent: tables not mutually consistent)"
+                .into()
+        }
+        None => "(one transaction, Firebird < 4)".into(),
+    }
+}
+
+/// The summary printed on stderr after a run.
+fn summary_text(summary: &Summary) -> String {
+    use std::fmt::Write;
+    let mut text = String::new();
+    let secs = summary.elapsed.as_secs_f64();
+    let width = summary
+        .tables
+        .iter()
+        .map(|t| printable(&t.name).chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let _ = writeln!(text, "{:width$}  {:>12}  {:>10}", "table", "rows", "MB");
+    for t in &summary.tables {
+        let _ = writeln!(
+            text,
+            "{:width$}  {:>12}  {:>10.1}",
+            printable(&t.name),
+            t.rows,
+            t.bytes as f64 / 1e6
+        );
+    }
+    let _ = writeln!(
+        text,
+        "{}, {}, {:.1} MB in {:.2} s ({:.0} rows/s, {:.1} MB/s); {}, snapshot {}",
+        count(summary.tables.len(), "table"),
+        counted(summary.rows(), "row"),
+        summary.bytes() as f64 / 1e6,
+        secs,
+        summary.rows() as f64 / secs.max(1e-9),
+        summary.bytes() as f64 / 1e6 / secs.max(1e-9),
+        count(summary.start.workers, "worker"),
+        snapshot_text(&summary.start),
+    );
+    match summary.retries {
+        0 => {}
+        1 => text += "1 unit was redone after a lost connection\n",
+        n => text += &format!("{n} units were redone after a lost connection\n"),
+    }
+    if summary.verified {
+        text += "verified: every table's rows equal COUNT(*) at the same snapshot\n";
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_of_one_are_singular() {
+        let summary = Summary {
+            start: fbunload::RunStart {
+                server_version: "LI-V5.0.3.1683 Firebird 5.0".into(),
+                snapshot_number: Some(7),
+                workers: 1,
+                consistency: Consistency::SharedSnapshot,
+            },
+            tables: vec![fbunload::TableSummary {
+                name: "T".into(),
+                path: None,
+                rows: 1,
+                bytes: 2,
+                units: 1,
+            }],
+            elapsed: std::time::Duration::from_millis(10),
+            verified: false,
+            retries: 1,
+        };
+        let text = summary_text(&summary);
+        assert!(text.contains("\n1 table, 1 row, "), "{text}");
+        assert!(text.contains("; 1 worker, snapshot 7\n"), "{text}");
+        assert!(
+            text.contains("\n1 unit was redone after a lost connection\n"),
+            "{text}"
+        );
+        let summary = Summary {
+            retries: 2,
+            ..summary
+        };
+        assert!(summary_text(&summary).contains("2 units were redone"));
+    }
+}
