@@ -46,6 +46,24 @@ pub struct TableFilter {
     pub exclude: Option<String>,
 }
 
+impl TableFilter {
+    /// The one table named `name`, exactly (case-sensitive, whatever
+    /// characters SIMILAR TO gives a meaning to).
+    pub fn named(name: &str) -> TableFilter {
+        let mut pattern = String::with_capacity(name.len());
+        for c in name.chars() {
+            if "\\%_[]()|*+?{}^-".contains(c) {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        TableFilter {
+            include: Some(pattern),
+            exclude: None,
+        }
+    }
+}
+
 /// A stored column as the catalog declares it (`RDB$FIELDS` of its domain).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Column {

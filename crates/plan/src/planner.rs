@@ -98,12 +98,24 @@ pub struct TablePlan {
     pub unit_count: usize,
     select: String,
     dp_per_pp: u64,
+    /// The data-page slots its units cover; 0 for a table read whole.
+    slots: u64,
 }
 
 impl TablePlan {
     /// The query that reads the whole table.
     pub fn select_sql(&self) -> String {
         self.select.clone()
+    }
+
+    /// The table cut into at most `count` units of about equal slots, in
+    /// DB_KEY order, whatever the plan's unit size: for readers that each
+    /// take one share (a Dask partition). `table` is the table's index in
+    /// its plan. A table the plan reads whole (one pointer page, or a
+    /// server without `MAKE_DBKEY`) stays one unit.
+    pub fn units_in_shares(&self, table: usize, count: usize) -> Vec<Unit> {
+        let per_unit = self.slots.div_ceil(count.max(1) as u64).max(1);
+        split(table, self.slots, per_unit)
     }
 
     /// `SELECT COUNT(*)` of the table.
@@ -183,6 +195,7 @@ impl Plan {
                 unit_count: units.len(),
                 select: select_list(table),
                 dp_per_pp,
+                slots,
             });
             per_table_units.push(units);
         }
@@ -193,6 +206,13 @@ impl Plan {
             units: per_table_units.into_iter().flatten().collect(),
             unit_pages,
         }
+    }
+}
+
+impl Plan {
+    /// The units of table `table`, in DB_KEY order.
+    pub fn units_of(&self, table: usize) -> impl Iterator<Item = &Unit> {
+        self.units.iter().filter(move |u| u.table == table)
     }
 }
 
@@ -434,6 +454,26 @@ mod tests {
              CAST(\"LONG_DOS\" AS BLOB SUB_TYPE TEXT CHARACTER SET UTF8) AS \"LONG_DOS\", \
              CAST(\"BLOB_DOS\" AS BLOB SUB_TYPE TEXT CHARACTER SET UTF8) AS \"BLOB_DOS\" FROM \"T\""
         );
+    }
+
+    #[test]
+    fn shares_cut_a_table_into_the_units_asked_for() {
+        let plan = Plan::new(
+            &[table("SMALL", 130, 1), table("BIG", 131, 2)],
+            options(Some(64), 1),
+        );
+        let big = &plan.tables[1];
+        // 2 PPs of 1632 slots: 3264 slots in 3 shares of 1088.
+        let shares = big.units_in_shares(1, 3);
+        assert_eq!(shares.len(), 3);
+        assert_eq!(shares[1].first_slot, 1088);
+        assert_eq!(shares[2].end_slot, None);
+        assert!(shares.iter().all(|u| u.table == 1));
+        // No more units than slots; a table read whole stays one unit.
+        assert_eq!(big.units_in_shares(1, 10_000).len(), 3264);
+        assert_eq!(plan.tables[0].units_in_shares(0, 4).len(), 1);
+        let in_order: Vec<usize> = plan.units_of(1).map(|u| u.seq).collect();
+        assert_eq!(in_order, (0..big.unit_count).collect::<Vec<_>>());
     }
 
     #[test]
