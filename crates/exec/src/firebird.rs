@@ -112,12 +112,23 @@ pub(crate) fn plan(
     let tr = main
         .start_transaction(TransactionMode::ReadOnlySnapshot)
         .map_err(ExecError::Client)?;
-    let catalog = read_catalog(&tr, filter)?;
+    plan_in(&tr, filter, options, split_tables, types)
+}
+
+/// [`plan`] in a transaction of the caller's: the catalog as it sees it.
+pub(crate) fn plan_in(
+    tr: &Transaction,
+    filter: &TableFilter,
+    options: PlanOptions,
+    split_tables: bool,
+    types: &TypeOptions,
+) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
+    let catalog = read_catalog(tr, filter)?;
     let plan = Plan::new(
         &catalog,
         PlanOptions {
             split_tables,
-            page_size: main.page_size().map_err(ExecError::Client)?,
+            page_size: tr.attachment().page_size().map_err(ExecError::Client)?,
             ..options
         },
     );
@@ -210,10 +221,7 @@ impl FirebirdSession {
     }
 
     fn reader(&self, tr: Arc<Transaction>) -> FirebirdReader {
-        FirebirdReader {
-            tr,
-            context: self.context.clone(),
-        }
+        FirebirdReader::new(tr, self.context.clone())
     }
 
     fn attach_reader(&self) -> Result<Attachment, ExecError> {
@@ -413,6 +421,12 @@ impl Session for FirebirdSession {
 pub(crate) struct FirebirdReader {
     tr: Arc<Transaction>,
     context: Arc<ReadContext>,
+}
+
+impl FirebirdReader {
+    pub(crate) fn new(tr: Arc<Transaction>, context: Arc<ReadContext>) -> Self {
+        FirebirdReader { tr, context }
+    }
 }
 
 impl Reader for FirebirdReader {

@@ -1,0 +1,298 @@
+//! A snapshot held open so that readers can join it later, one at a time,
+//! from other threads or other processes: what a Dask graph reads at.
+//!
+//! A run ([`crate::Prepared::run`]) starts all its readers together, right
+//! after the snapshot's holder (see [`crate::firebird`]). Here a reader
+//! comes whenever its task is scheduled, seconds or minutes later, and by
+//! then transactions that were running when the snapshot was taken may
+//! have committed. A joiner whose oldest interesting transaction (OIT) has
+//! moved past one of them takes it as committed and sees its changes. So
+//! the snapshot is taken in two steps: first a *pin*, a transaction that
+//! counts as interesting, so the OIT cannot move past it while it lives;
+//! then, once every transaction older than the pin has ended, the
+//! snapshot itself. Every transaction running at the snapshot is then
+//! younger than the pin, and however late a reader joins, its OIT is at
+//! most the pin: it sees what the holder sees.
+//!
+//! A reader still checks both things it relies on: that its OIT is not
+//! above the snapshot's oldest active transaction (the wait for older
+//! transactions gives up after [`OLDER_TRANSACTIONS_WAIT`], so one may
+//! still be running and commit later), and that the pin still lives
+//! (`RDB$GET_TRANSACTION_CN` is 0 while a transaction is active). A
+//! snapshot that was closed is an error, never another state of the data.
+//!
+//! Servers before Firebird 4 cannot share a snapshot: there a held
+//! snapshot is only a plan, and only if the caller allows inconsistent
+//! reads, each reader then reading in a snapshot of its own.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use fbunload_client::{Attachment, Transaction, TransactionMode};
+use fbunload_decode::{BatchLimits, TypeOptions};
+use fbunload_plan::{CatalogError, Plan, PlanOptions, TableFilter, Unit};
+
+use crate::firebird::{self, Database, FirebirdReader, ReadContext};
+use crate::session::Reader;
+use crate::{ExecError, RunOptions};
+
+/// How long taking a snapshot waits for transactions older than its pin
+/// to end (module docs); after that it takes it anyway, and readers fail
+/// only if one of them commits before they join.
+pub const OLDER_TRANSACTIONS_WAIT: Duration = Duration::from_secs(2);
+/// How often it looks in the meantime.
+const OLDER_TRANSACTIONS_POLL: Duration = Duration::from_millis(5);
+
+/// What a reader anywhere needs to join a held snapshot: plain numbers,
+/// to be sent to other processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotTicket {
+    /// The snapshot number (`isc_tpb_at_snapshot_number`).
+    pub number: u64,
+    /// The transaction that pins the snapshot: it is held while this one
+    /// is active.
+    pub pin_transaction: u64,
+    /// The oldest transaction active when the snapshot was taken: no
+    /// reader may take a transaction from there on as committed.
+    pub oldest_active: u64,
+}
+
+/// A snapshot held by a main attachment, with the plan of the tables read
+/// in it. Dropping it closes the snapshot: readers that join afterwards
+/// fail with [`ExecError::SnapshotClosed`].
+pub struct HeldSnapshot {
+    pub plan: Arc<Plan>,
+    /// The Arrow schema of each table of the plan.
+    pub schemas: Arc<Vec<SchemaRef>>,
+    pub server_version: String,
+    /// `None` where the server cannot share snapshots.
+    ticket: Option<SnapshotTicket>,
+    db: Database,
+    types: TypeOptions,
+    batch: BatchLimits,
+    /// The pin and the holder (one transaction when nothing older was
+    /// running), on the main attachment, which they keep attached.
+    _held: Vec<Transaction>,
+}
+
+impl HeldSnapshot {
+    /// Attaches, takes the snapshot and plans the tables `filter` selects
+    /// in it (`options.parallel` sizes the units, as for a run). On a
+    /// server without shared snapshots this is refused unless
+    /// `options.allow_inconsistent`.
+    pub fn open(
+        db: Database,
+        filter: &TableFilter,
+        options: &RunOptions,
+    ) -> Result<HeldSnapshot, ExecError> {
+        let main = db.attach(false)?;
+        let version = main.server_version().map_err(ExecError::Client)?;
+        let plan_options = PlanOptions {
+            workers: options.parallel,
+            ..options.plan
+        };
+        let (held, ticket, (plan, schemas)) = if version.has_shared_snapshots() {
+            let (held, ticket) = take_snapshot(&main)?;
+            let plan = firebird::plan_in(
+                held.last().expect("a holder"),
+                filter,
+                plan_options,
+                true,
+                &options.types,
+            )?;
+            (held, Some(ticket), plan)
+        } else if options.allow_inconsistent {
+            let plan = firebird::plan(&main, filter, plan_options, false, &options.types)?;
+            (Vec::new(), None, plan)
+        } else {
+            return Err(ExecError::Usage(format!(
+                "{} cannot share a snapshot between connections, so readers joining one later \
+                 would each see another state of the data; use Firebird 4 or later, or allow \
+                 inconsistent reads (each reader in a snapshot of its own)",
+                version.text
+            )));
+        };
+        Ok(HeldSnapshot {
+            plan: Arc::new(plan),
+            schemas: Arc::new(schemas),
+            server_version: version.text,
+            ticket,
+            db,
+            types: options.types,
+            batch: options.batch,
+            _held: held,
+        })
+    }
+
+    /// What readers in other processes join it with; `None` where the
+    /// server cannot share snapshots.
+    pub fn ticket(&self) -> Option<SnapshotTicket> {
+        self.ticket
+    }
+
+    /// A reader of table `table` of the plan, on a new attachment.
+    pub fn reader(&self, table: usize) -> Result<SnapshotReader, ExecError> {
+        SnapshotReader::join(
+            &self.db,
+            &self.plan.tables[table].name,
+            self.ticket.as_ref(),
+            self.types,
+            self.batch,
+        )
+    }
+}
+
+/// Starts the pin, waits for older transactions to end, and takes the
+/// snapshot (module docs). Returns the transactions to hold, the holder
+/// last.
+fn take_snapshot(main: &Attachment) -> Result<(Vec<Transaction>, SnapshotTicket), ExecError> {
+    let client = ExecError::Client;
+    let pin = main
+        .start_transaction(TransactionMode::HoldingSnapshot)
+        .map_err(client)?;
+    let pin_number = pin.number().map_err(client)?;
+    let ticket = |holder: &Transaction| -> Result<SnapshotTicket, ExecError> {
+        Ok(SnapshotTicket {
+            number: holder.snapshot_number().map_err(client)?,
+            pin_transaction: pin_number,
+            oldest_active: holder.oldest_active().map_err(client)?,
+        })
+    };
+    // With nothing older running, the pin holds the snapshot itself.
+    if pin.oldest_active().map_err(client)? >= pin_number {
+        let ticket = ticket(&pin)?;
+        return Ok((vec![pin], ticket));
+    }
+    let deadline = Instant::now() + OLDER_TRANSACTIONS_WAIT;
+    loop {
+        let holder = main
+            .start_transaction(TransactionMode::ReadOnlySnapshot)
+            .map_err(client)?;
+        let ticket = ticket(&holder)?;
+        if ticket.oldest_active >= pin_number || Instant::now() >= deadline {
+            return Ok((vec![pin, holder], ticket));
+        }
+        drop(holder);
+        std::thread::sleep(OLDER_TRANSACTIONS_POLL);
+    }
+}
+
+/// One attachment reading units of one table at a held snapshot.
+pub struct SnapshotReader {
+    reader: FirebirdReader,
+    schema: SchemaRef,
+}
+
+impl SnapshotReader {
+    /// Attaches and joins the snapshot of `ticket` (or, with `None`, starts
+    /// a snapshot of its own), then reads the catalog of table `table` as
+    /// it was at that snapshot.
+    pub fn join(
+        db: &Database,
+        table: &str,
+        ticket: Option<&SnapshotTicket>,
+        types: TypeOptions,
+        batch: BatchLimits,
+    ) -> Result<SnapshotReader, ExecError> {
+        let attachment = db.attach(true)?;
+        let tr = match ticket {
+            Some(ticket) => join(&attachment, ticket)?,
+            None => attachment
+                .start_transaction(TransactionMode::ReadOnlySnapshot)
+                .map_err(ExecError::Client)?,
+        };
+        let (plan, schemas) = firebird::plan_in(
+            &tr,
+            &TableFilter::named(table),
+            PlanOptions::default(),
+            ticket.is_some(),
+            &types,
+        )
+        .map_err(|e| match e {
+            ExecError::Catalog(CatalogError::NoTables(_)) => ExecError::table(
+                table,
+                "no such table at this snapshot (names are case-sensitive)",
+            ),
+            e => e,
+        })?;
+        let schema = schemas[0].clone();
+        let context = ReadContext {
+            plan: Arc::new(plan),
+            schemas: Arc::new(schemas),
+            types,
+            batch,
+        };
+        Ok(SnapshotReader {
+            reader: FirebirdReader::new(Arc::new(tr), Arc::new(context)),
+            schema,
+        })
+    }
+
+    /// The Arrow schema of the table at the snapshot.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Reads the rows of `unit`, a unit of this table in the holder's plan
+    /// (its DB_KEY range; its table index is the plan's, not used here),
+    /// handing its batches to `deliver` in order until it returns `false`.
+    /// Returns the rows read.
+    pub fn read(
+        &mut self,
+        unit: &Unit,
+        deliver: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<u64, ExecError> {
+        let unit = Unit { table: 0, ..*unit };
+        self.reader.read(&unit, false, deliver)
+    }
+}
+
+/// A transaction on `attachment` at the ticket's snapshot, once sure that
+/// it sees what the holder sees (module docs).
+fn join(attachment: &Attachment, ticket: &SnapshotTicket) -> Result<Transaction, ExecError> {
+    let number = ticket.number;
+    let closed = ExecError::SnapshotClosed { number };
+    let tr = match attachment.start_transaction(TransactionMode::ReadOnlyAtSnapshot(number)) {
+        Ok(tr) => tr,
+        Err(e) => {
+            // A snapshot nobody holds any more cannot be joined.
+            let plain = attachment
+                .start_transaction(TransactionMode::ReadOnlySnapshot)
+                .map_err(ExecError::Client)?;
+            if !is_active(&plain, ticket.pin_transaction)? {
+                return Err(closed);
+            }
+            return Err(ExecError::Server(format!(
+                "cannot join snapshot {number}: {e}"
+            )));
+        }
+    };
+    if !is_active(&tr, ticket.pin_transaction)? {
+        return Err(closed);
+    }
+    if tr.oldest_interesting().map_err(ExecError::Client)? > ticket.oldest_active {
+        return Err(ExecError::Server(format!(
+            "cannot join snapshot {number} any more: a transaction that was running when it \
+             was taken has committed since, and Firebird would show its changes to a reader \
+             joining now. Read again at a new snapshot"
+        )));
+    }
+    Ok(tr)
+}
+
+/// Whether transaction `number` is still active, as `tr` sees it now.
+fn is_active(tr: &Transaction, number: u64) -> Result<bool, ExecError> {
+    let sql = format!("SELECT RDB$GET_TRANSACTION_CN({number}) FROM RDB$DATABASE");
+    let state = (|| {
+        let mut stmt = tr.prepare(&sql)?;
+        stmt.execute()?;
+        stmt.fetch()?;
+        let value = stmt.row().value(0).map(|v| v.to_vec());
+        Ok::<_, fbunload_client::ClientError>(value)
+    })()
+    .map_err(ExecError::Client)?;
+    // NULL (a number never used) or a commit number: not active.
+    Ok(state.is_some_and(|v| v.iter().all(|b| *b == 0)))
+}
