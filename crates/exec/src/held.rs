@@ -32,7 +32,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use fbunload_client::{Attachment, Transaction, TransactionMode};
 use fbunload_decode::{BatchLimits, TypeOptions};
-use fbunload_plan::{CatalogError, Plan, PlanOptions, TableFilter, Unit};
+use fbunload_plan::{CatalogError, Plan, PlanOptions, TableFilter, TablePlan, Unit};
 
 use crate::firebird::{self, Database, FirebirdReader, ReadContext};
 use crate::session::Reader;
@@ -132,6 +132,20 @@ impl HeldSnapshot {
         self.ticket
     }
 
+    /// Table `table` cut into at most `count` units of about equal pages
+    /// (by default as many as the plan has), over the pages its rows
+    /// occupy, so that a half-filled last pointer page leaves no share
+    /// empty. Finding those pages takes a dozen one-row queries.
+    pub fn shares(&self, table: usize, count: Option<usize>) -> Result<Vec<Unit>, ExecError> {
+        let plan = &self.plan.tables[table];
+        let count = count.unwrap_or(plan.unit_count);
+        let used_slots = match self._held.last() {
+            Some(holder) if plan.slots() > 0 => used_slots(holder, plan)?,
+            _ => 0,
+        };
+        Ok(plan.units_in_shares(table, count, used_slots))
+    }
+
     /// A reader of table `table` of the plan, on a new attachment.
     pub fn reader(&self, table: usize) -> Result<SnapshotReader, ExecError> {
         SnapshotReader::join(
@@ -144,13 +158,41 @@ impl HeldSnapshot {
     }
 }
 
+/// The data-page slots up to the last that holds a row of `table` at
+/// `tr`'s snapshot: a binary search with [`TablePlan::any_row_from_sql`].
+fn used_slots(tr: &Transaction, table: &TablePlan) -> Result<u64, ExecError> {
+    let any_row_from = |slot: u64| {
+        let mut stmt = tr.prepare(&table.any_row_from_sql(slot))?;
+        stmt.execute()?;
+        stmt.fetch()
+    };
+    let failed = |e| ExecError::from_client(&table.name, e);
+    if !any_row_from(0).map_err(failed)? {
+        return Ok(0);
+    }
+    // Rows at `low` or after; none at `high` or after.
+    let (mut low, mut high) = (0, table.slots());
+    while high - low > 1 {
+        let middle = low + (high - low) / 2;
+        if any_row_from(middle).map_err(failed)? {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    Ok(high)
+}
+
 /// Starts the pin, waits for older transactions to end, and takes the
 /// snapshot (module docs). Returns the transactions to hold, the holder
 /// last.
 fn take_snapshot(main: &Attachment) -> Result<(Vec<Transaction>, SnapshotTicket), ExecError> {
     let client = ExecError::Client;
+    // A read-only database refuses a read-write transaction, and needs no
+    // pin: nothing commits there.
     let pin = main
         .start_transaction(TransactionMode::HoldingSnapshot)
+        .or_else(|_| main.start_transaction(TransactionMode::ReadOnlySnapshot))
         .map_err(client)?;
     let pin_number = pin.number().map_err(client)?;
     let ticket = |holder: &Transaction| -> Result<SnapshotTicket, ExecError> {
