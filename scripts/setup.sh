@@ -59,12 +59,13 @@ fi
 # Python packages the tests read fbunload's output with: pyarrow (Parquet
 # and Arrow files, CSV as pyarrow reads it) and pandas (CSV as most users
 # read it), DuckDB (Parquet as analytics engines read it); for the Python
-# package: maturin (builds it), pytest, polars, and firebird-driver (the
-# reference driver its values are compared with). Each module name maps to
-# its pip package.
+# package: maturin (builds it), pytest, polars, firebird-driver (the
+# reference driver its values are compared with), and Dask with distributed
+# (fbunload.dask). Each module name maps to its pip package.
 missing_py=()
 for spec in pyarrow.parquet:pyarrow pandas:pandas duckdb:duckdb maturin:maturin \
-    pytest:pytest polars:polars firebird.driver:firebird-driver; do
+    pytest:pytest polars:polars firebird.driver:firebird-driver \
+    dask.dataframe:dask[dataframe] distributed:distributed; do
   "$PYTHON" -c "import ${spec%%:*}" 2>/dev/null || missing_py+=("${spec##*:}")
 done
 if [ ${#missing_py[@]} -gt 0 ]; then
