@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what fbunload needs to build and to run on the embedded Firebird 5
 # engine: Debian's libtommath1 and libicu72, the firebird-embedded Python
-# package, pyarrow and pandas for the tests, and Rust (rustup) if there is no cargo.
+# package, pyarrow, pandas, Dask and the other packages the tests use, and
+# Rust (rustup) if there is no cargo.
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 

@@ -111,9 +111,10 @@ class Snapshot:
         return self._held.schema(self._index(table))
 
     def units(self, table: str, shares: Optional[int] = None) -> List[Unit]:
-        """``table``'s units as ``(first_slot, end_slot)`` ranges of data
-        pages, in DB_KEY order: the plan's, or the table cut into at most
-        ``shares`` (a table on one pointer page stays one unit)."""
+        """``table`` cut into at most ``shares`` units (by default as many
+        as the plan has) of about equal pages, over the pages its rows
+        occupy, as ``(first_slot, end_slot)`` ranges of data pages in
+        DB_KEY order. A table on one pointer page stays one unit."""
         if shares is not None and shares < 1:
             raise UsageError("shares must be at least 1")
         return self._held.units(self._index(table), shares)

@@ -32,9 +32,15 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
 
-import dask
-import dask.dataframe as dd
 import pyarrow as pa
+
+try:
+    import dask
+    import dask.dataframe as dd
+except ImportError as missing:
+    raise ImportError(
+        f"fbunload.dask needs Dask ({missing}): pip install 'fbunload[dask]'"
+    ) from missing
 
 from fbunload import _exact
 from fbunload._fbunload import DatabaseError, UsageError
@@ -77,12 +83,16 @@ def read_table(
     if npartitions is not None and npartitions < 1:
         raise UsageError("npartitions must be at least 1")
     if isinstance(database, Snapshot):
-        given = dict(
-            user=user, password=password, role=role, client_lib=client_lib,
-            charset=charset != "UTF8", decimal256=decimal256,
-            allow_inconsistent=allow_inconsistent,
-        )
-        extra = [name for name, value in given.items() if value]
+        set_here = {
+            "user": user is not None,
+            "password": password is not None,
+            "role": role is not None,
+            "client_lib": client_lib is not None,
+            "charset": charset != "UTF8",
+            "decimal256": decimal256,
+            "allow_inconsistent": allow_inconsistent,
+        }
+        extra = [name for name, is_set in set_here.items() if is_set]
         if extra:
             raise UsageError(
                 f"read_table: {', '.join(extra)} come from the Snapshot given; "

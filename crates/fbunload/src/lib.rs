@@ -34,7 +34,7 @@
 //! use fbunload::Unload;
 //! let unload = Unload::new("/data/shop.fdb").tables("ORDERS");
 //! let held = unload.hold_snapshot()?;
-//! let shares = held.plan.tables[0].units_in_shares(0, 4);
+//! let shares = held.shares(0, Some(4))?;
 //! let rows = std::thread::scope(|scope| {
 //!     let readers: Vec<_> = shares
 //!         .iter()
