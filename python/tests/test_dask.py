@@ -233,7 +233,8 @@ def user_attachments(database):
 def test_a_dataframe_holds_its_own_snapshot_until_it_is_gone(big_db):
     before = user_attachments(big_db)
     ddf = fbunload.dask.read_table(big_db, "SMALL", **AUTH)
-    assert user_attachments(big_db) == before + 1
+    # Its own, and the pin this process holds on the database.
+    assert user_attachments(big_db) == before + 2
     assert ddf.compute(scheduler="threads")["ID"].tolist() == [42]
     total = ddf["ID"].sum()
     del ddf

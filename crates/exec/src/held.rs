@@ -14,18 +14,23 @@
 //! younger than the pin, and however late a reader joins, its OIT is at
 //! most the pin: it sees what the holder sees.
 //!
+//! The snapshots a process holds on one database share one pin. With a pin
+//! each, a snapshot taken while another is held would find the other's pin
+//! running, older than its own; it could not wait for it to end, and once
+//! the other snapshot closed, its readers would have to be refused.
+//!
 //! A reader still checks both things it relies on: that its OIT is not
 //! above the snapshot's oldest active transaction (the wait for older
 //! transactions gives up after [`OLDER_TRANSACTIONS_WAIT`], so one may
-//! still be running and commit later), and that the pin still lives
-//! (`RDB$GET_TRANSACTION_CN` is 0 while a transaction is active). A
+//! still be running and commit later), and that the snapshot's holder is
+//! still active (`RDB$GET_TRANSACTION_CN` is 0 while a transaction is). A
 //! snapshot that was closed is an error, never another state of the data.
 //!
 //! Servers before Firebird 4 cannot share a snapshot: there a held
 //! snapshot is only a plan, and only if the caller allows inconsistent
 //! reads, each reader then reading in a snapshot of its own.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
@@ -51,12 +56,59 @@ const OLDER_TRANSACTIONS_POLL: Duration = Duration::from_millis(5);
 pub struct SnapshotTicket {
     /// The snapshot number (`isc_tpb_at_snapshot_number`).
     pub number: u64,
-    /// The transaction that pins the snapshot: it is held while this one
+    /// The transaction that holds the snapshot: it is held while this one
     /// is active.
-    pub pin_transaction: u64,
+    pub holder_transaction: u64,
     /// The oldest transaction active when the snapshot was taken: no
     /// reader may take a transaction from there on as committed.
     pub oldest_active: u64,
+}
+
+/// A transaction that keeps the OIT from passing it, on an attachment of
+/// its own, shared by every snapshot this process holds on a database
+/// (module docs); it ends with the last of them.
+struct Pin {
+    number: u64,
+    _transaction: Transaction,
+}
+
+/// Where a pin is found again: the database, user and role.
+type PinKey = (String, Option<String>, Option<String>);
+
+/// The pins of this process, while some snapshot holds them.
+static PINS: Mutex<Vec<(PinKey, Weak<Pin>)>> = Mutex::new(Vec::new());
+
+/// This process's pin on `db`, started if no snapshot holds one.
+fn pin_for(db: &Database) -> Result<Arc<Pin>, ExecError> {
+    let key = (
+        db.connect.database.clone(),
+        db.connect.user.clone(),
+        db.connect.role.clone(),
+    );
+    // Locked while a pin starts, so that two snapshots opened at once
+    // share one.
+    let mut pins = PINS.lock().unwrap();
+    pins.retain(|(_, pin)| pin.strong_count() > 0);
+    if let Some(pin) = pins
+        .iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, pin)| pin.upgrade())
+    {
+        return Ok(pin);
+    }
+    let attachment = db.attach(false)?;
+    // A read-only database refuses a read-write transaction, and needs no
+    // pin: nothing commits there.
+    let transaction = attachment
+        .start_transaction(TransactionMode::HoldingSnapshot)
+        .or_else(|_| attachment.start_transaction(TransactionMode::ReadOnlySnapshot))
+        .map_err(ExecError::Client)?;
+    let pin = Arc::new(Pin {
+        number: transaction.number().map_err(ExecError::Client)?,
+        _transaction: transaction,
+    });
+    pins.push((key, Arc::downgrade(&pin)));
+    Ok(pin)
 }
 
 /// A snapshot held by a main attachment, with the plan of the tables read
@@ -72,9 +124,10 @@ pub struct HeldSnapshot {
     db: Database,
     types: TypeOptions,
     batch: BatchLimits,
-    /// The pin and the holder (one transaction when nothing older was
-    /// running), on the main attachment, which they keep attached.
-    _held: Vec<Transaction>,
+    /// The transaction that holds the snapshot, on the main attachment,
+    /// and the pin it relies on; none where the server cannot share
+    /// snapshots.
+    holder: Option<(Transaction, Arc<Pin>)>,
 }
 
 impl HeldSnapshot {
@@ -93,19 +146,14 @@ impl HeldSnapshot {
             workers: options.parallel,
             ..options.plan
         };
-        let (held, ticket, (plan, schemas)) = if version.has_shared_snapshots() {
-            let (held, ticket) = take_snapshot(&main)?;
-            let plan = firebird::plan_in(
-                held.last().expect("a holder"),
-                filter,
-                plan_options,
-                true,
-                &options.types,
-            )?;
-            (held, Some(ticket), plan)
+        let (holder, ticket, (plan, schemas)) = if version.has_shared_snapshots() {
+            let pin = pin_for(&db)?;
+            let (holder, ticket) = take_snapshot(&main, &pin)?;
+            let plan = firebird::plan_in(&holder, filter, plan_options, true, &options.types)?;
+            (Some((holder, pin)), Some(ticket), plan)
         } else if options.allow_inconsistent {
             let plan = firebird::plan(&main, filter, plan_options, false, &options.types)?;
-            (Vec::new(), None, plan)
+            (None, None, plan)
         } else {
             return Err(ExecError::Usage(format!(
                 "{} cannot share a snapshot between connections, so readers joining one later \
@@ -122,7 +170,7 @@ impl HeldSnapshot {
             db,
             types: options.types,
             batch: options.batch,
-            _held: held,
+            holder,
         })
     }
 
@@ -139,8 +187,8 @@ impl HeldSnapshot {
     pub fn shares(&self, table: usize, count: Option<usize>) -> Result<Vec<Unit>, ExecError> {
         let plan = &self.plan.tables[table];
         let count = count.unwrap_or(plan.unit_count);
-        let used_slots = match self._held.last() {
-            Some(holder) if plan.slots() > 0 => used_slots(holder, plan)?,
+        let used_slots = match &self.holder {
+            Some((holder, _)) if plan.slots() > 0 => used_slots(holder, plan)?,
             _ => 0,
         };
         Ok(plan.units_in_shares(table, count, used_slots))
@@ -170,7 +218,8 @@ fn used_slots(tr: &Transaction, table: &TablePlan) -> Result<u64, ExecError> {
     if !any_row_from(0).map_err(failed)? {
         return Ok(0);
     }
-    // Rows at `low` or after; none at `high` or after.
+    // Rows at `low` or after; none at `high` or after (past the plan's
+    // slots there may be, and the last unit reads them).
     let (mut low, mut high) = (0, table.slots());
     while high - low > 1 {
         let middle = low + (high - low) / 2;
@@ -183,38 +232,22 @@ fn used_slots(tr: &Transaction, table: &TablePlan) -> Result<u64, ExecError> {
     Ok(high)
 }
 
-/// Starts the pin, waits for older transactions to end, and takes the
-/// snapshot (module docs). Returns the transactions to hold, the holder
-/// last.
-fn take_snapshot(main: &Attachment) -> Result<(Vec<Transaction>, SnapshotTicket), ExecError> {
+/// Takes the snapshot once every transaction older than `pin` has ended,
+/// or [`OLDER_TRANSACTIONS_WAIT`] has passed (module docs).
+fn take_snapshot(main: &Attachment, pin: &Pin) -> Result<(Transaction, SnapshotTicket), ExecError> {
     let client = ExecError::Client;
-    // A read-only database refuses a read-write transaction, and needs no
-    // pin: nothing commits there.
-    let pin = main
-        .start_transaction(TransactionMode::HoldingSnapshot)
-        .or_else(|_| main.start_transaction(TransactionMode::ReadOnlySnapshot))
-        .map_err(client)?;
-    let pin_number = pin.number().map_err(client)?;
-    let ticket = |holder: &Transaction| -> Result<SnapshotTicket, ExecError> {
-        Ok(SnapshotTicket {
-            number: holder.snapshot_number().map_err(client)?,
-            pin_transaction: pin_number,
-            oldest_active: holder.oldest_active().map_err(client)?,
-        })
-    };
-    // With nothing older running, the pin holds the snapshot itself.
-    if pin.oldest_active().map_err(client)? >= pin_number {
-        let ticket = ticket(&pin)?;
-        return Ok((vec![pin], ticket));
-    }
     let deadline = Instant::now() + OLDER_TRANSACTIONS_WAIT;
     loop {
         let holder = main
             .start_transaction(TransactionMode::ReadOnlySnapshot)
             .map_err(client)?;
-        let ticket = ticket(&holder)?;
-        if ticket.oldest_active >= pin_number || Instant::now() >= deadline {
-            return Ok((vec![pin, holder], ticket));
+        let ticket = SnapshotTicket {
+            number: holder.snapshot_number().map_err(client)?,
+            holder_transaction: holder.number().map_err(client)?,
+            oldest_active: holder.oldest_active().map_err(client)?,
+        };
+        if ticket.oldest_active >= pin.number || Instant::now() >= deadline {
+            return Ok((holder, ticket));
         }
         drop(holder);
         std::thread::sleep(OLDER_TRANSACTIONS_POLL);
@@ -303,7 +336,7 @@ fn join(attachment: &Attachment, ticket: &SnapshotTicket) -> Result<Transaction,
             let plain = attachment
                 .start_transaction(TransactionMode::ReadOnlySnapshot)
                 .map_err(ExecError::Client)?;
-            if !is_active(&plain, ticket.pin_transaction)? {
+            if !is_active(&plain, ticket.holder_transaction)? {
                 return Err(closed);
             }
             return Err(ExecError::Server(format!(
@@ -311,7 +344,7 @@ fn join(attachment: &Attachment, ticket: &SnapshotTicket) -> Result<Transaction,
             )));
         }
     };
-    if !is_active(&tr, ticket.pin_transaction)? {
+    if !is_active(&tr, ticket.holder_transaction)? {
         return Err(closed);
     }
     if tr.oldest_interesting().map_err(ExecError::Client)? > ticket.oldest_active {

@@ -67,7 +67,7 @@ pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{file_name_for, OutputDir, StreamedBatch};
 pub use fbunload_exec::{
     Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
-    Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary,
+    Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
 };
 pub use fbunload_format as format;
 pub use fbunload_format::Format;

@@ -127,71 +127,129 @@ fn table_index(held: &HeldSnapshot, name: &str) -> usize {
         .unwrap()
 }
 
+/// Two writers moving money until dropped.
+struct Writers {
+    stop: Arc<AtomicBool>,
+    committed: Arc<AtomicU64>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    fn start(db: &Path) -> Writers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let committed = Arc::new(AtomicU64::new(0));
+        let threads = (0..2)
+            .map(|seed| {
+                let (db, stop, committed) = (db.to_path_buf(), stop.clone(), committed.clone());
+                std::thread::spawn(move || writer(db, seed * 1_000_000, stop, committed))
+            })
+            .collect();
+        let writers = Writers {
+            stop,
+            committed,
+            threads,
+        };
+        writers.wait_for(50);
+        writers
+    }
+
+    fn committed(&self) -> u64 {
+        self.committed.load(Ordering::Relaxed)
+    }
+
+    fn wait_for(&self, transfers: u64) {
+        let target = self.committed() + transfers;
+        while self.committed() < target {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Writers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.threads.drain(..).for_each(|w| w.join().unwrap());
+    }
+}
+
+/// Reads LEDGER in 4 shares and then ACCOUNTS, every unit on a reader
+/// that joins late, and checks that each balance is what the ledger moved.
+fn check_books(held: &HeldSnapshot, writers: &Writers, what: &str) {
+    let at_start = writers.committed();
+    let (ledger, accounts) = (table_index(held, "LEDGER"), table_index(held, "ACCOUNTS"));
+    let shares = held.shares(ledger, Some(4)).unwrap();
+    assert_eq!(shares.len(), 4, "LEDGER spans several pointer pages");
+    // Accounts last: by then many transfers have committed.
+    let ledger_batches = read_late(held, ledger, &shares, Duration::from_millis(50));
+    let account_batches = read_late(
+        held,
+        accounts,
+        &held.plan.units_of(accounts).copied().collect::<Vec<_>>(),
+        Duration::from_millis(50),
+    );
+    assert!(
+        writers.committed() > at_start + 10,
+        "{what}: the writers must have committed while readers joined"
+    );
+    let mut balance = vec![START_BALANCE; ACCOUNTS as usize];
+    for batch in &ledger_batches {
+        let (from, to) = (
+            batch.column(0).as_primitive::<Int32Type>(),
+            batch.column(1).as_primitive::<Int32Type>(),
+        );
+        let amount = batch.column(2).as_primitive::<Int64Type>();
+        for i in 0..batch.num_rows() {
+            balance[from.value(i) as usize] -= amount.value(i);
+            balance[to.value(i) as usize] += amount.value(i);
+        }
+    }
+    let mut seen = 0;
+    for batch in &account_batches {
+        let (id, value) = (
+            batch.column(0).as_primitive::<Int32Type>(),
+            batch.column(1).as_primitive::<Int64Type>(),
+        );
+        for i in 0..batch.num_rows() {
+            assert_eq!(
+                value.value(i),
+                balance[id.value(i) as usize],
+                "{what}: account {} and the ledger are from different moments",
+                id.value(i)
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, ACCOUNTS);
+}
+
 #[test]
 fn readers_joining_late_see_the_snapshot_while_others_write() {
     let dir = tempfile::tempdir().unwrap();
     let db = bank(dir.path());
-    let stop = Arc::new(AtomicBool::new(false));
-    let committed = Arc::new(AtomicU64::new(0));
-    let writers: Vec<_> = (0..2)
-        .map(|seed| {
-            let (db, stop, committed) = (db.clone(), stop.clone(), committed.clone());
-            std::thread::spawn(move || writer(db, seed * 1_000_000, stop, committed))
-        })
-        .collect();
-    while committed.load(Ordering::Relaxed) < 50 {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let writers = Writers::start(&db);
     for round in 0..3 {
         let held = unload(&db).hold_snapshot().unwrap();
-        let at_snapshot = committed.load(Ordering::Relaxed);
-        let (ledger, accounts) = (table_index(&held, "LEDGER"), table_index(&held, "ACCOUNTS"));
-        let shares = held.shares(ledger, Some(4)).unwrap();
-        assert_eq!(shares.len(), 4, "LEDGER spans several pointer pages");
-        // Accounts last: by then many transfers have committed.
-        let ledger_batches = read_late(&held, ledger, &shares, Duration::from_millis(50));
-        let account_batches = read_late(
-            &held,
-            accounts,
-            &held.plan.units_of(accounts).copied().collect::<Vec<_>>(),
-            Duration::from_millis(50),
-        );
-        assert!(
-            committed.load(Ordering::Relaxed) > at_snapshot + 10,
-            "round {round}: the writers must have committed while readers joined"
-        );
-        let mut balance = vec![START_BALANCE; ACCOUNTS as usize];
-        for batch in &ledger_batches {
-            let (from, to) = (
-                batch.column(0).as_primitive::<Int32Type>(),
-                batch.column(1).as_primitive::<Int32Type>(),
-            );
-            let amount = batch.column(2).as_primitive::<Int64Type>();
-            for i in 0..batch.num_rows() {
-                balance[from.value(i) as usize] -= amount.value(i);
-                balance[to.value(i) as usize] += amount.value(i);
-            }
-        }
-        let mut seen = 0;
-        for batch in &account_batches {
-            let (id, value) = (
-                batch.column(0).as_primitive::<Int32Type>(),
-                batch.column(1).as_primitive::<Int64Type>(),
-            );
-            for i in 0..batch.num_rows() {
-                assert_eq!(
-                    value.value(i),
-                    balance[id.value(i) as usize],
-                    "round {round}: account {} and the ledger are from different moments",
-                    id.value(i)
-                );
-                seen += 1;
-            }
-        }
-        assert_eq!(seen, ACCOUNTS);
+        check_books(&held, &writers, &format!("round {round}"));
     }
-    stop.store(true, Ordering::SeqCst);
-    writers.into_iter().for_each(|w| w.join().unwrap());
+}
+
+#[test]
+fn closing_one_snapshot_leaves_a_later_one_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let writers = Writers::start(&db);
+    let first = unload(&db).hold_snapshot().unwrap();
+    // The second finds the first's pin: it shares it instead of waiting.
+    let started = std::time::Instant::now();
+    let second = unload(&db).hold_snapshot().unwrap();
+    assert!(
+        started.elapsed() < fbunload::OLDER_TRANSACTIONS_WAIT / 2,
+        "took {:?}",
+        started.elapsed()
+    );
+    drop(first);
+    writers.wait_for(20);
+    check_books(&second, &writers, "the second snapshot");
 }
 
 #[test]

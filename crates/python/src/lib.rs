@@ -573,11 +573,11 @@ impl HeldSnapshot {
         self.ticket.map(|t| t.number)
     }
 
-    /// `(number, pin_transaction, oldest_active)`: what `read_units` joins
+    /// `(number, holder_transaction, oldest_active)`: what `read_units` joins
     /// the snapshot with, from any process; None without shared snapshots.
     fn ticket(&self) -> Option<(u64, u64, u64)> {
         self.ticket
-            .map(|t| (t.number, t.pin_transaction, t.oldest_active))
+            .map(|t| (t.number, t.holder_transaction, t.oldest_active))
     }
 
     #[getter]
@@ -709,11 +709,13 @@ fn read_units<'py>(
         false,
         128,
     )?;
-    let ticket = ticket.map(|(number, pin_transaction, oldest_active)| SnapshotTicket {
-        number,
-        pin_transaction,
-        oldest_active,
-    });
+    let ticket = ticket.map(
+        |(number, holder_transaction, oldest_active)| SnapshotTicket {
+            number,
+            holder_transaction,
+            oldest_active,
+        },
+    );
     let mut reader = py
         .detach(|| unload.join_snapshot(ticket.as_ref(), &table))
         .map_err(to_py)?;
