@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what fbunload needs to build and to run on the embedded Firebird 5
 # engine: Debian's libtommath1 and libicu72, the firebird-embedded Python
-# package, pyarrow and pandas for the tests, and Rust (rustup) if there is no cargo.
+# package, pyarrow, pandas, Dask and the other packages the tests use, and
+# Rust (rustup) if there is no cargo.
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 
@@ -59,12 +60,13 @@ fi
 # Python packages the tests read fbunload's output with: pyarrow (Parquet
 # and Arrow files, CSV as pyarrow reads it) and pandas (CSV as most users
 # read it), DuckDB (Parquet as analytics engines read it); for the Python
-# package: maturin (builds it), pytest, polars, and firebird-driver (the
-# reference driver its values are compared with). Each module name maps to
-# its pip package.
+# package: maturin (builds it), pytest, polars, firebird-driver (the
+# reference driver its values are compared with), and Dask with distributed
+# (fbunload.dask). Each module name maps to its pip package.
 missing_py=()
 for spec in pyarrow.parquet:pyarrow pandas:pandas duckdb:duckdb maturin:maturin \
-    pytest:pytest polars:polars firebird.driver:firebird-driver; do
+    pytest:pytest polars:polars firebird.driver:firebird-driver \
+    dask.dataframe:dask[dataframe] distributed:distributed; do
   "$PYTHON" -c "import ${spec%%:*}" 2>/dev/null || missing_py+=("${spec##*:}")
 done
 if [ ${#missing_py[@]} -gt 0 ]; then

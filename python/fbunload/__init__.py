@@ -10,6 +10,10 @@ fbunload[embedded]``), ``host:path`` or ``inet://host:port/path``. ``user``
 and ``password`` default to ``ISC_USER`` and ``ISC_PASSWORD``. ``charset``
 is the encoding of columns declared ``CHARACTER SET NONE``; every other
 column is decoded from its own character set.
+
+:class:`Snapshot` holds a snapshot open for reads that join it later, from
+other threads and processes; :mod:`fbunload.dask` reads tables into Dask
+DataFrames whose partitions all join one.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ from fbunload._fbunload import (
     Error,
     Interrupted,
     OutputError,
+    SnapshotClosed,
     UsageError,
     VerifyError,
 )
 from fbunload import _fbunload
+from fbunload._snapshot import Snapshot
 
 __all__ = [
     "read_arrow",
@@ -36,12 +42,14 @@ __all__ = [
     "read_tables",
     "unload",
     "plan",
+    "Snapshot",
     "Error",
     "UsageError",
     "DatabaseError",
     "OutputError",
     "VerifyError",
     "Interrupted",
+    "SnapshotClosed",
 ]
 
 

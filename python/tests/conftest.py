@@ -21,8 +21,12 @@ driver_config.fb_client_library.value = str(next(RUNTIME.glob("libfbclient.so*")
 USER, PASSWORD = "SYSDBA", "masterkey"
 
 
-def make_database(path: pathlib.Path, statements):
-    con = create_database(str(path), user=USER, password=PASSWORD, charset="UTF8")
+def make_database(path: pathlib.Path, statements, page_size=None):
+    driver_config.db_defaults.page_size.value = page_size
+    try:
+        con = create_database(str(path), user=USER, password=PASSWORD, charset="UTF8")
+    finally:
+        driver_config.db_defaults.page_size.value = None
     for sql in statements:
         con.execute_immediate(sql)
         con.commit()

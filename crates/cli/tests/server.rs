@@ -216,3 +216,46 @@ fn firebird_3_is_unloaded_in_one_consistent_transaction() {
         "7\n"
     );
 }
+
+#[test]
+fn a_held_snapshot_needs_inconsistent_reads_allowed_on_firebird_3() {
+    let Some(server) = server() else { return };
+    let db = server.create(
+        "held",
+        &[
+            "CREATE TABLE T (ID INTEGER)",
+            "INSERT INTO T VALUES (1)",
+            "INSERT INTO T VALUES (2)",
+        ],
+    );
+    let unload = fbunload::Unload::new(db.dsn.clone())
+        .user("SYSDBA")
+        .password(server.password.clone())
+        .client(client());
+    let refused = unload
+        .hold_snapshot()
+        .err()
+        .expect("Firebird 3 shares no snapshot");
+    let message = refused.to_string();
+    assert!(message.contains("cannot share a snapshot"), "{message}");
+    assert!(!message.contains('\n'), "{message}");
+    let allowed = unload.clone().options(fbunload::RunOptions {
+        allow_inconsistent: true,
+        ..fbunload::RunOptions::default()
+    });
+    let held = allowed.hold_snapshot().unwrap();
+    assert_eq!(held.ticket(), None);
+    // One unit: no MAKE_DBKEY before Firebird 4.
+    let shares = held.shares(0, Some(4)).unwrap();
+    assert_eq!(shares.len(), 1);
+    let mut rows = 0;
+    allowed
+        .join_snapshot(None, "T")
+        .unwrap()
+        .read(&shares[0], &mut |batch| {
+            rows += batch.num_rows();
+            true
+        })
+        .unwrap();
+    assert_eq!(rows, 2);
+}

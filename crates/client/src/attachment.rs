@@ -339,6 +339,16 @@ impl Transaction {
         &self.attachment
     }
 
+    /// The transaction's own number (its id in `MON$TRANSACTIONS`).
+    pub fn number(&self) -> Result<u64, ClientError> {
+        let reply = self.info(&[item::INFO_TRA_ID])?;
+        info_value(&reply, item::INFO_TRA_ID)
+            .map(le_uint)
+            .ok_or_else(|| {
+                ClientError::Invalid("the server did not report a transaction id".into())
+            })
+    }
+
     /// The snapshot number other attachments can share with
     /// [`TransactionMode::ReadOnlyAtSnapshot`] (Firebird 4+).
     pub fn snapshot_number(&self) -> Result<u64, ClientError> {

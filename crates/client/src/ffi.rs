@@ -108,6 +108,7 @@ pub mod item {
     pub const INFO_ERROR: u8 = 3;
     pub const INFO_PAGE_SIZE: u8 = 14;
     pub const INFO_FIREBIRD_VERSION: u8 = 103;
+    pub const INFO_TRA_ID: u8 = 4;
     pub const INFO_TRA_SNAPSHOT_NUMBER: u8 = 12;
     pub const INFO_TRA_OLDEST_INTERESTING: u8 = 5;
     pub const INFO_TRA_OLDEST_ACTIVE: u8 = 7;

@@ -45,6 +45,11 @@ pub enum ExecError {
     Verify(String),
     #[error("interrupted; unfinished tables were removed")]
     Interrupted,
+    #[error(
+        "snapshot {number} is closed (its holder closed it or lost its connection), so \
+         nothing can be read at it any more; read again at a new snapshot"
+    )]
+    SnapshotClosed { number: u64 },
 }
 
 impl ExecError {

@@ -111,14 +111,25 @@ pub(crate) fn plan(
     let tr = main
         .start_transaction(TransactionMode::ReadOnlySnapshot)
         .map_err(ExecError::Client)?;
-    let mut catalog = read_catalog(&tr, filter)?;
+    plan_in(&tr, filter, options, split_tables, types)
+}
+
+/// [`plan`] in a transaction of the caller's: the catalog as it sees it.
+pub(crate) fn plan_in(
+    tr: &Transaction,
+    filter: &TableFilter,
+    options: PlanOptions,
+    split_tables: bool,
+    types: &TypeOptions,
+) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
+    let mut catalog = read_catalog(tr, filter)?;
     let conditions = fbunload_plan::selection::apply(&filter.selection, &mut catalog)
         .map_err(|e| ExecError::Usage(e.to_string()))?;
     let plan = Plan::new(
         &catalog,
         PlanOptions {
             split_tables,
-            page_size: main.page_size().map_err(ExecError::Client)?,
+            page_size: tr.attachment().page_size().map_err(ExecError::Client)?,
             ..options
         },
     )
@@ -219,10 +230,7 @@ impl FirebirdSession {
     }
 
     fn reader(&self, tr: Arc<Transaction>) -> FirebirdReader {
-        FirebirdReader {
-            tr,
-            context: self.context.clone(),
-        }
+        FirebirdReader::new(tr, self.context.clone())
     }
 
     fn attach_reader(&self) -> Result<Attachment, ExecError> {
@@ -422,6 +430,12 @@ impl Session for FirebirdSession {
 pub(crate) struct FirebirdReader {
     tr: Arc<Transaction>,
     context: Arc<ReadContext>,
+}
+
+impl FirebirdReader {
+    pub(crate) fn new(tr: Arc<Transaction>, context: Arc<ReadContext>) -> Self {
+        FirebirdReader { tr, context }
+    }
 }
 
 impl Reader for FirebirdReader {

@@ -18,11 +18,15 @@
 //!
 //! [`Prepared::new`] attaches and plans without reading a row (what
 //! `--plan` prints); [`Prepared::run`] takes the snapshot and reads.
+//! [`HeldSnapshot`] instead holds a snapshot open for readers that join it
+//! later, each reading units it is given ([`SnapshotReader`]): the
+//! dispatcher is then someone else's (Dask's).
 
 pub mod destination;
 mod dispatch;
 mod error;
 pub mod firebird;
+mod held;
 mod session;
 
 use std::path::PathBuf;
@@ -38,6 +42,7 @@ use fbunload_plan::{Plan, PlanOptions, TableFilter, Unit};
 pub use destination::{Destination, Discard, RunInfo, UnitWriter, Written};
 pub use error::{ExecError, OutputError};
 pub use firebird::{Consistency, Database};
+pub use held::{HeldSnapshot, SnapshotReader, SnapshotTicket, OLDER_TRANSACTIONS_WAIT};
 
 use dispatch::{dispatch, DispatchOptions};
 use firebird::{FirebirdSession, ReadContext};

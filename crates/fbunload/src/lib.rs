@@ -9,7 +9,11 @@
 //! - [`Unload::to_directory`]: one file per table in any [`Format`];
 //! - [`Unload::to_stdout`]: one table to standard output;
 //! - [`Unload::record_batches`]: Arrow record batches, in DB_KEY order
-//!   and bounded memory, while workers read in parallel.
+//!   and bounded memory, while workers read in parallel;
+//! - [`Unload::hold_snapshot`]: a snapshot held open, and its plan, for
+//!   readers that join it later from other threads or processes and read
+//!   the units they are given ([`Unload::join_snapshot`]): a dispatcher
+//!   of your own, such as a Dask graph.
 //!
 //! ```no_run
 //! use fbunload::format::csv::{CsvFormat, CsvOptions};
@@ -21,6 +25,27 @@
 //!     .parallel(8)
 //!     .to_directory("out", csv, &fbunload::Silent)?;
 //! println!("{} rows", summary.rows());
+//! # Ok::<(), fbunload::Error>(())
+//! ```
+//!
+//! Reading a table's units at one held snapshot, one thread per share:
+//!
+//! ```no_run
+//! use fbunload::Unload;
+//! let unload = Unload::new("/data/shop.fdb").tables("ORDERS");
+//! let held = unload.hold_snapshot()?;
+//! let shares = held.shares(0, Some(4))?;
+//! let rows = std::thread::scope(|scope| {
+//!     let readers: Vec<_> = shares
+//!         .iter()
+//!         .map(|unit| {
+//!             let held = &held;
+//!             scope.spawn(move || held.reader(0)?.read(unit, &mut |_batch| true))
+//!         })
+//!         .collect();
+//!     readers.into_iter().map(|r| r.join().unwrap()).sum::<Result<u64, _>>()
+//! })?;
+//! // In another process: unload.join_snapshot(held.ticket().as_ref(), "ORDERS")
 //! # Ok::<(), fbunload::Error>(())
 //! ```
 //!
@@ -41,8 +66,8 @@ use fbunload_client::{Client, ConnectOptions};
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{file_name_for, OutputDir, StreamedBatch};
 pub use fbunload_exec::{
-    Consistency, ExecError as Error, Prepared, Progress, RunOptions, RunStart, Silent, Summary,
-    TableSummary,
+    Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
+    Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
 };
 pub use fbunload_format as format;
 pub use fbunload_format::Format;
@@ -205,15 +230,54 @@ impl Unload {
         Ok(client)
     }
 
+    fn database(&self) -> Result<Database, Error> {
+        let mut this = self.clone();
+        Ok(Database {
+            client: this.load_client()?,
+            connect: this.connect.clone(),
+        })
+    }
+
     /// Attaches and plans: tables, units and schemas, no row read yet.
     pub fn prepare(&self) -> Result<Prepared, Error> {
         let filter = self.table_filter()?;
-        let mut this = self.clone();
-        let database = Database {
-            client: this.load_client()?,
-            connect: this.connect.clone(),
-        };
-        Prepared::new(database, &filter, this.options.clone())
+        Prepared::new(self.database()?, &filter, self.options.clone())
+    }
+
+    /// Takes a snapshot and holds it open, with the plan of the selected
+    /// tables in it, until the [`HeldSnapshot`] is dropped; readers join
+    /// it with [`HeldSnapshot::reader`] or, in another process, with
+    /// [`Unload::join_snapshot`] and its [`HeldSnapshot::ticket`]. On a
+    /// server without shared snapshots (before Firebird 4) this fails
+    /// unless [`RunOptions::allow_inconsistent`].
+    pub fn hold_snapshot(&self) -> Result<HeldSnapshot, Error> {
+        if !self.choices.is_empty() {
+            // Readers that join later plan their table by name alone.
+            return Err(Error::Usage(
+                "columns and rows_where do not apply to a held snapshot yet; choose columns \
+                 when reading from it"
+                    .into(),
+            ));
+        }
+        HeldSnapshot::open(self.database()?, &self.filter, &self.options)
+    }
+
+    /// A reader of table `table` at the snapshot of `ticket`, on a new
+    /// attachment; with `None` (a server without shared snapshots), in a
+    /// snapshot of its own. Fails with [`Error::SnapshotClosed`] once the
+    /// snapshot's holder has dropped it.
+    pub fn join_snapshot(
+        &self,
+        ticket: Option<&SnapshotTicket>,
+        table: &str,
+    ) -> Result<SnapshotReader, Error> {
+        SnapshotReader::join(
+            &self.database()?,
+            table,
+            ticket,
+            self.options.types,
+            self.options.batch,
+        )
     }
 
     /// Unloads every selected table into `dir`, one file (or directory of

@@ -51,6 +51,25 @@ pub struct TableFilter {
     pub selection: Vec<crate::TableChoice>,
 }
 
+impl TableFilter {
+    /// The one table named `name`, exactly (case-sensitive, whatever
+    /// characters SIMILAR TO gives a meaning to).
+    pub fn named(name: &str) -> TableFilter {
+        let mut pattern = String::with_capacity(name.len());
+        for c in name.chars() {
+            // A comma lists alternatives in a pattern (see `similar_to`).
+            if "\\%_[]()|*+?{}^-,".contains(c) {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        TableFilter {
+            include: Some(pattern),
+            ..TableFilter::default()
+        }
+    }
+}
+
 /// A stored column as the catalog declares it (`RDB$FIELDS` of its domain).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Column {

@@ -100,12 +100,51 @@ pub struct TablePlan {
     pub condition: Option<String>,
     select: String,
     dp_per_pp: u64,
+    /// The data-page slots its units cover; 0 for a table read whole.
+    slots: u64,
 }
 
 impl TablePlan {
     /// The query that reads the whole table.
     pub fn select_sql(&self) -> String {
         self.with_where(self.select.clone(), Vec::new())
+    }
+
+    /// The data-page slots of its pointer pages; 0 for a table the plan
+    /// reads whole (one pointer page, or a server without `MAKE_DBKEY`).
+    pub fn slots(&self) -> u64 {
+        self.slots
+    }
+
+    /// The table cut into at most `count` units of about equal slots, in
+    /// DB_KEY order, whatever the plan's unit size: for readers that each
+    /// take one share (a Dask partition). `table` is the table's index in
+    /// its plan. The shares cover the first `used_slots` slots (those that
+    /// hold rows: the last pointer page is seldom full), the last one
+    /// everything after. A table read whole stays one unit.
+    pub fn units_in_shares(&self, table: usize, count: usize, used_slots: u64) -> Vec<Unit> {
+        let used = used_slots.clamp(self.slots.min(1), self.slots);
+        let per_unit = used.div_ceil(count.max(1) as u64).max(1);
+        split(table, used, per_unit)
+    }
+
+    /// A query that returns a row if any row lies at data-page slot
+    /// `slot` or after it (Firebird 5 reads only the pages from there).
+    pub fn any_row_from_sql(&self, slot: u64) -> String {
+        format!(
+            "SELECT FIRST 1 1 FROM {} WHERE RDB$DB_KEY >= {}",
+            quote_identifier(&self.name),
+            self.db_key(slot)
+        )
+    }
+
+    fn db_key(&self, slot: u64) -> String {
+        format!(
+            "MAKE_DBKEY({}, 0, {}, {})",
+            self.relation_id,
+            slot % self.dp_per_pp,
+            slot / self.dp_per_pp
+        )
     }
 
     /// `SELECT COUNT(*)` of the rows the table's queries read.
@@ -116,14 +155,7 @@ impl TablePlan {
 
     /// The query that reads `unit` of this table.
     pub fn unit_sql(&self, unit: &Unit) -> String {
-        let key = |slot: u64| {
-            format!(
-                "MAKE_DBKEY({}, 0, {}, {})",
-                self.relation_id,
-                slot % self.dp_per_pp,
-                slot / self.dp_per_pp
-            )
-        };
+        let key = |slot: u64| self.db_key(slot);
         let mut range = Vec::new();
         if unit.first_slot > 0 {
             range.push(format!("RDB$DB_KEY >= {}", key(unit.first_slot)));
@@ -200,6 +232,7 @@ impl Plan {
                 condition: None,
                 select: select_list(table),
                 dp_per_pp,
+                slots,
             });
             per_table_units.push(units);
         }
@@ -214,6 +247,11 @@ impl Plan {
 }
 
 impl Plan {
+    /// The units of table `table`, in DB_KEY order.
+    pub fn units_of(&self, table: usize) -> impl Iterator<Item = &Unit> {
+        self.units.iter().filter(move |u| u.table == table)
+    }
+
     /// Gives each table (in plan order) its row condition: what
     /// [`crate::selection::apply`] returned for the same catalog.
     pub fn with_conditions(mut self, conditions: Vec<Option<String>>) -> Plan {
@@ -508,6 +546,35 @@ mod tests {
              CAST(\"LONG_DOS\" AS BLOB SUB_TYPE TEXT CHARACTER SET UTF8) AS \"LONG_DOS\", \
              CAST(\"BLOB_DOS\" AS BLOB SUB_TYPE TEXT CHARACTER SET UTF8) AS \"BLOB_DOS\" FROM \"T\""
         );
+    }
+
+    #[test]
+    fn shares_cut_a_table_into_the_units_asked_for() {
+        let plan = Plan::new(
+            &[table("SMALL", 130, 1), table("BIG", 131, 2)],
+            options(Some(64), 1),
+        );
+        let big = &plan.tables[1];
+        // 2 PPs of 1632 slots: 3264 slots in 3 shares of 1088.
+        let shares = big.units_in_shares(1, 3, 3264);
+        assert_eq!(shares.len(), 3);
+        assert_eq!(shares[1].first_slot, 1088);
+        assert_eq!(shares[2].end_slot, None);
+        assert!(shares.iter().all(|u| u.table == 1));
+        // Over the slots in use only; the last share takes the rest.
+        let shares = big.units_in_shares(1, 4, 2000);
+        let starts: Vec<u64> = shares.iter().map(|u| u.first_slot).collect();
+        assert_eq!(starts, vec![0, 500, 1000, 1500]);
+        assert_eq!(shares[3].end_slot, None);
+        // No more units than slots; a table read whole stays one unit.
+        assert_eq!(big.units_in_shares(1, 10_000, 3264).len(), 3264);
+        assert_eq!(big.units_in_shares(1, 4, 0).len(), 1);
+        assert_eq!(plan.tables[0].units_in_shares(0, 4, 0).len(), 1);
+        assert!(big
+            .any_row_from_sql(1700)
+            .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(131, 0, 68, 1)"));
+        let in_order: Vec<usize> = plan.units_of(1).map(|u| u.seq).collect();
+        assert_eq!(in_order, (0..big.unit_count).collect::<Vec<_>>());
     }
 
     #[test]

@@ -20,8 +20,8 @@ use fbunload::format::csv::{BinaryEncoding, CsvFormat, CsvOptions};
 use fbunload::format::jsonl::JsonLinesFormat;
 use fbunload::format::Compression;
 use fbunload::{
-    Error as RunError, Format, PlanOptions, RecordBatches, RunOptions, Summary, TextDecoder,
-    TypeOptions, Unload,
+    Error as RunError, Format, Plan, PlanOptions, RecordBatches, RunOptions, SnapshotTicket,
+    Summary, TextDecoder, TypeOptions, Unit, Unload,
 };
 use fbunload_plan::CatalogError;
 use pyo3::create_exception;
@@ -50,6 +50,12 @@ create_exception!(
     "verify=True found a table whose rows differ from COUNT(*)."
 );
 create_exception!(fbunload, Interrupted, Error, "The run was cancelled.");
+create_exception!(
+    fbunload,
+    SnapshotClosed,
+    Error,
+    "A read was to join a snapshot that is closed (fbunload.Snapshot.close)."
+);
 
 /// How often a wait looks at Python's signals (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
@@ -65,6 +71,7 @@ fn to_py(err: RunError) -> PyErr {
         RunError::OutputDir { .. } | RunError::Output { .. } => OutputError::new_err(message),
         RunError::Verify(_) => VerifyError::new_err(message),
         RunError::Interrupted => Interrupted::new_err(message),
+        RunError::SnapshotClosed { .. } => SnapshotClosed::new_err(message),
         _ => DatabaseError::new_err(message),
     }
 }
@@ -561,6 +568,228 @@ fn plan<'py>(
     Ok(dict)
 }
 
+/// A snapshot held open for readers that join it later (what
+/// `fbunload.Snapshot` wraps); closed by `close` or when dropped.
+#[pyclass(module = "fbunload._fbunload")]
+struct HeldSnapshot {
+    held: Mutex<Option<fbunload::HeldSnapshot>>,
+    plan: Arc<Plan>,
+    schemas: Arc<Vec<SchemaRef>>,
+    ticket: Option<SnapshotTicket>,
+    server_version: String,
+}
+
+#[pymethods]
+impl HeldSnapshot {
+    /// The tables planned in it, in the plan's order.
+    fn table_names(&self) -> Vec<String> {
+        self.plan.tables.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// The pyarrow schema of table `table`.
+    fn schema<'py>(&self, py: Python<'py>, table: usize) -> PyResult<Bound<'py, PyAny>> {
+        self.schemas[table].to_pyarrow(py)
+    }
+
+    /// The snapshot number; None where the server cannot share snapshots.
+    #[getter]
+    fn number(&self) -> Option<u64> {
+        self.ticket.map(|t| t.number)
+    }
+
+    /// `(number, holder_transaction, oldest_active)`: what `read_units` joins
+    /// the snapshot with, from any process; None without shared snapshots.
+    fn ticket(&self) -> Option<(u64, u64, u64)> {
+        self.ticket
+            .map(|t| (t.number, t.holder_transaction, t.oldest_active))
+    }
+
+    #[getter]
+    fn server_version(&self) -> String {
+        self.server_version.clone()
+    }
+
+    /// Table `table` cut into at most `shares` units (by default as many
+    /// as the plan has) over the pages its rows occupy, as
+    /// `(first_slot, end_slot)` DB_KEY ranges in order.
+    #[pyo3(signature = (table, shares=None))]
+    fn units(
+        &self,
+        py: Python<'_>,
+        table: usize,
+        shares: Option<usize>,
+    ) -> PyResult<Vec<(u64, Option<u64>)>> {
+        let units = py.detach(|| match self.held.lock().unwrap().as_ref() {
+            Some(held) => held.shares(table, shares).map_err(to_py),
+            None => Err(self.closed_error()),
+        })?;
+        Ok(units.iter().map(|u| (u.first_slot, u.end_slot)).collect())
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.held.lock().unwrap().is_none()
+    }
+
+    /// Raises SnapshotClosed once closed.
+    fn check_open(&self) -> PyResult<()> {
+        if self.closed() {
+            return Err(self.closed_error());
+        }
+        Ok(())
+    }
+
+    /// Ends the snapshot: reads that join it afterwards fail.
+    fn close(&self, py: Python<'_>) {
+        let held = self.held.lock().unwrap().take();
+        // Rolling back and detaching are round trips to the server.
+        py.detach(move || drop(held));
+    }
+}
+
+impl HeldSnapshot {
+    fn closed_error(&self) -> PyErr {
+        match self.ticket {
+            Some(t) => to_py(RunError::SnapshotClosed { number: t.number }),
+            None => SnapshotClosed::new_err(
+                "the snapshot is closed, so nothing can be read at it any more; read again \
+                 at a new snapshot",
+            ),
+        }
+    }
+}
+
+/// Takes a snapshot, plans the tables `tables` selects in it, and holds
+/// it open.
+#[pyfunction]
+#[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None, role=None,
+    charset="UTF8", parallel=None, client_lib=None, decimal256=false, allow_inconsistent=false))]
+#[allow(clippy::too_many_arguments)]
+fn hold(
+    py: Python<'_>,
+    database: String,
+    tables: Option<String>,
+    exclude: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    charset: &str,
+    parallel: Option<usize>,
+    client_lib: Option<PathBuf>,
+    decimal256: bool,
+    allow_inconsistent: bool,
+) -> PyResult<HeldSnapshot> {
+    let unload = unload_for(
+        database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
+        false, 128,
+    )?;
+    let unload = unload.clone().options(RunOptions {
+        allow_inconsistent,
+        ..unload.run_options().clone()
+    });
+    let held = py.detach(move || unload.hold_snapshot()).map_err(to_py)?;
+    Ok(HeldSnapshot {
+        plan: held.plan.clone(),
+        schemas: held.schemas.clone(),
+        ticket: held.ticket(),
+        server_version: held.server_version.clone(),
+        held: Mutex::new(Some(held)),
+    })
+}
+
+/// Reads `units` (`(first_slot, end_slot)` ranges) of table `table` in
+/// order, on one new attachment that joins the snapshot of `ticket` (or,
+/// with None, takes a snapshot of its own), and returns them as one
+/// pyarrow.Table of `columns` (all if None).
+#[pyfunction]
+#[pyo3(signature = (database, table, units, *, ticket, user=None, password=None, role=None,
+    charset="UTF8", client_lib=None, decimal256=false, columns=None))]
+#[allow(clippy::too_many_arguments)]
+fn read_units<'py>(
+    py: Python<'py>,
+    database: String,
+    table: String,
+    units: Vec<(u64, Option<u64>)>,
+    ticket: Option<(u64, u64, u64)>,
+    user: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    charset: &str,
+    client_lib: Option<PathBuf>,
+    decimal256: bool,
+    columns: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let unload = unload_for(
+        database,
+        None,
+        None,
+        user,
+        password,
+        role,
+        charset,
+        Some(1),
+        client_lib,
+        decimal256,
+        false,
+        128,
+    )?;
+    let ticket = ticket.map(
+        |(number, holder_transaction, oldest_active)| SnapshotTicket {
+            number,
+            holder_transaction,
+            oldest_active,
+        },
+    );
+    let mut reader = py
+        .detach(|| unload.join_snapshot(ticket.as_ref(), &table))
+        .map_err(to_py)?;
+    let schema = reader.schema();
+    let columns = projection(&table, &schema, columns.as_deref())?;
+    let mut batches = Vec::new();
+    let mut interrupted = None;
+    let read = py.detach(|| {
+        for (seq, (first_slot, end_slot)) in units.into_iter().enumerate() {
+            let unit = Unit {
+                table: 0,
+                seq,
+                first_slot,
+                end_slot,
+            };
+            reader.read(&unit, &mut |batch| {
+                batches.push(batch);
+                // Ctrl-C, where this runs on Python's main thread.
+                match Python::attach(|py| py.check_signals()) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        interrupted = Some(e);
+                        false
+                    }
+                }
+            })?;
+            if interrupted.is_some() {
+                break;
+            }
+        }
+        Ok::<_, RunError>(())
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    read.map_err(to_py)?;
+    let batches = batches
+        .into_iter()
+        .map(|b| project(b, &columns))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(arrow_err)?;
+    let schema = match &columns {
+        Some(indices) => Arc::new(schema.project(indices).map_err(arrow_err)?),
+        None => schema,
+    };
+    arrow_pyarrow::Table::try_new(batches, schema)
+        .map_err(arrow_err)?
+        .into_pyarrow(py)
+}
+
 #[pymodule]
 fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -570,7 +799,11 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("OutputError", py.get_type::<OutputError>())?;
     m.add("VerifyError", py.get_type::<VerifyError>())?;
     m.add("Interrupted", py.get_type::<Interrupted>())?;
+    m.add("SnapshotClosed", py.get_type::<SnapshotClosed>())?;
     m.add_class::<Stream>()?;
+    m.add_class::<HeldSnapshot>()?;
+    m.add_function(wrap_pyfunction!(hold, m)?)?;
+    m.add_function(wrap_pyfunction!(read_units, m)?)?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(unload, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;

@@ -1,0 +1,335 @@
+//! A held snapshot against the real embedded engine: readers that join it
+//! late, one unit at a time, see one state of the data while others
+//! write; a closed snapshot cannot be read.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::RecordBatch;
+use fbunload::{Error, HeldSnapshot, PlanOptions, RunOptions, Unit, Unload};
+use fbunload_client::{Attachment, Client, ConnectOptions, TransactionMode};
+
+const ACCOUNTS: i64 = 300;
+const START_BALANCE: i64 = 1000;
+
+fn client() -> Arc<Client> {
+    Client::load(None).expect("the embedded engine (scripts/setup.sh)")
+}
+
+/// ACCOUNTS and a LEDGER of every transfer, LEDGER over several pointer
+/// pages (4 KiB pages).
+fn bank(dir: &Path) -> PathBuf {
+    let db = dir.join("held.fdb");
+    let att = Attachment::create_database(
+        &client(),
+        &format!(
+            "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD 'masterkey' PAGE_SIZE 4096 \
+             SET NAMES 'UTF8' DEFAULT CHARACTER SET UTF8",
+            db.display()
+        ),
+    )
+    .unwrap();
+    for sql in [
+        "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL PRIMARY KEY, BALANCE BIGINT NOT NULL)",
+        "CREATE TABLE LEDGER (FROM_ID INTEGER, TO_ID INTEGER, AMOUNT BIGINT, NOTE VARCHAR(60))",
+        &format!(
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < {ACCOUNTS}) DO BEGIN \
+               INSERT INTO ACCOUNTS VALUES (:I, {START_BALANCE}); I = I + 1; END END"
+        ),
+        "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 60000) DO BEGIN \
+           INSERT INTO LEDGER VALUES (0, 0, 0, 'filler ' || (:I * 7919)); I = I + 1; END END",
+    ] {
+        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+        tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        tr.commit().unwrap();
+    }
+    db
+}
+
+fn unload(db: &Path) -> Unload {
+    Unload::new(db.to_string_lossy())
+        .user("SYSDBA")
+        .password("masterkey")
+        .client(client())
+        .tables("ACCOUNTS|LEDGER")
+        .options(RunOptions {
+            plan: PlanOptions {
+                unit_pages: Some(64),
+                ..PlanOptions::default()
+            },
+            ..RunOptions::default()
+        })
+}
+
+/// Moves money between accounts in committed transactions until `stop`.
+fn writer(db: PathBuf, seed: i64, stop: Arc<AtomicBool>, committed: Arc<AtomicU64>) {
+    let options = ConnectOptions {
+        database: db.to_string_lossy().into_owned(),
+        user: Some("SYSDBA".into()),
+        password: Some("masterkey".into()),
+        charset: "UTF8".into(),
+        ..Default::default()
+    };
+    let att = Attachment::connect(&client(), &options).unwrap();
+    let mut n = seed;
+    while !stop.load(Ordering::SeqCst) {
+        n += 1;
+        let (from, to, amount) = ((n * 7919) % ACCOUNTS, (n * 104729) % ACCOUNTS, n % 97 + 1);
+        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+        let moved = tr.execute(&format!(
+            "EXECUTE BLOCK AS BEGIN \
+               UPDATE ACCOUNTS SET BALANCE = BALANCE - {amount} WHERE ID = {from}; \
+               UPDATE ACCOUNTS SET BALANCE = BALANCE + {amount} WHERE ID = {to}; \
+               INSERT INTO LEDGER VALUES ({from}, {to}, {amount}, 'transfer'); END"
+        ));
+        match moved {
+            Ok(()) => {
+                tr.commit().unwrap();
+                committed.fetch_add(1, Ordering::Relaxed);
+            }
+            // Two writers on one account: the loser rolls back whole.
+            Err(_) => drop(tr),
+        }
+    }
+}
+
+/// Every batch of `units` of table `table`, each unit on a reader that
+/// joins the snapshot only when its turn comes.
+fn read_late(
+    held: &HeldSnapshot,
+    table: usize,
+    units: &[Unit],
+    pause: Duration,
+) -> Vec<RecordBatch> {
+    let mut batches = Vec::new();
+    for unit in units {
+        std::thread::sleep(pause);
+        let mut reader = held.reader(table).unwrap();
+        reader
+            .read(unit, &mut |batch| {
+                batches.push(batch);
+                true
+            })
+            .unwrap();
+    }
+    batches
+}
+
+fn table_index(held: &HeldSnapshot, name: &str) -> usize {
+    held.plan
+        .tables
+        .iter()
+        .position(|t| t.name == name)
+        .unwrap()
+}
+
+/// Two writers moving money until dropped.
+struct Writers {
+    stop: Arc<AtomicBool>,
+    committed: Arc<AtomicU64>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    fn start(db: &Path) -> Writers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let committed = Arc::new(AtomicU64::new(0));
+        let threads = (0..2)
+            .map(|seed| {
+                let (db, stop, committed) = (db.to_path_buf(), stop.clone(), committed.clone());
+                std::thread::spawn(move || writer(db, seed * 1_000_000, stop, committed))
+            })
+            .collect();
+        let writers = Writers {
+            stop,
+            committed,
+            threads,
+        };
+        writers.wait_for(50);
+        writers
+    }
+
+    fn committed(&self) -> u64 {
+        self.committed.load(Ordering::Relaxed)
+    }
+
+    fn wait_for(&self, transfers: u64) {
+        let target = self.committed() + transfers;
+        while self.committed() < target {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Writers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.threads.drain(..).for_each(|w| w.join().unwrap());
+    }
+}
+
+/// Reads LEDGER in 4 shares and then ACCOUNTS, every unit on a reader
+/// that joins late, and checks that each balance is what the ledger moved.
+fn check_books(held: &HeldSnapshot, writers: &Writers, what: &str) {
+    let at_start = writers.committed();
+    let (ledger, accounts) = (table_index(held, "LEDGER"), table_index(held, "ACCOUNTS"));
+    let shares = held.shares(ledger, Some(4)).unwrap();
+    assert_eq!(shares.len(), 4, "LEDGER spans several pointer pages");
+    // Accounts last: by then many transfers have committed.
+    let ledger_batches = read_late(held, ledger, &shares, Duration::from_millis(50));
+    let account_batches = read_late(
+        held,
+        accounts,
+        &held.plan.units_of(accounts).copied().collect::<Vec<_>>(),
+        Duration::from_millis(50),
+    );
+    assert!(
+        writers.committed() > at_start + 10,
+        "{what}: the writers must have committed while readers joined"
+    );
+    let mut balance = vec![START_BALANCE; ACCOUNTS as usize];
+    for batch in &ledger_batches {
+        let (from, to) = (
+            batch.column(0).as_primitive::<Int32Type>(),
+            batch.column(1).as_primitive::<Int32Type>(),
+        );
+        let amount = batch.column(2).as_primitive::<Int64Type>();
+        for i in 0..batch.num_rows() {
+            balance[from.value(i) as usize] -= amount.value(i);
+            balance[to.value(i) as usize] += amount.value(i);
+        }
+    }
+    let mut seen = 0;
+    for batch in &account_batches {
+        let (id, value) = (
+            batch.column(0).as_primitive::<Int32Type>(),
+            batch.column(1).as_primitive::<Int64Type>(),
+        );
+        for i in 0..batch.num_rows() {
+            assert_eq!(
+                value.value(i),
+                balance[id.value(i) as usize],
+                "{what}: account {} and the ledger are from different moments",
+                id.value(i)
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, ACCOUNTS);
+}
+
+#[test]
+fn readers_joining_late_see_the_snapshot_while_others_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let writers = Writers::start(&db);
+    for round in 0..3 {
+        let held = unload(&db).hold_snapshot().unwrap();
+        check_books(&held, &writers, &format!("round {round}"));
+    }
+}
+
+#[test]
+fn closing_one_snapshot_leaves_a_later_one_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let writers = Writers::start(&db);
+    let first = unload(&db).hold_snapshot().unwrap();
+    // The second finds the first's pin: it shares it instead of waiting.
+    let started = std::time::Instant::now();
+    let second = unload(&db).hold_snapshot().unwrap();
+    assert!(
+        started.elapsed() < fbunload::OLDER_TRANSACTIONS_WAIT / 2,
+        "took {:?}",
+        started.elapsed()
+    );
+    drop(first);
+    writers.wait_for(20);
+    check_books(&second, &writers, "the second snapshot");
+}
+
+#[test]
+fn shares_read_at_a_snapshot_equal_one_full_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let unload = unload(&db);
+    let held = unload.hold_snapshot().unwrap();
+    let ledger = table_index(&held, "LEDGER");
+    let whole: Vec<RecordBatch> = unload
+        .clone()
+        .tables("LEDGER")
+        .record_batches()
+        .unwrap()
+        .map(|item| item.unwrap().batch)
+        .collect();
+    for count in [1, 3, 7] {
+        let shares = held.shares(ledger, Some(count)).unwrap();
+        assert_eq!(shares.len(), count);
+        // Joined as another process would: by ticket and table name.
+        let mut batches = Vec::new();
+        for unit in &shares {
+            let mut reader = unload
+                .join_snapshot(held.ticket().as_ref(), "LEDGER")
+                .unwrap();
+            assert_eq!(reader.schema(), held.schemas[ledger]);
+            let rows = reader
+                .read(unit, &mut |batch| {
+                    batches.push(batch);
+                    true
+                })
+                .unwrap();
+            assert!(rows > 0, "{count} shares: unit {unit:?} is empty");
+        }
+        assert_eq!(notes(&batches), notes(&whole), "{count} shares");
+    }
+}
+
+fn notes(batches: &[RecordBatch]) -> Vec<String> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let note = b.column(3).as_string::<i32>();
+            (0..b.num_rows()).map(move |i| note.value(i).to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_closed_snapshot_cannot_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let unload = unload(&db);
+    let held = unload.hold_snapshot().unwrap();
+    let ticket = held.ticket().expect("Firebird 5 shares snapshots");
+    unload.join_snapshot(Some(&ticket), "ACCOUNTS").unwrap();
+    drop(held);
+    // Another snapshot at the same number keeps it joinable: still closed.
+    let _other = unload.hold_snapshot().unwrap();
+    match unload.join_snapshot(Some(&ticket), "ACCOUNTS") {
+        Err(Error::SnapshotClosed { number }) => assert_eq!(number, ticket.number),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("joined a closed snapshot"),
+    }
+}
+
+#[test]
+fn an_unknown_table_is_named_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let unload = unload(&db);
+    let held = unload.hold_snapshot().unwrap();
+    let error = unload
+        .join_snapshot(held.ticket().as_ref(), "NO_SUCH")
+        .err()
+        .expect("no table NO_SUCH");
+    assert!(
+        error
+            .to_string()
+            .starts_with("table NO_SUCH: no such table"),
+        "{error}"
+    );
+}
