@@ -60,6 +60,15 @@ def _exact(name: str) -> str:
 
 
 def _open_table(database: str, table: str, **options: Any):
+    # One table: its columns and rows are chosen in the queries themselves.
+    columns = options.pop("columns", None)
+    if columns is not None:
+        options["select_columns"] = list(columns)
+    condition = options.pop("where", None)
+    if condition is not None:
+        # The leading ':' says "no table name": a condition may itself
+        # start with NAME: (see --where).
+        options["condition"] = ":" + condition
     stream = _fbunload.open(database, tables=_exact(table), **options)
     names = stream.table_names()
     if names != [table]:
@@ -78,13 +87,19 @@ def read_batches(
     charset: str = "UTF8",
     parallel: Optional[int] = None,
     columns: Optional[Sequence[str]] = None,
+    where: Optional[str] = None,
     client_lib: Optional[str] = None,
     **options: Any,
 ) -> pa.RecordBatchReader:
     """Table ``table`` as a ``pyarrow.RecordBatchReader``: batches in DB_KEY
     order while ``parallel`` workers read ahead, in bounded memory
     (``memory_mb``, 128 by default), through the Arrow C stream interface.
-    Closing or dropping the reader stops the run."""
+    Closing or dropping the reader stops the run.
+
+    ``columns`` (names as stored, in the order wanted) and ``where`` (an
+    SQL condition, e.g. ``"S_W_ID = 7"``) are part of every worker's
+    query: only those columns and rows are read, still in parallel, at one
+    snapshot."""
     stream = _open_table(
         database,
         table,
@@ -93,7 +108,8 @@ def read_batches(
         role=role,
         charset=charset,
         parallel=parallel,
-        columns=list(columns) if columns is not None else None,
+        columns=columns,
+        where=where,
         client_lib=client_lib,
         **options,
     )
@@ -120,8 +136,6 @@ def read_arrow(database: str, table: str, **options: Any) -> pa.Table:
     :func:`read_batches`, and ``verify=True`` to compare the rows with
     ``COUNT(*)`` at the same snapshot."""
     options.setdefault("charset", "UTF8")
-    if "columns" in options and options["columns"] is not None:
-        options["columns"] = list(options["columns"])
     stream = _open_table(database, table, **options)
     return _tables(stream)[table]
 
@@ -133,6 +147,9 @@ def read_tables(database: str, tables: Optional[str] = None, **options: Any) -> 
     snapshot, as a dict of ``pyarrow.Table`` by name."""
     if "columns" in options and options["columns"] is not None:
         options["columns"] = list(options["columns"])
+    if "where" in options:
+        # "TABLE:condition" for one of several tables, as --where takes it.
+        options["condition"] = options.pop("where")
     return _tables(_fbunload.open(database, tables=tables, **options))
 
 

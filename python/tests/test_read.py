@@ -266,3 +266,24 @@ def test_ctrl_c_stops_a_read_at_once(big_db):
     assert late < 2.0, f"KeyboardInterrupt came {late:.2f} s after Ctrl-C"
     # The engine is still usable afterwards.
     assert fbunload.read_arrow(big_db, "SMALL", **AUTH).num_rows == 1
+
+
+def test_columns_and_where_are_read_in_the_queries(big_db):
+    """Only the chosen columns and rows are read (a condition on a column
+    not read), in DB_KEY order, the same at any parallel."""
+    frames = [
+        fbunload.read_arrow(
+            big_db, "WIDE", columns=["N", "ID"], where="MOD(ID, 1000) = 7 AND A > ''",
+            parallel=p, **AUTH,
+        )
+        for p in (1, 3)
+    ]
+    assert frames[0].equals(frames[1])
+    table = frames[0]
+    assert table.column_names == ["N", "ID"]
+    assert table.column("ID").to_pylist() == list(range(7, 200000, 1000))
+    with pytest.raises(fbunload.UsageError) as caught:
+        fbunload.read_arrow(big_db, "WIDE", where="ID < 0) OR (1=1", **AUTH)
+    assert "closes more than the condition opened" in str(caught.value)
+    tables = fbunload.read_tables(big_db, "WIDE|SMALL", where="SMALL:ID > 100", **AUTH)
+    assert tables["SMALL"].num_rows == 0 and tables["WIDE"].num_rows == 200000

@@ -71,7 +71,9 @@ pub use fbunload_exec::{
 };
 pub use fbunload_format as format;
 pub use fbunload_format::Format;
-pub use fbunload_plan::{counted, printable, Plan, PlanOptions, TableFilter, TablePlan, Unit};
+pub use fbunload_plan::{
+    counted, printable, quote_identifier, Plan, PlanOptions, TableFilter, TablePlan, Unit,
+};
 use fbunload_plan::{selection, SelectionError, TableChoice};
 
 use fbunload_dest::{BatchStream, FileOutput, StreamReceiver};

@@ -138,6 +138,23 @@ fn unload_for(
     Ok(unload)
 }
 
+/// Pushes a column list (of the one table read, names exactly as written)
+/// and a row condition (`[TABLE:]condition`, as `--where` takes it) down
+/// into the queries.
+fn choose(mut unload: Unload, columns: Option<Vec<String>>, condition: Option<String>) -> Unload {
+    if let Some(columns) = columns {
+        let quoted: Vec<String> = columns
+            .iter()
+            .map(|c| fbunload::quote_identifier(c))
+            .collect();
+        unload = unload.columns(&quoted.join(","));
+    }
+    if let Some(condition) = condition {
+        unload = unload.rows_where(&condition);
+    }
+    unload
+}
+
 /// Positions of `columns` in `schema`, or a UsageError naming the table,
 /// the unknown column and the columns there are.
 fn projection(
@@ -322,7 +339,7 @@ impl RecordBatchReader for TableReader {
 #[pyfunction]
 #[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None, role=None,
     charset="UTF8", parallel=None, columns=None, client_lib=None, decimal256=false,
-    verify=false, memory_mb=128))]
+    verify=false, memory_mb=128, select_columns=None, condition=None))]
 #[allow(clippy::too_many_arguments)]
 fn open(
     py: Python<'_>,
@@ -339,11 +356,14 @@ fn open(
     decimal256: bool,
     verify: bool,
     memory_mb: usize,
+    select_columns: Option<Vec<String>>,
+    condition: Option<String>,
 ) -> PyResult<Stream> {
     let unload = unload_for(
         database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
         verify, memory_mb,
     )?;
+    let unload = choose(unload, select_columns, condition);
     let batches = py.detach(move || unload.record_batches()).map_err(to_py)?;
     let plan = batches.plan();
     let names: Vec<String> = plan.tables.iter().map(|t| t.name.clone()).collect();
