@@ -607,3 +607,23 @@ fn a_bad_choice_names_the_option_and_writes_nothing() {
         assert_eq!(written, 0, "{args:?}: no table file");
     }
 }
+
+#[test]
+fn an_empty_database_is_an_error_that_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "empty.fdb", 8192);
+    execute(&db, &["CREATE VIEW V AS SELECT 1 AS X FROM RDB$DATABASE"]);
+    let out_dir = dir.path().join("out");
+    let out = fbunload(&db, &["-o", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("the database has no user tables") && err.contains("nothing to unload"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let written = std::fs::read_dir(&out_dir)
+        .map(|d| d.filter_map(Result::ok).count())
+        .unwrap_or(0);
+    assert_eq!(written, 0, "nothing in the output directory");
+}

@@ -314,7 +314,14 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
         |row| names.push(text(row, 0)),
     )?;
     if names.is_empty() {
-        return Ok("the database has no user tables".into());
+        // An error, not an empty success: a script unloading a database
+        // that turned out empty (a wrong path, a restore not done yet)
+        // must notice.
+        return Ok(
+            "the database has no user tables (views, system and temporary tables are \
+                   not unloaded): nothing to unload; check that -d names the right database"
+                .into(),
+        );
     }
     let shown: Vec<_> = names.iter().take(20).map(String::as_str).collect();
     let more = if names.len() > 20 {
