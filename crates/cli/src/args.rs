@@ -185,6 +185,11 @@ pub struct Args {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
+    /// How progress is shown on stderr: a line for people while stderr is a terminal (bar),
+    /// or one JSON object per line for every unit and table, the summary last (json)
+    #[arg(long, value_enum, value_name = "bar|json", default_value_t = ProgressMode::Bar)]
+    pub progress: ProgressMode,
+
     /// Print a completion script for a shell, or the man page, and exit: e.g.
     /// `fbunload --generate bash > ~/.local/share/bash-completion/completions/fbunload`,
     /// `fbunload --generate man > ~/.local/share/man/man1/fbunload.1`
@@ -218,6 +223,12 @@ const FORMAT_OPTIONS: &[(&str, &[Format], &str)] = &[
     ),
     ("decimal256", &[Format::Parquet, Format::Arrow], ""),
 ];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressMode {
+    Bar,
+    Json,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {

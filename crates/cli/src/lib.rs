@@ -261,13 +261,22 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         return Ok(());
     }
 
-    let display = progress::Display::new(args.quiet);
-    let summary = if args.output.as_os_str() == "-" {
-        unload.to_stdout(format, &display)
-    } else {
-        unload.to_directory(&args.output, format, &display)
+    let run = |progress: &dyn fbunload::Progress| {
+        if args.output.as_os_str() == "-" {
+            unload.to_stdout(format.clone(), progress)
+        } else {
+            unload.to_directory(&args.output, format.clone(), progress)
+        }
+        .map_err(describe)
+    };
+    if args.progress == args::ProgressMode::Json && !args.quiet {
+        let events = progress::JsonLines::new();
+        let summary = run(&events)?;
+        events.summary(&summary);
+        return Ok(());
     }
-    .map_err(describe)?;
+    let display = progress::Display::new(args.quiet);
+    let summary = run(&display)?;
     display.finish();
     if !args.quiet {
         eprint!("{}", summary_text(&summary));

@@ -1,10 +1,15 @@
-//! The progress display: one line on stderr, only when it is a terminal.
+//! Progress on stderr: a line for people (only when stderr is a
+//! terminal), or with `--progress json` one JSON object per event, for
+//! schedulers and scripts, ending with the run's summary.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-use fbunload::{counted, Plan, Progress, RunStart, Unit};
+use fbunload::{counted, Plan, Progress, RunStart, Summary, Unit};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
 
 pub struct Display {
     bar: ProgressBar,
@@ -24,7 +29,14 @@ impl Display {
             ProgressDrawTarget::stderr()
         };
         let bar = ProgressBar::with_draw_target(None, target);
-        bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}").unwrap());
+        // The bar's length is the run's units: percent and ETA by units
+        // done, which the automatic unit size keeps about equal.
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {percent:>3}% ETA {eta} · {msg}",
+            )
+            .unwrap(),
+        );
         bar.enable_steady_tick(Duration::from_millis(200));
         Display {
             bar,
@@ -45,13 +57,13 @@ impl Display {
         let secs = self.bar.elapsed().as_secs_f64().max(1e-3);
         let units = self.units.load(Ordering::Relaxed).max(1);
         let done = self.units_done.load(Ordering::Relaxed);
+        self.bar.set_position(done as u64);
         self.bar.set_message(format!(
-            "{}/{} tables · {}/{} units ({:.0}%) · {} · {:.0} rows/s",
+            "{}/{} tables · {}/{} units · {} · {:.0} rows/s",
             self.tables_done.load(Ordering::Relaxed),
             self.tables.load(Ordering::Relaxed),
             done,
             units,
-            100.0 * done as f64 / units as f64,
             counted(rows, "row"),
             rows as f64 / secs
         ));
@@ -62,6 +74,7 @@ impl Progress for Display {
     fn started(&self, plan: &Plan, start: &RunStart) {
         self.tables.store(plan.tables.len(), Ordering::Relaxed);
         self.units.store(plan.units.len(), Ordering::Relaxed);
+        self.bar.set_length(plan.units.len() as u64);
         self.bar.println(format!(
             "{} in {}, {}, snapshot {}",
             crate::count(plan.tables.len(), "table"),
@@ -90,5 +103,116 @@ impl Progress for Display {
     fn table_finished(&self, _table: &str, _rows: u64) {
         self.tables_done.fetch_add(1, Ordering::Relaxed);
         self.refresh();
+    }
+}
+
+/// `--progress json`: one JSON object per line on stderr for every event,
+/// and the summary last. Lines are whole: workers write under a lock.
+pub struct JsonLines {
+    start: Instant,
+    rows: AtomicU64,
+    units_done: AtomicUsize,
+    units: AtomicUsize,
+    /// Table names by index, for unit events.
+    tables: Mutex<Vec<String>>,
+    out: Mutex<std::io::Stderr>,
+}
+
+impl JsonLines {
+    pub fn new() -> Self {
+        JsonLines {
+            start: Instant::now(),
+            rows: AtomicU64::new(0),
+            units_done: AtomicUsize::new(0),
+            units: AtomicUsize::new(0),
+            tables: Mutex::new(Vec::new()),
+            out: Mutex::new(std::io::stderr()),
+        }
+    }
+
+    fn emit(&self, event: serde_json::Value) {
+        let mut out = self.out.lock().unwrap();
+        // Progress must never stop the unload: a closed stderr is ignored.
+        let _ = writeln!(out, "{event}");
+    }
+
+    fn seconds(&self) -> f64 {
+        (self.start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0
+    }
+
+    /// The run's outcome, in the shape of the text summary.
+    pub fn summary(&self, summary: &Summary) {
+        let tables: Vec<_> = summary
+            .tables
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "rows": t.rows,
+                    "bytes": t.bytes,
+                    "units": t.units,
+                    "path": t.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+                })
+            })
+            .collect();
+        self.emit(json!({
+            "event": "summary",
+            "seconds": summary.elapsed.as_secs_f64(),
+            "rows": summary.rows(),
+            "bytes": summary.bytes(),
+            "workers": summary.start.workers,
+            "snapshot_number": summary.start.snapshot_number,
+            "verified": summary.verified,
+            "retries": summary.retries,
+            "tables": tables,
+        }));
+    }
+}
+
+impl Progress for JsonLines {
+    fn started(&self, plan: &Plan, start: &RunStart) {
+        self.units.store(plan.units.len(), Ordering::Relaxed);
+        *self.tables.lock().unwrap() = plan.tables.iter().map(|t| t.name.clone()).collect();
+        self.emit(json!({
+            "event": "started",
+            "seconds": self.seconds(),
+            "tables": plan.tables.len(),
+            "units": plan.units.len(),
+            "workers": start.workers,
+            "snapshot_number": start.snapshot_number,
+            "server": start.server_version,
+        }));
+    }
+
+    fn rows_read(&self, rows: u64) {
+        self.rows.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    fn unit_finished(&self, unit: &Unit, rows: u64) {
+        let done = self.units_done.fetch_add(1, Ordering::Relaxed) + 1;
+        let table = self.tables.lock().unwrap().get(unit.table).cloned();
+        self.emit(json!({
+            "event": "unit",
+            "seconds": self.seconds(),
+            "table": table,
+            "seq": unit.seq,
+            "rows": rows,
+            "units_done": done,
+            "units": self.units.load(Ordering::Relaxed),
+            "rows_read": self.rows.load(Ordering::Relaxed),
+        }));
+    }
+
+    fn table_finished(&self, table: &str, rows: u64) {
+        self.emit(json!({
+            "event": "table",
+            "seconds": self.seconds(),
+            "table": table,
+            "rows": rows,
+        }));
+    }
+
+    fn warning(&self, message: &str) {
+        self.emit(json!({"event": "warning", "seconds": self.seconds(), "message": message}));
     }
 }

@@ -627,3 +627,53 @@ fn an_empty_database_is_an_error_that_says_so() {
         .unwrap_or(0);
     assert_eq!(written, 0, "nothing in the output directory");
 }
+
+#[test]
+fn progress_json_is_one_event_per_line_and_the_summary_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let out_dir = dir.path().join("json");
+    let out = fbunload(
+        &db,
+        &[
+            "-j",
+            "2",
+            "--unit-pages",
+            "50",
+            "--progress",
+            "json",
+            "-o",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<serde_json::Value> = stderr(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let kind = |e: &serde_json::Value| e["event"].as_str().unwrap().to_string();
+    assert_eq!(kind(&events[0]), "started");
+    let units = events[0]["units"].as_u64().unwrap();
+    let unit_events: Vec<_> = events.iter().filter(|e| kind(e) == "unit").collect();
+    assert_eq!(unit_events.len() as u64, units);
+    assert_eq!(
+        unit_events.last().unwrap()["units_done"].as_u64(),
+        Some(units)
+    );
+    let tables = events.iter().filter(|e| kind(e) == "table").count();
+    assert_eq!(tables, 5);
+    let summary = events.last().unwrap();
+    assert_eq!(kind(summary), "summary");
+    let big = summary["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "BIG")
+        .unwrap();
+    assert_eq!(big["rows"].as_i64(), Some(count(&db, "BIG")));
+    let unit_rows: u64 = unit_events
+        .iter()
+        .map(|e| e["rows"].as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(unit_rows), summary["rows"].as_u64());
+}
