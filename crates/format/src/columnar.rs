@@ -179,7 +179,8 @@ impl BatchFormat for ParquetFormat {
             }),
             schema,
             props,
-            group_rows: self.row_group_rows,
+            // A library caller's 0 would be groups of no rows.
+            group_rows: self.row_group_rows.max(1),
             next_part: self.split.then_some(out),
             current,
             part_rows: 0,
@@ -559,16 +560,19 @@ mod tests {
             write_table(&format, &[(0, 1), (1, 8191), (8192, 191_808)])
         );
         assert_eq!(whole, write_table_in_parallel(&format, 200_000));
-        let reader =
-            parquet::file::reader::SerializedFileReader::new(bytes::Bytes::from(whole)).unwrap();
-        use parquet::file::reader::FileReader;
-        let groups: Vec<i64> = reader
+        assert_eq!(row_groups(whole), [70_000, 70_000, 60_000]);
+    }
+
+    /// Rows per row group of a Parquet file.
+    fn row_groups(file: Vec<u8>) -> Vec<i64> {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let reader = SerializedFileReader::new(bytes::Bytes::from(file)).unwrap();
+        reader
             .metadata()
             .row_groups()
             .iter()
             .map(|g| g.num_rows())
-            .collect();
-        assert_eq!(groups, [70_000, 70_000, 60_000]);
+            .collect()
     }
 
     #[test]
@@ -634,17 +638,7 @@ mod tests {
             .lock()
             .unwrap()
             .iter()
-            .map(|part| {
-                let bytes = bytes::Bytes::from(part.0.lock().unwrap().clone());
-                let reader = parquet::file::reader::SerializedFileReader::new(bytes).unwrap();
-                use parquet::file::reader::FileReader;
-                reader
-                    .metadata()
-                    .row_groups()
-                    .iter()
-                    .map(|g| g.num_rows())
-                    .collect()
-            })
+            .map(|part| row_groups(part.0.lock().unwrap().clone()))
             .collect();
         let group = PART_ROWS as i64 / 2 + 1;
         let last = rows as i64 - 3 * group;
