@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::parser::ValueSource;
-use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -18,16 +18,27 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
         at one instant. Large tables are split by pointer pages and the pieces handed to \
         whichever worker is free. Each table becomes <output>/<TABLE>.csv (or .tsv, .jsonl, \
         .parquet, .arrow), written under a temporary name and renamed only when complete; its \
-        bytes are the same for any --parallel.",
+        bytes are the same for any --parallel. Last comes <output>/manifest.json: the snapshot, \
+        the options, and every table's rows, columns and files with their SHA-256; `fbunload \
+        check <output>` compares the files with it later. A directory that holds another run's \
+        files is refused unless --overwrite.",
     after_help = "Examples:\n  \
         fbunload -d /data/horses.fdb -u SYSDBA -p masterkey -o ./out\n  \
         fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 --header -o ./out\n  \
         fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify -o ./lake\n  \
+        fbunload -d dbhost:/data/erp.fdb -f parquet --verify --overwrite -o ./lake   (again, replacing that run)\n  \
+        fbunload check ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n\n\
-        The password can also come from ISC_PASSWORD, the user from ISC_USER."
+        The password can also come from ISC_PASSWORD, the user from ISC_USER.",
+    // `fbunload check DIR` stands alone; every unload keeps its flags.
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
 pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Database: a file path (opens the embedded engine), host:path, host/port:path or inet://host:port/path
     #[arg(
         short = 'd',
@@ -87,6 +98,14 @@ pub struct Args {
     /// unit in order; parquet and arrow once the file is complete
     #[arg(short = 'o', long, value_name = "DIR", default_value = ".")]
     pub output: PathBuf,
+
+    /// Replace the run already in the output directory: the files its manifest.json lists, and
+    /// the manifest, are removed once the snapshot is taken; files it does not list are left
+    /// alone. Without this, a directory holding another run's manifest.json or table files is
+    /// refused, so two snapshots never mix. Table files with no manifest (an older fbunload, a
+    /// failed run) are replaced only where this run writes the same names
+    #[arg(long)]
+    pub overwrite: bool,
 
     /// Output format: csv, tsv (CSV rules with a tab), jsonl (one JSON object per row),
     /// parquet, or arrow (Arrow IPC file)
@@ -199,6 +218,20 @@ pub struct Args {
     /// The options typed on the command line (not defaults), by clap id.
     #[arg(skip)]
     typed: Vec<String>,
+}
+
+/// What fbunload does other than unloading.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Check an output directory against its manifest.json: every file it lists is read again
+    /// and its size and SHA-256 compared. Each difference is printed on its own line naming the
+    /// file; the exit status is 1 on any difference or if a file or the manifest is missing, 0
+    /// when every file matches
+    Check {
+        /// The output directory of a complete run
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 /// Options that only some formats take: the option's clap id, the formats
@@ -376,6 +409,7 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
         let mut argv = vec!["fbunload", "-d", "x.fdb"];
@@ -413,6 +447,17 @@ mod tests {
         assert_eq!(refused(&["-f", "parquet"]), None);
         assert_eq!(refused(&["--header", "--delimiter", "tab", "--crlf"]), None);
         assert_eq!(refused(&["-f", "parquet", "--split", "--decimal256"]), None);
+    }
+
+    #[test]
+    fn check_is_a_subcommand_and_unloads_keep_their_flags() {
+        let check = Args::try_parse_from_argv(["fbunload", "check", "out"]).unwrap();
+        assert!(matches!(check.command, Some(Command::Check { dir }) if dir == Path::new("out")));
+        let unload = parse(&["-o", "check", "--overwrite"]).unwrap();
+        assert!(unload.command.is_none() && unload.overwrite);
+        assert_eq!(unload.output, Path::new("check"));
+        assert!(Args::try_parse_from_argv(["fbunload", "-d", "x.fdb", "check", "out"]).is_err());
+        assert!(Args::try_parse_from_argv(["fbunload", "check"]).is_err());
     }
 
     #[test]

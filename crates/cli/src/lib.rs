@@ -68,9 +68,10 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
     if let Some(password) = &args.password {
         hide_password::hide(password);
     }
-    let done = match args.generate {
-        Some(what) => generate(what),
-        None => execute(&args, cancel),
+    let done = match (&args.command, args.generate) {
+        (Some(args::Command::Check { dir }), _) => check(dir),
+        (None, Some(what)) => generate(what),
+        (None, None) => execute(&args, cancel),
     };
     match done {
         Ok(()) => 0,
@@ -128,6 +129,28 @@ fn generate(what: args::Generate) -> Result<(), Failure> {
     what.write(&mut out)
         .and_then(|()| out.flush())
         .map_err(stdout_failure)
+}
+
+/// `fbunload check DIR`: each difference on its own line on standard
+/// output, then a failure; or one line saying that everything matches.
+fn check(dir: &std::path::Path) -> Result<(), Failure> {
+    let report = fbunload::check_directory(dir).map_err(describe)?;
+    for difference in &report.differences {
+        print_out(format_args!("{difference}"))?;
+    }
+    if report.matches() {
+        print_out(format_args!(
+            "{} match the manifest",
+            count(report.files, "file")
+        ))?;
+        return Ok(());
+    }
+    Err(Failure::Error(format!(
+        "check failed: {} from {} ({} checked)",
+        count(report.differences.len(), "difference"),
+        dir.join(fbunload::MANIFEST_NAME).display(),
+        count(report.files, "file")
+    )))
 }
 
 /// "1 table", "2 tables".
@@ -188,6 +211,11 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         )
     })?;
     let format = output_format(args)?;
+    if args.overwrite && args.output.as_os_str() == "-" {
+        return Err(Failure::Error(
+            "--overwrite is for an output directory; -o - writes to standard output".into(),
+        ));
+    }
     let options = RunOptions {
         parallel: args.parallel(),
         plan: PlanOptions {
@@ -217,7 +245,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .ok_or_else(|| Failure::Error("-d/--database is required".into()))?;
     let mut unload = Unload::new(database)
         .options(options)
-        .memory_budget(args.memory_mb.saturating_mul(1 << 20));
+        .memory_budget(args.memory_mb.saturating_mul(1 << 20))
+        .overwrite(args.overwrite);
     if let Some(user) = &args.user {
         unload = unload.user(user);
     }
@@ -359,6 +388,7 @@ mod tests {
                 rows: 1,
                 bytes: 2,
                 units: 1,
+                files: Vec::new(),
             }],
             elapsed: std::time::Duration::from_millis(10),
             verified: false,

@@ -11,31 +11,53 @@
 //! into the directory removes. The lock (an advisory `flock` on the
 //! directory) makes a second concurrent run into the same directory fail at
 //! once instead of mixing files.
+//!
+//! A directory holding another run's files is refused unless the run is
+//! to overwrite them (`previous`); the run's `manifest.json` goes in last,
+//! through the staging directory like every table.
 
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use fbunload_exec::ExecError;
+use fbunload_exec::{ExecError, FileDigest};
+
+use crate::digest::digest_tree;
+use crate::manifest::{Manifest, MANIFEST_NAME};
+use crate::previous::{self, PreviousRun};
 
 /// Names of staging directories begin so.
 pub const STAGING_PREFIX: &str = ".fbunload-run-";
+
+/// What to do with another run's files found in the output directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reuse {
+    /// Refuse the run (`manifest.json` or table files are there).
+    #[default]
+    Refuse,
+    /// Remove what the old manifest lists, and the old manifest, before
+    /// publishing; with no manifest, replace the names this run writes.
+    Overwrite,
+}
 
 /// A locked output directory with the run's staging directory in it.
 #[derive(Debug)]
 pub struct OutputDir {
     path: PathBuf,
     staging: tempfile::TempDir,
+    /// The old run's files to remove before the first table is published.
+    to_remove: Mutex<Option<Vec<PathBuf>>>,
     /// Held for the life of the run.
     _lock: File,
 }
 
 impl OutputDir {
-    /// Makes `path` if needed, locks it, removes what dead runs left and
-    /// makes this run's staging directory, which also proves that files can
-    /// be written there before any work starts.
-    pub fn open(path: &Path) -> Result<Arc<OutputDir>, ExecError> {
+    /// Makes `path` if needed, locks it, refuses it if it holds another
+    /// run's files (unless `reuse` says to overwrite them), removes what
+    /// dead runs left and makes this run's staging directory, which also
+    /// proves that files can be written there before any work starts.
+    pub fn open(path: &Path, reuse: Reuse) -> Result<Arc<OutputDir>, ExecError> {
         let fail = |reason: String| ExecError::OutputDir {
             path: path.to_path_buf(),
             reason,
@@ -52,6 +74,11 @@ impl OutputDir {
             ),
             _ => fail(format!("cannot lock it: {e}")),
         })?;
+        let previous = PreviousRun::find(path).map_err(|e| fail(format!("cannot list it: {e}")))?;
+        if !previous.is_empty() && reuse == Reuse::Refuse {
+            return Err(fail(previous.refusal()));
+        }
+        let to_remove = previous.files_to_remove(path).map_err(fail)?;
         remove_dead_runs(path);
         let staging = tempfile::Builder::new()
             .prefix(STAGING_PREFIX)
@@ -60,8 +87,45 @@ impl OutputDir {
         Ok(Arc::new(OutputDir {
             path: path.to_path_buf(),
             staging,
+            to_remove: Mutex::new(previous.manifest.then_some(to_remove)),
             _lock: lock,
         }))
+    }
+
+    /// Removes the overwritten run's files (see [`Reuse::Overwrite`]), once:
+    /// called when the snapshot is taken, so a run that fails before (a bad
+    /// `--where`, a wrong password) leaves the old run as it was.
+    pub fn remove_previous_run(&self) -> Result<(), ExecError> {
+        let Some(files) = self.to_remove.lock().unwrap().take() else {
+            return Ok(());
+        };
+        previous::remove(&self.path, &files).map_err(|e| ExecError::OutputDir {
+            path: self.path.clone(),
+            reason: format!("removing the overwritten run's files: {e}"),
+        })?;
+        sync_dir(&self.path);
+        Ok(())
+    }
+
+    /// Writes `manifest` as `manifest.json`, the run's last file: created
+    /// new in the staging directory, synced, and renamed in.
+    pub fn publish_manifest(&self, manifest: &Manifest) -> Result<PathBuf, ExecError> {
+        let to = self.path.join(MANIFEST_NAME);
+        let write = || -> io::Result<()> {
+            let mut file = self.create(MANIFEST_NAME)?;
+            let mut text = serde_json::to_vec_pretty(manifest)?;
+            text.push(b'\n');
+            file.write_all(&text)?;
+            file.sync_all()?;
+            fs::rename(self.staging().join(MANIFEST_NAME), &to)?;
+            sync_dir(&self.path);
+            Ok(())
+        };
+        write().map_err(|e| ExecError::OutputDir {
+            path: self.path.clone(),
+            reason: format!("writing {MANIFEST_NAME}: {e}"),
+        })?;
+        Ok(to)
     }
 
     pub fn path(&self) -> &Path {
@@ -90,13 +154,15 @@ impl OutputDir {
         Ok(dir)
     }
 
-    /// Syncs the complete file (or directory of parts) `name` and moves it
-    /// into the output directory, replacing what a previous run left under
-    /// that name. Returns its final path and size.
-    pub(crate) fn publish(&self, name: &str) -> io::Result<(PathBuf, u64)> {
+    /// Syncs the complete file (or directory of parts) `name`, hashes its
+    /// files, and moves it into the output directory, replacing what a
+    /// previous run left under that name. Returns its final path and its
+    /// files.
+    pub(crate) fn publish(&self, name: &str) -> io::Result<(PathBuf, Vec<FileDigest>)> {
         let from = self.staging().join(name);
         let to = self.path.join(name);
-        let bytes = sync_tree(&from)?;
+        sync_tree(&from)?;
+        let files = digest_tree(&from, name)?;
         match fs::symlink_metadata(&to) {
             Ok(old) if old.is_dir() => {
                 // A directory of parts of an earlier `--split` run (or one
@@ -124,23 +190,21 @@ impl OutputDir {
             _ => fs::rename(&from, &to)?,
         }
         sync_dir(&self.path);
-        Ok((to, bytes))
+        Ok((to, files))
     }
 }
 
-/// Syncs a file, or every file of a directory; returns their size.
-fn sync_tree(path: &Path) -> io::Result<u64> {
+/// Syncs a file, or every file of a directory.
+fn sync_tree(path: &Path) -> io::Result<()> {
     let meta = fs::symlink_metadata(path)?;
     if meta.is_dir() {
-        let mut bytes = 0;
         for entry in fs::read_dir(path)? {
-            bytes += sync_tree(&entry?.path())?;
+            sync_tree(&entry?.path())?;
         }
         sync_dir(path);
-        return Ok(bytes);
+        return Ok(());
     }
-    OpenOptions::new().write(true).open(path)?.sync_all()?;
-    Ok(meta.len())
+    OpenOptions::new().write(true).open(path)?.sync_all()
 }
 
 /// Makes renames in `dir` durable, where the platform can.
@@ -217,11 +281,13 @@ mod tests {
     #[test]
     fn a_second_run_into_the_same_directory_is_refused_while_the_first_lasts() {
         let dir = tempfile::tempdir().unwrap();
-        let first = OutputDir::open(dir.path()).unwrap();
-        let err = OutputDir::open(dir.path()).unwrap_err().to_string();
+        let first = OutputDir::open(dir.path(), Reuse::Refuse).unwrap();
+        let err = OutputDir::open(dir.path(), Reuse::Refuse)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("another fbunload run"), "{err}");
         drop(first);
-        OutputDir::open(dir.path()).unwrap();
+        OutputDir::open(dir.path(), Reuse::Refuse).unwrap();
     }
 
     #[test]
@@ -238,7 +304,7 @@ mod tests {
             dir.path().join(format!("{STAGING_PREFIX}link")),
         )
         .unwrap();
-        let out = OutputDir::open(dir.path()).unwrap();
+        let out = OutputDir::open(dir.path(), Reuse::Refuse).unwrap();
         assert!(!dead.exists());
         assert!(victim.path().join("keep").exists());
         drop(out);
@@ -251,11 +317,11 @@ mod tests {
         fs::write(victim.path(), b"precious").unwrap();
         #[cfg(unix)]
         std::os::unix::fs::symlink(victim.path(), dir.path().join("T.csv")).unwrap();
-        let out = OutputDir::open(dir.path()).unwrap();
+        let out = OutputDir::open(dir.path(), Reuse::Overwrite).unwrap();
         use std::io::Write;
         out.create("T.csv").unwrap().write_all(b"rows").unwrap();
-        let (path, bytes) = out.publish("T.csv").unwrap();
-        assert_eq!(bytes, 4);
+        let (path, files) = out.publish("T.csv").unwrap();
+        assert_eq!(files[0].bytes, 4);
         assert_eq!(fs::read(path).unwrap(), b"rows");
         assert_eq!(fs::read(victim.path()).unwrap(), b"precious");
     }
@@ -265,7 +331,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("T.parquet")).unwrap();
         fs::write(dir.path().join("T.parquet/notes.txt"), b"mine").unwrap();
-        let out = OutputDir::open(dir.path()).unwrap();
+        let out = OutputDir::open(dir.path(), Reuse::Overwrite).unwrap();
         out.create("T.parquet").unwrap();
         let err = out.publish("T.parquet").unwrap_err().to_string();
         assert!(err.contains("in the way"), "{err}");

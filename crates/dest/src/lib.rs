@@ -15,10 +15,19 @@
 //! Units that finish before their turn wait in a shared memory budget and
 //! spill to the staging directory beyond it (`spool`); `order` assembles a
 //! table from its units.
+//!
+//! A run into a directory ends with its [`Manifest`] (`manifest.json`:
+//! every file with its SHA-256), which [`check_directory`] compares with
+//! the files later, and which a run that overwrites the directory reads to
+//! know what to remove (`previous`).
 
+mod check;
+mod digest;
 mod directory;
+mod manifest;
 mod names;
 mod order;
+mod previous;
 mod spool;
 mod stream;
 
@@ -29,7 +38,11 @@ use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
 use fbunload_format::Format;
 use fbunload_plan::Unit;
 
-pub use directory::{OutputDir, STAGING_PREFIX};
+pub use check::{check_directory, CheckReport};
+pub use directory::{OutputDir, Reuse, STAGING_PREFIX};
+pub use manifest::{
+    Manifest, ManifestColumn, ManifestFile, ManifestTable, MANIFEST_NAME, MANIFEST_VERSION,
+};
 pub use names::file_name_for;
 pub use spool::MemoryBudget;
 pub use stream::{BatchStream, StreamReceiver, StreamedBatch};
@@ -103,6 +116,11 @@ impl FileOutput {
 
 impl Destination for FileOutput {
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
+        if let Target::Directory(dir) = &self.target {
+            // The snapshot is taken and the plan holds: the overwritten
+            // run's files go before this run's first is published.
+            dir.remove_previous_run()?;
+        }
         if let Target::Stdout(_) = self.target {
             if run.plan.tables.len() != 1 {
                 return Err(ExecError::Usage(format!(

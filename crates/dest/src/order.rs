@@ -367,17 +367,19 @@ impl ByteTable {
 fn publish(context: &TableContext) -> Result<Written, ExecError> {
     match &context.place {
         Place::File { dir, file_name } => {
-            let (path, bytes) = dir
+            let (path, files) = dir
                 .publish(file_name)
                 .map_err(|e| context.output_error(e))?;
             Ok(Written {
                 path: Some(path),
-                bytes,
+                bytes: files.iter().map(|f| f.bytes).sum(),
+                files,
             })
         }
         Place::Stdout { .. } => Ok(Written {
             path: None,
             bytes: context.stdout_bytes.load(Ordering::Relaxed),
+            files: Vec::new(),
         }),
     }
 }

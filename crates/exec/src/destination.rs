@@ -72,6 +72,20 @@ pub struct Written {
     /// The file or directory, if the table went to one.
     pub path: Option<PathBuf>,
     pub bytes: u64,
+    /// Each file of an output directory, hashed as published (a table
+    /// written as parts has one per part); empty for other destinations.
+    pub files: Vec<FileDigest>,
+}
+
+/// One published file, as a manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDigest {
+    /// Relative to the output directory, `/`-separated: `T.csv`,
+    /// `T.parquet/part-00000.parquet`.
+    pub name: String,
+    pub bytes: u64,
+    /// Lowercase hex.
+    pub sha256: String,
 }
 
 /// Drops every batch: `--fetch-only`, and tests of the dispatcher.

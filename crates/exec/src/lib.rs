@@ -39,7 +39,7 @@ use fbunload_client::{Attachment, Client};
 use fbunload_decode::{BatchLimits, TypeOptions};
 use fbunload_plan::{Plan, PlanOptions, TableFilter, Unit};
 
-pub use destination::{Destination, Discard, RunInfo, UnitWriter, Written};
+pub use destination::{Destination, Discard, FileDigest, RunInfo, UnitWriter, Written};
 pub use error::{ExecError, OutputError};
 pub use firebird::{Consistency, Database};
 pub use held::{HeldSnapshot, SnapshotReader, SnapshotTicket, OLDER_TRANSACTIONS_WAIT};
@@ -109,6 +109,8 @@ pub struct TableSummary {
     pub rows: u64,
     pub bytes: u64,
     pub units: usize,
+    /// The files written into an output directory, with their SHA-256.
+    pub files: Vec<FileDigest>,
 }
 
 #[derive(Debug, Clone)]
@@ -279,6 +281,7 @@ impl Prepared {
                     rows: *rows,
                     bytes: written.bytes,
                     units: t.unit_count,
+                    files: written.files,
                 }
             })
             .collect();

@@ -6,7 +6,9 @@
 //!
 //! - [`Unload::prepare`]: attach and plan, reading no row (the plan:
 //!   tables, units of DB_KEY ranges, Arrow schemas);
-//! - [`Unload::to_directory`]: one file per table in any [`Format`];
+//! - [`Unload::to_directory`]: one file per table in any [`Format`], and
+//!   a [`Manifest`] (`manifest.json`) of them last, which
+//!   [`check_directory`] compares with the files later;
 //! - [`Unload::to_stdout`]: one table to standard output;
 //! - [`Unload::record_batches`]: Arrow record batches, in DB_KEY order
 //!   and bounded memory, while workers read in parallel;
@@ -55,16 +57,22 @@
 //! (rows → Arrow), `fbunload-format` (Arrow → bytes) and `fbunload-dest`
 //! (files, standard output, streams).
 
+mod describe;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::SystemTime;
 
 use arrow_schema::SchemaRef;
 use fbunload_client::{Client, ConnectOptions};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
-pub use fbunload_dest::{file_name_for, OutputDir, StreamedBatch};
+pub use fbunload_dest::{
+    check_directory, file_name_for, CheckReport, Manifest, ManifestColumn, ManifestFile,
+    ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME,
+};
 pub use fbunload_exec::{
     Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
     Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
@@ -95,6 +103,8 @@ pub struct Unload {
     choices: Vec<Result<TableChoice, SelectionError>>,
     options: RunOptions,
     memory_budget: usize,
+    /// What to do with another run's files in the output directory.
+    reuse: Reuse,
 }
 
 impl Unload {
@@ -118,6 +128,7 @@ impl Unload {
             choices: Vec::new(),
             options: RunOptions::default(),
             memory_budget: DEFAULT_MEMORY_BUDGET,
+            reuse: Reuse::Refuse,
         }
     }
 
@@ -218,6 +229,19 @@ impl Unload {
         self
     }
 
+    /// Lets [`Unload::to_directory`] write into a directory that holds
+    /// another run: the files its manifest lists, and the manifest, are
+    /// removed once the snapshot is taken (see [`Reuse::Overwrite`]).
+    /// Without it such a directory is refused before anything is attached.
+    pub fn overwrite(mut self, overwrite: bool) -> Self {
+        self.reuse = if overwrite {
+            Reuse::Overwrite
+        } else {
+            Reuse::Refuse
+        };
+        self
+    }
+
     /// The client library this unload uses, loaded on first need.
     pub fn load_client(&mut self) -> Result<Arc<Client>, Error> {
         if let Some(client) = &self.client {
@@ -283,29 +307,39 @@ impl Unload {
     }
 
     /// Unloads every selected table into `dir`, one file (or directory of
-    /// parts) per table, named by [`file_name_for`].
+    /// parts) per table, named by [`file_name_for`], then writes the
+    /// run's [`Manifest`] there ([`MANIFEST_NAME`]). A directory holding
+    /// another run's manifest or table files is refused unless
+    /// [`Unload::overwrite`].
     pub fn to_directory(
         &self,
         dir: impl AsRef<Path>,
         format: Format,
         progress: &dyn Progress,
     ) -> Result<Summary, Error> {
-        // The directory first: a second run into it fails before it
-        // attaches to anything. A malformed choice fails before either.
-        self.table_filter()?;
-        let output = if self.options.fetch_only {
-            None
-        } else {
-            Some(OutputDir::open(dir.as_ref())?)
-        };
-        let prepared = self.prepare()?;
-        match output {
-            Some(dir) => {
-                let files = FileOutput::to_directory(dir, format, self.memory_budget);
-                prepared.run(&files, progress)
-            }
-            None => prepared.run(&fbunload_exec::Discard, progress),
+        let started = SystemTime::now();
+        // The directory first: a second run into it, or one into another
+        // run's files, fails before it attaches to anything. A malformed
+        // choice fails before either.
+        let filter = self.table_filter()?;
+        if self.options.fetch_only {
+            return self.prepare()?.run(&fbunload_exec::Discard, progress);
         }
+        let output = OutputDir::open(dir.as_ref(), self.reuse)?;
+        let prepared = self.prepare()?;
+        let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
+        let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget);
+        let summary = prepared.run(&files, progress)?;
+        let request = describe::Request {
+            database: &self.connect.database,
+            filter: &filter,
+            options: &self.options,
+            format: &format,
+            started,
+        };
+        let manifest = describe::manifest(&request, &plan, &schemas, &summary);
+        output.publish_manifest(&manifest)?;
+        Ok(summary)
     }
 
     /// Unloads the one selected table to standard output.

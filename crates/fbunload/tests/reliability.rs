@@ -83,10 +83,12 @@ fn records(path: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The table files in `dir` (not the run's manifest, which records times).
 fn file_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n != fbunload::MANIFEST_NAME)
                 .collect()
         })
         .unwrap_or_default();

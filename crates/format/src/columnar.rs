@@ -35,7 +35,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
 use crate::{
-    check_decimal_precision, BatchFormat, FileInfo, FormatError, GroupEncoder, NextPart,
+    check_decimal_precision, BatchFormat, FileInfo, FormatError, GroupEncoder, NextPart, Setting,
     TableWriter,
 };
 
@@ -185,6 +185,23 @@ impl BatchFormat for ParquetFormat {
             current,
             part_rows: 0,
         }))
+    }
+
+    fn settings(&self) -> Vec<(&'static str, Setting)> {
+        let compression = match self.compression {
+            ParquetCompression::Zstd => "zstd",
+            ParquetCompression::Snappy => "snappy",
+            ParquetCompression::Gzip => "gzip",
+            ParquetCompression::None => "none",
+        };
+        vec![
+            ("compression", Setting::Text(compression.into())),
+            ("split", Setting::Flag(self.split)),
+            (
+                "row_group_rows",
+                Setting::Count(self.row_group_rows.max(1) as u64),
+            ),
+        ]
     }
 }
 

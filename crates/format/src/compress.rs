@@ -23,6 +23,14 @@ impl Compression {
             Compression::Zstd => "zst",
         }
     }
+
+    /// As `--compress` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
 }
 
 /// zstd's own default: fast, and much smaller than gzip's default.

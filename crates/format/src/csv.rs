@@ -53,7 +53,7 @@ use csv_core::{QuoteStyle, Terminator, Writer, WriterBuilder};
 
 use crate::values::batch_columns;
 pub use crate::values::BinaryEncoding;
-use crate::{BatchEncoder, ByteFormat, FormatError};
+use crate::{BatchEncoder, ByteFormat, FormatError, Setting};
 
 /// The command line's CSV flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +170,22 @@ impl ByteFormat for CsvFormat {
             binary: self.options.binary,
             scratch: Vec::new(),
         })
+    }
+
+    fn settings(&self) -> Vec<(&'static str, Setting)> {
+        let o = &self.options;
+        let mut settings = Vec::new();
+        if o.delimiter != b'\t' {
+            let delimiter = char::from(o.delimiter).to_string();
+            settings.push(("delimiter", Setting::Text(delimiter)));
+        }
+        settings.extend([
+            ("header", Setting::Flag(o.header)),
+            ("null", Setting::Text(o.null.clone())),
+            ("binary", Setting::Text(o.binary.name().into())),
+            ("crlf", Setting::Flag(o.crlf)),
+        ]);
+        settings
     }
 }
 

@@ -52,6 +52,19 @@ pub trait ByteFormat: Send + Sync {
     fn header(&self, schema: &Schema) -> Vec<u8>;
     /// A fresh encoder for one unit of a table with this schema.
     fn encoder(&self, schema: SchemaRef) -> Box<dyn BatchEncoder>;
+    /// Its settings as the command line names them, for a run's
+    /// manifest: `[("header", Flag(true)), ("null", Text(""))]`.
+    fn settings(&self) -> Vec<(&'static str, Setting)> {
+        Vec::new()
+    }
+}
+
+/// The value of a format's setting, typed for a manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Setting {
+    Flag(bool),
+    Count(u64),
+    Text(String),
 }
 
 /// Encodes the batches of one unit.
@@ -78,6 +91,10 @@ pub trait BatchFormat: Send + Sync {
         info: &FileInfo,
         out: NextPart,
     ) -> Result<Box<dyn TableWriter>, FormatError>;
+    /// Its settings, as [`ByteFormat::settings`].
+    fn settings(&self) -> Vec<(&'static str, Setting)> {
+        Vec::new()
+    }
 }
 
 /// Writes one table of a [`BatchFormat`]: the table's rows, cut into
@@ -141,6 +158,23 @@ impl Format {
             } => format!("{}.{}", format.extension(), c.extension()),
             Format::Batches(format) => format.extension().to_string(),
         }
+    }
+
+    /// The format's name and settings as the command line names them,
+    /// for a run's manifest: `format=csv`, `header=true`, `compress=zstd`.
+    pub fn settings(&self) -> Vec<(&'static str, Setting)> {
+        let (name, mut settings, compression) = match self {
+            Format::Bytes {
+                format,
+                compression,
+            } => (format.extension(), format.settings(), *compression),
+            Format::Batches(format) => (format.extension(), format.settings(), None),
+        };
+        settings.insert(0, ("format", Setting::Text(name.to_string())));
+        if let Some(c) = compression {
+            settings.push(("compress", Setting::Text(c.name().to_string())));
+        }
+        settings
     }
 }
 
@@ -260,6 +294,43 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Err(io::ErrorKind::BrokenPipe.into())
         }
+    }
+
+    #[test]
+    fn settings_name_the_format_and_its_options_as_the_command_line_does() {
+        use crate::columnar::ParquetFormat;
+        let csv = Format::Bytes {
+            format: Arc::new(CsvFormat::tsv(CsvOptions {
+                header: true,
+                ..CsvOptions::default()
+            })),
+            compression: Some(Compression::Zstd),
+        };
+        let text = |s: &str| Setting::Text(s.into());
+        assert_eq!(
+            csv.settings(),
+            [
+                ("format", text("tsv")),
+                ("header", Setting::Flag(true)),
+                ("null", text("")),
+                ("binary", text("hex")),
+                ("crlf", Setting::Flag(false)),
+                ("compress", text("zstd")),
+            ]
+        );
+        let parquet = Format::batches(ParquetFormat {
+            split: true,
+            ..ParquetFormat::default()
+        });
+        assert_eq!(
+            parquet.settings(),
+            [
+                ("format", text("parquet")),
+                ("compression", text("zstd")),
+                ("split", Setting::Flag(true)),
+                ("row_group_rows", Setting::Count(131_072)),
+            ]
+        );
     }
 
     #[test]

@@ -30,6 +30,16 @@ pub enum BinaryEncoding {
     Base64,
 }
 
+impl BinaryEncoding {
+    /// As `--binary` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryEncoding::Hex => "hex",
+            BinaryEncoding::Base64 => "base64",
+        }
+    }
+}
+
 /// One column of a batch, downcast once.
 pub(crate) enum Column<'a> {
     Int16(&'a PrimitiveArray<Int16Type>),

@@ -471,7 +471,8 @@ fn format_named(format: &str, compression: Option<&str>, header: bool) -> PyResu
 #[pyfunction]
 #[pyo3(signature = (database, output, *, format="csv", compression=None, header=false,
     tables=None, exclude=None, user=None, password=None, role=None, charset="UTF8",
-    parallel=None, client_lib=None, decimal256=false, verify=false, memory_mb=128))]
+    parallel=None, client_lib=None, decimal256=false, verify=false, memory_mb=128,
+    overwrite=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -491,12 +492,14 @@ fn unload<'py>(
     decimal256: bool,
     verify: bool,
     memory_mb: usize,
+    overwrite: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(format, compression, header)?;
     let unload = unload_for(
         database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
         verify, memory_mb,
-    )?;
+    )?
+    .overwrite(overwrite);
     let cancel: Arc<AtomicBool> = unload.run_options().cancel.clone();
     let run = std::thread::spawn(move || unload.to_directory(output, format, &fbunload::Silent));
     loop {

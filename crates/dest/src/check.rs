@@ -1,0 +1,183 @@
+//! `fbunload check DIR`: are the files of a run still what it wrote?
+//!
+//! Every file the manifest lists is read again and compared, by size and
+//! SHA-256, with what the run recorded. Each difference is reported on its
+//! own, naming the file, so a copy that lost one part of a split table says
+//! which. Names come from a file anyone may have edited, so a name that
+//! would lead out of the directory, or through a link, is reported and
+//! never opened.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use fbunload_exec::ExecError;
+use fbunload_plan::printable;
+
+use crate::digest::sha256;
+use crate::manifest::{listed_path, ListedFiles, MANIFEST_NAME};
+
+/// What a check found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Files the manifest lists.
+    pub files: usize,
+    /// One line per file that differs: `T.csv: missing`.
+    pub differences: Vec<String>,
+}
+
+impl CheckReport {
+    pub fn matches(&self) -> bool {
+        self.differences.is_empty()
+    }
+}
+
+/// Compares every file `dir`'s manifest lists with the file there. An
+/// error if there is no manifest or it cannot be read.
+pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
+    let fail = |reason: String| ExecError::OutputDir {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    let listed = match ListedFiles::read(dir) {
+        Ok(Some(listed)) => listed,
+        Ok(None) if !dir.is_dir() => return Err(fail("no such directory".into())),
+        Ok(None) => {
+            return Err(fail(format!(
+                "no {MANIFEST_NAME} here: only a complete fbunload run writes one, so this is not \
+                 the output of one"
+            )))
+        }
+        Err(e) => return Err(fail(format!("{MANIFEST_NAME} cannot be read: {e}"))),
+    };
+    let mut report = CheckReport::default();
+    for file in listed.files() {
+        report.files += 1;
+        let problem = match listed_path(dir, &file.name) {
+            Err(refusal) => Some(refusal.to_string()),
+            Ok(path) => compare(&path, file.bytes, &file.sha256),
+        };
+        if let Some(problem) = problem {
+            report
+                .differences
+                .push(format!("{}: {problem}", printable(&file.name)));
+        }
+    }
+    Ok(report)
+}
+
+/// What is wrong with the file at `path`, if anything.
+fn compare(path: &PathBuf, bytes: u64, expected_sha256: &str) -> Option<String> {
+    let before = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some("missing".into()),
+        Err(e) => return Some(format!("cannot be read: {e}")),
+        Ok(meta) if !meta.is_file() => {
+            return Some("not a plain file (a link or a directory); refused".into())
+        }
+        Ok(meta) => meta,
+    };
+    if before.len() != bytes {
+        return Some(format!("{} bytes, the manifest says {bytes}", before.len()));
+    }
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) => return Some(format!("cannot be read: {e}")),
+    };
+    if !same_file(&before, &file) {
+        return Some("replaced while being checked; refused".into());
+    }
+    match sha256(&mut file) {
+        Err(e) => Some(format!("cannot be read: {e}")),
+        Ok((_, actual)) if actual != expected_sha256 => Some(format!(
+            "SHA-256 {actual} differs from the manifest's {expected_sha256}"
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// Whether the file opened is the one looked at before (no link swapped
+/// in between).
+#[cfg(unix)]
+fn same_file(before: &fs::Metadata, opened: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    opened
+        .metadata()
+        .is_ok_and(|now| now.dev() == before.dev() && now.ino() == before.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(_before: &fs::Metadata, opened: &File) -> bool {
+    opened.metadata().is_ok_and(|now| now.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+    fn manifest(dir: &Path, names: &[&str]) {
+        let files: Vec<String> = names
+            .iter()
+            .map(|n| format!(r#"{{"name": {n:?}, "bytes": 3, "sha256": "{ABC}"}}"#))
+            .collect();
+        fs::write(
+            dir.join(MANIFEST_NAME),
+            format!(r#"{{"tables": [{{"files": [{}]}}]}}"#, files.join(",")),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn every_difference_is_one_line_naming_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join("same.csv"), b"abc").unwrap();
+        fs::write(d.join("changed.csv"), b"abd").unwrap();
+        fs::write(d.join("longer.csv"), b"abcd").unwrap();
+        manifest(
+            d,
+            &[
+                "same.csv",
+                "changed.csv",
+                "longer.csv",
+                "gone.csv",
+                "../up.csv",
+            ],
+        );
+        let report = check_directory(d).unwrap();
+        assert_eq!(report.files, 5);
+        assert_eq!(
+            report.differences,
+            [
+                format!("changed.csv: SHA-256 a52d159f262b2c6ddb724a61840befc36eb30c88877a4030b65cbe86298449c9 differs from the manifest's {ABC}"),
+                "longer.csv: 4 bytes, the manifest says 3".to_string(),
+                "gone.csv: missing".to_string(),
+                "../up.csv: refused: not a plain name inside the directory".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn no_manifest_is_an_error_that_says_what_the_directory_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = check_directory(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("no manifest.json here"), "{err}");
+        manifest(dir.path(), &[]);
+        assert!(check_directory(dir.path()).unwrap().matches());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_listed_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        fs::write(outside.path(), b"abc").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("T.csv")).unwrap();
+        manifest(dir.path(), &["T.csv"]);
+        let report = check_directory(dir.path()).unwrap();
+        assert_eq!(
+            report.differences,
+            ["T.csv: not a plain file (a link or a directory); refused"]
+        );
+    }
+}

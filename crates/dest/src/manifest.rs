@@ -1,0 +1,254 @@
+//! `manifest.json`: what a run wrote into an output directory.
+//!
+//! A run publishes its manifest last, so one is there only when every
+//! table is: its presence says the directory holds one complete run, of
+//! one snapshot, and it lists every file with its size and SHA-256, so
+//! the files can be checked later (`fbunload check`) and a later run with
+//! `--overwrite` knows exactly which files to remove.
+//!
+//! Names in a manifest are read back from a file anyone may have edited:
+//! [`listed_path`] lets through only plain names inside the directory,
+//! never an absolute path, a `..` or a link on the way.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest's file name in the output directory.
+pub const MANIFEST_NAME: &str = "manifest.json";
+
+/// Raised when the manifest's shape changes so that an older reader
+/// would misread it.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// A complete run into a directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub manifest_version: u32,
+    pub fbunload_version: String,
+    /// The server's version string, as the main attachment read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
+    /// The database as given (`-d`): a path or a connection string; never
+    /// a user or password.
+    pub database: String,
+    /// The snapshot every table was read at; `null` where the server
+    /// cannot share one (before Firebird 4).
+    pub snapshot_number: Option<u64>,
+    /// How the tables relate: `one snapshot`, `one transaction`, or
+    /// `a snapshot per worker` (`--allow-inconsistent`).
+    pub consistency: String,
+    /// RFC 3339, UTC.
+    pub started: String,
+    pub finished: String,
+    /// The options the run was given, named as on the command line.
+    pub options: BTreeMap<String, serde_json::Value>,
+    pub tables: Vec<ManifestTable>,
+}
+
+/// One table of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestTable {
+    /// The real name, as in the catalog (file names escape some
+    /// characters; see `file_name_for`).
+    pub name: String,
+    pub rows: u64,
+    pub bytes: u64,
+    /// Whether `--verify` counted the table's rows at the same snapshot.
+    pub verified: bool,
+    /// The `--where` condition the rows met, if any.
+    #[serde(rename = "where", default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    pub columns: Vec<ManifestColumn>,
+    /// Its file, or each part of a table written as a directory of parts.
+    pub files: Vec<ManifestFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestColumn {
+    pub name: String,
+    /// As declared: `NUMERIC(9,2)`, `VARCHAR(40) CHARACTER SET UTF8`.
+    pub firebird_type: String,
+    /// The Arrow type it was read as: `Decimal128(9, 2)`, `Utf8`.
+    pub arrow_type: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestFile {
+    /// Relative to the output directory, `/`-separated.
+    pub name: String,
+    pub bytes: u64,
+    /// Lowercase hex.
+    pub sha256: String,
+}
+
+impl From<fbunload_exec::FileDigest> for ManifestFile {
+    fn from(d: fbunload_exec::FileDigest) -> Self {
+        ManifestFile {
+            name: d.name,
+            bytes: d.bytes,
+            sha256: d.sha256,
+        }
+    }
+}
+
+/// What a reader of a manifest needs of it: the files. Read on its own so
+/// that a manifest of a later version, with fields this one does not know,
+/// can still be checked and replaced.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListedFiles {
+    tables: Vec<ListedTable>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedTable {
+    files: Vec<ManifestFile>,
+}
+
+impl ListedFiles {
+    /// The manifest of `dir`: `Ok(None)` if there is none. A manifest that
+    /// is a link is refused rather than followed.
+    pub fn read(dir: &Path) -> io::Result<Option<ListedFiles>> {
+        let path = dir.join(MANIFEST_NAME);
+        match fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+            Ok(meta) if !meta.is_file() => {
+                return Err(io::Error::other(format!(
+                    "{MANIFEST_NAME} is not a plain file"
+                )))
+            }
+            Ok(_) => {}
+        }
+        let text = fs::read(&path)?;
+        serde_json::from_slice(&text)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    pub fn files(&self) -> impl Iterator<Item = &ManifestFile> {
+        self.tables.iter().flat_map(|t| &t.files)
+    }
+}
+
+/// Why a listed name is not followed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Absolute, empty, or with `..` or `.`: not a name fbunload writes.
+    LeadsOut,
+    /// A directory on the way is a link (or not a directory).
+    ThroughLink(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::LeadsOut => {
+                write!(f, "refused: not a plain name inside the directory")
+            }
+            Refusal::ThroughLink(dir) => {
+                write!(f, "refused: {dir} on the way is a link or not a directory")
+            }
+        }
+    }
+}
+
+/// `name`, a name read from a manifest, as a path inside `dir`: only
+/// plain components, and every directory on the way a real directory of
+/// `dir` (not a link). The last component is the caller's to look at
+/// without following it.
+pub(crate) fn listed_path(dir: &Path, name: &str) -> Result<PathBuf, Refusal> {
+    // Each `/`-separated segment must be one plain component as written:
+    // no empty segment (a leading `/`, `a//b`), no `.` or `..`, and no
+    // drive prefix or backslash where the platform reads them.
+    let segments: Vec<&str> = name.split('/').collect();
+    let plain = segments.iter().all(|segment| {
+        let mut parts = Path::new(segment).components();
+        matches!(
+            (parts.next(), parts.next()),
+            (Some(Component::Normal(part)), None) if part == std::ffi::OsStr::new(segment)
+        )
+    });
+    if !plain {
+        return Err(Refusal::LeadsOut);
+    }
+    let mut path = dir.to_path_buf();
+    let (last, on_the_way) = segments.split_last().expect("split gives one at least");
+    for component in on_the_way {
+        path.push(component);
+        let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if !is_dir {
+            let shown = path.strip_prefix(dir).unwrap_or(&path);
+            return Err(Refusal::ThroughLink(shown.display().to_string()));
+        }
+    }
+    path.push(last);
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_names_inside_the_directory_are_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::create_dir(d.join("T.parquet")).unwrap();
+        assert_eq!(listed_path(d, "T.csv"), Ok(d.join("T.csv")));
+        assert_eq!(
+            listed_path(d, "T.parquet/part-00000.parquet"),
+            Ok(d.join("T.parquet/part-00000.parquet"))
+        );
+        for hostile in [
+            "",
+            "/etc/passwd",
+            "../outside.csv",
+            "T.parquet/../../outside.csv",
+            "./T.csv",
+            "T.parquet/./x",
+            "T.parquet//x",
+            "T.csv/",
+            "..",
+        ] {
+            assert_eq!(listed_path(d, hostile), Err(Refusal::LeadsOut), "{hostile}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_on_the_way_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("T.parquet")).unwrap();
+        assert_eq!(
+            listed_path(dir.path(), "T.parquet/part-00000.parquet"),
+            Err(Refusal::ThroughLink("T.parquet".into()))
+        );
+        assert_eq!(
+            listed_path(dir.path(), "missing/x"),
+            Err(Refusal::ThroughLink("missing".into()))
+        );
+    }
+
+    #[test]
+    fn a_manifest_of_a_later_version_still_lists_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(ListedFiles::read(dir.path()).unwrap().is_none());
+        fs::write(
+            dir.path().join(MANIFEST_NAME),
+            r#"{"manifest_version": 9, "something_new": [1],
+                "tables": [{"name": "T", "files": [
+                    {"name": "T.csv", "bytes": 3, "sha256": "ab", "more": true}]}]}"#,
+        )
+        .unwrap();
+        let listed = ListedFiles::read(dir.path()).unwrap().unwrap();
+        let names: Vec<_> = listed.files().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["T.csv"]);
+        fs::write(dir.path().join(MANIFEST_NAME), "not json").unwrap();
+        assert!(ListedFiles::read(dir.path()).is_err());
+    }
+}
