@@ -27,7 +27,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, Value
         fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 --header -o ./out\n  \
         fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify -o ./lake\n  \
-        fbunload -d dbhost:/data/erp.fdb -f parquet --verify --overwrite -o ./lake   (again, replacing that run)\n  \
+        fbunload -d dbhost:/data/erp.fdb -f parquet --verify --overwrite -o ./lake\n  \
         fbunload check ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n\n\
         The password can also come from ISC_PASSWORD, the user from ISC_USER.",

@@ -427,17 +427,21 @@ fn links_planted_in_the_output_directory_are_never_followed() {
             let next_pid = std::process::id() + pid;
             symlink(&victim, out.join(format!(".fbunload-probe-{next_pid}"))).unwrap();
         }
-        let run = fbunload(
-            &db,
-            &[
-                "--format",
-                format,
-                "--memory",
-                "0",
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        );
+        let args = [
+            "--format",
+            format,
+            "--memory",
+            "0",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        // A link at a table's name is another run's file: refused...
+        let run = fbunload(&db, &args);
+        assert_eq!(run.status.code(), Some(1), "{format}: {}", stderr(&run));
+        assert!(stderr(&run).contains("--overwrite"), "{}", stderr(&run));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "{format}");
+        // ...and replaced, not written through, when overwriting.
+        let run = fbunload(&db, &[&args[..], &["--overwrite"]].concat());
         assert!(run.status.success(), "{format}: {}", stderr(&run));
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "{format}");
         let table = out.join(format!("TINY.{format}"));
@@ -476,7 +480,7 @@ fn parquet_split_and_plain_take_turns_in_one_directory() {
     let o = out.to_str().unwrap();
     let table = out.join("TINY.parquet");
     for split in [true, false, true, true, false, false] {
-        let mut args = vec!["--format", "parquet", "-o", o];
+        let mut args = vec!["--format", "parquet", "--overwrite", "-o", o];
         if split {
             args.push("--split");
         }
@@ -485,14 +489,16 @@ fn parquet_split_and_plain_take_turns_in_one_directory() {
         assert_eq!(table.is_dir(), split);
         assert_eq!(
             std::fs::read_dir(&out).unwrap().count(),
-            1,
-            "only the table"
+            2,
+            "only the table and the manifest"
         );
     }
+    // The manifest lists the file TINY.parquet; a directory there now is
+    // not what it listed.
     std::fs::remove_file(&table).unwrap();
     std::fs::create_dir(&table).unwrap();
     std::fs::write(table.join("notes.txt"), b"mine").unwrap();
-    let run = fbunload(&db, &["--format", "parquet", "-o", o]);
+    let run = fbunload(&db, &["--format", "parquet", "--overwrite", "-o", o]);
     let err = stderr(&run);
     assert!(!run.status.success());
     assert!(err.contains("TINY") && err.contains("in the way"), "{err}");

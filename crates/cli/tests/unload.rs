@@ -328,10 +328,17 @@ fn a_table_failing_mid_way_leaves_no_file_under_any_name() {
         "only complete tables may be left: {left:?}"
     );
 
-    // With the right character set the same table unloads.
+    // With the right character set the same table unloads; the failed
+    // run's complete tables (no manifest) are replaced with --overwrite.
     let out = fbunload(
         &db,
-        &["--charset", "WIN1252", "-o", out_dir.to_str().unwrap()],
+        &[
+            "--charset",
+            "WIN1252",
+            "--overwrite",
+            "-o",
+            out_dir.to_str().unwrap(),
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(out_dir.join("LEGACY.csv")).unwrap();

@@ -133,10 +133,15 @@ fn is_table_file_name(name: &str) -> bool {
 /// Removes `files` (validated by [`PreviousRun::files_to_remove`]), then
 /// the directories of parts they leave empty, then the old manifest: the
 /// manifest last, so a run stopped half way still lists what is left for
-/// the next `--overwrite` to remove. A link is removed, never followed.
+/// the next `--overwrite` to remove. A link is removed, never followed; a
+/// directory where the manifest listed a file is not what it listed, and
+/// is left alone.
 pub(crate) fn remove(dir: &Path, files: &[PathBuf]) -> io::Result<()> {
     let mut parents = Vec::new();
     for file in files {
+        if fs::symlink_metadata(file).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
         match fs::remove_file(file) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => {
