@@ -139,8 +139,13 @@ fn check(dir: &std::path::Path) -> Result<(), Failure> {
         print_out(format_args!("{difference}"))?;
     }
     if report.matches() {
+        let verb = if report.files == 1 {
+            "matches"
+        } else {
+            "match"
+        };
         print_out(format_args!(
-            "{} match the manifest",
+            "{} {verb} the manifest",
             count(report.files, "file")
         ))?;
         return Ok(());
