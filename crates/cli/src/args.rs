@@ -171,6 +171,12 @@ pub struct Args {
     #[arg(long)]
     pub allow_inconsistent: bool,
 
+    /// Do not write schema.sql, the DDL that recreates the unloaded tables (types, defaults,
+    /// keys, indices, sequences at their values), read at the same snapshot as the data. Only
+    /// an output directory gets one, never -o -
+    #[arg(long)]
+    pub no_schema: bool,
+
     /// After unloading, count every table's rows at the same snapshot and fail if any file
     /// has a different number of rows
     #[arg(long)]

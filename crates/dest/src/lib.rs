@@ -22,6 +22,7 @@ mod order;
 mod spool;
 mod stream;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -42,7 +43,13 @@ pub struct FileOutput {
     format: Format,
     budget: Arc<MemoryBudget>,
     tables: OnceLock<Vec<Box<dyn Table>>>,
+    /// The DDL of the run's tables, published as `schema.sql` with them.
+    schema_sql: OnceLock<String>,
 }
+
+/// The file of an output directory that holds the DDL of its tables; no
+/// table's file can have this name (their extensions are formats').
+pub const SCHEMA_FILE: &str = "schema.sql";
 
 enum Target {
     Directory(Arc<OutputDir>),
@@ -60,6 +67,7 @@ impl FileOutput {
             format,
             budget: MemoryBudget::new(memory_budget),
             tables: OnceLock::new(),
+            schema_sql: OnceLock::new(),
         }
     }
 
@@ -85,6 +93,7 @@ impl FileOutput {
             format,
             budget: MemoryBudget::new(memory_budget),
             tables: OnceLock::new(),
+            schema_sql: OnceLock::new(),
         })
     }
 
@@ -102,7 +111,14 @@ impl FileOutput {
 }
 
 impl Destination for FileOutput {
+    fn keeps_schema(&self) -> bool {
+        matches!(self.target, Target::Directory(_))
+    }
+
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
+        if let Some(sql) = run.schema_sql {
+            let _ = self.schema_sql.set(sql.to_string());
+        }
         if let Target::Stdout(_) = self.target {
             if run.plan.tables.len() != 1 {
                 return Err(ExecError::Usage(format!(
@@ -162,6 +178,22 @@ impl Destination for FileOutput {
     }
 
     fn finish(&self) -> Result<Vec<Written>, ExecError> {
-        self.tables().iter().map(|t| t.finish()).collect()
+        let written = self
+            .tables()
+            .iter()
+            .map(|t| t.finish())
+            .collect::<Result<_, _>>()?;
+        if let (Target::Directory(dir), Some(sql)) = (&self.target, self.schema_sql.get()) {
+            // After the tables, so that it is there only when they all are.
+            let publish = || {
+                dir.create(SCHEMA_FILE)?.write_all(sql.as_bytes())?;
+                dir.publish(SCHEMA_FILE)
+            };
+            publish().map_err(|e| ExecError::OutputDir {
+                path: dir.path().join(SCHEMA_FILE),
+                reason: format!("cannot write it: {e}"),
+            })?;
+        }
+        Ok(written)
     }
 }
