@@ -18,7 +18,8 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
         at one instant. Large tables are split by pointer pages and the pieces handed to \
         whichever worker is free. Each table becomes <output>/<TABLE>.csv (or .tsv, .jsonl, \
         .parquet, .arrow), written under a temporary name and renamed only when complete; its \
-        bytes are the same for any --parallel.",
+        bytes are the same for any --parallel. <output>/schema.sql holds the DDL that recreates \
+        the tables elsewhere, read at the same snapshot (--no-schema skips it).",
     after_help = "Examples:\n  \
         fbunload -d /data/horses.fdb -u SYSDBA -p masterkey -o ./out\n  \
         fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 --header -o ./out\n  \
