@@ -169,7 +169,8 @@ def unload(database: str, output: str, *, format: str = "csv", **options: Any) -
     """What the command line does: every selected table (``tables=``
     pattern) to a file in directory ``output``. ``format``: csv, tsv, jsonl,
     parquet, parquet-split or arrow; ``compression``: gzip or zstd for text,
-    zstd, snappy, gzip or none for Parquet. Writes ``manifest.json`` last
+    zstd, snappy, gzip or none for Parquet. ``schema.sql``, the DDL of the
+    tables, is written as by the command line, and ``manifest.json`` last
     (``fbunload check DIR`` compares the files with it). A directory that
     holds another run's files is refused unless ``overwrite=True``, which
     removes the files that run's manifest lists. Returns the summary."""

@@ -39,7 +39,7 @@ def test_the_console_script_unloads_a_database(big_db, tmp_path):
     out = tmp_path / "out"
     result = fbunload("-d", big_db, "-u", USER, "-p", PASSWORD, "-j", "2", "--verify", "-o", str(out))
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["SMALL.csv", "WIDE.csv", "manifest.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["SMALL.csv", "WIDE.csv", "manifest.json", "schema.sql"]
     assert (out / "SMALL.csv").read_text() == "42\n"
     with open(out / "WIDE.csv", newline="") as f:
         rows = list(csv.reader(f))

@@ -18,10 +18,11 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, Value
         at one instant. Large tables are split by pointer pages and the pieces handed to \
         whichever worker is free. Each table becomes <output>/<TABLE>.csv (or .tsv, .jsonl, \
         .parquet, .arrow), written under a temporary name and renamed only when complete; its \
-        bytes are the same for any --parallel. Last comes <output>/manifest.json: the snapshot, \
-        the options, and every table's rows, columns and files with their SHA-256; `fbunload \
-        check <output>` compares the files with it later. A directory that holds another run's \
-        files is refused unless --overwrite.",
+        bytes are the same for any --parallel. <output>/schema.sql holds the DDL that recreates \
+        the tables elsewhere, read at the same snapshot (--no-schema skips it). Last comes \
+        <output>/manifest.json: the snapshot, the options, and every table's rows, columns and \
+        files with their SHA-256; `fbunload check <output>` compares the files with it later. A \
+        directory that holds another run's files is refused unless --overwrite.",
     after_help = "Examples:\n  \
         fbunload -d /data/horses.fdb -u SYSDBA -p masterkey -o ./out\n  \
         fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 --header -o ./out\n  \
@@ -189,6 +190,12 @@ pub struct Args {
     /// but the tables are NOT mutually consistent. No effect on Firebird 4 and later
     #[arg(long)]
     pub allow_inconsistent: bool,
+
+    /// Do not write schema.sql, the DDL that recreates the unloaded tables (types, defaults,
+    /// keys, indices, sequences at their values), read at the same snapshot as the data. Only
+    /// an output directory gets one, never -o -
+    #[arg(long)]
+    pub no_schema: bool,
 
     /// After unloading, count every table's rows at the same snapshot and fail if any file
     /// has a different number of rows

@@ -242,6 +242,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         cancel,
         max_retries: 3,
         allow_inconsistent: args.allow_inconsistent,
+        schema: !args.no_schema,
     };
     // clap asks for it unless --generate, which never gets here.
     let database = args

@@ -384,7 +384,7 @@ fn a_second_run_into_the_same_directory_is_refused_not_mixed() {
     assert_eq!(text.lines().count(), 300000);
     assert_eq!(
         files(&out).into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
-        ["BIG.csv"],
+        ["BIG.csv", "schema.sql"],
         "nothing else is left"
     );
 }
@@ -466,7 +466,9 @@ fn what_a_killed_run_left_is_cleaned_up_by_the_next() {
     let run = fbunload(&db, &["--memory", "0", "-o", out.to_str().unwrap()]);
     assert!(run.status.success(), "{}", stderr(&run));
     assert!(!dead.exists());
-    assert_eq!(files(&out), [("TINY.csv".to_string(), b"1\n".to_vec())]);
+    let left = files(&out);
+    assert_eq!(left[0], ("TINY.csv".to_string(), b"1\n".to_vec()));
+    assert_eq!(left.len(), 2, "TINY.csv and schema.sql only");
 }
 
 /// Switching between `--split` and one Parquet file in a directory failed
@@ -489,8 +491,8 @@ fn parquet_split_and_plain_take_turns_in_one_directory() {
         assert_eq!(table.is_dir(), split);
         assert_eq!(
             std::fs::read_dir(&out).unwrap().count(),
-            2,
-            "only the table and the manifest"
+            3,
+            "only the table, schema.sql and the manifest"
         );
     }
     // The manifest lists the file TINY.parquet; a directory there now is
@@ -503,7 +505,13 @@ fn parquet_split_and_plain_take_turns_in_one_directory() {
     assert!(!run.status.success());
     assert!(err.contains("TINY") && err.contains("in the way"), "{err}");
     assert!(table.join("notes.txt").exists());
-    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1, "no leftovers");
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    // The old run's files went (--overwrite), the new run published
+    // nothing, and the user's directory stays.
+    assert_eq!(left, ["TINY.parquet"], "no leftovers");
 }
 
 /// Table names of 63 four-byte characters made file names too long.
@@ -527,6 +535,7 @@ fn names_too_long_for_a_file_system_get_a_short_unique_file() {
     assert!(run.status.success(), "{}", stderr(&run));
     let mut contents: Vec<Vec<u8>> = files(&out)
         .into_iter()
+        .filter(|(name, _)| name != "schema.sql")
         .map(|(name, bytes)| {
             assert!(name.len() <= 255 && name.contains('~'), "{name}");
             bytes
@@ -563,7 +572,7 @@ fn control_characters_in_names_are_escaped_when_shown() {
     }
     assert_eq!(
         files(&out).into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
-        ["EVIL%1B[2J%0AFAKE.csv"]
+        ["EVIL%1B[2J%0AFAKE.csv", "schema.sql"]
     );
 }
 

@@ -150,7 +150,13 @@ fn the_manifest_lists_every_file_with_its_hash_rows_and_types() {
     assert_eq!(price["name"], "PRICE");
     assert_eq!(price["firebird_type"], "NUMERIC(9,2)");
     assert_eq!(price["arrow_type"], "Decimal128(10, 2)");
-    // The manifest lists every table file and nothing else.
+    // schema.sql belongs to the run, not to one table.
+    let run_files = m["files"].as_array().unwrap();
+    assert_eq!(run_files.len(), 1, "{m}");
+    assert_eq!(run_files[0]["name"], "schema.sql");
+    assert_eq!(run_files[0]["sha256"], sha256sum(&out.join("schema.sql")));
+    listed.push("schema.sql".to_string());
+    // The manifest lists every file of the run and nothing else.
     let mut on_disk: Vec<String> = files(&out).into_iter().map(|(n, _)| n).collect();
     on_disk.sort();
     listed.sort();
@@ -158,7 +164,7 @@ fn the_manifest_lists_every_file_with_its_hash_rows_and_types() {
 
     let checked = check(&out);
     assert_eq!(checked.status.code(), Some(0), "{}", stderr(&checked));
-    assert_eq!(stdout(&checked), "3 files match the manifest\n");
+    assert_eq!(stdout(&checked), "4 files match the manifest\n");
 
     // Without --verify, nothing claims to be verified; a chosen subset
     // records its columns and condition.

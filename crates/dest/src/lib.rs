@@ -31,10 +31,11 @@ mod previous;
 mod spool;
 mod stream;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
+use fbunload_exec::{Destination, ExecError, FileDigest, RunInfo, UnitWriter, Written};
 use fbunload_format::Format;
 use fbunload_plan::Unit;
 
@@ -55,7 +56,15 @@ pub struct FileOutput {
     format: Format,
     budget: Arc<MemoryBudget>,
     tables: OnceLock<Vec<Box<dyn Table>>>,
+    /// The DDL of the run's tables, published as `schema.sql` with them.
+    schema_sql: OnceLock<String>,
+    /// `schema.sql` as published, for the manifest.
+    schema_file: OnceLock<Vec<FileDigest>>,
 }
+
+/// The file of an output directory that holds the DDL of its tables; no
+/// table's file can have this name (their extensions are formats').
+pub const SCHEMA_FILE: &str = "schema.sql";
 
 enum Target {
     Directory(Arc<OutputDir>),
@@ -73,6 +82,8 @@ impl FileOutput {
             format,
             budget: MemoryBudget::new(memory_budget),
             tables: OnceLock::new(),
+            schema_sql: OnceLock::new(),
+            schema_file: OnceLock::new(),
         }
     }
 
@@ -98,10 +109,18 @@ impl FileOutput {
             format,
             budget: MemoryBudget::new(memory_budget),
             tables: OnceLock::new(),
+            schema_sql: OnceLock::new(),
+            schema_file: OnceLock::new(),
         })
     }
 
     /// The output directory, for a run into one.
+    /// The files the run published that belong to no one table
+    /// (`schema.sql`), once it has finished.
+    pub fn run_files(&self) -> Vec<FileDigest> {
+        self.schema_file.get().cloned().unwrap_or_default()
+    }
+
     pub fn directory(&self) -> Option<&Path> {
         match &self.target {
             Target::Directory(dir) => Some(dir.path()),
@@ -115,11 +134,18 @@ impl FileOutput {
 }
 
 impl Destination for FileOutput {
+    fn keeps_schema(&self) -> bool {
+        matches!(self.target, Target::Directory(_))
+    }
+
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
         if let Target::Directory(dir) = &self.target {
             // The snapshot is taken and the plan holds: the overwritten
             // run's files go before this run's first is published.
             dir.remove_previous_run()?;
+        }
+        if let Some(sql) = run.schema_sql {
+            let _ = self.schema_sql.set(sql.to_string());
         }
         if let Target::Stdout(_) = self.target {
             if run.plan.tables.len() != 1 {
@@ -180,6 +206,23 @@ impl Destination for FileOutput {
     }
 
     fn finish(&self) -> Result<Vec<Written>, ExecError> {
-        self.tables().iter().map(|t| t.finish()).collect()
+        let written = self
+            .tables()
+            .iter()
+            .map(|t| t.finish())
+            .collect::<Result<_, _>>()?;
+        if let (Target::Directory(dir), Some(sql)) = (&self.target, self.schema_sql.get()) {
+            // After the tables, so that it is there only when they all are.
+            let publish = || {
+                dir.create(SCHEMA_FILE)?.write_all(sql.as_bytes())?;
+                dir.publish(SCHEMA_FILE)
+            };
+            let (_, digests) = publish().map_err(|e| ExecError::OutputDir {
+                path: dir.path().join(SCHEMA_FILE),
+                reason: format!("cannot write it: {e}"),
+            })?;
+            let _ = self.schema_file.set(digests);
+        }
+        Ok(written)
     }
 }

@@ -47,6 +47,9 @@ pub struct Manifest {
     /// The options the run was given, named as on the command line.
     pub options: BTreeMap<String, serde_json::Value>,
     pub tables: Vec<ManifestTable>,
+    /// The run's files that belong to no one table (`schema.sql`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<ManifestFile>,
 }
 
 /// One table of a run.
@@ -101,6 +104,8 @@ impl From<fbunload_exec::FileDigest> for ManifestFile {
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListedFiles {
     tables: Vec<ListedTable>,
+    #[serde(default)]
+    files: Vec<ManifestFile>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -130,7 +135,7 @@ impl ListedFiles {
     }
 
     pub fn files(&self) -> impl Iterator<Item = &ManifestFile> {
-        self.tables.iter().flat_map(|t| &t.files)
+        self.tables.iter().flat_map(|t| &t.files).chain(&self.files)
     }
 }
 

@@ -29,7 +29,8 @@ const COMPRESSION_EXTENSIONS: &[&str] = &["gz", "zst"];
 pub(crate) struct PreviousRun {
     /// Whether there is a `manifest.json`.
     pub manifest: bool,
-    /// Names of table files (or directories of parts), sorted.
+    /// Names of table files (or directories of parts) and `schema.sql`,
+    /// sorted.
     pub table_files: Vec<String>,
 }
 
@@ -41,7 +42,7 @@ impl PreviousRun {
             let name = entry?.file_name().to_string_lossy().into_owned();
             if name == MANIFEST_NAME {
                 found.manifest = true;
-            } else if is_table_file_name(&name) {
+            } else if name == crate::SCHEMA_FILE || is_table_file_name(&name) {
                 found.table_files.push(name);
             }
         }

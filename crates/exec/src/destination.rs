@@ -30,10 +30,19 @@ pub struct RunInfo<'a> {
     pub schemas: &'a [SchemaRef],
     /// The snapshot every unit is read at, where there is one to share.
     pub snapshot_number: Option<u64>,
+    /// The DDL of the plan's tables, read at the snapshot, where the
+    /// destination [keeps one](Destination::keeps_schema).
+    pub schema_sql: Option<&'a str>,
 }
 
 /// Receives the units of a run.
 pub trait Destination: Sync {
+    /// Whether it keeps the DDL of the tables (`schema.sql` of an output
+    /// directory); then the run reads it for [`Destination::start`].
+    fn keeps_schema(&self) -> bool {
+        false
+    }
+
     /// Called once, before any unit, when the snapshot is taken.
     fn start(&self, _run: &RunInfo<'_>) -> Result<(), ExecError> {
         Ok(())

@@ -50,18 +50,18 @@ const WATCH_TICK: Duration = Duration::from_millis(20);
 /// smooth out a slow write, few enough to keep memory bounded.
 const WRITER_QUEUE: usize = 4;
 
-/// Runs every unit of `plan` through `destination`. `on_start` is told the
-/// snapshot once every reader has joined it, before the first unit.
+/// Runs every unit of `plan` through `destination`. `on_start` is given the
+/// session once every reader has joined its snapshot, before the first unit.
 pub(crate) fn dispatch<S: Session>(
     session: &mut S,
     plan: &Plan,
     destination: &dyn Destination,
     options: &DispatchOptions,
     progress: &dyn Progress,
-    on_start: &mut dyn FnMut(Option<u64>) -> Result<(), ExecError>,
+    on_start: &mut dyn FnMut(&S) -> Result<(), ExecError>,
 ) -> Result<Dispatched, ExecError> {
     let readers = session.readers(options.workers)?;
-    on_start(session.snapshot_number())?;
+    on_start(session)?;
     let run = Run {
         session: &*session,
         plan,
@@ -691,8 +691,8 @@ mod tests {
                 &recorder,
                 &options(workers, pipelined),
                 &Silent,
-                &mut |n| {
-                    *recorder.started.lock().unwrap() = n;
+                &mut |session| {
+                    *recorder.started.lock().unwrap() = session.snapshot_number();
                     Ok(())
                 },
             )

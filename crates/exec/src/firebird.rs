@@ -32,7 +32,9 @@ use fbunload_client::{
     Attachment, Client, ConnectOptions, Statement, Transaction, TransactionMode,
 };
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TypeOptions};
-use fbunload_plan::{printable, read_catalog, Plan, PlanOptions, TableFilter, TablePlan, Unit};
+use fbunload_plan::{
+    printable, read_catalog, read_schema, Plan, PlanOptions, TableFilter, TablePlan, Unit,
+};
 
 use crate::session::{Reader, Session};
 use crate::ExecError;
@@ -285,6 +287,31 @@ impl FirebirdSession {
              committing in between. Try again, or with fewer workers",
             readers.len() + 1
         )))
+    }
+
+    /// The DDL of the plan's tables (`schema.sql`), read at the run's
+    /// snapshot so that it describes the data read; where readers have
+    /// snapshots of their own (Firebird 3, `--allow-inconsistent`), in one
+    /// more.
+    pub fn schema_sql(&self, plan: &Plan) -> Result<String, ExecError> {
+        let own;
+        let tr = match self.counting_transaction() {
+            Some(tr) => tr,
+            None => {
+                own = self
+                    .main
+                    .start_transaction(TransactionMode::ReadOnlySnapshot)
+                    .map_err(ExecError::Client)?;
+                &own
+            }
+        };
+        let names: Vec<String> = plan.tables.iter().map(|t| t.name.clone()).collect();
+        let schema = read_schema(tr, &names).map_err(|e| {
+            ExecError::Server(format!(
+                "reading the tables' DDL for schema.sql failed ({e}); --no-schema skips it"
+            ))
+        })?;
+        Ok(schema.to_sql())
     }
 
     /// The transaction `--verify` counts in.

@@ -46,6 +46,7 @@ pub use held::{HeldSnapshot, SnapshotReader, SnapshotTicket, OLDER_TRANSACTIONS_
 
 use dispatch::{dispatch, DispatchOptions};
 use firebird::{FirebirdSession, ReadContext};
+use session::Session;
 
 /// How a run goes: everything but what it reads and where it writes.
 #[derive(Debug, Clone)]
@@ -71,6 +72,9 @@ pub struct RunOptions {
     /// On servers without shared snapshots (before Firebird 4), read tables
     /// in parallel anyway, each worker in a snapshot of its own.
     pub allow_inconsistent: bool,
+    /// Read the DDL of the tables at the snapshot for a destination that
+    /// keeps it (`schema.sql` in an output directory).
+    pub schema: bool,
 }
 
 impl Default for RunOptions {
@@ -85,6 +89,7 @@ impl Default for RunOptions {
             cancel: Arc::new(AtomicBool::new(false)),
             max_retries: 3,
             allow_inconsistent: false,
+            schema: true,
         }
     }
 }
@@ -246,13 +251,20 @@ impl Prepared {
             pipelined: start.workers < std::thread::available_parallelism().map_or(1, |n| n.get()),
             cancel: options.cancel.clone(),
         };
-        let mut on_start = |snapshot_number: Option<u64>| {
+        let read_schema = options.schema && !options.fetch_only && destination.keeps_schema();
+        let mut on_start = |session: &FirebirdSession| {
+            let snapshot_number = session.snapshot_number();
             start.snapshot_number = snapshot_number;
+            let schema_sql = match read_schema {
+                true => Some(session.schema_sql(&plan)?),
+                false => None,
+            };
             progress.started(&plan, &start);
             destination.start(&RunInfo {
                 plan: &plan,
                 schemas: &schemas,
                 snapshot_number,
+                schema_sql: schema_sql.as_deref(),
             })
         };
         let dispatched = dispatch(

@@ -73,6 +73,7 @@ pub(crate) fn manifest(
         finished: rfc3339(SystemTime::now()),
         options: options(request, plan, summary),
         tables,
+        files: Vec::new(),
     }
 }
 

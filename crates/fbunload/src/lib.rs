@@ -337,7 +337,8 @@ impl Unload {
             format: &format,
             started,
         };
-        let manifest = describe::manifest(&request, &plan, &schemas, &summary);
+        let mut manifest = describe::manifest(&request, &plan, &schemas, &summary);
+        manifest.files = files.run_files().into_iter().map(Into::into).collect();
         output.publish_manifest(&manifest)?;
         Ok(summary)
     }

@@ -18,7 +18,7 @@ use fbunload_decode::text::charset_name;
 use crate::identifier::quote_literal;
 
 /// Field types of `RDB$FIELDS.RDB$FIELD_TYPE` (BLR type codes).
-mod blr {
+pub(crate) mod blr {
     pub const SMALLINT: i16 = 7;
     pub const INTEGER: i16 = 8;
     pub const FLOAT: i16 = 10;
@@ -395,7 +395,11 @@ fn similar_to(pattern: &str) -> String {
     sql
 }
 
-fn query(tr: &Transaction, sql: &str, mut each: impl FnMut(&Row<'_>)) -> Result<(), ClientError> {
+pub(crate) fn query(
+    tr: &Transaction,
+    sql: &str,
+    mut each: impl FnMut(&Row<'_>),
+) -> Result<(), ClientError> {
     let mut stmt = tr.prepare(sql)?;
     stmt.execute()?;
     while stmt.fetch()? {
@@ -405,7 +409,7 @@ fn query(tr: &Transaction, sql: &str, mut each: impl FnMut(&Row<'_>)) -> Result<
 }
 
 /// An integer column of a catalog query (SMALLINT, INTEGER or BIGINT).
-fn int(row: &Row<'_>, i: usize) -> Option<i64> {
+pub(crate) fn int(row: &Row<'_>, i: usize) -> Option<i64> {
     let v = row.value(i)?;
     Some(match v.len() {
         2 => i16::from_ne_bytes(v.try_into().ok()?) as i64,
@@ -424,7 +428,7 @@ fn name_without_padding(column: &str) -> String {
 
 /// A name column of a catalog query, without CHAR padding (right only, see
 /// [`name_without_padding`]).
-fn text(row: &Row<'_>, i: usize) -> String {
+pub(crate) fn text(row: &Row<'_>, i: usize) -> String {
     let v = row.value(i).unwrap_or(b"");
     String::from_utf8_lossy(v).trim_end_matches(' ').to_string()
 }

@@ -5,14 +5,17 @@
 //! printed (`--plan`), tested without a database, and handed to the
 //! executor. Reading the catalog ([`catalog`]) is separate from cutting it
 //! into units ([`planner`]) so the cutting rules are unit-tested on made-up
-//! tables.
+//! tables. [`schema`] reads and writes the DDL of the unloaded tables
+//! (`schema.sql`).
 
 pub mod catalog;
 mod identifier;
 pub mod planner;
+pub mod schema;
 pub mod selection;
 
 pub use catalog::{read_catalog, CatalogError, Column, Table, TableFilter};
 pub use identifier::{printable, quote_identifier};
 pub use planner::{counted, Plan, PlanOptions, TablePlan, Unit};
+pub use schema::{read_schema, Schema};
 pub use selection::{SelectionError, TableChoice};
