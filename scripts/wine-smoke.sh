@@ -5,6 +5,8 @@
 # with the Linux fbunload-gen (the on-disk format is the same), then runs
 # the Windows fbunload.exe on the Windows engine under Wine and checks:
 #
+#   - the unit tests of fbunload-client and fbunload-dest pass as Windows
+#     programs (the search order, LockFileEx, Windows file names);
 #   - the client library is found through FIREBIRD, and next to the .exe;
 #   - every format (csv, tsv, jsonl, parquet, arrow), with --verify, holds
 #     what the Linux build writes from the same database: CSV, TSV and JSON
@@ -135,6 +137,17 @@ linux() { env -u FIREBIRD -u FIREBIRD_LOCK "$LINUX_BIN/fbunload" "$@"; }
 wine "$bin/fbunload.exe" --version >/dev/null 2>&1 ||
   fail "fbunload.exe does not start under Wine: $(WINEDEBUG=err+module wine "$bin/fbunload.exe" --version 2>&1 | tail -3)"
 pass "fbunload.exe starts under $(wine --version)"
+
+# --- unit tests, as Windows programs -------------------------------------------------
+# The client's search order and the output directory (LockFileEx, renames,
+# Windows file names) run their own tests on Windows' rules.
+start=$(date +%s)
+deps=$repo/target/$TARGET/debug/deps
+cargo test --quiet --no-run --target $TARGET -p fbunload-client -p fbunload-dest --lib 2>/dev/null
+cp "$bin/bcryptprimitives.dll" "$deps/"
+unit=$(CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine cargo test --quiet --target $TARGET \
+  -p fbunload-client -p fbunload-dest --lib 2>&1) || fail "unit tests under Wine: $unit"
+pass "unit tests of fbunload-client and fbunload-dest as Windows programs: $(awk '/^test result/ { n += $4 } END { print n }' <<<"$unit") passed ($(seconds "$start") s)"
 
 # --- the database ----------------------------------------------------------------
 db=$root/smoke.fdb
