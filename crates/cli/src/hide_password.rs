@@ -12,6 +12,7 @@
 
 /// Where, in each argument, the password's bytes are: the whole argument
 /// (`-p secret`) or its tail (`-psecret`, `--password=secret`).
+#[cfg(any(test, all(target_os = "linux", target_env = "gnu")))]
 fn password_ranges(args: &[&[u8]], password: &[u8]) -> Vec<(usize, std::ops::Range<usize>)> {
     if password.is_empty() {
         return Vec::new();

@@ -253,7 +253,7 @@ fn check_names_every_file_that_changed_or_went() {
     assert_eq!(lines[1], "OTHER.csv: missing");
     let err = stderr(&checked);
     assert!(
-        err.contains("check failed: 2 differences from") && err.contains("(3 files checked)"),
+        err.contains("check failed: 2 differences from") && err.contains("(4 files checked)"),
         "{err}"
     );
 
@@ -381,7 +381,7 @@ fn overwrite_removes_only_what_the_old_manifest_lists() {
     assert!(run.status.success(), "{}", stderr(&run));
     let mut left: Vec<String> = files(&out).into_iter().map(|(n, _)| n).collect();
     left.sort();
-    assert_eq!(left, ["ITEMS.jsonl", "mine.csv", "notes.txt"]);
+    assert_eq!(left, ["ITEMS.jsonl", "mine.csv", "notes.txt", "schema.sql"]);
     assert_eq!(std::fs::read(out.join("mine.csv")).unwrap(), b"also mine");
     let m = manifest(&out);
     assert_eq!(m["tables"].as_array().unwrap().len(), 1);
@@ -389,7 +389,7 @@ fn overwrite_removes_only_what_the_old_manifest_lists() {
     // the row added in between tells the runs apart).
     assert_eq!(table(&m, "ITEMS")["rows"], 20_001);
     let checked = check(&out);
-    assert_eq!(stdout(&checked), "1 file matches the manifest\n");
+    assert_eq!(stdout(&checked), "2 files match the manifest\n");
 
     // Overwriting table files with no manifest replaces the names the run
     // writes and leaves the rest, which its manifest does not list.

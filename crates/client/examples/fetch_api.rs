@@ -136,12 +136,7 @@ struct OoApi {
 
 impl OoApi {
     fn open(source: &LibrarySource) -> OoApi {
-        let name = match source {
-            LibrarySource::Explicit(p)
-            | LibrarySource::FirebirdEnv(p)
-            | LibrarySource::PythonPackage(p) => p.as_os_str().to_owned(),
-            LibrarySource::System(name) => name.into(),
-        };
+        let name = source.library().to_owned();
         // SAFETY: the library Client::load already loaded; this only takes
         // another reference to it.
         unsafe {

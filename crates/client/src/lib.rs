@@ -21,6 +21,7 @@ mod ffi;
 mod locate;
 mod message;
 mod params;
+mod places;
 mod statement;
 
 pub use attachment::{

@@ -1,41 +1,81 @@
-//! Finding and loading `libfbclient`.
+//! Loading the Firebird client library, once it is found.
 //!
-//! Search order, first hit wins: an explicit path (`--client-lib`), the
-//! `FIREBIRD` environment variable (a Firebird installation or runtime
-//! root), the `firebird-embedded` Python package (a full Firebird 5 engine,
-//! the default for tests and demos), then the system's library search path.
+//! Where it is looked for, and in what order on each platform, is
+//! `places`: an explicit path (`--client-lib`) comes first everywhere;
+//! then, on Unix, `FIREBIRD` (a Firebird installation or runtime root), the
+//! `firebird-embedded` Python package (a full Firebird 5 engine, the default
+//! for tests and demos) and the system's library search path; on Windows,
+//! the program's own folder, `FIREBIRD`, the Python package, the registry's
+//! Firebird installation, `PATH`, and Windows' own DLL search.
 //!
 //! The embedded runtime needs two things a plain `dlopen` does not give it:
 //! `FIREBIRD` pointing at its root (for plugins, messages, time zone data),
-//! and `libtomcrypt.so.1`, which lives in that root and which the engine
-//! plugin cannot find on its own. We preload it (after `libtommath`, its own
-//! dependency) with `RTLD_GLOBAL`, so users need no `LD_LIBRARY_PATH`.
+//! and, on Linux, `libtomcrypt.so.1`, which lives in that root and which the
+//! engine plugin cannot find on its own. We preload it (after `libtommath`,
+//! its own dependency) with `RTLD_GLOBAL`, so users need no
+//! `LD_LIBRARY_PATH`. On Windows the client's own folder holds what it
+//! depends on (ICU, the C++ runtime, zlib); loading it with
+//! `LOAD_WITH_ALTERED_SEARCH_PATH` makes Windows look there first.
 
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use crate::error::ClientError;
 use crate::ffi::Api;
+use crate::places::{self, Place, ThisMachine};
 
 /// Where the loaded client library came from, for `--version`-style reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LibrarySource {
     Explicit(PathBuf),
+    NextToProgram(PathBuf),
     FirebirdEnv(PathBuf),
     PythonPackage(PathBuf),
+    RegistryInstall(PathBuf),
+    SearchPath(PathBuf),
     System(String),
+}
+
+impl LibrarySource {
+    /// The library as it was loaded: a path, or a bare name the system's
+    /// loader searched for.
+    pub fn library(&self) -> &std::ffi::OsStr {
+        match self {
+            LibrarySource::Explicit(p)
+            | LibrarySource::NextToProgram(p)
+            | LibrarySource::FirebirdEnv(p)
+            | LibrarySource::PythonPackage(p)
+            | LibrarySource::RegistryInstall(p)
+            | LibrarySource::SearchPath(p) => p.as_os_str(),
+            LibrarySource::System(name) => name.as_ref(),
+        }
+    }
+
+    fn found(place: Place, library: PathBuf) -> LibrarySource {
+        match place {
+            Place::NextToProgram => LibrarySource::NextToProgram(library),
+            Place::FirebirdEnv => LibrarySource::FirebirdEnv(library),
+            Place::PythonPackage => LibrarySource::PythonPackage(library),
+            Place::RegistryInstall => LibrarySource::RegistryInstall(library),
+            Place::SearchPath => LibrarySource::SearchPath(library),
+        }
+    }
 }
 
 impl std::fmt::Display for LibrarySource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LibrarySource::Explicit(p) => write!(f, "{} (--client-lib)", p.display()),
+            LibrarySource::NextToProgram(p) => write!(f, "{} (next to the program)", p.display()),
             LibrarySource::FirebirdEnv(p) => write!(f, "{} (from FIREBIRD)", p.display()),
             LibrarySource::PythonPackage(p) => {
                 write!(f, "{} (Python package firebird-embedded)", p.display())
             }
+            LibrarySource::RegistryInstall(p) => {
+                write!(f, "{} (Firebird installation in the registry)", p.display())
+            }
+            LibrarySource::SearchPath(p) => write!(f, "{} (from PATH)", p.display()),
             LibrarySource::System(name) => write!(f, "{name} (system library path)"),
         }
     }
@@ -51,12 +91,9 @@ pub struct Client {
     _lib: libloading::Library,
 }
 
-const LIB_NAMES: [&str; 2] = ["libfbclient.so.2", "libfbclient.so"];
-
 impl Client {
     /// Finds and loads the client library (see the module docs for the order).
     pub fn load(explicit: Option<&Path>) -> Result<Arc<Client>, ClientError> {
-        let mut tried = Vec::new();
         if let Some(path) = explicit {
             if !path.exists() {
                 return Err(ClientError::Load(format!(
@@ -66,28 +103,28 @@ impl Client {
             }
             return Self::open(path, LibrarySource::Explicit(path.to_path_buf()));
         }
-        if let Some(root) = std::env::var_os("FIREBIRD").map(PathBuf::from) {
-            if let Some(lib) = library_in_root(&root) {
-                return Self::open(&lib, LibrarySource::FirebirdEnv(lib.clone()));
+        let mut tried = match places::search(places::ORDER, &ThisMachine, places::LAYOUT) {
+            Ok(found) => {
+                let source = LibrarySource::found(found.place, found.library.clone());
+                return Self::open(&found.library, source);
             }
-            tried.push(format!("FIREBIRD={} has no libfbclient", root.display()));
-        }
-        match embedded_runtime_root() {
-            Some(root) => {
-                if let Some(lib) = library_in_root(&root) {
-                    return Self::open(&lib, LibrarySource::PythonPackage(lib.clone()));
-                }
-            }
-            None => tried.push("no Python package firebird-embedded".into()),
-        }
-        for name in LIB_NAMES {
+            Err(tried) => tried,
+        };
+        for &name in places::LAYOUT.names {
             // SAFETY: loading a shared library runs its initialisers; that is
             // the point of the exercise.
             if let Ok(lib) = unsafe { libloading::Library::new(name) } {
-                return Self::from_library(lib, Vec::new(), LibrarySource::System(name.into()));
+                return Self::from_library(
+                    lib,
+                    Vec::new(),
+                    LibrarySource::System(name.to_string()),
+                );
             }
         }
-        tried.push("no libfbclient on the system library path".into());
+        tried.push(format!(
+            "no {} on the system library path",
+            places::LAYOUT.names[0]
+        ));
         Err(ClientError::Load(format!(
             "{}; install the embedded engine with `pip install firebird-embedded`, \
              install a Firebird client, or pass --client-lib PATH",
@@ -104,20 +141,7 @@ impl Client {
                 // worker thread exists.
                 std::env::set_var("FIREBIRD", root);
             }
-            let tomcrypt = root.join("libtomcrypt.so.1");
-            if tomcrypt.exists() {
-                for dep in ["libtommath.so.1".as_ref(), tomcrypt.as_path()] {
-                    match load_global(dep) {
-                        Ok(lib) => preloads.push(lib),
-                        Err(e) => {
-                            return Err(ClientError::Load(format!(
-                                "{e} (the embedded engine needs Debian's libtommath1 and libicu72: \
-                                 apt-get install libtommath1 libicu72)"
-                            )))
-                        }
-                    }
-                }
-            }
+            preloads = preload_embedded_dependencies(root)?;
         }
         let lib = load_global(path).map_err(ClientError::Load)?;
         Self::from_library(lib, preloads, source)
@@ -188,6 +212,38 @@ const SHUTDOWN_CONFIRMATION: c_int = 1;
 /// `fb_shutrsn_signal`: the library caught SIGINT or SIGTERM.
 const SHUTDOWN_REASON_SIGNAL: c_int = -5;
 
+/// Loads the libraries the Linux embedded engine needs and cannot find
+/// by itself (see the module docs), when `root` is such a runtime.
+#[cfg(unix)]
+fn preload_embedded_dependencies(root: &Path) -> Result<Vec<libloading::Library>, ClientError> {
+    let tomcrypt = root.join("libtomcrypt.so.1");
+    if !tomcrypt.exists() {
+        return Ok(Vec::new());
+    }
+    let mut preloads = Vec::new();
+    for dep in ["libtommath.so.1".as_ref(), tomcrypt.as_path()] {
+        match load_global(dep) {
+            Ok(lib) => preloads.push(lib),
+            Err(e) => {
+                return Err(ClientError::Load(format!(
+                    "{e} (the embedded engine needs Debian's libtommath1 and libicu72: \
+                     apt-get install libtommath1 libicu72)"
+                )))
+            }
+        }
+    }
+    Ok(preloads)
+}
+
+/// The Windows runtime carries what it needs in its own folder.
+#[cfg(windows)]
+fn preload_embedded_dependencies(_root: &Path) -> Result<Vec<libloading::Library>, ClientError> {
+    Ok(Vec::new())
+}
+
+/// Loads a library by path, its symbols visible to the libraries it loads
+/// in turn (the engine plugin resolves the client's through them).
+#[cfg(unix)]
 fn load_global(path: &Path) -> Result<libloading::Library, String> {
     use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
     // SAFETY: as in `Client::load`.
@@ -196,12 +252,15 @@ fn load_global(path: &Path) -> Result<libloading::Library, String> {
         .map_err(|e| format!("cannot load {}: {e}", path.display()))
 }
 
-/// The client library inside an installation or runtime root, if any.
-fn library_in_root(root: &Path) -> Option<PathBuf> {
-    ["", "lib"]
-        .iter()
-        .flat_map(|dir| LIB_NAMES.iter().map(move |name| root.join(dir).join(name)))
-        .find(|p| p.exists())
+/// Loads a library by path, the DLLs it depends on looked for in its own
+/// folder first (ICU, the C++ runtime and zlib sit beside `fbclient.dll`).
+#[cfg(windows)]
+fn load_global(path: &Path) -> Result<libloading::Library, String> {
+    use libloading::os::windows::{Library, LOAD_WITH_ALTERED_SEARCH_PATH};
+    // SAFETY: as in `Client::load`.
+    unsafe { Library::load_with_flags(path, LOAD_WITH_ALTERED_SEARCH_PATH) }
+        .map(Into::into)
+        .map_err(|e| format!("cannot load {}: {e}", path.display()))
 }
 
 /// The runtime root a client library belongs to, when it is a Firebird
@@ -212,24 +271,6 @@ fn runtime_root_of(lib: &Path) -> Option<PathBuf> {
         .into_iter()
         .find(|d| d.join("firebird.msg").exists())
         .map(Path::to_path_buf)
-}
-
-/// Asks Python where `firebird-embedded` keeps its runtime. A subprocess is
-/// the only reliable answer across virtualenvs, pyenv and user installs.
-fn embedded_runtime_root() -> Option<PathBuf> {
-    let script = "import firebird.embedded.provider as p; print(p.FirebirdProvider().root)";
-    for python in ["python3", "python"] {
-        let Ok(out) = Command::new(python).args(["-c", script]).output() else {
-            continue;
-        };
-        if out.status.success() {
-            let root = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-            if root.is_dir() {
-                return Some(root);
-            }
-        }
-    }
-    None
 }
 
 #[cfg(test)]

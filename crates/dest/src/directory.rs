@@ -3,14 +3,15 @@
 //!
 //! Every file a run writes is created with `create_new` inside a staging
 //! directory that the run itself made (`.fbunload-run-XXXXXX`, random name,
-//! mode 0700), so a link planted in the output directory is never followed
+//! mode 0700 on Unix; on Windows it takes the output directory's ACL), so a link planted in the output directory is never followed
 //! and no two runs share a temporary file. A table's file is synced and
 //! renamed into the output directory only when it is complete; whatever is
 //! unfinished goes with the staging directory when the run ends, and a run
 //! killed outright (`kill -9`) leaves a staging directory that the next run
 //! into the directory removes. The lock (an advisory `flock` on the
-//! directory) makes a second concurrent run into the same directory fail at
-//! once instead of mixing files.
+//! directory; on Windows, which cannot lock a directory, `LockFileEx` on a
+//! file `.fbunload.lock` in it) makes a second concurrent run into the same
+//! directory fail at once instead of mixing files.
 //!
 //! A directory holding another run's files is refused unless the run is
 //! to overwrite them (`previous`); the run's `manifest.json` goes in last,

@@ -4,23 +4,55 @@
 //! control characters, 63 four-byte characters (252 bytes, more than most
 //! file systems allow in a name with an extension). Every table gets a
 //! file name of its own that stays in the output directory.
+//!
+//! Windows forbids more than Unix does: `< > : " | ? *` in a name, and the
+//! device names `CON`, `NUL`, `COM1`… even with an extension (`NUL.csv` is
+//! the null device). Those are escaped on Windows only, so the files a
+//! Unix run writes keep the names they always had; on Windows a table
+//! `Mixed Case "Quoted"` becomes `Mixed Case %22Quoted%22.csv`.
 
 /// The longest file name written, in bytes: 255 is the limit of ext4, XFS,
 /// NTFS and APFS; the rest leaves room for the extension.
 const MAX_NAME_BYTES: usize = 240;
 
 /// `<table>.<extension>`, with `/`, `%`, `\`, control characters and a
-/// leading `.` escaped as `%XX`, so every table gets its own file and none
-/// can point outside the directory or be hidden. A name too long for a
-/// file system is cut and given a hash of the whole name, so it stays
-/// unique: `LONG…NAME~1a2b3c4d5e6f7a8b.csv`. The table's real name is in
-/// the summary and in Parquet and Arrow metadata.
+/// leading `.` escaped as `%XX` (on Windows also the characters and
+/// device names it forbids, see the module docs), so every table gets its
+/// own file and none can point outside the directory or be hidden. A name
+/// too long for a file system is cut and given a hash of the whole name,
+/// so it stays unique: `LONG…NAME~1a2b3c4d5e6f7a8b.csv`. The table's real
+/// name is in the summary and in Parquet and Arrow metadata.
 pub fn file_name_for(table: &str, extension: &str) -> String {
+    let rules = if cfg!(windows) {
+        NameRules::Windows
+    } else {
+        NameRules::Unix
+    };
+    file_name_under(rules, table, extension)
+}
+
+/// Which file system's rules a name must follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NameRules {
+    Unix,
+    Windows,
+}
+
+/// Characters Windows does not allow in a file name, beyond `/` and `\`.
+const FORBIDDEN_ON_WINDOWS: &[char] = &['<', '>', ':', '"', '|', '?', '*'];
+
+/// Names Windows keeps for devices, whatever extension follows them.
+const WINDOWS_DEVICES: &[&str] = &["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
+
+fn file_name_under(rules: NameRules, table: &str, extension: &str) -> String {
     let mut name = String::with_capacity(table.len() + extension.len() + 1);
     for c in table.chars() {
         match c {
             '/' | '%' | '\\' => name.push_str(&format!("%{:02X}", c as u32)),
             c if c.is_control() && (c as u32) < 0x100 => {
+                name.push_str(&format!("%{:02X}", c as u32))
+            }
+            c if rules == NameRules::Windows && FORBIDDEN_ON_WINDOWS.contains(&c) => {
                 name.push_str(&format!("%{:02X}", c as u32))
             }
             c => name.push(c),
@@ -29,6 +61,11 @@ pub fn file_name_for(table: &str, extension: &str) -> String {
     if name.starts_with('.') {
         // Not hidden, and never "." or "..".
         name.replace_range(0..1, "%2E");
+    }
+    if rules == NameRules::Windows && is_windows_device(&name) {
+        // `%43ON.csv` is a file; `CON.csv` is the console.
+        let first = name.chars().next().unwrap_or('_');
+        name.replace_range(..first.len_utf8(), &format!("%{:02X}", first as u32));
     }
     let room = MAX_NAME_BYTES.saturating_sub(extension.len() + 1);
     if name.len() > room {
@@ -45,6 +82,22 @@ pub fn file_name_for(table: &str, extension: &str) -> String {
     name
 }
 
+/// Whether Windows takes `name` (before its first dot, trailing spaces
+/// ignored, any case) for a device: `CON`, `nul`, `COM1 `, `LPT9.x`.
+fn is_windows_device(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or("").trim_end_matches(' ');
+    let upper = stem.to_ascii_uppercase();
+    if WINDOWS_DEVICES.contains(&upper.as_str()) {
+        return true;
+    }
+    let numbered = ["COM", "LPT"]
+        .iter()
+        .find_map(|prefix| upper.strip_prefix(prefix));
+    // COM0-9 and LPT0-9, and the superscript digits Windows also takes.
+    matches!(numbered, Some(n) if n.chars().count() == 1
+        && n.chars().all(|d| d.is_ascii_digit() || matches!(d, '¹' | '²' | '³')))
+}
+
 /// FNV-1a, 64 bits: stable across Rust versions and platforms (std's
 /// hasher is not), so a table keeps its file name from run to run.
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -59,6 +112,7 @@ mod tests {
 
     #[test]
     fn file_names_cannot_escape_the_directory() {
+        let file_name_for = |table, extension| file_name_under(NameRules::Unix, table, extension);
         assert_eq!(file_name_for("ORDERS", "csv"), "ORDERS.csv");
         assert_eq!(file_name_for("a/b%c", "csv"), "a%2Fb%25c.csv");
         assert_eq!(file_name_for("..", "csv"), "%2E..csv");
@@ -68,6 +122,28 @@ mod tests {
             "My \"odd\" table.csv"
         );
         assert_eq!(file_name_for("T\x1b[2J\n", "csv"), "T%1B[2J%0A.csv");
+    }
+
+    #[test]
+    fn on_windows_forbidden_characters_and_device_names_are_escaped() {
+        let windows = |table| file_name_under(NameRules::Windows, table, "csv");
+        assert_eq!(
+            windows("Mixed Case \"Quoted\""),
+            "Mixed Case %22Quoted%22.csv"
+        );
+        assert_eq!(windows("a<b>c:d|e?f*"), "a%3Cb%3Ec%3Ad%7Ce%3Ff%2A.csv");
+        assert_eq!(windows("CON"), "%43ON.csv");
+        assert_eq!(windows("nul"), "%6Eul.csv");
+        assert_eq!(windows("Com1"), "%43om1.csv");
+        assert_eq!(windows("LPT9.old"), "%4CPT9.old.csv");
+        assert_eq!(windows("AUX "), "%41UX .csv");
+        assert_eq!(windows("CONSOLE"), "CONSOLE.csv");
+        assert_eq!(windows("COM10"), "COM10.csv");
+        assert_eq!(windows("ORDERS"), "ORDERS.csv");
+        // Unix names stay as they were.
+        let unix = |table| file_name_under(NameRules::Unix, table, "csv");
+        assert_eq!(unix("Mixed Case \"Quoted\""), "Mixed Case \"Quoted\".csv");
+        assert_eq!(unix("CON"), "CON.csv");
     }
 
     #[test]
