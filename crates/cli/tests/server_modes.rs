@@ -7,40 +7,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use common::*;
 use fbunload_gen::{generate, GenOptions, Table};
-
-/// The `firebird-embedded` runtime directory.
-fn embedded_runtime() -> PathBuf {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import firebird.embedded, os; \
-             print(os.path.join(os.path.dirname(firebird.embedded.__file__), 'runtime'))",
-        ])
-        .output()
-        .expect("python3");
-    assert!(out.status.success(), "firebird-embedded (scripts/setup.sh)");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-/// A copy of the runtime whose engine runs in `mode`.
-fn runtime_in_mode(runtime: &Path, into: &Path, mode: &str) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(runtime)
-        .arg(into)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let conf = into.join("firebird.conf");
-    let mut text = std::fs::read_to_string(&conf).unwrap();
-    text.push_str(&format!("\nServerMode = {mode}\n"));
-    std::fs::write(conf, text).unwrap();
-}
 
 #[test]
 fn workers_share_one_snapshot_on_every_server_mode() {

@@ -8,7 +8,7 @@
 //! are read-only, so that is the right default).
 
 use std::os::raw::c_char;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::error::{ClientError, FbError};
 use crate::ffi::{self, item, Handle, StatusVector, Teb};
@@ -251,6 +251,15 @@ impl Attachment {
         }
     }
 
+    /// A handle that can interrupt this attachment from another thread
+    /// without keeping it open: a worker's attachment is detached as soon
+    /// as its worker is done, releasing the locks the server holds for it.
+    pub fn interrupter(&self) -> Interrupter {
+        Interrupter {
+            attached: Arc::downgrade(&self.inner),
+        }
+    }
+
     /// A cheap round trip that fails once the attachment is gone.
     pub fn ping(&self) -> Result<(), ClientError> {
         self.database_info(&[item::INFO_PAGE_SIZE]).map(drop)
@@ -315,6 +324,21 @@ impl Attachment {
 
     pub(crate) fn fail(&self, status: &StatusVector) -> ClientError {
         ClientError::Firebird(FbError::from_status(&self.client().api, status))
+    }
+}
+
+/// See [`Attachment::interrupter`].
+#[derive(Clone)]
+pub struct Interrupter {
+    attached: Weak<Attached>,
+}
+
+impl Interrupter {
+    /// [`Attachment::cancel_operation`], if the attachment is still open.
+    pub fn cancel_operation(&self) {
+        if let Some(inner) = self.attached.upgrade() {
+            Attachment { inner }.cancel_operation();
+        }
     }
 }
 

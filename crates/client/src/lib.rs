@@ -25,7 +25,8 @@ mod places;
 mod statement;
 
 pub use attachment::{
-    is_plain_path, Attachment, ConnectOptions, ServerVersion, Transaction, TransactionMode,
+    is_plain_path, Attachment, ConnectOptions, Interrupter, ServerVersion, Transaction,
+    TransactionMode,
 };
 pub use error::{ClientError, FbError, Ods, OdsMismatch, StatusCode};
 pub use ffi::sql_type;

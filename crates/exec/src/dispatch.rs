@@ -73,6 +73,7 @@ pub(crate) fn dispatch<S: Session>(
         first_error: Mutex::new(None),
         rows: plan.tables.iter().map(|_| AtomicU64::new(0)).collect(),
         retries: AtomicU64::new(0),
+        verifying: AtomicBool::new(false),
     };
     let busy = AtomicUsize::new(readers.len() + 1);
     std::thread::scope(|scope| {
@@ -121,6 +122,10 @@ struct Run<'r, S: Session> {
     /// Rows of the units finished, per table.
     rows: Vec<AtomicU64>,
     retries: AtomicU64,
+    /// `--verify` is counting on the main attachment: a check there would
+    /// queue behind the count and block the watch, which must stay free
+    /// to see a signal and interrupt a count blocked on a lock.
+    verifying: AtomicBool,
 }
 
 /// What a worker's fetcher tells the side that writes (its writer thread,
@@ -174,7 +179,7 @@ impl<'r, S: Session> Run<'r, S> {
                 }
                 continue;
             }
-            if last_check.elapsed() >= SNAPSHOT_CHECK {
+            if last_check.elapsed() >= SNAPSHOT_CHECK && !self.verifying.load(Ordering::SeqCst) {
                 last_check = Instant::now();
                 self.guard(|| self.session.check());
             }
@@ -374,6 +379,7 @@ impl<'r, S: Session> Run<'r, S> {
     /// `--verify`: every table's rows written against `COUNT(*)` at the
     /// same snapshot.
     fn verify(&self) -> Result<(), ExecError> {
+        self.verifying.store(true, Ordering::SeqCst);
         let mut mismatches = Vec::new();
         for (i, table) in self.plan.tables.iter().enumerate() {
             if self.should_stop() {

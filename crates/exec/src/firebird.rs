@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use fbunload_client::{
-    Attachment, Client, ConnectOptions, Statement, Transaction, TransactionMode,
+    Attachment, Client, ConnectOptions, Interrupter, Statement, Transaction, TransactionMode,
 };
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TypeOptions};
 use fbunload_plan::{
@@ -209,8 +209,12 @@ pub(crate) struct FirebirdSession {
     /// [`Consistency::OneTransaction`]: the main transaction, which the one
     /// reader reads in and `--verify` counts in.
     one: Option<Arc<Transaction>>,
-    /// Every attachment of the run, to interrupt them all.
-    attachments: Mutex<Vec<Attachment>>,
+    /// Every attachment of the run, to interrupt them all. Weak: a
+    /// worker's attachment goes when its worker is done, so the locks the
+    /// server keeps for it (its cached statements pin the tables it read)
+    /// do not make another user's DROP or ALTER of those tables wait for
+    /// the whole run, nor that DROP make `--verify` wait for it.
+    attachments: Mutex<Vec<Interrupter>>,
 }
 
 impl FirebirdSession {
@@ -222,7 +226,7 @@ impl FirebirdSession {
     ) -> Self {
         FirebirdSession {
             db,
-            attachments: Mutex::new(vec![main.clone()]),
+            attachments: Mutex::new(vec![main.interrupter()]),
             main,
             consistency,
             context: Arc::new(context),
@@ -237,7 +241,10 @@ impl FirebirdSession {
 
     fn attach_reader(&self) -> Result<Attachment, ExecError> {
         let attachment = self.db.attach(true)?;
-        self.attachments.lock().unwrap().push(attachment.clone());
+        self.attachments
+            .lock()
+            .unwrap()
+            .push(attachment.interrupter());
         Ok(attachment)
     }
 
@@ -334,7 +341,7 @@ impl Session for FirebirdSession {
                 self.attachments
                     .lock()
                     .unwrap()
-                    .extend(attachments.iter().cloned());
+                    .extend(attachments.iter().map(Attachment::interrupter));
                 let transactions = self.join(&attachments)?;
                 Ok(transactions
                     .into_iter()
@@ -355,7 +362,7 @@ impl Session for FirebirdSession {
                 self.attachments
                     .lock()
                     .unwrap()
-                    .extend(attachments.iter().cloned());
+                    .extend(attachments.iter().map(Attachment::interrupter));
                 attachments
                     .iter()
                     .map(|att| {

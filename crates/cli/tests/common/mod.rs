@@ -132,3 +132,32 @@ pub fn being_written(out: &Path, name: &str) -> bool {
         })
     })
 }
+
+/// The `firebird-embedded` runtime directory.
+pub fn embedded_runtime() -> PathBuf {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import firebird.embedded, os; \
+             print(os.path.join(os.path.dirname(firebird.embedded.__file__), 'runtime'))",
+        ])
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "firebird-embedded (scripts/setup.sh)");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// A copy of the runtime whose engine runs in `mode`.
+pub fn runtime_in_mode(runtime: &Path, into: &Path, mode: &str) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(runtime)
+        .arg(into)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let conf = into.join("firebird.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str(&format!("\nServerMode = {mode}\n"));
+    std::fs::write(conf, text).unwrap();
+}
