@@ -428,3 +428,50 @@ fn bad_limits_are_refused_in_one_line_before_anything_runs() {
         assert!(!out_dir.exists(), "{args:?}: nothing written");
     }
 }
+
+#[test]
+fn a_table_that_fails_half_way_leaves_none_of_its_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "bad.fdb", 4096);
+    // 5,000 good rows, then a value of 39 digits, which Parquet's
+    // decimal128 refuses: parts 1 to 5 are complete before part 6 fails.
+    execute(
+        &db,
+        &[
+            "CREATE TABLE BAD (N INT128)",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 5000) DO BEGIN \
+               INSERT INTO BAD VALUES (:I); I = I + 1; END END",
+            "INSERT INTO BAD VALUES (CAST('170141183460469231731687303715884105727' AS INT128))",
+        ],
+    );
+    let out = dir.path().join("out");
+    let args = [
+        "-f",
+        "parquet",
+        "-j",
+        "1",
+        "--row-group-rows",
+        "500",
+        "--max-rows",
+        "1000",
+    ];
+    let mut full = vec!["-q", "-o", out.to_str().unwrap()];
+    full.extend(args);
+    let failed = fbunload(&db, &full);
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    assert!(
+        stderr(&failed).contains("--decimal256"),
+        "{}",
+        stderr(&failed)
+    );
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "a failed table left {left:?}");
+    // With room for the value, the same run writes all six parts.
+    full.push("--decimal256");
+    let result = fbunload(&db, &full);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(parts_of(&out, "BAD").len(), 6);
+}
