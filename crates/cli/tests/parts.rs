@@ -417,14 +417,7 @@ fn bad_limits_are_refused_in_one_line_before_anything_runs() {
             "--split writes a directory",
         ),
     ] {
-        let out = fbunload(&db, &args);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.starts_with(&format!("fbunload: error: {expected}")),
-            "{args:?}: {err}"
-        );
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert_refused_in_one_line(&fbunload(&db, &args), expected);
         assert!(!out_dir.exists(), "{args:?}: nothing written");
     }
 }

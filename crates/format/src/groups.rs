@@ -153,18 +153,22 @@ mod tests {
             .collect()
     }
 
+    /// Every group `cutter` cuts from batches of `sizes` rows, numbered on.
+    fn cut_all(mut cutter: GroupCutter, sizes: &[i32]) -> Vec<CutGroup> {
+        let mut groups = Vec::new();
+        let mut from = 0;
+        for &n in sizes {
+            groups.extend(cutter.push(batch(from, n)));
+            from += n;
+        }
+        groups.extend(cutter.finish());
+        groups
+    }
+
     #[test]
     fn groups_fall_at_the_same_rows_whatever_the_batches() {
         let cut = |sizes: &[i32]| {
-            let mut cutter = GroupCutter::new(10);
-            let mut groups = Vec::new();
-            let mut from = 0;
-            for &n in sizes {
-                groups.extend(cutter.push(batch(from, n)));
-                from += n;
-            }
-            groups.extend(cutter.finish());
-            groups
+            cut_all(GroupCutter::new(10), sizes)
                 .iter()
                 .enumerate()
                 .map(|(i, g)| {
@@ -184,14 +188,7 @@ mod tests {
     #[test]
     fn groups_restart_at_every_part_whatever_the_batches() {
         for sizes in [&[25][..], &[1, 9, 0, 15], &[7, 7, 7, 4]] {
-            let mut cutter = GroupCutter::new(4).with_part_rows(Some(10));
-            let mut groups = Vec::new();
-            let mut from = 0;
-            for &n in sizes {
-                groups.extend(cutter.push(batch(from, n)));
-                from += n;
-            }
-            groups.extend(cutter.finish());
+            let groups = cut_all(GroupCutter::new(4).with_part_rows(Some(10)), sizes);
             let shape: Vec<(usize, bool)> = groups
                 .iter()
                 .map(|g| (values(g).len(), g.ends_part))

@@ -132,3 +132,16 @@ pub fn being_written(out: &Path, name: &str) -> bool {
         })
     })
 }
+
+/// A run refused before it started: status 1 and one line on stderr,
+/// `fbunload: error: ` and then `expected`.
+#[allow(dead_code)] // not every test binary uses it
+pub fn assert_refused_in_one_line(out: &Output, expected: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!("fbunload: error: {expected}")),
+        "expected {expected:?}: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
