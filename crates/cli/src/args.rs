@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use fbunload::PartLimits;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -29,6 +30,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, Value
         fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify -o ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify --overwrite -o ./lake\n  \
+        fbunload -d dbhost:/data/erp.fdb --tables ORDERS --max-bytes 1G --compress zstd -o ./out\n  \
         fbunload check ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n\n\
         The password can also come from ISC_PASSWORD, the user from ISC_USER.",
@@ -118,9 +120,28 @@ pub struct Args {
     pub compress: Option<Compress>,
 
     /// Parquet only: write each table as a directory <TABLE>.parquet/ of part files of about
-    /// 1,048,576 rows (whole row groups) each
+    /// 1,048,576 rows (whole row groups) each, for engines that read a directory as one
+    /// table. --max-rows and --max-bytes cut tables into numbered files instead, in any format
     #[arg(long)]
     pub split: bool,
+
+    /// Cut each table into numbered files of N rows each, the last fewer:
+    /// <TABLE>.000001.csv, <TABLE>.000002.csv, ... beside each other in the output directory,
+    /// each complete on its own (the csv/tsv header, a whole gzip/zstd stream, Parquet and
+    /// Arrow schema and footer) and listed in manifest.json. The parts are the same for any
+    /// --parallel, and appear only once the whole table is written; an empty table is one
+    /// part. Not with -o -
+    #[arg(long, value_name = "N")]
+    pub max_rows: Option<String>,
+
+    /// Cut each table into numbered files (as --max-rows) of about SIZE bytes: a part ends at
+    /// the first row end at or past SIZE, so it passes SIZE by less than one row (Parquet: one
+    /// row group and the footer; Arrow: one batch of 65,536 rows). csv, tsv and jsonl count the
+    /// bytes before --compress, so compressed parts are smaller. SIZE is bytes, or with K, M,
+    /// G, T: powers of 1000, as the summary's MB (500M, 2G, 1.5G), or KiB, MiB, GiB, TiB:
+    /// powers of 1024. With --max-rows, a part ends at whichever limit comes first
+    #[arg(long, value_name = "SIZE")]
+    pub max_bytes: Option<String>,
 
     /// Parquet only: rows per row group [default: 131072]. Row groups are encoded in
     /// parallel, so smaller groups spread a table over more workers sooner; larger ones
@@ -396,6 +417,30 @@ impl Args {
         })
     }
 
+    /// Where tables are cut into parts (`--max-rows`, `--max-bytes`), or
+    /// the one line that refuses the values.
+    pub fn part_limits(&self) -> Result<PartLimits, String> {
+        let limits = PartLimits {
+            rows: self.max_rows.as_deref().map(parse_rows).transpose()?,
+            bytes: self.max_bytes.as_deref().map(parse_size).transpose()?,
+        };
+        if limits.splits() && self.output.as_os_str() == "-" {
+            return Err(
+                "--max-rows and --max-bytes cut tables into files; -o - writes one \
+                 stream: use an output directory"
+                    .into(),
+            );
+        }
+        if limits.splits() && self.split {
+            return Err(
+                "--split writes a directory of parts of its own; --max-rows and \
+                 --max-bytes write numbered files beside each other: use one or the other"
+                    .into(),
+            );
+        }
+        Ok(limits)
+    }
+
     pub fn parallel(&self) -> usize {
         self.parallel
             .map(|n| n as usize)
@@ -413,10 +458,133 @@ impl Args {
     }
 }
 
+/// `--max-rows`: a whole number of rows, at least 1.
+fn parse_rows(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("--max-rows 0: a part holds one row at least".into()),
+        Ok(rows) if text.bytes().all(|b| b.is_ascii_digit()) => Ok(rows),
+        _ => Err(format!(
+            "--max-rows {text:?}: not a number of rows; write a whole number, e.g. 1000000"
+        )),
+    }
+}
+
+/// `--max-bytes`: bytes, with an optional unit: `K`, `M`, `G`, `T` (also
+/// `KB`...) are powers of 1000, as the summary's MB; `KiB`, `MiB`, `GiB`,
+/// `TiB` powers of 1024; case does not matter. A fraction is taken to
+/// the byte below: `1.5G` is 1,500,000,000.
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let refuse = || {
+        format!(
+            "--max-bytes {text:?}: not a size; write bytes, or a number with K, M, G or T \
+             (powers of 1000) or KiB, MiB, GiB or TiB (powers of 1024), e.g. 500M, 2G, 1.5GiB"
+        )
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit_bytes: u128 = match unit.trim_start().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "t" | "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => return Err(refuse()),
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits_only(whole) || !digits_only(fraction) || fraction.len() > 18 {
+        return Err(refuse());
+    }
+    let whole: u128 = whole.parse().map_err(|_| refuse())?;
+    let fraction_bytes = match fraction {
+        "" => 0,
+        f => f.parse::<u128>().map_err(|_| refuse())? * unit_bytes / 10u128.pow(f.len() as u32),
+    };
+    let bytes = whole
+        .checked_mul(unit_bytes)
+        .and_then(|b| b.checked_add(fraction_bytes))
+        .and_then(|b| u64::try_from(b).ok())
+        .ok_or_else(|| format!("--max-bytes {text:?}: too large"))?;
+    if bytes == 0 {
+        return Err(format!(
+            "--max-bytes {text:?}: a part holds one byte at least"
+        ));
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn sizes_take_decimal_and_binary_units() {
+        for (text, bytes) in [
+            ("1", 1),
+            ("500M", 500_000_000),
+            ("500MB", 500_000_000),
+            ("2G", 2_000_000_000),
+            ("2g", 2_000_000_000),
+            ("1.5G", 1_500_000_000),
+            ("64K", 64_000),
+            ("1T", 1_000_000_000_000),
+            ("512MiB", 512 << 20),
+            ("1.5GiB", 3 << 29),
+            ("2kib", 2048),
+            ("100 MB", 100_000_000),
+            ("7B", 7),
+            ("0.5K", 500),
+            ("1.0000001K", 1000),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        for bad in [
+            "", "M", "abc", "-1", "1.2.3", "1X", "1 G B", ".5", "0", "0M", "0.0001", "1e9",
+        ] {
+            let err = parse_size(bad).unwrap_err();
+            assert!(err.starts_with("--max-bytes "), "{bad}: {err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+        assert!(parse_size("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
+    }
+
+    #[test]
+    fn rows_are_a_whole_number_from_one() {
+        assert_eq!(parse_rows("1"), Ok(1));
+        assert_eq!(parse_rows("1000000"), Ok(1_000_000));
+        for bad in ["0", "", "-5", "+5", "1e6", "1M", "1.5", "x"] {
+            let err = parse_rows(bad).unwrap_err();
+            assert!(err.starts_with("--max-rows "), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn parts_are_refused_for_standard_output_and_with_split() {
+        let limits = |extra: &[&str]| parse(extra).unwrap().part_limits();
+        assert_eq!(limits(&[]), Ok(PartLimits::default()));
+        assert_eq!(
+            limits(&["--max-rows", "10", "--max-bytes", "1K"]),
+            Ok(PartLimits {
+                rows: Some(10),
+                bytes: Some(1000)
+            })
+        );
+        assert!(limits(&["--max-rows", "10", "-o", "-"])
+            .unwrap_err()
+            .contains("-o - writes one stream"));
+        assert!(limits(&["-f", "parquet", "--split", "--max-bytes", "1G"])
+            .unwrap_err()
+            .contains("use one or the other"));
+    }
 
     fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
         let mut argv = vec!["fbunload", "-d", "x.fdb"];

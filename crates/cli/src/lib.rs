@@ -216,6 +216,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         )
     })?;
     let format = output_format(args)?;
+    let part_limits = args.part_limits()?;
     if args.overwrite && args.output.as_os_str() == "-" {
         return Err(Failure::Error(
             "--overwrite is for an output directory; -o - writes to standard output".into(),
@@ -252,7 +253,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     let mut unload = Unload::new(database)
         .options(options)
         .memory_budget(args.memory_mb.saturating_mul(1 << 20))
-        .overwrite(args.overwrite);
+        .overwrite(args.overwrite)
+        .part_limits(part_limits);
     if let Some(user) = &args.user {
         unload = unload.user(user);
     }

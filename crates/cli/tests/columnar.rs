@@ -214,14 +214,7 @@ fn options_of_other_formats_are_refused_before_anything_runs() {
     ] {
         let mut full = args.clone();
         full.extend(["-o", out_arg]);
-        let out = fbunload(&db, &full);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.starts_with(&format!("fbunload: error: {expected}")),
-            "{args:?}: {err}"
-        );
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert_refused_in_one_line(&fbunload(&db, &full), expected);
         assert!(!out_dir.exists(), "{args:?}: nothing written");
     }
 }

@@ -8,7 +8,8 @@
 //! - [`FileOutput`] writes one file per table in an output directory
 //!   ([`OutputDir`]: locked, written through a private staging directory,
 //!   complete files renamed in) or one table to standard output, in any
-//!   [`Format`] (formats only ever see a `Write`);
+//!   [`Format`] (formats only ever see a `Write`), or as numbered parts
+//!   of so many rows or bytes ([`FileOutput::with_part_limits`], `parts`);
 //! - [`BatchStream`] hands the batches on in memory, through a bounded
 //!   queue, to an application (the Python package reads it).
 //!
@@ -27,6 +28,7 @@ mod directory;
 mod manifest;
 mod names;
 mod order;
+mod parts;
 mod previous;
 mod spool;
 mod stream;
@@ -36,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use fbunload_exec::{Destination, ExecError, FileDigest, RunInfo, UnitWriter, Written};
-use fbunload_format::Format;
+use fbunload_format::{Format, PartLimits};
 use fbunload_plan::Unit;
 
 pub use check::{check_directory, CheckReport};
@@ -44,16 +46,19 @@ pub use directory::{OutputDir, Reuse, STAGING_PREFIX};
 pub use manifest::{
     Manifest, ManifestColumn, ManifestFile, ManifestTable, MANIFEST_NAME, MANIFEST_VERSION,
 };
-pub use names::file_name_for;
+pub use names::{file_name_for, part_file_name};
 pub use spool::MemoryBudget;
 pub use stream::{BatchStream, StreamReceiver, StreamedBatch};
 
 use order::{BatchTable, ByteTable, Place, Table, TableContext};
+use parts::PartFiles;
 
 /// Files, one per table: in an output directory, or on standard output.
 pub struct FileOutput {
     target: Target,
     format: Format,
+    /// Where each table's parts end; none: a file per table.
+    part_limits: PartLimits,
     budget: Arc<MemoryBudget>,
     tables: OnceLock<Vec<Box<dyn Table>>>,
     /// The DDL of the run's tables, published as `schema.sql` with them.
@@ -80,6 +85,7 @@ impl FileOutput {
         FileOutput {
             target: Target::Directory(dir),
             format,
+            part_limits: PartLimits::default(),
             budget: MemoryBudget::new(memory_budget),
             tables: OnceLock::new(),
             schema_sql: OnceLock::new(),
@@ -107,6 +113,7 @@ impl FileOutput {
         Ok(FileOutput {
             target: Target::Stdout(spill),
             format,
+            part_limits: PartLimits::default(),
             budget: MemoryBudget::new(memory_budget),
             tables: OnceLock::new(),
             schema_sql: OnceLock::new(),
@@ -114,13 +121,46 @@ impl FileOutput {
         })
     }
 
-    /// The output directory, for a run into one.
+    /// Cuts every table into numbered parts, `<TABLE>.000001.<ext>`, …,
+    /// each a complete file, ending where `limits` say (see
+    /// [`fbunload_format::parts`]). Refused for standard output, which is
+    /// one stream, and with Parquet's `split`, which makes parts of its own.
+    pub fn with_part_limits(mut self, limits: PartLimits) -> Result<Self, ExecError> {
+        if !limits.splits() {
+            return Ok(self);
+        }
+        if let Target::Stdout(_) = self.target {
+            return Err(ExecError::Usage(
+                "--max-rows and --max-bytes cut tables into files; -o - writes one stream: use \
+                 an output directory"
+                    .into(),
+            ));
+        }
+        Self::check_part_limits(&self.format, limits)?;
+        self.part_limits = limits;
+        Ok(self)
+    }
+
+    /// Refuses part limits with a format that makes parts of its own
+    /// (Parquet's `split`), before anything runs.
+    pub fn check_part_limits(format: &Format, limits: PartLimits) -> Result<(), ExecError> {
+        match format {
+            Format::Batches(f) if f.writes_parts() && limits.splits() => Err(ExecError::Usage(
+                "--split writes a directory of parts of its own; --max-rows and --max-bytes \
+                 write numbered files beside each other: use one or the other"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The files the run published that belong to no one table
     /// (`schema.sql`), once it has finished.
     pub fn run_files(&self) -> Vec<FileDigest> {
         self.schema_file.get().cloned().unwrap_or_default()
     }
 
+    /// The output directory, for a run into one.
     pub fn directory(&self) -> Option<&Path> {
         match &self.target {
             Target::Directory(dir) => Some(dir.path()),
@@ -165,6 +205,9 @@ impl Destination for FileOutput {
             .enumerate()
             .map(|(index, (table, schema))| {
                 let place = match &self.target {
+                    Target::Directory(dir) if self.part_limits.splits() => Place::Parts(Arc::new(
+                        PartFiles::new(dir.clone(), &table.name, &extension, self.part_limits),
+                    )),
                     Target::Directory(dir) => Place::File {
                         dir: dir.clone(),
                         file_name: file_name_for(&table.name, &extension),

@@ -31,6 +31,15 @@ pub fn file_name_for(table: &str, extension: &str) -> String {
     file_name_under(rules, table, extension)
 }
 
+/// Part `number` (from 1) of a table cut into parts: `<table>.000001.<extension>`,
+/// escaped and cut as [`file_name_for`] does. Six digits sort in order up
+/// to 999,999 parts; more get more digits. Parts of every table carry a
+/// number, so no part can take the name of another table's part, dots in
+/// table names or not: the number is always the last before the extension.
+pub fn part_file_name(table: &str, extension: &str, number: usize) -> String {
+    file_name_for(table, &format!("{number:06}.{extension}"))
+}
+
 /// Which file system's rules a name must follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum NameRules {
@@ -144,6 +153,19 @@ mod tests {
         let unix = |table| file_name_under(NameRules::Unix, table, "csv");
         assert_eq!(unix("Mixed Case \"Quoted\""), "Mixed Case \"Quoted\".csv");
         assert_eq!(unix("CON"), "CON.csv");
+    }
+
+    #[test]
+    fn parts_are_numbered_before_the_extension() {
+        assert_eq!(
+            part_file_name("ORDERS", "csv.zst", 1),
+            "ORDERS.000001.csv.zst"
+        );
+        assert_eq!(part_file_name("a/b", "parquet", 42), "a%2Fb.000042.parquet");
+        assert_eq!(part_file_name("T", "csv", 1_234_567), "T.1234567.csv");
+        let long = part_file_name(&"𝄞".repeat(63), "jsonl", 1);
+        assert!(long.len() <= MAX_NAME_BYTES, "{}", long.len());
+        assert!(long.ends_with(".000001.jsonl"), "{long}");
     }
 
     #[test]

@@ -15,8 +15,11 @@
 //!   parallel and the table's one writer appends in order.
 //!
 //! Where a table ends up is its [`Place`]: a file of the output directory,
-//! written in the run's staging directory and moved in whole, or standard
-//! output.
+//! written in the run's staging directory and moved in whole, numbered
+//! part files there ([`PartFiles`]), or standard output. Parts are cut
+//! after the units are back in order, from the rows alone: text by
+//! [`TextParts`] in the assembled stream, Parquet and Arrow by a writer
+//! per part, its groups cut at part boundaries.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
@@ -30,12 +33,14 @@ use arrow_schema::SchemaRef;
 use fbunload_exec::{ExecError, UnitWriter, Written};
 use fbunload_format::compress::Compressor;
 use fbunload_format::groups::CutGroup;
+use fbunload_format::parts::TextParts;
 use fbunload_format::{
     BatchEncoder, BatchFormat, ByteFormat, Compression, EncodedGroup, FileInfo, FormatError,
     GroupCutter, GroupEncoder, TableWriter,
 };
 
 use crate::directory::OutputDir;
+use crate::parts::PartFiles;
 use crate::spool::{HeldBatches, MemoryBudget, Spool};
 
 /// Units of one table waiting for their turn.
@@ -91,6 +96,8 @@ pub(crate) enum Place {
         dir: Arc<OutputDir>,
         file_name: String,
     },
+    /// Numbered part files in the output directory.
+    Parts(Arc<PartFiles>),
     /// Standard output; spilled units go to `spill`.
     Stdout { spill: PathBuf },
 }
@@ -100,6 +107,7 @@ impl Place {
     fn shown(&self) -> PathBuf {
         match self {
             Place::File { dir, file_name } => dir.path().join(file_name),
+            Place::Parts(parts) => parts.dir().path().join(parts.name(1)),
             Place::Stdout { .. } => PathBuf::from("standard output"),
         }
     }
@@ -107,6 +115,7 @@ impl Place {
     fn part_path(&self, table_index: usize, seq: usize) -> PathBuf {
         let dir = match self {
             Place::File { dir, .. } => dir.staging(),
+            Place::Parts(parts) => parts.dir().staging(),
             Place::Stdout { spill } => spill,
         };
         dir.join(format!("table{table_index}.unit{seq}.part"))
@@ -160,6 +169,12 @@ trait Finish: Write + Send {
 impl<W: Write + Send> Finish for Compressor<W> {
     fn finish(self: Box<Self>) -> io::Result<()> {
         (*self).finish()?.flush()
+    }
+}
+
+impl Finish for TextParts {
+    fn finish(self: Box<Self>) -> io::Result<()> {
+        (*self).finish().map(drop)
     }
 }
 
@@ -259,6 +274,16 @@ impl ByteTable {
     fn open(&self) -> io::Result<ByteOut> {
         let header = self.format.header(&self.context.schema);
         let mut out = match (&self.context.place, self.compression) {
+            // Each part gets the header.
+            (Place::Parts(parts), compression) => {
+                return Ok(ByteOut::Stream(Box::new(TextParts::new(
+                    parts.limits,
+                    header,
+                    self.format.records(),
+                    compression,
+                    parts.opener(),
+                ))))
+            }
             (Place::File { dir, file_name }, None) => ByteOut::File(dir.create(file_name)?),
             (Place::File { dir, file_name }, Some(c)) => ByteOut::Stream(Box::new(
                 Compressor::new(c, BufWriter::new(dir.create(file_name)?))?,
@@ -376,6 +401,14 @@ fn publish(context: &TableContext) -> Result<Written, ExecError> {
                 files,
             })
         }
+        Place::Parts(parts) => {
+            let (first, files) = parts.publish().map_err(|e| context.output_error(e))?;
+            Ok(Written {
+                path: Some(first),
+                bytes: files.iter().map(|f| f.bytes).sum(),
+                files,
+            })
+        }
         Place::Stdout { .. } => Ok(Written {
             path: None,
             bytes: context.stdout_bytes.load(Ordering::Relaxed),
@@ -459,8 +492,8 @@ struct BatchState {
     in_turn: VecDeque<HeldBatches>,
     /// Groups cut, waiting for a thread to encode them.
     cut: VecDeque<CutGroup>,
-    /// Groups encoded ahead of their turn.
-    groups: InOrder<EncodedGroup>,
+    /// Groups encoded ahead of their turn, and whether each ends a part.
+    groups: InOrder<(EncodedGroup, bool)>,
     /// Groups being encoded now.
     encoding: usize,
     /// Set when encoding or appending a group failed.
@@ -470,7 +503,9 @@ struct BatchState {
 }
 
 struct OpenWriter {
-    writer: Box<dyn TableWriter>,
+    /// The file being written; between two parts, none.
+    writer: Option<Box<dyn TableWriter>>,
+    /// The first writer's: it encodes for every part.
     encoder: Arc<dyn GroupEncoder>,
     cutter: GroupCutter,
 }
@@ -504,7 +539,22 @@ impl BatchTable {
     }
 
     fn open(&self) -> Result<OpenWriter, ExecError> {
+        let writer = self.open_writer()?;
+        let part_rows = match &self.context.place {
+            Place::Parts(parts) => parts.limits.rows,
+            _ => None,
+        };
+        Ok(OpenWriter {
+            encoder: writer.encoder(),
+            cutter: GroupCutter::new(writer.group_rows()).with_part_rows(part_rows),
+            writer: Some(writer),
+        })
+    }
+
+    /// A writer of the table's file, or of its next part.
+    fn open_writer(&self) -> Result<Box<dyn TableWriter>, ExecError> {
         let next_part: fbunload_format::NextPart = match &self.context.place {
+            Place::Parts(parts) => parts.opener(),
             Place::File { dir, file_name } if self.format.writes_parts() => {
                 let parts = dir
                     .create_dir(file_name)
@@ -542,15 +592,39 @@ impl BatchTable {
                 })
             }
         };
-        let writer = self
-            .format
+        self.format
             .writer(self.context.schema.clone(), &self.info, next_part)
+            .map_err(|e| self.context.format_error(e))
+    }
+
+    /// Appends the next group in order; ends the part if it is full.
+    fn append(
+        &self,
+        open: &mut OpenWriter,
+        group: EncodedGroup,
+        ends_part: bool,
+    ) -> Result<(), ExecError> {
+        if open.writer.is_none() {
+            open.writer = Some(self.open_writer()?);
+        }
+        let writer = open.writer.as_mut().expect("opened above");
+        writer
+            .append(group)
             .map_err(|e| self.context.format_error(e))?;
-        Ok(OpenWriter {
-            encoder: writer.encoder(),
-            cutter: GroupCutter::new(writer.group_rows()),
-            writer,
-        })
+        let Place::Parts(parts) = &self.context.place else {
+            return Ok(());
+        };
+        let full = ends_part
+            || parts
+                .limits
+                .bytes
+                .is_some_and(|max| writer.bytes_written() >= max);
+        if full {
+            // The next part opens with the next group, if there is one.
+            let done = open.writer.take().expect("written above");
+            done.finish().map_err(|e| self.context.format_error(e))?;
+        }
+        Ok(())
     }
 
     fn finish_unit(&self, seq: usize, held: HeldBatches) -> Result<bool, ExecError> {
@@ -583,15 +657,20 @@ impl BatchTable {
             let encoded = encoder.encode(group.index, group.batches);
             state = self.state.lock().unwrap();
             state.encoding -= 1;
-            let appended = encoded.and_then(|encoded| {
-                let BatchState { writer, groups, .. } = &mut *state;
-                let writer = &mut writer.as_mut().expect("opened above").writer;
-                groups.arrive(group.index, Some(encoded), &mut |g| writer.append(g))
-            });
+            let ends_part = group.ends_part;
+            let appended = encoded
+                .map_err(|e| self.context.format_error(e))
+                .and_then(|encoded| {
+                    let BatchState { writer, groups, .. } = &mut *state;
+                    let open = writer.as_mut().expect("opened above");
+                    groups.arrive(group.index, Some((encoded, ends_part)), &mut |(g, ends)| {
+                        self.append(open, g, ends)
+                    })
+                });
             self.encoded.notify_all();
             if let Err(e) = appended {
                 state.failed = true;
-                return Err(self.context.format_error(e));
+                return Err(e);
             }
         }
         if !completes_table {
@@ -641,9 +720,9 @@ impl BatchTable {
             Some(open) => open,
             None => self.open()?,
         };
-        open.writer
-            .finish()
-            .map_err(|e| self.context.format_error(e))?;
+        if let Some(writer) = open.writer {
+            writer.finish().map_err(|e| self.context.format_error(e))?;
+        }
         state.written = Some(publish(&self.context)?);
         Ok(())
     }

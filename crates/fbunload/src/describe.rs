@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use arrow_schema::SchemaRef;
 use fbunload_dest::{Manifest, ManifestColumn, ManifestTable, MANIFEST_VERSION};
-use fbunload_format::{Format, Setting};
+use fbunload_format::{Format, PartLimits, Setting};
 use fbunload_plan::{Plan, TableFilter};
 use serde_json::Value;
 
@@ -22,6 +22,7 @@ pub(crate) struct Request<'a> {
     pub filter: &'a TableFilter,
     pub options: &'a RunOptions,
     pub format: &'a Format,
+    pub part_limits: PartLimits,
     pub started: SystemTime,
 }
 
@@ -92,6 +93,12 @@ fn options(request: &Request<'_>, plan: &Plan, summary: &Summary) -> BTreeMap<St
                 Setting::Text(text) => Value::from(text),
             },
         );
+    }
+    if let Some(rows) = request.part_limits.rows {
+        set("max_rows", rows.into());
+    }
+    if let Some(bytes) = request.part_limits.bytes {
+        set("max_bytes", bytes.into());
     }
     if let Some(pattern) = &request.filter.include {
         set("tables", pattern.as_str().into());

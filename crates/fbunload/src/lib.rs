@@ -70,15 +70,15 @@ use fbunload_client::{Client, ConnectOptions};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
-    check_directory, file_name_for, CheckReport, Manifest, ManifestColumn, ManifestFile,
-    ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME,
+    check_directory, file_name_for, part_file_name, CheckReport, Manifest, ManifestColumn,
+    ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME,
 };
 pub use fbunload_exec::{
     Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
     Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
 };
 pub use fbunload_format as format;
-pub use fbunload_format::Format;
+pub use fbunload_format::{Format, PartLimits};
 pub use fbunload_plan::{
     counted, printable, quote_identifier, Plan, PlanOptions, TableFilter, TablePlan, Unit,
 };
@@ -105,6 +105,8 @@ pub struct Unload {
     memory_budget: usize,
     /// What to do with another run's files in the output directory.
     reuse: Reuse,
+    /// Where [`Unload::to_directory`] ends each table's parts.
+    part_limits: PartLimits,
 }
 
 impl Unload {
@@ -129,6 +131,7 @@ impl Unload {
             options: RunOptions::default(),
             memory_budget: DEFAULT_MEMORY_BUDGET,
             reuse: Reuse::Refuse,
+            part_limits: PartLimits::default(),
         }
     }
 
@@ -242,6 +245,17 @@ impl Unload {
         self
     }
 
+    /// Makes [`Unload::to_directory`] cut every table into numbered
+    /// parts, `<TABLE>.000001.csv`, `<TABLE>.000002.csv`, …, each a
+    /// complete file (header, compressed stream, Parquet footer), ending
+    /// after `limits.rows` rows or at the first row (Parquet, Arrow: row
+    /// group) end past `limits.bytes` bytes; the same parts for any
+    /// number of workers. See [`format::parts`].
+    pub fn part_limits(mut self, limits: PartLimits) -> Self {
+        self.part_limits = limits;
+        self
+    }
+
     /// The client library this unload uses, loaded on first need.
     pub fn load_client(&mut self) -> Result<Arc<Client>, Error> {
         if let Some(client) = &self.client {
@@ -325,16 +339,19 @@ impl Unload {
         if self.options.fetch_only {
             return self.prepare()?.run(&fbunload_exec::Discard, progress);
         }
+        FileOutput::check_part_limits(&format, self.part_limits)?;
         let output = OutputDir::open(dir.as_ref(), self.reuse)?;
         let prepared = self.prepare()?;
         let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
-        let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget);
+        let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
+            .with_part_limits(self.part_limits)?;
         let summary = prepared.run(&files, progress)?;
         let request = describe::Request {
             database: &self.connect.database,
             filter: &filter,
             options: &self.options,
             format: &format,
+            part_limits: self.part_limits,
             started,
         };
         let mut manifest = describe::manifest(&request, &plan, &schemas, &summary);
@@ -345,12 +362,13 @@ impl Unload {
 
     /// Unloads the one selected table to standard output.
     pub fn to_stdout(&self, format: Format, progress: &dyn Progress) -> Result<Summary, Error> {
-        let prepared = self.prepare()?;
         if self.options.fetch_only {
-            return prepared.run(&fbunload_exec::Discard, progress);
+            return self.prepare()?.run(&fbunload_exec::Discard, progress);
         }
-        let output = FileOutput::to_stdout(format, self.memory_budget)?;
-        prepared.run(&output, progress)
+        // Refused before anything attaches.
+        let output = FileOutput::to_stdout(format, self.memory_budget)?
+            .with_part_limits(self.part_limits)?;
+        self.prepare()?.run(&output, progress)
     }
 
     /// Starts reading every selected table and returns their batches as

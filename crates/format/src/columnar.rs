@@ -303,6 +303,12 @@ impl TableWriter for ParquetTable {
         Ok(())
     }
 
+    fn bytes_written(&self) -> u64 {
+        self.current
+            .as_ref()
+            .map_or(0, |f| f.bytes_written() as u64)
+    }
+
     fn finish(mut self: Box<Self>) -> Result<(), FormatError> {
         if self.current.is_none() {
             // An empty table is one part with its schema and no rows.
@@ -325,8 +331,12 @@ impl BatchFormat for ArrowFormat {
         mut out: NextPart,
     ) -> Result<Box<dyn TableWriter>, FormatError> {
         let schema = with_file_metadata(&schema, info);
+        let out = CountedWrite {
+            inner: out()?,
+            bytes: 0,
+        };
         Ok(Box::new(ArrowTable {
-            writer: FileWriter::try_new(out()?, &schema)?,
+            writer: FileWriter::try_new(out, &schema)?,
             encoder: Arc::new(ArrowGroupEncoder { schema }),
         }))
     }
@@ -348,8 +358,27 @@ impl GroupEncoder for ArrowGroupEncoder {
     }
 }
 
+/// Counts the bytes written through it: Arrow's file writer keeps its
+/// count to itself.
+struct CountedWrite {
+    inner: Box<dyn Write + Send>,
+    bytes: u64,
+}
+
+impl Write for CountedWrite {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 struct ArrowTable {
-    writer: FileWriter<Box<dyn Write + Send>>,
+    writer: FileWriter<CountedWrite>,
     encoder: Arc<ArrowGroupEncoder>,
 }
 
@@ -368,6 +397,10 @@ impl TableWriter for ArrowTable {
         };
         self.writer.write(&batch)?;
         Ok(())
+    }
+
+    fn bytes_written(&self) -> u64 {
+        self.writer.get_ref().bytes
     }
 
     fn finish(mut self: Box<Self>) -> Result<(), FormatError> {

@@ -53,7 +53,7 @@ use csv_core::{QuoteStyle, Terminator, Writer, WriterBuilder};
 
 use crate::values::batch_columns;
 pub use crate::values::BinaryEncoding;
-use crate::{BatchEncoder, ByteFormat, FormatError, Setting};
+use crate::{BatchEncoder, ByteFormat, FormatError, RecordScanner, Setting};
 
 /// The command line's CSV flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +170,10 @@ impl ByteFormat for CsvFormat {
             binary: self.options.binary,
             scratch: Vec::new(),
         })
+    }
+
+    fn records(&self) -> RecordScanner {
+        RecordScanner::csv()
     }
 
     fn settings(&self) -> Vec<(&'static str, Setting)> {

@@ -5,6 +5,11 @@
 //! the table's first row, never from a unit's, so where they fall depends
 //! on the rows alone, not on the units, the decoder's batch size or the
 //! number of workers. Cutting only slices: no value is copied.
+//!
+//! A table written as parts of so many rows (`--max-rows`) has its groups
+//! counted from each part's first row instead, so that no group straddles
+//! two files: parts of 1,000 rows in groups of 300 hold groups of 300,
+//! 300, 300 and 100 rows.
 
 use arrow_array::RecordBatch;
 
@@ -17,12 +22,18 @@ pub struct CutGroup {
     /// The group's position in its table.
     pub index: usize,
     pub batches: Vec<RecordBatch>,
+    /// Whether its last row is the last of a part of
+    /// [`GroupCutter::with_part_rows`] rows.
+    pub ends_part: bool,
 }
 
 /// Cuts a stream of batches into groups of `group_rows` rows.
 #[derive(Debug)]
 pub struct GroupCutter {
     group_rows: usize,
+    part_rows: Option<u64>,
+    /// Rows cut so far in the current part.
+    rows_in_part: u64,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
     next_index: usize,
@@ -33,10 +44,19 @@ impl GroupCutter {
         assert!(group_rows > 0, "a group has rows");
         GroupCutter {
             group_rows,
+            part_rows: None,
+            rows_in_part: 0,
             pending: Vec::new(),
             pending_rows: 0,
             next_index: 0,
         }
+    }
+
+    /// Also ends a group at every multiple of `part_rows` rows.
+    pub fn with_part_rows(mut self, part_rows: Option<u64>) -> Self {
+        assert!(part_rows != Some(0), "a part has rows");
+        self.part_rows = part_rows;
+        self
     }
 
     /// Adds the table's next batch; returns the groups it completed.
@@ -45,15 +65,21 @@ impl GroupCutter {
         let rows = batch.num_rows();
         let mut offset = 0;
         while offset < rows {
-            let take = (self.group_rows - self.pending_rows).min(rows - offset);
+            let part_left = self.part_rows.map_or(usize::MAX, |part| {
+                usize::try_from(part - self.rows_in_part).unwrap_or(usize::MAX)
+            });
+            let take = (self.group_rows - self.pending_rows)
+                .min(rows - offset)
+                .min(part_left);
             self.pending.push(if take == rows {
                 batch.clone()
             } else {
                 batch.slice(offset, take)
             });
             self.pending_rows += take;
+            self.rows_in_part += take as u64;
             offset += take;
-            if self.pending_rows == self.group_rows {
+            if self.pending_rows == self.group_rows || take == part_left {
                 complete.push(self.take());
             }
         }
@@ -71,9 +97,14 @@ impl GroupCutter {
     }
 
     fn take(&mut self) -> CutGroup {
+        let ends_part = self.part_rows == Some(self.rows_in_part);
+        if ends_part {
+            self.rows_in_part = 0;
+        }
         let group = CutGroup {
             index: self.next_index,
             batches: std::mem::take(&mut self.pending),
+            ends_part,
         };
         self.next_index += 1;
         self.pending_rows = 0;
@@ -122,18 +153,22 @@ mod tests {
             .collect()
     }
 
+    /// Every group `cutter` cuts from batches of `sizes` rows, numbered on.
+    fn cut_all(mut cutter: GroupCutter, sizes: &[i32]) -> Vec<CutGroup> {
+        let mut groups = Vec::new();
+        let mut from = 0;
+        for &n in sizes {
+            groups.extend(cutter.push(batch(from, n)));
+            from += n;
+        }
+        groups.extend(cutter.finish());
+        groups
+    }
+
     #[test]
     fn groups_fall_at_the_same_rows_whatever_the_batches() {
         let cut = |sizes: &[i32]| {
-            let mut cutter = GroupCutter::new(10);
-            let mut groups = Vec::new();
-            let mut from = 0;
-            for &n in sizes {
-                groups.extend(cutter.push(batch(from, n)));
-                from += n;
-            }
-            groups.extend(cutter.finish());
-            groups
+            cut_all(GroupCutter::new(10), sizes)
                 .iter()
                 .enumerate()
                 .map(|(i, g)| {
@@ -148,6 +183,34 @@ mod tests {
         assert_eq!(cut(&[10, 10, 2]), expected);
         assert_eq!(cut(&[21, 1]), expected);
         assert!(cut(&[0, 0]).is_empty());
+    }
+
+    #[test]
+    fn groups_restart_at_every_part_whatever_the_batches() {
+        for sizes in [&[25][..], &[1, 9, 0, 15], &[7, 7, 7, 4]] {
+            let groups = cut_all(GroupCutter::new(4).with_part_rows(Some(10)), sizes);
+            let shape: Vec<(usize, bool)> = groups
+                .iter()
+                .map(|g| (values(g).len(), g.ends_part))
+                .collect();
+            let (end, more) = (true, false);
+            assert_eq!(
+                shape,
+                [
+                    (4, more),
+                    (4, more),
+                    (2, end),
+                    (4, more),
+                    (4, more),
+                    (2, end),
+                    (4, more),
+                    (1, more)
+                ],
+                "{sizes:?}"
+            );
+            let all: Vec<i32> = groups.iter().flat_map(values).collect();
+            assert_eq!(all, (0..25).collect::<Vec<_>>());
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
 use crate::values::{batch_columns, BinaryEncoding};
-use crate::{BatchEncoder, ByteFormat, FormatError, Setting};
+use crate::{BatchEncoder, ByteFormat, FormatError, RecordScanner, Setting};
 
 /// The JSON Lines format.
 #[derive(Debug, Clone)]
@@ -55,6 +55,10 @@ impl ByteFormat for JsonLinesFormat {
             binary: self.binary,
             scratch: Vec::new(),
         })
+    }
+
+    fn records(&self) -> RecordScanner {
+        RecordScanner::Lines
     }
 
     fn settings(&self) -> Vec<(&'static str, Setting)> {

@@ -30,6 +30,7 @@ pub mod compress;
 pub mod csv;
 pub mod groups;
 pub mod jsonl;
+pub mod parts;
 pub mod text;
 mod values;
 
@@ -43,6 +44,7 @@ pub use crate::columnar::EncodedGroup;
 pub use crate::compress::Compression;
 pub use crate::csv::{BinaryEncoding, CsvFormat, CsvOptions};
 pub use crate::groups::GroupCutter;
+pub use crate::parts::{PartLimits, RecordScanner};
 
 /// A text format whose units are encoded independently, in parallel.
 pub trait ByteFormat: Send + Sync {
@@ -52,6 +54,9 @@ pub trait ByteFormat: Send + Sync {
     fn header(&self, schema: &Schema) -> Vec<u8>;
     /// A fresh encoder for one unit of a table with this schema.
     fn encoder(&self, schema: SchemaRef) -> Box<dyn BatchEncoder>;
+    /// Finds where records end in the encoded bytes, so that a table can
+    /// be cut into parts at record ends ([`parts`]).
+    fn records(&self) -> RecordScanner;
     /// Its settings as the command line names them, for a run's
     /// manifest: `[("header", Flag(true)), ("null", Text(""))]`.
     fn settings(&self) -> Vec<(&'static str, Setting)> {
@@ -105,9 +110,14 @@ pub trait TableWriter: Send {
     /// Rows per group; every group but the last has exactly this many.
     fn group_rows(&self) -> usize;
     /// Encodes this table's groups; shared by every thread that encodes.
+    /// What it encodes may be appended to any writer of the same format
+    /// and schema: the parts of a table share one encoder.
     fn encoder(&self) -> Arc<dyn GroupEncoder>;
     /// Appends the next group, in order.
     fn append(&mut self, group: EncodedGroup) -> Result<(), FormatError>;
+    /// Bytes of the file so far, without what [`TableWriter::finish`]
+    /// adds: where `--max-bytes` ends a part.
+    fn bytes_written(&self) -> u64;
     /// Writes what closes the table (a footer) and flushes.
     fn finish(self: Box<Self>) -> Result<(), FormatError>;
 }

@@ -161,3 +161,16 @@ pub fn runtime_in_mode(runtime: &Path, into: &Path, mode: &str) {
     text.push_str(&format!("\nServerMode = {mode}\n"));
     std::fs::write(conf, text).unwrap();
 }
+
+/// A run refused before it started: status 1 and one line on stderr,
+/// `fbunload: error: ` and then `expected`.
+#[allow(dead_code)] // not every test binary uses it
+pub fn assert_refused_in_one_line(out: &Output, expected: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!("fbunload: error: {expected}")),
+        "expected {expected:?}: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
