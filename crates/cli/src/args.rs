@@ -18,7 +18,8 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, Value
         at one instant. Large tables are split by pointer pages and the pieces handed to \
         whichever worker is free. Each table becomes <output>/<TABLE>.csv (or .tsv, .jsonl, \
         .parquet, .arrow), written under a temporary name and renamed only when complete; its \
-        bytes are the same for any --parallel. <output>/schema.sql holds the DDL that recreates \
+        bytes are the same for any --parallel. --views and --query unload views and the results \
+        of SELECTs the same way, at the same snapshot. <output>/schema.sql holds the DDL that recreates \
         the tables elsewhere, read at the same snapshot (--no-schema skips it). Last comes \
         <output>/manifest.json: the snapshot, the options, and every table's rows, columns and \
         files with their SHA-256; `fbunload check <output>` compares the files with it later. A \
@@ -30,7 +31,8 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, Value
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify -o ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify --overwrite -o ./lake\n  \
         fbunload check ./lake\n  \
-        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n\n\
+        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n  \
+        fbunload -d dbhost:/data/erp.fdb -t '%' --views --query 'SELECT o.ID, c.NAME FROM ORDERS o JOIN CUSTOMERS c ON c.ID = o.CUST' --name ORDER_NAMES --split-by ORDERS -o ./out\n\n\
         The password can also come from ISC_PASSWORD, the user from ISC_USER.",
     // `fbunload check DIR` stands alone; every unload keeps its flags.
     args_conflicts_with_subcommands = true,

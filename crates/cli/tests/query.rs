@@ -268,6 +268,8 @@ fn views_are_unloaded_verified_and_listed_with_tables_when_asked() {
 
     // A pattern, with a table: both, and schema.sql for the table only.
     let out_dir = dir.path().join("both");
+    // Queries whose DECFLOAT the server casts around them: the order of
+    // an ORDER BY is kept, a split one still splits.
     let out = fbunload(
         &db,
         &[
@@ -275,6 +277,20 @@ fn views_are_unloaded_verified_and_listed_with_tables_when_asked() {
             "V\\_J%",
             "-t",
             "CUST",
+            "--query",
+            "SELECT ID, BALANCE FROM CUST ORDER BY ID DESC",
+            "--name",
+            "BY_ID_DESC",
+            "--query",
+            "SELECT c.BALANCE, b.ID FROM BIG b JOIN CUST c ON c.ID = b.CUST",
+            "--split-by",
+            "BIG",
+            "--name",
+            "BALANCES",
+            "--unit-pages",
+            "40",
+            "-j",
+            "2",
             "--verify",
             "-o",
             out_dir.to_str().unwrap(),
@@ -282,7 +298,30 @@ fn views_are_unloaded_verified_and_listed_with_tables_when_asked() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let names: Vec<String> = files(&out_dir).into_iter().map(|(n, _)| n).collect();
-    assert_eq!(names, ["CUST.csv", "V_JOINED.csv", "schema.sql"]);
+    assert_eq!(
+        names,
+        [
+            "BALANCES.csv",
+            "BY_ID_DESC.csv",
+            "CUST.csv",
+            "V_JOINED.csv",
+            "schema.sql"
+        ]
+    );
+    let desc: Vec<String> = csv_records(&out_dir.join("BY_ID_DESC.csv"))
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    let expected: Vec<String> = (0..12).rev().map(|i: i32| i.to_string()).collect();
+    assert_eq!(desc, expected);
+    let balances = csv_records(&out_dir.join("BALANCES.csv"));
+    assert_eq!(
+        balances.len(),
+        engine_rows(&db, "SELECT b.ID FROM BIG b JOIN CUST c ON c.ID = b.CUST").len()
+    );
+    // As the table's own file writes the same DECFLOAT (1 / 3.0 stored).
+    let cust = csv_records(&out_dir.join("CUST.csv"));
+    assert_eq!(balances[1], [cust[1][2].as_str(), "1"]);
     let schema = std::fs::read_to_string(out_dir.join("schema.sql")).unwrap();
     assert!(!schema.contains("V_JOINED"), "{schema}");
     assert_eq!(entry(&read_manifest(&out_dir), "CUST")["kind"], "table");

@@ -374,7 +374,12 @@ impl Plan {
                 }
                 _ => 0,
             };
-            let units = split(index, slots, options.unit_pages.unwrap_or(dp_per_pp).max(1));
+            let unit_pages = options.unit_pages.unwrap_or(dp_per_pp).max(1);
+            if slots > 0 {
+                // "Up to" in the printed plan covers the split queries too.
+                self.unit_pages = self.unit_pages.max(unit_pages);
+            }
+            let units = split(index, slots, unit_pages);
             self.tables.push(TablePlan {
                 kind: read.kind,
                 query: (read.kind == Kind::Query).then(|| read.sql.clone()),
@@ -541,12 +546,11 @@ impl fmt::Display for Plan {
                 n => write!(f, ", {n} {noun}s")?,
             }
         }
-        write!(
-            f,
-            ", {} of up to {}",
-            counted(self.units.len() as u64, "unit"),
-            counted(self.unit_pages, "data page")
-        )
+        write!(f, ", {}", counted(self.units.len() as u64, "unit"))?;
+        if self.count_of(Kind::Table) > 0 || self.tables.iter().any(|t| t.split_by.is_some()) {
+            write!(f, " of up to {}", counted(self.unit_pages, "data page"))?;
+        }
+        Ok(())
     }
 }
 
@@ -761,6 +765,80 @@ mod tests {
             .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(131, 0, 68, 1)"));
         let in_order: Vec<usize> = plan.units_of(1).map(|u| u.seq).collect();
         assert_eq!(in_order, (0..big.unit_count).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn views_and_queries_join_the_plan_and_split_queries_use_their_driving_table() {
+        let options = options(None, 4);
+        let spec = crate::QuerySpec {
+            name: "Q".into(),
+            sql: "SELECT o.ID, c.D FROM ORDERS o JOIN C c ON c.ID = o.C".into(),
+            split_by: Some("ORDERS".into()),
+        };
+        let driving = crate::query::check_query(&spec).unwrap().unwrap();
+        let read = |name: &str, kind, sql: &str, casts: Vec<Option<String>>| Read {
+            name: name.into(),
+            kind,
+            sql: sql.into(),
+            columns: vec!["ID".into(), "D".into()],
+            declared_types: vec!["INTEGER".into(), "DECFLOAT(34)".into()],
+            casts,
+            driving: None,
+        };
+        let plan = Plan::new(&[table("T", 130, 1)], options).with_reads(
+            vec![
+                read(
+                    "V",
+                    Kind::View,
+                    "SELECT \"ID\", \"D\" FROM \"V\"",
+                    vec![None, None],
+                ),
+                Read {
+                    driving: Some((driving, table("ORDERS", 140, 3))),
+                    ..read(
+                        "Q",
+                        Kind::Query,
+                        &spec.sql,
+                        vec![None, Some("VARCHAR(64)".into())],
+                    )
+                },
+            ],
+            options,
+        );
+        let kinds: Vec<Kind> = plan.tables.iter().map(|t| t.kind).collect();
+        assert_eq!(kinds, [Kind::Table, Kind::View, Kind::Query]);
+        // One pointer page per unit, whatever the workers: 3 units, handed
+        // out first; the view's one unit last.
+        let q = &plan.tables[2];
+        assert_eq!(q.unit_count, 3);
+        assert_eq!(plan.units[0].table, 2);
+        assert_eq!(plan.units.last().unwrap().table, 1);
+        assert_eq!(q.split_by.as_deref(), Some("ORDERS"));
+        assert_eq!(
+            q.unit_sql(&plan.units[1]),
+            "SELECT C1, CAST(C2 AS VARCHAR(64)) FROM (\nSELECT o.ID, c.D FROM (SELECT * FROM \
+             \"ORDERS\" WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 0, 1) AND RDB$DB_KEY < \
+             MAKE_DBKEY(140, 0, 0, 2)) o JOIN C c ON c.ID = o.C\n) AS Q (C1, C2)"
+        );
+        assert_eq!(
+            q.count_sql(),
+            format!("SELECT COUNT(*) FROM (\n{}\n) AS Q (C1, C2)", spec.sql)
+        );
+        let v = &plan.tables[1];
+        assert_eq!(v.select_sql(), "SELECT \"ID\", \"D\" FROM \"V\"");
+        assert_eq!(
+            v.unit_sql(&plan.units[plan.units.len() - 1]),
+            v.select_sql()
+        );
+        assert_eq!(v.count_sql(), "SELECT COUNT(*) FROM \"V\"");
+        let text = plan.to_string();
+        assert!(text.contains("  view\n"), "{text}");
+        assert!(text.contains("  query, split by ORDERS\n"), "{text}");
+        assert!(text.contains("\nQ: SELECT o.ID"), "{text}");
+        assert!(
+            text.ends_with("1 table, 1 view, 1 query, 5 units of up to 1632 data pages"),
+            "{text}"
+        );
     }
 
     #[test]
