@@ -19,7 +19,8 @@ use fbunload::PartLimits;
         at one instant. Large tables are split by pointer pages and the pieces handed to \
         whichever worker is free. Each table becomes <output>/<TABLE>.csv (or .tsv, .jsonl, \
         .parquet, .arrow), written under a temporary name and renamed only when complete; its \
-        bytes are the same for any --parallel. <output>/schema.sql holds the DDL that recreates \
+        bytes are the same for any --parallel. --views and --query unload views and the results \
+        of SELECTs the same way, at the same snapshot. <output>/schema.sql holds the DDL that recreates \
         the tables elsewhere, read at the same snapshot (--no-schema skips it). Last comes \
         <output>/manifest.json: the snapshot, the options, and every table's rows, columns and \
         files with their SHA-256; `fbunload check <output>` compares the files with it later. A \
@@ -32,7 +33,8 @@ use fbunload::PartLimits;
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify --overwrite -o ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb --tables ORDERS --max-bytes 1G --compress zstd -o ./out\n  \
         fbunload check ./lake\n  \
-        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n\n\
+        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n  \
+        fbunload -d dbhost:/data/erp.fdb -t '%' --views --query 'SELECT o.ID, c.NAME FROM ORDERS o JOIN CUSTOMERS c ON c.ID = o.CUST' --name ORDER_NAMES --split-by ORDERS -o ./out\n\n\
         The password can also come from ISC_PASSWORD, the user from ISC_USER.",
     // `fbunload check DIR` stands alone; every unload keeps its flags.
     args_conflicts_with_subcommands = true,
@@ -91,6 +93,30 @@ pub struct Args {
     /// one of several tables (repeat the option)
     #[arg(long = "where", value_name = "[TABLE:]COND")]
     pub where_: Vec<String>,
+
+    /// Unload the result of a SELECT too, at the same snapshot, to NAME.<ext>: follow each
+    /// --query with its --name (and, to read it in parallel, --split-by). Any SELECT (or
+    /// WITH ... SELECT) in one piece: no ;, every quote, comment and parenthesis closed. With
+    /// --query or --views and no --tables or --exclude, no table is unloaded
+    #[arg(long, value_name = "SQL")]
+    pub query: Vec<String>,
+
+    /// The name of the --query before it: its file is NAME.csv (or .parquet...), named the
+    /// way table files are, and it must not be the name of a table or view unloaded too
+    #[arg(long, value_name = "NAME")]
+    pub name: Vec<String>,
+
+    /// Read the --query before it in parallel, by DB_KEY ranges of TABLE, which its FROM must
+    /// begin with (an alias is fine): each unit reads the query with that table replaced by
+    /// its rows in the unit's range. The query may not group, aggregate, sort, limit, combine
+    /// (UNION) or use window functions or RIGHT/FULL joins at its top level
+    #[arg(long, value_name = "TABLE")]
+    pub split_by: Vec<String>,
+
+    /// Unload views too, each as one unit, at the same snapshot: all user views, or those
+    /// whose names match a pattern as for --tables, e.g. --views 'V\_%'
+    #[arg(long, value_name = "PATTERN", num_args = 0..=1, default_missing_value = "%")]
+    pub views: Option<String>,
 
     /// Worker attachments [default: number of CPU cores]
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -246,6 +272,19 @@ pub struct Args {
     /// The options typed on the command line (not defaults), by clap id.
     #[arg(skip)]
     typed: Vec<String>,
+
+    /// --query, --name and --split-by in the order typed, for pairing.
+    #[arg(skip)]
+    query_options: Vec<(QueryOption, String)>,
+}
+
+/// The options that describe one query, each belonging to the --query
+/// typed before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryOption {
+    Query,
+    Name,
+    SplitBy,
 }
 
 /// What fbunload does other than unloading.
@@ -386,7 +425,75 @@ impl Args {
             .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
             .map(|id| id.to_string())
             .collect();
+        let mut query_options = Vec::new();
+        for (id, option) in [
+            ("query", QueryOption::Query),
+            ("name", QueryOption::Name),
+            ("split_by", QueryOption::SplitBy),
+        ] {
+            let values = matches.get_many::<String>(id).into_iter().flatten();
+            let indices = matches.indices_of(id).into_iter().flatten();
+            query_options.extend(indices.zip(values).map(|(i, v)| (i, option, v.clone())));
+        }
+        query_options.sort_by_key(|(index, _, _)| *index);
+        args.query_options = query_options
+            .into_iter()
+            .map(|(_, option, value)| (option, value))
+            .collect();
         Ok(args)
+    }
+
+    /// The queries asked for: each --query with the --name and --split-by
+    /// typed after it, before the next --query.
+    pub fn queries(&self) -> Result<Vec<fbunload::QuerySpec>, String> {
+        let mut queries: Vec<fbunload::QuerySpec> = Vec::new();
+        for (option, value) in &self.query_options {
+            let shown = fbunload::printable(value);
+            let current = queries.last_mut();
+            match (option, current) {
+                (QueryOption::Query, _) => queries.push(fbunload::QuerySpec {
+                    name: String::new(),
+                    sql: value.clone(),
+                    split_by: None,
+                }),
+                (QueryOption::Name, Some(q)) if q.name.is_empty() => q.name = value.clone(),
+                (QueryOption::SplitBy, Some(q)) if q.split_by.is_none() => {
+                    q.split_by = Some(value.clone())
+                }
+                (QueryOption::Name, Some(_)) => {
+                    return Err(format!(
+                        "--name {shown}: the --query before it has a name already; write \
+                         --query SQL --name NAME for each query"
+                    ))
+                }
+                (QueryOption::SplitBy, Some(_)) => {
+                    return Err(format!(
+                        "--split-by {shown}: the --query before it has a --split-by already"
+                    ))
+                }
+                (QueryOption::Name | QueryOption::SplitBy, None) => {
+                    let flag = if *option == QueryOption::Name {
+                        "--name"
+                    } else {
+                        "--split-by"
+                    };
+                    return Err(format!(
+                        "{flag} {shown} comes before any --query; it belongs to the --query \
+                         typed before it: --query SQL --name NAME"
+                    ));
+                }
+            }
+        }
+        if let Some(unnamed) = queries.iter().find(|q| q.name.is_empty()) {
+            let sql = fbunload::printable(&unnamed.sql);
+            let shown: String = sql.chars().take(40).collect();
+            let more = if sql.chars().count() > 40 { "..." } else { "" };
+            return Err(format!(
+                "--query '{shown}{more}' has no --name; give each --query a --name after it \
+                 (its file is NAME.csv)"
+            ));
+        }
+        Ok(queries)
     }
 
     /// An option typed for a format that does not take it, as the one
@@ -633,6 +740,65 @@ mod tests {
         assert_eq!(unload.output, Path::new("check"));
         assert!(Args::try_parse_from_argv(["fbunload", "-d", "x.fdb", "check", "out"]).is_err());
         assert!(Args::try_parse_from_argv(["fbunload", "check"]).is_err());
+    }
+
+    #[test]
+    fn each_query_takes_the_name_and_split_typed_after_it() {
+        let args = parse(&[
+            "--query",
+            "SELECT 1 FROM T",
+            "-j",
+            "2",
+            "--name",
+            "ONE",
+            "--query",
+            "SELECT 2 FROM U",
+            "--split-by",
+            "U",
+            "--name",
+            "TWO",
+        ])
+        .unwrap();
+        let queries = args.queries().unwrap();
+        let pairs: Vec<_> = queries
+            .iter()
+            .map(|q| (q.name.as_str(), q.sql.as_str(), q.split_by.as_deref()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("ONE", "SELECT 1 FROM T", None),
+                ("TWO", "SELECT 2 FROM U", Some("U"))
+            ]
+        );
+        for (argv, why) in [
+            (vec!["--query", "SELECT 1 FROM T"], "has no --name"),
+            (
+                vec!["--name", "X", "--query", "SELECT 1 FROM T"],
+                "comes before any --query",
+            ),
+            (
+                vec!["--query", "S", "--name", "X", "--name", "Y"],
+                "has a name already",
+            ),
+            (
+                vec!["--split-by", "T", "--query", "S", "--name", "X"],
+                "--split-by T comes before",
+            ),
+            (
+                vec!["--query", "S", "--name", "X", "--query", "S2"],
+                "--query 'S2' has no --name",
+            ),
+        ] {
+            let err = parse(&argv).unwrap().queries().unwrap_err();
+            assert!(err.contains(why), "{argv:?}: {err}");
+        }
+        assert_eq!(parse(&["--views"]).unwrap().views.as_deref(), Some("%"));
+        assert_eq!(
+            parse(&["--views", "V_%"]).unwrap().views.as_deref(),
+            Some("V_%")
+        );
+        assert_eq!(parse(&[]).unwrap().views, None);
     }
 
     #[test]

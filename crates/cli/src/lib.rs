@@ -19,8 +19,8 @@ use fbunload::format::csv::{CsvFormat, CsvOptions};
 use fbunload::format::jsonl::JsonLinesFormat;
 use fbunload::format::Compression;
 use fbunload::{
-    counted, printable, BatchLimits, Consistency, Error, Format, PlanOptions, RunOptions, Summary,
-    TextDecoder, TypeOptions, Unload,
+    counted, printable, BatchLimits, Consistency, Error, Format, Kind, PlanOptions, RunOptions,
+    Summary, TextDecoder, TypeOptions, Unload,
 };
 
 use args::{Args, Compress};
@@ -276,6 +276,15 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     for condition in &args.where_ {
         unload = unload.rows_where(condition);
     }
+    if let Some(pattern) = &args.views {
+        unload = unload.views(pattern);
+    }
+    for query in args.queries()? {
+        unload = match query.split_by {
+            Some(table) => unload.split_query(query.name, query.sql, table),
+            None => unload.query(query.name, query.sql),
+        };
+    }
     if let Some(path) = &args.client_lib {
         unload = unload.client_library(path);
     }
@@ -346,18 +355,40 @@ fn summary_text(summary: &Summary) -> String {
         .max(5);
     let _ = writeln!(text, "{:width$}  {:>12}  {:>10}", "table", "rows", "MB");
     for t in &summary.tables {
+        let kind = match t.kind {
+            Kind::Table => String::new(),
+            kind => format!("  {}", kind.as_str()),
+        };
         let _ = writeln!(
             text,
-            "{:width$}  {:>12}  {:>10.1}",
+            "{:width$}  {:>12}  {:>10.1}{kind}",
             printable(&t.name),
             t.rows,
             t.bytes as f64 / 1e6
         );
     }
+    let mut what = count(
+        summary
+            .tables
+            .iter()
+            .filter(|t| t.kind == Kind::Table)
+            .count(),
+        "table",
+    );
+    for (kind, one, many) in [
+        (Kind::View, "view", "views"),
+        (Kind::Query, "query", "queries"),
+    ] {
+        match summary.tables.iter().filter(|t| t.kind == kind).count() {
+            0 => {}
+            1 => what += &format!(", 1 {one}"),
+            n => what += &format!(", {n} {many}"),
+        }
+    }
     let _ = writeln!(
         text,
         "{}, {}, {:.1} MB in {:.2} s ({:.0} rows/s, {:.1} MB/s); {}, snapshot {}",
-        count(summary.tables.len(), "table"),
+        what,
         counted(summary.rows(), "row"),
         summary.bytes() as f64 / 1e6,
         secs,
@@ -372,7 +403,7 @@ fn summary_text(summary: &Summary) -> String {
         n => text += &format!("{n} units were redone after a lost connection\n"),
     }
     if summary.verified {
-        text += "verified: every table's rows equal COUNT(*) at the same snapshot\n";
+        text += "verified: every table's, view's and query's rows equal COUNT(*) at the same snapshot\n";
     }
     text
 }
@@ -392,6 +423,7 @@ mod tests {
             },
             tables: vec![fbunload::TableSummary {
                 name: "T".into(),
+                kind: Kind::Table,
                 path: None,
                 rows: 1,
                 bytes: 2,

@@ -230,8 +230,9 @@ fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
     })
 }
 
-/// A readable Firebird type name for metadata and error messages.
-fn type_name_of(desc: &ColumnDesc) -> String {
+/// A readable Firebird type name for metadata and error messages, from
+/// what the server describes (a query's columns have no declared type).
+pub fn type_name_of(desc: &ColumnDesc) -> String {
     let scaled = |base: &str| {
         if desc.scale < 0 {
             format!("NUMERIC({base}, scale {})", -desc.scale)
@@ -252,6 +253,8 @@ fn type_name_of(desc: &ColumnDesc) -> String {
         sql_type::TIME_TZ | sql_type::TIME_TZ_EX => "TIME WITH TIME ZONE".into(),
         sql_type::TIMESTAMP_TZ | sql_type::TIMESTAMP_TZ_EX => "TIMESTAMP WITH TIME ZONE".into(),
         sql_type::BOOLEAN => "BOOLEAN".into(),
+        sql_type::DEC16 => "DECFLOAT(16)".into(),
+        sql_type::DEC34 => "DECFLOAT(34)".into(),
         sql_type::TEXT => format!("CHAR({} bytes)", desc.length),
         sql_type::VARYING => format!("VARCHAR({} bytes)", desc.length),
         sql_type::BLOB => format!("BLOB SUB_TYPE {}", desc.subtype),

@@ -58,6 +58,16 @@ pub struct ManifestTable {
     /// The real name, as in the catalog (file names escape some
     /// characters; see `file_name_for`).
     pub name: String,
+    /// `table`, `view` or `query` (`--views`, `--query`); manifests
+    /// written before views and queries list tables only.
+    #[serde(default = "table_kind")]
+    pub kind: String,
+    /// A query's SQL, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The table whose DB_KEY ranges split a query (`--split-by`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_by: Option<String>,
     pub rows: u64,
     pub bytes: u64,
     /// Whether `--verify` counted the table's rows at the same snapshot.
@@ -68,6 +78,10 @@ pub struct ManifestTable {
     pub columns: Vec<ManifestColumn>,
     /// Its file, or each part of a table written as a directory of parts.
     pub files: Vec<ManifestFile>,
+}
+
+fn table_kind() -> String {
+    "table".into()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

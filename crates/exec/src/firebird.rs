@@ -31,9 +31,12 @@ use arrow_schema::{Schema, SchemaRef};
 use fbunload_client::{
     Attachment, Client, ConnectOptions, Interrupter, Statement, Transaction, TransactionMode,
 };
+use fbunload_decode::types::type_name_of;
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TypeOptions};
+use fbunload_plan::query::{check_queries, column_names, describe, server_casts};
 use fbunload_plan::{
-    printable, read_catalog, read_schema, Plan, PlanOptions, TableFilter, TablePlan, Unit,
+    printable, quote_identifier, read_catalog, read_schema, read_views, Kind, Plan, PlanOptions,
+    Read, TableFilter, TablePlan, Unit,
 };
 
 use crate::session::{Reader, Session};
@@ -127,38 +130,127 @@ pub(crate) fn plan_in(
     let mut catalog = read_catalog(tr, filter)?;
     let conditions = fbunload_plan::selection::apply(&filter.selection, &mut catalog)
         .map_err(|e| ExecError::Usage(e.to_string()))?;
-    let plan = Plan::new(
-        &catalog,
-        PlanOptions {
-            split_tables,
-            page_size: tr.attachment().page_size().map_err(ExecError::Client)?,
-            ..options
-        },
-    )
-    .with_conditions(conditions);
+    let options = PlanOptions {
+        split_tables,
+        page_size: tr.attachment().page_size().map_err(ExecError::Client)?,
+        ..options
+    };
+    let plan = Plan::new(&catalog, options).with_conditions(conditions);
+    let reads = views_and_queries(tr, filter, &plan)?;
+    let plan = plan.with_reads(reads, options);
     let schemas = plan
         .tables
         .iter()
-        .map(|table| {
-            let stmt = tr
-                .prepare(&table.select_sql())
-                .map_err(|e| match &table.condition {
+        .enumerate()
+        .map(|(index, table)| {
+            let stmt = tr.prepare(&table.select_sql()).map_err(|e| {
+                match (&table.condition, table.kind) {
                     // The condition is the only part of the query the user wrote.
-                    Some(condition) => ExecError::Usage(format!(
+                    (Some(condition), _) => ExecError::Usage(format!(
                     "--where for table {}: {condition:?} is not a condition Firebird accepts: {e}",
                     printable(&table.name)
                 )),
-                    None => ExecError::from_client(&table.name, e),
-                })?;
-            Ok(Arc::new(Schema::new(
+                    (None, Kind::Query) => refused_query(table, e),
+                    (None, _) => ExecError::from_client(&table.name, e),
+                }
+            })?;
+            let schema = Arc::new(Schema::new(
                 output_columns(table, &stmt, types)?
                     .iter()
                     .map(OutputColumn::arrow_field)
                     .collect::<Vec<_>>(),
-            )))
+            ));
+            if let Some(unit) = plan.units_of(index).find(|u| u.end_slot.is_some()) {
+                if table.kind == Kind::Query {
+                    // A split query's units read it rewritten: Firebird
+                    // judges that form now, before anything is written.
+                    let stmt = tr
+                        .prepare(&table.unit_sql(unit))
+                        .map_err(|e| refused_query(table, e))?;
+                    output_columns(table, &stmt, types)?;
+                }
+            }
+            Ok(schema)
         })
         .collect::<Result<_, ExecError>>()?;
     Ok((plan, schemas))
+}
+
+/// The views `--views` selects and the `--query`s, described by the
+/// server, to join the plan of the tables after them.
+fn views_and_queries(
+    tr: &Transaction,
+    filter: &TableFilter,
+    tables: &Plan,
+) -> Result<Vec<Read>, ExecError> {
+    let mut reads = Vec::new();
+    if let Some(pattern) = &filter.views {
+        for view in read_views(tr, pattern)? {
+            let list: Vec<String> = view.columns.iter().map(|c| quote_identifier(c)).collect();
+            let sql = format!(
+                "SELECT {} FROM {}",
+                list.join(", "),
+                quote_identifier(&view.name)
+            );
+            let described =
+                describe(tr, &sql).map_err(|e| ExecError::from_client(&view.name, e))?;
+            reads.push(Read {
+                kind: Kind::View,
+                columns: view.columns,
+                declared_types: described.iter().map(type_name_of).collect(),
+                casts: server_casts(&described),
+                driving: None,
+                name: view.name,
+                sql,
+            });
+        }
+    }
+    let usage = |e: fbunload_plan::QueryError| ExecError::Usage(e.to_string());
+    let drivings = check_queries(&filter.queries).map_err(usage)?;
+    for (spec, driving) in filter.queries.iter().zip(drivings) {
+        let name = printable(&spec.name);
+        let taken = |n: &str| n == spec.name;
+        if tables.tables.iter().any(|t| taken(&t.name)) || reads.iter().any(|r| taken(&r.name)) {
+            return Err(ExecError::Usage(format!(
+                "--name {name}: a table or view of that name is unloaded too, and their files \
+                 would clash; give the query another name"
+            )));
+        }
+        let described = describe(tr, &spec.sql)
+            .map_err(|e| ExecError::Usage(format!("--query {name}: Firebird refuses it: {e}")))?;
+        let columns = column_names(&spec.name, &described).map_err(usage)?;
+        let driving = match driving {
+            None => None,
+            Some(driving) => match fbunload_plan::catalog::read_table(tr, &driving.table)? {
+                Some(table) => Some((driving, table)),
+                None => {
+                    return Err(ExecError::Usage(format!(
+                        "--query {name}: --split-by {}: no such table (only a table's DB_KEY \
+                         ranges can split a query, not a view's)",
+                        printable(&driving.table)
+                    )))
+                }
+            },
+        };
+        reads.push(Read {
+            name: spec.name.clone(),
+            kind: Kind::Query,
+            sql: spec.sql.clone(),
+            columns,
+            declared_types: described.iter().map(type_name_of).collect(),
+            casts: server_casts(&described),
+            driving,
+        });
+    }
+    Ok(reads)
+}
+
+/// A query Firebird would not prepare, as the user's mistake.
+fn refused_query(table: &TablePlan, e: fbunload_client::ClientError) -> ExecError {
+    ExecError::Usage(format!(
+        "--query {}: Firebird refuses it: {e}",
+        printable(&table.name)
+    ))
 }
 
 /// The columns a prepared select of `table` returns, mapped to Arrow.
@@ -300,7 +392,17 @@ impl FirebirdSession {
     /// snapshot so that it describes the data read; where readers have
     /// snapshots of their own (Firebird 3, `--allow-inconsistent`), in one
     /// more.
-    pub fn schema_sql(&self, plan: &Plan) -> Result<String, ExecError> {
+    pub fn schema_sql(&self, plan: &Plan) -> Result<Option<String>, ExecError> {
+        let names: Vec<String> = plan
+            .tables
+            .iter()
+            .filter(|t| t.kind == Kind::Table)
+            .map(|t| t.name.clone())
+            .collect();
+        if names.is_empty() {
+            // Views and queries have no DDL of their own to recreate.
+            return Ok(None);
+        }
         let own;
         let tr = match self.counting_transaction() {
             Some(tr) => tr,
@@ -312,13 +414,12 @@ impl FirebirdSession {
                 &own
             }
         };
-        let names: Vec<String> = plan.tables.iter().map(|t| t.name.clone()).collect();
         let schema = read_schema(tr, &names).map_err(|e| {
             ExecError::Server(format!(
                 "reading the tables' DDL for schema.sql failed ({e}); --no-schema skips it"
             ))
         })?;
-        Ok(schema.to_sql())
+        Ok(Some(schema.to_sql()))
     }
 
     /// The transaction `--verify` counts in.

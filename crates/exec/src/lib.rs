@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use arrow_schema::SchemaRef;
 use fbunload_client::{Attachment, Client};
 use fbunload_decode::{BatchLimits, TypeOptions};
-use fbunload_plan::{Plan, PlanOptions, TableFilter, Unit};
+use fbunload_plan::{Kind, Plan, PlanOptions, TableFilter, Unit};
 
 pub use destination::{Destination, Discard, FileDigest, RunInfo, UnitWriter, Written};
 pub use error::{ExecError, OutputError};
@@ -105,10 +105,11 @@ pub struct RunStart {
     pub consistency: Consistency,
 }
 
-/// Per-table results.
+/// Per-table (view, query) results.
 #[derive(Debug, Clone)]
 pub struct TableSummary {
     pub name: String,
+    pub kind: Kind,
     /// The file or directory written, if any.
     pub path: Option<PathBuf>,
     pub rows: u64,
@@ -256,7 +257,7 @@ impl Prepared {
             let snapshot_number = session.snapshot_number();
             start.snapshot_number = snapshot_number;
             let schema_sql = match read_schema {
-                true => Some(session.schema_sql(&plan)?),
+                true => session.schema_sql(&plan)?,
                 false => None,
             };
             progress.started(&plan, &start);
@@ -289,6 +290,7 @@ impl Prepared {
                 let written = written.get(i).cloned().unwrap_or_default();
                 TableSummary {
                     name: t.name.clone(),
+                    kind: t.kind,
                     path: written.path,
                     rows: *rows,
                     bytes: written.bytes,

@@ -39,6 +39,9 @@ pub(crate) fn manifest(
         .zip(&summary.tables)
         .map(|((table, schema), written)| ManifestTable {
             name: table.name.clone(),
+            kind: table.kind.as_str().into(),
+            query: table.query.clone(),
+            split_by: table.split_by.clone(),
             rows: written.rows,
             bytes: written.bytes,
             verified: summary.verified,
@@ -105,6 +108,9 @@ fn options(request: &Request<'_>, plan: &Plan, summary: &Summary) -> BTreeMap<St
     }
     if let Some(pattern) = &request.filter.exclude {
         set("exclude", pattern.as_str().into());
+    }
+    if let Some(pattern) = &request.filter.views {
+        set("views", pattern.as_str().into());
     }
     let run = request.options;
     set("parallel", run.parallel.into());

@@ -80,7 +80,8 @@ pub use fbunload_exec::{
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
 pub use fbunload_plan::{
-    counted, printable, quote_identifier, Plan, PlanOptions, TableFilter, TablePlan, Unit,
+    counted, printable, quote_identifier, Kind, Plan, PlanOptions, QuerySpec, TableFilter,
+    TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};
 
@@ -175,6 +176,43 @@ impl Unload {
     /// Leaves out the tables matching this pattern.
     pub fn exclude(mut self, pattern: impl Into<String>) -> Self {
         self.filter.exclude = Some(pattern.into());
+        self
+    }
+
+    /// Unloads the views whose names match this pattern too (`"%"`: every
+    /// user view), each as one unit. With views or queries and no
+    /// [`Unload::tables`] or [`Unload::exclude`], no table is unloaded.
+    pub fn views(mut self, pattern: impl Into<String>) -> Self {
+        self.filter.views = Some(pattern.into());
+        self
+    }
+
+    /// Unloads the result of a SELECT too, as `name` (its file is named as a
+    /// table's would be), at the same snapshot, as one unit. See
+    /// [`Unload::split_query`] to read it in parallel.
+    pub fn query(mut self, name: impl Into<String>, sql: impl Into<String>) -> Self {
+        self.filter.queries.push(QuerySpec {
+            name: name.into(),
+            sql: sql.into(),
+            split_by: None,
+        });
+        self
+    }
+
+    /// A query read in parallel, by DB_KEY ranges of `table`, which its
+    /// FROM must begin with; a query that groups, aggregates, sorts, limits
+    /// or combines at its top level is refused (see `fbunload_plan::query`).
+    pub fn split_query(
+        mut self,
+        name: impl Into<String>,
+        sql: impl Into<String>,
+        table: impl Into<String>,
+    ) -> Self {
+        self.filter.queries.push(QuerySpec {
+            name: name.into(),
+            sql: sql.into(),
+            split_by: Some(table.into()),
+        });
         self
     }
 
@@ -291,6 +329,13 @@ impl Unload {
     /// server without shared snapshots (before Firebird 4) this fails
     /// unless [`RunOptions::allow_inconsistent`].
     pub fn hold_snapshot(&self) -> Result<HeldSnapshot, Error> {
+        if self.filter.views.is_some() || !self.filter.queries.is_empty() {
+            return Err(Error::Usage(
+                "views and queries are not read from a held snapshot yet; unload them with \
+                 to_directory or record_batches"
+                    .into(),
+            ));
+        }
         if !self.choices.is_empty() {
             // Readers that join later plan their table by name alone.
             return Err(Error::Usage(

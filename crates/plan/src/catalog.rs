@@ -49,9 +49,22 @@ pub struct TableFilter {
     /// Of the tables selected, which columns and rows (`--columns`,
     /// `--where`).
     pub selection: Vec<crate::TableChoice>,
+    /// Views to unload too (`--views`): a pattern as for tables.
+    pub views: Option<String>,
+    /// Queries to unload too (`--query`).
+    pub queries: Vec<crate::QuerySpec>,
 }
 
 impl TableFilter {
+    /// Whether tables are to be unloaded: when a pattern names them, or
+    /// when neither views nor queries are asked for (then all are). A run
+    /// asked for a query alone unloads that query.
+    pub fn wants_tables(&self) -> bool {
+        self.include.is_some()
+            || self.exclude.is_some()
+            || (self.views.is_none() && self.queries.is_empty())
+    }
+
     /// The one table named `name`, exactly (case-sensitive, whatever
     /// characters SIMILAR TO gives a meaning to).
     pub fn named(name: &str) -> TableFilter {
@@ -185,8 +198,96 @@ pub enum CatalogError {
     Client(#[from] ClientError),
 }
 
-/// Reads the tables the filter selects, in name order.
+/// A user view: its name and its columns' names, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    pub name: String,
+    pub columns: Vec<String>,
+}
+
+/// Reads the user views whose names match `pattern` (as for tables), in
+/// name order; none matching is an error that lists those there are.
+pub fn read_views(tr: &Transaction, pattern: &str) -> Result<Vec<View>, CatalogError> {
+    check_pattern(tr, "--views", pattern)?;
+    let user_views = "SELECT r.RDB$RELATION_NAME FROM RDB$RELATIONS r \
+         WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND r.RDB$VIEW_BLR IS NOT NULL";
+    let sql = format!(
+        "{user_views} AND {} SIMILAR TO {} ORDER BY r.RDB$RELATION_NAME",
+        name_without_padding("r.RDB$RELATION_NAME"),
+        pattern_literal(pattern)
+    );
+    let mut views = Vec::new();
+    query(tr, &sql, |row| {
+        views.push(View {
+            name: text(row, 0),
+            columns: Vec::new(),
+        })
+    })?;
+    if views.is_empty() {
+        let mut names = Vec::new();
+        query(tr, &format!("{user_views} ORDER BY 1"), |row| {
+            names.push(text(row, 0))
+        })?;
+        return Err(CatalogError::NoTables(match names.is_empty() {
+            true => "--views: the database has no user views".into(),
+            false => format!(
+                "--views '{pattern}' matches no view (a SIMILAR TO pattern, as for --tables). \
+                 Views: {}",
+                names.join(", ")
+            ),
+        }));
+    }
+    let by_name: HashMap<String, usize> = views
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.name.clone(), i))
+        .collect();
+    query(
+        tr,
+        "SELECT RDB$RELATION_NAME, RDB$FIELD_NAME FROM RDB$RELATION_FIELDS \
+         ORDER BY RDB$RELATION_NAME, RDB$FIELD_POSITION",
+        |row| {
+            if let Some(&i) = by_name.get(&text(row, 0)) {
+                views[i].columns.push(text(row, 1));
+            }
+        },
+    )?;
+    Ok(views)
+}
+
+/// The user table named exactly `name`, without its columns (what a split
+/// query needs of its driving table); `None` if there is none.
+pub fn read_table(tr: &Transaction, name: &str) -> Result<Option<Table>, CatalogError> {
+    let mut found = None;
+    query(
+        tr,
+        &format!(
+            "SELECT r.RDB$RELATION_ID, \
+             (SELECT MAX(p.RDB$PAGE_SEQUENCE) + 1 FROM RDB$PAGES p \
+              WHERE p.RDB$RELATION_ID = r.RDB$RELATION_ID AND p.RDB$PAGE_TYPE = 4) \
+             FROM RDB$RELATIONS r WHERE r.RDB$RELATION_NAME = {} \
+             AND COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND COALESCE(r.RDB$RELATION_TYPE, 0) = 0 \
+             AND r.RDB$VIEW_BLR IS NULL",
+            quote_literal(name)
+        ),
+        |row| {
+            found = Some(Table {
+                relation_id: int(row, 0).unwrap_or(0) as u16,
+                name: name.to_string(),
+                columns: Vec::new(),
+                pointer_pages: int(row, 1).unwrap_or(0) as u32,
+            })
+        },
+    )?;
+    Ok(found)
+}
+
+/// Reads the tables the filter selects, in name order; none when the
+/// filter wants none ([`TableFilter::wants_tables`]).
 pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>, CatalogError> {
+    if !filter.wants_tables() {
+        return Ok(Vec::new());
+    }
     for (option, pattern) in [
         ("--tables", &filter.include),
         ("--exclude", &filter.exclude),

@@ -5,17 +5,22 @@
 //! printed (`--plan`), tested without a database, and handed to the
 //! executor. Reading the catalog ([`catalog`]) is separate from cutting it
 //! into units ([`planner`]) so the cutting rules are unit-tested on made-up
-//! tables. [`schema`] reads and writes the DDL of the unloaded tables
-//! (`schema.sql`).
+//! tables. Views and queries join a plan after its tables; [`query`]
+//! checks `--query` SQL and finds where a split query's units put their
+//! DB_KEY range. [`schema`] reads and writes the DDL of the unloaded
+//! tables (`schema.sql`).
 
 pub mod catalog;
 mod identifier;
 pub mod planner;
+pub mod query;
 pub mod schema;
 pub mod selection;
+mod sql_text;
 
-pub use catalog::{read_catalog, CatalogError, Column, Table, TableFilter};
+pub use catalog::{read_catalog, read_views, CatalogError, Column, Table, TableFilter, View};
 pub use identifier::{printable, quote_identifier};
-pub use planner::{counted, Plan, PlanOptions, TablePlan, Unit};
+pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit};
+pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};
 pub use selection::{SelectionError, TableChoice};

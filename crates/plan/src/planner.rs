@@ -23,6 +23,14 @@
 //! is what makes it byte-identical for any `--parallel` and unit size.
 //! Units are handed out biggest table first, so a run that mixes one huge
 //! table with many small ones ends with small units that fill the gaps.
+//!
+//! Views and queries ([`Read`]) join the plan as entries of their own: one
+//! unit each, or for a query split by its driving table (see
+//! [`crate::query`]) that table's DB_KEY ranges, cut the same way. Their
+//! unit size does not depend on the number of workers (one pointer page,
+//! or `--unit-pages`): a join's rows come in the order the engine's plan
+//! gives them, so only the same units make the same file for any
+//! `--parallel`.
 
 use std::fmt;
 
@@ -30,6 +38,7 @@ use fbunload_decode::TextDecoder;
 
 use crate::catalog::{Column, Table};
 use crate::identifier::quote_identifier;
+use crate::query::DrivingTable;
 
 /// Units per worker the automatic size aims at.
 pub const UNITS_PER_WORKER: u64 = 8;
@@ -84,10 +93,52 @@ impl PlanOptions {
     }
 }
 
-/// One table's part of a plan.
+/// What an entry of a plan reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Table,
+    View,
+    Query,
+}
+
+impl Kind {
+    /// `table`, `view`, `query`: as the manifest and `--plan` say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Table => "table",
+            Kind::View => "view",
+            Kind::Query => "query",
+        }
+    }
+}
+
+/// A view or a query to add to a plan, as the server described it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    pub name: String,
+    pub kind: Kind,
+    /// The SQL that reads it whole: a query as given, `SELECT ... FROM`
+    /// a view.
+    pub sql: String,
+    pub columns: Vec<String>,
+    /// Each column's type as the server described it.
+    pub declared_types: Vec<String>,
+    /// The type the server must cast each column to, if any.
+    pub casts: Vec<Option<String>>,
+    /// A split query's driving table and its catalog entry.
+    pub driving: Option<(DrivingTable, Table)>,
+}
+
+/// One table's (or view's, or query's) part of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TablePlan {
     pub name: String,
+    pub kind: Kind,
+    /// A query's SQL, as given.
+    pub query: Option<String>,
+    /// The table whose DB_KEY ranges split a query.
+    pub split_by: Option<String>,
+    /// The table's, or a split query's driving table's.
     pub relation_id: u16,
     /// Output column names, in catalog order.
     pub columns: Vec<String>,
@@ -102,12 +153,43 @@ pub struct TablePlan {
     dp_per_pp: u64,
     /// The data-page slots its units cover; 0 for a table read whole.
     slots: u64,
+    /// Where a split query's units put their range.
+    driving: Option<DrivingTable>,
+    /// Casts of a view's or query's columns, made around its SQL.
+    casts: Vec<Option<String>>,
 }
 
 impl TablePlan {
-    /// The query that reads the whole table.
+    /// The query that reads the whole table, view or query.
     pub fn select_sql(&self) -> String {
-        self.with_where(self.select.clone(), Vec::new())
+        match self.kind {
+            Kind::Table => self.with_where(self.select.clone(), Vec::new()),
+            Kind::View | Kind::Query => self.with_casts(self.select.clone()),
+        }
+    }
+
+    /// A view's or query's SQL inside a SELECT that makes its casts, if it
+    /// needs any; columns are named by position (`C1`...), since a query's
+    /// may have none or share one.
+    fn with_casts(&self, sql: String) -> String {
+        if self.casts.iter().all(Option::is_none) {
+            return sql;
+        }
+        let names: Vec<String> = (1..=self.casts.len()).map(|i| format!("C{i}")).collect();
+        let list: Vec<String> = self
+            .casts
+            .iter()
+            .zip(&names)
+            .map(|(cast, name)| match cast {
+                Some(target) => format!("CAST({name} AS {target})"),
+                None => name.clone(),
+            })
+            .collect();
+        format!(
+            "SELECT {} FROM (\n{sql}\n) AS Q ({})",
+            list.join(", "),
+            names.join(", ")
+        )
     }
 
     /// The data-page slots of its pointer pages; 0 for a table the plan
@@ -147,13 +229,23 @@ impl TablePlan {
         )
     }
 
-    /// `SELECT COUNT(*)` of the rows the table's queries read.
+    /// `SELECT COUNT(*)` of the rows the table's queries read; of a
+    /// query's result, with its columns named by position (a derived
+    /// table's must have distinct names).
     pub fn count_sql(&self) -> String {
+        if self.kind == Kind::Query {
+            let names: Vec<String> = (1..=self.columns.len()).map(|i| format!("C{i}")).collect();
+            return format!(
+                "SELECT COUNT(*) FROM (\n{}\n) AS Q ({})",
+                self.select,
+                names.join(", ")
+            );
+        }
         let count = format!("SELECT COUNT(*) FROM {}", quote_identifier(&self.name));
         self.with_where(count, Vec::new())
     }
 
-    /// The query that reads `unit` of this table.
+    /// The query that reads `unit` of this table, view or query.
     pub fn unit_sql(&self, unit: &Unit) -> String {
         let key = |slot: u64| self.db_key(slot);
         let mut range = Vec::new();
@@ -163,7 +255,19 @@ impl TablePlan {
         if let Some(end) = unit.end_slot {
             range.push(format!("RDB$DB_KEY < {}", key(end)));
         }
-        self.with_where(self.select.clone(), range)
+        match (&self.driving, self.kind) {
+            (_, Kind::Table) => self.with_where(self.select.clone(), range),
+            (Some(driving), _) if !range.is_empty() => {
+                let table = self.split_by.as_deref().unwrap_or_default();
+                let rows = format!(
+                    "SELECT * FROM {} WHERE {}",
+                    quote_identifier(table),
+                    range.join(" AND ")
+                );
+                self.with_casts(driving.with_rows(&rows))
+            }
+            _ => self.select_sql(),
+        }
     }
 
     /// `query` with its WHERE: the table's condition, on lines of its own
@@ -227,12 +331,17 @@ impl Plan {
                 relation_id: table.relation_id,
                 columns: table.columns.iter().map(|c| c.name.clone()).collect(),
                 declared_types: table.columns.iter().map(Column::declared_type).collect(),
+                kind: Kind::Table,
+                query: None,
+                split_by: None,
                 pointer_pages: table.pointer_pages,
                 unit_count: units.len(),
                 condition: None,
                 select: select_list(table),
                 dp_per_pp,
                 slots,
+                driving: None,
+                casts: Vec::new(),
             });
             per_table_units.push(units);
         }
@@ -247,6 +356,59 @@ impl Plan {
 }
 
 impl Plan {
+    /// Adds views and queries after the tables, and hands out every unit
+    /// biggest entry first again. A split query's units are cut from its
+    /// driving table's slots, one pointer page each unless
+    /// `options.unit_pages` says otherwise (module docs).
+    pub fn with_reads(mut self, reads: Vec<Read>, options: PlanOptions) -> Plan {
+        let dp_per_pp = data_pages_per_pointer_page(options.page_size).max(8);
+        let mut per_entry: Vec<Vec<Unit>> = (0..self.tables.len())
+            .map(|t| self.units_of(t).copied().collect())
+            .collect();
+        for read in reads {
+            let index = self.tables.len();
+            let driving_table = read.driving.as_ref().map(|(_, table)| table);
+            let slots = match driving_table {
+                Some(table) if options.split_tables && table.pointer_pages > 1 => {
+                    table.pointer_pages as u64 * dp_per_pp
+                }
+                _ => 0,
+            };
+            let unit_pages = options.unit_pages.unwrap_or(dp_per_pp).max(1);
+            if slots > 0 {
+                // "Up to" in the printed plan covers the split queries too.
+                self.unit_pages = self.unit_pages.max(unit_pages);
+            }
+            let units = split(index, slots, unit_pages);
+            self.tables.push(TablePlan {
+                kind: read.kind,
+                query: (read.kind == Kind::Query).then(|| read.sql.clone()),
+                split_by: driving_table.map(|t| t.name.clone()),
+                relation_id: driving_table.map_or(0, |t| t.relation_id),
+                pointer_pages: driving_table.map_or(0, |t| t.pointer_pages),
+                columns: read.columns,
+                declared_types: read.declared_types,
+                unit_count: units.len(),
+                condition: None,
+                select: read.sql,
+                dp_per_pp,
+                slots,
+                driving: read.driving.map(|(driving, _)| driving),
+                casts: read.casts,
+                name: read.name,
+            });
+            per_entry.push(units);
+        }
+        per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));
+        self.units = per_entry.into_iter().flatten().collect();
+        self
+    }
+
+    /// How many entries of the plan are of `kind`.
+    pub fn count_of(&self, kind: Kind) -> usize {
+        self.tables.iter().filter(|t| t.kind == kind).count()
+    }
+
     /// The units of table `table`, in DB_KEY order.
     pub fn units_of(&self, table: usize) -> impl Iterator<Item = &Unit> {
         self.units.iter().filter(move |u| u.table == table)
@@ -336,11 +498,22 @@ impl fmt::Display for Plan {
             "table", "pointer pages", "units"
         )?;
         for t in &self.tables {
+            let pages = match (t.kind, &t.split_by) {
+                (Kind::Table, _) | (_, Some(_)) => t.pointer_pages.to_string(),
+                _ => "-".into(),
+            };
+            let kind = match (t.kind, &t.split_by) {
+                (Kind::Table, _) => String::new(),
+                (Kind::Query, Some(table)) => {
+                    format!("  query, split by {}", crate::printable(table))
+                }
+                (kind, _) => format!("  {}", kind.as_str()),
+            };
             writeln!(
                 f,
-                "{:width$}  {:>13}  {:>6}  {}",
+                "{:width$}  {:>13}  {:>6}  {:>7}{kind}",
                 crate::printable(&t.name),
-                t.pointer_pages,
+                pages,
                 t.unit_count,
                 t.columns.len()
             )?;
@@ -354,13 +527,30 @@ impl fmt::Display for Plan {
                 crate::printable(condition)
             )?;
         }
-        write!(
-            f,
-            "{}, {} of up to {}",
-            counted(self.tables.len() as u64, "table"),
-            counted(self.units.len() as u64, "unit"),
-            counted(self.unit_pages, "data page")
-        )
+        for t in &self.tables {
+            if let Some(query) = &t.query {
+                writeln!(
+                    f,
+                    "{}: {}",
+                    crate::printable(&t.name),
+                    crate::printable(query)
+                )?;
+            }
+        }
+        write!(f, "{}", counted(self.count_of(Kind::Table) as u64, "table"))?;
+        for (kind, noun) in [(Kind::View, "view"), (Kind::Query, "query")] {
+            match self.count_of(kind) {
+                0 => {}
+                1 => write!(f, ", 1 {noun}")?,
+                n if kind == Kind::Query => write!(f, ", {n} queries")?,
+                n => write!(f, ", {n} {noun}s")?,
+            }
+        }
+        write!(f, ", {}", counted(self.units.len() as u64, "unit"))?;
+        if self.count_of(Kind::Table) > 0 || self.tables.iter().any(|t| t.split_by.is_some()) {
+            write!(f, " of up to {}", counted(self.unit_pages, "data page"))?;
+        }
+        Ok(())
     }
 }
 
@@ -575,6 +765,80 @@ mod tests {
             .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(131, 0, 68, 1)"));
         let in_order: Vec<usize> = plan.units_of(1).map(|u| u.seq).collect();
         assert_eq!(in_order, (0..big.unit_count).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn views_and_queries_join_the_plan_and_split_queries_use_their_driving_table() {
+        let options = options(None, 4);
+        let spec = crate::QuerySpec {
+            name: "Q".into(),
+            sql: "SELECT o.ID, c.D FROM ORDERS o JOIN C c ON c.ID = o.C".into(),
+            split_by: Some("ORDERS".into()),
+        };
+        let driving = crate::query::check_query(&spec).unwrap().unwrap();
+        let read = |name: &str, kind, sql: &str, casts: Vec<Option<String>>| Read {
+            name: name.into(),
+            kind,
+            sql: sql.into(),
+            columns: vec!["ID".into(), "D".into()],
+            declared_types: vec!["INTEGER".into(), "DECFLOAT(34)".into()],
+            casts,
+            driving: None,
+        };
+        let plan = Plan::new(&[table("T", 130, 1)], options).with_reads(
+            vec![
+                read(
+                    "V",
+                    Kind::View,
+                    "SELECT \"ID\", \"D\" FROM \"V\"",
+                    vec![None, None],
+                ),
+                Read {
+                    driving: Some((driving, table("ORDERS", 140, 3))),
+                    ..read(
+                        "Q",
+                        Kind::Query,
+                        &spec.sql,
+                        vec![None, Some("VARCHAR(64)".into())],
+                    )
+                },
+            ],
+            options,
+        );
+        let kinds: Vec<Kind> = plan.tables.iter().map(|t| t.kind).collect();
+        assert_eq!(kinds, [Kind::Table, Kind::View, Kind::Query]);
+        // One pointer page per unit, whatever the workers: 3 units, handed
+        // out first; the view's one unit last.
+        let q = &plan.tables[2];
+        assert_eq!(q.unit_count, 3);
+        assert_eq!(plan.units[0].table, 2);
+        assert_eq!(plan.units.last().unwrap().table, 1);
+        assert_eq!(q.split_by.as_deref(), Some("ORDERS"));
+        assert_eq!(
+            q.unit_sql(&plan.units[1]),
+            "SELECT C1, CAST(C2 AS VARCHAR(64)) FROM (\nSELECT o.ID, c.D FROM (SELECT * FROM \
+             \"ORDERS\" WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 0, 1) AND RDB$DB_KEY < \
+             MAKE_DBKEY(140, 0, 0, 2)) o JOIN C c ON c.ID = o.C\n) AS Q (C1, C2)"
+        );
+        assert_eq!(
+            q.count_sql(),
+            format!("SELECT COUNT(*) FROM (\n{}\n) AS Q (C1, C2)", spec.sql)
+        );
+        let v = &plan.tables[1];
+        assert_eq!(v.select_sql(), "SELECT \"ID\", \"D\" FROM \"V\"");
+        assert_eq!(
+            v.unit_sql(&plan.units[plan.units.len() - 1]),
+            v.select_sql()
+        );
+        assert_eq!(v.count_sql(), "SELECT COUNT(*) FROM \"V\"");
+        let text = plan.to_string();
+        assert!(text.contains("  view\n"), "{text}");
+        assert!(text.contains("  query, split by ORDERS\n"), "{text}");
+        assert!(text.contains("\nQ: SELECT o.ID"), "{text}");
+        assert!(
+            text.ends_with("1 table, 1 view, 1 query, 5 units of up to 1632 data pages"),
+            "{text}"
+        );
     }
 
     #[test]

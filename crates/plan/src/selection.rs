@@ -41,7 +41,17 @@ pub enum Name {
 }
 
 impl Name {
-    fn matches(&self, stored: &str) -> bool {
+    /// Parses one name, plain or double-quoted, and nothing after it.
+    pub fn parse(text: &str) -> Option<Name> {
+        let text = text.trim();
+        if let Some(quoted) = text.strip_prefix('"') {
+            let (name, used) = read_quoted(quoted)?;
+            return (used == quoted.len()).then_some(Name::Quoted(name));
+        }
+        is_plain_name(text).then(|| Name::Plain(text.to_string()))
+    }
+
+    pub(crate) fn matches(&self, stored: &str) -> bool {
         match self {
             Name::Plain(name) => name.to_uppercase() == stored || name == stored,
             Name::Quoted(name) => name == stored,
@@ -186,54 +196,7 @@ pub fn parse_condition(argument: &str) -> Result<TableChoice, SelectionError> {
 /// with a parenthesis, string, quoted name or comment that does not close
 /// inside it, or a `;`.
 pub fn check_condition(condition: &str) -> Result<(), String> {
-    if condition.trim().is_empty() {
-        return Err("the condition is empty".into());
-    }
-    let bytes = condition.as_bytes();
-    let mut depth = 0i64;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            quote @ (b'\'' | b'"') => {
-                // Doubled quotes inside are part of the text.
-                let mut j = i + 1;
-                loop {
-                    match bytes.get(j) {
-                        None => return Err("a quote is not closed".into()),
-                        Some(&b) if b == quote && bytes.get(j + 1) == Some(&quote) => j += 2,
-                        Some(&b) if b == quote => break,
-                        Some(_) => j += 1,
-                    }
-                }
-                i = j;
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let end = condition[i + 2..]
-                    .find("*/")
-                    .ok_or("a /* comment is not closed")?;
-                i += 2 + end + 1;
-            }
-            b'(' => depth += 1,
-            b')' => {
-                depth -= 1;
-                if depth < 0 {
-                    return Err("a ) closes more than the condition opened".into());
-                }
-            }
-            b';' => return Err("a ; ends the statement; give one condition".into()),
-            _ => {}
-        }
-        i += 1;
-    }
-    if depth != 0 {
-        return Err("a ( is not closed".into());
-    }
-    Ok(())
+    crate::sql_text::balanced_tokens(condition, "the condition").map(drop)
 }
 
 /// Applies the choices to the selected tables: each table's columns

@@ -1,0 +1,474 @@
+//! `--query`: any SELECT, unloaded like a table at the run's snapshot.
+//!
+//! A query is one unit, read by one worker, unless it is split by the
+//! DB_KEY ranges of its *driving table*: the table its top-level FROM
+//! begins with. Each unit then reads the query with that one table
+//! reference replaced by a derived table of the unit's rows,
+//!
+//! ```text
+//! SELECT o.ID, c.NAME FROM ORDERS o JOIN CUSTOMERS c ON c.ID = o.CUST
+//! SELECT o.ID, c.NAME FROM (SELECT * FROM "ORDERS" WHERE RDB$DB_KEY >= ...
+//!     AND RDB$DB_KEY < ...) o JOIN CUSTOMERS c ON c.ID = o.CUST
+//! ```
+//!
+//! which keeps the query's aliases and joins as written, and lets Firebird
+//! read only those pages of the table. The units' rows together are the
+//! query's rows only if every row of the result comes from one row of the
+//! driving table, so a split query may not group, aggregate, sort, limit,
+//! combine (UNION), use window functions or RIGHT/FULL joins at its top
+//! level: those are refused, not guessed at. Before anything, the text is
+//! checked as a `--where` is ([`crate::sql_text`]): a quote, comment or
+//! parenthesis that does not close in it, or a `;`, is refused, and it
+//! must begin with SELECT (or WITH, unsplit). What it may do beyond that
+//! is bounded by the run's transaction, which is read-only.
+
+use fbunload_client::{sql_type, ClientError, ColumnDesc, Transaction};
+use fbunload_decode::TextDecoder;
+
+use crate::selection::Name;
+use crate::sql_text::{balanced_tokens, Token, TokenKind};
+
+/// A `--query` as given: the name of its output, its SQL, and the table
+/// whose DB_KEY ranges split it, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuerySpec {
+    pub name: String,
+    pub sql: String,
+    /// `--split-by`: a table name as in SQL (plain names are upper-cased,
+    /// `"Odd"` is exact).
+    pub split_by: Option<String>,
+}
+
+/// Why a query cannot be unloaded; every message names the query.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QueryError(pub String);
+
+/// The first table of a split query's FROM, and the query around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrivingTable {
+    /// Its name in the catalog.
+    pub table: String,
+    before: String,
+    after: String,
+    /// The name the derived table takes where the query gives the table
+    /// no alias: the table's name as written, so `ORDERS.ID` still means
+    /// the same column.
+    alias: Option<String>,
+}
+
+impl DrivingTable {
+    /// The query with the driving table replaced by `rows`, a SELECT of
+    /// some of its rows.
+    pub fn with_rows(&self, rows: &str) -> String {
+        let alias = self
+            .alias
+            .as_ref()
+            .map(|a| format!(" {a}"))
+            .unwrap_or_default();
+        format!("{}({rows}){alias}{}", self.before, self.after)
+    }
+}
+
+/// Words that would apply to each unit apart, not to the whole result,
+/// at a split query's top level.
+const PER_UNIT_WORDS: &[&str] = &[
+    "DISTINCT",
+    "GROUP",
+    "HAVING",
+    "ORDER",
+    "UNION",
+    "INTERSECT",
+    "EXCEPT",
+    "FIRST",
+    "SKIP",
+    "ROWS",
+    "FETCH",
+    "OFFSET",
+    "OVER",
+    "WINDOW",
+    "RIGHT",
+    "FULL",
+    "PLAN",
+];
+
+/// Aggregate functions: at a split query's top level each unit would
+/// aggregate its own rows.
+const AGGREGATES: &[&str] = &[
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "LIST",
+    "STDDEV_POP",
+    "STDDEV_SAMP",
+    "VAR_POP",
+    "VAR_SAMP",
+    "COVAR_POP",
+    "COVAR_SAMP",
+    "CORR",
+];
+
+/// What may follow a table's name in a FROM other than an alias.
+const AFTER_TABLE: &[&str] = &[
+    "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "WHERE", "GROUP", "HAVING",
+    "WINDOW", "PLAN", "UNION", "ORDER", "ROWS", "OFFSET", "FETCH", "FOR", "WITH",
+];
+
+/// Checks every query and that their names are usable and distinct;
+/// returns each one's driving table, if split.
+pub fn check_queries(specs: &[QuerySpec]) -> Result<Vec<Option<DrivingTable>>, QueryError> {
+    for (i, spec) in specs.iter().enumerate() {
+        if specs[..i].iter().any(|other| other.name == spec.name) {
+            return Err(QueryError(format!(
+                "--name {} is given to two queries; give each query a name of its own",
+                crate::printable(&spec.name)
+            )));
+        }
+    }
+    specs.iter().map(check_query).collect()
+}
+
+/// Checks one query's name and text; with `split_by`, that it can be
+/// split, and where its driving table is.
+pub fn check_query(spec: &QuerySpec) -> Result<Option<DrivingTable>, QueryError> {
+    let refuse = |why: String| {
+        Err(QueryError(format!(
+            "--query {}: {why}",
+            crate::printable(&spec.name)
+        )))
+    };
+    if spec.name.trim().is_empty() {
+        return Err(QueryError(
+            "--name is empty; name each query (its file is NAME.csv)".into(),
+        ));
+    }
+    let tokens = match balanced_tokens(&spec.sql, "the query") {
+        Ok(tokens) => tokens,
+        Err(why) => return refuse(why),
+    };
+    let first = tokens[0];
+    if !(first.is_word("SELECT") || first.is_word("WITH")) {
+        return refuse(format!(
+            "only a SELECT can be unloaded, and this begins with {}",
+            crate::printable(first.text)
+        ));
+    }
+    let Some(split_by) = &spec.split_by else {
+        return Ok(None);
+    };
+    let Some(wanted) = Name::parse(split_by) else {
+        return refuse(format!(
+            "--split-by {}: not a table name (quote a name with other characters: \"Odd name\")",
+            crate::printable(split_by)
+        ));
+    };
+    match driving_table(&spec.sql, &tokens, &wanted) {
+        Ok(driving) => Ok(Some(driving)),
+        Err(why) => refuse(format!("--split-by {wanted}: {why}")),
+    }
+}
+
+/// Finds the driving table of a split query (module docs).
+fn driving_table(sql: &str, tokens: &[Token<'_>], wanted: &Name) -> Result<DrivingTable, String> {
+    if !tokens[0].is_word("SELECT") {
+        return Err("a split query must begin with SELECT (not WITH)".into());
+    }
+    let top: Vec<(usize, &Token<'_>)> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.depth == 0)
+        .collect();
+    for (i, token) in &top {
+        let word = token.text.to_ascii_uppercase();
+        let per_unit = token.kind == TokenKind::Word
+            && (PER_UNIT_WORDS.contains(&word.as_str())
+                || (AGGREGATES.contains(&word.as_str())
+                    && tokens.get(i + 1).map(|t| t.kind) == Some(TokenKind::Open)));
+        if per_unit {
+            return Err(format!(
+                "{word} at the query's top level would apply to each unit apart, not to the \
+                 whole result; leave out --split-by to read the query as one unit"
+            ));
+        }
+    }
+    let from = top
+        .iter()
+        .position(|(_, t)| t.is_word("FROM"))
+        .ok_or("the query has no FROM")?;
+    let named = top
+        .get(from + 1)
+        .map(|(_, t)| **t)
+        .filter(|t| matches!(t.kind, TokenKind::Word | TokenKind::QuotedName))
+        .filter(|_| top.get(from + 2).map(|(_, n)| n.text) != Some("."));
+    let Some(named) = named else {
+        return Err("the query's FROM must begin with that table's name".into());
+    };
+    let table = match named.kind {
+        TokenKind::QuotedName => named.text[1..named.text.len() - 1].replace("\"\"", "\""),
+        _ => named.text.to_uppercase(),
+    };
+    if !wanted.matches(&table) {
+        return Err(format!(
+            "the query's FROM must begin with that table, and it begins with {}",
+            crate::printable(named.text)
+        ));
+    }
+    let has_alias = top.get(from + 2).is_some_and(|(_, next)| match next.kind {
+        TokenKind::QuotedName => true,
+        TokenKind::Word => !AFTER_TABLE.iter().any(|w| next.is_word(w)),
+        _ => false,
+    });
+    Ok(DrivingTable {
+        table,
+        before: sql[..named.start].to_string(),
+        after: sql[named.end()..].to_string(),
+        alias: (!has_alias).then(|| named.text.to_string()),
+    })
+}
+
+/// What the server describes for a query's columns, after preparing it.
+pub fn describe(tr: &Transaction, sql: &str) -> Result<Vec<ColumnDesc>, ClientError> {
+    Ok(tr.prepare(sql)?.columns().to_vec())
+}
+
+/// The names of a query's columns as the server describes them (at most
+/// 31 bytes: the client API's limit); two columns of one name are
+/// refused, since JSON Lines and Parquet need distinct ones.
+pub fn column_names(query: &str, columns: &[ColumnDesc]) -> Result<Vec<String>, QueryError> {
+    let mut names: Vec<String> = Vec::with_capacity(columns.len());
+    for (i, column) in columns.iter().enumerate() {
+        let name = match column.name.as_str() {
+            "" => format!("COLUMN{}", i + 1),
+            name => name.to_string(),
+        };
+        if names.contains(&name) {
+            return Err(QueryError(format!(
+                "--query {}: two columns are named {}; give them names of their own with AS",
+                crate::printable(query),
+                crate::printable(&name)
+            )));
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// The type each described column must be cast to by the server before
+/// fbunload can read it, if any: DECFLOAT to text (exact), text in a
+/// character set the client cannot decode to UTF8 (as tables' columns
+/// are, see the planner).
+pub fn server_casts(columns: &[ColumnDesc]) -> Vec<Option<String>> {
+    const UTF8_BLOB: &str = "BLOB SUB_TYPE TEXT CHARACTER SET UTF8";
+    // The longest UTF8 VARCHAR: 32,765 bytes at 4 a character.
+    const UTF8_CHARS: u16 = 8191;
+    columns
+        .iter()
+        .map(|c| match c.sql_type {
+            sql_type::DEC16 | sql_type::DEC34 => Some("VARCHAR(64)".into()),
+            sql_type::TEXT | sql_type::VARYING if !TextDecoder::client_reads(c.charset_id()) => {
+                // A length in bytes is at least the length in characters.
+                let kind = if c.sql_type == sql_type::TEXT {
+                    "CHAR"
+                } else {
+                    "VARCHAR"
+                };
+                Some(match c.length {
+                    n if n <= UTF8_CHARS => format!("{kind}({n}) CHARACTER SET UTF8"),
+                    _ => UTF8_BLOB.into(),
+                })
+            }
+            sql_type::BLOB if c.subtype == 1 && !TextDecoder::client_reads(c.scale as u8) => {
+                Some(UTF8_BLOB.into())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(sql: &str, split_by: Option<&str>) -> QuerySpec {
+        QuerySpec {
+            name: "Q".into(),
+            sql: sql.into(),
+            split_by: split_by.map(str::to_string),
+        }
+    }
+
+    fn split(sql: &str, table: &str) -> Result<DrivingTable, String> {
+        check_query(&spec(sql, Some(table)))
+            .map(Option::unwrap)
+            .map_err(|e| e.0)
+    }
+
+    #[test]
+    fn the_driving_table_is_replaced_by_its_rows_keeping_aliases() {
+        let rows = "SELECT * FROM \"ORDERS\" WHERE RDB$DB_KEY < x";
+        let d = split(
+            "SELECT o.ID, c.NAME FROM orders o JOIN CUSTOMERS c ON c.ID = o.CUST",
+            "ORDERS",
+        )
+        .unwrap();
+        assert_eq!(d.table, "ORDERS");
+        assert_eq!(
+            d.with_rows(rows),
+            format!("SELECT o.ID, c.NAME FROM ({rows}) o JOIN CUSTOMERS c ON c.ID = o.CUST")
+        );
+        // No alias: the table's name as written becomes one.
+        let d = split(
+            "select ORDERS.ID from ORDERS\nwhere ORDERS.ID > 1",
+            "orders",
+        )
+        .unwrap();
+        assert_eq!(
+            d.with_rows(rows),
+            format!("select ORDERS.ID from ({rows}) ORDERS\nwhere ORDERS.ID > 1")
+        );
+        let d = split(
+            "SELECT * FROM \"Odd \"\"t\"\"\" AS x, B",
+            "\"Odd \"\"t\"\"\"",
+        )
+        .unwrap();
+        assert_eq!(d.table, "Odd \"t\"");
+        assert_eq!(d.with_rows("R"), "SELECT * FROM (R) AS x, B");
+        let d = split("SELECT * FROM T LEFT JOIN U ON 1=1", "T").unwrap();
+        assert_eq!(d.with_rows("R"), "SELECT * FROM (R) T LEFT JOIN U ON 1=1");
+        // Subqueries, function syntax and strings with FROM do not count.
+        let d = split(
+            "SELECT EXTRACT(YEAR FROM d), (SELECT MAX(x) FROM U), 'FROM U' FROM T",
+            "T",
+        )
+        .unwrap();
+        assert!(d.with_rows("R").ends_with("'FROM U' FROM (R) T"));
+    }
+
+    #[test]
+    fn what_cannot_be_split_is_refused_with_the_reason() {
+        for (sql, table, why) in [
+            ("SELECT * FROM U JOIN T ON 1=1", "T", "it begins with U"),
+            (
+                "SELECT * FROM (SELECT * FROM T) x",
+                "T",
+                "must begin with that table",
+            ),
+            (
+                "SELECT COUNT(*) FROM T",
+                "T",
+                "COUNT at the query's top level",
+            ),
+            ("SELECT DISTINCT A FROM T", "T", "DISTINCT at"),
+            ("SELECT A FROM T GROUP BY A", "T", "GROUP at"),
+            ("SELECT A FROM T ORDER BY A", "T", "ORDER at"),
+            ("SELECT FIRST 5 A FROM T", "T", "FIRST at"),
+            ("SELECT A FROM T UNION SELECT A FROM U", "T", "UNION at"),
+            ("SELECT ROW_NUMBER() OVER () FROM T", "T", "OVER at"),
+            ("SELECT * FROM T RIGHT JOIN U ON 1=1", "T", "RIGHT at"),
+            (
+                "WITH X AS (SELECT 1 FROM T) SELECT * FROM X",
+                "X",
+                "must begin with SELECT",
+            ),
+            ("SELECT 1", "T", "no FROM"),
+            ("SELECT * FROM T", "A B", "not a table name"),
+        ] {
+            let err = split(sql, table).unwrap_err();
+            assert!(err.contains(why), "{sql}: {err}");
+            assert!(err.starts_with("--query Q: "), "{err}");
+        }
+        // Inside a subquery they are fine.
+        assert!(split(
+            "SELECT A, (SELECT MAX(B) FROM U) FROM T WHERE A IN (SELECT A FROM U GROUP BY A)",
+            "T"
+        )
+        .is_ok());
+        // A column that merely shares a name with an aggregate is fine too.
+        assert!(split("SELECT COUNT FROM T", "T").is_ok());
+    }
+
+    #[test]
+    fn only_one_select_in_one_piece_is_taken() {
+        for (sql, why) in [
+            (
+                "DELETE FROM T",
+                "only a SELECT can be unloaded, and this begins with DELETE",
+            ),
+            ("EXECUTE BLOCK AS BEGIN END", "begins with EXECUTE"),
+            ("SELECT 1 FROM T; DELETE FROM T", "a ; ends the statement"),
+            ("SELECT 'x FROM T", "a quote is not closed"),
+            ("SELECT (1 FROM T", "a ( is not closed"),
+            ("SELECT 1 FROM T /*", "comment is not closed"),
+            ("  ", "the query is empty"),
+        ] {
+            let err = check_query(&spec(sql, None)).unwrap_err().0;
+            assert!(err.contains(why), "{sql}: {err}");
+        }
+        assert_eq!(
+            check_query(&spec(
+                "with x as (select 1 a from rdb$database) select * from x",
+                None
+            )),
+            Ok(None)
+        );
+        let twice = [spec("SELECT 1 FROM T", None), spec("SELECT 2 FROM T", None)];
+        assert!(check_queries(&twice)
+            .unwrap_err()
+            .0
+            .contains("--name Q is given to two queries"));
+        let unnamed = QuerySpec {
+            name: " ".into(),
+            ..spec("SELECT 1 FROM T", None)
+        };
+        assert!(check_query(&unnamed)
+            .unwrap_err()
+            .0
+            .contains("--name is empty"));
+    }
+
+    fn desc(name: &str, sql_type: i16, subtype: i16, scale: i16, length: u16) -> ColumnDesc {
+        ColumnDesc {
+            name: name.into(),
+            sql_type,
+            scale,
+            subtype,
+            length,
+            nullable: true,
+        }
+    }
+
+    #[test]
+    fn the_server_casts_what_the_client_cannot_read() {
+        let columns = [
+            desc("D", sql_type::DEC34, 0, 0, 16),
+            desc("U", sql_type::VARYING, 4, 0, 40),
+            desc("DOS", sql_type::TEXT, 10, 0, 10),
+            desc("LONG", sql_type::VARYING, 10, 0, 20000),
+            desc("B", sql_type::BLOB, 1, 10, 8),
+            desc("I", sql_type::LONG, 0, 0, 4),
+        ];
+        assert_eq!(
+            server_casts(&columns),
+            [
+                Some("VARCHAR(64)".into()),
+                None,
+                Some("CHAR(10) CHARACTER SET UTF8".into()),
+                Some("BLOB SUB_TYPE TEXT CHARACTER SET UTF8".into()),
+                Some("BLOB SUB_TYPE TEXT CHARACTER SET UTF8".into()),
+                None,
+            ]
+        );
+        assert_eq!(column_names("Q", &columns[..2]).unwrap(), ["D", "U"]);
+        assert_eq!(
+            column_names("Q", &[desc("", 496, 0, 0, 4)]).unwrap(),
+            ["COLUMN1"]
+        );
+        let twice = [desc("ID", 496, 0, 0, 4), desc("ID", 496, 0, 0, 4)];
+        assert!(column_names("Q", &twice)
+            .unwrap_err()
+            .0
+            .contains("two columns are named ID"));
+    }
+}
