@@ -28,6 +28,8 @@ fn long_options() -> BTreeSet<String> {
         .filter_map(|l| l.trim_start().split(", ").last())
         .filter(|l| l.starts_with("--"))
         .map(|l| l.split([' ', '=']).next().unwrap().to_string())
+        // Wrapped help text can start a line with `--name).`: not an option.
+        .filter(|o| o.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
         .collect()
 }
 
