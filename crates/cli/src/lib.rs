@@ -13,6 +13,7 @@ mod progress;
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use fbunload::format::columnar::{ArrowFormat, ParquetFormat, DEFAULT_ROW_GROUP_ROWS};
 use fbunload::format::csv::{CsvFormat, CsvOptions};
@@ -34,10 +35,17 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 /// instead and fbunload stops quietly with this status.
 pub const EXIT_BROKEN_PIPE: i32 = 141;
 
+/// How long a run may take to stop after the first signal. Not every
+/// wait in the engine can be cancelled: a prepare waiting on a table's
+/// metadata lock, which another user's DROP or ALTER holds while it waits
+/// on fbunload, ignores `fb_cancel_operation` (seen on Firebird 5).
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
 /// The command line of a process of its own: `argv` is the program's
 /// name and its arguments; the result is the exit status. Ctrl-C and
-/// SIGTERM stop the run and remove unfinished files (status 130); a second
-/// one ends the process at once.
+/// SIGTERM stop the run and remove unfinished files (status 130); a run
+/// still stopping [`STOP_GRACE`] later, or a second signal, ends the
+/// process at once.
 pub fn run(argv: Vec<OsString>) -> i32 {
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -46,11 +54,33 @@ pub fn run(argv: Vec<OsString>) -> i32 {
         // unfinished.
         let _ = ctrlc::set_handler(move || {
             if cancel.swap(true, Ordering::SeqCst) {
-                std::process::exit(EXIT_INTERRUPTED);
+                exit_without_cleanup(EXIT_INTERRUPTED);
             }
+            std::thread::spawn(|| {
+                std::thread::sleep(STOP_GRACE);
+                eprintln!(
+                    "fbunload: interrupted; the server did not end a wait within {} s, so \
+                     fbunload ended without it: no manifest was written, and the next run into \
+                     the directory removes the unfinished files",
+                    STOP_GRACE.as_secs()
+                );
+                exit_without_cleanup(EXIT_INTERRUPTED);
+            });
         });
     }
     run_cancellable(argv, cancel)
+}
+
+/// Ends the process without exit handlers: the Firebird client's wait for
+/// the engine's threads, one of which is the stuck wait.
+fn exit_without_cleanup(status: i32) -> ! {
+    #[cfg(unix)]
+    // SAFETY: _exit ends the process; nothing after it runs.
+    unsafe {
+        libc::_exit(status)
+    }
+    #[cfg(not(unix))]
+    std::process::exit(status)
 }
 
 /// The command line inside a process that handles its own signals (a

@@ -225,3 +225,67 @@ fn the_first_sigterm_ends_a_run_that_another_users_drop_waits_on() {
     assert!(wait_at_most(&mut drop_table, HUNG, "the DROP").success());
     assert!(rest(&dropped).contains("committed"));
 }
+
+/// Holds STOCK with an open cursor on one attachment and drops it on
+/// another, whose commit then waits on the first: any new prepare of
+/// STOCK waits behind the DROP, in a wait the engine does not cancel.
+/// Prints `waiting` once the DROP is committing; ends when stdin closes.
+const BLOCK_SCRIPT: &str = r#"
+import os, sys, threading, time
+from firebird.driver import connect, driver_config
+driver_config.fb_client_library.value = os.path.join(os.environ["FIREBIRD"], "libfbclient.so.2")
+holder = connect(sys.argv[1], user="SYSDBA", password="masterkey")
+cursor = holder.cursor()
+cursor.execute("SELECT * FROM STOCK")
+cursor.fetchone()
+dropper = connect(sys.argv[1], user="SYSDBA", password="masterkey")
+dropper.execute_immediate("DROP TABLE STOCK")
+threading.Thread(target=dropper.commit, daemon=True).start()
+time.sleep(1)
+print("waiting", flush=True)
+sys.stdin.read()
+os._exit(0)
+"#;
+
+#[test]
+fn the_first_sigterm_ends_a_run_stuck_in_a_wait_the_server_does_not_cancel() {
+    let s = setup();
+    let mut blocker = Command::new("python3")
+        .args(["-c", BLOCK_SCRIPT])
+        .arg(&s.db)
+        .env("FIREBIRD", &s.runtime)
+        .env("LD_LIBRARY_PATH", &s.runtime)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(blocker.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "waiting");
+
+    let (mut unload, progress) = start_unload(&s);
+    // fbunload prepares STOCK's select while planning, behind the DROP.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(unload.try_wait().unwrap().is_none(), "{}", rest(&progress));
+    let signalled = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-TERM", &unload.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = wait_at_most(
+        &mut unload,
+        Duration::from_secs(30),
+        "fbunload after SIGTERM",
+    );
+    let took = signalled.elapsed();
+    drop(blocker.stdin.take());
+    let _ = wait_at_most(&mut blocker, HUNG, "the blocking process");
+    let report = rest(&progress);
+    assert_eq!(status.code(), Some(130), "{report}");
+    assert!(report.contains("interrupted"), "{report}");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert!(!s.out.join("manifest.json").exists());
+}
