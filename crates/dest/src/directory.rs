@@ -49,6 +49,8 @@ pub struct OutputDir {
     staging: tempfile::TempDir,
     /// The old run's files to remove before the first table is published.
     to_remove: Mutex<Option<Vec<PathBuf>>>,
+    /// Names this run has published, to never replace one of them.
+    published: Mutex<Vec<String>>,
     /// Held for the life of the run.
     _lock: File,
 }
@@ -89,6 +91,7 @@ impl OutputDir {
             path: path.to_path_buf(),
             staging,
             to_remove: Mutex::new(previous.manifest.then_some(to_remove)),
+            published: Mutex::new(Vec::new()),
             _lock: lock,
         }))
     }
@@ -164,6 +167,21 @@ impl OutputDir {
         let to = self.path.join(name);
         sync_tree(&from)?;
         let files = digest_tree(&from, name)?;
+        let mut published = self.published.lock().unwrap();
+        let is_that_file =
+            |earlier: &str| same_file::is_same_file(&to, self.path.join(earlier)).unwrap_or(false);
+        if let Some(earlier) = published_under_another_case(&published, name, is_that_file) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "this file system does not tell {name:?} from {earlier:?}, which this run \
+                     wrote for another table (names that differ only in case); unload one of \
+                     the two tables into another directory (--tables, --exclude)"
+                ),
+            ));
+        }
+        published.push(name.to_string());
+        drop(published);
         match fs::symlink_metadata(&to) {
             Ok(old) if old.is_dir() => {
                 // A directory of parts of an earlier `--split` run (or one
@@ -193,6 +211,23 @@ impl OutputDir {
         sync_dir(&self.path);
         Ok((to, files))
     }
+}
+
+/// The name this run published that `name` would replace: on a file
+/// system that ignores case (Windows, macOS, some mounts), tables
+/// `"Orders"` and `ORDERS` get one file, and the second would silently
+/// take the first's place. `is_that_file` tells whether `name` now opens
+/// an earlier name's file; a file of an older run that merely differs in
+/// case is no conflict.
+fn published_under_another_case<'p>(
+    published: &'p [String],
+    name: &str,
+    is_that_file: impl Fn(&str) -> bool,
+) -> Option<&'p String> {
+    let folded = name.to_lowercase();
+    published.iter().find(|earlier| {
+        *earlier != name && earlier.to_lowercase() == folded && is_that_file(earlier)
+    })
 }
 
 /// Syncs a file, or every file of a directory.
@@ -337,5 +372,67 @@ mod tests {
         let err = out.publish("T.parquet").unwrap_err().to_string();
         assert!(err.contains("in the way"), "{err}");
         assert!(dir.path().join("T.parquet/notes.txt").exists());
+    }
+
+    /// A file system that ignores case, emulated: the second table's name
+    /// is a hard link to the first's file.
+    #[test]
+    fn a_name_that_opens_a_file_this_run_wrote_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutputDir::open(dir.path(), Reuse::Refuse).unwrap();
+        use std::io::Write;
+        out.create("Orders.csv")
+            .unwrap()
+            .write_all(b"first")
+            .unwrap();
+        out.publish("Orders.csv").unwrap();
+        fs::hard_link(dir.path().join("Orders.csv"), dir.path().join("ORDERS.csv")).unwrap();
+        out.create("ORDERS.csv")
+            .unwrap()
+            .write_all(b"second")
+            .unwrap();
+        let err = out.publish("ORDERS.csv").unwrap_err().to_string();
+        assert!(err.contains("does not tell"), "{err}");
+        assert_eq!(fs::read(dir.path().join("Orders.csv")).unwrap(), b"first");
+    }
+
+    /// On a file system that tells case apart, an older file whose name
+    /// differs only in case is replaced as any other.
+    #[test]
+    fn an_older_file_differing_only_in_case_is_no_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("ORDERS.csv"), b"old").unwrap();
+        let out = OutputDir::open(dir.path(), Reuse::Overwrite).unwrap();
+        use std::io::Write;
+        out.create("Orders.csv")
+            .unwrap()
+            .write_all(b"first")
+            .unwrap();
+        out.publish("Orders.csv").unwrap();
+        out.create("ORDERS.csv")
+            .unwrap()
+            .write_all(b"second")
+            .unwrap();
+        out.publish("ORDERS.csv").unwrap();
+        assert_eq!(fs::read(dir.path().join("ORDERS.csv")).unwrap(), b"second");
+    }
+
+    #[test]
+    fn only_names_differing_in_case_that_open_the_same_file_conflict() {
+        let published = ["Orders.csv".to_string(), "ITEMS.csv".to_string()];
+        let same = |_: &str| true;
+        let other = |_: &str| false;
+        assert_eq!(
+            published_under_another_case(&published, "ORDERS.csv", same),
+            Some(&published[0])
+        );
+        assert_eq!(
+            published_under_another_case(&published, "ORDERS.csv", other),
+            None
+        );
+        assert_eq!(
+            published_under_another_case(&published, "STOCK.csv", same),
+            None
+        );
     }
 }
