@@ -150,6 +150,18 @@ fn wait_at_most(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
     }
 }
 
+/// Sends SIGTERM; returns how the process ended and how long that took.
+fn terminate(child: &mut Child) -> (ExitStatus, Duration) {
+    let signalled = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = wait_at_most(child, Duration::from_secs(30), "fbunload after SIGTERM");
+    (status, signalled.elapsed())
+}
+
 fn rest(lines: &mpsc::Receiver<String>) -> String {
     lines.try_iter().collect::<Vec<_>>().join("\n")
 }
@@ -202,18 +214,7 @@ fn the_first_sigterm_ends_a_run_that_another_users_drop_waits_on() {
         Ok("executed"),
         "the DROP did not start"
     );
-    let signalled = Instant::now();
-    let kill = Command::new("kill")
-        .args(["-TERM", &unload.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = wait_at_most(
-        &mut unload,
-        Duration::from_secs(30),
-        "fbunload after SIGTERM",
-    );
-    let took = signalled.elapsed();
+    let (status, took) = terminate(&mut unload);
     let report = rest(&progress);
     // Ended by the signal, and quickly (or, just before, by itself).
     if !status.success() {
@@ -269,18 +270,7 @@ fn the_first_sigterm_ends_a_run_stuck_in_a_wait_the_server_does_not_cancel() {
     // fbunload prepares STOCK's select while planning, behind the DROP.
     std::thread::sleep(Duration::from_secs(3));
     assert!(unload.try_wait().unwrap().is_none(), "{}", rest(&progress));
-    let signalled = Instant::now();
-    let kill = Command::new("kill")
-        .args(["-TERM", &unload.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = wait_at_most(
-        &mut unload,
-        Duration::from_secs(30),
-        "fbunload after SIGTERM",
-    );
-    let took = signalled.elapsed();
+    let (status, took) = terminate(&mut unload);
     drop(blocker.stdin.take());
     let _ = wait_at_most(&mut blocker, HUNG, "the blocking process");
     let report = rest(&progress);
