@@ -33,30 +33,8 @@ fn unload_into(db: &Path, out: &Path, extra: &[&str]) -> Output {
     fbunload(db, &args)
 }
 
-fn check(dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("check")
-        .arg(dir)
-        .output()
-        .unwrap()
-}
-
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn manifest(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn table<'m>(manifest: &'m Value, name: &str) -> &'m Value {
-    manifest["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no table {name} in {manifest}"))
 }
 
 /// The SHA-256 of a file, by coreutils.
@@ -131,7 +109,7 @@ fn the_manifest_lists_every_file_with_its_hash_rows_and_types() {
         ("OTHER", "OTHER.csv"),
         ("a/b", "a%2Fb.csv"),
     ] {
-        let t = table(&m, name);
+        let t = manifest_entry(&m, name);
         let files = t["files"].as_array().unwrap();
         assert_eq!(files.len(), 1, "{t}");
         assert_eq!(files[0]["name"], file, "the real name, its file's name");
@@ -146,7 +124,7 @@ fn the_manifest_lists_every_file_with_its_hash_rows_and_types() {
         assert_eq!(t["verified"], true);
         listed.push(file.to_string());
     }
-    let price = &table(&m, "ITEMS")["columns"][1];
+    let price = &manifest_entry(&m, "ITEMS")["columns"][1];
     assert_eq!(price["name"], "PRICE");
     assert_eq!(price["firebird_type"], "NUMERIC(9,2)");
     assert_eq!(price["arrow_type"], "Decimal128(10, 2)");
@@ -162,7 +140,7 @@ fn the_manifest_lists_every_file_with_its_hash_rows_and_types() {
     listed.sort();
     assert_eq!(on_disk, listed);
 
-    let checked = check(&out);
+    let checked = fbunload_check(&out);
     assert_eq!(checked.status.code(), Some(0), "{}", stderr(&checked));
     assert_eq!(stdout(&checked), "4 files match the manifest\n");
 
@@ -175,8 +153,8 @@ fn the_manifest_lists_every_file_with_its_hash_rows_and_types() {
         &["-t", "ITEMS", "--columns", "ID,NAME", "--where", "ID < 10"],
     );
     assert!(run.status.success(), "{}", stderr(&run));
-    let m = manifest(&plain);
-    let items = table(&m, "ITEMS");
+    let m = read_manifest(&plain);
+    let items = manifest_entry(&m, "ITEMS");
     assert_eq!(items["verified"], false);
     assert_eq!(items["rows"], 10);
     assert_eq!(items["where"], "ID < 10");
@@ -209,10 +187,13 @@ fn a_split_parquet_table_lists_each_part() {
         ],
     );
     assert!(run.status.success(), "{}", stderr(&run));
-    let m = manifest(&out);
+    let m = read_manifest(&out);
     assert_eq!(m["options"]["split"], true);
     assert_eq!(m["options"]["compression"], "snappy");
-    let files = table(&m, "ITEMS")["files"].as_array().unwrap().clone();
+    let files = manifest_entry(&m, "ITEMS")["files"]
+        .as_array()
+        .unwrap()
+        .clone();
     let parts: Vec<_> = std::fs::read_dir(out.join("ITEMS.parquet"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -223,7 +204,7 @@ fn a_split_parquet_table_lists_each_part() {
         assert!(name.starts_with("ITEMS.parquet/part-"), "{name}");
         assert_eq!(file["sha256"], sha256sum(&out.join(name)), "{name}");
     }
-    let checked = check(&out);
+    let checked = fbunload_check(&out);
     assert_eq!(checked.status.code(), Some(0), "{}", stderr(&checked));
 }
 
@@ -242,7 +223,7 @@ fn check_names_every_file_that_changed_or_went() {
     std::fs::write(&path, &bytes).unwrap();
     std::fs::remove_file(out.join("OTHER.csv")).unwrap();
 
-    let checked = check(&out);
+    let checked = fbunload_check(&out);
     assert_eq!(checked.status.code(), Some(1));
     let lines: Vec<String> = stdout(&checked).lines().map(String::from).collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
@@ -259,7 +240,7 @@ fn check_names_every_file_that_changed_or_went() {
 
     // No manifest at all.
     std::fs::remove_file(out.join("manifest.json")).unwrap();
-    let checked = check(&out);
+    let checked = fbunload_check(&out);
     assert_eq!(checked.status.code(), Some(1));
     assert!(
         stderr(&checked).contains("no manifest.json"),
@@ -278,7 +259,7 @@ fn check_follows_no_name_out_of_the_directory() {
     // check that followed these names would find them matching.
     let outside = dir.path().join("outside.csv");
     std::fs::copy(out.join("OTHER.csv"), &outside).unwrap();
-    let mut m = manifest(&out);
+    let mut m = read_manifest(&out);
     let real = m["tables"][0]["files"][0].clone();
     let files = m["tables"][0]["files"].as_array_mut().unwrap();
     for hostile in ["../outside.csv".to_string(), outside.display().to_string()] {
@@ -288,7 +269,7 @@ fn check_follows_no_name_out_of_the_directory() {
     }
     std::fs::write(out.join("manifest.json"), m.to_string()).unwrap();
 
-    let checked = check(&out);
+    let checked = fbunload_check(&out);
     assert_eq!(checked.status.code(), Some(1), "{}", stdout(&checked));
     let text = stdout(&checked);
     assert!(
@@ -374,7 +355,10 @@ fn overwrite_removes_only_what_the_old_manifest_lists() {
         &["--overwrite", "-t", "ITEMS", "--where", "NOPE = 1"],
     );
     assert_eq!(run.status.code(), Some(1));
-    assert!(check(&out).status.success(), "the old run is intact");
+    assert!(
+        fbunload_check(&out).status.success(),
+        "the old run is intact"
+    );
 
     execute(&db, &["INSERT INTO ITEMS VALUES (-1, 0, 'new')"]);
     let run = unload_into(&db, &out, &["--overwrite", "-t", "ITEMS", "-f", "jsonl"]);
@@ -383,12 +367,12 @@ fn overwrite_removes_only_what_the_old_manifest_lists() {
     left.sort();
     assert_eq!(left, ["ITEMS.jsonl", "mine.csv", "notes.txt", "schema.sql"]);
     assert_eq!(std::fs::read(out.join("mine.csv")).unwrap(), b"also mine");
-    let m = manifest(&out);
+    let m = read_manifest(&out);
     assert_eq!(m["tables"].as_array().unwrap().len(), 1);
     // The new run's rows (snapshot numbers restart with the engine, so
     // the row added in between tells the runs apart).
-    assert_eq!(table(&m, "ITEMS")["rows"], 20_001);
-    let checked = check(&out);
+    assert_eq!(manifest_entry(&m, "ITEMS")["rows"], 20_001);
+    let checked = fbunload_check(&out);
     assert_eq!(stdout(&checked), "2 files match the manifest\n");
 
     // Overwriting table files with no manifest replaces the names the run
@@ -401,7 +385,7 @@ fn overwrite_removes_only_what_the_old_manifest_lists() {
     assert!(run.status.success(), "{}", stderr(&run));
     assert_eq!(std::fs::read(legacy.join("OTHER.csv")).unwrap(), b"7\n");
     assert_eq!(std::fs::read(legacy.join("GONE.csv")).unwrap(), b"old\n");
-    let m = manifest(&legacy);
+    let m = read_manifest(&legacy);
     assert_eq!(m["tables"].as_array().unwrap().len(), 1);
 }
 

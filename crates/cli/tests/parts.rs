@@ -48,14 +48,6 @@ fn parts_of(dir: &Path, stem: &str) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn check(dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("check")
-        .arg(dir)
-        .output()
-        .unwrap()
-}
-
 /// The names manifest.json lists for `table`.
 fn listed(dir: &Path, table: &str) -> Vec<String> {
     let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
@@ -157,7 +149,7 @@ fn text_parts_join_to_the_table_and_are_the_same_for_any_parallel() {
 
         // Every part is in the manifest, and `check` reads them all.
         assert_eq!(listed(&runs[1], "ITEMS"), names, "{label}");
-        let checked = check(&runs[1]);
+        let checked = fbunload_check(&runs[1]);
         assert!(checked.status.success(), "{label}: {}", stderr(&checked));
         // An empty table is one part, with the header.
         let empty = parts_of(&runs[1], "EMPTY");
@@ -257,7 +249,7 @@ fn parquet_and_arrow_parts_read_alone_and_are_the_same_for_any_parallel() {
             "{}: differs between -j1 and -j3",
             j1.display()
         );
-        let checked = check(j3);
+        let checked = fbunload_check(j3);
         assert!(checked.status.success(), "{}", stderr(&checked));
     }
     // Groups restart at every part: no row group straddles two files.
@@ -364,7 +356,7 @@ fn a_rerun_with_overwrite_and_fewer_parts_leaves_none_of_the_old_ones() {
     let expected: Vec<String> = (1..=4).map(|i| format!("ITEMS.{i:06}.csv")).collect();
     assert_eq!(names, expected);
     assert_eq!(listed(&out, "ITEMS"), expected);
-    let checked = check(&out);
+    let checked = fbunload_check(&out);
     assert!(checked.status.success(), "{}", stderr(&checked));
     // And back to one file per table.
     unload(&db, &out, &["--overwrite"]);

@@ -73,20 +73,6 @@ fn sorted(mut rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
     rows
 }
 
-fn read_manifest(dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
-}
-
-/// The manifest's entry named `name`.
-fn entry<'m>(manifest: &'m serde_json::Value, name: &str) -> &'m serde_json::Value {
-    manifest["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {manifest}"))
-}
-
 /// Files in `dir`, leaving out the staging directories of failed runs.
 fn written(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
@@ -206,7 +192,7 @@ fn a_query_holds_what_the_engine_returns_and_a_split_one_is_the_same_for_any_par
     );
 
     let manifest = read_manifest(&out_dir);
-    let split = entry(&manifest, "SPLIT");
+    let split = manifest_entry(&manifest, "SPLIT");
     assert_eq!(split["kind"], "query");
     assert_eq!(split["query"], SPLIT);
     assert_eq!(split["split_by"], "BIG");
@@ -220,7 +206,7 @@ fn a_query_holds_what_the_engine_returns_and_a_split_one_is_the_same_for_any_par
         .collect();
     assert_eq!(names, ["ID", "A", "NAME"]);
     assert_eq!(
-        entry(&manifest, "JOINED")["split_by"],
+        manifest_entry(&manifest, "JOINED")["split_by"],
         serde_json::Value::Null
     );
 }
@@ -261,7 +247,7 @@ fn views_are_unloaded_verified_and_listed_with_tables_when_asked() {
     assert_eq!(rich.len(), 7, "{rich:?}");
     assert!(rich[1][2].starts_with("2"), "{rich:?}");
     let manifest = read_manifest(&out_dir);
-    let view = entry(&manifest, "V_RICH");
+    let view = manifest_entry(&manifest, "V_RICH");
     assert_eq!(view["kind"], "view");
     assert_eq!(view["verified"], true);
     assert_eq!(view["columns"][2]["firebird_type"], "DECFLOAT(34)");
@@ -324,7 +310,10 @@ fn views_are_unloaded_verified_and_listed_with_tables_when_asked() {
     assert_eq!(balances[1], [cust[1][2].as_str(), "1"]);
     let schema = std::fs::read_to_string(out_dir.join("schema.sql")).unwrap();
     assert!(!schema.contains("V_JOINED"), "{schema}");
-    assert_eq!(entry(&read_manifest(&out_dir), "CUST")["kind"], "table");
+    assert_eq!(
+        manifest_entry(&read_manifest(&out_dir), "CUST")["kind"],
+        "table"
+    );
 
     let plan = fbunload(&db, &["--plan", "--views", "V_R%"]);
     let text = String::from_utf8_lossy(&plan.stdout).into_owned();
@@ -533,6 +522,6 @@ fn hostile_query_names_stay_inside_the_output_directory() {
     assert!(!dir.path().join("escaped.csv").exists());
     let manifest = read_manifest(&out_dir);
     for name in names {
-        assert_eq!(entry(&manifest, name)["rows"], 12, "{name:?}");
+        assert_eq!(manifest_entry(&manifest, name)["rows"], 12, "{name:?}");
     }
 }

@@ -174,3 +174,27 @@ pub fn assert_refused_in_one_line(out: &Output, expected: &str) {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// `fbunload check DIR`.
+pub fn fbunload_check(dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("check")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+/// The `manifest.json` a run left in `dir`.
+pub fn read_manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// The manifest's entry (table, view or query) named `name`.
+pub fn manifest_entry<'m>(manifest: &'m serde_json::Value, name: &str) -> &'m serde_json::Value {
+    manifest["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {manifest}"))
+}
