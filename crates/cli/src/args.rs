@@ -249,6 +249,14 @@ pub struct Args {
     #[arg(long)]
     pub verify: bool,
 
+    /// Seconds a query may wait to be prepared before fbunload gives up. A prepare waits while
+    /// another attachment's DROP or ALTER of one of its tables waits to commit; the server
+    /// cannot cancel that wait, so after this long fbunload prints which table and ends (status
+    /// 1, no manifest.json)
+    #[arg(long, default_value_t = 60, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub lock_timeout: u64,
+
     /// Benchmark aid: read every row with the same attachments, snapshot and units, and drop
     /// it; no files are written. Shows how fast the engine can deliver the rows
     #[arg(long)]

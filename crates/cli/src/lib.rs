@@ -8,6 +8,7 @@
 
 mod args;
 mod hide_password;
+mod lock_watch;
 mod progress;
 
 use std::ffi::OsString;
@@ -73,11 +74,17 @@ pub fn run(argv: Vec<OsString>) -> i32 {
 
 /// Ends the process without exit handlers: the Firebird client's wait for
 /// the engine's threads, one of which is the stuck wait.
-fn exit_without_cleanup(status: i32) -> ! {
+pub(crate) fn exit_without_cleanup(status: i32) -> ! {
     #[cfg(unix)]
     // SAFETY: _exit ends the process; nothing after it runs.
     unsafe {
         libc::_exit(status)
+    }
+    #[cfg(windows)]
+    // SAFETY: ends this process at once, like _exit: no DLL's detach runs.
+    unsafe {
+        use windows_sys::Win32::System::Threading::{GetCurrentProcess, TerminateProcess};
+        TerminateProcess(GetCurrentProcess(), status as u32);
     }
     #[cfg(not(unix))]
     std::process::exit(status)
@@ -238,6 +245,7 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
 }
 
 fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
+    let _lock_watch = lock_watch::LockWatch::start(Duration::from_secs(args.lock_timeout));
     let none_text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {
         format!(
             "--charset {}: not a character set fbunload can decode; use a Firebird name such as \

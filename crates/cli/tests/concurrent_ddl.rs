@@ -67,13 +67,14 @@ fn setup() -> Setup {
     }
 }
 
-/// fbunload with one worker, `--verify` and progress as JSON lines; the
-/// lines arrive on the receiver as they are written.
-fn start_unload(s: &Setup) -> (Child, mpsc::Receiver<String>) {
+/// fbunload with one worker, `--verify`, progress as JSON lines and
+/// `options`; the lines arrive on the receiver as they are written.
+fn start_unload(s: &Setup, options: &[&str]) -> (Child, mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
         .arg("-d")
         .arg(&s.db)
         .args(["-u", "SYSDBA", "-p", "masterkey", "-j", "1", "--verify"])
+        .args(options)
         .args(["--progress", "json", "-o"])
         .arg(&s.out)
         .env("FIREBIRD", &s.runtime)
@@ -169,7 +170,7 @@ fn rest(lines: &mpsc::Receiver<String>) -> String {
 #[test]
 fn a_drop_of_an_unloaded_table_during_verify_never_hangs_the_run() {
     let s = setup();
-    let (mut unload, progress) = start_unload(&s);
+    let (mut unload, progress) = start_unload(&s, &[]);
     // STOCK is complete; ITEM is being read. The DROP of STOCK now waits
     // only for the worker that read it, which leaves when ITEM is done.
     wait_for_line(&progress, r#""event":"table""#);
@@ -205,7 +206,7 @@ fn a_drop_of_an_unloaded_table_during_verify_never_hangs_the_run() {
 #[test]
 fn the_first_sigterm_ends_a_run_that_another_users_drop_waits_on() {
     let s = setup();
-    let (mut unload, progress) = start_unload(&s);
+    let (mut unload, progress) = start_unload(&s, &[]);
     wait_for_line(&progress, r#""event":"table""#);
     let (mut drop_table, dropped) = start_drop(&s, &s.db, "STOCK");
     // The DROP is in; its commit waits on fbunload.
@@ -248,9 +249,9 @@ sys.stdin.read()
 os._exit(0)
 "#;
 
-#[test]
-fn the_first_sigterm_ends_a_run_stuck_in_a_wait_the_server_does_not_cancel() {
-    let s = setup();
+/// The process of [`BLOCK_SCRIPT`], once STOCK is blocked; closing its
+/// stdin ends it.
+fn block_stock(s: &Setup) -> Child {
     let mut blocker = Command::new("python3")
         .args(["-c", BLOCK_SCRIPT])
         .arg(&s.db)
@@ -265,17 +266,52 @@ fn the_first_sigterm_ends_a_run_stuck_in_a_wait_the_server_does_not_cancel() {
         .read_line(&mut ready)
         .unwrap();
     assert_eq!(ready.trim(), "waiting");
+    blocker
+}
 
-    let (mut unload, progress) = start_unload(&s);
+fn unblock(mut blocker: Child) {
+    drop(blocker.stdin.take());
+    let _ = wait_at_most(&mut blocker, HUNG, "the blocking process");
+}
+
+#[test]
+fn the_first_sigterm_ends_a_run_stuck_in_a_wait_the_server_does_not_cancel() {
+    let s = setup();
+    let blocker = block_stock(&s);
+    let (mut unload, progress) = start_unload(&s, &[]);
     // fbunload prepares STOCK's select while planning, behind the DROP.
     std::thread::sleep(Duration::from_secs(3));
     assert!(unload.try_wait().unwrap().is_none(), "{}", rest(&progress));
     let (status, took) = terminate(&mut unload);
-    drop(blocker.stdin.take());
-    let _ = wait_at_most(&mut blocker, HUNG, "the blocking process");
+    unblock(blocker);
     let report = rest(&progress);
     assert_eq!(status.code(), Some(130), "{report}");
     assert!(report.contains("interrupted"), "{report}");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert!(!s.out.join("manifest.json").exists());
+}
+
+#[test]
+fn a_prepare_stuck_behind_another_users_drop_ends_after_the_lock_timeout() {
+    let s = setup();
+    let blocker = block_stock(&s);
+    let started = Instant::now();
+    let (mut unload, progress) = start_unload(&s, &["--lock-timeout", "3"]);
+    let status = wait_at_most(&mut unload, Duration::from_secs(30), "fbunload");
+    let took = started.elapsed();
+    eprintln!("fbunload ended after {took:?}");
+    unblock(blocker);
+    // Every line, up to the end of its stderr.
+    let report = progress.iter().collect::<Vec<_>>().join("\n");
+    assert_eq!(status.code(), Some(1), "{report}");
+    let errors: Vec<&str> = report.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{report}");
+    assert!(
+        errors[0].starts_with("fbunload: error: table STOCK: its query waited 3 s")
+            && errors[0].contains("--lock-timeout"),
+        "{report}"
+    );
+    assert!(took >= Duration::from_secs(3), "took {took:?}");
     assert!(took < Duration::from_secs(15), "took {took:?}");
     assert!(!s.out.join("manifest.json").exists());
 }

@@ -441,9 +441,16 @@ impl Transaction {
         self.check(&status)
     }
 
-    /// Prepares a query; see [`Statement`].
+    /// Prepares a query; see [`Statement`]. While the server prepares it,
+    /// [`crate::longest_prepare`] names it by its SQL text.
     pub fn prepare(&self, sql: &str) -> Result<Statement<'_>, ClientError> {
-        Statement::prepare(self, sql)
+        Statement::prepare(self, sql, sql)
+    }
+
+    /// Prepares a query that reads `subject` (e.g. `table STOCK`), the name
+    /// [`crate::longest_prepare`] gives it while the server prepares it.
+    pub fn prepare_for(&self, subject: &str, sql: &str) -> Result<Statement<'_>, ClientError> {
+        Statement::prepare(self, subject, sql)
     }
 
     /// Reads a whole blob into `out` (replacing its contents).

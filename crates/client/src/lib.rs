@@ -23,6 +23,7 @@ mod message;
 mod params;
 mod places;
 mod statement;
+mod waits;
 
 pub use attachment::{
     is_plain_path, Attachment, ConnectOptions, Interrupter, ServerVersion, Transaction,
@@ -32,6 +33,7 @@ pub use error::{ClientError, FbError, Ods, OdsMismatch, StatusCode};
 pub use ffi::sql_type;
 pub use locate::{Client, LibrarySource};
 pub use statement::{ColumnDesc, Row, Statement};
+pub use waits::{longest_prepare, Preparing};
 
 /// A blob id as stored in a row: the 8 raw bytes of an `ISC_QUAD`.
 pub type BlobId = [u8; 8];

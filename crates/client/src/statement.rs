@@ -14,6 +14,7 @@ use crate::attachment::Transaction;
 use crate::error::ClientError;
 use crate::ffi::{self, sql_type, Handle, StatusVector, XsqlVar, Xsqlda};
 use crate::message::MessageCursor;
+use crate::waits;
 
 /// One output column as the server describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +59,11 @@ pub struct Statement<'t> {
 }
 
 impl<'t> Statement<'t> {
-    pub(crate) fn prepare(transaction: &'t Transaction, sql: &str) -> Result<Self, ClientError> {
+    pub(crate) fn prepare(
+        transaction: &'t Transaction,
+        subject: &str,
+        sql: &str,
+    ) -> Result<Self, ClientError> {
         if sql.len() > u16::MAX as usize {
             return Err(ClientError::Invalid(format!(
                 "query of {} bytes exceeds Firebird's 64 KiB limit",
@@ -88,6 +93,8 @@ impl<'t> Statement<'t> {
             via_message: false,
         };
         let mut tr = transaction.handle;
+        // The prepare is where a query waits on its tables' definitions.
+        let under_way = waits::begin(subject);
         // SAFETY: the XSQLDA has room for `sqln` variables.
         unsafe {
             (api.isc_dsql_prepare)(
@@ -115,6 +122,7 @@ impl<'t> Statement<'t> {
             }
             transaction.check(&status)?;
         }
+        drop(under_way);
         stmt.bind_buffers(count);
         Ok(stmt)
     }

@@ -143,17 +143,19 @@ pub(crate) fn plan_in(
         .iter()
         .enumerate()
         .map(|(index, table)| {
-            let stmt = tr.prepare(&table.select_sql()).map_err(|e| {
-                match (&table.condition, table.kind) {
-                    // The condition is the only part of the query the user wrote.
-                    (Some(condition), _) => ExecError::Usage(format!(
+            let stmt = tr
+                .prepare_for(&subject(table), &table.select_sql())
+                .map_err(|e| {
+                    match (&table.condition, table.kind) {
+                        // The condition is the only part of the query the user wrote.
+                        (Some(condition), _) => ExecError::Usage(format!(
                     "--where for table {}: {condition:?} is not a condition Firebird accepts: {e}",
                     printable(&table.name)
                 )),
-                    (None, Kind::Query) => refused_query(table, e),
-                    (None, _) => ExecError::from_client(&table.name, e),
-                }
-            })?;
+                        (None, Kind::Query) => refused_query(table, e),
+                        (None, _) => ExecError::from_client(&table.name, e),
+                    }
+                })?;
             let schema = Arc::new(Schema::new(
                 output_columns(table, &stmt, types)?
                     .iter()
@@ -165,7 +167,7 @@ pub(crate) fn plan_in(
                     // A split query's units read it rewritten: Firebird
                     // judges that form now, before anything is written.
                     let stmt = tr
-                        .prepare(&table.unit_sql(unit))
+                        .prepare_for(&subject(table), &table.unit_sql(unit))
                         .map_err(|e| refused_query(table, e))?;
                     output_columns(table, &stmt, types)?;
                 }
@@ -174,6 +176,12 @@ pub(crate) fn plan_in(
         })
         .collect::<Result<_, ExecError>>()?;
     Ok((plan, schemas))
+}
+
+/// How a prepare that waits names what it reads (see
+/// [`fbunload_client::longest_prepare`]): `table STOCK`, `view V`.
+pub(crate) fn subject(table: &TablePlan) -> String {
+    format!("{} {}", table.kind.as_str(), printable(&table.name))
 }
 
 /// The views `--views` selects and the `--query`s, described by the
@@ -192,8 +200,9 @@ fn views_and_queries(
                 list.join(", "),
                 quote_identifier(&view.name)
             );
+            let subject = format!("view {}", printable(&view.name));
             let described =
-                describe(tr, &sql).map_err(|e| ExecError::from_client(&view.name, e))?;
+                describe(tr, &subject, &sql).map_err(|e| ExecError::from_client(&view.name, e))?;
             reads.push(Read {
                 kind: Kind::View,
                 columns: view.columns,
@@ -216,7 +225,7 @@ fn views_and_queries(
                  would clash; give the query another name"
             )));
         }
-        let described = describe(tr, &spec.sql)
+        let described = describe(tr, &format!("query {name}"), &spec.sql)
             .map_err(|e| ExecError::Usage(format!("--query {name}: Firebird refuses it: {e}")))?;
         let columns = column_names(&spec.name, &described).map_err(usage)?;
         let driving = match driving {
@@ -540,7 +549,7 @@ impl Session for FirebirdSession {
             .counting_transaction()
             .ok_or_else(|| ExecError::Usage("--verify needs one snapshot for all tables".into()))?;
         let counted = (|| {
-            let mut stmt = tr.prepare(&table.count_sql())?;
+            let mut stmt = tr.prepare_for(&subject(table), &table.count_sql())?;
             stmt.execute()?;
             stmt.fetch()?;
             let value = stmt.row().value(0).unwrap_or(&[0; 8]);
@@ -585,7 +594,7 @@ impl Reader for FirebirdReader {
         let client_error = |e| ExecError::from_client(name, e);
         let mut stmt = self
             .tr
-            .prepare(&table.unit_sql(unit))
+            .prepare_for(&subject(table), &table.unit_sql(unit))
             .map_err(client_error)?;
         let mut rows = 0u64;
         if fetch_only {

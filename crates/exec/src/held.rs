@@ -39,7 +39,7 @@ use fbunload_client::{Attachment, Transaction, TransactionMode};
 use fbunload_decode::{BatchLimits, TypeOptions};
 use fbunload_plan::{CatalogError, Plan, PlanOptions, TableFilter, TablePlan, Unit};
 
-use crate::firebird::{self, Database, FirebirdReader, ReadContext};
+use crate::firebird::{self, subject, Database, FirebirdReader, ReadContext};
 use crate::session::Reader;
 use crate::{ExecError, RunOptions};
 
@@ -210,7 +210,7 @@ impl HeldSnapshot {
 /// `tr`'s snapshot: a binary search with [`TablePlan::any_row_from_sql`].
 fn used_slots(tr: &Transaction, table: &TablePlan) -> Result<u64, ExecError> {
     let any_row_from = |slot: u64| {
-        let mut stmt = tr.prepare(&table.any_row_from_sql(slot))?;
+        let mut stmt = tr.prepare_for(&subject(table), &table.any_row_from_sql(slot))?;
         stmt.execute()?;
         stmt.fetch()
     };

@@ -68,6 +68,13 @@ use std::time::SystemTime;
 use arrow_schema::SchemaRef;
 use fbunload_client::{Client, ConnectOptions};
 
+/// The prepare under way longest in this process, if one is. A prepare
+/// that waits behind another user's DROP or ALTER of a table cannot be
+/// cancelled and has no timeout (Firebird 5); an application that must
+/// not wait without bound watches this and gives up (the command line's
+/// `--lock-timeout` ends the process).
+pub use fbunload_client::{longest_prepare, Preparing};
+
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
     check_directory, file_name_for, part_file_name, CheckReport, Manifest, ManifestColumn,

@@ -228,9 +228,14 @@ fn driving_table(sql: &str, tokens: &[Token<'_>], wanted: &Name) -> Result<Drivi
     })
 }
 
-/// What the server describes for a query's columns, after preparing it.
-pub fn describe(tr: &Transaction, sql: &str) -> Result<Vec<ColumnDesc>, ClientError> {
-    Ok(tr.prepare(sql)?.columns().to_vec())
+/// What the server describes for a query's columns, after preparing it;
+/// `subject` names it while the server prepares it (`view V`, `query Q`).
+pub fn describe(
+    tr: &Transaction,
+    subject: &str,
+    sql: &str,
+) -> Result<Vec<ColumnDesc>, ClientError> {
+    Ok(tr.prepare_for(subject, sql)?.columns().to_vec())
 }
 
 /// The names of a query's columns as the server describes them (at most
