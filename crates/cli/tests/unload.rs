@@ -417,15 +417,18 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
             "{label}: password leaked: {err}"
         );
     }
+    assert!(!out_dir.exists(), "a failed run left the directory it made");
 
     let missing = dir.path().join("missing.fdb");
-    let out = fbunload(&missing, &["-o", out_arg]);
+    let new_dir = dir.path().join("made-by-the-run");
+    let out = fbunload(&missing, &["-o", new_dir.to_str().unwrap()]);
     let err = stderr(&out);
     assert!(!out.status.success());
     assert!(
         err.contains("missing.fdb") && err.contains("check the path"),
         "{err}"
     );
+    assert!(!new_dir.exists(), "a failed run left the directory it made");
 
     let garbage = dir.path().join("garbage.fdb");
     std::fs::write(&garbage, vec![0x5a; 64 * 1024]).unwrap();

@@ -51,6 +51,9 @@ pub struct OutputDir {
     to_remove: Mutex<Option<Vec<PathBuf>>>,
     /// Names this run has published, to never replace one of them.
     published: Mutex<Vec<String>>,
+    /// The run made the directory: it goes again if the run leaves it
+    /// empty (see `Drop`).
+    created: bool,
     /// Held for the life of the run.
     _lock: File,
 }
@@ -68,6 +71,7 @@ impl OutputDir {
         if path.exists() && !path.is_dir() {
             return Err(fail("exists and is not a directory".into()));
         }
+        let created = fs::symlink_metadata(path).is_err();
         fs::create_dir_all(path).map_err(|e| fail(format!("cannot create it: {e}")))?;
         let lock = lock(path).map_err(|e| match e.kind() {
             io::ErrorKind::WouldBlock => fail(
@@ -92,6 +96,7 @@ impl OutputDir {
             staging,
             to_remove: Mutex::new(previous.manifest.then_some(to_remove)),
             published: Mutex::new(Vec::new()),
+            created,
             _lock: lock,
         }))
     }
@@ -122,6 +127,7 @@ impl OutputDir {
             file.write_all(&text)?;
             file.sync_all()?;
             fs::rename(self.staging().join(MANIFEST_NAME), &to)?;
+            self.published.lock().unwrap().push(MANIFEST_NAME.into());
             sync_dir(&self.path);
             Ok(())
         };
@@ -210,6 +216,20 @@ impl OutputDir {
         }
         sync_dir(&self.path);
         Ok((to, files))
+    }
+}
+
+impl Drop for OutputDir {
+    /// A directory this run made goes again when the run published nothing
+    /// in it (a wrong password, a missing table), so that a failed run
+    /// leaves nothing behind. `remove_dir` removes only an empty directory,
+    /// so nothing someone else put there meanwhile is lost.
+    fn drop(&mut self) {
+        let published = self.published.get_mut().map_or(true, |p| !p.is_empty());
+        if self.created && !published {
+            let _ = fs::remove_dir_all(self.staging.path());
+            let _ = fs::remove_dir(&self.path);
+        }
     }
 }
 
@@ -344,6 +364,26 @@ mod tests {
         assert!(!dead.exists());
         assert!(victim.path().join("keep").exists());
         drop(out);
+    }
+
+    #[test]
+    fn a_directory_the_run_made_goes_again_if_nothing_was_published_in_it() {
+        let parent = tempfile::tempdir().unwrap();
+        let made = parent.path().join("out");
+        drop(OutputDir::open(&made, Reuse::Refuse).unwrap());
+        assert!(!made.exists(), "a failed run left {made:?}");
+
+        let out = OutputDir::open(&made, Reuse::Refuse).unwrap();
+        out.create("T.csv").unwrap();
+        out.publish("T.csv").unwrap();
+        drop(out);
+        assert!(made.join("T.csv").exists());
+
+        // One that was there before stays, even empty.
+        let there = parent.path().join("there");
+        fs::create_dir(&there).unwrap();
+        drop(OutputDir::open(&there, Reuse::Refuse).unwrap());
+        assert!(there.is_dir());
     }
 
     #[test]
