@@ -18,7 +18,7 @@ DataFrames whose partitions all join one.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -39,6 +39,7 @@ __all__ = [
     "read_batches",
     "read_pandas",
     "read_polars",
+    "read_sql",
     "read_tables",
     "unload",
     "plan",
@@ -144,13 +145,50 @@ def read_tables(database: str, tables: Optional[str] = None, **options: Any) -> 
     """Every table matching ``tables`` (a SQL SIMILAR TO pattern such as
     ``'ORDER%'`` or ``'A|B'``, where a comma lists alternatives too and
     ``\\,`` is a comma in a name; all user tables if None), read at ONE
-    snapshot, as a dict of ``pyarrow.Table`` by name."""
+    snapshot, as a dict of ``pyarrow.Table`` by name. ``views`` (a
+    pattern: ``'%'`` for every view) and ``queries`` (``{name: sql}`` or
+    ``{name: (sql, split_by)}``, see :func:`read_sql`) join them at the same
+    snapshot; with either and no ``tables``, no table is read."""
     if "columns" in options and options["columns"] is not None:
         options["columns"] = list(options["columns"])
     if "where" in options:
         # "TABLE:condition" for one of several tables, as --where takes it.
         options["condition"] = options.pop("where")
+    options["queries"] = _queries(options.get("queries"))
     return _tables(_fbunload.open(database, tables=tables, **options))
+
+
+#: A query as ``queries=`` takes it: its SQL, or its SQL and the table whose
+#: DB_KEY ranges split it (see :func:`read_sql`).
+Query = Union[str, Tuple[str, str]]
+
+
+def _queries(queries: Optional[Mapping[str, Query]]) -> List[Tuple[str, str, Optional[str]]]:
+    """``{name: sql or (sql, split_by)}`` as the native module takes it."""
+    listed = []
+    for name, query in (queries or {}).items():
+        sql, split_by = (query, None) if isinstance(query, str) else query
+        listed.append((name, sql, split_by))
+    return listed
+
+
+def read_sql(
+    database: str, sql: str, *, split_by: Optional[str] = None, name: str = "QUERY", **options: Any
+) -> pa.Table:
+    """The result of a SELECT as a ``pyarrow.Table``, read at one snapshot.
+
+    Without ``split_by`` the query is read as it is, in one piece. With
+    ``split_by="ORDERS"``, where the query's FROM begins with ``ORDERS``,
+    ``parallel`` workers each read it for their own DB_KEY ranges of
+    ``ORDERS`` and the pieces come back in DB_KEY order, so the result is the
+    same for any ``parallel``; a query that groups, aggregates, sorts,
+    limits or combines at its top level cannot be split and is refused.
+    Column names are as the server describes them (at most 31 bytes in this
+    client API: alias long ones). Other options as for :func:`read_arrow`."""
+    if "columns" in options or "where" in options:
+        raise UsageError("read_sql: choose columns and rows in the query itself")
+    stream = _fbunload.open(database, queries=[(name, sql, split_by)], **options)
+    return _tables(stream)[name]
 
 
 def read_pandas(database: str, table: str, **options: Any):
@@ -173,7 +211,12 @@ def unload(database: str, output: str, *, format: str = "csv", **options: Any) -
     tables, is written as by the command line, and ``manifest.json`` last
     (``fbunload check DIR`` compares the files with it). A directory that
     holds another run's files is refused unless ``overwrite=True``, which
-    removes the files that run's manifest lists. Returns the summary."""
+    removes the files that run's manifest lists. ``views`` and ``queries``
+    as for :func:`read_tables`; ``max_rows`` / ``max_bytes`` cut every
+    table into numbered parts (``T.000001.csv``, ...) as ``--max-rows`` and
+    ``--max-bytes`` do; ``schema=False`` skips ``schema.sql``. Returns the
+    summary."""
+    options["queries"] = _queries(options.get("queries"))
     return _fbunload.unload(database, str(output), format=format, **options)
 
 

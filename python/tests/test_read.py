@@ -287,3 +287,61 @@ def test_columns_and_where_are_read_in_the_queries(big_db):
     assert "closes more than the condition opened" in str(caught.value)
     tables = fbunload.read_tables(big_db, "WIDE|SMALL", where="SMALL:ID > 100", **AUTH)
     assert tables["SMALL"].num_rows == 0 and tables["WIDE"].num_rows == 200000
+
+
+def test_read_sql_equals_firebird_driver_and_splits_the_same_at_any_parallel(big_db):
+    sql = "SELECT W.ID, W.N * 2 AS TWICE, S.ID AS SMALL_ID FROM WIDE W LEFT JOIN SMALL S ON S.ID = MOD(W.ID, 100) WHERE MOD(W.ID, 3) = 0"
+    whole = fbunload.read_sql(big_db, sql, **AUTH)
+    assert whole.column_names == ["ID", "TWICE", "SMALL_ID"]
+    expected = driver_rows(big_db, sql)
+    assert sorted(zip(*[whole.column(c).to_pylist() for c in whole.column_names])) == sorted(expected)
+    split = [fbunload.read_sql(big_db, sql, split_by="WIDE", parallel=p, **AUTH) for p in (1, 3)]
+    assert split[0].equals(split[1])
+    # In DB_KEY order: the rows as inserted.
+    assert split[0].column("ID").to_pylist() == list(range(0, 200000, 3))
+    assert split[0].sort_by("ID").equals(whole.sort_by("ID"))
+
+
+@pytest.mark.parametrize(
+    "sql, split_by, words",
+    [
+        ("SELECT COUNT(*) AS N FROM WIDE", "WIDE", "--split-by"),
+        ("SELECT ID FROM SMALL", "WIDE", "WIDE"),
+        ("SELECT NOPE FROM WIDE", None, "Firebird refuses it"),
+    ],
+)
+def test_read_sql_refuses_what_it_cannot_read(big_db, sql, split_by, words):
+    with pytest.raises(fbunload.UsageError) as caught:
+        fbunload.read_sql(big_db, sql, split_by=split_by, **AUTH)
+    assert words in str(caught.value)
+
+
+def test_views_queries_and_parts_through_unload_and_read_tables(tmp_path):
+    db = make_database(
+        tmp_path / "views.fdb",
+        [
+            "CREATE TABLE T (ID INTEGER, NAME VARCHAR(10))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 25) DO BEGIN "
+            "INSERT INTO T VALUES (:I, 'n' || :I); I = I + 1; END END",
+            "CREATE VIEW EVEN_T AS SELECT ID, NAME FROM T WHERE MOD(ID, 2) = 0",
+        ],
+    )
+    queries = {"BIG": ("SELECT ID FROM T WHERE ID >= 20", "T"), "ONE": "SELECT 1 AS X FROM RDB$DATABASE"}
+    tables = fbunload.read_tables(db, views="%", queries=queries, **AUTH)
+    assert sorted(tables) == ["BIG", "EVEN_T", "ONE"]
+    assert tables["BIG"].column("ID").to_pylist() == [20, 21, 22, 23, 24]
+    assert tables["EVEN_T"].num_rows == 13 and tables["ONE"].num_rows == 1
+
+    out = tmp_path / "out"
+    summary = fbunload.unload(
+        db, out, tables="T", views="EVEN_T", queries=queries, max_rows=10, schema=False, **AUTH
+    )
+    assert summary["rows"] == 25 + 13 + 5 + 1
+    files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert files == [
+        "BIG.000001.csv", "EVEN_T.000001.csv", "EVEN_T.000002.csv", "ONE.000001.csv",
+        "T.000001.csv", "T.000002.csv", "T.000003.csv", "manifest.json",
+    ]
+    assert (out / "T.000003.csv").read_text().splitlines() == [f"{i},n{i}" for i in range(20, 25)]
+    with pytest.raises(fbunload.UsageError):
+        fbunload.unload(db, tmp_path / "zero", max_bytes=0, **AUTH)

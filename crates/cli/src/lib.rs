@@ -74,7 +74,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
 
 /// Ends the process without exit handlers: the Firebird client's wait for
 /// the engine's threads, one of which is the stuck wait.
-pub(crate) fn exit_without_cleanup(status: i32) -> ! {
+pub fn exit_without_cleanup(status: i32) -> ! {
     #[cfg(unix)]
     // SAFETY: _exit ends the process; nothing after it runs.
     unsafe {

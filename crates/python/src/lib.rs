@@ -20,8 +20,8 @@ use fbunload::format::csv::{BinaryEncoding, CsvFormat, CsvOptions};
 use fbunload::format::jsonl::JsonLinesFormat;
 use fbunload::format::Compression;
 use fbunload::{
-    Error as RunError, Format, Plan, PlanOptions, RecordBatches, RunOptions, SnapshotTicket,
-    Summary, TextDecoder, TypeOptions, Unit, Unload,
+    Error as RunError, Format, PartLimits, Plan, PlanOptions, RecordBatches, RunOptions,
+    SnapshotTicket, Summary, TextDecoder, TypeOptions, Unit, Unload,
 };
 use fbunload_plan::CatalogError;
 use pyo3::create_exception;
@@ -151,6 +151,24 @@ fn choose(mut unload: Unload, columns: Option<Vec<String>>, condition: Option<St
     }
     if let Some(condition) = condition {
         unload = unload.rows_where(&condition);
+    }
+    unload
+}
+
+/// A query as Python passes it: its name, its SQL and the table whose
+/// DB_KEY ranges split it (None: read as one unit).
+type QueryArg = (String, String, Option<String>);
+
+/// Adds the views `views` matches and the queries to what `unload` reads.
+fn with_reads(mut unload: Unload, views: Option<String>, queries: Vec<QueryArg>) -> Unload {
+    if let Some(pattern) = views {
+        unload = unload.views(pattern);
+    }
+    for (name, sql, split_by) in queries {
+        unload = match split_by {
+            Some(table) => unload.split_query(name, sql, table),
+            None => unload.query(name, sql),
+        };
     }
     unload
 }
@@ -339,7 +357,8 @@ impl RecordBatchReader for TableReader {
 #[pyfunction]
 #[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None, role=None,
     charset="UTF8", parallel=None, columns=None, client_lib=None, decimal256=false,
-    verify=false, memory_mb=128, select_columns=None, condition=None))]
+    verify=false, memory_mb=128, select_columns=None, condition=None, views=None,
+    queries=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn open(
     py: Python<'_>,
@@ -358,12 +377,14 @@ fn open(
     memory_mb: usize,
     select_columns: Option<Vec<String>>,
     condition: Option<String>,
+    views: Option<String>,
+    queries: Vec<QueryArg>,
 ) -> PyResult<Stream> {
     let unload = unload_for(
         database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
         verify, memory_mb,
     )?;
-    let unload = choose(unload, select_columns, condition);
+    let unload = with_reads(choose(unload, select_columns, condition), views, queries);
     let batches = py.detach(move || unload.record_batches()).map_err(to_py)?;
     let plan = batches.plan();
     let names: Vec<String> = plan.tables.iter().map(|t| t.name.clone()).collect();
@@ -472,7 +493,8 @@ fn format_named(format: &str, compression: Option<&str>, header: bool) -> PyResu
 #[pyo3(signature = (database, output, *, format="csv", compression=None, header=false,
     tables=None, exclude=None, user=None, password=None, role=None, charset="UTF8",
     parallel=None, client_lib=None, decimal256=false, verify=false, memory_mb=128,
-    overwrite=false))]
+    overwrite=false, views=None, queries=Vec::new(), max_rows=None, max_bytes=None,
+    schema=true))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -493,13 +515,33 @@ fn unload<'py>(
     verify: bool,
     memory_mb: usize,
     overwrite: bool,
+    views: Option<String>,
+    queries: Vec<QueryArg>,
+    max_rows: Option<u64>,
+    max_bytes: Option<u64>,
+    schema: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
+    if max_rows == Some(0) || max_bytes == Some(0) {
+        return Err(UsageError::new_err(
+            "max_rows and max_bytes must be at least 1",
+        ));
+    }
     let format = format_named(format, compression, header)?;
     let unload = unload_for(
         database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
         verify, memory_mb,
-    )?
-    .overwrite(overwrite);
+    )?;
+    let options = RunOptions {
+        schema,
+        ..unload.run_options().clone()
+    };
+    let unload = with_reads(unload, views, queries)
+        .options(options)
+        .overwrite(overwrite)
+        .part_limits(PartLimits {
+            rows: max_rows,
+            bytes: max_bytes,
+        });
     let cancel: Arc<AtomicBool> = unload.run_options().cancel.clone();
     let run = std::thread::spawn(move || unload.to_directory(output, format, &fbunload::Silent));
     loop {
@@ -509,7 +551,15 @@ fn unload<'py>(
         }
         if let Err(e) = py.check_signals() {
             cancel.store(true, Ordering::SeqCst);
-            let _ = py.detach(|| run.join());
+            // Not every wait ends when cancelled (a prepare queued behind
+            // another user's DROP; see fbunload::longest_prepare): after the
+            // command line's grace the run is left to end on its own.
+            let deadline = std::time::Instant::now() + fbunload_cli::STOP_GRACE;
+            py.detach(|| {
+                while !run.is_finished() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(SIGNAL_CHECK);
+                }
+            });
             return Err(e);
         }
     }
@@ -536,7 +586,7 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
     while !run.is_finished() {
         py.detach(|| std::thread::sleep(SIGNAL_CHECK));
         if py.check_signals().is_err() && cancel.swap(true, Ordering::SeqCst) {
-            std::process::exit(fbunload_cli::EXIT_INTERRUPTED);
+            fbunload_cli::exit_without_cleanup(fbunload_cli::EXIT_INTERRUPTED);
         }
     }
     run.join()
