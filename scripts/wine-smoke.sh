@@ -193,8 +193,10 @@ for format in csv tsv jsonl parquet arrow; do
     name=$(basename "$file")
     other="$out/windows-$format/$(windows_name "$name")"
     [ -f "$other" ] || fail "$format: the Windows run wrote no $(windows_name "$name")"
-    case $format in
-      parquet | arrow) python3 scripts/wine/same-data.py $format "$file" "$other" ||
+    case $name:$format in
+      manifest.json:*) python3 scripts/wine/same-manifest.py $format "$file" "$other" ||
+        fail "$format: manifest.json says something else" ;;
+      *.parquet:parquet | *.arrow:arrow) python3 scripts/wine/same-data.py $format "$file" "$other" ||
         fail "$format: $name differs" ;;
       *) cmp -s "$file" "$other" || fail "$format: $name differs byte for byte" ;;
     esac
