@@ -103,10 +103,15 @@ pub fn csv_records(path: &Path) -> Vec<Vec<String>> {
 }
 
 /// Every table file in a directory, sorted, with its bytes: all but the
-/// run's manifest.json, which records times (manifest.rs tests it).
+/// run's manifest.json, which records times (manifest.rs tests it). None
+/// when the directory is not there: a run that made it and published
+/// nothing in it removes it again.
 pub fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        entries => entries.unwrap(),
+    };
+    let mut out: Vec<_> = entries
         .filter(|e| e.as_ref().unwrap().file_name() != "manifest.json")
         .map(|e| {
             let e = e.unwrap();
