@@ -449,11 +449,8 @@ fn a_table_that_fails_half_way_leaves_none_of_its_parts() {
         "{}",
         stderr(&failed)
     );
-    let left: Vec<String> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(left.is_empty(), "a failed table left {left:?}");
+    // The run made the directory and published nothing: it went again.
+    assert!(!out.exists(), "a failed table left {:?}", files(&out));
     // With room for the value, the same run writes all six parts.
     full.push("--decimal256");
     let result = fbunload(&db, &full);
