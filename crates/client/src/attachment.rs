@@ -7,6 +7,7 @@
 //! transaction. Dropping a transaction rolls it back (unload transactions
 //! are read-only, so that is the right default).
 
+use std::ops::ControlFlow;
 use std::os::raw::c_char;
 use std::sync::{Arc, Weak};
 
@@ -456,6 +457,21 @@ impl Transaction {
     /// Reads a whole blob into `out` (replacing its contents).
     pub fn read_blob(&self, id: &crate::BlobId, out: &mut Vec<u8>) -> Result<(), ClientError> {
         out.clear();
+        self.read_blob_segments(id, &mut |segment| {
+            out.extend_from_slice(segment);
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// Reads a blob segment by segment (at most 32 KiB each), handing each
+    /// to `segment` as it arrives, so a caller can put a big blob where it
+    /// is going without holding it whole first. `segment` stops the reading
+    /// early with `Break`; that is not an error here.
+    pub fn read_blob_segments(
+        &self,
+        id: &crate::BlobId,
+        segment: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<(), ClientError> {
         let api = &self.client().api;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         let mut db = self.attachment.handle();
@@ -489,7 +505,9 @@ impl Transaction {
                 )
             };
             if rc == 0 || rc == ffi::gds::SEGMENT {
-                out.extend_from_slice(&chunk[..got as usize]);
+                if segment(&chunk[..got as usize]).is_break() {
+                    break Ok(());
+                }
             } else if rc == ffi::gds::SEGSTR_EOF {
                 break Ok(());
             } else {

@@ -1,5 +1,13 @@
 //! Row-by-row appending into Arrow builders.
+//!
+//! Blobs go straight into their column's builder, segment by segment as
+//! the client reads them (text decoded on the way): a blob of hundreds of
+//! MB is never held whole anywhere else, and nothing keeps its size after
+//! the batch is taken.
 
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use arrow_array::builder::{
@@ -63,7 +71,6 @@ pub struct RowDecoder {
     rows: usize,
     var_bytes: usize,
     scratch: String,
-    blob: Vec<u8>,
 }
 
 enum Builder {
@@ -102,7 +109,6 @@ impl RowDecoder {
             rows: 0,
             var_bytes: 0,
             scratch: String::new(),
-            blob: Vec::new(),
         }
     }
 
@@ -126,16 +132,21 @@ impl RowDecoder {
     /// Appends the row fetched last; blobs are read through its transaction.
     pub fn append_row(&mut self, row: &Row<'_>) -> Result<(), DecodeError> {
         let tr = row.transaction();
-        self.append_with(|i| row.value(i), |id, out| tr.read_blob(id, out))
+        self.append_with(
+            |i| row.value(i),
+            |id, segment| tr.read_blob_segments(id, segment),
+        )
     }
 
     /// Appends one row given as raw column values (`None` is NULL) in
-    /// Firebird's in-memory layout. Split from [`Self::append_row`] so the
-    /// decoding can be tested without a database.
+    /// Firebird's in-memory layout, blobs read through `read_blob` (as
+    /// `Transaction::read_blob_segments` does). Split from
+    /// [`Self::append_row`] so the decoding can be tested without a
+    /// database.
     pub fn append_with<'v>(
         &mut self,
         value: impl Fn(usize) -> Option<&'v [u8]>,
-        mut read_blob: impl FnMut(&BlobId, &mut Vec<u8>) -> Result<(), ClientError>,
+        mut read_blob: impl FnMut(&BlobId, &mut Segments<'_>) -> Result<(), ClientError>,
     ) -> Result<(), DecodeError> {
         for i in 0..self.columns.len() {
             let kind = self.columns[i].kind;
@@ -158,7 +169,7 @@ impl RowDecoder {
         i: usize,
         kind: ColumnKind,
         bytes: &[u8],
-        read_blob: &mut impl FnMut(&BlobId, &mut Vec<u8>) -> Result<(), ClientError>,
+        read_blob: &mut impl FnMut(&BlobId, &mut Segments<'_>) -> Result<(), ClientError>,
     ) -> Result<(), DecodeError> {
         let column = &self.columns[i];
         let bad = |message: String| DecodeError::Value {
@@ -216,17 +227,47 @@ impl RowDecoder {
             }
             (builder, ColumnKind::TextBlob | ColumnKind::BinaryBlob) => {
                 let id: &BlobId = bytes.get(..8).ok_or_else(short)?.try_into().unwrap();
-                read_blob(id, &mut self.blob).map_err(|source| DecodeError::Blob {
+                let failed = |source| DecodeError::Blob {
                     column: column.name.clone(),
                     source,
-                })?;
-                self.var_bytes += self.blob.len();
+                };
+                let mut size = 0;
                 match builder {
-                    Builder::Text(b) => append_text(b, &column.text, &self.blob, &mut self.scratch)
-                        .map_err(|at| bad(not_text(at)))?,
-                    Builder::Binary(b) => b.append_value(&self.blob),
+                    Builder::Binary(b) => {
+                        read_blob(id, &mut |segment| {
+                            size += segment.len();
+                            b.write_all(segment).expect("a builder takes every byte");
+                            ControlFlow::Continue(())
+                        })
+                        .map_err(failed)?;
+                        // Ends the value written above.
+                        b.append_value(b"");
+                    }
+                    Builder::Text(b) => {
+                        let mut text = column.text.stream();
+                        let mut write =
+                            |s: &str| b.write_str(s).expect("a builder takes every string");
+                        let mut invalid = None;
+                        read_blob(id, &mut |segment| {
+                            size += segment.len();
+                            match text.push(segment, &mut write) {
+                                Ok(()) => ControlFlow::Continue(()),
+                                Err(at) => {
+                                    invalid = Some(at);
+                                    ControlFlow::Break(())
+                                }
+                            }
+                        })
+                        .map_err(failed)?;
+                        if let Some(at) = invalid {
+                            return Err(bad(not_text(at)));
+                        }
+                        text.finish(&mut write).map_err(|at| bad(not_text(at)))?;
+                        b.append_value("");
+                    }
                     _ => unreachable!("blob columns get text or binary builders"),
                 }
+                self.var_bytes += size;
             }
             _ => unreachable!("builders are created from the column kind"),
         }
@@ -243,6 +284,9 @@ impl RowDecoder {
         Ok(batch)
     }
 }
+
+/// How a blob reaches the decoder: each segment in turn, until `Break`.
+pub type Segments<'a> = dyn FnMut(&[u8]) -> ControlFlow<()> + 'a;
 
 /// Only UTF-8 can be invalid: the other decoders map every byte.
 fn not_text(offset: usize) -> String {
@@ -375,7 +419,7 @@ mod tests {
         RowDecoder::new(columns, BatchLimits::default())
     }
 
-    fn no_blobs(_: &BlobId, _: &mut Vec<u8>) -> Result<(), ClientError> {
+    fn no_blobs(_: &BlobId, _: &mut Segments<'_>) -> Result<(), ClientError> {
         panic!("no blob expected")
     }
 
@@ -450,16 +494,105 @@ mod tests {
         let id = [7u8; 8];
         dec.append_with(
             |_| Some(&id[..]),
-            |got, out| {
+            |got, segment| {
                 assert_eq!(got, &[7u8; 8]);
-                out.clear();
-                out.extend_from_slice("blob é".as_bytes());
+                let _ = segment("blob é".as_bytes());
                 Ok(())
             },
         )
         .unwrap();
         let batch = dec.take_batch().unwrap();
         assert_eq!(batch.column(0).as_string::<i32>().value(0), "blob é");
+    }
+
+    /// Hands `blob` over in segments of `segment` bytes, as the client
+    /// does, and counts the segments taken.
+    fn segments<'b>(
+        blob: &'b [u8],
+        segment: usize,
+        taken: &'b std::cell::Cell<usize>,
+    ) -> impl FnMut(&BlobId, &mut Segments<'_>) -> Result<(), ClientError> + 'b {
+        move |_, out| {
+            for piece in blob.chunks(segment) {
+                taken.set(taken.get() + 1);
+                if out(piece).is_break() {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    impl RowDecoder {
+        /// Bytes the decoder holds on to between batches.
+        fn retained(&self) -> usize {
+            let builders: usize = self
+                .builders
+                .iter()
+                .map(|b| match b {
+                    Builder::Text(b) => b.values_capacity(),
+                    Builder::Binary(b) => b.values_capacity(),
+                    _ => 0,
+                })
+                .sum();
+            builders + self.scratch.capacity()
+        }
+    }
+
+    #[test]
+    fn big_blobs_go_straight_into_the_batch_and_leave_nothing_behind() {
+        let text: String = (0..100_000).map(|i| format!("{i}: é€😀\n")).collect();
+        let binary: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let latin1: Vec<u8> = (0..=255u8).cycle().take(1_000_000).collect();
+        let mut dec = decoder(vec![
+            column("T", ColumnKind::TextBlob),
+            column("B", ColumnKind::BinaryBlob),
+            OutputColumn {
+                text: TextDecoder::for_charset("ISO8859_1").unwrap(),
+                ..column("L", ColumnKind::TextBlob)
+            },
+        ]);
+        let ids = [[0u8; 8], [1; 8], [2; 8]];
+        let blobs = [text.as_bytes(), &binary[..], &latin1[..]];
+        let taken = std::cell::Cell::new(0);
+        let mut which = 0;
+        dec.append_with(
+            |i| Some(&ids[i][..]),
+            |id, out| {
+                assert_eq!(id, &ids[which]);
+                which += 1;
+                // Odd-sized segments cut characters in two.
+                segments(blobs[id[0] as usize], 32_767, &taken)(id, out)
+            },
+        )
+        .unwrap();
+        let batch = dec.take_batch().unwrap();
+        assert_eq!(batch.column(0).as_string::<i32>().value(0), text);
+        assert_eq!(batch.column(1).as_binary::<i32>().value(0), binary);
+        let expected: String = latin1.iter().map(|&b| b as char).collect();
+        assert_eq!(batch.column(2).as_string::<i32>().value(0), expected);
+        // The blobs live in the batch only: a decoder that copied each
+        // through a buffer of its own kept that buffer, as big as the
+        // biggest blob, until it was dropped.
+        assert!(dec.retained() < 64 * 1024, "{} bytes kept", dec.retained());
+    }
+
+    #[test]
+    fn a_blob_that_is_not_utf8_stops_its_reading_and_names_the_offset() {
+        let mut bytes = vec![b'a'; 100_000];
+        bytes[70_000] = 0xff;
+        let mut dec = decoder(vec![column("NOTES", ColumnKind::TextBlob)]);
+        let taken = std::cell::Cell::new(0);
+        let id = [0u8; 8];
+        let err = dec
+            .append_with(|_| Some(&id[..]), segments(&bytes, 32_768, &taken))
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("NOTES") && text.contains("offset 70000"),
+            "{text}"
+        );
+        assert_eq!(taken.get(), 3, "segments read");
     }
 
     #[test]

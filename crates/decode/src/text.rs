@@ -166,6 +166,151 @@ impl TextDecoder {
     pub fn is_utf8(&self) -> bool {
         self.kind == Kind::Utf8
     }
+
+    /// A decoder for text that arrives in pieces (a blob, segment by
+    /// segment), which writes each piece's UTF-8 as it comes instead of
+    /// holding the whole text: the output is what [`Self::decode_into`]
+    /// gives for the pieces joined.
+    pub fn stream(&self) -> TextStream {
+        TextStream {
+            kind: match self.kind {
+                Kind::Utf8 => StreamKind::Utf8,
+                Kind::Latin1 => StreamKind::Latin1,
+                Kind::Legacy(encoding) => {
+                    StreamKind::Legacy(encoding.new_decoder_without_bom_handling(), String::new())
+                }
+            },
+            seen: 0,
+            partial: [0; 4],
+            partial_len: 0,
+        }
+    }
+}
+
+/// See [`TextDecoder::stream`].
+pub struct TextStream {
+    kind: StreamKind,
+    /// Bytes pushed so far, for error offsets.
+    seen: usize,
+    /// UTF-8: the start of a character whose rest is in the next piece.
+    partial: [u8; 4],
+    partial_len: usize,
+}
+
+enum StreamKind {
+    Utf8,
+    Latin1,
+    /// `encoding_rs` carries split characters itself; the string is its
+    /// output for one piece.
+    Legacy(encoding_rs::Decoder, String),
+}
+
+impl TextStream {
+    /// Decodes the next piece, handing its UTF-8 to `out` (in one or more
+    /// calls); `Err` with the offset, counted from the start of the whole
+    /// text, of bytes that are not UTF-8.
+    pub fn push(&mut self, bytes: &[u8], out: &mut impl FnMut(&str)) -> Result<(), usize> {
+        let start = self.seen;
+        self.seen += bytes.len();
+        match &mut self.kind {
+            StreamKind::Utf8 => self.push_utf8(start, bytes, out),
+            StreamKind::Latin1 => {
+                // ASCII runs as they are, the other bytes one character each.
+                for run in bytes.split_inclusive(|b| !b.is_ascii()) {
+                    let (last, ascii) = run.split_last().expect("split pieces are not empty");
+                    if last.is_ascii() {
+                        out(std::str::from_utf8(run).expect("ASCII is UTF-8"));
+                    } else {
+                        out(std::str::from_utf8(ascii).expect("ASCII is UTF-8"));
+                        out((*last as char).encode_utf8(&mut [0; 4]));
+                    }
+                }
+                Ok(())
+            }
+            StreamKind::Legacy(decoder, piece) => {
+                decode_legacy(decoder, piece, bytes, false, out);
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends the text: `Err` with its offset if it stops inside a UTF-8
+    /// character.
+    pub fn finish(mut self, out: &mut impl FnMut(&str)) -> Result<(), usize> {
+        match &mut self.kind {
+            StreamKind::Utf8 if self.partial_len > 0 => Err(self.seen - self.partial_len),
+            StreamKind::Legacy(decoder, piece) => {
+                decode_legacy(decoder, piece, &[], true, out);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn push_utf8(
+        &mut self,
+        mut start: usize,
+        mut bytes: &[u8],
+        out: &mut impl FnMut(&str),
+    ) -> Result<(), usize> {
+        if self.partial_len > 0 {
+            let char_start = start - self.partial_len;
+            let width = match self.partial[0] {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            let take = (width - self.partial_len).min(bytes.len());
+            self.partial[self.partial_len..self.partial_len + take].copy_from_slice(&bytes[..take]);
+            self.partial_len += take;
+            bytes = &bytes[take..];
+            start += take;
+            match std::str::from_utf8(&self.partial[..self.partial_len]) {
+                Ok(c) => {
+                    out(c);
+                    self.partial_len = 0;
+                }
+                // Still short of its end: this piece was all of it.
+                Err(e) if e.error_len().is_none() => return Ok(()),
+                Err(_) => return Err(char_start),
+            }
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => out(text),
+            Err(e) => {
+                let valid = e.valid_up_to();
+                out(std::str::from_utf8(&bytes[..valid]).expect("checked just now"));
+                if e.error_len().is_some() {
+                    return Err(start + valid);
+                }
+                // A character cut by the end of the piece.
+                self.partial_len = bytes.len() - valid;
+                self.partial[..self.partial_len].copy_from_slice(&bytes[valid..]);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn decode_legacy(
+    decoder: &mut encoding_rs::Decoder,
+    piece: &mut String,
+    mut bytes: &[u8],
+    last: bool,
+    out: &mut impl FnMut(&str),
+) {
+    loop {
+        piece.clear();
+        if let Some(room) = decoder.max_utf8_buffer_length(bytes.len()) {
+            piece.reserve(room);
+        }
+        let (result, read, _replaced) = decoder.decode_to_string(bytes, piece, last);
+        out(piece);
+        bytes = &bytes[read..];
+        if result == encoding_rs::CoderResult::InputEmpty {
+            return;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -196,6 +341,71 @@ mod tests {
         let dec = TextDecoder::for_charset("utf8").unwrap();
         let mut out = String::new();
         assert_eq!(dec.decode_into(b"ab\xff", &mut out), Err(2));
+    }
+
+    /// Every way of cutting `bytes` in two or three pieces.
+    fn splits(bytes: &[u8]) -> Vec<Vec<&[u8]>> {
+        let mut all = vec![vec![bytes]];
+        for i in 0..=bytes.len() {
+            all.push(vec![&bytes[..i], &bytes[i..]]);
+            for j in i..=bytes.len() {
+                all.push(vec![&bytes[..i], &bytes[i..j], &bytes[j..]]);
+            }
+        }
+        all
+    }
+
+    fn stream(dec: TextDecoder, pieces: &[&[u8]]) -> Result<String, usize> {
+        let mut out = String::new();
+        let mut text = dec.stream();
+        for piece in pieces {
+            text.push(piece, &mut |s| out.push_str(s))?;
+        }
+        text.finish(&mut |s| out.push_str(s))?;
+        Ok(out)
+    }
+
+    #[test]
+    fn text_in_pieces_decodes_as_the_whole_does() {
+        let cases: [(&str, &[u8]); 6] = [
+            ("UTF8", "aé€😀b".as_bytes()),
+            ("WIN1252", b"a\x80\xe9b"),
+            ("ISO8859_1", b"a\x80\xe9b\xff"),
+            ("SJIS_0208", b"a\x82\xa0\x93\xfab"),
+            ("GB18030", b"a\x81\x30\x81\x30\xc4\xe3b"),
+            // A lead byte with nothing after it: replaced, as when whole.
+            ("SJIS_0208", b"ab\x82"),
+        ];
+        for (charset, bytes) in cases {
+            let dec = TextDecoder::for_charset(charset).unwrap();
+            let whole = decode(dec, bytes);
+            for pieces in splits(bytes) {
+                assert_eq!(
+                    stream(dec, &pieces),
+                    Ok(whole.clone()),
+                    "{charset} {pieces:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_utf8_in_pieces_reports_its_offset_in_the_whole() {
+        let dec = TextDecoder::UTF8;
+        // A stray continuation byte, a character cut short by another, and
+        // one cut short by the end.
+        for (bytes, at) in [
+            (&b"ab\x80cd"[..], 2),
+            (&"é".as_bytes()[..1], 0),
+            (b"x\xe2\x82A", 1),
+            (b"xy\xf0\x9f\x98", 2),
+        ] {
+            let mut whole = String::new();
+            assert_eq!(dec.decode_into(bytes, &mut whole), Err(at), "{bytes:?}");
+            for pieces in splits(bytes) {
+                assert_eq!(stream(dec, &pieces), Err(at), "{pieces:?}");
+            }
+        }
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //! metadata, is stored too. The table name and the snapshot number are in
 //! the Arrow schema's metadata (what `pyarrow.parquet.read_schema(f)
 //! .metadata` shows) and, for Parquet, in the file's key-value metadata.
+//! BLOB columns are written without min/max statistics, which would cost
+//! two copies of every big value while it is encoded.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -31,9 +33,11 @@ use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGro
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::ColumnPath;
 
+use crate::values::TYPE_METADATA_KEY;
 use crate::{
     check_decimal_precision, BatchFormat, FileInfo, FormatError, GroupEncoder, NextPart, Setting,
     TableWriter,
@@ -124,7 +128,7 @@ impl ParquetFormat {
             .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
             .collect();
         metadata.sort_by(|a, b| a.key.cmp(&b.key));
-        WriterProperties::builder()
+        let mut builder = WriterProperties::builder()
             .set_compression(match self.compression {
                 ParquetCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),
                 ParquetCompression::Snappy => Compression::SNAPPY,
@@ -132,8 +136,26 @@ impl ParquetFormat {
                 ParquetCompression::None => Compression::UNCOMPRESSED,
             })
             .set_max_row_group_row_count(Some(self.row_group_rows))
-            .set_key_value_metadata(Some(metadata))
-            .build()
+            .set_key_value_metadata(Some(metadata));
+        // arrow-rs copies a value whole for a column chunk's min and for its
+        // max before cutting them to 64 bytes: two more copies of a 100 MB
+        // blob. Blobs are not what readers prune row groups by, so their
+        // columns go without statistics. (Without a dictionary too would
+        // cost one copy more, not less: the plain page is copied into the
+        // page buffer, where a dictionary page is not.)
+        for field in schema.fields() {
+            if field
+                .metadata()
+                .get(TYPE_METADATA_KEY)
+                .is_some_and(|t| t.starts_with("BLOB"))
+            {
+                builder = builder.set_column_statistics_enabled(
+                    ColumnPath::from(field.name().as_str()),
+                    EnabledStatistics::None,
+                );
+            }
+        }
+        builder.build()
     }
 }
 
@@ -657,6 +679,30 @@ mod tests {
         }
         writer.close().unwrap();
         assert_eq!(ours, reference);
+    }
+
+    #[test]
+    fn blob_columns_have_no_statistics_and_the_others_keep_theirs() {
+        let typed = |name: &str, data_type, declared: &str| {
+            Field::new(name, data_type, true).with_metadata(HashMap::from([(
+                TYPE_METADATA_KEY.to_string(),
+                declared.to_string(),
+            )]))
+        };
+        let schema = Schema::new(vec![
+            typed(
+                "NOTE",
+                DataType::Utf8,
+                "BLOB SUB_TYPE TEXT CHARACTER SET UTF8",
+            ),
+            typed("IMAGE", DataType::Binary, "BLOB SUB_TYPE BINARY"),
+            typed("NAME", DataType::Utf8, "VARCHAR(10) CHARACTER SET UTF8"),
+        ]);
+        let props = ParquetFormat::default().properties(&schema);
+        let statistics = |name: &str| props.statistics_enabled(&ColumnPath::from(name));
+        assert_eq!(statistics("NOTE"), EnabledStatistics::None);
+        assert_eq!(statistics("IMAGE"), EnabledStatistics::None);
+        assert_eq!(statistics("NAME"), EnabledStatistics::Page);
     }
 
     #[test]

@@ -42,10 +42,10 @@
 //!
 //! Speed: each column is downcast once per batch into a typed column
 //! formatter (an enum over typed array references, plus its null bitmap),
-//! then rows × columns are rendered into one reused scratch buffer, so there
-//! is no allocation and no dynamic dispatch per value. The scratch buffer
-//! exists because csv-core must see the whole rendered field to decide on
-//! quotes.
+//! then rows × columns are rendered straight into the output buffer, so
+//! there is no allocation and no dynamic dispatch per value; the few values
+//! that need quotes (csv-core decides, on the whole rendered field) are
+//! quoted where they lie.
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
@@ -148,7 +148,6 @@ impl ByteFormat for CsvFormat {
         let mut out = Vec::new();
         if self.options.header {
             let fields = FieldWriter::new(&self.options);
-            let mut scratch = Vec::new();
             for (i, field) in schema.fields().iter().enumerate() {
                 if i > 0 {
                     fields.delimiter(&mut out);
@@ -156,7 +155,7 @@ impl ByteFormat for CsvFormat {
                 let start = out.len();
                 out.extend_from_slice(field.name().as_bytes());
                 let sole = schema.fields().len() == 1;
-                fields.quote_if_needed(&mut out, start, sole, &mut scratch);
+                fields.quote_if_needed(&mut out, start, sole);
             }
             fields.terminator(&mut out);
         }
@@ -168,7 +167,6 @@ impl ByteFormat for CsvFormat {
             schema,
             fields: FieldWriter::new(&self.options),
             binary: self.options.binary,
-            scratch: Vec::new(),
         })
     }
 
@@ -243,26 +241,31 @@ impl FieldWriter {
 
     /// Quotes, in place, the non-NULL field written at `out[start..]` if
     /// it needs it; `sole` says it is the record's only field. Values are
-    /// rendered straight into `out` because most need no quotes: only those
-    /// that do are copied out (into `scratch`) and written again.
-    fn quote_if_needed(&self, out: &mut Vec<u8>, start: usize, sole: bool, scratch: &mut Vec<u8>) {
+    /// rendered straight into `out` because most need no quotes; those
+    /// that do are moved towards the end, from the back, to make room for
+    /// the quotes, so a value (a blob of hundreds of MB) is never copied
+    /// anywhere else.
+    fn quote_if_needed(&self, out: &mut Vec<u8>, start: usize, sole: bool) {
         let value = &out[start..];
         // A value that would read back as NULL is quoted, whatever it holds.
         let null = if sole { &self.sole_null } else { &self.null };
         if value == null.as_slice() || (sole && value.is_empty()) || self.rules.should_quote(value)
         {
-            scratch.clear();
-            scratch.extend_from_slice(value);
-            out.truncate(start);
-            out.reserve(scratch.len() + 2);
-            out.push(b'"');
-            for (i, part) in scratch.split(|b| *b == b'"').enumerate() {
-                if i > 0 {
-                    out.extend_from_slice(b"\"\"");
-                }
-                out.extend_from_slice(part);
+            let quotes = memchr::memchr_iter(b'"', value).count();
+            let mut end = out.len();
+            out.resize(end + quotes + 2, 0);
+            // `to`: where the part of the value left to move ends, once moved.
+            let mut to = out.len() - 1;
+            out[to] = b'"';
+            while let Some(quote) = memchr::memrchr(b'"', &out[start..end]).map(|q| start + q) {
+                let tail = end - (quote + 1);
+                out.copy_within(quote + 1..end, to - tail);
+                to -= tail + 2;
+                out[to..to + 2].copy_from_slice(b"\"\"");
+                end = quote;
             }
-            out.push(b'"');
+            out.copy_within(start..end, to - (end - start));
+            out[start] = b'"';
         }
     }
 
@@ -279,7 +282,6 @@ struct CsvEncoder {
     schema: SchemaRef,
     fields: FieldWriter,
     binary: BinaryEncoding,
-    scratch: Vec<u8>,
 }
 
 impl BatchEncoder for CsvEncoder {
@@ -303,8 +305,7 @@ impl BatchEncoder for CsvEncoder {
                     let start = out.len();
                     column.render(row, self.binary, out);
                     if checked[c] {
-                        self.fields
-                            .quote_if_needed(out, start, sole, &mut self.scratch);
+                        self.fields.quote_if_needed(out, start, sole);
                     }
                 }
             }
@@ -522,6 +523,34 @@ mod tests {
             "\"a,b\",\"line\nbreak\", lead\n\
              \"say \"\"hi\"\"\",\"cr\rhere\",trail \n\
              \"\"\"\",\"\r\n\",a;b\tc\n"
+        );
+    }
+
+    #[test]
+    fn quotes_are_doubled_in_place_wherever_they_fall() {
+        let values = [
+            "\"\"\"",
+            "\"a",
+            "a\"",
+            "a\"\"b",
+            "\"a,\"b\"",
+            ",",
+            "x,\"\"\"y\"",
+        ];
+        for value in values {
+            let expected = format!("\"{}\"\n", value.replace('"', "\"\""));
+            assert_eq!(one(strings(&[Some(value)])), expected, "{value}");
+        }
+        // After other fields of the record, and after a record before it.
+        assert_eq!(
+            encode(
+                &csv(),
+                vec![
+                    ("a", strings(&[Some("x"), Some("1")])),
+                    ("b", strings(&[Some("p\"q"), Some("r,\"")]))
+                ]
+            ),
+            "x,\"p\"\"q\"\n1,\"r,\"\"\"\n"
         );
     }
 

@@ -87,11 +87,20 @@ impl BatchEncoder for JsonLinesEncoder {
                     out.extend_from_slice(b"null");
                     continue;
                 }
-                self.scratch.clear();
-                column.render(row, self.binary, &mut self.scratch);
-                if column.is_json_literal(row) {
-                    out.extend_from_slice(&self.scratch);
+                // Text and binary (blobs of any size) go straight into
+                // `out`; only short renderings pass through `scratch`.
+                if let Some(text) = column.text(row) {
+                    json_string(out, text);
+                } else if column.is_binary() {
+                    // Hex and base64 need no escapes.
+                    out.push(b'"');
+                    column.render(row, self.binary, out);
+                    out.push(b'"');
+                } else if column.is_json_literal(row) {
+                    column.render(row, self.binary, out);
                 } else {
+                    self.scratch.clear();
+                    column.render(row, self.binary, &mut self.scratch);
                     json_string(out, &self.scratch);
                 }
             }

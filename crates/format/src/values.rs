@@ -190,6 +190,23 @@ pub(crate) fn batch_columns<'a>(
 }
 
 impl Column<'_> {
+    /// The text of row `i` (known not NULL), for text columns: it renders
+    /// as itself.
+    pub(crate) fn text(&self, i: usize) -> Option<&[u8]> {
+        match self {
+            Column::Utf8(a) => Some(a.value(i).as_bytes()),
+            Column::LargeUtf8(a) => Some(a.value(i).as_bytes()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_binary(&self) -> bool {
+        matches!(
+            self,
+            Column::Binary(_) | Column::LargeBinary(_) | Column::FixedBinary(_)
+        )
+    }
+
     /// Whether the rendering of row `i` is a JSON literal as it stands
     /// (integers, finite floats, booleans); everything else is written as a
     /// JSON string. NUMERIC/DECIMAL and INT128 are strings on purpose: JSON

@@ -8,7 +8,9 @@
 //! - simplified TPC-C tables whose size scales with the number of
 //!   warehouses and items ([`tpcc`]), for volume and speed;
 //! - ALL_TYPES, a quoted mixed-case table and an empty table
-//!   ([`special`]), for correctness at the edges.
+//!   ([`special`]), for correctness at the edges;
+//! - BIG_BLOB, made only when named: blobs of many MiB ([`blobs`]), for
+//!   memory.
 //!
 //! Everything is deterministic: the same options give byte-identical table
 //! contents on every run, so tests can compare unloads against checksums
@@ -17,6 +19,7 @@
 //! [`GenOptions::chunk_rows`] rows: a round trip per row would be far too
 //! slow, one transaction for millions of rows too big.
 
+pub mod blobs;
 pub mod special;
 pub mod sql;
 pub mod tables;
@@ -52,6 +55,8 @@ pub struct GenOptions {
     pub force: bool,
     /// About how many rows one statement and transaction inserts.
     pub chunk_rows: u64,
+    /// The size of each of BIG_BLOB's two big blobs, in MiB.
+    pub blob_mb: u32,
 }
 
 impl GenOptions {
@@ -65,6 +70,7 @@ impl GenOptions {
             page_size: 8192,
             force: false,
             chunk_rows: 100_000,
+            blob_mb: 100,
         }
     }
 
@@ -81,6 +87,7 @@ impl GenOptions {
             Table::AllTypes => special::ALL_TYPES_ROWS,
             Table::Mixed => special::MIXED_ROWS,
             Table::EmptyTable => 0,
+            Table::BigBlob => blobs::ROWS,
             tpcc_table => tpcc::rows(tpcc_table, self.scale()),
         }
     }
@@ -247,6 +254,7 @@ fn create_sql(table: Table) -> String {
         Table::AllTypes => special::all_types_create_sql(),
         Table::Mixed => special::mixed_create_sql(),
         Table::EmptyTable => special::empty_create_sql().to_string(),
+        Table::BigBlob => blobs::create_sql().to_string(),
         tpcc_table => tpcc::create_sql(tpcc_table).to_string(),
     }
 }
@@ -267,6 +275,7 @@ fn fill(db: &Attachment, table: Table, opts: &GenOptions) -> Result<(), GenError
         Table::AllTypes => run(&[special::all_types_fill_sql()], "rows"),
         Table::Mixed => run(&special::mixed_fill_sql(), "rows"),
         Table::EmptyTable => Ok(()),
+        Table::BigBlob => run(&blobs::fill_sql(opts.blob_mb), "rows"),
         tpcc_table => {
             let units = tpcc::units(tpcc_table, opts.scale());
             let step = tpcc::units_per_chunk(tpcc_table, opts.chunk_rows);

@@ -16,7 +16,8 @@ use fbunload_gen::{generate_with, parse_table_list, GenOptions};
     version,
     about = "Create a deterministic Firebird test database for fbunload",
     after_help = "Tables: WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE, \
-                  ALL_TYPES, MIXED, EMPTY_TABLE. The database is created as SYSDBA/masterkey."
+                  ALL_TYPES, MIXED, EMPTY_TABLE; and, only when named, BIG_BLOB (two blobs of \
+                  --blob-mb MiB, for memory measurements). The database is created as SYSDBA/masterkey."
 )]
 struct Args {
     /// The database file to create (must not exist unless --force).
@@ -41,6 +42,9 @@ struct Args {
     /// Rows per generated statement and transaction.
     #[arg(long, value_name = "N", default_value_t = 100_000, hide = true)]
     chunk_rows: u64,
+    /// BIG_BLOB: the size of each of its two big blobs, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 100)]
+    blob_mb: u32,
     /// The Firebird client library (default: the embedded engine of the
     /// firebird-embedded Python package, or FIREBIRD, or the system's).
     #[arg(long, value_name = "PATH")]
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         page_size: args.page_size,
         force: args.force,
         chunk_rows: args.chunk_rows,
+        blob_mb: args.blob_mb,
     };
     let result = generate_with(&client, &opts, |t| {
         let rate = if t.seconds > 0.0 {
