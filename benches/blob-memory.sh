@@ -18,13 +18,9 @@ cd "$(dirname "$0")/.."
 MB=${MB:-100}
 FORMATS=${FORMATS:-"csv jsonl parquet arrow"}
 DATA=${DATA:-bench-data}
-if [ -z "${BIN:-}" ]; then
-  BIN=./target/release
-  cargo build --release --quiet --bins
-fi
-for tool in /usr/bin/time bc; do
-  command -v $tool >/dev/null || { echo "needs $tool (apt-get install time bc)" >&2; exit 1; }
-done
+. benches/lib.sh
+release_binaries
+need_time_and_bc
 mkdir -p "$DATA"
 DB=$DATA/big-blob-$MB.fdb
 [ -f "$DB" ] || $BIN/fbunload-gen --database "$DB" --tables BIG_BLOB --blob-mb "$MB" \

@@ -21,18 +21,13 @@ RUNS=${RUNS:-3}
 WORKERS=${WORKERS:-"1 2"}
 MODES=${MODES:-"fetch-only csv parquet arrow csv.zst"}
 DATA=${DATA:-bench-data}
-if [ -z "${BIN:-}" ]; then
-  BIN=./target/release
-  cargo build --release --quiet --bins
-fi
-for tool in /usr/bin/time bc; do
-  command -v $tool >/dev/null || { echo "needs $tool (apt-get install time bc)" >&2; exit 1; }
-done
+. benches/lib.sh
+release_binaries
+need_time_and_bc
 mkdir -p "$DATA"
 DB=$DATA/stock-w$W.fdb
 [ -f "$DB" ] || $BIN/fbunload-gen --database "$DB" --warehouses "$W" --tables STOCK,ITEM >&2
 
-. benches/lib.sh
 
 args_of() {
   case $1 in

@@ -1,6 +1,22 @@
 # Helpers shared by the benchmark scripts; source it from the repo root
 # after setting DATA (scratch directory), BIN (release binaries) and RUNS.
 
+# Stops unless /usr/bin/time and bc, which every script here measures with,
+# are installed.
+need_time_and_bc() {
+  for tool in /usr/bin/time bc; do
+    command -v $tool >/dev/null || { echo "needs $tool (apt-get install time bc)" >&2; exit 1; }
+  done
+}
+
+# BIN: the binaries given, else this checkout's release build, built now.
+release_binaries() {
+  if [ -z "${BIN:-}" ]; then
+    BIN=./target/release
+    cargo build --release --quiet --bins
+  fi
+}
+
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # run DB ARGS... : runs fbunload RUNS times; sets SECS (median of RUNS), SPREAD (min-max), PEAK_MB (max),

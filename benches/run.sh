@@ -32,9 +32,6 @@ BIN=./target/release
 
 cargo build --release --quiet --bins
 cargo build --release --quiet -p fbunload-client --example count
-for tool in /usr/bin/time bc; do
-  command -v $tool >/dev/null || { echo "needs $tool (apt-get install time bc)" >&2; exit 1; }
-done
 mkdir -p "$DATA"
 
 BIG_DB=$DATA/stock-w$BIG_W.fdb
@@ -45,6 +42,7 @@ MIXED_DB=$DATA/tpcc-w$MIXED_W.fdb
 [ -f "$MIXED_DB" ] || $BIN/fbunload-gen --database "$MIXED_DB" --warehouses "$MIXED_W" >&2
 
 . benches/lib.sh
+need_time_and_bc
 
 rows_of() { $BIN/examples/count "$@" | awk '{s+=$2} END {print s}'; }
 
