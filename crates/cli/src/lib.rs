@@ -317,11 +317,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     if let Some(pattern) = &args.views {
         unload = unload.views(pattern);
     }
-    for query in args.queries()? {
-        unload = match query.split_by {
-            Some(table) => unload.split_query(query.name, query.sql, table),
-            None => unload.query(query.name, query.sql),
-        };
+    for spec in args.queries()? {
+        unload = unload.query_spec(spec);
     }
     if let Some(path) = &args.client_lib {
         unload = unload.client_library(path);

@@ -197,29 +197,35 @@ impl Unload {
     /// Unloads the result of a SELECT too, as `name` (its file is named as a
     /// table's would be), at the same snapshot, as one unit. See
     /// [`Unload::split_query`] to read it in parallel.
-    pub fn query(mut self, name: impl Into<String>, sql: impl Into<String>) -> Self {
-        self.filter.queries.push(QuerySpec {
+    pub fn query(self, name: impl Into<String>, sql: impl Into<String>) -> Self {
+        self.query_spec(QuerySpec {
             name: name.into(),
             sql: sql.into(),
             split_by: None,
-        });
-        self
+        })
     }
 
     /// A query read in parallel, by DB_KEY ranges of `table`, which its
     /// FROM must begin with; a query that groups, aggregates, sorts, limits
     /// or combines at its top level is refused (see `fbunload_plan::query`).
     pub fn split_query(
-        mut self,
+        self,
         name: impl Into<String>,
         sql: impl Into<String>,
         table: impl Into<String>,
     ) -> Self {
-        self.filter.queries.push(QuerySpec {
+        self.query_spec(QuerySpec {
             name: name.into(),
             sql: sql.into(),
             split_by: Some(table.into()),
-        });
+        })
+    }
+
+    /// [`Unload::query`] or, with `split_by`, [`Unload::split_query`]: for
+    /// callers that hold the query as a value (the command line's
+    /// `--query`/`--name`/`--split-by`, Python's `queries=`).
+    pub fn query_spec(mut self, spec: QuerySpec) -> Self {
+        self.filter.queries.push(spec);
         self
     }
 

@@ -20,7 +20,7 @@ use fbunload::format::csv::{BinaryEncoding, CsvFormat, CsvOptions};
 use fbunload::format::jsonl::JsonLinesFormat;
 use fbunload::format::Compression;
 use fbunload::{
-    Error as RunError, Format, PartLimits, Plan, PlanOptions, RecordBatches, RunOptions,
+    Error as RunError, Format, PartLimits, Plan, PlanOptions, QuerySpec, RecordBatches, RunOptions,
     SnapshotTicket, Summary, TextDecoder, TypeOptions, Unit, Unload,
 };
 use fbunload_plan::CatalogError;
@@ -165,10 +165,11 @@ fn with_reads(mut unload: Unload, views: Option<String>, queries: Vec<QueryArg>)
         unload = unload.views(pattern);
     }
     for (name, sql, split_by) in queries {
-        unload = match split_by {
-            Some(table) => unload.split_query(name, sql, table),
-            None => unload.query(name, sql),
-        };
+        unload = unload.query_spec(QuerySpec {
+            name,
+            sql,
+            split_by,
+        });
     }
     unload
 }
