@@ -191,7 +191,7 @@ def test_partitions_read_one_snapshot_while_a_writer_moves_money(bank, local_clu
 @pytest.mark.parametrize(
     "call, words",
     [
-        (lambda db, snap: fbunload.dask.read_table(db, "NOPE", **AUTH), "matches no table"),
+        (lambda db, snap: fbunload.dask.read_table(db, "NOPE", **AUTH), "NOPE is not the name of a table"),
         (lambda db, snap: fbunload.dask.read_table(snap, "NOPE"), "not in this snapshot"),
         (lambda db, snap: fbunload.dask.read_table(snap, "WIDE", columns=["X"]), "no column 'X'"),
         (lambda db, snap: fbunload.dask.read_table(snap, "WIDE", npartitions=0), "at least 1"),

@@ -112,7 +112,7 @@ def test_unload_writes_files_like_the_command_line(big_db, tmp_path):
 @pytest.mark.parametrize(
     "call, error, words",
     [
-        (lambda db: fbunload.read_arrow(db, "NOPE", **AUTH), fbunload.UsageError, "matches no table"),
+        (lambda db: fbunload.read_arrow(db, "NO_SUCH", **AUTH), fbunload.UsageError, "NO_SUCH is not the name of a table"),
         (lambda db: fbunload.read_arrow(db, "WIDE", columns=["X"], **AUTH), fbunload.UsageError, "no column"),
         (lambda db: fbunload.read_arrow(db, "WIDE", parallel=0, **AUTH), fbunload.UsageError, "at least 1"),
         (lambda db: fbunload.read_arrow(db, "WIDE", charset="KLINGON", **AUTH), fbunload.UsageError, "KLINGON"),

@@ -74,7 +74,9 @@ pub struct Args {
 
     /// Tables to unload: an SQL SIMILAR TO pattern matched against the whole, case-sensitive
     /// table name, e.g. 'COLOR|BREED|HORSE' or 'ORDER%'. Commas list alternatives too
-    /// ('COLOR,BREED'); write a comma in a name as \, [default: all user tables]
+    /// ('COLOR,BREED'); write a comma in a name as \, . An alternative with no wildcard but _
+    /// is a name, and one that names no table is an error (so is one in --exclude or --views):
+    /// -t 'STOCK|ORDRES' is refused, not read as STOCK alone [default: all user tables]
     #[arg(short = 't', long, value_name = "PATTERN")]
     pub tables: Option<String>,
 

@@ -643,13 +643,67 @@ fn commas_list_tables_and_a_comma_in_a_name_can_be_escaped() {
         ["ORDERS,CUSTOMERS", "OTHER"]
     );
 
-    let out = fbunload(&db, &["--plan", "-t", "NOPE,NADA"]);
+    let out = fbunload(&db, &["--plan", "-t", "NOPE%|NADA[0-9]"]);
     let err = stderr(&out);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("--tables 'NOPE,NADA' matches no table")
+        err.contains("--tables 'NOPE%|NADA[0-9]' matches no table")
             && err.contains("list several with | or commas, e.g. 'A|B'"),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// A name in a list that names no table is a typo to report, not an
+/// alternative to drop: `-t 'ORDERS|ORDRES'` must not unload ORDERS alone
+/// and exit 0 (as pg_dump's --strict-names). A wildcard may match nothing.
+#[test]
+fn a_listed_name_that_names_no_table_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "strict.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE ORDERS (ID INTEGER)",
+            "CREATE TABLE CUSTOMERS (ID INTEGER)",
+            "CREATE VIEW ORDER_VIEW AS SELECT ID FROM ORDERS",
+        ],
+    );
+    for (args, message) in [
+        (
+            &["-t", "ORDERS|ORDRES"][..],
+            "--tables 'ORDERS|ORDRES': ORDRES is not the name of a table; check the \
+             spelling. Tables: CUSTOMERS, ORDERS",
+        ),
+        (
+            &["-t", "ORDERS,FOO, BAR"],
+            "--tables 'ORDERS,FOO, BAR': FOO, BAR are not names of tables",
+        ),
+        (
+            &["-x", "NOPE"],
+            "--exclude 'NOPE': NOPE is not the name of a table",
+        ),
+        (
+            &["-t", "orders"],
+            "--tables 'orders': orders is not the name of a table (names are \
+             case-sensitive: did you mean ORDERS?)",
+        ),
+        (
+            &["--views", "ORDER_VIEW|ORDER_VEIW"],
+            "--views 'ORDER_VIEW|ORDER_VEIW': ORDER_VEIW is not the name of a view",
+        ),
+    ] {
+        let out_dir = dir.path().join("out");
+        let mut all = args.to_vec();
+        all.extend(["-o", out_dir.to_str().unwrap()]);
+        let out = fbunload(&db, &all);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} exit 0: {err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!out_dir.exists(), "{args:?} left {out_dir:?}");
+    }
+    // Wildcards that match nothing beside a name that matches are fine.
+    let out = fbunload(&db, &["--plan", "-t", "ORDERS|TMP\\_%", "-x", "OLD%"]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

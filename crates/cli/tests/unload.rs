@@ -393,7 +393,7 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         (
             "no match",
             vec!["--tables", "big", "-o", out_arg],
-            "matches no table",
+            "big is not the name of a table (names are case-sensitive: did you mean BIG?)",
         ),
         (
             "output under a file",

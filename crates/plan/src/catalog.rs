@@ -216,6 +216,16 @@ pub fn read_views(tr: &Transaction, pattern: &str) -> Result<Vec<View>, CatalogE
         name_without_padding("r.RDB$RELATION_NAME"),
         pattern_literal(pattern)
     );
+    let mut names = Vec::new();
+    query(tr, &format!("{user_views} ORDER BY 1"), |row| {
+        names.push(text(row, 0))
+    })?;
+    if names.is_empty() {
+        return Err(CatalogError::NoTables(
+            "--views: the database has no user views".into(),
+        ));
+    }
+    check_exact_names("--views", pattern, &names, "view").map_err(CatalogError::NoTables)?;
     let mut views = Vec::new();
     query(tr, &sql, |row| {
         views.push(View {
@@ -224,18 +234,11 @@ pub fn read_views(tr: &Transaction, pattern: &str) -> Result<Vec<View>, CatalogE
         })
     })?;
     if views.is_empty() {
-        let mut names = Vec::new();
-        query(tr, &format!("{user_views} ORDER BY 1"), |row| {
-            names.push(text(row, 0))
-        })?;
-        return Err(CatalogError::NoTables(match names.is_empty() {
-            true => "--views: the database has no user views".into(),
-            false => format!(
-                "--views '{pattern}' matches no view (a SIMILAR TO pattern, as for --tables). \
-                 Views: {}",
-                names.join(", ")
-            ),
-        }));
+        return Err(CatalogError::NoTables(format!(
+            "--views '{pattern}' matches no view (a SIMILAR TO pattern, as for --tables). \
+             Views: {}",
+            shown_names(&names)
+        )));
     }
     let by_name: HashMap<String, usize> = views
         .iter()
@@ -288,12 +291,19 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
     if !filter.wants_tables() {
         return Ok(Vec::new());
     }
+    let mut user_tables = None;
     for (option, pattern) in [
         ("--tables", &filter.include),
         ("--exclude", &filter.exclude),
     ] {
         if let Some(pattern) = pattern {
             check_pattern(tr, option, pattern)?;
+            if user_tables.is_none() {
+                user_tables = Some(user_table_names(tr)?);
+            }
+            let existing = user_tables.as_deref().unwrap_or_default();
+            check_exact_names(option, pattern, existing, "table")
+                .map_err(CatalogError::NoTables)?;
         }
     }
     let mut sql = String::from(
@@ -405,7 +415,9 @@ fn check_pattern(
     }
 }
 
-fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, CatalogError> {
+/// The names of all user tables (not views, system or temporary tables),
+/// sorted.
+fn user_table_names(tr: &Transaction) -> Result<Vec<String>, ClientError> {
     let mut names = Vec::new();
     query(
         tr,
@@ -414,6 +426,164 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
          AND RDB$VIEW_BLR IS NULL ORDER BY RDB$RELATION_NAME",
         |row| names.push(text(row, 0)),
     )?;
+    Ok(names)
+}
+
+/// Refuses a pattern one of whose alternatives names a single `kind`
+/// (no wildcard but `_`) that does not exist: `-t 'STOCK|ORDRES'` would
+/// otherwise unload STOCK alone and exit 0, hiding the typo (as pg_dump's
+/// `--strict-names` does). Alternatives with other wildcards may match
+/// nothing.
+fn check_exact_names(
+    option: &str,
+    pattern: &str,
+    existing: &[String],
+    kind: &str,
+) -> Result<(), String> {
+    let missing: Vec<SingleName> = single_names(pattern)
+        .into_iter()
+        .filter(|name| !existing.iter().any(|e| name.matches(e)))
+        .collect();
+    let Some(first) = missing.first() else {
+        return Ok(());
+    };
+    let names: Vec<String> = missing
+        .iter()
+        .map(|n| crate::printable(&n.shown()).into_owned())
+        .collect();
+    let is_not = match missing.len() {
+        1 => format!("is not the name of a {kind}"),
+        _ => format!("are not names of {kind}s"),
+    };
+    let upper = first.uppercased();
+    let hint = match existing.iter().find(|e| upper.matches(e)) {
+        Some(other) => format!(
+            " (names are case-sensitive: did you mean {}?)",
+            crate::printable(other)
+        ),
+        _ => format!(
+            "; check the spelling. {}s: {}",
+            capitalized(kind),
+            shown_names(existing)
+        ),
+    };
+    Err(format!(
+        "{option} '{pattern}': {} {is_not}{hint}",
+        names.join(", ")
+    ))
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// Up to 20 names, then how many more.
+fn shown_names(names: &[String]) -> String {
+    let shown: Vec<_> = names.iter().take(20).map(String::as_str).collect();
+    match names.len() {
+        n if n > 20 => format!("{} and {} more", shown.join(", "), n - 20),
+        _ => shown.join(", "),
+    }
+}
+
+/// An alternative of a pattern that stands for one name: its characters,
+/// where `_` (unescaped) may be any one, as in SIMILAR TO. `ORDER_LINE`
+/// is meant as a name far more often than as a pattern.
+#[derive(Debug, PartialEq)]
+struct SingleName {
+    /// As the user wrote it (commas already turned into alternatives).
+    written: String,
+    /// `None` for a `_`.
+    chars: Vec<Option<char>>,
+}
+
+impl SingleName {
+    fn matches(&self, name: &str) -> bool {
+        name.chars().count() == self.chars.len()
+            && name
+                .chars()
+                .zip(&self.chars)
+                .all(|(c, want)| want.is_none_or(|w| w == c))
+    }
+
+    /// The name it stands for, or as written if it holds a `_` wildcard
+    /// (`NO\_SUCH` is `NO_SUCH`; `NO_SUCH` stays so).
+    fn shown(&self) -> String {
+        match self.chars.iter().copied().collect::<Option<String>>() {
+            Some(name) => name,
+            None => self.written.clone(),
+        }
+    }
+
+    /// The same name upper-cased, as an unquoted name in SQL would be.
+    fn uppercased(&self) -> SingleName {
+        SingleName {
+            written: self.written.to_uppercase(),
+            chars: self
+                .chars
+                .iter()
+                .map(|c| c.map(|c| c.to_uppercase().next().unwrap_or(c)))
+                .collect(),
+        }
+    }
+}
+
+/// The alternatives of a user's pattern (`|` or `,`, outside groups,
+/// classes and counts) that stand for one name each (no SIMILAR TO
+/// wildcard but `_`): `'STOCK|TMP\_%|A\,B|C_D'` gives STOCK, `A,B` and
+/// `C_D`.
+fn single_names(pattern: &str) -> Vec<SingleName> {
+    const WILDCARDS: &[char] = &['%', '[', ']', '(', ')', '*', '+', '?', '{', '}', '^'];
+    let sql = similar_to(pattern);
+    let mut names = Vec::new();
+    let mut start = 0;
+    let mut name = Some(Vec::new());
+    let mut depth = 0usize;
+    let mut chars = sql.char_indices();
+    let mut finish = |name: Option<Vec<Option<char>>>, end: usize, start: usize| {
+        if let Some(chars) = name.filter(|n| !n.is_empty()) {
+            names.push(SingleName {
+                written: sql[start..end].to_string(),
+                chars,
+            });
+        }
+    };
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                if let (Some(n), Some((_, escaped))) = (name.as_mut(), chars.next()) {
+                    n.push(Some(escaped));
+                }
+            }
+            '|' if depth == 0 => {
+                finish(name.take(), i, start);
+                name = Some(Vec::new());
+                start = i + 1;
+            }
+            _ => {
+                match c {
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                if WILDCARDS.contains(&c) {
+                    name = None;
+                } else if let Some(n) = name.as_mut() {
+                    n.push((c != '_').then_some(c));
+                }
+            }
+        }
+    }
+    finish(name, sql.len(), start);
+    names
+}
+
+fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, CatalogError> {
+    let names = user_table_names(tr)?;
     if names.is_empty() {
         // An error, not an empty success: a script unloading a database
         // that turned out empty (a wrong path, a restore not done yet)
@@ -424,12 +594,6 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
                 .into(),
         );
     }
-    let shown: Vec<_> = names.iter().take(20).map(String::as_str).collect();
-    let more = if names.len() > 20 {
-        format!(" and {} more", names.len() - 20)
-    } else {
-        String::new()
-    };
     let what = match (&filter.include, &filter.exclude) {
         (Some(i), Some(e)) => format!("--tables '{i}' with --exclude '{e}'"),
         (Some(i), None) => format!("--tables '{i}'"),
@@ -439,8 +603,8 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
     Ok(format!(
         "{what} matches no table (patterns are SQL SIMILAR TO, matched against the whole, \
          case-sensitive name; unquoted names are upper case; list several with | or commas, \
-         e.g. 'A|B'). Tables: {}{more}",
-        shown.join(", ")
+         e.g. 'A|B'). Tables: {}",
+        shown_names(&names)
     ))
 }
 
@@ -548,6 +712,45 @@ mod tests {
         assert_eq!(similar_to("A{1,3},B"), "A{1,3}|B");
         assert_eq!(similar_to(" T"), " T");
         assert_eq!(similar_to("A\\\\,B"), "A\\\\|B");
+    }
+
+    #[test]
+    fn alternatives_without_wildcards_but_underscores_are_names() {
+        let written = |pattern| -> Vec<String> {
+            single_names(pattern)
+                .into_iter()
+                .map(|n| n.written)
+                .collect()
+        };
+        assert_eq!(written("STOCK|ORDRES"), ["STOCK", "ORDRES"]);
+        assert_eq!(written("STOCK, FOO"), ["STOCK", "FOO"]);
+        assert_eq!(written("TMP\\_%|A\\,B|C\\_D|E_F"), ["A,B", "C\\_D", "E_F"]);
+        assert!(written("ORDER%|(A|B)|[AB]X|X{2}").is_empty());
+        let names = single_names("C\\_D|E_F");
+        assert!(names[0].matches("C_D") && !names[0].matches("CXD"));
+        assert!(names[1].matches("E_F") && names[1].matches("EXF") && !names[1].matches("EF"));
+    }
+
+    #[test]
+    fn an_exact_name_that_names_nothing_is_refused_with_a_hint() {
+        let tables = ["CUSTOMER".to_string(), "STOCK".to_string()];
+        assert_eq!(
+            check_exact_names("--tables", "STOCK|S%|CUST_MER", &tables, "table"),
+            Ok(())
+        );
+        assert_eq!(
+            check_exact_names("--tables", "STOCK|ORDRES", &tables, "table").unwrap_err(),
+            "--tables 'STOCK|ORDRES': ORDRES is not the name of a table; check the \
+             spelling. Tables: CUSTOMER, STOCK"
+        );
+        assert_eq!(
+            check_exact_names("--exclude", "stock", &tables, "table").unwrap_err(),
+            "--exclude 'stock': stock is not the name of a table (names are \
+             case-sensitive: did you mean STOCK?)"
+        );
+        assert!(check_exact_names("--tables", "A,B", &tables, "table")
+            .unwrap_err()
+            .contains("A, B are not names of tables"));
     }
 
     fn column(field_type: i16, sub_type: i16, precision: Option<i16>, scale: i16) -> Column {
