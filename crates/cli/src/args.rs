@@ -1,6 +1,6 @@
 //! Command-line flags, with help text that teaches the tool.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
@@ -124,11 +124,12 @@ pub struct Args {
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub parallel: Option<u32>,
 
-    /// Output directory (created if missing); one file per table. `-` writes the one
+    /// Output directory (created if missing; required, there is no default); one file per
+    /// table, schema.sql and manifest.json. `-` writes the one
     /// selected table to standard output: csv, tsv and jsonl as the unload goes, unit by
     /// unit in order; parquet and arrow once the file is complete
-    #[arg(short = 'o', long, value_name = "DIR", default_value = ".")]
-    pub output: PathBuf,
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
 
     /// Replace the run already in the output directory: the files its manifest.json lists, and
     /// the manifest, are removed once the snapshot is taken; files it does not list are left
@@ -534,6 +535,21 @@ impl Args {
         })
     }
 
+    /// Whether `-o -` sends the table to standard output.
+    pub fn to_stdout(&self) -> bool {
+        self.output.as_deref() == Some(Path::new("-"))
+    }
+
+    /// Where an unload writes. Required: a run that quietly filled the
+    /// current directory with a dozen files surprised people.
+    pub fn output_dir(&self) -> Result<&Path, String> {
+        self.output.as_deref().ok_or_else(|| {
+            "say where the files go: -o DIR (made if needed; one file per table, schema.sql and \
+             manifest.json go there) or -o - to write one table to standard output"
+                .into()
+        })
+    }
+
     /// Where tables are cut into parts (`--max-rows`, `--max-bytes`), or
     /// the one line that refuses the values.
     pub fn part_limits(&self) -> Result<PartLimits, String> {
@@ -541,7 +557,7 @@ impl Args {
             rows: self.max_rows.as_deref().map(parse_rows).transpose()?,
             bytes: self.max_bytes.as_deref().map(parse_size).transpose()?,
         };
-        if limits.splits() && self.output.as_os_str() == "-" {
+        if limits.splits() && self.to_stdout() {
             return Err(
                 "--max-rows and --max-bytes cut tables into files; -o - writes one \
                  stream: use an output directory"
@@ -747,7 +763,8 @@ mod tests {
         assert!(matches!(check.command, Some(Command::Check { dir }) if dir == Path::new("out")));
         let unload = parse(&["-o", "check", "--overwrite"]).unwrap();
         assert!(unload.command.is_none() && unload.overwrite);
-        assert_eq!(unload.output, Path::new("check"));
+        assert_eq!(unload.output_dir(), Ok(Path::new("check")));
+        assert!(parse(&["--plan"]).unwrap().output_dir().is_err());
         assert!(Args::try_parse_from_argv(["fbunload", "-d", "x.fdb", "check", "out"]).is_err());
         assert!(Args::try_parse_from_argv(["fbunload", "check"]).is_err());
     }

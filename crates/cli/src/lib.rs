@@ -255,7 +255,10 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     })?;
     let format = output_format(args)?;
     let part_limits = args.part_limits()?;
-    if args.overwrite && args.output.as_os_str() == "-" {
+    if !args.plan {
+        args.output_dir()?;
+    }
+    if args.overwrite && args.to_stdout() {
         return Err(Failure::Error(
             "--overwrite is for an output directory; -o - writes to standard output".into(),
         ));
@@ -342,11 +345,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         return Ok(());
     }
 
+    let output = args.output_dir()?;
     let run = |progress: &dyn fbunload::Progress| {
-        if args.output.as_os_str() == "-" {
+        if args.to_stdout() {
             unload.to_stdout(format.clone(), progress)
         } else {
-            unload.to_directory(&args.output, format.clone(), progress)
+            unload.to_directory(output, format.clone(), progress)
         }
         .map_err(describe)
     };

@@ -405,9 +405,11 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
             vec!["--charset", "KLINGON", "-o", out_arg],
             "--charset KLINGON",
         ),
+        // Without -o the files went into the current directory, unasked.
+        ("no -o", vec!["-t", "BIG"], "say where the files go: -o DIR"),
     ];
     for (label, args, expected) in cases {
-        let out = fbunload(&db, &args);
+        let out = fbunload_in(&db, &args, dir.path());
         let err = stderr(&out);
         assert!(!out.status.success(), "{label}: should fail");
         assert!(err.contains(expected), "{label}: {err}");
@@ -418,6 +420,15 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         );
     }
     assert!(!out_dir.exists(), "a failed run left the directory it made");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| !name.to_string_lossy().starts_with("multi") && name != "file")
+        .collect();
+    assert!(
+        left.is_empty(),
+        "files written into the current directory: {left:?}"
+    );
 
     let missing = dir.path().join("missing.fdb");
     let new_dir = dir.path().join("made-by-the-run");

@@ -71,19 +71,34 @@ pub fn fbunload(db: &Path, args: &[&str]) -> Output {
     fbunload_with_env(db, args, None)
 }
 
+/// Runs fbunload as [`fbunload`] does, in the working directory `cwd`.
+#[allow(dead_code)] // not every test binary uses it
+pub fn fbunload_in(db: &Path, args: &[&str], cwd: &Path) -> Output {
+    fbunload_command(db, args)
+        .current_dir(cwd)
+        .output()
+        .expect("run fbunload")
+}
+
 /// Runs fbunload with one more environment variable set, if any.
 #[allow(dead_code)] // not every test binary uses it
 pub fn fbunload_with_env(db: &Path, args: &[&str], env: Option<(&str, &str)>) -> Output {
+    let mut command = fbunload_command(db, args);
+    if let Some((name, value)) = env {
+        command.env(name, value);
+    }
+    command.output().expect("run fbunload")
+}
+
+/// The fbunload binary with `-d db`, SYSDBA's credentials and `args`.
+fn fbunload_command(db: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
     command
         .arg("-d")
         .arg(db)
         .args(["-u", "SYSDBA", "-p", "masterkey"])
         .args(args);
-    if let Some((name, value)) = env {
-        command.env(name, value);
-    }
-    command.output().expect("run fbunload")
+    command
 }
 
 pub fn stderr(out: &Output) -> String {
