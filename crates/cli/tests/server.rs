@@ -115,6 +115,50 @@ fn a_wrong_password_is_named_as_such_and_never_echoed() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// With only a server's client library (Debian's libfbclient2, no engine
+/// of its own), a plain path went to a server on this machine and the
+/// message said to check that Firebird is running.
+#[test]
+fn a_plain_path_without_an_embedded_engine_says_how_to_get_one() {
+    let Some(_server) = server() else { return };
+    let system_client = Path::new("/usr/lib/x86_64-linux-gnu/libfbclient.so.2");
+    assert!(
+        system_client.exists(),
+        "scripts/fb3-server.sh installs {system_client:?}"
+    );
+    // A client root that reaches no engine and no server (port 1 is closed).
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("firebird.conf"),
+        "Providers = Remote, Loopback\nRemoteServicePort = 1\n",
+    )
+    .unwrap();
+    let db = root.path().join("local.fdb");
+    let out_dir = root.path().join("out");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .env("FIREBIRD", root.path())
+        .arg("--client-lib")
+        .arg(system_client)
+        .arg("-d")
+        .arg(&db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "-o"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("no embedded Firebird engine was found")
+            && err.contains("pip install 'fbunload[embedded]'")
+            && err.contains("--client-lib")
+            && err.contains(&format!("-d localhost:{}", db.display())),
+        "{err}"
+    );
+    assert!(!err.contains("check the host"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!out_dir.exists());
+}
+
 #[test]
 fn no_password_is_named_as_such() {
     let Some(server) = server() else { return };

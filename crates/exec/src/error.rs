@@ -76,6 +76,11 @@ impl ExecError {
             held_by_another_engine(database)
         } else if let Some(ods) = fb.unsupported_ods() {
             unsupported_ods(database, ods)
+        } else if fb.is_connection_failure() && is_plain_path(database) {
+            // A client library without an engine of its own (a server's
+            // client, Debian's libfbclient2) sends a plain path to a server
+            // on this machine, and says only that none answered.
+            no_embedded_engine(database)
         } else if fb.is_connection_failure() {
             format!("the server cannot be reached ({}); check the host, port and that Firebird is running", fb.message)
         } else if fb.is_database_missing() {
@@ -139,6 +144,18 @@ fn through_local_server(path: &str) -> String {
     let absolute =
         std::path::absolute(path).map_or_else(|_| path.into(), |p| p.display().to_string());
     format!("-d localhost:{absolute}")
+}
+
+/// A plain path, which needs an embedded engine, opened with a client
+/// library that has none.
+fn no_embedded_engine(database: &str) -> String {
+    format!(
+        "no embedded Firebird engine was found: a plain path is opened with the engine of the \
+         firebird-embedded package (pip install 'fbunload[embedded]', or pip install \
+         firebird-embedded), or name an engine's libfbclient with --client-lib; the client \
+         library loaded can only reach a server, e.g. {}",
+        through_local_server(database)
+    )
 }
 
 /// The engine found the file opened by another engine instance: with a
