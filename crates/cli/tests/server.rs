@@ -252,6 +252,36 @@ fn firebird_3_is_unloaded_in_one_consistent_transaction() {
         err.contains("1 worker,") && err.contains("Firebird < 4"),
         "{err}"
     );
+    // Said up front, once, and even with -q: the -j asked for is not used,
+    // or (with --allow-inconsistent) the tables are not consistent.
+    let warned = |args: &[&str], words: &str| {
+        let out_dir = dir.path().join(args.join("_"));
+        let mut all = args.to_vec();
+        all.extend(["-o", out_dir.to_str().unwrap()]);
+        let out = server.fbunload(&db.dsn, &server.password, &all);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert!(lines[0].contains(words), "{args:?}: {err}");
+    };
+    warned(&["-q", "-j", "3"], "-j 3 is not used");
+    warned(
+        &["-q", "-j", "2", "--allow-inconsistent"],
+        "the tables are not mutually consistent",
+    );
+    let quiet = server.fbunload(
+        &db.dsn,
+        &server.password,
+        &[
+            "-q",
+            "-j",
+            "1",
+            "-o",
+            dir.path().join("j1").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(stderr(&quiet), "", "nothing to say at -j 1");
     let a = csv_records(&out_dir.join("A.csv"));
     assert_eq!(a.len(), 5000);
     assert_eq!(a[123], vec!["123", "n123", "1.23"]);

@@ -157,6 +157,28 @@ pub struct Silent;
 impl Progress for Silent {}
 
 /// A run attached and planned: no snapshot yet, no row read.
+/// What a run without a shared snapshot gives up, said once as it starts
+/// (and so even with `-q`): the parallelism asked for, or consistency.
+fn consistency_warning(start: &RunStart, parallel: usize) -> Option<String> {
+    // "LI-V3.0.11.33637 Firebird 3.0" → "Firebird 3.0 (LI-V3.0.11.33637)"
+    let server = match start.server_version.split_once(' ') {
+        Some((build, name)) => format!("{name} ({build})"),
+        None => start.server_version.clone(),
+    };
+    match start.consistency {
+        Consistency::OneTransaction if parallel > 1 => Some(format!(
+            "{server} shares no snapshot between attachments, so one worker reads every table \
+             in one consistent transaction (-j {parallel} is not used); --allow-inconsistent \
+             reads tables in parallel, each at a moment of its own"
+        )),
+        Consistency::SnapshotPerReader => Some(format!(
+            "--allow-inconsistent: {server} shares no snapshot, so each worker reads at a \
+             moment of its own and the tables are not mutually consistent"
+        )),
+        _ => None,
+    }
+}
+
 pub struct Prepared {
     pub plan: Arc<Plan>,
     /// The Arrow schema of each table of the plan.
@@ -261,6 +283,9 @@ impl Prepared {
                 false => None,
             };
             progress.started(&plan, &start);
+            if let Some(warning) = consistency_warning(&start, options.parallel) {
+                progress.warning(&warning);
+            }
             destination.start(&RunInfo {
                 plan: &plan,
                 schemas: &schemas,
