@@ -345,3 +345,15 @@ def test_views_queries_and_parts_through_unload_and_read_tables(tmp_path):
     assert (out / "T.000003.csv").read_text().splitlines() == [f"{i},n{i}" for i in range(20, 25)]
     with pytest.raises(fbunload.UsageError):
         fbunload.unload(db, tmp_path / "zero", max_bytes=0, **AUTH)
+
+
+def test_a_sample_database_is_made_from_the_package_and_read(tmp_path):
+    path = fbunload.sample(tmp_path / "sample.fdb", items=200)
+    assert path == str(tmp_path / "sample.fdb")
+    stock = fbunload.read_arrow(path, "STOCK")
+    assert stock.num_rows == 200
+    assert driver_rows(path, "SELECT COUNT(*) FROM ALL_TYPES") == [(fbunload.read_arrow(path, "ALL_TYPES").num_rows,)]
+    with pytest.raises(fbunload.UsageError, match="force=True"):
+        fbunload.sample(path)
+    assert fbunload.sample(path, items=100, force=True) == path
+    assert fbunload.read_arrow(path, "ITEM").num_rows == 100

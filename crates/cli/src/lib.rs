@@ -107,6 +107,26 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
     }
     let done = match (&args.command, args.generate) {
         (Some(args::Command::Check { dir }), _) => check(dir),
+        (
+            Some(args::Command::Sample {
+                path,
+                warehouses,
+                items,
+                force,
+                quiet,
+                client_lib,
+            }),
+            _,
+        ) => sample(
+            &fbunload::sample::SampleOptions {
+                database: path.clone(),
+                warehouses: *warehouses,
+                items: *items,
+                force: *force,
+            },
+            client_lib.as_deref(),
+            *quiet,
+        ),
         (None, Some(what)) => generate(what),
         (None, None) => execute(&args, cancel),
     };
@@ -193,6 +213,43 @@ fn check(dir: &std::path::Path) -> Result<(), Failure> {
         dir.join(fbunload::MANIFEST_NAME).display(),
         count(report.files, "file")
     )))
+}
+
+/// `fbunload sample`: the database, a line per table as it is filled, and
+/// the command to try next.
+fn sample(
+    options: &fbunload::sample::SampleOptions,
+    client_lib: Option<&std::path::Path>,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let mut unload = fbunload::Unload::new(options.database.display().to_string());
+    if let Some(path) = client_lib {
+        unload = unload.client_library(path);
+    }
+    let client = unload.load_client().map_err(describe)?;
+    let report = fbunload::sample::create_sample(&client, options, |table| {
+        if !quiet {
+            eprintln!(
+                "  {:<12} {:>12}  {:.1} s",
+                table.table.cli_name(),
+                counted(table.rows, "row"),
+                table.seconds
+            );
+        }
+    })
+    .map_err(|e| Failure::Error(format!("sample: {e}")))?;
+    let rows: u64 = report.tables.iter().map(|t| t.rows).sum();
+    if !quiet {
+        eprintln!(
+            "{}: {}, {} in {:.1} s. Try:\n  {}",
+            report.database.display(),
+            count(report.tables.len(), "table"),
+            counted(rows, "row"),
+            report.seconds,
+            fbunload::sample::sample_command(&options.database, "out")
+        );
+    }
+    Ok(())
 }
 
 /// "1 table", "2 tables".

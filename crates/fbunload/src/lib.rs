@@ -12,6 +12,7 @@
 //! - [`Unload::to_stdout`]: one table to standard output;
 //! - [`Unload::record_batches`]: Arrow record batches, in DB_KEY order
 //!   and bounded memory, while workers read in parallel;
+//! - [`sample::create_sample`]: a database to try all of this on;
 //! - [`Unload::hold_snapshot`]: a snapshot held open, and its plan, for
 //!   readers that join it later from other threads or processes and read
 //!   the units they are given ([`Unload::join_snapshot`]): a dispatcher
@@ -58,6 +59,7 @@
 //! (files, standard output, streams).
 
 mod describe;
+pub mod sample;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

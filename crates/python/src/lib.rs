@@ -594,6 +594,40 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
         .map_err(|_| Error::new_err("the command line panicked"))
 }
 
+/// Creates the sample database (`fbunload sample`); returns its path.
+#[pyfunction]
+#[pyo3(signature = (path, *, warehouses=1, items=10_000, force=false, client_lib=None))]
+fn sample(
+    py: Python<'_>,
+    path: PathBuf,
+    warehouses: u32,
+    items: u32,
+    force: bool,
+    client_lib: Option<PathBuf>,
+) -> PyResult<PathBuf> {
+    let mut unload = Unload::new(path.display().to_string());
+    if let Some(lib) = client_lib {
+        unload = unload.client_library(lib);
+    }
+    let client = unload.load_client().map_err(to_py)?;
+    let options = fbunload::sample::SampleOptions {
+        database: path,
+        warehouses,
+        items,
+        force,
+    };
+    let report = py
+        .detach(|| fbunload::sample::create_sample(&client, &options, |_| {}))
+        .map_err(|e| match e {
+            fbunload::sample::SampleError::Exists(path) => UsageError::new_err(format!(
+                "{} already exists; pass force=True to replace it",
+                path.display()
+            )),
+            other => DatabaseError::new_err(other.to_string()),
+        })?;
+    Ok(report.database)
+}
+
 /// Attaches and plans without reading a row.
 #[pyfunction]
 #[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None,
@@ -882,5 +916,6 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unload, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(sample, m)?)?;
     Ok(())
 }
