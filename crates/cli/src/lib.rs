@@ -499,7 +499,25 @@ fn summary_text(summary: &Summary) -> String {
         n => text += &format!("{n} units were redone after a lost connection\n"),
     }
     if summary.verified {
-        text += "verified: every table's, view's and query's rows equal COUNT(*) at the same snapshot\n";
+        let whose: Vec<&str> = [
+            (Kind::Table, "table's"),
+            (Kind::View, "view's"),
+            (Kind::Query, "query's"),
+        ]
+        .into_iter()
+        .filter(|(kind, _)| summary.tables.iter().any(|t| t.kind == *kind))
+        .map(|(_, whose)| whose)
+        .collect();
+        let whose = match whose.as_slice() {
+            [.., last] if whose.len() > 1 => {
+                format!("{} and {last}", whose[..whose.len() - 1].join(", "))
+            }
+            _ => whose.concat(),
+        };
+        let _ = writeln!(
+            text,
+            "verified: every {whose} rows equal COUNT(*) at the same snapshot"
+        );
     }
     text
 }
@@ -542,5 +560,24 @@ mod tests {
             ..summary
         };
         assert!(summary_text(&summary).contains("2 units were redone"));
+        // --verify names only the kinds that were there.
+        let verified = Summary {
+            verified: true,
+            ..summary.clone()
+        };
+        assert!(summary_text(&verified)
+            .contains("\nverified: every table's rows equal COUNT(*) at the same snapshot\n"));
+        let mut with_query = verified.clone();
+        with_query.tables.push(fbunload::TableSummary {
+            name: "Q".into(),
+            kind: Kind::Query,
+            ..verified.tables[0].clone()
+        });
+        assert!(summary_text(&with_query).contains("verified: every table's and query's rows"));
+        with_query.tables[0].kind = Kind::View;
+        with_query.tables.push(verified.tables[0].clone());
+        assert!(
+            summary_text(&with_query).contains("verified: every table's, view's and query's rows")
+        );
     }
 }

@@ -451,8 +451,21 @@ fn a_bad_query_names_what_is_wrong_in_one_line_and_writes_nothing() {
                 "--split-by",
                 "V_RICH",
             ],
-            "--split-by V_RICH: no such table",
+            "--split-by V_RICH: a view; only a user table's DB_KEY ranges can split a query",
         ),
+        (
+            vec![
+                "--query",
+                "SELECT * FROM MON$ATTACHMENTS",
+                "--name",
+                "Q",
+                "--split-by",
+                "MON$ATTACHMENTS",
+            ],
+            "--split-by MON$ATTACHMENTS: a system table (a virtual one, of monitoring data); \
+             only a user table's",
+        ),
+
         (
             vec!["--query", "SELECT NOPE FROM BIG", "--name", "Q"],
             "--query Q: Firebird refuses it:",

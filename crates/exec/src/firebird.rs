@@ -233,11 +233,13 @@ fn views_and_queries(
             Some(driving) => match fbunload_plan::catalog::read_table(tr, &driving.table)? {
                 Some(table) => Some((driving, table)),
                 None => {
+                    let what = fbunload_plan::catalog::relation_kind(tr, &driving.table)?
+                        .unwrap_or("no such table");
                     return Err(ExecError::Usage(format!(
-                        "--query {name}: --split-by {}: no such table (only a table's DB_KEY \
-                         ranges can split a query, not a view's)",
+                        "--query {name}: --split-by {}: {what}; only a user table's DB_KEY \
+                         ranges can split a query: name another table, or leave out --split-by",
                         printable(&driving.table)
-                    )))
+                    )));
                 }
             },
         };

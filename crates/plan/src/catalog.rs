@@ -258,6 +258,32 @@ pub fn read_views(tr: &Transaction, pattern: &str) -> Result<Vec<View>, CatalogE
     Ok(views)
 }
 
+/// What the relation named exactly `name` is, when it is not a user
+/// table that could be read (a view, a system or temporary table), as a
+/// noun phrase for a message; `None` if there is no relation of that name.
+pub fn relation_kind(tr: &Transaction, name: &str) -> Result<Option<&'static str>, CatalogError> {
+    let mut found = None;
+    query(
+        tr,
+        &format!(
+            "SELECT COALESCE(RDB$SYSTEM_FLAG, 0), COALESCE(RDB$RELATION_TYPE, 0), \
+             IIF(RDB$VIEW_BLR IS NULL, 0, 1) FROM RDB$RELATIONS WHERE RDB$RELATION_NAME = {}",
+            quote_literal(name)
+        ),
+        |row| {
+            found = Some(match (int(row, 0), int(row, 1), int(row, 2)) {
+                (_, _, Some(1)) => "a view",
+                (_, Some(3), _) => "a system table (a virtual one, of monitoring data)",
+                (Some(s), _, _) if s != 0 => "a system table",
+                (_, Some(4 | 5), _) => "a global temporary table",
+                (_, Some(2), _) => "an external table",
+                _ => "a table",
+            })
+        },
+    )?;
+    Ok(found)
+}
+
 /// The user table named exactly `name`, without its columns (what a split
 /// query needs of its driving table); `None` if there is none.
 pub fn read_table(tr: &Transaction, name: &str) -> Result<Option<Table>, CatalogError> {
