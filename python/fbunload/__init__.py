@@ -71,7 +71,13 @@ def _open_table(database: str, table: str, **options: Any):
         # The leading ':' says "no table name": a condition may itself
         # start with NAME: (see --where).
         options["condition"] = ":" + condition
-    stream = _fbunload.open(database, tables=_exact(table), **options)
+    try:
+        stream = _fbunload.open(database, tables=_exact(table), **options)
+    except UsageError as e:
+        # The caller gave a name and a condition, not the pattern and the
+        # ':'-prefixed condition that stand for them here.
+        message = str(e).replace(f"tables='{_exact(table)}'", f"table {table!r}", 1)
+        raise UsageError(message.replace("where=':", "where='", 1)) from None
     names = stream.table_names()
     if names != [table]:
         stream.cancel()

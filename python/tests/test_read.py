@@ -112,7 +112,7 @@ def test_unload_writes_files_like_the_command_line(big_db, tmp_path):
 @pytest.mark.parametrize(
     "call, error, words",
     [
-        (lambda db: fbunload.read_arrow(db, "NO_SUCH", **AUTH), fbunload.UsageError, "NO_SUCH is not the name of a table"),
+        (lambda db: fbunload.read_arrow(db, "NO_SUCH", **AUTH), fbunload.UsageError, "table 'NO_SUCH': NO_SUCH is not the name of a table"),
         (lambda db: fbunload.read_arrow(db, "WIDE", columns=["X"], **AUTH), fbunload.UsageError, "no column"),
         (lambda db: fbunload.read_arrow(db, "WIDE", parallel=0, **AUTH), fbunload.UsageError, "at least 1"),
         (lambda db: fbunload.read_arrow(db, "WIDE", charset="KLINGON", **AUTH), fbunload.UsageError, "KLINGON"),
@@ -305,7 +305,7 @@ def test_read_sql_equals_firebird_driver_and_splits_the_same_at_any_parallel(big
 @pytest.mark.parametrize(
     "sql, split_by, words",
     [
-        ("SELECT COUNT(*) AS N FROM WIDE", "WIDE", "--split-by"),
+        ("SELECT COUNT(*) AS N FROM WIDE", "WIDE", "split_by='WIDE': COUNT"),
         ("SELECT ID FROM SMALL", "WIDE", "WIDE"),
         ("SELECT NOPE FROM WIDE", None, "Firebird refuses it"),
     ],
@@ -357,3 +357,22 @@ def test_a_sample_database_is_made_from_the_package_and_read(tmp_path):
         fbunload.sample(path)
     assert fbunload.sample(path, items=100, force=True) == path
     assert fbunload.read_arrow(path, "ITEM").num_rows == 100
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda db: fbunload.read_sql(db, "SELECT COUNT(*) AS N FROM WIDE", split_by="WIDE", **AUTH),
+         "query QUERY: split_by='WIDE': COUNT at the query's top level"),
+        (lambda db: fbunload.read_tables(db, "WIDE|NOPE", **AUTH), "tables='WIDE|NOPE': NOPE is not"),
+        (lambda db: fbunload.read_tables(db, exclude="NOPE", **AUTH), "exclude='NOPE': NOPE is not"),
+        (lambda db: fbunload.read_arrow(db, "WIDE", where="ID < (1", **AUTH), "where='ID < (1': a ( is not closed"),
+        (lambda db: fbunload.read_arrow(db, "NO_SUCH", **AUTH), "table 'NO_SUCH': NO_SUCH is not"),
+    ],
+)
+def test_errors_name_python_keywords_not_command_line_flags(big_db, call, words):
+    with pytest.raises(fbunload.Error) as caught:
+        call(big_db)
+    message = str(caught.value)
+    assert words in message, message
+    assert "--" not in message, message

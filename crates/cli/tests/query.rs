@@ -465,7 +465,6 @@ fn a_bad_query_names_what_is_wrong_in_one_line_and_writes_nothing() {
             "--split-by MON$ATTACHMENTS: a system table (a virtual one, of monitoring data); \
              only a user table's",
         ),
-
         (
             vec!["--query", "SELECT NOPE FROM BIG", "--name", "Q"],
             "--query Q: Firebird refuses it:",

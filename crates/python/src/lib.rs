@@ -7,6 +7,8 @@
 //! with the GIL released, and looks at Python's signals every
 //! [`SIGNAL_CHECK`], so Ctrl-C stops a run within moments.
 
+mod words;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,7 +64,7 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 
 /// The run's error as the exception of its kind, with the CLI's message.
 fn to_py(err: RunError) -> PyErr {
-    let message = err.to_string();
+    let message = words::in_python_words(&err.to_string());
     match err {
         RunError::Usage(_)
         | RunError::Catalog(CatalogError::BadPattern { .. } | CatalogError::NoTables(_)) => {
@@ -337,7 +339,10 @@ impl Iterator for TableReader {
                     }
                 }
                 Some(None) => return None,
-                Some(Some(Err(e))) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
+                Some(Some(Err(e))) => {
+                    let message = words::in_python_words(&e.to_string());
+                    return Some(Err(ArrowError::ExternalError(message.into())));
+                }
                 Some(Some(Ok(item))) if item.table == self.table => {
                     return Some(project(item.batch, &self.columns));
                 }
