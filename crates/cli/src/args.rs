@@ -230,6 +230,18 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub client_lib: Option<PathBuf>,
 
+    /// Compress a server's wire (zlib), where the server allows it (WireCompression). Pays on
+    /// slow networks; on a fast one it costs CPU on both ends
+    #[arg(long)]
+    pub wire_compression: bool,
+
+    /// Encryption of a server's wire (WireCrypt): disabled saves CPU on both ends (see
+    /// README: Against a real server) where the server allows it, on a network you trust;
+    /// the server's own WireCrypt decides what it accepts (Firebird 5's default, Required,
+    /// refuses disabled) [default: enabled]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub wire_crypt: Option<WireCrypt>,
+
     /// Print the plan (tables, pointer pages, units, snapshot) and exit without unloading
     #[arg(long)]
     pub plan: bool,
@@ -359,6 +371,26 @@ const FORMAT_OPTIONS: &[(&str, &[Format], &str)] = &[
     ),
     ("decimal256", &[Format::Parquet, Format::Arrow], ""),
 ];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WireCrypt {
+    Disabled,
+    Enabled,
+    Required,
+}
+
+impl WireCrypt {
+    pub fn wire_options(mode: Option<WireCrypt>, compression: bool) -> fbunload::WireOptions {
+        fbunload::WireOptions {
+            compression,
+            crypt: mode.map(|mode| match mode {
+                WireCrypt::Disabled => fbunload::WireCrypt::Disabled,
+                WireCrypt::Enabled => fbunload::WireCrypt::Enabled,
+                WireCrypt::Required => fbunload::WireCrypt::Required,
+            }),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProgressMode {

@@ -352,7 +352,11 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .options(options)
         .memory_budget(args.memory_mb.saturating_mul(1 << 20))
         .overwrite(args.overwrite)
-        .part_limits(part_limits);
+        .part_limits(part_limits)
+        .wire(args::WireCrypt::wire_options(
+            args.wire_crypt,
+            args.wire_compression,
+        ));
     if let Some(user) = &args.user {
         unload = unload.user(user);
     }

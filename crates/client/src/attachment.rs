@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 use crate::error::{ClientError, FbError};
 use crate::ffi::{self, item, Handle, StatusVector, Teb};
 use crate::locate::Client;
-use crate::params::{self, ParamBlock};
+use crate::params::{self, ParamBlock, WireOptions};
 use crate::statement::Statement;
 
 /// How to reach a database and as whom.
@@ -32,6 +32,8 @@ pub struct ConnectOptions {
     /// attachment, as gbak does: an unload should not pay for cleaning up
     /// other transactions' old versions.
     pub no_garbage_collect: bool,
+    /// Compression and encryption on the wire (remote attachments).
+    pub wire: WireOptions,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -44,6 +46,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("role", &self.role)
             .field("charset", &self.charset)
             .field("no_garbage_collect", &self.no_garbage_collect)
+            .field("wire", &self.wire)
             .finish()
     }
 }
@@ -164,6 +167,7 @@ impl Attachment {
             options.role.as_deref(),
             &options.charset,
             options.no_garbage_collect,
+            options.wire,
         )
         .map_err(ClientError::Invalid)?;
         let name = sql_len(&options.database)?;

@@ -46,6 +46,12 @@ impl FbError {
     }
 
     /// Wrong user name or password (or no such user).
+    /// The client asked for no wire encryption and the server requires it
+    /// (or the other way round).
+    pub fn is_wire_crypt_mismatch(&self) -> bool {
+        self.has_code(gds::WIRECRYPT_INCOMPATIBLE)
+    }
+
     pub fn is_login_failure(&self) -> bool {
         self.has_code(gds::LOGIN)
     }

@@ -90,6 +90,7 @@ pub mod item {
     pub const DPB_PASSWORD: u8 = 29;
     pub const DPB_LC_CTYPE: u8 = 48;
     pub const DPB_SQL_ROLE_NAME: u8 = 60;
+    pub const DPB_CONFIG: u8 = 87;
 
     pub const TPB_VERSION3: u8 = 3;
     pub const TPB_CONCURRENCY: u8 = 2;
@@ -134,6 +135,7 @@ pub mod gds {
     pub const IO_OPEN_ERR: isize = BASE + 414;
     pub const ATT_SHUTDOWN: isize = BASE + 536;
     pub const ALREADY_OPENED: isize = BASE + 787;
+    pub const WIRECRYPT_INCOMPATIBLE: isize = BASE + 744;
 }
 
 /// The functions fbunload uses, resolved once per loaded library.

@@ -32,6 +32,7 @@ pub use attachment::{
 pub use error::{ClientError, FbError, Ods, OdsMismatch, StatusCode};
 pub use ffi::sql_type;
 pub use locate::{Client, LibrarySource};
+pub use params::{WireCrypt, WireOptions};
 pub use statement::{ColumnDesc, Row, Statement};
 pub use waits::{longest_prepare, Preparing};
 

@@ -3,6 +3,41 @@
 
 use crate::ffi::item;
 
+/// How a remote attachment's traffic travels: settings of the client
+/// library's `firebird.conf` given for one attachment (`isc_dpb_config`),
+/// so that no configuration file needs editing. The embedded engine has
+/// no wire and ignores them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WireOptions {
+    /// `WireCompression`: zlib on the wire, when the server allows it.
+    pub compression: bool,
+    /// `WireCrypt`; `None` keeps the client library's setting (Enabled).
+    pub crypt: Option<WireCrypt>,
+}
+
+/// The client's side of `WireCrypt`; the server's own setting must allow
+/// it (a server that says Required refuses Disabled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireCrypt {
+    Disabled,
+    Enabled,
+    Required,
+}
+
+impl WireOptions {
+    /// The `firebird.conf` lines these options stand for, if any.
+    fn config(self) -> Option<String> {
+        let mut lines = Vec::new();
+        if self.compression {
+            lines.push("WireCompression = true".to_string());
+        }
+        if let Some(crypt) = self.crypt {
+            lines.push(format!("WireCrypt = {crypt:?}"));
+        }
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+}
+
 /// A clumplet buffer: `tag`, then for most items a length byte and a value.
 #[derive(Debug, Clone)]
 pub struct ParamBlock(Vec<u8>);
@@ -48,8 +83,12 @@ pub fn dpb(
     role: Option<&str>,
     charset: &str,
     no_garbage_collect: bool,
+    wire: WireOptions,
 ) -> Result<ParamBlock, String> {
     let mut block = ParamBlock::new(item::DPB_VERSION1);
+    if let Some(config) = wire.config() {
+        block.bytes(item::DPB_CONFIG, config.as_bytes())?;
+    }
     if let Some(user) = user {
         block.bytes(item::DPB_USER_NAME, user.as_bytes())?;
     }
@@ -73,11 +112,33 @@ mod tests {
 
     #[test]
     fn dpb_encodes_length_prefixed_values() {
-        let block = dpb(Some("SYSDBA"), None, None, "UTF8", false).unwrap();
+        let block = dpb(
+            Some("SYSDBA"),
+            None,
+            None,
+            "UTF8",
+            false,
+            WireOptions::default(),
+        )
+        .unwrap();
         assert_eq!(
             block.as_bytes(),
             &[1, 28, 6, b'S', b'Y', b'S', b'D', b'B', b'A', 48, 4, b'U', b'T', b'F', b'8']
         );
+    }
+
+    #[test]
+    fn wire_options_travel_as_configuration_lines() {
+        let wire = WireOptions {
+            compression: true,
+            crypt: Some(WireCrypt::Disabled),
+        };
+        let block = dpb(None, None, None, "NONE", false, wire).unwrap();
+        let config = b"WireCompression = true\nWireCrypt = Disabled";
+        assert_eq!(&block.as_bytes()[..3], &[1, 87, config.len() as u8]);
+        assert_eq!(&block.as_bytes()[3..3 + config.len()], config);
+        let plain = dpb(None, None, None, "NONE", false, WireOptions::default()).unwrap();
+        assert!(!plain.as_bytes().contains(&87));
     }
 
     #[test]
@@ -90,6 +151,14 @@ mod tests {
     #[test]
     fn overlong_values_are_refused() {
         let long = "x".repeat(300);
-        assert!(dpb(Some(&long), None, None, "UTF8", false).is_err());
+        assert!(dpb(
+            Some(&long),
+            None,
+            None,
+            "UTF8",
+            false,
+            WireOptions::default()
+        )
+        .is_err());
     }
 }

@@ -72,6 +72,15 @@ impl ExecError {
             }
         } else if fb.is_login_failure() {
             format!("wrong user name or password for {who} (check -u/-p or ISC_USER/ISC_PASSWORD)")
+        } else if fb.is_wire_crypt_mismatch() {
+            match connect.wire.crypt {
+                Some(fbunload_client::WireCrypt::Disabled) => "the server requires wire \
+                    encryption (its WireCrypt = Required): leave out --wire-crypt disabled"
+                    .into(),
+                _ => "the server does not encrypt its wire (its WireCrypt = Disabled): use \
+                      --wire-crypt enabled or disabled"
+                    .into(),
+            }
         } else if fb.is_held_by_another_engine() {
             held_by_another_engine(database)
         } else if let Some(ods) = fb.unsupported_ods() {

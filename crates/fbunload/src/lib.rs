@@ -75,7 +75,7 @@ use fbunload_client::{Client, ConnectOptions};
 /// cancelled and has no timeout (Firebird 5); an application that must
 /// not wait without bound watches this and gives up (the command line's
 /// `--lock-timeout` ends the process).
-pub use fbunload_client::{longest_prepare, Preparing};
+pub use fbunload_client::{longest_prepare, Preparing, WireCrypt, WireOptions};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
@@ -133,6 +133,7 @@ impl Unload {
                 // fbunload-exec chooses the connection character set.
                 charset: String::new(),
                 no_garbage_collect: false,
+                wire: WireOptions::default(),
             },
             client: None,
             client_library: None,
@@ -152,6 +153,13 @@ impl Unload {
 
     pub fn password(mut self, password: impl Into<String>) -> Self {
         self.connect.password = Some(password.into());
+        self
+    }
+
+    /// Compression and encryption of a server's wire (see
+    /// [`WireOptions`]); the embedded engine ignores them.
+    pub fn wire(mut self, wire: WireOptions) -> Self {
+        self.connect.wire = wire;
         self
     }
 
