@@ -1,22 +1,36 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: unit tests beside the code, integration tests
-# against the real embedded Firebird 5 engine and against Debian's Firebird
-# 3.0 server over TCP (installed and started here, and stopped at the end if
-# this run started it), golden files; then the Python package's pytest suite
-# on the embedded engine.
+# against the real embedded Firebird 5 engine, against Debian's Firebird
+# 3.0 server over TCP (installed and started here) and against a Firebird 5
+# server where one was built (scripts/fb5-server.sh), each stopped at the
+# end if this run started it; golden files; then the Python package's
+# pytest suite.
 # FBUNLOAD_SKIP_SERVER_TESTS=1 skips the server part on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 CARGO_ENV="${CARGO_HOME:-$HOME/.cargo}/env"
 [ -f "$CARGO_ENV" ] && . "$CARGO_ENV"
+stop_servers=
+# Stop the servers this run started, however it ends; one that was already
+# running belongs to someone else and stays.
+trap 'eval "${stop_servers:-true}"' EXIT
 if [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]; then
   eval "$(bash scripts/fb3-server.sh)"
-  # Stop the server if this run started it, however the run ends; one that
-  # was already running belongs to someone else and stays.
   if [ -n "$FBUNLOAD_TEST_SERVER_STARTED_PID" ]; then
-    trap 'bash scripts/fb3-server.sh --stop "$FBUNLOAD_TEST_SERVER_STARTED_PID"' EXIT
+    stop_servers='bash scripts/fb3-server.sh --stop "$FBUNLOAD_TEST_SERVER_STARTED_PID"'
   fi
+fi
+# A Firebird 5 server, where one was built (scripts/fb5-server.sh build):
+# its tests say they are skipped when none runs.
+fb5_home=${FBUNLOAD_FB5_HOME:-/opt/fbunload-fb5}
+if [ -x "$fb5_home/bin/firebird" ] && [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]; then
+  eval "$(bash scripts/fb5-server.sh start "$fb5_home")"
+  if [ -n "$FBUNLOAD_TEST_FB5_STARTED" ]; then
+    stop_servers="${stop_servers:-true}; bash scripts/fb5-server.sh stop $fb5_home"
+  fi
+else
+  echo "==> no Firebird 5 server in $fb5_home: its tests are skipped (README: Against a real server)" >&2
 fi
 cargo test --workspace --all-targets "$@"
 

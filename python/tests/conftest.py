@@ -21,10 +21,12 @@ driver_config.fb_client_library.value = str(next(RUNTIME.glob("libfbclient.so*")
 USER, PASSWORD = "SYSDBA", "masterkey"
 
 
-def make_database(path: pathlib.Path, statements, page_size=None):
+def make_database(path, statements, page_size=None, password=PASSWORD):
+    """A new database at ``path`` (a file, or a server's ``host:path``)
+    holding what ``statements`` make."""
     driver_config.db_defaults.page_size.value = page_size
     try:
-        con = create_database(str(path), user=USER, password=PASSWORD, charset="UTF8")
+        con = create_database(str(path), user=USER, password=password, charset="UTF8")
     finally:
         driver_config.db_defaults.page_size.value = None
     for sql in statements:
@@ -34,8 +36,8 @@ def make_database(path: pathlib.Path, statements, page_size=None):
     return str(path)
 
 
-def connection(database: str):
-    return connect(database, user=USER, password=PASSWORD, charset="UTF8")
+def connection(database: str, password: str = PASSWORD):
+    return connect(database, user=USER, password=password, charset="UTF8")
 
 
 TYPES_TABLE = [

@@ -87,36 +87,35 @@ def test_an_in_process_distributed_cluster(big_db, local_cluster):
 ACCOUNTS = 12000
 
 
+BANK = [
+    "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL PRIMARY KEY, BALANCE BIGINT, PAD VARCHAR(800))",
+    "CREATE TABLE LEDGER (FROM_ID INTEGER, TO_ID INTEGER, AMOUNT BIGINT)",
+    f"EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < {ACCOUNTS}) DO BEGIN "
+    "INSERT INTO ACCOUNTS VALUES (:I, 1000, LPAD('', 800, 'abcdefghij' || :I)); "
+    "I = I + 1; END END",
+]
+
+
 @pytest.fixture
 def bank(tmp_path):
     """ACCOUNTS over several pointer pages (4 KiB pages, rows padded with
     text that does not compress), and a LEDGER of every transfer."""
-    return make_database(
-        tmp_path / "bank.fdb",
-        [
-            "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL PRIMARY KEY, BALANCE BIGINT, "
-            "PAD VARCHAR(800))",
-            "CREATE TABLE LEDGER (FROM_ID INTEGER, TO_ID INTEGER, AMOUNT BIGINT)",
-            f"EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < {ACCOUNTS}) DO BEGIN "
-            "INSERT INTO ACCOUNTS VALUES (:I, 1000, LPAD('', 800, 'abcdefghij' || :I)); "
-            "I = I + 1; END END",
-        ],
-        page_size=4096,
-    )
+    return make_database(tmp_path / "bank.fdb", BANK, page_size=4096)
 
 
 class MoneyMover:
     """Moves money between accounts, one committed transfer at a time, on
     a connection of its own, until stopped."""
 
-    def __init__(self, database):
+    def __init__(self, database, password=PASSWORD):
         self.database = database
+        self.password = password
         self.committed = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run)
 
     def _run(self):
-        con = connection(self.database)
+        con = connection(self.database, self.password)
         n = 0
         while not self._stop.is_set():
             n += 1
@@ -325,3 +324,47 @@ def test_worker_processes_join_one_snapshot_on_a_superclassic_engine(tmp_path):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["rows"] == ACCOUNTS
     assert len(report["workers"]) == 2 and report["client"] not in report["workers"]
+
+
+@pytest.fixture
+def fb5_bank():
+    """The bank on the Firebird 5 server scripts/fb5-server.sh starts, as
+    (dsn, password); skipped where none runs."""
+    names = ["FBUNLOAD_TEST_FB5", "FBUNLOAD_TEST_FB5_DIR", "FBUNLOAD_TEST_FB5_PASSWORD"]
+    address, directory, password = [os.environ.get(name) for name in names]
+    if password is None:
+        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; README: Against a real server)")
+    dsn = f"{address}:{directory}/dask-bank-{os.getpid()}.fdb"
+    make_database(dsn, BANK, page_size=4096, password=password)
+    yield dsn, password
+    connection(dsn, password).drop_database()
+
+
+def test_worker_processes_join_one_snapshot_on_a_firebird_5_server(fb5_bank):
+    """The cluster most users run: worker processes, each attaching to the
+    server over TCP and joining the snapshot this process holds, partition
+    by partition while a writer moves money (the pin keeps late joiners
+    in). The books balance, and equal the snapshot's own read."""
+    dsn, password = fb5_bank
+    auth = dict(user=USER, password=password)
+    with distributed.LocalCluster(
+        processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        with MoneyMover(dsn, password) as mover, fbunload.Snapshot(
+            dsn, tables="ACCOUNTS|LEDGER", **auth
+        ) as snap:
+            accounts = fbunload.dask.read_table(snap, "ACCOUNTS", columns=["ID", "BALANCE"], npartitions=4)
+            ledger = fbunload.dask.read_table(snap, "LEDGER")
+            assert accounts.npartitions == 4
+            at_snapshot = mover.committed
+            parts = []
+            for i in range(accounts.npartitions):
+                mover.wait_for(5)
+                parts.append(accounts.partitions[i].compute())
+            one_by_one = pd.concat(parts)
+            check_books(one_by_one, ledger.compute())
+            assert mover.committed > at_snapshot + 20
+            reference = snap.read_pandas("ACCOUNTS", columns=["ID", "BALANCE"])
+            assert_frame_equal(in_order(one_by_one), reference)
+            workers = set(client.run(os.getpid).values())
+    assert len(workers) == 2 and os.getpid() not in workers

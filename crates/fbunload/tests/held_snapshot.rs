@@ -3,7 +3,6 @@
 //! write; a closed snapshot cannot be read.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,17 +10,15 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::RecordBatch;
 use fbunload::{Error, HeldSnapshot, PlanOptions, RunOptions, Unit, Unload};
-use fbunload_client::{Attachment, Client, ConnectOptions, TransactionMode};
-
-const ACCOUNTS: i64 = 300;
-const START_BALANCE: i64 = 1000;
+use fbunload_client::{Attachment, Client, ConnectOptions};
+use fbunload_gen::bank::{self, Writers};
 
 fn client() -> Arc<Client> {
     Client::load(None).expect("the embedded engine (scripts/setup.sh)")
 }
 
-/// ACCOUNTS and a LEDGER of every transfer, LEDGER over several pointer
-/// pages (4 KiB pages).
+/// The bank ([`fbunload_gen::bank`]) at 4 KiB pages, LEDGER over several
+/// pointer pages.
 fn bank(dir: &Path) -> PathBuf {
     let db = dir.join("held.fdb");
     let att = Attachment::create_database(
@@ -33,21 +30,19 @@ fn bank(dir: &Path) -> PathBuf {
         ),
     )
     .unwrap();
-    for sql in [
-        "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL PRIMARY KEY, BALANCE BIGINT NOT NULL)",
-        "CREATE TABLE LEDGER (FROM_ID INTEGER, TO_ID INTEGER, AMOUNT BIGINT, NOTE VARCHAR(60))",
-        &format!(
-            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < {ACCOUNTS}) DO BEGIN \
-               INSERT INTO ACCOUNTS VALUES (:I, {START_BALANCE}); I = I + 1; END END"
-        ),
-        "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 60000) DO BEGIN \
-           INSERT INTO LEDGER VALUES (0, 0, 0, 'filler ' || (:I * 7919)); I = I + 1; END END",
-    ] {
-        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-        tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        tr.commit().unwrap();
-    }
+    bank::create(&att).unwrap();
     db
+}
+
+fn writers(db: &Path) -> Writers {
+    let connect = ConnectOptions {
+        database: db.to_string_lossy().into_owned(),
+        user: Some("SYSDBA".into()),
+        password: Some("masterkey".into()),
+        charset: "UTF8".into(),
+        ..Default::default()
+    };
+    Writers::start(&client(), &connect, 2)
 }
 
 fn unload(db: &Path) -> Unload {
@@ -63,38 +58,6 @@ fn unload(db: &Path) -> Unload {
             },
             ..RunOptions::default()
         })
-}
-
-/// Moves money between accounts in committed transactions until `stop`.
-fn writer(db: PathBuf, seed: i64, stop: Arc<AtomicBool>, committed: Arc<AtomicU64>) {
-    let options = ConnectOptions {
-        database: db.to_string_lossy().into_owned(),
-        user: Some("SYSDBA".into()),
-        password: Some("masterkey".into()),
-        charset: "UTF8".into(),
-        ..Default::default()
-    };
-    let att = Attachment::connect(&client(), &options).unwrap();
-    let mut n = seed;
-    while !stop.load(Ordering::SeqCst) {
-        n += 1;
-        let (from, to, amount) = ((n * 7919) % ACCOUNTS, (n * 104729) % ACCOUNTS, n % 97 + 1);
-        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-        let moved = tr.execute(&format!(
-            "EXECUTE BLOCK AS BEGIN \
-               UPDATE ACCOUNTS SET BALANCE = BALANCE - {amount} WHERE ID = {from}; \
-               UPDATE ACCOUNTS SET BALANCE = BALANCE + {amount} WHERE ID = {to}; \
-               INSERT INTO LEDGER VALUES ({from}, {to}, {amount}, 'transfer'); END"
-        ));
-        match moved {
-            Ok(()) => {
-                tr.commit().unwrap();
-                committed.fetch_add(1, Ordering::Relaxed);
-            }
-            // Two writers on one account: the loser rolls back whole.
-            Err(_) => drop(tr),
-        }
-    }
 }
 
 /// Every batch of `units` of table `table`, each unit on a reader that
@@ -127,51 +90,6 @@ fn table_index(held: &HeldSnapshot, name: &str) -> usize {
         .unwrap()
 }
 
-/// Two writers moving money until dropped.
-struct Writers {
-    stop: Arc<AtomicBool>,
-    committed: Arc<AtomicU64>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Writers {
-    fn start(db: &Path) -> Writers {
-        let stop = Arc::new(AtomicBool::new(false));
-        let committed = Arc::new(AtomicU64::new(0));
-        let threads = (0..2)
-            .map(|seed| {
-                let (db, stop, committed) = (db.to_path_buf(), stop.clone(), committed.clone());
-                std::thread::spawn(move || writer(db, seed * 1_000_000, stop, committed))
-            })
-            .collect();
-        let writers = Writers {
-            stop,
-            committed,
-            threads,
-        };
-        writers.wait_for(50);
-        writers
-    }
-
-    fn committed(&self) -> u64 {
-        self.committed.load(Ordering::Relaxed)
-    }
-
-    fn wait_for(&self, transfers: u64) {
-        let target = self.committed() + transfers;
-        while self.committed() < target {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Writers {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.threads.drain(..).for_each(|w| w.join().unwrap());
-    }
-}
-
 /// Reads LEDGER in 4 shares and then ACCOUNTS, every unit on a reader
 /// that joins late, and checks that each balance is what the ledger moved.
 fn check_books(held: &HeldSnapshot, writers: &Writers, what: &str) {
@@ -191,42 +109,32 @@ fn check_books(held: &HeldSnapshot, writers: &Writers, what: &str) {
         writers.committed() > at_start + 10,
         "{what}: the writers must have committed while readers joined"
     );
-    let mut balance = vec![START_BALANCE; ACCOUNTS as usize];
-    for batch in &ledger_batches {
+    let ledger = ledger_batches.iter().flat_map(|batch| {
         let (from, to) = (
             batch.column(0).as_primitive::<Int32Type>(),
             batch.column(1).as_primitive::<Int32Type>(),
         );
         let amount = batch.column(2).as_primitive::<Int64Type>();
-        for i in 0..batch.num_rows() {
-            balance[from.value(i) as usize] -= amount.value(i);
-            balance[to.value(i) as usize] += amount.value(i);
-        }
-    }
-    let mut seen = 0;
-    for batch in &account_batches {
+        (0..batch.num_rows())
+            .map(move |i| (from.value(i) as i64, to.value(i) as i64, amount.value(i)))
+    });
+    let accounts = account_batches.iter().flat_map(|batch| {
         let (id, value) = (
             batch.column(0).as_primitive::<Int32Type>(),
             batch.column(1).as_primitive::<Int64Type>(),
         );
-        for i in 0..batch.num_rows() {
-            assert_eq!(
-                value.value(i),
-                balance[id.value(i) as usize],
-                "{what}: account {} and the ledger are from different moments",
-                id.value(i)
-            );
-            seen += 1;
-        }
+        (0..batch.num_rows()).map(move |i| (id.value(i) as i64, value.value(i)))
+    });
+    if let Err(why) = bank::check_books(ledger, accounts) {
+        panic!("{what}: {why}");
     }
-    assert_eq!(seen, ACCOUNTS);
 }
 
 #[test]
 fn readers_joining_late_see_the_snapshot_while_others_write() {
     let dir = tempfile::tempdir().unwrap();
     let db = bank(dir.path());
-    let writers = Writers::start(&db);
+    let writers = writers(&db);
     for round in 0..3 {
         let held = unload(&db).hold_snapshot().unwrap();
         check_books(&held, &writers, &format!("round {round}"));
@@ -237,7 +145,7 @@ fn readers_joining_late_see_the_snapshot_while_others_write() {
 fn closing_one_snapshot_leaves_a_later_one_readable() {
     let dir = tempfile::tempdir().unwrap();
     let db = bank(dir.path());
-    let writers = Writers::start(&db);
+    let writers = writers(&db);
     let first = unload(&db).hold_snapshot().unwrap();
     // The second finds the first's pin: it shares it instead of waiting.
     let started = std::time::Instant::now();

@@ -1,0 +1,341 @@
+//! Against a Firebird 5 server over TCP: the path most users take. No
+//! package registry here ships a Firebird 4/5 server, so it is built from
+//! Firebird's source and started by `scripts/fb5-server.sh`, which sets
+//! `FBUNLOAD_TEST_FB5*` (scripts/test.sh does both when a build is there;
+//! README: Against a real server). Where no such server runs, every test
+//! here says it is skipped, and passes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use fbunload_client::{Attachment, ConnectOptions, TransactionMode, WireCrypt, WireOptions};
+use fbunload_gen::bank::{self, Writers};
+
+struct Fb5 {
+    /// `host/port`.
+    address: String,
+    /// Where the server keeps the tests' databases (on this machine).
+    dir: PathBuf,
+    password: String,
+}
+
+/// The server, or `None` after saying why `test` is skipped.
+fn fb5(test: &str) -> Option<Fb5> {
+    let var = |name: &str| std::env::var(name).ok();
+    match (
+        var("FBUNLOAD_TEST_FB5"),
+        var("FBUNLOAD_TEST_FB5_DIR"),
+        var("FBUNLOAD_TEST_FB5_PASSWORD"),
+    ) {
+        (Some(address), Some(dir), Some(password)) => Some(Fb5 {
+            address,
+            dir: dir.into(),
+            password,
+        }),
+        _ => {
+            eprintln!(
+                "{test}: skipped, no Firebird 5 server (build and start one: \
+                 scripts/fb5-server.sh, README: Against a real server)"
+            );
+            None
+        }
+    }
+}
+
+impl Fb5 {
+    /// The server's name for a database file in its directory.
+    fn dsn(&self, file: &Path) -> String {
+        format!("{}:{}", self.address, file.display())
+    }
+
+    /// A new file name in the server's directory, unique to this test.
+    fn file(&self, name: &str) -> PathBuf {
+        let path = self.dir.join(format!("{name}-{}.fdb", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
+    fn connect(&self, file: &Path, wire: WireOptions) -> ConnectOptions {
+        ConnectOptions {
+            database: self.dsn(file),
+            user: Some("SYSDBA".into()),
+            password: Some(self.password.clone()),
+            charset: "UTF8".into(),
+            wire,
+            ..Default::default()
+        }
+    }
+
+    /// A new database, created through the server.
+    fn create(&self, file: &Path) -> Attachment {
+        Attachment::create_database(
+            &client(),
+            &format!(
+                "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD '{}' PAGE_SIZE 4096 \
+                 SET NAMES 'UTF8' DEFAULT CHARACTER SET UTF8",
+                self.dsn(file),
+                self.password
+            ),
+        )
+        .unwrap()
+    }
+
+    fn command(&self, file: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
+        command
+            .args(["-d", &self.dsn(file), "-u", "SYSDBA"])
+            .env("ISC_PASSWORD", &self.password)
+            .args(args);
+        command
+    }
+
+    fn fbunload(&self, file: &Path, args: &[&str]) -> Output {
+        self.command(file, args).output().unwrap()
+    }
+}
+
+/// Removes a test database when the test ends, however it ends.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn ledger_rows(out: &Path) -> Vec<(i64, i64, i64)> {
+    csv_records(&out.join("LEDGER.csv"))
+        .iter()
+        .map(|r| {
+            (
+                r[0].parse().unwrap(),
+                r[1].parse().unwrap(),
+                r[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn account_rows(out: &Path) -> Vec<(i64, i64)> {
+    csv_records(&out.join("ACCOUNTS.csv"))
+        .iter()
+        .map(|r| (r[0].parse().unwrap(), r[1].parse().unwrap()))
+        .collect()
+}
+
+/// Every worker attaches over TCP and joins the main attachment's
+/// snapshot: the files are one moment's books while two writers move
+/// money through the same server.
+#[test]
+fn remote_workers_read_one_snapshot_while_others_write() {
+    let Some(server) = fb5("remote_workers_read_one_snapshot_while_others_write") else {
+        return;
+    };
+    let file = server.file("bank");
+    let _removed = Removed(file.clone());
+    bank::create(&server.create(&file)).unwrap();
+    let writers = Writers::start(&client(), &server.connect(&file, WireOptions::default()), 2);
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..2 {
+        let before = writers.committed();
+        let out = dir.path().join(format!("out{round}"));
+        let run = server.fbunload(
+            &file,
+            &[
+                "-j",
+                "3",
+                "--unit-pages",
+                "64",
+                "--verify",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert!(run.status.success(), "round {round}: {}", stderr(&run));
+        if let Err(why) = bank::check_books(ledger_rows(&out), account_rows(&out)) {
+            panic!("round {round}: {why}");
+        }
+        assert!(
+            writers.committed() > before,
+            "round {round}: the writers must have committed during the unload"
+        );
+    }
+}
+
+/// What the server sends is the same whatever the number of workers, and
+/// whether the wire is compressed or encrypted; the options reach the
+/// server (MON$ATTACHMENTS says so).
+#[test]
+fn output_is_the_same_at_any_parallelism_and_wire_setting() {
+    let Some(server) = fb5("output_is_the_same_at_any_parallelism_and_wire_setting") else {
+        return;
+    };
+    let file = server.file("wire");
+    let _removed = Removed(file.clone());
+    let att = server.create(&file);
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    for sql in [
+        "CREATE TABLE T (ID INTEGER, NAME VARCHAR(30), AMOUNT NUMERIC(12,2), STAMP TIMESTAMP, \
+         NOTE BLOB SUB_TYPE TEXT)",
+        "CREATE TABLE SMALL (ID INTEGER)",
+    ] {
+        tr.execute(sql).unwrap();
+    }
+    tr.commit().unwrap();
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    tr.execute(
+        "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 40000) DO BEGIN \
+           INSERT INTO T VALUES (:I, 'name ' || :I, :I * 0.25, \
+             DATEADD(:I SECOND TO TIMESTAMP '2020-01-01 00:00:00'), \
+             IIF(MOD(:I, 100) = 0, 'note ' || :I, NULL)); \
+           I = I + 1; END \
+           INSERT INTO SMALL VALUES (7); END",
+    )
+    .unwrap();
+    tr.commit().unwrap();
+    drop(att);
+
+    let dir = tempfile::tempdir().unwrap();
+    let unload = |name: &str, args: &[&str]| -> Vec<(String, Vec<u8>)> {
+        let out = dir.path().join(name);
+        let mut all = vec![
+            "--verify",
+            "--unit-pages",
+            "16",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        let run = server.fbunload(&file, &all);
+        assert!(run.status.success(), "{args:?}: {}", stderr(&run));
+        files(&out)
+            .into_iter()
+            .filter(|(name, _)| name.ends_with(".csv"))
+            .collect()
+    };
+    let one = unload("j1", &["-j", "1"]);
+    assert_eq!(one.len(), 2);
+    for (name, args) in [
+        ("j3", &["-j", "3"][..]),
+        ("compressed", &["-j", "3", "--wire-compression"]),
+        ("plain", &["-j", "2", "--wire-crypt", "disabled"]),
+    ] {
+        assert!(unload(name, args) == one, "{name}: not the -j 1 files");
+    }
+
+    // What the server says of each attachment's wire.
+    let wire_of = |wire: WireOptions| -> (String, String) {
+        let att = Attachment::connect(&client(), &server.connect(&file, wire)).unwrap();
+        let tr = att
+            .start_transaction(TransactionMode::ReadOnlySnapshot)
+            .unwrap();
+        let mut stmt = tr
+            .prepare(
+                "SELECT IIF(MON$WIRE_COMPRESSED, 'compressed', 'plain'), \
+                 IIF(MON$WIRE_ENCRYPTED, 'encrypted', 'clear') \
+                 FROM MON$ATTACHMENTS WHERE MON$ATTACHMENT_ID = CURRENT_CONNECTION",
+            )
+            .unwrap();
+        stmt.execute().unwrap();
+        assert!(stmt.fetch().unwrap());
+        let row = stmt.row();
+        let text = |i| {
+            String::from_utf8_lossy(row.value(i).unwrap())
+                .trim()
+                .to_string()
+        };
+        (text(0), text(1))
+    };
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(wire_of(WireOptions::default()), pair("plain", "encrypted"));
+    let both = WireOptions {
+        compression: true,
+        crypt: Some(WireCrypt::Disabled),
+    };
+    assert_eq!(wire_of(both), pair("compressed", "clear"));
+}
+
+#[test]
+fn a_wrong_password_is_one_line_and_never_echoed() {
+    let Some(server) = fb5("a_wrong_password_is_one_line_and_never_echoed") else {
+        return;
+    };
+    let file = server.file("auth");
+    let _removed = Removed(file.clone());
+    drop(server.create(&file));
+    let out = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(["-d", &server.dsn(&file), "-u", "SYSDBA", "--plan"])
+        .env("ISC_PASSWORD", "not-the-password")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("wrong user name or password"), "{err}");
+    assert!(!err.contains("not-the-password"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// SIGTERM while workers read over TCP: status 130, no manifest, and the
+/// next run completes.
+#[test]
+fn sigterm_stops_a_remote_run_and_the_next_run_completes() {
+    let Some(server) = fb5("sigterm_stops_a_remote_run_and_the_next_run_completes") else {
+        return;
+    };
+    let file = server.file("stop");
+    let _removed = Removed(file.clone());
+    let att = server.create(&file);
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    tr.execute("CREATE TABLE WIDE (ID INTEGER, PAD VARCHAR(500))")
+        .unwrap();
+    tr.commit().unwrap();
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    tr.execute(
+        "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 300000) DO BEGIN \
+           INSERT INTO WIDE VALUES (:I, LPAD('', 400, 'x') || :I); I = I + 1; END END",
+    )
+    .unwrap();
+    tr.commit().unwrap();
+    drop(att);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = server
+        .command(
+            &file,
+            &["-j", "2", "--unit-pages", "64", "-o", out.to_str().unwrap()],
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !being_written(&out, "WIDE.csv") {
+        assert!(
+            Instant::now() < deadline,
+            "the unload never started writing"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(130), "{err}");
+    assert!(!out.join("manifest.json").exists(), "{err}");
+    assert!(!out.join("WIDE.csv").exists(), "a half table was published");
+
+    let again = server.fbunload(
+        &file,
+        &["-j", "2", "--overwrite", "-o", out.to_str().unwrap()],
+    );
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(csv_records(&out.join("WIDE.csv")).len(), 300_000);
+}

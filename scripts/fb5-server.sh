@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# A Firebird 5 server over TCP, for the tests and benchmarks of the path
+# most users take. No package registry here ships a Firebird 4/5 server,
+# so it is built from Firebird's own source, which never enters this
+# repository:
+#
+#   scripts/fb5-server.sh build SRC HOME   # SRC: Firebird's source tree at tag v5.0.4
+#                                          # (git archive of FirebirdSQL/firebird); installs
+#                                          # the build tools; ~11 min of make on 2 cores
+#   eval "$(scripts/fb5-server.sh start [HOME])"
+#   scripts/fb5-server.sh stop [HOME]
+#
+# HOME defaults to $FBUNLOAD_FB5_HOME, then /opt/fbunload-fb5. `start`
+# runs the server from HOME on 127.0.0.1:3055 (FBUNLOAD_FB5_PORT), with a
+# lock directory of its own (so it never meets the embedded engine's or
+# Debian's Firebird 3.0), creates SYSDBA with a random password in its
+# security database through the embedded engine of HOME, and prints the
+# environment the server tests read (FBUNLOAD_TEST_FB5*; _STARTED is 1
+# when this call started it, for the caller to stop). Tests that need
+# this server are skipped, saying so, where FBUNLOAD_TEST_FB5 is not set.
+set -euo pipefail
+
+fail() { echo "fb5-server.sh: $*" >&2; exit 1; }
+
+command=${1:-}
+case "$command" in
+  build)
+    src=${2:?usage: fb5-server.sh build SRC HOME}
+    home=${3:?usage: fb5-server.sh build SRC HOME}
+    [ -x "$src/autogen.sh" ] || fail "$src is not a Firebird source tree (no autogen.sh)"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential autoconf automake \
+      libtool libtool-bin cmake libicu-dev zlib1g-dev libncurses-dev unzip >/dev/null
+    (cd "$src" && ./autogen.sh --prefix="$home" --enable-binreloc --with-builtin-tommath \
+       --with-builtin-tomcrypt >&2 && make -j"$(nproc)" >&2)
+    # The build is relocatable (binreloc): the release tree is the server.
+    mkdir -p "$home"
+    cp -a "$src/gen/Release/firebird/." "$home/"
+    echo "==> Firebird 5 built into $home" >&2
+    exit 0
+    ;;
+  start|stop) ;;
+  *) fail "usage: fb5-server.sh build SRC HOME | start [HOME] | stop [HOME]" ;;
+esac
+
+home=${2:-${FBUNLOAD_FB5_HOME:-/opt/fbunload-fb5}}
+port=${FBUNLOAD_FB5_PORT:-3055}
+run=/tmp/fbunload-fb5
+[ -x "$home/bin/firebird" ] || fail "no Firebird 5 server in $home (build one: scripts/fb5-server.sh build SRC $home)"
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+
+if [ "$command" = stop ]; then
+  pid=$(cat "$run/server.pid" 2>/dev/null || true)
+  if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = firebird ]; then
+    kill -TERM "$pid"
+    for _ in $(seq 50); do listening || break; sleep 0.2; done
+  fi
+  rm -f "$run/server.pid"
+  exit 0
+fi
+
+mkdir -p "$run/lock" "$run/db"
+chmod 1777 "$run/db"
+export FIREBIRD="$home" FIREBIRD_LOCK="$run/lock" FIREBIRD_TMP="$run"
+# The server's own settings, kept apart from the engine-wide defaults.
+conf="$home/firebird.conf"
+if ! grep -q '^# fbunload test server' "$conf"; then
+  {
+    echo '# fbunload test server'
+    echo "RemoteServicePort = $port"
+    echo 'RemoteBindAddress = 127.0.0.1'
+    echo 'MaxParallelWorkers = 64'
+    # Firebird 5 requires wire encryption by default; the tests and
+    # benchmarks need both ways (and compression) to be allowed.
+    echo 'WireCrypt = Enabled'
+    echo 'WireCompression = true'
+  } >>"$conf"
+fi
+started=
+if ! listening; then
+  started=1
+  password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  # SYSDBA in the security database, through the embedded engine (the
+  # server is not running yet, so nothing else holds the file).
+  printf "CREATE OR ALTER USER SYSDBA PASSWORD '%s' USING PLUGIN Srp;\nCOMMIT;\n" "$password" |
+    "$home/bin/isql" -q -user SYSDBA "$home/security5.fdb" >&2
+  printf '%s' "$password" >"$run/password"
+  chmod 600 "$run/password"
+  echo "==> starting the Firebird 5 server on 127.0.0.1:$port" >&2
+  nohup "$home/bin/firebird" >"$run/server.log" 2>&1 &
+  echo $! >"$run/server.pid"
+  for _ in $(seq 100); do listening && break; sleep 0.2; done
+  listening || fail "the Firebird 5 server did not start listening on $port ($run/server.log)"
+fi
+printf 'export FBUNLOAD_TEST_FB5=127.0.0.1/%s\n' "$port"
+printf 'export FBUNLOAD_TEST_FB5_DIR=%s\n' "$run/db"
+printf 'export FBUNLOAD_TEST_FB5_PASSWORD=%q\n' "$(cat "$run/password")"
+printf 'export FBUNLOAD_TEST_FB5_STARTED=%s\n' "$started"
