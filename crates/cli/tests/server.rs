@@ -159,6 +159,30 @@ fn a_plain_path_without_an_embedded_engine_says_how_to_get_one() {
     assert!(!out_dir.exists());
 }
 
+/// Debian's Firebird 3.0 keeps the default WireCrypt = Required.
+#[test]
+fn a_server_that_requires_wire_encryption_says_so() {
+    let Some(server) = server() else { return };
+    let db = server.create("crypt", &["CREATE TABLE T (I INTEGER)"]);
+    let out = server.fbunload(
+        &db.dsn,
+        &server.password,
+        &["--wire-crypt", "disabled", "--plan"],
+    );
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(
+            "the server requires wire encryption (its WireCrypt = Required): leave out \
+             --wire-crypt disabled"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let compressed = server.fbunload(&db.dsn, &server.password, &["--wire-compression", "--plan"]);
+    assert!(compressed.status.success(), "{}", stderr(&compressed));
+}
+
 #[test]
 fn no_password_is_named_as_such() {
     let Some(server) = server() else { return };
