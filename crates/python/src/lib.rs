@@ -60,9 +60,10 @@ create_exception!(
 /// How often a wait looks at Python's signals (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 
-/// The run's error as the exception of its kind, with the CLI's message.
+/// The run's error as the exception of its kind, with the CLI's message
+/// in Python's words.
 fn to_py(err: RunError) -> PyErr {
-    let message = err.to_string();
+    let message = in_python_words(&err.to_string());
     match err {
         RunError::Usage(_)
         | RunError::Catalog(CatalogError::BadPattern { .. } | CatalogError::NoTables(_)) => {
@@ -74,6 +75,70 @@ fn to_py(err: RunError) -> PyErr {
         RunError::SnapshotClosed { .. } => SnapshotClosed::new_err(message),
         _ => DatabaseError::new_err(message),
     }
+}
+
+/// Command-line options the run's messages name, and the keyword that
+/// does the same from Python: a flag means nothing to a Python caller.
+const PYTHON_KEYWORDS: &[(&str, &str)] = &[
+    ("allow-inconsistent", "allow_inconsistent=True"),
+    ("charset", "charset="),
+    ("client-lib", "client_lib="),
+    ("columns", "columns="),
+    ("decimal256", "decimal256=True"),
+    ("exclude", "exclude="),
+    ("max-bytes", "max_bytes="),
+    ("max-rows", "max_rows="),
+    ("memory", "memory_mb="),
+    ("name", "name="),
+    ("no-schema", "schema=False"),
+    ("overwrite", "overwrite=True"),
+    ("parallel", "parallel="),
+    ("password", "password="),
+    ("query", "query"),
+    ("split-by", "split_by="),
+    ("tables", "tables="),
+    ("user", "user="),
+    ("verify", "verify=True"),
+    ("views", "views="),
+    ("where", "where="),
+];
+
+/// `message` with each command-line flag it names replaced by the Python
+/// keyword: `--decimal256` becomes `decimal256=True`, `--tables 'X'`
+/// becomes `tables='X'`, and a flag whose value is not quoted there
+/// (`--split-by ORDERS: ...`) becomes the keyword's bare name.
+fn in_python_words(message: &str) -> String {
+    let message = message.replace("-p/--password", "--password");
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message.as_str();
+    while let Some(at) = rest.find("--") {
+        out += &rest[..at];
+        let after = &rest[at + 2..];
+        let flag_len = after
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+            .unwrap_or(after.len());
+        let flag = &after[..flag_len];
+        let mut tail = &after[flag_len..];
+        match PYTHON_KEYWORDS.iter().find(|(f, _)| *f == flag) {
+            Some((_, keyword)) => match keyword.strip_suffix('=') {
+                Some(name) => match tail.strip_prefix(' ') {
+                    Some(value) if value.starts_with(['\'', '"']) => {
+                        out += keyword;
+                        tail = value;
+                    }
+                    _ => out += name,
+                },
+                None => out += keyword,
+            },
+            None => {
+                out += "--";
+                out += flag;
+            }
+        }
+        rest = tail;
+    }
+    out += rest;
+    out
 }
 
 /// What every entry point takes: where, who, what, how.
@@ -337,7 +402,10 @@ impl Iterator for TableReader {
                     }
                 }
                 Some(None) => return None,
-                Some(Some(Err(e))) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
+                Some(Some(Err(e))) => {
+                    let message = in_python_words(&e.to_string());
+                    return Some(Err(ArrowError::ExternalError(message.into())));
+                }
                 Some(Some(Ok(item))) if item.table == self.table => {
                     return Some(project(item.batch, &self.columns));
                 }
