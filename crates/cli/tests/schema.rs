@@ -309,6 +309,7 @@ fn a_computed_column_may_use_a_sequence() {
         &[
             "CREATE SEQUENCE TICKETS START WITH 10",
             "CREATE TABLE T (ID INTEGER, NEXT_TICKET COMPUTED BY (GEN_ID(TICKETS, 0)), X INTEGER)",
+            "CREATE TABLE U (ID INTEGER)",
             "INSERT INTO T (ID) VALUES (1)",
         ],
         &["computed (GEN_ID(TICKETS, 0))"],
@@ -316,6 +317,13 @@ fn a_computed_column_may_use_a_sequence() {
     execute(&copy, &["INSERT INTO T (ID) VALUES (1)"]);
     let computed = "SELECT ID, NEXT_TICKET FROM T";
     assert_eq!(query(&source, computed), query(&copy, computed));
+
+    // Unloaded alone, T still gets the sequence its computed column uses.
+    let out = dir.path().join("only-t");
+    let run = fbunload(&source, &["-t", "T", "-o", out.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let sql = std::fs::read_to_string(out.join("schema.sql")).unwrap();
+    assert!(sql.contains("CREATE SEQUENCE \"TICKETS\""), "{sql}");
 }
 
 /// A computed column reading a table whose name sorts later: tables came

@@ -37,8 +37,9 @@
 //! - **BLOB segment sizes** are kept (`SEGMENT SIZE 400`) where they are
 //!   not the default 80.
 //! - **Sequences**: all user sequences when every user table is
-//!   unloaded; otherwise those that the unloaded tables' triggers or
-//!   computed columns use (`RDB$DEPENDENCIES`). Sequences are outside
+//!   unloaded; otherwise those that the unloaded tables' triggers,
+//!   computed columns or expression indices use (`RDB$DEPENDENCIES`, where
+//!   a computed column is named by its field source). Sequences are outside
 //!   transactions, so their value is the one read right after the
 //!   snapshot was taken: at least what any unloaded row used.
 //! - Not written, as the file's first lines say: views, triggers,
@@ -239,13 +240,21 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
                 .map(|(name, _)| name.clone()),
         );
     } else {
+        // The table of what uses a sequence: a trigger's, a computed
+        // column's (its dependency names the column's field source) or an
+        // expression index's.
         each_row(
             tr,
             "SELECT d.RDB$DEPENDED_ON_NAME, \
-             COALESCE(t.RDB$RELATION_NAME, d.RDB$DEPENDENT_NAME) \
+             COALESCE(t.RDB$RELATION_NAME, rf.RDB$RELATION_NAME, i.RDB$RELATION_NAME, \
+             d.RDB$DEPENDENT_NAME) \
              FROM RDB$DEPENDENCIES d LEFT JOIN RDB$TRIGGERS t \
              ON d.RDB$DEPENDENT_TYPE = 2 AND t.RDB$TRIGGER_NAME = d.RDB$DEPENDENT_NAME \
-             WHERE d.RDB$DEPENDED_ON_TYPE = 14 AND d.RDB$DEPENDENT_TYPE IN (0, 2)",
+             LEFT JOIN RDB$RELATION_FIELDS rf \
+             ON d.RDB$DEPENDENT_TYPE = 3 AND rf.RDB$FIELD_SOURCE = d.RDB$DEPENDENT_NAME \
+             LEFT JOIN RDB$INDICES i \
+             ON d.RDB$DEPENDENT_TYPE = 6 AND i.RDB$INDEX_NAME = d.RDB$DEPENDENT_NAME \
+             WHERE d.RDB$DEPENDED_ON_TYPE = 14 AND d.RDB$DEPENDENT_TYPE IN (0, 2, 3, 6)",
             |row| {
                 if wanted.contains(text(row, 1).as_str()) {
                     used.insert(text(row, 0));
