@@ -204,10 +204,32 @@ def read_pandas(database: str, table: str, **options: Any):
 
 
 def read_polars(database: str, table: str, **options: Any):
-    """Table ``table`` as a ``polars.DataFrame`` (needs polars)."""
+    """Table ``table`` as a ``polars.DataFrame`` (needs polars).
+
+    polars has no decimal wider than 38 digits, so the ``decimal256``
+    columns (INT128; NUMERIC/DECIMAL of more than 18 digits with
+    ``decimal256=True``) are converted exactly: scale 0 to ``Int128``,
+    which holds every INT128; other scales to ``String``, the exact
+    decimal text (``"-12.34"``). Every other column is as pyarrow has it."""
     import polars
 
-    return polars.from_arrow(read_arrow(database, table, **options))
+    return _to_polars(read_arrow(database, table, **options))
+
+
+def _to_polars(table: pa.Table):
+    """``table`` as a polars DataFrame, its decimal256 columns converted
+    exactly (see :func:`read_polars`): through their decimal text, which
+    pyarrow writes exactly and polars parses into ``Int128`` exactly."""
+    import polars
+
+    wide = [f for f in table.schema if pa.types.is_decimal256(f.type)]
+    for field in wide:
+        i = table.schema.get_field_index(field.name)
+        text = table.column(i).cast(pa.string())
+        table = table.set_column(i, pa.field(field.name, pa.string(), field.nullable, field.metadata), text)
+    frame = polars.from_arrow(table)
+    integers = [polars.col(f.name).str.to_integer(dtype=polars.Int128) for f in wide if f.type.scale == 0]
+    return frame.with_columns(integers) if integers else frame
 
 
 def unload(database: str, output: str, *, format: str = "csv", **options: Any) -> Dict[str, Any]:

@@ -61,7 +61,8 @@ def test_types_follow_the_readme_mapping(types_db):
     schema = fbunload.read_arrow(types_db, "T", **AUTH).schema
     # The storage decides the precision (README): BIGINT holds 19 digits.
     assert schema.field("N").type == pa.decimal128(19, 4)
-    assert schema.field("I128").type == pa.decimal128(38, 0)
+    # INT128 holds 39 digits: the one Arrow decimal that holds them all.
+    assert schema.field("I128").type == pa.decimal256(39, 0)
     assert schema.field("BL").type == pa.binary()
     assert schema.field("TS").type.unit == "us"
     assert schema.field("N9").metadata[b"fbunload.type"] == b"NUMERIC(9,3)"
@@ -235,16 +236,65 @@ def test_memory_stays_bounded_while_iterating_two_million_rows(tmp_path):
     assert peak_mb < 300, f"peak RSS {peak_mb} MB"
 
 
-def test_int128_beyond_38_digits_is_refused_or_read_as_decimal256(tmp_path):
+INT128_MIN, INT128_MAX = -(2**127), 2**127 - 1
+
+
+def test_int128_extremes_are_read_whole_and_a_numeric_beyond_38_digits_is_refused(tmp_path):
     db = make_database(
         tmp_path / "i128.fdb",
-        ["CREATE TABLE BIG (V INT128)", "INSERT INTO BIG VALUES (-170141183460469231731687303715884105728)"],
+        [
+            "CREATE TABLE BIG (ID INTEGER, V INT128, N NUMERIC(38,2))",
+            f"INSERT INTO BIG VALUES (1, {INT128_MIN}, -12.34)",
+            f"INSERT INTO BIG VALUES (2, {INT128_MAX}, NULL)",
+            "INSERT INTO BIG VALUES (3, NULL, CAST('1701411834604692317316873037158841057.27' AS NUMERIC(38,2)))",
+        ],
     )
-    with pytest.raises(fbunload.UsageError, match="decimal256"):
-        fbunload.read_arrow(db, "BIG", **AUTH)
-    table = fbunload.read_arrow(db, "BIG", decimal256=True, **AUTH)
+    # A bare INT128 is decimal256(39, 0) whatever its values.
+    table = fbunload.read_arrow(db, "BIG", columns=["ID", "V"], **AUTH)
     assert table.schema.field("V").type == pa.decimal256(39, 0)
-    assert table.column("V").to_pylist() == [decimal.Decimal("-170141183460469231731687303715884105728")]
+    assert table.sort_by("ID").column("V").to_pylist() == [
+        decimal.Decimal(INT128_MIN), decimal.Decimal(INT128_MAX), None]
+    # A NUMERIC(38,2) of 39 digits is beyond its declared precision: refused
+    # in one line that names the Python keyword, not the command line's flag.
+    with pytest.raises(fbunload.Error) as caught:
+        fbunload.read_arrow(db, "BIG", **AUTH)
+    message = str(caught.value)
+    assert "column N" in message and "decimal256=True" in message, message
+    assert "--" not in message and "\n" not in message, message
+    table = fbunload.read_arrow(db, "BIG", decimal256=True, **AUTH).sort_by("ID")
+    assert table.schema.field("N").type == pa.decimal256(39, 2)
+    assert table.column("N").to_pylist()[2] == decimal.Decimal("1701411834604692317316873037158841057.27")
+
+
+def test_read_polars_converts_decimal256_exactly(tmp_path):
+    polars = pytest.importorskip("polars")
+    db = make_database(
+        tmp_path / "polars.fdb",
+        [
+            "CREATE TABLE BIG (ID INTEGER, V INT128, N NUMERIC(38,2), M NUMERIC(18,4))",
+            f"INSERT INTO BIG VALUES (1, {INT128_MIN}, -12.34, 1.5)",
+            f"INSERT INTO BIG VALUES (2, {INT128_MAX}, "
+            "CAST('1701411834604692317316873037158841057.27' AS NUMERIC(38,2)), NULL)",
+            "INSERT INTO BIG (ID) VALUES (3)",
+        ],
+    )
+    # polars has no decimal256: INT128 becomes Int128, which holds it.
+    frame = fbunload.read_polars(db, "BIG", columns=["ID", "V", "M"], **AUTH).sort("ID")
+    assert frame.schema["V"] == polars.Int128
+    assert frame["V"].to_list() == [INT128_MIN, INT128_MAX, None]
+    assert frame.schema["M"] == polars.Decimal(19, 4)
+    # A scaled decimal256 (decimal256=True) becomes its exact decimal text.
+    frame = fbunload.read_polars(db, "BIG", decimal256=True, **AUTH).sort("ID")
+    assert frame.schema["N"] == polars.String
+    assert frame["N"].to_list() == ["-12.34", "1701411834604692317316873037158841057.27", None]
+    assert frame["V"].to_list() == [INT128_MIN, INT128_MAX, None]
+
+
+def test_python_errors_name_python_keywords_not_flags(big_db):
+    with pytest.raises(fbunload.UsageError) as caught:
+        fbunload.read_tables(big_db, "WIDE", exclude="[", **AUTH)
+    message = str(caught.value)
+    assert "exclude='['" in message and "--" not in message, message
 
 
 def test_ctrl_c_stops_a_read_at_once(big_db):

@@ -246,8 +246,10 @@ fn none_text_is_decoded_as_the_user_says() {
 
 /// INT128 holds values of 39 digits, Arrow's decimal128 at most 38: such a
 /// value in a decimal128(38) column made files that pyarrow's full
-/// validation and DuckDB reject. Now it is refused by name, unless
-/// `--decimal256` asks for a type that holds it; text formats are exact.
+/// validation and DuckDB reject. A bare INT128 is now decimal256(39, 0),
+/// which holds them all; a NUMERIC(38, s) holding 39 digits, beyond its
+/// declared precision, is refused by name, unless `--decimal256` asks for
+/// a type that holds it; text formats are exact.
 #[test]
 fn int128_values_of_39_digits_are_refused_or_written_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -259,7 +261,7 @@ fn int128_values_of_39_digits_are_refused_or_written_whole() {
         &db,
         &[
             "CREATE TABLE WIDE (ID INTEGER, I INT128, N NUMERIC(38,2))",
-            "CREATE TABLE NARROW (I INT128, N NUMERIC(38,2))",
+            "CREATE TABLE NARROW (I NUMERIC(38,0), N NUMERIC(38,2))",
             &format!("INSERT INTO WIDE VALUES (1, {max}, {max_scaled})"),
             &format!("INSERT INTO WIDE VALUES (2, -{max}, 12.34)"),
             "INSERT INTO NARROW VALUES (99999999999999999999999999999999999999, -12.34)",
@@ -279,9 +281,12 @@ fn int128_values_of_39_digits_are_refused_or_written_whole() {
         assert_eq!(out.status.code(), Some(1), "{format}");
         let err = stderr(&out);
         assert!(
-            err.contains("WIDE") && err.contains("column I") && err.contains("--decimal256"),
+            err.contains("WIDE")
+                && err.contains("column N: value 1701411834604692317316873037158841057.27 ")
+                && err.contains("--decimal256"),
             "{err}"
         );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(!out_dir.join(format!("WIDE.{format}")).exists());
     }
     let script = r#"
@@ -292,6 +297,7 @@ for fmt, read in [("parquet", pq.read_table), ("arrow", fe.read_table)]:
     wide.validate(full=True)
     assert str(wide.schema.field("I").type) == "decimal256(39, 0)", wide.schema
     assert wide.column("I").to_pylist() == [decimal.Decimal(max_text), decimal.Decimal("-" + max_text)]
+    assert str(wide.schema.field("N").type) == "decimal256(39, 2)", wide.schema
     assert str(wide.column("N").to_pylist()[0]) == max_text[:-2] + "." + max_text[-2:]
     narrow = read(f"{root}/{fmt}-narrow/NARROW.{fmt}")
     narrow.validate(full=True)

@@ -418,15 +418,15 @@ fn bad_limits_are_refused_in_one_line_before_anything_runs() {
 fn a_table_that_fails_half_way_leaves_none_of_its_parts() {
     let dir = tempfile::tempdir().unwrap();
     let db = create_db(dir.path(), "bad.fdb", 4096);
-    // 5,000 good rows, then a value of 39 digits, which Parquet's
+    // 5,000 good rows, then a NUMERIC(38,0) of 39 digits, which Parquet's
     // decimal128 refuses: parts 1 to 5 are complete before part 6 fails.
     execute(
         &db,
         &[
-            "CREATE TABLE BAD (N INT128)",
+            "CREATE TABLE BAD (N NUMERIC(38,0))",
             "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 5000) DO BEGIN \
                INSERT INTO BAD VALUES (:I); I = I + 1; END END",
-            "INSERT INTO BAD VALUES (CAST('170141183460469231731687303715884105727' AS INT128))",
+            "INSERT INTO BAD VALUES (CAST('170141183460469231731687303715884105727' AS NUMERIC(38,0)))",
         ],
     );
     let out = dir.path().join("out");

@@ -3,7 +3,9 @@
 //! kind and sequences is unloaded; its `schema.sql` is run statement by
 //! statement into a new, empty database; and the two catalogs must
 //! describe the same tables (types, lengths, scales, character sets,
-//! collations, nullability, defaults, keys, indices, sequence values).
+//! collations and the user-defined ones' definitions, nullability,
+//! defaults, BLOB segment sizes, keys, indices, sequence values), also
+//! where computed columns and indices read sequences and other tables.
 
 mod common;
 
@@ -218,6 +220,180 @@ fn only_the_unloaded_tables_and_the_sequences_they_use() {
     assert!(out.join("CUSTOMER.csv").exists());
 }
 
+/// `ddl` made into a database, unloaded, and its schema.sql run into a new
+/// one: the catalogs must be the same, and hold each of `expected`.
+/// Returns the source, the copy and the schema.sql.
+fn round_trip(dir: &Path, ddl: &[&str], expected: &[&str]) -> (PathBuf, PathBuf, String) {
+    let source = create_db(dir, "source.fdb", 8192);
+    execute(&source, ddl);
+    let out = dir.join("out");
+    let run = fbunload(&source, &["-o", out.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let sql = std::fs::read_to_string(out.join("schema.sql")).unwrap();
+    let copy = load_schema(dir, "copy.fdb", &sql);
+    let described = describe(&source);
+    for expected in expected {
+        assert!(
+            described.iter().any(|l| l.contains(expected)),
+            "no {expected:?} in:\n{}",
+            described.join("\n")
+        );
+    }
+    assert_same_catalog(&described, &describe(&copy));
+    (source, copy, sql)
+}
+
+// schema.sql ran into a new database only where nothing read what came
+// after it. Each test below fails on the old code.
+
+/// A column (or its domain) with a user-defined collation: no CREATE
+/// COLLATION was written.
+#[test]
+fn user_defined_collations_are_created_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (.., sql) = round_trip(
+        dir.path(),
+        &[
+            "CREATE COLLATION CI_NOPAD FOR UTF8 FROM UNICODE NO PAD CASE INSENSITIVE",
+            "CREATE COLLATION NUMERIC_SORT FOR UTF8 FROM UNICODE 'NUMERIC-SORT=1'",
+            "CREATE COLLATION SWEDISH_CI FOR WIN1252 FROM PXW_SWEDFIN CASE INSENSITIVE",
+            "CREATE DOMAIN D_CODE AS VARCHAR(10) CHARACTER SET UTF8 COLLATE NUMERIC_SORT",
+            "CREATE TABLE T (NAME VARCHAR(20) CHARACTER SET UTF8 COLLATE CI_NOPAD, CODE D_CODE, \
+               CITY VARCHAR(20) CHARACTER SET WIN1252 COLLATE SWEDISH_CI)",
+            "INSERT INTO T VALUES ('x', 'A10', 'Malmö')",
+            "CREATE TABLE U (ID INTEGER)",
+        ],
+        &[
+            "collation CI_NOPAD for UTF8 from UNICODE attributes 2",
+            "collation NUMERIC_SORT for UTF8 from UNICODE attributes 1",
+            "collation SWEDISH_CI for WIN1252 from PXW_SWEDFIN attributes 3",
+            "column T.CODE",
+        ],
+    );
+    assert!(
+        sql.contains("'NUMERIC-SORT=1'") && !sql.contains("VERSION"),
+        "{sql}"
+    );
+}
+
+/// Only the collations the unloaded columns use.
+#[test]
+fn collations_no_unloaded_column_uses_are_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = create_db(dir.path(), "source.fdb", 8192);
+    execute(
+        &source,
+        &[
+            "CREATE COLLATION USED_CI FOR UTF8 FROM UNICODE CASE INSENSITIVE",
+            "CREATE COLLATION UNUSED_CI FOR UTF8 FROM UNICODE CASE INSENSITIVE",
+            "CREATE TABLE T (NAME VARCHAR(20) CHARACTER SET UTF8 COLLATE USED_CI)",
+            "CREATE TABLE U (NAME VARCHAR(20) CHARACTER SET UTF8 COLLATE UNUSED_CI)",
+        ],
+    );
+    let out = dir.path().join("out");
+    let run = fbunload(&source, &["-t", "T", "-o", out.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let sql = std::fs::read_to_string(out.join("schema.sql")).unwrap();
+    assert!(
+        sql.contains("CREATE COLLATION \"USED_CI\"") && !sql.contains("UNUSED_CI"),
+        "{sql}"
+    );
+}
+
+/// A computed column using a sequence: sequences came after the tables.
+#[test]
+fn a_computed_column_may_use_a_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, copy, _) = round_trip(
+        dir.path(),
+        &[
+            "CREATE SEQUENCE TICKETS START WITH 10",
+            "CREATE TABLE T (ID INTEGER, NEXT_TICKET COMPUTED BY (GEN_ID(TICKETS, 0)), X INTEGER)",
+            "CREATE TABLE U (ID INTEGER)",
+            "INSERT INTO T (ID) VALUES (1)",
+        ],
+        &["computed (GEN_ID(TICKETS, 0))"],
+    );
+    execute(&copy, &["INSERT INTO T (ID) VALUES (1)"]);
+    let computed = "SELECT ID, NEXT_TICKET FROM T";
+    assert_eq!(query(&source, computed), query(&copy, computed));
+
+    // Unloaded alone, T still gets the sequence its computed column uses.
+    let out = dir.path().join("only-t");
+    let run = fbunload(&source, &["-t", "T", "-o", out.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let sql = std::fs::read_to_string(out.join("schema.sql")).unwrap();
+    assert!(sql.contains("CREATE SEQUENCE \"TICKETS\""), "{sql}");
+}
+
+/// A computed column reading a table whose name sorts later: tables came
+/// in alphabetical order.
+#[test]
+fn a_computed_column_may_read_a_table_written_after_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, copy, _) = round_trip(
+        dir.path(),
+        &[
+            "CREATE TABLE Z_CUSTOMERS (ID INTEGER NOT NULL, NAME VARCHAR(20))",
+            "CREATE TABLE A_ORDERS (ID INTEGER NOT NULL, CUSTOMER_ID INTEGER, \
+               CUSTOMER_NAME COMPUTED BY \
+                 ((SELECT C.NAME FROM Z_CUSTOMERS C WHERE C.ID = A_ORDERS.CUSTOMER_ID)), \
+               TWICE COMPUTED BY (ID * 2), AMOUNT INTEGER)",
+            "INSERT INTO Z_CUSTOMERS VALUES (1, 'Bo')",
+            "INSERT INTO A_ORDERS (ID, CUSTOMER_ID) VALUES (7, 1)",
+        ],
+        &["column A_ORDERS.CUSTOMER_NAME", "column A_ORDERS.AMOUNT"],
+    );
+    execute(
+        &copy,
+        &[
+            "INSERT INTO Z_CUSTOMERS VALUES (1, 'Bo')",
+            "INSERT INTO A_ORDERS (ID, CUSTOMER_ID) VALUES (7, 1)",
+        ],
+    );
+    let computed = "SELECT CUSTOMER_NAME, TWICE FROM A_ORDERS";
+    assert_eq!(query(&source, computed), query(&copy, computed));
+}
+
+/// An expression index reading another table.
+#[test]
+fn an_expression_index_may_read_another_table() {
+    let dir = tempfile::tempdir().unwrap();
+    round_trip(
+        dir.path(),
+        &[
+            "CREATE TABLE Z_CUSTOMERS (ID INTEGER NOT NULL, NAME VARCHAR(20))",
+            "CREATE TABLE A_ORDERS (ID INTEGER NOT NULL, CUSTOMER_ID INTEGER)",
+            "CREATE INDEX IX_ORDERS_CUSTOMER_NAME ON A_ORDERS COMPUTED BY \
+               ((SELECT C.NAME FROM Z_CUSTOMERS C WHERE C.ID = A_ORDERS.CUSTOMER_ID))",
+        ],
+        &["index IX_ORDERS_CUSTOMER_NAME on A_ORDERS"],
+    );
+}
+
+/// BLOB segment sizes were lost: BLOB(400, 1) became 80.
+#[test]
+fn blob_segment_sizes_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    round_trip(
+        dir.path(),
+        &[
+            "CREATE DOMAIN D_DOC AS BLOB SUB_TYPE TEXT SEGMENT SIZE 2048",
+            "CREATE TABLE T (MEMO BLOB(400, 1), \
+               NOTE BLOB SUB_TYPE TEXT SEGMENT SIZE 400 CHARACTER SET UTF8, \
+               RAW BLOB SUB_TYPE BINARY SEGMENT SIZE 1024, DOC D_DOC, PLAIN BLOB)",
+            "CREATE TABLE U (ID INTEGER)",
+        ],
+        &[
+            "column T.MEMO type 261 subtype 1",
+            "segment 400",
+            "segment 1024",
+            "segment 2048",
+            "column T.PLAIN type 261 subtype 0",
+        ],
+    );
+}
+
 /// A new database with `sql` run into it, statement by statement.
 fn load_schema(dir: &Path, name: &str, sql: &str) -> PathBuf {
     let db = create_db(dir, name, 8192);
@@ -364,7 +540,8 @@ fn describe(db: &Path) -> Vec<String> {
            CAST(COALESCE(rf.RDB$DEFAULT_SOURCE, f.RDB$DEFAULT_SOURCE) AS VARCHAR(2000)), \
            CAST(f.RDB$COMPUTED_SOURCE AS VARCHAR(2000)), \
            DECODE(rf.RDB$IDENTITY_TYPE, 0, 'ALWAYS', 1, 'BY DEFAULT'), \
-           g.RDB$INITIAL_VALUE, g.RDB$GENERATOR_INCREMENT, g.RDB$GENERATOR_NAME \
+           g.RDB$INITIAL_VALUE, g.RDB$GENERATOR_INCREMENT, g.RDB$GENERATOR_NAME, \
+           COALESCE(f.RDB$SEGMENT_LENGTH, 0) \
          FROM RDB$RELATION_FIELDS rf \
          JOIN RDB$RELATIONS r ON r.RDB$RELATION_NAME = rf.RDB$RELATION_NAME \
          JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
@@ -377,7 +554,7 @@ fn describe(db: &Path) -> Vec<String> {
     ) {
         let mut line = format!(
             "column {}.{} {} subtype {} length {} chars {} precision {} scale {} charset {} \
-             collation {} not null {} {} computed {}",
+             collation {} not null {} {} computed {} segment {}",
             row[0],
             row[1],
             row[2],
@@ -390,7 +567,8 @@ fn describe(db: &Path) -> Vec<String> {
             row[9],
             row[10],
             row[11],
-            row[12]
+            row[12],
+            row[17]
         );
         if row[13] != "NULL" {
             line += &format!(
@@ -402,6 +580,20 @@ fn describe(db: &Path) -> Vec<String> {
             );
         }
         lines.push(line);
+    }
+
+    for row in query_in(
+        &att,
+        "SELECT c.RDB$COLLATION_NAME, cs.RDB$CHARACTER_SET_NAME, c.RDB$BASE_COLLATION_NAME, \
+           c.RDB$COLLATION_ATTRIBUTES, CAST(c.RDB$SPECIFIC_ATTRIBUTES AS VARCHAR(2000)) \
+         FROM RDB$COLLATIONS c \
+         JOIN RDB$CHARACTER_SETS cs ON cs.RDB$CHARACTER_SET_ID = c.RDB$CHARACTER_SET_ID \
+         WHERE COALESCE(c.RDB$SYSTEM_FLAG, 0) = 0 ORDER BY 1",
+    ) {
+        lines.push(format!(
+            "collation {} for {} from {} attributes {} specific {}",
+            row[0], row[1], row[2], row[3], row[4]
+        ));
     }
 
     let mut segments: HashMap<String, Vec<String>> = HashMap::new();

@@ -20,7 +20,7 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 use fbunload_client::{BlobId, ClientError, Row};
 
 use crate::text::TextDecoder;
-use crate::types::{ColumnKind, OutputColumn};
+use crate::types::{ColumnKind, OutputColumn, DECIMAL128_DIGITS, INT128_DIGITS};
 
 /// Days from Firebird's day zero (1858-11-17, the Modified Julian Date
 /// epoch) to 1970-01-01.
@@ -192,12 +192,18 @@ impl RowDecoder {
             (Builder::Int16(b), _) => b.append_value(ne!(i16)),
             (Builder::Int32(b), _) => b.append_value(ne!(i32)),
             (Builder::Int64(b), _) => b.append_value(ne!(i64)),
-            (Builder::Decimal(b), ColumnKind::Decimal { width, .. }) => {
+            (Builder::Decimal(b), ColumnKind::Decimal { width, scale, .. }) => {
                 b.append_value(match width {
                     2 => ne!(i16) as i128,
                     4 => ne!(i32) as i128,
                     8 => ne!(i64) as i128,
-                    _ => ne!(i128),
+                    _ => {
+                        let value = ne!(i128);
+                        if value.unsigned_abs() > DECIMAL128_MAX {
+                            return Err(bad(beyond_decimal128(value, scale, &column.type_name)));
+                        }
+                        value
+                    }
                 })
             }
             (Builder::Decimal256(b), _) => b.append_value(arrow_buffer::i256::from_i128(ne!(i128))),
@@ -287,6 +293,27 @@ impl RowDecoder {
 
 /// How a blob reaches the decoder: each segment in turn, until `Break`.
 pub type Segments<'a> = dyn FnMut(&[u8]) -> ControlFlow<()> + 'a;
+
+/// The largest magnitude of Arrow's Decimal128: 38 nines.
+const DECIMAL128_MAX: u128 = 10u128.pow(DECIMAL128_DIGITS as u32) - 1;
+
+/// An INT128-backed NUMERIC/DECIMAL holding 39 digits, beyond any
+/// precision it can be declared with: Decimal128 cannot hold it, and a
+/// file holding it anyway would be refused or misread by its readers.
+fn beyond_decimal128(value: i128, scale: i8, type_name: &str) -> String {
+    let digits = value.unsigned_abs().to_string();
+    let point = digits.len().saturating_sub(scale.max(0) as usize);
+    let sign = if value < 0 { "-" } else { "" };
+    let text = match scale {
+        1.. => format!("{sign}{}.{}", &digits[..point], &digits[point..]),
+        _ => format!("{sign}{digits}"),
+    };
+    format!(
+        "value {text} has more digits than {type_name} declares and Arrow's \
+         decimal128({DECIMAL128_DIGITS}, {scale}) holds; rerun with --decimal256 for \
+         decimal256({INT128_DIGITS}, {scale}), or write csv or jsonl, which are exact"
+    )
+}
 
 /// Only UTF-8 can be invalid: the other decoders map every byte.
 fn not_text(offset: usize) -> String {
@@ -462,6 +489,41 @@ mod tests {
             MICROS_PER_DAY + 3_600_000_100
         );
         assert!(batch.column(0).is_null(1));
+    }
+
+    #[test]
+    fn a_numeric_of_39_digits_is_refused_at_once_naming_column_and_value() {
+        let numeric = ColumnKind::Decimal {
+            width: 16,
+            precision: DECIMAL128_DIGITS,
+            scale: 6,
+        };
+        let mut dec = decoder(vec![OutputColumn {
+            type_name: "NUMERIC(38,6)".into(),
+            ..column("N", numeric)
+        }]);
+        let largest = (10i128.pow(38) - 1).to_ne_bytes();
+        dec.append_with(|_| Some(&largest[..]), no_blobs).unwrap();
+        let beyond = i128::MAX.to_ne_bytes();
+        let err = dec
+            .append_with(|_| Some(&beyond[..]), no_blobs)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "column N: value 170141183460469231731687303715884.105727 has more digits than \
+                 NUMERIC(38,6) declares"
+            ) && err.contains("--decimal256")
+                && !err.contains('\n'),
+            "{err}"
+        );
+        let smallest = i128::MIN.to_ne_bytes();
+        let err = dec
+            .append_with(|_| Some(&smallest[..]), no_blobs)
+            .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("value -170141183460469231731687303715884.105728 "));
     }
 
     #[test]

@@ -4,8 +4,18 @@
 //! | Firebird                      | Arrow                          | note |
 //! |-------------------------------|--------------------------------|------|
 //! | SMALLINT / INTEGER / BIGINT   | Int16 / Int32 / Int64          | |
-//! | INT128                        | Decimal128(38, 0)              | Decimal256(39, 0) with [`TypeOptions::decimal256`] |
-//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19, 38): Firebird does not enforce the declared precision; INT128-backed (p > 18) as INT128 |
+//! | INT128                        | Decimal256(39, 0)              | every INT128 has at most 39 digits; Decimal128 holds 38 |
+//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19), or 38 for INT128-backed (p > 18); Decimal256(39, s) with [`TypeOptions::decimal256`] |
+//!
+//! The Arrow type follows the declared type, never the data, so every
+//! unload of a table has one schema. A bare INT128 can hold any value of
+//! 39 digits, so it gets the one Arrow decimal that holds them all.
+//! NUMERIC/DECIMAL get the widest Decimal128 their storage needs (Firebird
+//! does not enforce the declared precision, so a NUMERIC(9,3) can hold
+//! 2147483.647): every reader takes Decimal128 (DuckDB, polars and Spark
+//! have no wider decimal), and the only values it cannot hold are those
+//! of 39 digits in an INT128-backed NUMERIC(p ≤ 38), beyond any declared
+//! precision: the decoder refuses such a value as soon as it meets it.
 //! | FLOAT / DOUBLE PRECISION      | Float32 / Float64              | |
 //! | DECFLOAT(16) / DECFLOAT(34)   | Utf8                           | the planner has the server cast it to text, which is exact |
 //! | DATE                          | Date32                         | |
@@ -33,9 +43,10 @@ use crate::text::{charset_name, TextDecoder, CHARSET_NONE, CHARSET_OCTETS};
 /// sinks can render what Arrow alone cannot say (TIME WITH TIME ZONE).
 pub const TYPE_METADATA_KEY: &str = "fbunload.type";
 
-/// Digits Arrow's Decimal128 holds, and that INT128 needs (its largest
-/// value, 170141183460469231731687303715884105727, has 39).
+/// Digits Arrow's Decimal128 holds.
 pub const DECIMAL128_DIGITS: u8 = 38;
+/// Digits INT128 needs: its largest value,
+/// 170141183460469231731687303715884105727, has 39.
 pub const INT128_DIGITS: u8 = 39;
 
 /// Choices in the mapping that are the user's.
@@ -43,10 +54,11 @@ pub const INT128_DIGITS: u8 = 39;
 pub struct TypeOptions {
     /// Decodes text in columns declared CHARACTER SET NONE.
     pub none_text: TextDecoder,
-    /// INT128-backed columns as Decimal256(39, s), which holds every
-    /// INT128, instead of Decimal128(38, s), which every Arrow reader
-    /// takes (DuckDB, polars and Spark have no wider decimal) but which
-    /// cannot hold values of 39 digits: writers of Arrow types refuse those.
+    /// INT128-backed NUMERIC/DECIMAL as Decimal256(39, s), which holds
+    /// every value their storage can, instead of Decimal128(38, s), which
+    /// every Arrow reader takes (DuckDB, polars and Spark have no wider
+    /// decimal) but which cannot hold a value of 39 digits. A bare INT128
+    /// is Decimal256(39, 0) either way.
     pub decimal256: bool,
 }
 
@@ -60,6 +72,10 @@ impl Default for TypeOptions {
 }
 
 const BLOB_SUBTYPE_TEXT: i16 = 1;
+/// The subtypes the server describes a scaled integer declared NUMERIC or
+/// DECIMAL with; a bare INT128 (or an expression) has 0.
+const SUBTYPE_NUMERIC: i16 = 1;
+const SUBTYPE_DECIMAL: i16 = 2;
 
 /// How to turn one column's bytes into an Arrow value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,7 +218,10 @@ fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
         sql_type::SHORT => ColumnKind::Int16,
         sql_type::LONG => ColumnKind::Int32,
         sql_type::INT64 => ColumnKind::Int64,
-        sql_type::INT128 => decimal(16, DECIMAL128_DIGITS),
+        sql_type::INT128 if matches!(desc.subtype, SUBTYPE_NUMERIC | SUBTYPE_DECIMAL) => {
+            decimal(16, DECIMAL128_DIGITS)
+        }
+        sql_type::INT128 => decimal(16, INT128_DIGITS),
         sql_type::FLOAT => ColumnKind::Float32,
         sql_type::DOUBLE | sql_type::D_FLOAT => ColumnKind::Float64,
         sql_type::TYPE_DATE => ColumnKind::Date,
@@ -350,16 +369,31 @@ mod tests {
     }
 
     #[test]
-    fn int128_is_decimal128_unless_asked_for_decimal256() {
-        let int128 = desc(sql_type::INT128, -2, 1);
-        let col = OutputColumn::new("I", &int128, None, UTF8).unwrap();
+    fn int128_follows_its_declared_type_never_its_values() {
+        // A bare INT128 holds 39 digits: only Decimal256 takes them all.
+        let bare = OutputColumn::new("I", &desc(sql_type::INT128, 0, 0), None, UTF8).unwrap();
+        assert_eq!(bare.arrow_field().data_type(), &DataType::Decimal256(39, 0));
+        // NUMERIC(p > 18, s) and DECIMAL are stored as INT128 too, and stay
+        // the Decimal128 every reader takes.
+        let numeric = desc(sql_type::INT128, -2, SUBTYPE_NUMERIC);
+        let col = OutputColumn::new("N", &numeric, None, UTF8).unwrap();
         assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(38, 2));
+        let decimal = desc(sql_type::INT128, 0, SUBTYPE_DECIMAL);
+        let col = OutputColumn::new("D", &decimal, None, UTF8).unwrap();
+        assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(38, 0));
+        // An INT128 expression with a scale is no NUMERIC: all 39 digits.
+        let scaled = desc(sql_type::INT128, -3, 0);
+        let col = OutputColumn::new("E", &scaled, None, UTF8).unwrap();
+        assert_eq!(col.arrow_field().data_type(), &DataType::Decimal256(39, 3));
+
         let wide = TypeOptions {
             decimal256: true,
             ..TypeOptions::default()
         };
-        let col = OutputColumn::new("I", &int128, None, &wide).unwrap();
+        let col = OutputColumn::new("N", &numeric, None, &wide).unwrap();
         assert_eq!(col.arrow_field().data_type(), &DataType::Decimal256(39, 2));
+        let col = OutputColumn::new("I", &desc(sql_type::INT128, 0, 0), None, &wide).unwrap();
+        assert_eq!(col.arrow_field().data_type(), &DataType::Decimal256(39, 0));
         // Narrower storage stays Decimal128 either way.
         let bigint = OutputColumn::new("B", &desc(sql_type::INT64, -2, 1), None, &wide).unwrap();
         assert_eq!(

@@ -345,6 +345,19 @@ impl Unload {
         Prepared::new(self.database()?, &filter, self.options.clone())
     }
 
+    /// [`Self::prepare`] for writing `format`. Text formats write every
+    /// decimal exactly whatever its Arrow type, so INT128-backed NUMERIC
+    /// and DECIMAL get the type that holds all their values
+    /// ([`TypeOptions::decimal256`]): the value of 39 digits that a
+    /// Decimal128 column refuses is written instead.
+    fn prepare_for(&self, format: &Format) -> Result<Prepared, Error> {
+        let mut options = self.options.clone();
+        if matches!(format, Format::Bytes { .. }) {
+            options.types.decimal256 = true;
+        }
+        Prepared::new(self.database()?, &self.table_filter()?, options)
+    }
+
     /// Takes a snapshot and holds it open, with the plan of the selected
     /// tables in it, until the [`HeldSnapshot`] is dropped; readers join
     /// it with [`HeldSnapshot::reader`] or, in another process, with
@@ -409,7 +422,7 @@ impl Unload {
         }
         FileOutput::check_part_limits(&format, self.part_limits)?;
         let output = OutputDir::open(dir.as_ref(), self.reuse)?;
-        let prepared = self.prepare()?;
+        let prepared = self.prepare_for(&format)?;
         let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
         let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
             .with_part_limits(self.part_limits)?;
@@ -434,9 +447,9 @@ impl Unload {
             return self.prepare()?.run(&fbunload_exec::Discard, progress);
         }
         // Refused before anything attaches.
-        let output = FileOutput::to_stdout(format, self.memory_budget)?
+        let output = FileOutput::to_stdout(format.clone(), self.memory_budget)?
             .with_part_limits(self.part_limits)?;
-        self.prepare()?.run(&output, progress)
+        self.prepare_for(&format)?.run(&output, progress)
     }
 
     /// Starts reading every selected table and returns their batches as

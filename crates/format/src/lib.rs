@@ -216,7 +216,8 @@ pub enum FormatError {
     #[error(
         "column {column}: value {value} has more digits than Arrow's decimal128({precision}, \
          {scale}) holds; rerun with --decimal256 (pyarrow reads it; DuckDB reads Parquet \
-         decimal256 as DOUBLE, polars not at all), or write csv or jsonl, which are exact"
+         decimal256 as DOUBLE, polars has no decimal256), or write csv or jsonl, which are \
+         exact"
     )]
     DecimalOverflow {
         column: String,
@@ -252,6 +253,8 @@ impl FormatError {
 /// column's precision. Firebird's INT128 has values of 39 digits, Arrow's
 /// Decimal128 at most 38; writers of Arrow types (Parquet, Arrow IPC,
 /// Arrow streams) check every batch, text formats write any value exactly.
+/// fbunload's decoder refuses such a value as soon as it reads one (and
+/// maps INT128 itself to Decimal256): this guards batches made elsewhere.
 pub fn check_decimal_precision(batch: &RecordBatch) -> Result<(), FormatError> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Decimal128Type, DecimalType};

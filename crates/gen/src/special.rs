@@ -19,7 +19,7 @@
 //! | 5  | line breaks and whitespace: ±1 and the smallest step of each scale (-0.1, 0.001, -0.0001, 0.000001, -0.01); FLOAT 1.1, DOUBLE 0.1, DECFLOAT 0.1 and 1.000 (trailing zeros kept); DATE 2000-02-29, TIME 12:34:56.7890, TIMESTAMP 2000-02-29 12:34:56.7891; TIME 23:59:59.9999 -03:00; TIMESTAMP `2024-03-31 02:30:00 Europe/Prague` (inside the spring-forward gap: the engine stores 03:30); CHAR ` x` (leading space), VARCHAR with LF, CR, CRLF and TAB inside, WIN1252 `  padded  ` (leading and trailing spaces), OCTETS 0D0A and 0D0A09, text blob with CRLF, LF and a trailing CR, binary blob 0D0A |
 //! | 6  | non-ASCII: ordinary mid-range numbers (42, 123456789, 1234567890123456789, a 38-digit INT128, 123.4, -123456.789, ...), FLOAT -1.5, DOUBLE 3.141592653589793; DATE 2024-02-29, TIME 02:30, TIMESTAMP 2024-10-27 02:30; TIME `02:30:00 Europe/Prague`, TIMESTAMP `2024-10-27 02:30:00 Europe/Prague` (the ambiguous autumn hour); CHAR `é` (one two-byte character, then padding), VARCHAR `é ß 日本語 😀`, WIN1252 `café €`, CHAR OCTETS 00FF10 (then zero padding), VARCHAR OCTETS 00FF1000, text blob `Grüße aus Köln, 日本語, 😀`, binary blob 00FF10000102 |
 //! | 7  | null markers and tiny magnitudes: the literal text `\N` in CHAR, VARCHAR, OCTETS and both blobs, `NULL` in the WIN1252 column; FLOAT 1.17549435e-38 (smallest normal), DOUBLE 1e-300, DECFLOAT 1E-398 / 1E-6176 (smallest subnormals); DATE 1858-11-17 (Firebird's day zero), TIMESTAMP 1858-11-17 00:00, TIME 11:59:59; TIME `11:59:59 +14:00`, TIMESTAMP `1858-11-17 12:00:00 +14:00` |
-//! | 8  | storage extremes beyond the declared precision (what the storage type can hold): NUMERIC(4,1) -3276.8, NUMERIC(9,3) 2147483.647, NUMERIC(18,4) -922337203685477.5808, NUMERIC(38,6) 170141183460469231731687303715884.105727, DECIMAL(10,2) -92233720368547758.08; DECFLOAT(16) Infinity, DECFLOAT(34) NaN; DOUBLE 2.2250738585072014e-308 (smallest normal; the engine flushes subnormal doubles to zero); everything else NULL |
+//! | 8  | storage extremes beyond the declared precision (what the storage type can hold): NUMERIC(4,1) -3276.8, NUMERIC(9,3) 2147483.647, NUMERIC(18,4) -922337203685477.5808, DECIMAL(10,2) -92233720368547758.08 (not NUMERIC(38,6): its INT128 storage's extreme has 39 digits, which no Arrow decimal128 holds and Parquet and Arrow refuse in a NUMERIC; `hostile.rs` tests that); DECFLOAT(16) Infinity, DECFLOAT(34) NaN; DOUBLE 2.2250738585072014e-308 (smallest normal; the engine flushes subnormal doubles to zero); everything else NULL |
 //! | 9  | big blobs: a text blob of about 10 kB (numbered lines with commas, quotes, tabs, CRLF, non-ASCII) and a 76,800-byte binary blob (00..FF repeated 300 times, bigger than one 64 kB segment); VARCHAR `it's; back\slash; semi;colon`, CHAR `'` ; DECFLOAT(16) -Infinity, DECFLOAT(34) 1.000000000000000000000000000000000 (34 digits); everything else NULL |
 //! | 10 | most columns NULL, the rest ordinary values (SMALLINT 12, BIGINT 1234, 1.5, 2.5, 3.5, DECFLOAT 2.5, TIME 08:00, TIME `08:00:00 America/New_York`, TRUE, VARCHAR `ordinary`, OCTETS `A`, text blob `ordinary`) |
 //! | 11 | whitespace only: CHAR, VARCHAR, OCTETS and blobs hold a single space, WIN1252 a single TAB; FLOAT -0.0, DOUBLE 0.30000000000000004; TIMESTAMP WITH TIME ZONE `2024-06-30 23:59:59.9999 -10:00` |
@@ -410,10 +410,6 @@ fn all_types_rows() -> Vec<TypesRow> {
                 v(
                     "C_NUMERIC_18_4",
                     &cast("-922337203685477.5808", "NUMERIC(18,4)"),
-                ),
-                v(
-                    "C_NUMERIC_38_6",
-                    &cast("170141183460469231731687303715884.105727", "NUMERIC(38,6)"),
                 ),
                 v(
                     "C_DECIMAL_10_2",

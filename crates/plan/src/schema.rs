@@ -19,17 +19,34 @@
 //! - **Names the engine made up are not kept** (`INTEG_n` constraints,
 //!   `RDB$…` indices): the new database makes its own, and a kept one
 //!   could collide with them. Every other name is kept, quoted.
-//! - **Statements in an order isql can run**: tables, then primary and
-//!   unique keys, foreign keys (only to tables in the file), other
-//!   indices, and sequences last; loading data after the tables and
-//!   before the rest is fastest.
+//! - **Statements in an order isql can run, whatever reads what**: the
+//!   user-defined collations the columns use, then sequences, then the
+//!   tables without their computed columns, which are added once every
+//!   table exists (`ALTER TABLE ... ADD`, then `ALTER COLUMN ... POSITION`
+//!   to put each back in its place): a computed column may read a
+//!   sequence or another table, which a dependency order of tables could
+//!   not always satisfy (two tables may read each other). Then primary and
+//!   unique keys, foreign keys (only to tables in the file), other indices
+//!   (an expression index may read other tables too), and the identity
+//!   columns' values; loading data after the tables and before the keys
+//!   is fastest.
+//! - **User-defined collations** are written from `RDB$COLLATIONS` (base
+//!   collation, pad, case and accent attributes, specific attributes)
+//!   without the ICU and collation versions the engine records: the new
+//!   database's engine uses its own ICU.
+//! - **BLOB segment sizes** are kept (`SEGMENT SIZE 400`) where they are
+//!   not the default 80.
 //! - **Sequences**: all user sequences when every user table is
-//!   unloaded; otherwise those that the unloaded tables' triggers or
-//!   computed columns use (`RDB$DEPENDENCIES`). Sequences are outside
+//!   unloaded; otherwise those that the unloaded tables' triggers,
+//!   computed columns or expression indices use (`RDB$DEPENDENCIES`, where
+//!   a computed column is named by its field source). Sequences are outside
 //!   transactions, so their value is the one read right after the
 //!   snapshot was taken: at least what any unloaded row used.
-//! - Triggers, views, procedures, CHECK constraints, grants and comments
-//!   are not written: they can name objects outside the unloaded tables.
+//! - Not written, as the file's first lines say: views, triggers,
+//!   procedures, functions, packages, exceptions, domains (resolved to
+//!   types; a domain's CHECK is lost), CHECK constraints, grants, roles and
+//!   comments: they can name objects outside the unloaded tables. Nor are
+//!   the dimensions of ARRAY columns.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
@@ -43,6 +60,8 @@ use crate::Column;
 /// The tables of a run, their keys and indices, and the sequences they use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schema {
+    /// User-defined collations the tables' columns use.
+    pub collations: Vec<Collation>,
     pub tables: Vec<TableSchema>,
     pub sequences: Vec<Sequence>,
     /// Foreign keys that reference tables not in the schema, as
@@ -101,6 +120,33 @@ impl SequenceValues {
         self.current.checked_add(self.increment)
     }
 }
+
+/// A collation made with `CREATE COLLATION`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Collation {
+    pub name: String,
+    pub charset: String,
+    /// The collation it is made from: one of its character set's
+    /// (`FROM UNICODE`), or else a name of the engine's collation library
+    /// (`FROM EXTERNAL ('...')`).
+    pub base: String,
+    pub base_is_collation: bool,
+    pub pad_space: bool,
+    pub case_insensitive: bool,
+    pub accent_insensitive: bool,
+    /// `NUMERIC-SORT=1;LOCALE=sv_SE`, without the versions the engine
+    /// records for itself.
+    pub specific_attributes: Option<String>,
+}
+
+/// `RDB$COLLATION_ATTRIBUTES` bits.
+const COLLATION_PAD_SPACE: i64 = 1;
+const COLLATION_CASE_INSENSITIVE: i64 = 2;
+const COLLATION_ACCENT_INSENSITIVE: i64 = 4;
+
+/// Specific attributes the engine records about the ICU it runs with;
+/// written, they would tie the new database to that ICU.
+const ENGINE_RECORDED_ATTRIBUTES: [&str; 2] = ["COLL-VERSION", "ICU-VERSION"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sequence {
@@ -175,6 +221,15 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
     let generators = read_generators(tr)?;
     read_columns(tr, &position, &generators, &mut schema)?;
     read_keys_and_indices(tr, &position, &mut schema)?;
+    let collations: HashSet<&str> = schema
+        .tables
+        .iter()
+        .flat_map(|t| t.columns.iter().filter_map(|c| c.collation.as_deref()))
+        .collect();
+    schema.collations = read_user_collations(tr)?
+        .into_iter()
+        .filter(|c| collations.contains(c.name.as_str()))
+        .collect();
 
     let mut used = BTreeSet::new();
     if every_user_table(tr, &wanted)? {
@@ -185,13 +240,21 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
                 .map(|(name, _)| name.clone()),
         );
     } else {
+        // The table of what uses a sequence: a trigger's, a computed
+        // column's (its dependency names the column's field source) or an
+        // expression index's.
         each_row(
             tr,
             "SELECT d.RDB$DEPENDED_ON_NAME, \
-             COALESCE(t.RDB$RELATION_NAME, d.RDB$DEPENDENT_NAME) \
+             COALESCE(t.RDB$RELATION_NAME, rf.RDB$RELATION_NAME, i.RDB$RELATION_NAME, \
+             d.RDB$DEPENDENT_NAME) \
              FROM RDB$DEPENDENCIES d LEFT JOIN RDB$TRIGGERS t \
              ON d.RDB$DEPENDENT_TYPE = 2 AND t.RDB$TRIGGER_NAME = d.RDB$DEPENDENT_NAME \
-             WHERE d.RDB$DEPENDED_ON_TYPE = 14 AND d.RDB$DEPENDENT_TYPE IN (0, 2)",
+             LEFT JOIN RDB$RELATION_FIELDS rf \
+             ON d.RDB$DEPENDENT_TYPE = 3 AND rf.RDB$FIELD_SOURCE = d.RDB$DEPENDENT_NAME \
+             LEFT JOIN RDB$INDICES i \
+             ON d.RDB$DEPENDENT_TYPE = 6 AND i.RDB$INDEX_NAME = d.RDB$DEPENDENT_NAME \
+             WHERE d.RDB$DEPENDED_ON_TYPE = 14 AND d.RDB$DEPENDENT_TYPE IN (0, 2, 3, 6)",
             |row| {
                 if wanted.contains(text(row, 1).as_str()) {
                     used.insert(text(row, 0));
@@ -261,6 +324,51 @@ fn read_generators(tr: &Transaction) -> Result<HashMap<String, Generator>, Clien
     Ok(generators)
 }
 
+/// Every collation made with `CREATE COLLATION`, in the order they were
+/// made (the engine counts their ids down).
+fn read_user_collations(tr: &Transaction) -> Result<Vec<Collation>, ClientError> {
+    let mut collations = Vec::new();
+    each_row(
+        tr,
+        "SELECT c.RDB$COLLATION_NAME, cs.RDB$CHARACTER_SET_NAME, c.RDB$BASE_COLLATION_NAME, \
+         COALESCE(c.RDB$COLLATION_ATTRIBUTES, 0), c.RDB$SPECIFIC_ATTRIBUTES, \
+         (SELECT COUNT(*) FROM RDB$COLLATIONS b \
+          WHERE b.RDB$COLLATION_NAME = c.RDB$BASE_COLLATION_NAME \
+          AND b.RDB$CHARACTER_SET_ID = c.RDB$CHARACTER_SET_ID) \
+         FROM RDB$COLLATIONS c \
+         JOIN RDB$CHARACTER_SETS cs ON cs.RDB$CHARACTER_SET_ID = c.RDB$CHARACTER_SET_ID \
+         WHERE COALESCE(c.RDB$SYSTEM_FLAG, 0) = 0 \
+         ORDER BY c.RDB$CHARACTER_SET_ID, c.RDB$COLLATION_ID DESC",
+        |row| {
+            let attributes = int(row, 3).unwrap_or(0);
+            let specific = blob_text(row, 4)?.map(|text| {
+                text.split(';')
+                    .filter(|a| {
+                        let key = a.split('=').next().unwrap_or("").trim();
+                        !a.trim().is_empty()
+                            && !ENGINE_RECORDED_ATTRIBUTES
+                                .iter()
+                                .any(|k| k.eq_ignore_ascii_case(key))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(";")
+            });
+            collations.push(Collation {
+                name: text(row, 0),
+                charset: text(row, 1),
+                base: text(row, 2),
+                base_is_collation: int(row, 5).unwrap_or(0) > 0,
+                pad_space: attributes & COLLATION_PAD_SPACE != 0,
+                case_insensitive: attributes & COLLATION_CASE_INSENSITIVE != 0,
+                accent_insensitive: attributes & COLLATION_ACCENT_INSENSITIVE != 0,
+                specific_attributes: specific.filter(|s| !s.is_empty()),
+            });
+            Ok(())
+        },
+    )?;
+    Ok(collations)
+}
+
 /// Whether `tables` are all the user tables there are (then every user
 /// sequence belongs in the schema).
 fn every_user_table(tr: &Transaction, tables: &HashSet<&str>) -> Result<bool, ClientError> {
@@ -315,7 +423,7 @@ fn read_columns(
          COALESCE(f.RDB$FIELD_SUB_TYPE, 0), f.RDB$CHARACTER_LENGTH, f.RDB$CHARACTER_SET_ID, \
          COALESCE(rf.RDB$NULL_FLAG, 0) + COALESCE(f.RDB$NULL_FLAG, 0), \
          COALESCE(rf.RDB$DEFAULT_SOURCE, f.RDB$DEFAULT_SOURCE), f.RDB$COMPUTED_SOURCE, \
-         c.RDB$COLLATION_NAME, {identity} \
+         c.RDB$COLLATION_NAME, {identity}, f.RDB$SEGMENT_LENGTH \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
          LEFT JOIN RDB$COLLATIONS c ON c.RDB$CHARACTER_SET_ID = f.RDB$CHARACTER_SET_ID \
          AND c.RDB$COLLATION_ID = COALESCE(rf.RDB$COLLATION_ID, f.RDB$COLLATION_ID, 0) \
@@ -346,7 +454,7 @@ fn read_columns(
                 sequence: values,
             })
         });
-        let data_type = column.declared_type();
+        let data_type = with_segment_size(column.declared_type(), int(row, 14));
         schema.tables[table].columns.push(ColumnSchema {
             data_type,
             name: column.name,
@@ -358,6 +466,25 @@ fn read_columns(
         });
         Ok(())
     })
+}
+
+/// The BLOB segment size every BLOB gets unless told otherwise.
+const DEFAULT_SEGMENT_SIZE: i64 = 80;
+
+/// `BLOB SUB_TYPE TEXT SEGMENT SIZE 400 CHARACTER SET UTF8`: a BLOB's type
+/// with its segment size, where that is not the default; the grammar
+/// takes it before the character set.
+fn with_segment_size(data_type: String, segment_size: Option<i64>) -> String {
+    match segment_size {
+        Some(size) if size != DEFAULT_SEGMENT_SIZE && data_type.starts_with("BLOB ") => {
+            let clause = format!(" SEGMENT SIZE {size}");
+            match data_type.find(" CHARACTER SET ") {
+                Some(at) => format!("{}{clause}{}", &data_type[..at], &data_type[at..]),
+                None => data_type + &clause,
+            }
+        }
+        _ => data_type,
+    }
 }
 
 fn read_keys_and_indices(
@@ -584,21 +711,37 @@ impl Schema {
             "-- The tables unloaded by fbunload, as they were at the run's snapshot.\n\
              -- Run it into an empty database: isql -ch UTF8 -i schema.sql DATABASE\n\
              -- Load the data after the tables and before the keys for speed.\n\
-             -- Domains are resolved to types; triggers, views, procedures, CHECK\n\
-             -- constraints and grants are not included.\n",
+             -- Written: the user-defined collations the columns use, sequences (at\n\
+             -- their values), tables (columns with types, defaults, NOT NULL,\n\
+             -- collations, identity, computed columns, BLOB segment sizes), primary,\n\
+             -- unique and foreign keys, indices (expression and partial ones too).\n\
+             -- Not written: views, triggers, procedures, functions, packages,\n\
+             -- exceptions, domains (resolved to types: a domain's CHECK is lost),\n\
+             -- CHECK constraints, grants, roles, comments, and the dimensions\n\
+             -- of ARRAY columns.\n",
+        );
+        section(
+            &mut sql,
+            "Collations",
+            self.collations.iter().map(Collation::create).collect(),
+        );
+        section(
+            &mut sql,
+            "Sequences, at their values at the snapshot",
+            self.sequences.iter().map(Sequence::create).collect(),
         );
         for table in &self.tables {
             sql += "\n";
             sql += &table.create_table();
         }
-        let mut section = |title: &str, statements: Vec<String>| {
-            if !statements.is_empty() {
-                let _ = write!(sql, "\n-- {title}\n");
-                for statement in statements {
-                    sql += &statement;
-                }
-            }
-        };
+        section(
+            &mut sql,
+            "Computed columns, once every table they may read exists",
+            self.tables
+                .iter()
+                .flat_map(TableSchema::add_computed_columns)
+                .collect(),
+        );
         let constraints = |foreign: bool| {
             self.tables
                 .iter()
@@ -612,7 +755,7 @@ impl Schema {
                 })
                 .collect()
         };
-        section("Primary and unique keys", constraints(false));
+        section(&mut sql, "Primary and unique keys", constraints(false));
         let mut foreign_keys: Vec<String> = constraints(true);
         for (table, constraint) in &self.skipped_foreign_keys {
             foreign_keys.push(format!(
@@ -621,8 +764,9 @@ impl Schema {
                 quote_identifier(table)
             ));
         }
-        section("Foreign keys", foreign_keys);
+        section(&mut sql, "Foreign keys", foreign_keys);
         section(
+            &mut sql,
             "Indices",
             self.tables
                 .iter()
@@ -630,16 +774,6 @@ impl Schema {
                 .collect(),
         );
         let mut values = Vec::new();
-        for sequence in &self.sequences {
-            let name = quote_identifier(&sequence.name);
-            let v = sequence.values;
-            values.push(format!(
-                "CREATE SEQUENCE {name} START WITH {} INCREMENT BY {};\n{}",
-                v.start,
-                v.increment,
-                restart(&format!("ALTER SEQUENCE {name}"), &name, v)
-            ));
-        }
         for table in &self.tables {
             for column in &table.columns {
                 if let Some(identity) = column.identity {
@@ -656,11 +790,22 @@ impl Schema {
             }
         }
         section(
-            "Sequences and identity columns, at their values at the snapshot",
+            &mut sql,
+            "Identity columns, at their values at the snapshot",
             values,
         );
         sql += "\nCOMMIT;\n";
         sql
+    }
+}
+
+/// Appends `statements` under a `-- title` line, if there are any.
+fn section(sql: &mut String, title: &str, statements: Vec<String>) {
+    if !statements.is_empty() {
+        let _ = write!(sql, "\n-- {title}\n");
+        for statement in statements {
+            *sql += &statement;
+        }
     }
 }
 
@@ -680,11 +825,62 @@ fn restart(alter: &str, sequence: &str, values: SequenceValues) -> String {
     }
 }
 
+impl Collation {
+    fn create(&self) -> String {
+        let mut text = format!(
+            "CREATE COLLATION {} FOR {} FROM ",
+            quote_identifier(&self.name),
+            self.charset
+        );
+        if self.base_is_collation {
+            text += &quote_identifier(&self.base);
+        } else {
+            let _ = write!(text, "EXTERNAL ({})", sql_string(&self.base));
+        }
+        text += if self.pad_space {
+            " PAD SPACE"
+        } else {
+            " NO PAD"
+        };
+        if self.case_insensitive {
+            text += " CASE INSENSITIVE";
+        }
+        if self.accent_insensitive {
+            text += " ACCENT INSENSITIVE";
+        }
+        if let Some(attributes) = &self.specific_attributes {
+            let _ = write!(text, " {}", sql_string(attributes));
+        }
+        text + ";\n"
+    }
+}
+
+/// `'it''s'`: an SQL string literal.
+fn sql_string(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+impl Sequence {
+    fn create(&self) -> String {
+        let name = quote_identifier(&self.name);
+        let v = self.values;
+        format!(
+            "CREATE SEQUENCE {name} START WITH {} INCREMENT BY {};\n{}",
+            v.start,
+            v.increment,
+            restart(&format!("ALTER SEQUENCE {name}"), &name, v)
+        )
+    }
+}
+
 impl TableSchema {
+    /// The table with its stored columns; [`Self::add_computed_columns`]
+    /// adds the others.
     fn create_table(&self) -> String {
         let columns: Vec<String> = self
             .columns
             .iter()
+            .filter(|c| c.computed_by.is_none())
             .map(|c| format!("    {}", c.definition()))
             .collect();
         format!(
@@ -692,6 +888,38 @@ impl TableSchema {
             quote_identifier(&self.name),
             columns.join(",\n")
         )
+    }
+}
+
+impl TableSchema {
+    /// Each computed column added to the table, then moved to its place
+    /// among the columns (positions count from 1, in the order the
+    /// columns are listed); each move leaves the columns before it where
+    /// they belong.
+    fn add_computed_columns(&self) -> Vec<String> {
+        let table = quote_identifier(&self.name);
+        let mut statements = Vec::new();
+        for (i, column) in self.columns.iter().enumerate() {
+            if column.computed_by.is_none() {
+                continue;
+            }
+            statements.push(format!(
+                "ALTER TABLE {table} ADD {};\n",
+                column.definition()
+            ));
+            // Added last: in its place already unless a stored column follows.
+            if self.columns[i + 1..]
+                .iter()
+                .any(|c| c.computed_by.is_none())
+            {
+                statements.push(format!(
+                    "ALTER TABLE {table} ALTER COLUMN {} POSITION {};\n",
+                    quote_identifier(&column.name),
+                    i + 1
+                ));
+            }
+        }
+        statements
     }
 }
 
@@ -894,6 +1122,21 @@ mod tests {
     }
 
     #[test]
+    fn blob_segment_sizes_other_than_80_are_kept_before_the_character_set() {
+        let text = "BLOB SUB_TYPE TEXT CHARACTER SET UTF8".to_string();
+        assert_eq!(
+            with_segment_size(text.clone(), Some(400)),
+            "BLOB SUB_TYPE TEXT SEGMENT SIZE 400 CHARACTER SET UTF8"
+        );
+        assert_eq!(with_segment_size(text.clone(), Some(80)), text);
+        assert_eq!(
+            with_segment_size("BLOB SUB_TYPE BINARY".into(), Some(1)),
+            "BLOB SUB_TYPE BINARY SEGMENT SIZE 1"
+        );
+        assert_eq!(with_segment_size("INTEGER".into(), Some(4)), "INTEGER");
+    }
+
+    #[test]
     fn sequences_restart_one_increment_past_their_value() {
         let values = SequenceValues {
             start: 10,
@@ -944,7 +1187,7 @@ mod tests {
     }
 
     #[test]
-    fn statements_come_tables_first_then_keys_foreign_keys_indices_sequences() {
+    fn statements_come_in_an_order_that_runs_whatever_reads_what() {
         let parent = TableSchema {
             name: "P".into(),
             columns: vec![ColumnSchema {
@@ -963,7 +1206,18 @@ mod tests {
             name: "c".into(),
             columns: vec![
                 column("P_ID", "INTEGER"),
-                column("NAME", "VARCHAR(5) CHARACTER SET UTF8"),
+                ColumnSchema {
+                    computed_by: Some("(NEXT VALUE FOR GEN)".into()),
+                    ..column("TICKET", "BIGINT")
+                },
+                ColumnSchema {
+                    collation: Some("CI".into()),
+                    ..column("NAME", "VARCHAR(5) CHARACTER SET UTF8")
+                },
+                ColumnSchema {
+                    computed_by: Some("((SELECT 1 FROM P))".into()),
+                    ..column("LAST", "INTEGER")
+                },
             ],
             constraints: vec![Constraint {
                 name: Some("FK_C".into()),
@@ -997,6 +1251,15 @@ mod tests {
             ],
         };
         let schema = Schema {
+            collations: vec![Collation {
+                name: "CI".into(),
+                charset: "UTF8".into(),
+                base: "UNICODE".into(),
+                base_is_collation: true,
+                case_insensitive: true,
+                specific_attributes: Some("LOCALE=sv_SE;NUMERIC-SORT=1".into()),
+                ..Collation::default()
+            }],
             tables: vec![parent, child],
             sequences: vec![Sequence {
                 name: "GEN".into(),
@@ -1017,14 +1280,26 @@ mod tests {
         assert_eq!(
             body,
             "
+-- Collations
+CREATE COLLATION \"CI\" FOR UTF8 FROM \"UNICODE\" NO PAD CASE INSENSITIVE 'LOCALE=sv_SE;NUMERIC-SORT=1';
+
+-- Sequences, at their values at the snapshot
+CREATE SEQUENCE \"GEN\" START WITH 1 INCREMENT BY 1;
+ALTER SEQUENCE \"GEN\" RESTART WITH 42;
+
 CREATE TABLE \"P\" (
     \"ID\" INTEGER NOT NULL
 );
 
 CREATE TABLE \"c\" (
     \"P_ID\" INTEGER,
-    \"NAME\" VARCHAR(5) CHARACTER SET UTF8
+    \"NAME\" VARCHAR(5) CHARACTER SET UTF8 COLLATE \"CI\"
 );
+
+-- Computed columns, once every table they may read exists
+ALTER TABLE \"c\" ADD \"TICKET\" BIGINT COMPUTED BY (NEXT VALUE FOR GEN);
+ALTER TABLE \"c\" ALTER COLUMN \"TICKET\" POSITION 2;
+ALTER TABLE \"c\" ADD \"LAST\" INTEGER COMPUTED BY ((SELECT 1 FROM P));
 
 -- Primary and unique keys
 ALTER TABLE \"P\" ADD PRIMARY KEY (\"ID\");
@@ -1037,10 +1312,6 @@ ALTER TABLE \"c\" ADD CONSTRAINT \"FK_C\" FOREIGN KEY (\"P_ID\") REFERENCES \"P\
 CREATE UNIQUE DESCENDING INDEX \"BY_NAME\" ON \"c\" (\"NAME\", \"P_ID\") where P_ID > 0;
 ALTER INDEX \"BY_NAME\" INACTIVE;
 CREATE INDEX \"BY_UPPER\" ON \"c\" COMPUTED BY (UPPER(NAME));
-
--- Sequences and identity columns, at their values at the snapshot
-CREATE SEQUENCE \"GEN\" START WITH 1 INCREMENT BY 1;
-ALTER SEQUENCE \"GEN\" RESTART WITH 42;
 
 COMMIT;
 "

@@ -62,7 +62,8 @@ create_exception!(
 /// How often a wait looks at Python's signals (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 
-/// The run's error as the exception of its kind, with the CLI's message.
+/// The run's error as the exception of its kind, with the CLI's message
+/// in Python's words.
 fn to_py(err: RunError) -> PyErr {
     let message = words::in_python_words(&err.to_string());
     match err {

@@ -1,8 +1,14 @@
 -- The tables unloaded by fbunload, as they were at the run's snapshot.
 -- Run it into an empty database: isql -ch UTF8 -i schema.sql DATABASE
 -- Load the data after the tables and before the keys for speed.
--- Domains are resolved to types; triggers, views, procedures, CHECK
--- constraints and grants are not included.
+-- Written: the user-defined collations the columns use, sequences (at
+-- their values), tables (columns with types, defaults, NOT NULL,
+-- collations, identity, computed columns, BLOB segment sizes), primary,
+-- unique and foreign keys, indices (expression and partial ones too).
+-- Not written: views, triggers, procedures, functions, packages,
+-- exceptions, domains (resolved to types: a domain's CHECK is lost),
+-- CHECK constraints, grants, roles, comments, and the dimensions
+-- of ARRAY columns.
 
 CREATE TABLE "ALL_TYPES" (
     "ID" INTEGER NOT NULL,
