@@ -225,7 +225,9 @@ fn views_and_queries(
                  would clash; give the query another name"
             )));
         }
-        let described = describe(tr, &format!("query {name}"), &spec.sql)
+        // As every unit will read it: comments blanked (see fbunload_plan::query).
+        let sent = fbunload_plan::without_comments(&spec.sql);
+        let described = describe(tr, &format!("query {name}"), &sent)
             .map_err(|e| ExecError::Usage(format!("--query {name}: Firebird refuses it: {e}")))?;
         let columns = column_names(&spec.name, &described).map_err(usage)?;
         let driving = match driving {

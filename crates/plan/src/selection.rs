@@ -6,8 +6,10 @@
 //! `--parallel`. That only holds if the condition cannot escape its
 //! parentheses: `1=1) OR (1=1` would make every unit read the whole table.
 //! [`check_condition`] refuses a condition whose parentheses, quotes or
-//! comments do not close inside it, and the query puts it on lines of its
-//! own, so a `--` comment in it ends with it.
+//! comments do not close inside it, as Firebird's own lexer reads them
+//! (a `--` comment ends at a CR as well as an LF). The query then holds
+//! it with its comments blanked out, on lines of its own, so that even a
+//! comment the two read differently could not reach past it.
 //!
 //! Names follow SQL: an unquoted name is upper-cased (`s_i_id` is
 //! `S_I_ID`), a double-quoted one is taken as written (`"Odd, name"`).
@@ -194,9 +196,11 @@ pub fn parse_condition(argument: &str) -> Result<TableChoice, SelectionError> {
 
 /// Refuses a condition that could change the query around it: empty, or
 /// with a parenthesis, string, quoted name or comment that does not close
-/// inside it, or a `;`.
+/// inside it (as Firebird's lexer sees them, see [`crate::sql_text`]), or
+/// a `;`; and one that would change a sequence.
 pub fn check_condition(condition: &str) -> Result<(), String> {
-    crate::sql_text::balanced_tokens(condition, "the condition").map(drop)
+    let tokens = crate::sql_text::balanced_tokens(condition, "the condition")?;
+    crate::sql_text::refuse_sequence_changes(&tokens)
 }
 
 /// Applies the choices to the selected tables: each table's columns
@@ -391,6 +395,9 @@ mod tests {
             "A = 1 /* open",
             "A = 1; DELETE FROM T",
             "   ",
+            "ID < 0 --\r) OR 1=1 OR (1=1",
+            "ID = GEN_ID(S, 1)",
+            "ID = NEXT VALUE FOR S",
         ] {
             assert!(check_condition(bad).is_err(), "{bad}");
         }
