@@ -123,6 +123,8 @@ fn read_quoted(text: &str) -> Option<(String, usize)> {
 
 /// Parses `--columns [TABLE:]COL,COL,...`.
 pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
+    // A line break in a message would break its one line.
+    let shown = crate::printable(argument);
     let (table, list) = match split_table(argument) {
         Some((table, rest)) => (Some(table), rest),
         None => (None, argument),
@@ -133,7 +135,7 @@ pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
         let (name, after) = if let Some(quoted) = rest.strip_prefix('"') {
             let (name, used) = read_quoted(quoted).ok_or_else(|| {
                 error(format!(
-                    "--columns '{argument}': a quoted name is not closed"
+                    "--columns '{shown}': a quoted name is not closed"
                 ))
             })?;
             (Name::Quoted(name), &quoted[used..])
@@ -144,13 +146,13 @@ pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
         match &name {
             Name::Plain(n) if n.is_empty() => {
                 return Err(error(format!(
-                    "--columns '{argument}': an empty column name; write COL,COL or \
+                    "--columns '{shown}': an empty column name; write COL,COL or \
                      TABLE:COL,COL"
                 )))
             }
             Name::Plain(n) if !is_plain_name(n) => {
                 return Err(error(format!(
-                    "--columns '{argument}': {n} is not a plain name; put a name with other \
+                    "--columns '{shown}': {n} is not a plain name; put a name with other \
                      characters in double quotes: \"{n}\""
                 )))
             }
@@ -163,7 +165,7 @@ pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
             None if after.is_empty() => break,
             None => {
                 return Err(error(format!(
-                    "--columns '{argument}': expected a comma after {}",
+                    "--columns '{shown}': expected a comma after {}",
                     columns.last().expect("just pushed")
                 )))
             }
@@ -187,7 +189,11 @@ pub fn parse_condition(argument: &str) -> Result<TableChoice, SelectionError> {
         },
     };
     let condition = condition.trim();
-    check_condition(condition).map_err(|why| error(format!("--where '{argument}': {why}")))?;
+    check_condition(condition).map_err(|why| {
+        // A line break in a message would break its one line.
+        let shown = crate::printable(argument);
+        error(format!("--where '{shown}': {why}"))
+    })?;
     Ok(TableChoice {
         table,
         what: Choice::Condition(condition.to_string()),
@@ -401,6 +407,11 @@ mod tests {
         ] {
             assert!(check_condition(bad).is_err(), "{bad}");
         }
+        // Shown with its control characters escaped, on one line.
+        assert_eq!(
+            parse_condition("ID < 0 --\r\n) OR (1=1").unwrap_err().0,
+            "--where 'ID < 0 --\\r\\n) OR (1=1': a ) closes more than the condition opened"
+        );
         for good in [
             "A = 1",
             "(A = 1 OR B = 2) AND C IN (1, 2)",
