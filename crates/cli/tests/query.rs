@@ -525,3 +525,174 @@ fn hostile_query_names_stay_inside_the_output_directory() {
         assert_eq!(manifest_entry(&manifest, name)["rows"], 12, "{name:?}");
     }
 }
+
+/// Refused: one line naming the query, status 1, nothing written.
+fn assert_query_refused(db: &Path, out_dir: &Path, args: &[&str], expected: &str) {
+    let mut full = args.to_vec();
+    full.extend(["--unit-pages", "40", "-o", out_dir.to_str().unwrap()]);
+    let out = fbunload(db, &full);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(err.contains(expected), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+    assert_eq!(written(out_dir), Vec::<String>::new(), "{args:?}");
+}
+
+/// Aggregates and window functions inside an expression or parentheses
+/// were let through, so each unit aggregated or numbered its own rows
+/// (one row per unit); a comment ended by a CR hid a RIGHT JOIN, a ROWS
+/// or the real FROM from the check (rows repeated per unit).
+#[test]
+fn a_split_query_that_each_unit_would_answer_apart_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = shop_db(dir.path());
+    let out_dir = dir.path().join("never");
+    for (sql, word) in [
+        ("SELECT COALESCE(MAX(ID), 0) FROM BIG", "MAX"),
+        ("SELECT CAST(COUNT(*) AS BIGINT) FROM BIG", "COUNT"),
+        ("SELECT (COUNT(*)) FROM BIG", "COUNT"),
+        ("SELECT REGR_COUNT(ID, CUST) FROM BIG", "REGR_COUNT"),
+        (
+            "SELECT ID, (ROW_NUMBER() OVER (ORDER BY ID)) FROM BIG",
+            "OVER",
+        ),
+        (
+            "SELECT ID, COALESCE(LAG(ID) OVER (ORDER BY ID), -1) FROM BIG",
+            "OVER",
+        ),
+        ("SELECT ID FROM BIG --\rROWS 3", "ROWS"),
+        (
+            "SELECT b.ID, c.NAME FROM BIG b --\rRIGHT JOIN CUST c ON c.ID = b.CUST",
+            "RIGHT",
+        ),
+    ] {
+        assert_query_refused(
+            &db,
+            &out_dir,
+            &[
+                "--query",
+                sql,
+                "--name",
+                "Q",
+                "--split-by",
+                "BIG",
+                "--verify",
+            ],
+            &format!("--query Q: --split-by BIG: {word} at the query's top level"),
+        );
+    }
+    assert_query_refused(
+        &db,
+        &out_dir,
+        &[
+            "--query",
+            "SELECT c.ID, b.ID FROM --\rCUST c LEFT JOIN\nBIG b ON b.CUST = c.ID",
+            "--name",
+            "Q",
+            "--split-by",
+            "BIG",
+        ],
+        "the query's FROM must begin with that table, and it begins with CUST",
+    );
+
+    // What only looks like them is split, and reads what the engine reads.
+    let out_dir = dir.path().join("out");
+    let sql = "SELECT ID, RIGHT(A, 3) R -- a note\rFROM BIG WHERE CUST IS NOT DISTINCT FROM 3 \
+               AND ID < (SELECT MAX(ID) FROM CUST) + 5000";
+    let out = fbunload(
+        &db,
+        &[
+            "--query",
+            sql,
+            "--name",
+            "Q",
+            "--split-by",
+            "BIG",
+            "--unit-pages",
+            "40",
+            "-j",
+            "3",
+            "--verify",
+            "-o",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows = csv_records(&out_dir.join("Q.csv"));
+    assert_eq!(rows, engine_rows(&db, &format!("{sql}\nORDER BY ID")));
+    assert!(rows.len() > 300, "{}", rows.len());
+    assert_eq!(manifest_entry(&read_manifest(&out_dir), "Q")["query"], sql);
+}
+
+/// GEN_ID and NEXT VALUE FOR change a sequence even in the run's
+/// read-only transaction: a query or condition calling them moved it by
+/// one a row.
+#[test]
+fn a_query_or_condition_that_would_change_a_sequence_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = shop_db(dir.path());
+    execute(&db, &["CREATE SEQUENCE S"]);
+    let out_dir = dir.path().join("never");
+    for (args, expected) in [
+        (
+            vec![
+                "--query",
+                "SELECT ID, GEN_ID(S, 1) G FROM BIG",
+                "--name",
+                "Q",
+            ],
+            "--query Q: GEN_ID changes a sequence",
+        ),
+        (
+            vec![
+                "--query",
+                "SELECT ID, gen_id /* */ (S,\r2) G FROM BIG",
+                "--name",
+                "Q",
+                "--split-by",
+                "BIG",
+            ],
+            "--query Q: GEN_ID changes a sequence",
+        ),
+        (
+            vec![
+                "--query",
+                "SELECT NEXT VALUE FOR S FROM RDB$DATABASE",
+                "--name",
+                "Q",
+            ],
+            "--query Q: NEXT VALUE FOR changes a sequence",
+        ),
+        (
+            vec!["-t", "BIG", "--where", "ID < NEXT VALUE FOR S"],
+            "NEXT VALUE FOR changes a sequence",
+        ),
+        (
+            vec!["-t", "BIG", "--where", "ID > GEN_ID(S, 1)"],
+            "GEN_ID changes a sequence",
+        ),
+    ] {
+        assert_query_refused(&db, &out_dir, &args, expected);
+    }
+    let sequence = "SELECT CAST(GEN_ID(S, 0) AS INTEGER) FROM RDB$DATABASE";
+    assert_eq!(
+        engine_rows(&db, sequence),
+        [["0"]],
+        "the sequence is unchanged"
+    );
+    // Reading it is fine.
+    let out_dir = dir.path().join("out");
+    let out = fbunload(
+        &db,
+        &[
+            "--query",
+            sequence,
+            "--name",
+            "Q",
+            "-o",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(csv_records(&out_dir.join("Q.csv")), [["0"]]);
+}
