@@ -134,9 +134,7 @@ pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
     loop {
         let (name, after) = if let Some(quoted) = rest.strip_prefix('"') {
             let (name, used) = read_quoted(quoted).ok_or_else(|| {
-                error(format!(
-                    "--columns '{shown}': a quoted name is not closed"
-                ))
+                error(format!("--columns '{shown}': a quoted name is not closed"))
             })?;
             (Name::Quoted(name), &quoted[used..])
         } else {

@@ -177,6 +177,12 @@ pub fn without_comments(sql: &str) -> String {
     String::from_utf8(bytes).unwrap_or_else(|_| sql.to_string())
 }
 
+/// Where each token of `sql` lies, comments left out, as Firebird's lexer
+/// cuts it (module docs): for tests that compare with the engine.
+pub fn token_ranges(sql: &str) -> Result<Vec<Range<usize>>, String> {
+    Ok(tokens(sql)?.iter().map(|t| t.start..t.end()).collect())
+}
+
 /// Cuts `sql` into tokens; an error for a quote or `/*` comment that does
 /// not close.
 pub(crate) fn tokens(sql: &str) -> Result<Vec<Token<'_>>, String> {
@@ -311,6 +317,7 @@ fn lex(sql: &str) -> Result<Lexed<'_>, String> {
 fn first_token_after(bytes: &[u8], mut at: usize) -> Option<usize> {
     loop {
         match bytes.get(at..)? {
+            [] => return None,
             [b, ..] if is_white(*b) => at += 1,
             [b'-', b'-', ..] => {
                 at += bytes[at..].iter().position(|&c| c == b'\r' || c == b'\n')?;
@@ -337,16 +344,35 @@ fn quoted_end(bytes: &[u8], at: usize) -> Option<usize> {
     }
 }
 
-/// The end of a hex string `x'0A 1b'` at `at`, if it is one: hex digits
-/// and spaces, an even number of digits, closed.
+/// The end of a hex string `x'0A 1b'` at `at`, if it is one. Firebird
+/// reads the segments that follow it after white space or a comment
+/// (`x'0A' '1b'`) as part of it, and takes none of them for hex unless
+/// every segment holds only hex digits and spaces, an even number of
+/// digits, and closes; the segments after the first are ordinary strings
+/// here (they hold no quote, so they end where Firebird's do).
 fn hex_string_end(bytes: &[u8], at: usize) -> Option<usize> {
     if !matches!(bytes.get(at..at + 2)?, [b'x' | b'X', b'\'']) {
         return None;
     }
+    let first_end = hex_segment_end(bytes, at + 1)?;
+    let mut end = first_end;
+    loop {
+        match first_token_after(bytes, end) {
+            Some(next) if next > end && bytes[next] == b'\'' => {
+                end = hex_segment_end(bytes, next)?;
+            }
+            _ => return Some(first_end),
+        }
+    }
+}
+
+/// The end of `'0A 1b'` at `at`: hex digits and spaces, an even number of
+/// digits, closed.
+fn hex_segment_end(bytes: &[u8], at: usize) -> Option<usize> {
     let mut digits = 0;
-    for (n, &b) in bytes[at + 2..].iter().enumerate() {
+    for (n, &b) in bytes[at + 1..].iter().enumerate() {
         match b {
-            b'\'' => return (digits % 2 == 0).then_some(at + 2 + n + 1),
+            b'\'' => return (digits % 2 == 0).then_some(at + 1 + n + 1),
             b' ' => {}
             b if b.is_ascii_hexdigit() => digits += 1,
             _ => return None,
@@ -504,6 +530,12 @@ mod tests {
         assert_eq!(texts("x'4G'"), ["x", "'4G'"]);
         assert_eq!(texts("x'414'"), ["x", "'414'"]);
         assert_eq!(texts("x'41''--'"), ["x'41'", "'--'"]);
+        // Segments after white space or a comment are part of it: one bad
+        // segment makes x a word, as for the engine.
+        assert_eq!(texts("x'41' /* */ '42'"), ["x'41'", "'42'"]);
+        assert_eq!(texts("x'41'\r'a'"), ["x", "'41'", "'a'"]);
+        assert_eq!(texts("x'41' 'zz'"), ["x", "'41'", "'zz'"]);
+        assert_eq!(texts("x'41' "), ["x'41'"]);
         // q'': any byte delimits; brackets close with their partner.
         assert_eq!(
             texts("q'(a)'b' q'<'>'"),
