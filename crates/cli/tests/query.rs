@@ -440,7 +440,7 @@ fn a_bad_query_names_what_is_wrong_in_one_line_and_writes_nothing() {
                 "--split-by",
                 "BIG",
             ],
-            "COUNT at the query's top level would apply to each unit apart",
+            "COUNT at the query's top level (outside its subqueries) would apply to each unit apart",
         ),
         (
             vec![
