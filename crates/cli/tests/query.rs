@@ -609,6 +609,30 @@ fn a_split_query_that_each_unit_would_answer_apart_is_refused() {
         "the query's FROM must begin with that table, and it begins with CUST",
     );
 
+    // An aggregate inside a subquery is the outer query's when its
+    // argument is only the outer query's columns: the text does not show
+    // it, the engine does (the query returns a row from no driving row).
+    for sql in [
+        "SELECT (SELECT MAX(b.ID) FROM RDB$DATABASE) M FROM BIG b",
+        "SELECT (SELECT COUNT(ID) FROM RDB$DATABASE) N FROM BIG",
+    ] {
+        assert_query_refused(
+            &db,
+            &out_dir,
+            &[
+                "--query",
+                sql,
+                "--name",
+                "Q",
+                "--split-by",
+                "BIG",
+                "--unit-pages",
+                "40",
+            ],
+            "--query Q: --split-by BIG: the query returns a row even from none of the table's rows",
+        );
+    }
+
     // What only looks like them is split, and reads what the engine reads.
     let out_dir = dir.path().join("out");
     let sql = "SELECT ID, RIGHT(A, 3) R -- a note\rFROM BIG WHERE CUST IS NOT DISTINCT FROM 3 \

@@ -170,6 +170,7 @@ pub(crate) fn plan_in(
                         .prepare_for(&subject(table), &table.unit_sql(unit))
                         .map_err(|e| refused_query(table, e))?;
                     output_columns(table, &stmt, types)?;
+                    refuse_rows_without_driving_rows(tr, table)?;
                 }
             }
             Ok(schema)
@@ -254,6 +255,33 @@ fn views_and_queries(
         });
     }
     Ok(reads)
+}
+
+/// Refuses a split query that returns a row from none of its driving
+/// table's rows (see [`TablePlan::without_driving_rows_sql`]): each unit
+/// would return that row again.
+fn refuse_rows_without_driving_rows(tr: &Transaction, table: &TablePlan) -> Result<(), ExecError> {
+    let Some(sql) = table.without_driving_rows_sql() else {
+        return Ok(());
+    };
+    let mut stmt = tr
+        .prepare_for(&subject(table), &sql)
+        .map_err(|e| refused_query(table, e))?;
+    let returns_a_row = stmt
+        .execute()
+        .and_then(|()| stmt.fetch())
+        .map_err(|e| refused_query(table, e))?;
+    if returns_a_row {
+        return Err(ExecError::Usage(format!(
+            "--query {}: --split-by {}: the query returns a row even from none of the table's \
+             rows, so each unit would return it again (an aggregate of the outer query's \
+             columns inside a subquery aggregates the whole query); leave out --split-by to \
+             read the query as one unit",
+            printable(&table.name),
+            printable(table.split_by.as_deref().unwrap_or_default())
+        )));
+    }
+    Ok(())
 }
 
 /// A query Firebird would not prepare, as the user's mistake.

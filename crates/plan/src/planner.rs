@@ -271,6 +271,26 @@ impl TablePlan {
         }
     }
 
+    /// A split query read over none of its driving table's rows, for a
+    /// query that is split; `None` for anything else. Its units add up to
+    /// the query only if every result row comes from a row of that table,
+    /// so this must return no row. It does when the query is an aggregate
+    /// after all, which its text does not show: an aggregate inside a
+    /// subquery whose argument is only the outer query's columns
+    /// (`(SELECT MAX(o.ID) FROM RDB$DATABASE)`) aggregates the whole query.
+    pub fn without_driving_rows_sql(&self) -> Option<String> {
+        let driving = self.driving.as_ref()?;
+        let table = self.split_by.as_deref()?;
+        // No DB_KEY is below the first one: the range holds no row, and
+        // the engine reads no page for it.
+        let rows = format!(
+            "SELECT * FROM {} WHERE RDB$DB_KEY < {}",
+            quote_identifier(table),
+            self.db_key(0)
+        );
+        Some(self.with_casts(driving.with_rows(&rows)))
+    }
+
     /// `query` with its WHERE: the table's condition, its comments
     /// blanked and on lines of its own (see [`crate::selection`]), and
     /// the unit's range.
