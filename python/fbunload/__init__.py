@@ -189,7 +189,10 @@ def read_sql(
     ``parallel`` workers each read it for their own DB_KEY ranges of
     ``ORDERS`` and the pieces come back in DB_KEY order, so the result is the
     same for any ``parallel``; a query that groups, aggregates, sorts,
-    limits or combines at its top level cannot be split and is refused.
+    limits or combines outside its subqueries (``COALESCE(MAX(ID), 0)``
+    too) cannot be split and is refused. The run's transaction is
+    read-only; a query that would still move a sequence (``GEN_ID(S, 1)``,
+    ``NEXT VALUE FOR S``) is refused.
     Column names are as the server describes them (at most 31 bytes in this
     client API: alias long ones). Other options as for :func:`read_arrow`."""
     if "columns" in options or "where" in options:

@@ -358,12 +358,39 @@ def test_read_sql_equals_firebird_driver_and_splits_the_same_at_any_parallel(big
         ("SELECT COUNT(*) AS N FROM WIDE", "WIDE", "split_by='WIDE': COUNT"),
         ("SELECT ID FROM SMALL", "WIDE", "WIDE"),
         ("SELECT NOPE FROM WIDE", None, "Firebird refuses it"),
+        # Each unit would aggregate or number its own rows.
+        ("SELECT COALESCE(MAX(ID), 0) AS M FROM WIDE", "WIDE", "MAX at the query's top level"),
+        ("SELECT ID, (ROW_NUMBER() OVER (ORDER BY ID)) AS R FROM WIDE", "WIDE", "OVER at"),
     ],
 )
 def test_read_sql_refuses_what_it_cannot_read(big_db, sql, split_by, words):
     with pytest.raises(fbunload.UsageError) as caught:
         fbunload.read_sql(big_db, sql, split_by=split_by, **AUTH)
     assert words in str(caught.value)
+
+
+def test_where_cannot_escape_and_read_sql_cannot_move_a_sequence(tmp_path):
+    """Firebird ends a `--` comment at a CR too: this condition read every
+    row once per unit. GEN_ID and NEXT VALUE FOR move a sequence even in a
+    read-only transaction."""
+    db = make_database(
+        tmp_path / "seq.fdb",
+        ["CREATE SEQUENCE S", "CREATE TABLE T (ID INTEGER)", "INSERT INTO T VALUES (1)"],
+    )
+    with pytest.raises(fbunload.UsageError) as caught:
+        fbunload.read_arrow(db, "T", where="ID < 0 --\r) OR 1=1 OR (1=1", **AUTH)
+    assert "closes more than the condition opened" in str(caught.value)
+    assert "\r" not in str(caught.value), "one line"
+    for sql, split_by in [
+        ("SELECT GEN_ID(S, 1) AS G FROM T", None),
+        ("SELECT ID, NEXT VALUE FOR S AS G FROM T", None),
+        ("SELECT ID, GEN_ID(S, 1) AS G FROM T", "T"),
+    ]:
+        with pytest.raises(fbunload.UsageError) as caught:
+            fbunload.read_sql(db, sql, split_by=split_by, **AUTH)
+        assert "changes a sequence" in str(caught.value)
+    assert driver_rows(db, "SELECT GEN_ID(S, 0) FROM RDB$DATABASE") == [(0,)]
+    assert fbunload.read_sql(db, "SELECT GEN_ID(S, 0) AS G FROM T", **AUTH).column("G").to_pylist() == [0]
 
 
 def test_views_queries_and_parts_through_unload_and_read_tables(tmp_path):

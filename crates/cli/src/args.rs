@@ -98,8 +98,9 @@ pub struct Args {
 
     /// Unload the result of a SELECT too, at the same snapshot, to NAME.<ext>: follow each
     /// --query with its --name (and, to read it in parallel, --split-by). Any SELECT (or
-    /// WITH ... SELECT) in one piece: no ;, every quote, comment and parenthesis closed. With
-    /// --query or --views and no --tables or --exclude, no table is unloaded
+    /// WITH ... SELECT) in one piece: no ;, every quote, comment and parenthesis closed; no
+    /// GEN_ID(S, n) or NEXT VALUE FOR, which would move a sequence. With --query or --views
+    /// and no --tables or --exclude, no table is unloaded
     #[arg(long, value_name = "SQL")]
     pub query: Vec<String>,
 
@@ -110,8 +111,9 @@ pub struct Args {
 
     /// Read the --query before it in parallel, by DB_KEY ranges of TABLE, which its FROM must
     /// begin with (an alias is fine): each unit reads the query with that table replaced by
-    /// its rows in the unit's range. The query may not group, aggregate, sort, limit, combine
-    /// (UNION) or use window functions or RIGHT/FULL joins at its top level
+    /// its rows in the unit's range. Outside its subqueries the query may not group,
+    /// aggregate (COALESCE(MAX(X), 0) too), sort, limit, combine (UNION) or use window
+    /// functions or RIGHT/FULL joins
     #[arg(long, value_name = "TABLE")]
     pub split_by: Vec<String>,
 

@@ -713,3 +713,81 @@ fn a_listed_name_that_names_no_table_is_refused() {
     let out = fbunload(&db, &["--plan", "-t", "ORDERS|TMP\\_%", "-x", "OLD%"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// Firebird ends a `--` comment at a carriage return as well as at a line
+/// feed; fbunload's check ended it at a line feed only, so this condition
+/// looked balanced to it and made every unit read every row (1,560,000
+/// rows for 60,000). Now it is refused, and a comment that ends at a CR
+/// in a sound condition reads what Firebird reads, every row once.
+#[test]
+fn a_comment_ended_by_a_carriage_return_cannot_widen_a_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "cr.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE BIG (ID INTEGER NOT NULL, A VARCHAR(40))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN \
+               WHILE (I < 60000) DO BEGIN \
+                 INSERT INTO BIG VALUES (:I, 'r' || (:I * 7919) || '-' || (:I * 104729)); \
+                 I = I + 1; END END",
+        ],
+    );
+    let out_dir = dir.path().join("out");
+    let out_arg = out_dir.to_str().unwrap();
+    for condition in [
+        "ID < 0 --\r) OR 1=1 OR (1=1",
+        "ID < 0 --\r\n) OR 1=1 OR (1=1",
+        "BIG: ID < 0 -- \r) OR (1=1",
+    ] {
+        let out = fbunload(
+            &db,
+            &[
+                "-t",
+                "BIG",
+                "--where",
+                condition,
+                "--unit-pages",
+                "40",
+                "-o",
+                out_arg,
+            ],
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{condition:?}: {err}");
+        assert!(
+            err.contains("a ) closes more than the condition opened"),
+            "{condition:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{condition:?}: one line: {err}");
+        assert!(!out_dir.join("BIG.csv").exists(), "{condition:?}");
+    }
+
+    let condition = "ID < 100 -- note\r AND MOD(ID, 2) = 0";
+    let out = fbunload(
+        &db,
+        &[
+            "-t",
+            "BIG",
+            "--where",
+            condition,
+            "--unit-pages",
+            "40",
+            "-j",
+            "3",
+            "--verify",
+            "-o",
+            out_arg,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ids: Vec<i64> = csv_records(&out_dir.join("BIG.csv"))
+        .iter()
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    assert_eq!(ids, (0..100).step_by(2).collect::<Vec<i64>>());
+    let manifest = read_manifest(&out_dir);
+    let big = manifest_entry(&manifest, "BIG");
+    assert_eq!(big["rows"], 50);
+    assert_eq!(big["where"], condition, "kept as given");
+}

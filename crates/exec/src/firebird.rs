@@ -170,6 +170,7 @@ pub(crate) fn plan_in(
                         .prepare_for(&subject(table), &table.unit_sql(unit))
                         .map_err(|e| refused_query(table, e))?;
                     output_columns(table, &stmt, types)?;
+                    refuse_rows_without_driving_rows(tr, table)?;
                 }
             }
             Ok(schema)
@@ -225,7 +226,9 @@ fn views_and_queries(
                  would clash; give the query another name"
             )));
         }
-        let described = describe(tr, &format!("query {name}"), &spec.sql)
+        // As every unit will read it: comments blanked (see fbunload_plan::query).
+        let sent = fbunload_plan::without_comments(&spec.sql);
+        let described = describe(tr, &format!("query {name}"), &sent)
             .map_err(|e| ExecError::Usage(format!("--query {name}: Firebird refuses it: {e}")))?;
         let columns = column_names(&spec.name, &described).map_err(usage)?;
         let driving = match driving {
@@ -254,6 +257,33 @@ fn views_and_queries(
         });
     }
     Ok(reads)
+}
+
+/// Refuses a split query that returns a row from none of its driving
+/// table's rows (see [`TablePlan::without_driving_rows_sql`]): each unit
+/// would return that row again.
+fn refuse_rows_without_driving_rows(tr: &Transaction, table: &TablePlan) -> Result<(), ExecError> {
+    let Some(sql) = table.without_driving_rows_sql() else {
+        return Ok(());
+    };
+    let mut stmt = tr
+        .prepare_for(&subject(table), &sql)
+        .map_err(|e| refused_query(table, e))?;
+    let returns_a_row = stmt
+        .execute()
+        .and_then(|()| stmt.fetch())
+        .map_err(|e| refused_query(table, e))?;
+    if returns_a_row {
+        return Err(ExecError::Usage(format!(
+            "--query {}: --split-by {}: the query returns a row even from none of the table's \
+             rows, so each unit would return it again (an aggregate of the outer query's \
+             columns inside a subquery aggregates the whole query); leave out --split-by to \
+             read the query as one unit",
+            printable(&table.name),
+            printable(table.split_by.as_deref().unwrap_or_default())
+        )));
+    }
+    Ok(())
 }
 
 /// A query Firebird would not prepare, as the user's mistake.

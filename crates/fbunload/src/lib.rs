@@ -217,7 +217,9 @@ impl Unload {
 
     /// A query read in parallel, by DB_KEY ranges of `table`, which its
     /// FROM must begin with; a query that groups, aggregates, sorts, limits
-    /// or combines at its top level is refused (see `fbunload_plan::query`).
+    /// or combines outside its subqueries is refused (see
+    /// `fbunload_plan::query`). A query (split or not) that would move a
+    /// sequence (`GEN_ID(S, 1)`, `NEXT VALUE FOR S`) is refused too.
     pub fn split_query(
         self,
         name: impl Into<String>,

@@ -24,3 +24,4 @@ pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit};
 pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};
 pub use selection::{SelectionError, TableChoice};
+pub use sql_text::{token_ranges, without_comments};

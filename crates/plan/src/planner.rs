@@ -39,6 +39,7 @@ use fbunload_decode::TextDecoder;
 use crate::catalog::{Column, Table};
 use crate::identifier::quote_identifier;
 use crate::query::DrivingTable;
+use crate::sql_text::without_comments;
 
 /// Units per worker the automatic size aims at.
 pub const UNITS_PER_WORKER: u64 = 8;
@@ -270,13 +271,33 @@ impl TablePlan {
         }
     }
 
-    /// `query` with its WHERE: the table's condition, on lines of its own
-    /// so that a `--` comment in it ends there (see [`crate::selection`]),
-    /// and the unit's range.
+    /// A split query read over none of its driving table's rows, for a
+    /// query that is split; `None` for anything else. Its units add up to
+    /// the query only if every result row comes from a row of that table,
+    /// so this must return no row. It does when the query is an aggregate
+    /// after all, which its text does not show: an aggregate inside a
+    /// subquery whose argument is only the outer query's columns
+    /// (`(SELECT MAX(o.ID) FROM RDB$DATABASE)`) aggregates the whole query.
+    pub fn without_driving_rows_sql(&self) -> Option<String> {
+        let driving = self.driving.as_ref()?;
+        let table = self.split_by.as_deref()?;
+        // No DB_KEY is below the first one: the range holds no row, and
+        // the engine reads no page for it.
+        let rows = format!(
+            "SELECT * FROM {} WHERE RDB$DB_KEY < {}",
+            quote_identifier(table),
+            self.db_key(0)
+        );
+        Some(self.with_casts(driving.with_rows(&rows)))
+    }
+
+    /// `query` with its WHERE: the table's condition, its comments
+    /// blanked and on lines of its own (see [`crate::selection`]), and
+    /// the unit's range.
     fn with_where(&self, mut query: String, range: Vec<String>) -> String {
         let mut terms = Vec::with_capacity(range.len() + 1);
         if let Some(condition) = &self.condition {
-            terms.push(format!("(\n{condition}\n)"));
+            terms.push(format!("(\n{}\n)", without_comments(condition)));
         }
         terms.extend(range);
         if !terms.is_empty() {
@@ -390,7 +411,9 @@ impl Plan {
                 declared_types: read.declared_types,
                 unit_count: units.len(),
                 condition: None,
-                select: read.sql,
+                // The query as Firebird will read it; `query` keeps it as
+                // given, for the plan and the manifest.
+                select: without_comments(&read.sql),
                 dp_per_pp,
                 slots,
                 driving: read.driving.map(|(driving, _)| driving),
@@ -693,16 +716,18 @@ mod tests {
             .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1368, 1)"));
         assert_eq!(t.declared_types, vec!["INTEGER", "DECFLOAT(34)"]);
 
-        // A condition goes before the range, on lines of its own.
+        // A condition goes before the range, on lines of its own, its
+        // comments blanked; the plan keeps it as given.
         let plan = plan.with_conditions(vec![Some("ID > 1 -- note".into())]);
         let t = &plan.tables[0];
+        assert_eq!(t.condition.as_deref(), Some("ID > 1 -- note"));
         assert!(t.unit_sql(&plan.units[1]).ends_with(
-            "WHERE (\nID > 1 -- note\n) AND RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1000, 0) \
+            "WHERE (\nID > 1        \n) AND RDB$DB_KEY >= MAKE_DBKEY(140, 0, 1000, 0) \
              AND RDB$DB_KEY < MAKE_DBKEY(140, 0, 368, 1)"
         ));
         assert_eq!(
             t.count_sql(),
-            "SELECT COUNT(*) FROM \"my table\" WHERE (\nID > 1 -- note\n)"
+            "SELECT COUNT(*) FROM \"my table\" WHERE (\nID > 1        \n)"
         );
     }
 
@@ -816,7 +841,7 @@ mod tests {
         assert_eq!(q.split_by.as_deref(), Some("ORDERS"));
         assert_eq!(
             q.unit_sql(&plan.units[1]),
-            "SELECT C1, CAST(C2 AS VARCHAR(64)) FROM (\nSELECT o.ID, c.D FROM (SELECT * FROM \
+            "SELECT C1, CAST(C2 AS VARCHAR(64)) FROM (\nSELECT o.ID, c.D FROM \n(SELECT * FROM \
              \"ORDERS\" WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 0, 1) AND RDB$DB_KEY < \
              MAKE_DBKEY(140, 0, 0, 2)) o JOIN C c ON c.ID = o.C\n) AS Q (C1, C2)"
         );

@@ -15,18 +15,29 @@
 //! read only those pages of the table. The units' rows together are the
 //! query's rows only if every row of the result comes from one row of the
 //! driving table, so a split query may not group, aggregate, sort, limit,
-//! combine (UNION), use window functions or RIGHT/FULL joins at its top
-//! level: those are refused, not guessed at. Before anything, the text is
-//! checked as a `--where` is ([`crate::sql_text`]): a quote, comment or
-//! parenthesis that does not close in it, or a `;`, is refused, and it
-//! must begin with SELECT (or WITH, unsplit). What it may do beyond that
-//! is bounded by the run's transaction, which is read-only.
+//! combine (UNION), use window functions or RIGHT/FULL joins outside its
+//! subqueries: those are refused, not guessed at. "Outside its
+//! subqueries" is decided on Firebird's own tokens ([`crate::sql_text`]),
+//! not on words outside parentheses: `COALESCE(MAX(ID), 0)` aggregates
+//! each unit as much as `MAX(ID)` does, while `(SELECT MAX(ID) FROM T)`
+//! is one value for every unit.
+//!
+//! Before anything, the text is checked as a `--where` is: a quote,
+//! comment or parenthesis that does not close in it, or a `;`, is
+//! refused, and it must begin with SELECT (or WITH, unsplit). The run's
+//! transaction is read-only, so a query cannot change a table; it could
+//! still change a sequence (`GEN_ID(S, 1)`, `NEXT VALUE FOR S` work in a
+//! read-only transaction), so those are refused too. What Firebird is
+//! sent is the query with its comments blanked
+//! ([`crate::sql_text::without_comments`]).
 
 use fbunload_client::{sql_type, ClientError, ColumnDesc, Transaction};
 use fbunload_decode::TextDecoder;
 
 use crate::selection::Name;
-use crate::sql_text::{balanced_tokens, Token, TokenKind};
+use crate::sql_text::{
+    balanced_tokens, refuse_sequence_changes, without_comments, Token, TokenKind,
+};
 
 /// A `--query` as given: the name of its output, its SQL, and the table
 /// whose DB_KEY ranges split it, if any.
@@ -66,12 +77,15 @@ impl DrivingTable {
             .as_ref()
             .map(|a| format!(" {a}"))
             .unwrap_or_default();
-        format!("{}({rows}){alias}{}", self.before, self.after)
+        // The line break ends the user's text before fbunload's goes on.
+        format!("{}\n({rows}){alias}{}", self.before, self.after)
     }
 }
 
 /// Words that would apply to each unit apart, not to the whole result,
-/// at a split query's top level.
+/// outside a split query's subqueries. `DISTINCT` after `IS` or `IS NOT`
+/// is a comparison, and `RIGHT`/`FULL` are refused only before `JOIN` or
+/// `OUTER` (`RIGHT(name, 3)` is a function).
 const PER_UNIT_WORDS: &[&str] = &[
     "DISTINCT",
     "GROUP",
@@ -92,8 +106,9 @@ const PER_UNIT_WORDS: &[&str] = &[
     "PLAN",
 ];
 
-/// Aggregate functions: at a split query's top level each unit would
-/// aggregate its own rows.
+/// Firebird 5's aggregate functions (`aggregate_function` in its
+/// grammar): outside a split query's subqueries each unit would
+/// aggregate its own rows. Window functions need `OVER`, refused above.
 const AGGREGATES: &[&str] = &[
     "COUNT",
     "SUM",
@@ -108,6 +123,15 @@ const AGGREGATES: &[&str] = &[
     "COVAR_POP",
     "COVAR_SAMP",
     "CORR",
+    "REGR_AVGX",
+    "REGR_AVGY",
+    "REGR_COUNT",
+    "REGR_INTERCEPT",
+    "REGR_R2",
+    "REGR_SLOPE",
+    "REGR_SXX",
+    "REGR_SXY",
+    "REGR_SYY",
 ];
 
 /// What may follow a table's name in a FROM other than an alias.
@@ -155,6 +179,9 @@ pub fn check_query(spec: &QuerySpec) -> Result<Option<DrivingTable>, QueryError>
             crate::printable(first.text)
         ));
     }
+    if let Err(why) = refuse_sequence_changes(&tokens) {
+        return refuse(why);
+    }
     let Some(split_by) = &spec.split_by else {
         return Ok(None);
     };
@@ -164,7 +191,10 @@ pub fn check_query(spec: &QuerySpec) -> Result<Option<DrivingTable>, QueryError>
             crate::printable(split_by)
         ));
     };
-    match driving_table(&spec.sql, &tokens, &wanted) {
+    // Blanking keeps every byte where it was, so the tokens still point
+    // into it.
+    let sent = without_comments(&spec.sql);
+    match driving_table(&sent, &tokens, &wanted) {
         Ok(driving) => Ok(Some(driving)),
         Err(why) => refuse(format!("--split-by {wanted}: {why}")),
     }
@@ -175,24 +205,17 @@ fn driving_table(sql: &str, tokens: &[Token<'_>], wanted: &Name) -> Result<Drivi
     if !tokens[0].is_word("SELECT") {
         return Err("a split query must begin with SELECT (not WITH)".into());
     }
+    if let Some(word) = per_unit_word(tokens) {
+        return Err(format!(
+            "{word} at the query's top level (outside its subqueries) would apply to each unit \
+             apart, not to the whole result; leave out --split-by to read the query as one unit"
+        ));
+    }
     let top: Vec<(usize, &Token<'_>)> = tokens
         .iter()
         .enumerate()
         .filter(|(_, t)| t.depth == 0)
         .collect();
-    for (i, token) in &top {
-        let word = token.text.to_ascii_uppercase();
-        let per_unit = token.kind == TokenKind::Word
-            && (PER_UNIT_WORDS.contains(&word.as_str())
-                || (AGGREGATES.contains(&word.as_str())
-                    && tokens.get(i + 1).map(|t| t.kind) == Some(TokenKind::Open)));
-        if per_unit {
-            return Err(format!(
-                "{word} at the query's top level would apply to each unit apart, not to the \
-                 whole result; leave out --split-by to read the query as one unit"
-            ));
-        }
-    }
     let from = top
         .iter()
         .position(|(_, t)| t.is_word("FROM"))
@@ -225,6 +248,33 @@ fn driving_table(sql: &str, tokens: &[Token<'_>], wanted: &Name) -> Result<Drivi
         before: sql[..named.start].to_string(),
         after: sql[named.end()..].to_string(),
         alias: (!has_alias).then(|| named.text.to_string()),
+    })
+}
+
+/// The first word outside the query's subqueries that would make each
+/// unit's rows something else than its part of the result, upper-cased.
+fn per_unit_word(tokens: &[Token<'_>]) -> Option<String> {
+    let is = |i: Option<usize>, word: &str| {
+        i.and_then(|i| tokens.get(i))
+            .is_some_and(|t: &Token<'_>| t.is_word(word))
+    };
+    let next_is_open = |i: usize| tokens.get(i + 1).map(|t| t.kind) == Some(TokenKind::Open);
+    tokens.iter().enumerate().find_map(|(i, token)| {
+        if token.in_subquery || token.kind != TokenKind::Word {
+            return None;
+        }
+        let word = token.text.to_ascii_uppercase();
+        let per_unit = match word.as_str() {
+            // IS [NOT] DISTINCT FROM compares two values.
+            "DISTINCT" => {
+                !(is(i.checked_sub(1), "IS")
+                    || (is(i.checked_sub(1), "NOT") && is(i.checked_sub(2), "IS")))
+            }
+            "RIGHT" | "FULL" => is(Some(i + 1), "JOIN") || is(Some(i + 1), "OUTER"),
+            w if PER_UNIT_WORDS.contains(&w) => true,
+            w => AGGREGATES.contains(&w) && next_is_open(i),
+        };
+        per_unit.then_some(word)
     })
 }
 
@@ -321,7 +371,7 @@ mod tests {
         assert_eq!(d.table, "ORDERS");
         assert_eq!(
             d.with_rows(rows),
-            format!("SELECT o.ID, c.NAME FROM ({rows}) o JOIN CUSTOMERS c ON c.ID = o.CUST")
+            format!("SELECT o.ID, c.NAME FROM \n({rows}) o JOIN CUSTOMERS c ON c.ID = o.CUST")
         );
         // No alias: the table's name as written becomes one.
         let d = split(
@@ -331,7 +381,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             d.with_rows(rows),
-            format!("select ORDERS.ID from ({rows}) ORDERS\nwhere ORDERS.ID > 1")
+            format!("select ORDERS.ID from \n({rows}) ORDERS\nwhere ORDERS.ID > 1")
         );
         let d = split(
             "SELECT * FROM \"Odd \"\"t\"\"\" AS x, B",
@@ -339,16 +389,86 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d.table, "Odd \"t\"");
-        assert_eq!(d.with_rows("R"), "SELECT * FROM (R) AS x, B");
+        assert_eq!(d.with_rows("R"), "SELECT * FROM \n(R) AS x, B");
         let d = split("SELECT * FROM T LEFT JOIN U ON 1=1", "T").unwrap();
-        assert_eq!(d.with_rows("R"), "SELECT * FROM (R) T LEFT JOIN U ON 1=1");
+        assert_eq!(d.with_rows("R"), "SELECT * FROM \n(R) T LEFT JOIN U ON 1=1");
         // Subqueries, function syntax and strings with FROM do not count.
         let d = split(
             "SELECT EXTRACT(YEAR FROM d), (SELECT MAX(x) FROM U), 'FROM U' FROM T",
             "T",
         )
         .unwrap();
-        assert!(d.with_rows("R").ends_with("'FROM U' FROM (R) T"));
+        assert!(d.with_rows("R").ends_with("'FROM U' FROM \n(R) T"));
+        // The text around the table is sent with its comments blanked.
+        let d = split("SELECT ID -- x\rFROM T /* ) */ WHERE ID > 0", "T").unwrap();
+        assert_eq!(
+            d.with_rows("R"),
+            "SELECT ID     \rFROM \n(R) T         WHERE ID > 0"
+        );
+    }
+
+    #[test]
+    fn aggregates_and_window_functions_are_refused_wherever_they_are_outside_subqueries() {
+        for (sql, word) in [
+            ("SELECT COALESCE(MAX(ID), 0) FROM T", "MAX"),
+            ("SELECT CAST(COUNT(*) AS BIGINT) FROM T", "COUNT"),
+            ("SELECT (COUNT(*)) FROM T", "COUNT"),
+            ("SELECT REGR_COUNT(ID, ID) FROM T", "REGR_COUNT"),
+            ("SELECT regr_syy (ID, ID) FROM T", "REGR_SYY"),
+            ("SELECT 1 + corr(ID, ID) FROM T", "CORR"),
+            ("SELECT (ROW_NUMBER() OVER (ORDER BY ID)) FROM T", "OVER"),
+            (
+                "SELECT COALESCE(LAG(ID) OVER (ORDER BY ID), -1) FROM T",
+                "OVER",
+            ),
+            ("SELECT ID FROM T HAVING (SUM(ID) > 0)", "HAVING"),
+            ("SELECT ID FROM T WHERE ID > 0 ORDER BY (1)", "ORDER"),
+            (
+                "SELECT ID FROM T WHERE (ID = (SELECT 1 FROM U)) OR MAX(ID) > 0",
+                "MAX",
+            ),
+            ("SELECT ID FROM T --\rROWS 3", "ROWS"),
+            ("SELECT ID FROM T RIGHT OUTER JOIN U ON 1=1", "RIGHT"),
+            ("SELECT ID FROM T FULL JOIN U ON 1=1", "FULL"),
+            ("SELECT DISTINCT ID FROM T", "DISTINCT"),
+            (
+                "SELECT ID FROM T WHERE ID IS NOT DISTINCT FROM 1 AND COUNT(*) > 0",
+                "COUNT",
+            ),
+        ] {
+            let err = split(sql, "T").unwrap_err();
+            assert!(
+                err.contains(&format!("{word} at the query's top level")),
+                "{sql}: {err}"
+            );
+            assert!(err.contains("leave out --split-by"), "{err}");
+        }
+        for sql in [
+            "SELECT ID, RIGHT(A, 3), LEFT(A, 1) FROM T",
+            "SELECT ID FROM T WHERE A IS DISTINCT FROM B OR A IS NOT DISTINCT FROM C",
+            "SELECT (SELECT COALESCE(MAX(ID), 0) FROM U), ID FROM T",
+            "SELECT ID FROM T WHERE ID IN ((SELECT MAX(ID) FROM U))",
+            "SELECT ID FROM T LEFT JOIN (SELECT ID, COUNT(*) C FROM U GROUP BY ID) u ON u.ID = T.ID",
+            "SELECT ID FROM T WHERE EXISTS (WITH X AS (SELECT 1 A FROM U) SELECT COUNT(*) FROM X)",
+            "SELECT ID, 'MAX(ID)', \"COUNT\" FROM T -- ORDER BY 1",
+        ] {
+            assert!(split(sql, "T").is_ok(), "{sql}: {:?}", split(sql, "T"));
+        }
+    }
+
+    #[test]
+    fn queries_that_would_change_a_sequence_are_refused_split_or_not() {
+        for split_by in [None, Some("T")] {
+            for sql in [
+                "SELECT GEN_ID(S, 1) FROM T",
+                "SELECT ID FROM T WHERE ID < (SELECT NEXT VALUE FOR S FROM RDB$DATABASE)",
+            ] {
+                let err = check_query(&spec(sql, split_by)).unwrap_err().0;
+                assert!(err.starts_with("--query Q: "), "{err}");
+                assert!(err.contains("changes a sequence"), "{sql}: {err}");
+            }
+            assert!(check_query(&spec("SELECT GEN_ID(S, 0) FROM T", split_by)).is_ok());
+        }
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! `--parallel`. That only holds if the condition cannot escape its
 //! parentheses: `1=1) OR (1=1` would make every unit read the whole table.
 //! [`check_condition`] refuses a condition whose parentheses, quotes or
-//! comments do not close inside it, and the query puts it on lines of its
-//! own, so a `--` comment in it ends with it.
+//! comments do not close inside it, as Firebird's own lexer reads them
+//! (a `--` comment ends at a CR as well as an LF). The query then holds
+//! it with its comments blanked out, on lines of its own, so that even a
+//! comment the two read differently could not reach past it.
 //!
 //! Names follow SQL: an unquoted name is upper-cased (`s_i_id` is
 //! `S_I_ID`), a double-quoted one is taken as written (`"Odd, name"`).
@@ -121,6 +123,8 @@ fn read_quoted(text: &str) -> Option<(String, usize)> {
 
 /// Parses `--columns [TABLE:]COL,COL,...`.
 pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
+    // A line break in a message would break its one line.
+    let shown = crate::printable(argument);
     let (table, list) = match split_table(argument) {
         Some((table, rest)) => (Some(table), rest),
         None => (None, argument),
@@ -130,9 +134,7 @@ pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
     loop {
         let (name, after) = if let Some(quoted) = rest.strip_prefix('"') {
             let (name, used) = read_quoted(quoted).ok_or_else(|| {
-                error(format!(
-                    "--columns '{argument}': a quoted name is not closed"
-                ))
+                error(format!("--columns '{shown}': a quoted name is not closed"))
             })?;
             (Name::Quoted(name), &quoted[used..])
         } else {
@@ -142,13 +144,13 @@ pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
         match &name {
             Name::Plain(n) if n.is_empty() => {
                 return Err(error(format!(
-                    "--columns '{argument}': an empty column name; write COL,COL or \
+                    "--columns '{shown}': an empty column name; write COL,COL or \
                      TABLE:COL,COL"
                 )))
             }
             Name::Plain(n) if !is_plain_name(n) => {
                 return Err(error(format!(
-                    "--columns '{argument}': {n} is not a plain name; put a name with other \
+                    "--columns '{shown}': {n} is not a plain name; put a name with other \
                      characters in double quotes: \"{n}\""
                 )))
             }
@@ -161,7 +163,7 @@ pub fn parse_columns(argument: &str) -> Result<TableChoice, SelectionError> {
             None if after.is_empty() => break,
             None => {
                 return Err(error(format!(
-                    "--columns '{argument}': expected a comma after {}",
+                    "--columns '{shown}': expected a comma after {}",
                     columns.last().expect("just pushed")
                 )))
             }
@@ -185,7 +187,11 @@ pub fn parse_condition(argument: &str) -> Result<TableChoice, SelectionError> {
         },
     };
     let condition = condition.trim();
-    check_condition(condition).map_err(|why| error(format!("--where '{argument}': {why}")))?;
+    check_condition(condition).map_err(|why| {
+        // A line break in a message would break its one line.
+        let shown = crate::printable(argument);
+        error(format!("--where '{shown}': {why}"))
+    })?;
     Ok(TableChoice {
         table,
         what: Choice::Condition(condition.to_string()),
@@ -194,9 +200,11 @@ pub fn parse_condition(argument: &str) -> Result<TableChoice, SelectionError> {
 
 /// Refuses a condition that could change the query around it: empty, or
 /// with a parenthesis, string, quoted name or comment that does not close
-/// inside it, or a `;`.
+/// inside it (as Firebird's lexer sees them, see [`crate::sql_text`]), or
+/// a `;`; and one that would change a sequence.
 pub fn check_condition(condition: &str) -> Result<(), String> {
-    crate::sql_text::balanced_tokens(condition, "the condition").map(drop)
+    let tokens = crate::sql_text::balanced_tokens(condition, "the condition")?;
+    crate::sql_text::refuse_sequence_changes(&tokens)
 }
 
 /// Applies the choices to the selected tables: each table's columns
@@ -391,9 +399,17 @@ mod tests {
             "A = 1 /* open",
             "A = 1; DELETE FROM T",
             "   ",
+            "ID < 0 --\r) OR 1=1 OR (1=1",
+            "ID = GEN_ID(S, 1)",
+            "ID = NEXT VALUE FOR S",
         ] {
             assert!(check_condition(bad).is_err(), "{bad}");
         }
+        // Shown with its control characters escaped, on one line.
+        assert_eq!(
+            parse_condition("ID < 0 --\r\n) OR (1=1").unwrap_err().0,
+            "--where 'ID < 0 --\\r\\n) OR (1=1': a ) closes more than the condition opened"
+        );
         for good in [
             "A = 1",
             "(A = 1 OR B = 2) AND C IN (1, 2)",
