@@ -3,7 +3,7 @@
 # STOCK table (W x 100,000 rows): seconds (median of RUNS) and peak memory
 # (max RSS of the whole process) for --fetch-only (the engine's limit: the
 # same attachments, snapshot and units, rows fetched and dropped), CSV,
-# Parquet (zstd), Arrow IPC and CSV compressed with zstd.
+# JSON Lines, Parquet (zstd), Arrow IPC and CSV compressed with zstd.
 #
 #   benches/formats.sh                               # 2 cores: W=10, 1 and 2 workers
 #   W=30 WORKERS="1 2 4 8 16" DATA=/dev/shm/fb benches/formats.sh   # issue #12's table
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 W=${W:-10}
 RUNS=${RUNS:-3}
 WORKERS=${WORKERS:-"1 2"}
-MODES=${MODES:-"fetch-only csv parquet arrow csv.zst"}
+MODES=${MODES:-"fetch-only csv jsonl parquet arrow csv.zst"}
 DATA=${DATA:-bench-data}
 . benches/lib.sh
 release_binaries
@@ -33,10 +33,11 @@ args_of() {
   case $1 in
     fetch-only) echo --fetch-only ;;
     csv) echo -f csv ;;
+    jsonl) echo -f jsonl ;;
     parquet) echo -f parquet ;;
     arrow) echo -f arrow ;;
     csv.zst) echo -f csv --compress zstd ;;
-    *) echo "unknown mode $1 (fetch-only csv parquet arrow csv.zst)" >&2; exit 1 ;;
+    *) echo "unknown mode $1 (fetch-only csv jsonl parquet arrow csv.zst)" >&2; exit 1 ;;
   esac
 }
 
