@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 
 import fbunload  # noqa: E402
 import fbunload.dask  # noqa: E402
-from test_dask import AUTH, MoneyMover, check_books, in_order  # noqa: E402
+from test_dask import AUTH, MoneyMover, books_read_late, in_order  # noqa: E402
 import test_dask  # noqa: E402
 
 
@@ -31,18 +31,7 @@ def main(directory):
         with MoneyMover(bank) as mover, fbunload.Snapshot(
             bank, tables="ACCOUNTS|LEDGER", **AUTH
         ) as snap:
-            accounts = fbunload.dask.read_table(
-                snap, "ACCOUNTS", columns=["ID", "BALANCE"], npartitions=4
-            )
-            ledger = fbunload.dask.read_table(snap, "LEDGER")
-            at_snapshot = mover.committed
-            parts = []
-            for i in range(accounts.npartitions):
-                mover.wait_for(5)
-                parts.append(accounts.partitions[i].compute())
-            one_by_one = pd.concat(parts)
-            check_books(one_by_one, ledger.compute())
-            assert mover.committed > at_snapshot + 20
+            _, one_by_one = books_read_late(snap, mover)
             reference = snap.read_pandas("ACCOUNTS", columns=["ID", "BALANCE"])
             pd.testing.assert_frame_equal(in_order(one_by_one), reference)
             workers = set(client.run(os.getpid).values())

@@ -160,25 +160,30 @@ def check_books(accounts, ledger):
     )
 
 
+def books_read_late(snap, mover, **compute):
+    """ACCOUNTS in 4 partitions, each joining the snapshot after more
+    transfers, and LEDGER: checks that the books balance, and returns the
+    ACCOUNTS DataFrame and its partitions' rows together."""
+    accounts = fbunload.dask.read_table(snap, "ACCOUNTS", columns=["ID", "BALANCE"], npartitions=4)
+    ledger = fbunload.dask.read_table(snap, "LEDGER")
+    assert accounts.npartitions == 4
+    at_snapshot = mover.committed
+    parts = []
+    for i in range(accounts.npartitions):
+        mover.wait_for(5)
+        parts.append(accounts.partitions[i].compute(**compute))
+    one_by_one = pd.concat(parts)
+    check_books(one_by_one, ledger.compute(**compute))
+    assert mover.committed > at_snapshot + 20
+    return accounts, one_by_one
+
+
 def test_partitions_read_one_snapshot_while_a_writer_moves_money(bank, local_cluster):
     with MoneyMover(bank) as mover:
         for scheduler in ["threads", "distributed"]:
             compute = dict(scheduler="threads") if scheduler == "threads" else {}
             with fbunload.Snapshot(bank, tables="ACCOUNTS|LEDGER", **AUTH) as snap:
-                accounts = fbunload.dask.read_table(
-                    snap, "ACCOUNTS", columns=["ID", "BALANCE"], npartitions=4
-                )
-                ledger = fbunload.dask.read_table(snap, "LEDGER")
-                assert accounts.npartitions == 4
-                at_snapshot = mover.committed
-                # Each partition joins the snapshot after more transfers.
-                parts = []
-                for i in range(accounts.npartitions):
-                    mover.wait_for(5)
-                    parts.append(accounts.partitions[i].compute(**compute))
-                one_by_one = pd.concat(parts)
-                check_books(one_by_one, ledger.compute(**compute))
-                assert mover.committed > at_snapshot + 20
+                accounts, one_by_one = books_read_late(snap, mover, **compute)
                 # All at once, and the snapshot's own read: the same rows.
                 together = accounts.compute(**compute)
                 assert_frame_equal(in_order(together), in_order(one_by_one))
@@ -353,17 +358,7 @@ def test_worker_processes_join_one_snapshot_on_a_firebird_5_server(fb5_bank):
         with MoneyMover(dsn, password) as mover, fbunload.Snapshot(
             dsn, tables="ACCOUNTS|LEDGER", **auth
         ) as snap:
-            accounts = fbunload.dask.read_table(snap, "ACCOUNTS", columns=["ID", "BALANCE"], npartitions=4)
-            ledger = fbunload.dask.read_table(snap, "LEDGER")
-            assert accounts.npartitions == 4
-            at_snapshot = mover.committed
-            parts = []
-            for i in range(accounts.npartitions):
-                mover.wait_for(5)
-                parts.append(accounts.partitions[i].compute())
-            one_by_one = pd.concat(parts)
-            check_books(one_by_one, ledger.compute())
-            assert mover.committed > at_snapshot + 20
+            _, one_by_one = books_read_late(snap, mover)
             reference = snap.read_pandas("ACCOUNTS", columns=["ID", "BALANCE"])
             assert_frame_equal(in_order(one_by_one), reference)
             workers = set(client.run(os.getpid).values())

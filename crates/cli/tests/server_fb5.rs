@@ -70,9 +70,10 @@ impl Fb5 {
         }
     }
 
-    /// A new database, created through the server.
-    fn create(&self, file: &Path) -> Attachment {
-        Attachment::create_database(
+    /// A new database, created through the server, holding what
+    /// `statements` make (each committed on its own).
+    fn create(&self, file: &Path, statements: &[&str]) -> Attachment {
+        let att = Attachment::create_database(
             &client(),
             &format!(
                 "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD '{}' PAGE_SIZE 4096 \
@@ -81,7 +82,13 @@ impl Fb5 {
                 self.password
             ),
         )
-        .unwrap()
+        .unwrap();
+        for sql in statements {
+            let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+            tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            tr.commit().unwrap();
+        }
+        att
     }
 
     fn command(&self, file: &Path, args: &[&str]) -> Command {
@@ -137,7 +144,7 @@ fn remote_workers_read_one_snapshot_while_others_write() {
     };
     let file = server.file("bank");
     let _removed = Removed(file.clone());
-    bank::create(&server.create(&file)).unwrap();
+    bank::create(&server.create(&file, &[])).unwrap();
     let writers = Writers::start(&client(), &server.connect(&file, WireOptions::default()), 2);
     let dir = tempfile::tempdir().unwrap();
     for round in 0..2 {
@@ -176,28 +183,20 @@ fn output_is_the_same_at_any_parallelism_and_wire_setting() {
     };
     let file = server.file("wire");
     let _removed = Removed(file.clone());
-    let att = server.create(&file);
-    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-    for sql in [
-        "CREATE TABLE T (ID INTEGER, NAME VARCHAR(30), AMOUNT NUMERIC(12,2), STAMP TIMESTAMP, \
-         NOTE BLOB SUB_TYPE TEXT)",
-        "CREATE TABLE SMALL (ID INTEGER)",
-    ] {
-        tr.execute(sql).unwrap();
-    }
-    tr.commit().unwrap();
-    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-    tr.execute(
-        "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 40000) DO BEGIN \
-           INSERT INTO T VALUES (:I, 'name ' || :I, :I * 0.25, \
-             DATEADD(:I SECOND TO TIMESTAMP '2020-01-01 00:00:00'), \
-             IIF(MOD(:I, 100) = 0, 'note ' || :I, NULL)); \
-           I = I + 1; END \
-           INSERT INTO SMALL VALUES (7); END",
-    )
-    .unwrap();
-    tr.commit().unwrap();
-    drop(att);
+    drop(server.create(
+        &file,
+        &[
+            "CREATE TABLE T (ID INTEGER, NAME VARCHAR(30), AMOUNT NUMERIC(12,2), \
+             STAMP TIMESTAMP, NOTE BLOB SUB_TYPE TEXT)",
+            "CREATE TABLE SMALL (ID INTEGER)",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 40000) DO BEGIN \
+               INSERT INTO T VALUES (:I, 'name ' || :I, :I * 0.25, \
+                 DATEADD(:I SECOND TO TIMESTAMP '2020-01-01 00:00:00'), \
+                 IIF(MOD(:I, 100) = 0, 'note ' || :I, NULL)); \
+               I = I + 1; END \
+               INSERT INTO SMALL VALUES (7); END",
+        ],
+    ));
 
     let dir = tempfile::tempdir().unwrap();
     let unload = |name: &str, args: &[&str]| -> Vec<(String, Vec<u8>)> {
@@ -266,7 +265,7 @@ fn a_wrong_password_is_one_line_and_never_echoed() {
     };
     let file = server.file("auth");
     let _removed = Removed(file.clone());
-    drop(server.create(&file));
+    drop(server.create(&file, &[]));
     let out = Command::new(env!("CARGO_BIN_EXE_fbunload"))
         .args(["-d", &server.dsn(&file), "-u", "SYSDBA", "--plan"])
         .env("ISC_PASSWORD", "not-the-password")
@@ -288,19 +287,14 @@ fn sigterm_stops_a_remote_run_and_the_next_run_completes() {
     };
     let file = server.file("stop");
     let _removed = Removed(file.clone());
-    let att = server.create(&file);
-    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-    tr.execute("CREATE TABLE WIDE (ID INTEGER, PAD VARCHAR(500))")
-        .unwrap();
-    tr.commit().unwrap();
-    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-    tr.execute(
-        "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 300000) DO BEGIN \
-           INSERT INTO WIDE VALUES (:I, LPAD('', 400, 'x') || :I); I = I + 1; END END",
-    )
-    .unwrap();
-    tr.commit().unwrap();
-    drop(att);
+    drop(server.create(
+        &file,
+        &[
+            "CREATE TABLE WIDE (ID INTEGER, PAD VARCHAR(500))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 300000) DO BEGIN \
+               INSERT INTO WIDE VALUES (:I, LPAD('', 400, 'x') || :I); I = I + 1; END END",
+        ],
+    ));
 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
