@@ -53,6 +53,9 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
 use fbunload::{HeldSnapshot, RunOptions, TextDecoder, TypeOptions, Unload};
 
+/// The C type of the entry points' error argument, for libraries that
+/// export them again (the Python extension).
+pub use adbc_ffi::FFI_AdbcError;
 pub use partition::Partition;
 pub use read::Read;
 
