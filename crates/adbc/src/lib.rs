@@ -153,7 +153,7 @@ impl Settings {
             ..defaults
         });
         let user = self.user.clone().or_else(|| std::env::var("ISC_USER").ok());
-        let password = (self.password.clone()).or_else(|| std::env::var("ISC_PASSWORD").ok());
+        let password = self.password.clone().or_else(|| std::env::var("ISC_PASSWORD").ok());
         if let Some(user) = user {
             unload = unload.user(user);
         }
@@ -398,9 +398,10 @@ impl adbc_core::Connection for FbConnection {
 }
 
 /// An ADBC statement: a SELECT and how to read it. A statement that ran
-/// `ExecutePartitions` holds that snapshot until it runs again or is
-/// released: its partitions can be read, here or in other processes,
-/// until then, and fail with "snapshot N is closed" afterwards.
+/// `ExecutePartitions` holds that snapshot until it executes again
+/// (`ExecuteQuery` or `ExecutePartitions`) or is released: its partitions
+/// can be read, here or in other processes, until then, and fail with
+/// "snapshot N is closed" afterwards.
 pub struct FbStatement {
     settings: Arc<Settings>,
     sql: Option<String>,
@@ -480,6 +481,8 @@ impl adbc_core::Statement for FbStatement {
     }
 
     fn execute(&mut self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+        // Executing invalidates earlier results, partitions included.
+        self.held = None;
         self.read()?.execute(&self.settings)
     }
 
@@ -513,8 +516,7 @@ impl adbc_core::Statement for FbStatement {
     }
 
     fn set_sql_query(&mut self, query: impl AsRef<str>) -> Result<()> {
-        let read = Read::new(query.as_ref(), self.split_by.as_deref())?;
-        drop(read);
+        Read::new(query.as_ref(), self.split_by.as_deref())?;
         self.sql = Some(query.as_ref().to_string());
         Ok(())
     }
