@@ -138,3 +138,20 @@ def test_partitions_read_in_two_processes_join_one_snapshot(tmp_path):
     assert report["rows"] == report["accounts"]
     assert report["transfers_meanwhile"] > 20
     assert len(set(report["readers"])) == 2 and report["holder"] not in report["readers"]
+
+
+def test_the_readme_example_runs_as_written(tmp_path):
+    from test_readme import readme_block
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ISC_USER", "ISC_PASSWORD")}
+    done = subprocess.run(
+        [sys.executable, "-c", readme_block("adbc")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    stock, late, items, parts = map(int, done.stdout.split())
+    assert stock == items == 10_000 and late > 0 and parts >= 1
