@@ -153,7 +153,10 @@ impl Settings {
             ..defaults
         });
         let user = self.user.clone().or_else(|| std::env::var("ISC_USER").ok());
-        let password = self.password.clone().or_else(|| std::env::var("ISC_PASSWORD").ok());
+        let password = self
+            .password
+            .clone()
+            .or_else(|| std::env::var("ISC_PASSWORD").ok());
         if let Some(user) = user {
             unload = unload.user(user);
         }

@@ -102,7 +102,10 @@ fn a_table_and_a_query_read_what_the_facade_reads() {
     let whole =
         |b: &[RecordBatch]| arrow_select::concat::concat_batches(&b[0].schema(), b).unwrap();
     assert_eq!(whole(&batches), whole(&expected));
-    let total = run(&mut conn, "SELECT CAST(SUM(BALANCE) AS BIGINT) AS T FROM ACCOUNTS");
+    let total = run(
+        &mut conn,
+        "SELECT CAST(SUM(BALANCE) AS BIGINT) AS T FROM ACCOUNTS",
+    );
     assert_eq!(sum(&total, "T"), sum(&batches, "BALANCE"));
     // A view through SELECT * is read as the query it is.
     assert_eq!(rows(&run(&mut conn, "SELECT * FROM RICH")), 20 * 499);
