@@ -4,9 +4,7 @@ DB-API, pandas and polars read what fbunload.read_arrow and firebird-driver
 read; statements that change data are refused; partitions read in two
 other processes join the one snapshot their statement holds."""
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -117,24 +115,9 @@ def test_partitions_read_in_two_processes_join_one_snapshot(tmp_path):
     between. The embedded engine lets several processes open a database
     only in SuperClassic mode: the scenario runs in a child whose runtime
     is a copy set to it (as test_dask's worker-process test does)."""
-    from conftest import RUNTIME
+    from conftest import run_superclassic
 
-    runtime = tmp_path / "runtime"
-    shutil.copytree(RUNTIME, runtime, symlinks=True)
-    with open(runtime / "firebird.conf", "a") as conf:
-        conf.write("\nServerMode = SuperClassic\n")
-    script = os.path.join(os.path.dirname(__file__), "adbc_partitions.py")
-    data = tmp_path / "data"
-    data.mkdir()
-    result = subprocess.run(
-        [sys.executable, script, "hold", str(data)],
-        env={**os.environ, "FIREBIRD": str(runtime)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = run_superclassic(tmp_path, "adbc_partitions.py", "hold")
     assert report["rows"] == report["accounts"]
     assert report["transfers_meanwhile"] > 20
     assert len(set(report["readers"])) == 2 and report["holder"] not in report["readers"]
