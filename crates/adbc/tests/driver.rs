@@ -109,6 +109,17 @@ fn a_table_and_a_query_read_what_the_facade_reads() {
     assert_eq!(sum(&total, "T"), sum(&batches, "BALANCE"));
     // A view through SELECT * is read as the query it is.
     assert_eq!(rows(&run(&mut conn, "SELECT * FROM RICH")), 20 * 499);
+    // ExecuteSchema: the schema of what ExecuteQuery returns, no row read.
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query("SELECT * FROM ACCOUNTS").unwrap();
+    assert_eq!(statement.execute_schema().unwrap(), *batches[0].schema());
+    statement
+        .set_sql_query("SELECT ID, PAD || '!' AS LOUD FROM ACCOUNTS")
+        .unwrap();
+    let names: Vec<String> = (statement.execute_schema().unwrap().fields().iter())
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["ID", "LOUD"]);
 }
 
 #[test]
