@@ -138,3 +138,23 @@ def test_the_readme_example_runs_as_written(tmp_path):
     assert done.returncode == 0, done.stderr
     stock, late, items, parts = map(int, done.stdout.split())
     assert stock == items == 10_000 and late > 0 and parts >= 1
+
+
+def test_one_row_of_bound_parameters_fills_the_markers(conn, types_db):
+    import datetime
+
+    import polars as pl
+
+    sql = "SELECT ID, V FROM T WHERE ID >= ? AND V <> ? AND B = ?"
+    with conn.cursor() as cur:
+        cur.execute(sql, (1, "it's not ?", 9223372036854775807))
+        assert cur.fetchall() == [(1, "naïve 日本")]
+    # pandas refuses params for ADBC connections; polars passes them on.
+    frame = pl.read_database(
+        "SELECT ID FROM T WHERE DT = ?",
+        conn,
+        execute_options={"parameters": [datetime.date(2024, 2, 29)]},
+    )
+    assert frame["ID"].to_list() == [1]
+    with conn.cursor() as cur, pytest.raises(adbc_errors.ProgrammingError, match="parameter markers"):
+        cur.execute("SELECT ID FROM T WHERE ID = ?", (1, 2))

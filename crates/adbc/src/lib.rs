@@ -37,6 +37,7 @@
 //! and returns an `Internal` error.
 
 mod metadata;
+mod params;
 mod partition;
 mod read;
 
@@ -96,8 +97,9 @@ impl adbc_core::Driver for FbDriver {
     }
 }
 
-/// Where to read and as whom: every connection reads with these.
-#[derive(Debug, Clone)]
+/// Where to read and as whom: every connection reads with these. No
+/// `Debug`: it holds the password.
+#[derive(Clone)]
 pub struct Settings {
     pub database: Option<String>,
     pub user: Option<String>,
@@ -322,6 +324,7 @@ impl adbc_core::Connection for FbConnection {
             sql: None,
             split_by: None,
             partitions: None,
+            params: None,
             held: None,
         })
     }
@@ -410,6 +413,8 @@ pub struct FbStatement {
     sql: Option<String>,
     split_by: Option<String>,
     partitions: Option<usize>,
+    /// One row of values for the query's `?`s (see [`params`]).
+    params: Option<RecordBatch>,
     held: Option<HeldSnapshot>,
 }
 
@@ -418,7 +423,10 @@ impl FbStatement {
         let sql = self.sql.as_deref().ok_or_else(|| {
             Error::with_message_and_status("no query: call SetSqlQuery first", Status::InvalidState)
         })?;
-        Read::new(sql, self.split_by.as_deref())
+        match &self.params {
+            Some(params) => Read::new(&params::inline(sql, params)?, self.split_by.as_deref()),
+            None => Read::new(sql, self.split_by.as_deref()),
+        }
     }
 
     /// The snapshot this statement's partitions are read at, if it holds one.
@@ -471,16 +479,16 @@ impl Optionable for FbStatement {
 }
 
 impl adbc_core::Statement for FbStatement {
-    fn bind(&mut self, _batch: RecordBatch) -> Result<()> {
-        Err(not_implemented(
-            "bound parameters (write the values into the SELECT)",
-        ))
+    fn bind(&mut self, batch: RecordBatch) -> Result<()> {
+        self.params = Some(batch);
+        Ok(())
     }
 
-    fn bind_stream(&mut self, _reader: Box<dyn RecordBatchReader + Send>) -> Result<()> {
-        Err(not_implemented(
-            "bound parameters (write the values into the SELECT)",
-        ))
+    fn bind_stream(&mut self, reader: Box<dyn RecordBatchReader + Send>) -> Result<()> {
+        let schema = reader.schema();
+        let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
+        self.params = Some(arrow_select::concat::concat_batches(&schema, &batches)?);
+        Ok(())
     }
 
     fn execute(&mut self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
@@ -520,6 +528,8 @@ impl adbc_core::Statement for FbStatement {
 
     fn set_sql_query(&mut self, query: impl AsRef<str>) -> Result<()> {
         Read::new(query.as_ref(), self.split_by.as_deref())?;
+        // Values bound for another query do not carry over.
+        self.params = None;
         self.sql = Some(query.as_ref().to_string());
         Ok(())
     }
