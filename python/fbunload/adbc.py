@@ -14,7 +14,9 @@ fbunload[adbc]``, which brings ``adbc-driver-manager``).
 Every statement runs at a read-only snapshot of its own. ``SELECT * FROM
 T`` of a table reads it as :func:`fbunload.read_arrow` does, its units in
 parallel; any other SELECT as :func:`fbunload.read_sql` does. A statement
-that would change data is refused (``ProgrammingError``).
+that would change data is refused (``ProgrammingError``). One row of
+parameters fills the ``?`` markers of a SELECT (``cursor.execute(sql, (7,
+"x"))``), written into its text as exact SQL literals.
 
 **Partitions.** ``cursor.adbc_execute_partitions("SELECT * FROM T")``
 holds a snapshot and returns the table's partitions (bytes): any process

@@ -17,7 +17,8 @@
 //! - [`FbStatement`]: `SetSqlQuery` checks the text at once (one SELECT, or
 //!   an error: the driver is read-only); `ExecuteQuery` reads it at one
 //!   snapshot; `ExecutePartitions` holds a snapshot and cuts a table into
-//!   partitions that any process with the driver reads at it.
+//!   partitions that any process with the driver reads at it; `Bind` takes
+//!   one row of values for the query's `?`s ([`params`]: as literals).
 //!
 //! What a statement reads, by its SQL (see [`read::Read`]):
 //! `SELECT * FROM T` of a table reads the table as `read_arrow` does,
