@@ -18,7 +18,7 @@
 //!   an error: the driver is read-only); `ExecuteQuery` reads it at one
 //!   snapshot; `ExecutePartitions` holds a snapshot and cuts a table into
 //!   partitions that any process with the driver reads at it; `Bind` takes
-//!   one row of values for the query's `?`s ([`params`]: as literals).
+//!   one row of values for the query's `?`s, written in as literals.
 //!
 //! What a statement reads, by its SQL (see [`read::Read`]):
 //! `SELECT * FROM T` of a table reads the table as `read_arrow` does,
@@ -414,7 +414,7 @@ pub struct FbStatement {
     sql: Option<String>,
     split_by: Option<String>,
     partitions: Option<usize>,
-    /// One row of values for the query's `?`s (see [`params`]).
+    /// One row of values for the query's `?`s (module `params`).
     params: Option<RecordBatch>,
     held: Option<HeldSnapshot>,
 }
