@@ -564,6 +564,10 @@ pub(crate) fn from_run(err: fbunload::Error) -> Error {
 /// the driver's user knows the same things.
 pub(crate) fn in_driver_words(message: &str) -> String {
     message
+        .replace(
+            &format!("--query {}: Firebird refuses it", read::QUERY_NAME),
+            "Firebird refuses the query",
+        )
         .replace(&format!("--query {}: ", read::QUERY_NAME), "")
         .replace(
             "only a SELECT can be unloaded",
