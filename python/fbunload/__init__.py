@@ -13,7 +13,8 @@ column is decoded from its own character set.
 
 :class:`Snapshot` holds a snapshot open for reads that join it later, from
 other threads and processes; :mod:`fbunload.dask` reads tables into Dask
-DataFrames whose partitions all join one.
+DataFrames whose partitions all join one; :mod:`fbunload.adbc` connects
+pandas, polars and other ADBC tools through fbunload's ADBC driver.
 """
 
 from __future__ import annotations

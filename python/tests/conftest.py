@@ -2,8 +2,12 @@
 firebird-driver, the reference Python driver the results are compared to."""
 
 import ctypes
+import json
 import os
 import pathlib
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -73,3 +77,26 @@ def big_db(tmp_path_factory):
             "INSERT INTO SMALL VALUES (42)",
         ],
     )
+
+
+def run_superclassic(tmp_path, script, *args):
+    """Runs ``script`` (beside this file) in a child Python whose FIREBIRD
+    is a copy of the embedded runtime set to ServerMode = SuperClassic,
+    where, unlike the default SuperServer, several processes may open one
+    database file; ``args`` follow a new, empty data directory. Returns the
+    JSON object the script prints last."""
+    runtime = tmp_path / "runtime"
+    shutil.copytree(RUNTIME, runtime, symlinks=True)
+    with open(runtime / "firebird.conf", "a") as conf:
+        conf.write("\nServerMode = SuperClassic\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    result = subprocess.run(
+        [sys.executable, os.path.join(os.path.dirname(__file__), script), *args, str(data)],
+        env={**os.environ, "FIREBIRD": str(runtime)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])

@@ -304,29 +304,9 @@ def test_worker_processes_join_one_snapshot_on_a_superclassic_engine(tmp_path):
     runtime in SuperClassic mode, where processes share a database file.
     Partitions are computed in two worker processes while a writer moves
     money; the books balance and equal the snapshot's own read."""
-    import json
-    import shutil
-    import subprocess
-    import sys
+    from conftest import run_superclassic
 
-    from conftest import RUNTIME
-
-    runtime = tmp_path / "runtime"
-    shutil.copytree(RUNTIME, runtime, symlinks=True)
-    with open(runtime / "firebird.conf", "a") as conf:
-        conf.write("\nServerMode = SuperClassic\n")
-    script = os.path.join(os.path.dirname(__file__), "superclassic_cluster.py")
-    data = tmp_path / "data"
-    data.mkdir()
-    result = subprocess.run(
-        [sys.executable, script, str(data)],
-        env={**os.environ, "FIREBIRD": str(runtime)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = run_superclassic(tmp_path, "superclassic_cluster.py")
     assert report["rows"] == ACCOUNTS
     assert len(report["workers"]) == 2 and report["client"] not in report["workers"]
 

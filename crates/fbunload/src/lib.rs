@@ -89,8 +89,8 @@ pub use fbunload_exec::{
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
 pub use fbunload_plan::{
-    counted, printable, quote_identifier, Kind, Plan, PlanOptions, QuerySpec, TableFilter,
-    TablePlan, Unit,
+    counted, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions, QuerySpec,
+    TableFilter, TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};
 
@@ -100,6 +100,24 @@ use fbunload_exec::Database;
 /// Bytes that units waiting for their turn may hold before they spill
 /// (files) or wait (streams), unless set.
 pub const DEFAULT_MEMORY_BUDGET: usize = 128 << 20;
+
+/// Checks a query's text as a run would before attaching: it must be one
+/// SELECT (or WITH), its quotes, comments and parentheses must close, and
+/// with `split_by` its FROM must begin with that table and nothing at its
+/// top level may apply to the whole result. For callers that take a query
+/// long before they read it (an ADBC statement's `SetSqlQuery`), so a
+/// statement that would change data is refused when it is given.
+pub fn check_query(spec: &QuerySpec) -> Result<(), Error> {
+    fbunload_plan::query::check_query(spec)
+        .map(drop)
+        .map_err(|e| Error::Usage(e.to_string()))
+}
+
+/// A SQL `SIMILAR TO` pattern ([`Unload::tables`], [`Unload::views`]) that
+/// matches exactly `name`.
+pub fn exact_pattern(name: &str) -> String {
+    TableFilter::named(name).include.unwrap_or_default()
+}
 
 /// What to read, from where, and how: a builder.
 #[derive(Clone)]

@@ -6,8 +6,27 @@
 //! turns errors into the `fbunload.Error` hierarchy. Every wait happens
 //! with the GIL released, and looks at Python's signals every
 //! [`SIGNAL_CHECK`], so Ctrl-C stops a run within moments.
+//!
+//! The same library is the ADBC driver of `fbunload.adbc`: it exports
+//! `fbunload_adbc`'s entry points (`AdbcDriverFbunloadInit`,
+//! `AdbcDriverInit`), so the ADBC driver manager loads this file (already
+//! loaded by Python; `dlopen` hands back the same copy) instead of a
+//! second library the wheel would have to carry. The driver needs no
+//! Python: it runs with or without the GIL, on the driver manager's calls.
 
 mod words;
+
+/// Links the driver's entry points into this library (module docs): an
+/// rlib's exported functions reach a cdylib only if something uses them.
+#[used]
+static ADBC_ENTRY_POINTS: [unsafe extern "C" fn(
+    std::os::raw::c_int,
+    *mut std::os::raw::c_void,
+    *mut fbunload_adbc::FFI_AdbcError,
+) -> u8; 2] = [
+    fbunload_adbc::AdbcDriverFbunloadInit,
+    fbunload_adbc::AdbcDriverInit,
+];
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

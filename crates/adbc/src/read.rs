@@ -1,0 +1,214 @@
+//! What a statement's SQL reads, and reading it through the facade.
+//!
+//! A tool that reads "a table" through ADBC sends `SELECT * FROM T`. Read
+//! as a query that is one unit on one attachment; read as the table, it is
+//! every unit in parallel, which is why fbunload exists. So that exact
+//! form, naming a table, is read as the table (what `fbunload.read_arrow`
+//! returns); every other SELECT as the query it is (what
+//! `fbunload.read_sql` returns), split by a driving table only when the
+//! statement names one (`adbc.fbunload.split_by`), because splitting
+//! changes nothing only for queries the caller knows to be row-for-row.
+
+use adbc_core::error::{Error, Result, Status};
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+use fbunload::{CatalogError, QuerySpec, RecordBatches, Unload};
+
+use crate::{from_run, Settings};
+
+/// The name a query's result has inside the facade; never shown.
+pub(crate) const QUERY_NAME: &str = "QUERY";
+
+/// What a statement reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// `SELECT * FROM T`: table `T` (its name in the catalog) if it is one,
+    /// else the same text as a query (a view, say).
+    WholeTable { table: String, sql: String },
+    /// Any other SELECT.
+    Query(QuerySpec),
+}
+
+impl Read {
+    /// The read of `sql`; an error, in one line, for anything but one
+    /// SELECT (the driver is read-only) and for a split the query cannot
+    /// take.
+    pub fn new(sql: &str, split_by: Option<&str>) -> Result<Read> {
+        let spec = QuerySpec {
+            name: QUERY_NAME.into(),
+            sql: sql.to_string(),
+            split_by: split_by.map(str::to_string),
+        };
+        fbunload::check_query(&spec).map_err(from_run)?;
+        Ok(match whole_table(sql) {
+            Some(table) if split_by.is_none() => Read::WholeTable {
+                table,
+                sql: sql.to_string(),
+            },
+            _ => Read::Query(spec),
+        })
+    }
+
+    /// The table whose units [`crate::Partition`]s are, if this reads one.
+    pub fn table(&self) -> Option<&str> {
+        match self {
+            Read::WholeTable { table, .. } => Some(table),
+            Read::Query(_) => None,
+        }
+    }
+
+    /// The facade's read of this, for a table `Some` only if it is one.
+    fn unload(&self, settings: &Settings, as_table: bool) -> Result<Unload> {
+        let unload = settings.unload()?;
+        Ok(match self {
+            Read::WholeTable { table, .. } if as_table => {
+                unload.tables(fbunload::exact_pattern(table))
+            }
+            Read::WholeTable { sql, .. } => unload.query(QUERY_NAME, sql.clone()),
+            Read::Query(spec) => unload.query_spec(spec.clone()),
+        })
+    }
+
+    /// Runs the read: batches as the workers read them, in order.
+    pub fn execute(&self, settings: &Settings) -> Result<Box<dyn RecordBatchReader + Send>> {
+        let batches = match self.unload(settings, true)?.record_batches() {
+            Err(e) if is_not_a_table(&e) => self.unload(settings, false)?.record_batches(),
+            other => other,
+        }
+        .map_err(from_run)?;
+        let schema = batches.schema(0);
+        Ok(Box::new(RunReader { batches, schema }))
+    }
+
+    /// The result's schema, from the catalog or the server's description
+    /// of the query: no row is read.
+    pub fn schema(&self, settings: &Settings) -> Result<Schema> {
+        let prepared = match self.unload(settings, true)?.prepare() {
+            Err(e) if is_not_a_table(&e) => self.unload(settings, false)?.prepare(),
+            other => other,
+        }
+        .map_err(from_run)?;
+        let schema = prepared.schemas.first().ok_or_else(|| {
+            Error::with_message_and_status("the read has no result", Status::Internal)
+        })?;
+        Ok(schema.as_ref().clone())
+    }
+}
+
+/// A `SELECT * FROM T` whose T is not a table: read as a query instead.
+fn is_not_a_table(err: &fbunload::Error) -> bool {
+    matches!(err, fbunload::Error::Catalog(CatalogError::NoTables(_)))
+}
+
+/// The table of `SELECT * FROM name` (any case and spacing; a plain name
+/// upper-cased as SQL does, a `"quoted"` one as written), else `None`.
+pub(crate) fn whole_table(sql: &str) -> Option<String> {
+    let rest = strip_keyword(sql.trim(), "SELECT")?.trim_start();
+    let rest = rest.strip_prefix('*')?.trim_start();
+    let name = strip_keyword(rest, "FROM")?.trim();
+    if let Some(quoted) = name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+        let lone_quote = quoted.replace("\"\"", "").contains('"');
+        return (!quoted.is_empty() && !lone_quote).then(|| quoted.replace("\"\"", "\""));
+    }
+    let mut chars = name.chars();
+    let plain = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    plain.then(|| name.to_ascii_uppercase())
+}
+
+/// `text` after `keyword` (any case) and the space or `*`/`"` that ends it.
+fn strip_keyword<'a>(text: &'a str, keyword: &str) -> Option<&'a str> {
+    let head = text.get(..keyword.len())?;
+    let rest = &text[keyword.len()..];
+    let ends = rest.starts_with(|c: char| c.is_whitespace() || c == '*' || c == '"');
+    (head.eq_ignore_ascii_case(keyword) && ends).then_some(rest)
+}
+
+/// A run's batches as the Arrow stream ADBC hands out; dropping it stops
+/// the run.
+struct RunReader {
+    batches: RecordBatches,
+    schema: SchemaRef,
+}
+
+impl Iterator for RunReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.batches.next().map(|item| {
+            item.map(|streamed| streamed.batch)
+                .map_err(|e| ArrowError::ExternalError(from_run(e).message.into()))
+        })
+    }
+}
+
+impl RecordBatchReader for RunReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_table_is_named_as_the_catalog_has_it() {
+        assert_eq!(whole_table("select * from stock"), Some("STOCK".into()));
+        assert_eq!(
+            whole_table("  SELECT *\n FROM  Stock  "),
+            Some("STOCK".into())
+        );
+        assert_eq!(
+            whole_table("SELECT*FROM\"Odd \"\"x\"\"\""),
+            Some("Odd \"x\"".into())
+        );
+        assert_eq!(whole_table("SELECT * FROM T1$_X"), Some("T1$_X".into()));
+    }
+
+    #[test]
+    fn anything_more_is_a_query() {
+        for sql in [
+            "SELECT * FROM STOCK WHERE S_W_ID = 1",
+            "SELECT * FROM STOCK s",
+            "SELECT A FROM STOCK",
+            "SELECT * FROM \"a\"b\"",
+            "SELECT * FROM 1X",
+            "SELECTED * FROM T",
+            "SELECT * FROMT",
+        ] {
+            assert_eq!(whole_table(sql), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn only_a_select_is_read() {
+        let err = Read::new("DELETE FROM STOCK", None).unwrap_err();
+        assert_eq!(err.status, Status::InvalidArguments);
+        assert_eq!(
+            err.message,
+            "the fbunload driver is read-only: only a SELECT can be run, and this begins with \
+             DELETE"
+        );
+        assert!(Read::new("SELECT 1 FROM RDB$DATABASE; DELETE FROM T", None).is_err());
+        assert!(matches!(
+            Read::new("select * from stock", None),
+            Ok(Read::WholeTable { .. })
+        ));
+        assert!(matches!(
+            Read::new("select * from stock", Some("STOCK")),
+            Ok(Read::Query(_))
+        ));
+    }
+
+    #[test]
+    fn a_split_that_would_change_the_result_is_refused() {
+        let err = Read::new("SELECT COUNT(*) FROM STOCK", Some("STOCK")).unwrap_err();
+        assert!(
+            err.message.contains("adbc.fbunload.split_by"),
+            "{}",
+            err.message
+        );
+        assert!(!err.message.contains("--"), "{}", err.message);
+    }
+}

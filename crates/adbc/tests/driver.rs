@@ -1,0 +1,261 @@
+//! The driver through ADBC's Rust traits, against the real embedded engine:
+//! reads equal the facade's, writes are refused, partitions join their
+//! statement's snapshot and fail once it is gone.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use adbc_core::error::Status;
+use adbc_core::options::{ObjectDepth, OptionDatabase, OptionStatement, OptionValue};
+use adbc_core::{Connection, Database, Driver, Optionable, Statement};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, RecordBatch};
+use fbunload::Unload;
+use fbunload_adbc::{FbConnection, FbDriver};
+use fbunload_client::{Attachment, Client, TransactionMode};
+
+fn client() -> Arc<Client> {
+    Client::load(None).expect("the embedded engine (scripts/setup.sh)")
+}
+
+/// Table `ACCOUNTS` over several pointer pages (4 KiB pages), and a view.
+fn database(dir: &Path) -> PathBuf {
+    let db = dir.join("adbc.fdb");
+    let att = Attachment::create_database(
+        &client(),
+        &format!(
+            "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD 'masterkey' PAGE_SIZE 4096 \
+             SET NAMES 'UTF8' DEFAULT CHARACTER SET UTF8",
+            db.display()
+        ),
+    )
+    .unwrap();
+    for sql in [
+        "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL, BALANCE BIGINT, PAD VARCHAR(400))",
+        "CREATE VIEW RICH AS SELECT ID FROM ACCOUNTS WHERE BALANCE > 1500",
+        "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 20000) DO BEGIN \
+         INSERT INTO ACCOUNTS VALUES (:I, 1000 + MOD(:I, 1000), LPAD('', 400, 'x' || :I)); \
+         I = I + 1; END END",
+    ] {
+        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+        tr.execute(sql).unwrap();
+        tr.commit().unwrap();
+    }
+    db
+}
+
+fn connect(db: &Path) -> FbConnection {
+    let opts = [
+        (OptionDatabase::Uri, db.display().to_string()),
+        (OptionDatabase::Username, "SYSDBA".into()),
+        (OptionDatabase::Password, "masterkey".into()),
+        (
+            OptionDatabase::Other("adbc.fbunload.parallel".into()),
+            "3".into(),
+        ),
+    ];
+    let database = FbDriver
+        .new_database_with_opts(opts.map(|(k, v)| (k, OptionValue::String(v))))
+        .unwrap();
+    database.new_connection().unwrap()
+}
+
+fn run(conn: &mut FbConnection, sql: &str) -> Vec<RecordBatch> {
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query(sql).unwrap();
+    statement.execute().unwrap().map(Result::unwrap).collect()
+}
+
+fn sum(batches: &[RecordBatch], column: &str) -> i64 {
+    batches
+        .iter()
+        .map(|b| {
+            let values = b
+                .column_by_name(column)
+                .unwrap()
+                .as_primitive::<Int64Type>();
+            values.iter().flatten().sum::<i64>()
+        })
+        .sum()
+}
+
+fn rows(batches: &[RecordBatch]) -> usize {
+    batches.iter().map(RecordBatch::num_rows).sum()
+}
+
+#[test]
+fn a_table_and_a_query_read_what_the_facade_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path());
+    let mut conn = connect(&db);
+    let batches = run(&mut conn, "select * from accounts");
+    let expected: Vec<RecordBatch> = Unload::new(db.to_string_lossy())
+        .user("SYSDBA")
+        .password("masterkey")
+        .tables("ACCOUNTS")
+        .record_batches()
+        .unwrap()
+        .map(|b| b.unwrap().batch)
+        .collect();
+    // Batch boundaries are the readers'; rows and values are the table's.
+    let whole =
+        |b: &[RecordBatch]| arrow_select::concat::concat_batches(&b[0].schema(), b).unwrap();
+    assert_eq!(whole(&batches), whole(&expected));
+    let total = run(
+        &mut conn,
+        "SELECT CAST(SUM(BALANCE) AS BIGINT) AS T FROM ACCOUNTS",
+    );
+    assert_eq!(sum(&total, "T"), sum(&batches, "BALANCE"));
+    // A view through SELECT * is read as the query it is.
+    assert_eq!(rows(&run(&mut conn, "SELECT * FROM RICH")), 20 * 499);
+    // ExecuteSchema: the schema of what ExecuteQuery returns, no row read.
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query("SELECT * FROM ACCOUNTS").unwrap();
+    assert_eq!(statement.execute_schema().unwrap(), *batches[0].schema());
+    statement
+        .set_sql_query("SELECT ID, PAD || '!' AS LOUD FROM ACCOUNTS")
+        .unwrap();
+    let names: Vec<String> = (statement.execute_schema().unwrap().fields().iter())
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["ID", "LOUD"]);
+}
+
+#[test]
+fn statements_that_change_data_are_refused_when_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = connect(&database(dir.path()));
+    let mut statement = conn.new_statement().unwrap();
+    for sql in ["DELETE FROM ACCOUNTS", "update ACCOUNTS set BALANCE = 0"] {
+        let err = statement.set_sql_query(sql).unwrap_err();
+        assert_eq!(err.status, Status::InvalidArguments);
+        assert!(err.message.contains("read-only"), "{}", err.message);
+        assert!(!err.message.contains('\n'));
+    }
+    assert_eq!(
+        statement.execute_update().unwrap_err().status,
+        Status::InvalidArguments
+    );
+    assert_eq!(
+        sum(&run(&mut conn, "SELECT * FROM ACCOUNTS"), "BALANCE"),
+        20 * 1000 * 1000 + 20 * 499500
+    );
+}
+
+#[test]
+fn partitions_join_the_statements_snapshot_until_it_is_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path());
+    let mut conn = connect(&db);
+    let mut statement = conn.new_statement().unwrap();
+    statement
+        .set_option(
+            OptionStatement::Other("adbc.fbunload.partitions".into()),
+            OptionValue::Int(3),
+        )
+        .unwrap();
+    statement.set_sql_query("SELECT * FROM ACCOUNTS").unwrap();
+    let result = statement.execute_partitions().unwrap();
+    assert_eq!(result.partitions.len(), 3);
+    // Committed after the snapshot: no partition sees it.
+    let writer = Attachment::connect(
+        &client(),
+        &fbunload_client::ConnectOptions {
+            database: db.to_string_lossy().into_owned(),
+            user: Some("SYSDBA".into()),
+            password: Some("masterkey".into()),
+            charset: "UTF8".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let tr = writer
+        .start_transaction(TransactionMode::ReadWrite)
+        .unwrap();
+    tr.execute("UPDATE ACCOUNTS SET BALANCE = 0 WHERE ID < 10000")
+        .unwrap();
+    tr.commit().unwrap();
+    let mut pieces = Vec::new();
+    for partition in &result.partitions {
+        let reader = connect(&db).read_partition(partition).unwrap();
+        assert_eq!(*reader.schema(), result.schema);
+        pieces.extend(reader.map(Result::unwrap));
+    }
+    assert_eq!(rows(&pieces), 20000);
+    assert_eq!(sum(&pieces, "BALANCE"), 20 * 1000 * 1000 + 20 * 499500);
+    drop(statement);
+    let err = match conn.read_partition(&result.partitions[0]) {
+        Ok(mut reader) => reader.next().unwrap().unwrap_err().to_string(),
+        Err(e) => e.message,
+    };
+    assert!(err.contains("is closed"), "{err}");
+}
+
+#[test]
+fn only_whole_tables_are_partitioned() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = connect(&database(dir.path()));
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query("SELECT ID FROM ACCOUNTS").unwrap();
+    let err = statement.execute_partitions().unwrap_err();
+    assert_eq!(err.status, Status::NotImplemented);
+    assert!(conn.read_partition(b"nonsense").is_err());
+}
+
+#[test]
+fn metadata_from_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = connect(&database(dir.path()));
+    let schema = conn.get_table_schema(None, None, "ACCOUNTS").unwrap();
+    let names: Vec<_> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["ID", "BALANCE", "PAD"]);
+    assert_eq!(
+        conn.get_table_schema(None, None, "RICH")
+            .unwrap()
+            .fields()
+            .len(),
+        1
+    );
+    let err = conn.get_table_schema(None, None, "NOPE").unwrap_err();
+    assert_eq!(err.status, Status::NotFound);
+    let objects: Vec<RecordBatch> = conn
+        .get_objects(ObjectDepth::All, None, None, Some("%"), None, Some("B%"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let tables = objects[0].column(1).as_list::<i32>().value(0);
+    let tables = tables.as_struct().column(1).as_list::<i32>().value(0);
+    let tables = tables.as_struct();
+    let names = tables.column(0).as_string::<i32>();
+    let types = tables.column(1).as_string::<i32>();
+    assert_eq!(
+        (0..names.len())
+            .map(|i| (names.value(i), types.value(i)))
+            .collect::<Vec<_>>(),
+        [("ACCOUNTS", "TABLE"), ("RICH", "VIEW")]
+    );
+    // The column filter leaves BALANCE alone in ACCOUNTS.
+    let columns = tables.column(2).as_list::<i32>().value(0);
+    assert_eq!(
+        columns.as_struct().column(0).as_string::<i32>().value(0),
+        "BALANCE"
+    );
+    assert_eq!(columns.len(), 1);
+    let only_views = conn
+        .get_objects(
+            ObjectDepth::Tables,
+            None,
+            None,
+            None,
+            Some(vec!["VIEW"]),
+            None,
+        )
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let tables = only_views.column(1).as_list::<i32>().value(0);
+    let tables = tables.as_struct().column(1).as_list::<i32>().value(0);
+    assert_eq!(tables.len(), 1);
+}

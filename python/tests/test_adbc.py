@@ -1,0 +1,160 @@
+"""fbunload as an ADBC driver (fbunload.adbc), loaded by the ADBC driver
+manager from the wheel's extension module, on the embedded engine: the
+DB-API, pandas and polars read what fbunload.read_arrow and firebird-driver
+read; statements that change data are refused; partitions read in two
+other processes join the one snapshot their statement holds."""
+
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+import fbunload
+import fbunload.adbc
+from conftest import PASSWORD, USER, connection
+
+adbc_errors = pytest.importorskip("adbc_driver_manager")
+AUTH = dict(user=USER, password=PASSWORD)
+
+
+@pytest.fixture
+def conn(types_db):
+    with fbunload.adbc.connect(types_db, **AUTH) as conn:
+        yield conn
+
+
+def fetch(conn, sql):
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetch_arrow_table()
+
+
+def test_the_driver_is_the_extension_module_and_loads_in_the_driver_manager(conn):
+    assert fbunload.adbc.driver_path() == os.path.abspath(fbunload._fbunload.__file__)
+    info = conn.adbc_get_info()
+    assert info["vendor_name"] == "Firebird"
+    assert info["driver_name"] == "ADBC fbunload driver"
+
+
+def test_a_table_through_the_db_api_is_what_read_arrow_reads(conn, types_db):
+    table = fetch(conn, "SELECT * FROM T")
+    assert table.equals(fbunload.read_arrow(types_db, "T", **AUTH))
+    # ...and what the reference driver reads, value for value.
+    with connection(types_db) as con:
+        cur = con.cursor()
+        cur.execute("SELECT ID, S, B, N9, D, V, BO FROM T ORDER BY ID")
+        reference = cur.fetchall()
+    mine = fetch(conn, "SELECT ID, S, B, N9, D, V, BO FROM T ORDER BY ID").to_pylist()
+    assert [tuple(row.values()) for row in mine] == [tuple(row) for row in reference]
+
+
+def test_a_query_is_what_read_sql_reads(conn, types_db):
+    sql = "SELECT ID, V || '!' AS SHOUT FROM T WHERE ID > 1"
+    assert fetch(conn, sql).equals(fbunload.read_sql(types_db, sql, **AUTH))
+
+
+def test_pandas_read_sql_and_polars_read_database(conn, types_db):
+    import pandas as pd
+    import polars as pl
+
+    expected = fbunload.read_arrow(types_db, "T", **AUTH, columns=["ID", "V", "N9"])
+    frame = pd.read_sql("SELECT ID, V, N9 FROM T", conn)
+    pd.testing.assert_frame_equal(frame, expected.to_pandas())
+    polars_frame = pl.read_database("SELECT ID, V, N9 FROM T", conn)
+    assert polars_frame.equals(pl.from_arrow(expected))
+
+
+@pytest.mark.parametrize(
+    "sql", ["DELETE FROM T", "UPDATE T SET S = 1", "INSERT INTO T (ID) VALUES (9)", "DROP TABLE T"]
+)
+def test_statements_that_change_data_are_refused(conn, types_db, sql):
+    with conn.cursor() as cur:
+        with pytest.raises(adbc_errors.ProgrammingError, match="read-only: only a SELECT"):
+            cur.execute(sql)
+    assert fetch(conn, "SELECT COUNT(*) AS N FROM T").to_pylist() == [{"N": 3}]
+
+
+def test_metadata(conn, types_db):
+    assert conn.adbc_get_table_types() == ["TABLE", "VIEW"]
+    assert conn.adbc_get_table_schema("T").equals(
+        fbunload.read_arrow(types_db, "T", **AUTH).schema
+    )
+    objects = conn.adbc_get_objects(depth="all").read_all().to_pylist()
+    tables = objects[0]["catalog_db_schemas"][0]["db_schema_tables"]
+    assert [(t["table_name"], t["table_type"]) for t in tables] == [("T", "TABLE")]
+    columns = tables[0]["table_columns"]
+    assert [c["column_name"] for c in columns][:3] == ["ID", "S", "B"]
+    assert columns[0]["xdbc_type_name"] == "INTEGER" and columns[0]["xdbc_is_nullable"] == "NO"
+    with pytest.raises(adbc_errors.Error, match="no table or view"):
+        conn.adbc_get_table_schema("NOPE")
+
+
+def test_partitions_read_in_this_process_are_the_table(big_db):
+    with fbunload.adbc.connect(big_db, **AUTH) as conn, conn.cursor() as cur:
+        cur.adbc_statement.set_options(**{"adbc.fbunload.partitions": "3"})
+        partitions, schema = cur.adbc_execute_partitions("SELECT * FROM WIDE")
+        assert len(partitions) == 3
+        pieces = []
+        for partition in partitions:
+            with conn.cursor() as reader:
+                reader.adbc_read_partition(partition)
+                pieces.append(reader.fetch_arrow_table())
+        together = pa.concat_tables(pieces)
+        assert together.schema.equals(schema)
+        assert together.equals(fbunload.read_arrow(big_db, "WIDE", **AUTH))
+        with pytest.raises(adbc_errors.NotSupportedError, match="whole table"):
+            cur.adbc_execute_partitions("SELECT ID FROM WIDE")
+
+
+def test_partitions_read_in_two_processes_join_one_snapshot(tmp_path):
+    """Partitions of ACCOUNTS from one statement, read in two child
+    processes while a writer moves money: together they balance and equal
+    the statement's own read at the end, however many transfers came
+    between. The embedded engine lets several processes open a database
+    only in SuperClassic mode: the scenario runs in a child whose runtime
+    is a copy set to it (as test_dask's worker-process test does)."""
+    from conftest import run_superclassic
+
+    report = run_superclassic(tmp_path, "adbc_partitions.py", "hold")
+    assert report["rows"] == report["accounts"]
+    assert report["transfers_meanwhile"] > 20
+    assert len(set(report["readers"])) == 2 and report["holder"] not in report["readers"]
+
+
+def test_the_readme_example_runs_as_written(tmp_path):
+    from test_readme import readme_block
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ISC_USER", "ISC_PASSWORD")}
+    done = subprocess.run(
+        [sys.executable, "-c", readme_block("adbc")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    stock, late, items, parts = map(int, done.stdout.split())
+    assert stock == items == 10_000 and late > 0 and parts >= 1
+
+
+def test_one_row_of_bound_parameters_fills_the_markers(conn, types_db):
+    import datetime
+
+    import polars as pl
+
+    sql = "SELECT ID, V FROM T WHERE ID >= ? AND V <> ? AND B = ?"
+    with conn.cursor() as cur:
+        cur.execute(sql, (1, "it's not ?", 9223372036854775807))
+        assert cur.fetchall() == [(1, "naïve 日本")]
+    # pandas refuses params for ADBC connections; polars passes them on.
+    frame = pl.read_database(
+        "SELECT ID FROM T WHERE DT = ?",
+        conn,
+        execute_options={"parameters": [datetime.date(2024, 2, 29)]},
+    )
+    assert frame["ID"].to_list() == [1]
+    with conn.cursor() as cur, pytest.raises(adbc_errors.ProgrammingError, match="parameter markers"):
+        cur.execute("SELECT ID FROM T WHERE ID = ?", (1, 2))
