@@ -316,9 +316,10 @@ pub enum QueryOption {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Check an output directory against its manifest.json: every file it lists is read again
-    /// and its size and SHA-256 compared. Each difference is printed on its own line naming the
-    /// file; the exit status is 1 on any difference or if a file or the manifest is missing, 0
-    /// when every file matches
+    /// and its size and SHA-256 compared, and a file it does not list that is named like a
+    /// run's (an added T.000005.csv part) is a difference too. Each difference is printed on
+    /// its own line naming the file; the exit status is 1 on any difference or if a file or the
+    /// manifest is missing, 0 when every file matches
     Check {
         /// The output directory of a complete run
         #[arg(value_name = "DIR")]

@@ -151,6 +151,21 @@ fn text_parts_join_to_the_table_and_are_the_same_for_any_parallel() {
         assert_eq!(listed(&runs[1], "ITEMS"), names, "{label}");
         let checked = fbunload_check(&runs[1]);
         assert!(checked.status.success(), "{label}: {}", stderr(&checked));
+        // A part added by hand is one more for readers of ITEMS.*: check
+        // names it (it said every file matched).
+        if label == "csv" {
+            let first = &names[0];
+            let added = format!("ITEMS.{:06}.csv", names.len() + 3);
+            std::fs::copy(runs[1].join(first), runs[1].join(&added)).unwrap();
+            let checked = fbunload_check(&runs[1]);
+            let said = String::from_utf8_lossy(&checked.stdout);
+            assert_eq!(checked.status.code(), Some(1), "{said}");
+            assert!(
+                said.contains(&format!("{added}: not in the manifest")),
+                "{said}"
+            );
+            std::fs::remove_file(runs[1].join(&added)).unwrap();
+        }
         // An empty table is one part, with the header.
         let empty = parts_of(&runs[1], "EMPTY");
         assert_eq!(empty.len(), 1, "{label}");

@@ -6,7 +6,14 @@
 //! which. Names come from a file anyone may have edited, so a name that
 //! would lead out of the directory, or through a link, is reported and
 //! never opened.
+//!
+//! A file the manifest does not list but that looks like a table's (an
+//! added `A.000005.csv` part, a stray `schema.sql`, an unfinished run's
+//! staging directory) is reported too: readers of `A.*.csv` would read it
+//! as part of the run. Files of other names (a user's notes) are not the
+//! run's business.
 
+use std::collections::HashSet;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -15,6 +22,7 @@ use fbunload_plan::printable;
 
 use crate::digest::sha256;
 use crate::manifest::{listed_path, ListedFiles, MANIFEST_NAME};
+use crate::previous::is_table_file_name;
 
 /// What a check found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,6 +58,14 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
         Err(e) => return Err(fail(format!("{MANIFEST_NAME} cannot be read: {e}"))),
     };
     let mut report = CheckReport::default();
+    let names: HashSet<&str> = listed.files().map(|f| f.name.as_str()).collect();
+    for stray in unlisted(dir, &names) {
+        report.differences.push(format!(
+            "{}: not in the manifest, yet named like a table's file; readers of the run's files \
+             would take it for one: remove it, or unload again into an empty directory",
+            printable(&stray)
+        ));
+    }
     for file in listed.files() {
         report.files += 1;
         let problem = match listed_path(dir, &file.name) {
@@ -63,6 +79,42 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
         }
     }
     Ok(report)
+}
+
+/// Entries of `dir`, and of the directories of parts the manifest lists
+/// files in, that are named like a run's files and that `listed` does not
+/// name; sorted.
+fn unlisted(dir: &Path, listed: &HashSet<&str>) -> Vec<String> {
+    let holds_listed = |name: &str| {
+        let prefix = format!("{name}/");
+        listed.iter().any(|l| l.starts_with(&prefix))
+    };
+    let mut strays = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return strays;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if listed.contains(name.as_str()) || name == MANIFEST_NAME {
+            continue;
+        }
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && holds_listed(&name) {
+            for part in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+                let inner = format!("{name}/{}", part.file_name().to_string_lossy());
+                if !listed.contains(inner.as_str()) {
+                    strays.push(inner);
+                }
+            }
+        } else if name == crate::SCHEMA_FILE
+            || name.starts_with(crate::STAGING_PREFIX)
+            || is_table_file_name(&name)
+        {
+            strays.push(name);
+        }
+    }
+    strays.sort();
+    strays
 }
 
 /// What is wrong with the file at `path`, if anything.
@@ -164,6 +216,37 @@ mod tests {
         assert!(err.contains("no manifest.json here"), "{err}");
         manifest(dir.path(), &[]);
         assert!(check_directory(dir.path()).unwrap().matches());
+    }
+
+    #[test]
+    fn files_named_like_the_runs_that_it_does_not_list_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for name in ["A.000001.csv", "A.000005.csv", "notes.txt", "schema.sql"] {
+            fs::write(d.join(name), b"abc").unwrap();
+        }
+        fs::create_dir(d.join("T.parquet")).unwrap();
+        fs::write(d.join("T.parquet/part-00000.parquet"), b"abc").unwrap();
+        fs::write(d.join("T.parquet/part-00001.parquet"), b"abc").unwrap();
+        fs::create_dir(d.join(".fbunload-run-x1")).unwrap();
+        manifest(d, &["A.000001.csv", "T.parquet/part-00000.parquet"]);
+        let report = check_directory(d).unwrap();
+        let strays: Vec<&str> = report
+            .differences
+            .iter()
+            .map(|line| line.split(':').next().unwrap())
+            .collect();
+        assert_eq!(
+            strays,
+            [
+                ".fbunload-run-x1",
+                "A.000005.csv",
+                "T.parquet/part-00001.parquet",
+                "schema.sql"
+            ]
+        );
+        assert!(report.differences[1].contains("not in the manifest"));
+        assert!(!report.matches());
     }
 
     #[cfg(unix)]

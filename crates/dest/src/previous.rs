@@ -117,7 +117,7 @@ impl PreviousRun {
 /// Whether `name` is one fbunload gives a table: `T.csv`, `T.csv.zst`,
 /// `T.parquet`. Hidden names are never a table's (`file_name_for` escapes
 /// a leading dot).
-fn is_table_file_name(name: &str) -> bool {
+pub(crate) fn is_table_file_name(name: &str) -> bool {
     if name.starts_with('.') {
         return false;
     }
