@@ -192,6 +192,9 @@ fn generate(what: args::Generate) -> Result<(), Failure> {
 /// output, then a failure; or one line saying that everything matches.
 fn check(dir: &std::path::Path) -> Result<(), Failure> {
     let report = fbunload::check_directory(dir).map_err(describe)?;
+    for note in &report.notes {
+        eprintln!("fbunload: {note}");
+    }
     for difference in &report.differences {
         print_out(format_args!("{difference}"))?;
     }

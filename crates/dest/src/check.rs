@@ -8,10 +8,13 @@
 //! never opened.
 //!
 //! A file the manifest does not list but that looks like a table's (an
-//! added `A.000005.csv` part, a stray `schema.sql`, an unfinished run's
-//! staging directory) is reported too: readers of `A.*.csv` would read it
-//! as part of the run. Files of other names (a user's notes) are not the
-//! run's business.
+//! added `A.000005.csv` part, a stray `schema.sql`) is reported too:
+//! readers of `A.*.csv` would read it as part of the run. Files of other
+//! names (a user's notes) and hidden ones (a run's staging directory) are
+//! not the run's business.
+//!
+//! A switch to a new run that an interrupted fbunload left half done is
+//! finished first (see `directory`), so the check sees one complete run.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -31,6 +34,8 @@ pub struct CheckReport {
     pub files: usize,
     /// One line per file that differs: `T.csv: missing`.
     pub differences: Vec<String>,
+    /// What the check did before checking, for the user to know.
+    pub notes: Vec<String>,
 }
 
 impl CheckReport {
@@ -46,6 +51,13 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
         path: dir.to_path_buf(),
         reason,
     };
+    let mut notes = Vec::new();
+    if crate::finish_interrupted_switch(dir)? {
+        notes.push(format!(
+            "an fbunload run was stopped while it moved its complete files in; that move is now \
+             finished, and the directory holds that run"
+        ));
+    }
     let listed = match ListedFiles::read(dir) {
         Ok(Some(listed)) => listed,
         Ok(None) if !dir.is_dir() => return Err(fail("no such directory".into())),
@@ -57,7 +69,10 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
         }
         Err(e) => return Err(fail(format!("{MANIFEST_NAME} cannot be read: {e}"))),
     };
-    let mut report = CheckReport::default();
+    let mut report = CheckReport {
+        notes,
+        ..CheckReport::default()
+    };
     let names: HashSet<&str> = listed.files().map(|f| f.name.as_str()).collect();
     for stray in unlisted(dir, &names) {
         report.differences.push(format!(
@@ -106,10 +121,7 @@ fn unlisted(dir: &Path, listed: &HashSet<&str>) -> Vec<String> {
                     strays.push(inner);
                 }
             }
-        } else if name == crate::SCHEMA_FILE
-            || name.starts_with(crate::STAGING_PREFIX)
-            || is_table_file_name(&name)
-        {
+        } else if name == crate::SCHEMA_FILE || is_table_file_name(&name) {
             strays.push(name);
         }
     }
@@ -238,14 +250,9 @@ mod tests {
             .collect();
         assert_eq!(
             strays,
-            [
-                ".fbunload-run-x1",
-                "A.000005.csv",
-                "T.parquet/part-00001.parquet",
-                "schema.sql"
-            ]
+            ["A.000005.csv", "T.parquet/part-00001.parquet", "schema.sql"]
         );
-        assert!(report.differences[1].contains("not in the manifest"));
+        assert!(report.differences[0].contains("not in the manifest"));
         assert!(!report.matches());
     }
 

@@ -14,8 +14,22 @@
 //! directory fail at once instead of mixing files.
 //!
 //! A directory holding another run's files is refused unless the run is
-//! to overwrite them (`previous`); the run's `manifest.json` goes in last,
-//! through the staging directory like every table.
+//! to overwrite them (`previous`). Then the old run stays whole until the
+//! new one is: every file of the run, `manifest.json` last, waits in the
+//! staging directory, and only a complete run replaces the old one, by a
+//! *switch*. The staging directory, with a plan of what to move and what
+//! to remove, is renamed to `.fbunload-switch` (the moment the new run
+//! counts as complete), its files are renamed into place, the manifest
+//! last, and the old run's files the new one does not replace are removed.
+//! A switch cut short (`kill -9`, a power cut) is finished by the next
+//! fbunload that opens the directory, a run or `fbunload check`: at every
+//! moment the directory holds one complete run, the old one or the new.
+//! A run that fails or is stopped before the switch leaves nothing.
+//!
+//! Old files are removed through a handle of the output directory opened
+//! once, each directory below it opened without following links
+//! (`openat`/`unlinkat` with `O_NOFOLLOW`), so a link planted after the
+//! old manifest was read cannot lead a removal outside the directory.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -26,10 +40,29 @@ use fbunload_exec::{ExecError, FileDigest};
 
 use crate::digest::digest_tree;
 use crate::manifest::{Manifest, MANIFEST_NAME};
-use crate::previous::{self, PreviousRun};
+#[cfg(not(unix))]
+use crate::previous;
+use crate::previous::PreviousRun;
 
 /// Names of staging directories begin so.
 pub const STAGING_PREFIX: &str = ".fbunload-run-";
+
+/// A complete run's files, while they replace the old run's (module docs).
+pub const SWITCH_DIR: &str = ".fbunload-switch";
+
+/// In [`SWITCH_DIR`]: what the switch moves and removes.
+const SWITCH_PLAN: &str = ".switch.json";
+
+/// What a switch does, written before it starts so that the next run can
+/// finish it: names relative to the output directory.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct SwitchPlan {
+    /// The new run's files and directories of parts, moved in this order;
+    /// `manifest.json` follows them.
+    moves: Vec<String>,
+    /// The old run's files that no move replaces.
+    removes: Vec<String>,
+}
 
 /// What to do with another run's files found in the output directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,8 +70,9 @@ pub enum Reuse {
     /// Refuse the run (`manifest.json` or table files are there).
     #[default]
     Refuse,
-    /// Remove what the old manifest lists, and the old manifest, before
-    /// publishing; with no manifest, replace the names this run writes.
+    /// Replace the old run once the new one is complete: what the old
+    /// manifest lists goes; with no manifest, the names this run writes
+    /// are replaced and other files stay.
     Overwrite,
 }
 
@@ -47,10 +81,17 @@ pub enum Reuse {
 pub struct OutputDir {
     path: PathBuf,
     staging: tempfile::TempDir,
-    /// The old run's files to remove before the first table is published.
-    to_remove: Mutex<Option<Vec<PathBuf>>>,
-    /// Names this run has published, to never replace one of them.
+    /// The old run's files (what its manifest lists), replaced or removed
+    /// by the switch.
+    old_files: Vec<String>,
+    /// Files and directories of parts complete in the staging directory,
+    /// in the order they were published: what the switch moves.
     published: Mutex<Vec<String>>,
+    /// Whether the file system ignores case, so that two tables' names
+    /// that differ only in case would be one file.
+    ignores_case: bool,
+    /// Set once the run is complete and switched in.
+    switched: std::sync::atomic::AtomicBool,
     /// The run made the directory: it goes again if the run leaves it
     /// empty (see `Drop`).
     created: bool,
@@ -81,61 +122,89 @@ impl OutputDir {
             ),
             _ => fail(format!("cannot lock it: {e}")),
         })?;
+        finish_switch(path).map_err(|e| {
+            fail(format!(
+                "finishing the switch to the complete run an interrupted fbunload left in \
+                 {SWITCH_DIR}: {e}"
+            ))
+        })?;
         let previous = PreviousRun::find(path).map_err(|e| fail(format!("cannot list it: {e}")))?;
         if !previous.is_empty() && reuse == Reuse::Refuse {
             return Err(fail(previous.refusal()));
         }
-        let to_remove = previous.files_to_remove(path).map_err(fail)?;
+        let old_files = previous
+            .files_to_remove(path)
+            .map_err(fail)?
+            .iter()
+            .filter_map(|p| p.strip_prefix(path).ok())
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
         remove_dead_runs(path);
         let staging = tempfile::Builder::new()
             .prefix(STAGING_PREFIX)
             .tempdir_in(path)
             .map_err(|e| fail(format!("cannot write in it: {e}")))?;
+        let ignores_case = ignores_case(staging.path());
         Ok(Arc::new(OutputDir {
             path: path.to_path_buf(),
             staging,
-            to_remove: Mutex::new(previous.manifest.then_some(to_remove)),
+            old_files,
             published: Mutex::new(Vec::new()),
+            ignores_case,
+            switched: Default::default(),
             created,
             lock: Some(lock),
         }))
     }
 
-    /// Removes the overwritten run's files (see [`Reuse::Overwrite`]), once:
-    /// called when the snapshot is taken, so a run that fails before (a bad
-    /// `--where`, a wrong password) leaves the old run as it was.
-    pub fn remove_previous_run(&self) -> Result<(), ExecError> {
-        let Some(files) = self.to_remove.lock().unwrap().take() else {
-            return Ok(());
-        };
-        previous::remove(&self.path, &files).map_err(|e| ExecError::OutputDir {
-            path: self.path.clone(),
-            reason: format!("removing the overwritten run's files: {e}"),
-        })?;
-        sync_dir(&self.path);
-        Ok(())
+    /// Writes `manifest` as `manifest.json` and switches the complete run
+    /// in (module docs); returns the manifest's final path.
+    pub fn publish_manifest(&self, manifest: &Manifest) -> Result<PathBuf, ExecError> {
+        let mut text = serde_json::to_vec_pretty(manifest).map_err(io::Error::from);
+        if let Ok(text) = &mut text {
+            text.push(b'\n');
+        }
+        text.and_then(|text| self.switch(&text))
+            .map_err(|e| ExecError::OutputDir {
+                path: self.path.clone(),
+                reason: format!("writing {MANIFEST_NAME} and moving the run's files in: {e}"),
+            })?;
+        Ok(self.path.join(MANIFEST_NAME))
     }
 
-    /// Writes `manifest` as `manifest.json`, the run's last file: created
-    /// new in the staging directory, synced, and renamed in.
-    pub fn publish_manifest(&self, manifest: &Manifest) -> Result<PathBuf, ExecError> {
-        let to = self.path.join(MANIFEST_NAME);
-        let write = || -> io::Result<()> {
-            let mut file = self.create(MANIFEST_NAME)?;
-            let mut text = serde_json::to_vec_pretty(manifest)?;
-            text.push(b'\n');
-            file.write_all(&text)?;
-            file.sync_all()?;
-            fs::rename(self.staging().join(MANIFEST_NAME), &to)?;
-            self.published.lock().unwrap().push(MANIFEST_NAME.into());
-            sync_dir(&self.path);
-            Ok(())
+    /// Puts `manifest` beside the run's files in the staging directory,
+    /// with the plan of the switch, renames the staging directory to
+    /// [`SWITCH_DIR`] and finishes the switch.
+    fn switch(&self, manifest: &[u8]) -> io::Result<()> {
+        let mut file = self.create(MANIFEST_NAME)?;
+        file.write_all(manifest)?;
+        file.sync_all()?;
+        let moves = self.published.lock().unwrap().clone();
+        let replaced = |old: &str| {
+            let top = old.split('/').next().unwrap_or(old);
+            moves.iter().any(|m| m == top) || old == MANIFEST_NAME
         };
-        write().map_err(|e| ExecError::OutputDir {
-            path: self.path.clone(),
-            reason: format!("writing {MANIFEST_NAME}: {e}"),
-        })?;
-        Ok(to)
+        let plan = SwitchPlan {
+            removes: self
+                .old_files
+                .iter()
+                .filter(|old| !replaced(old))
+                .cloned()
+                .collect(),
+            moves,
+        };
+        let mut file = self.create(SWITCH_PLAN)?;
+        file.write_all(&serde_json::to_vec(&plan)?)?;
+        file.sync_all()?;
+        sync_dir(self.staging());
+        // The moment the new run is complete: from here on, whoever opens
+        // the directory finishes the switch rather than losing the run.
+        fs::rename(self.staging(), self.path.join(SWITCH_DIR))?;
+        self.switched
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        sync_dir(&self.path);
+        finish_switch(&self.path)?;
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -164,18 +233,18 @@ impl OutputDir {
         Ok(dir)
     }
 
-    /// Syncs the complete file (or directory of parts) `name`, hashes its
-    /// files, and moves it into the output directory, replacing what a
-    /// previous run left under that name. Returns its final path and its
-    /// files.
+    /// Syncs the complete file (or directory of parts) `name` and hashes
+    /// its files; it stays in the staging directory until the whole run is
+    /// complete and switched in (module docs). Refuses now, before the
+    /// directory is touched, a name that could not replace what is there.
+    /// Returns its final path and its files.
     pub(crate) fn publish(&self, name: &str) -> io::Result<(PathBuf, Vec<FileDigest>)> {
         let from = self.staging().join(name);
         let to = self.path.join(name);
         sync_tree(&from)?;
         let files = digest_tree(&from, name)?;
         let mut published = self.published.lock().unwrap();
-        let is_that_file =
-            |earlier: &str| same_file::is_same_file(&to, self.path.join(earlier)).unwrap_or(false);
+        let is_that_file = |_: &str| self.ignores_case;
         if let Some(earlier) = published_under_another_case(&published, name, is_that_file) {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
@@ -186,37 +255,151 @@ impl OutputDir {
                 ),
             ));
         }
+        if fs::symlink_metadata(&to).is_ok_and(|old| old.is_dir()) && !holds_only_parts(&to)? {
+            // A directory of parts of an earlier `--split` run is replaced
+            // whole; one holding anything else is not ours to remove.
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "a directory of that name is in the way and holds files fbunload did not \
+                 write; move it, or choose another -o",
+            ));
+        }
         published.push(name.to_string());
-        drop(published);
+        Ok((to, files))
+    }
+}
+
+/// Finishes a switch (module docs) that `dir`'s [`SWITCH_DIR`] holds, if
+/// any: moves each planned entry still there into place, replacing what
+/// has its name, then `manifest.json`, removes the old files the plan
+/// lists, and the switch directory. Doing it twice is doing it once.
+/// Returns whether there was one.
+fn finish_switch(dir: &Path) -> io::Result<bool> {
+    let switch = dir.join(SWITCH_DIR);
+    if !fs::symlink_metadata(&switch).is_ok_and(|m| m.is_dir()) {
+        return Ok(false);
+    }
+    let plan: SwitchPlan = match fs::read(switch.join(SWITCH_PLAN)) {
+        Ok(text) => serde_json::from_slice(&text)?,
+        // Renamed only once the plan was written: this is no switch.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => SwitchPlan::default(),
+        Err(e) => return Err(e),
+    };
+    for name in plan.moves.iter().map(String::as_str).chain([MANIFEST_NAME]) {
+        let from = switch.join(name);
+        if fs::symlink_metadata(&from).is_err() {
+            continue; // moved before the interruption
+        }
+        let to = dir.join(name);
         match fs::symlink_metadata(&to) {
-            Ok(old) if old.is_dir() => {
-                // A directory of parts of an earlier `--split` run (or one
-                // this run replaces by one): moved aside, then removed. A
-                // directory holding anything else is not ours to remove.
-                if !holds_only_parts(&to)? {
-                    return Err(io::Error::new(
-                        io::ErrorKind::AlreadyExists,
-                        "a directory of that name is in the way and holds files fbunload did not \
-                         write; move it, or choose another -o",
-                    ));
-                }
-                let aside = self.staging().join(format!(".replaced.{name}"));
-                fs::rename(&to, &aside)?;
-                fs::rename(&from, &to)?;
-                let _ = fs::remove_dir_all(&aside);
-            }
-            // A file or a link: `rename` replaces the entry itself and
-            // never writes through a link.
-            _ if from.is_dir() && to.symlink_metadata().is_ok() => {
-                let aside = self.staging().join(format!(".replaced.{name}"));
+            // A directory of parts (or a link) in the way goes aside into
+            // the switch directory, which goes whole at the end; `rename`
+            // replaces a file or a link itself, never writing through it.
+            Ok(old) if old.is_dir() || from.is_dir() => {
+                let aside = switch.join(format!(".replaced.{name}"));
                 fs::rename(&to, &aside)?;
                 fs::rename(&from, &to)?;
             }
             _ => fs::rename(&from, &to)?,
         }
-        sync_dir(&self.path);
-        Ok((to, files))
+        pause_for_tests();
     }
+    sync_dir(dir);
+    remove_old_files(dir, &plan.removes)?;
+    fs::remove_dir_all(&switch)?;
+    sync_dir(dir);
+    Ok(true)
+}
+
+/// Debug builds only: waits `FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS` after each
+/// move of a switch, so that the fault tests can kill a run in the middle
+/// of one.
+fn pause_for_tests() {
+    if cfg!(debug_assertions) {
+        if let Some(ms) = std::env::var("FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+    }
+}
+
+/// Finishes a switch an interrupted run left in `dir`, under the
+/// directory's lock (none while a run writes there); returns whether there
+/// was one. For `fbunload check`, which then sees the complete run.
+pub fn finish_interrupted_switch(dir: &Path) -> Result<bool, ExecError> {
+    let fail = |reason: String| ExecError::OutputDir {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    if !dir.join(SWITCH_DIR).is_dir() {
+        return Ok(false);
+    }
+    let _lock = lock(dir).map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock => {
+            fail("an fbunload run is writing into it now; check it when that run ends".into())
+        }
+        _ => fail(format!("cannot lock it: {e}")),
+    })?;
+    finish_switch(dir).map_err(|e| fail(format!("finishing an interrupted switch: {e}")))
+}
+
+/// Removes the old run's `files` (names relative to `dir`) that the new
+/// run did not replace, then the directories of parts they leave empty.
+/// Each directory is opened relative to the one above it, never through
+/// a link; a listed name that is now a directory, or gone, is left.
+#[cfg(unix)]
+fn remove_old_files(dir: &Path, files: &[String]) -> io::Result<()> {
+    use rustix::fs::{openat, unlinkat, AtFlags, Mode, OFlags, CWD};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let root = openat(CWD, dir, flags, Mode::empty())?;
+    let mut emptied = Vec::new();
+    for file in files {
+        let mut parts: Vec<&str> = file.split('/').collect();
+        let Some(leaf) = parts.pop() else { continue };
+        let mut at = root.try_clone()?;
+        let mut reached = true;
+        for part in &parts {
+            match openat(&at, *part, flags, Mode::empty()) {
+                Ok(next) => at = next,
+                // A link (ELOOP), no longer a directory, or gone.
+                Err(_) => {
+                    reached = false;
+                    break;
+                }
+            }
+        }
+        if !reached {
+            continue;
+        }
+        match unlinkat(&at, leaf, AtFlags::empty()) {
+            Ok(()) => {
+                if !parts.is_empty() {
+                    emptied.push(parts.join("/"));
+                }
+            }
+            Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::ISDIR => {}
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+    // Deepest first; a directory still holding something is kept.
+    emptied.sort_by_key(|d| std::cmp::Reverse(d.matches('/').count()));
+    emptied.dedup();
+    for directory in emptied {
+        let _ = unlinkat(&root, directory.as_str(), AtFlags::REMOVEDIR);
+    }
+    Ok(())
+}
+
+/// Windows has no `unlinkat`: paths, each checked not to pass a link.
+#[cfg(not(unix))]
+fn remove_old_files(dir: &Path, files: &[String]) -> io::Result<()> {
+    let paths: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| crate::manifest::listed_path(dir, f).ok())
+        .collect();
+    previous::remove(dir, &paths)
 }
 
 impl Drop for OutputDir {
@@ -225,8 +408,8 @@ impl Drop for OutputDir {
     /// leaves nothing behind. `remove_dir` removes only an empty directory,
     /// so nothing someone else put there meanwhile is lost.
     fn drop(&mut self) {
-        let published = self.published.get_mut().map_or(true, |p| !p.is_empty());
-        if self.created && !published {
+        let switched = *self.switched.get_mut();
+        if self.created && !switched {
             let _ = fs::remove_dir_all(self.staging.path());
             // Windows' lock file is in the directory, and open files there
             // cannot be removed: let go of it first.
@@ -276,6 +459,15 @@ fn sync_dir(dir: &Path) {
     }
     #[cfg(not(unix))]
     let _ = dir;
+}
+
+/// Whether the file system under `dir` (the staging directory, so on
+/// the output directory's) ignores case.
+fn ignores_case(dir: &Path) -> bool {
+    let probe = dir.join(".case-probe");
+    let ignores = fs::write(&probe, b"").is_ok() && dir.join(".CASE-PROBE").exists();
+    let _ = fs::remove_file(probe);
+    ignores
 }
 
 /// Whether `dir` holds only Parquet part files (and nothing else).
@@ -381,6 +573,7 @@ mod tests {
         let out = OutputDir::open(&made, Reuse::Refuse).unwrap();
         out.create("T.csv").unwrap();
         out.publish("T.csv").unwrap();
+        out.switch(b"{}").unwrap();
         drop(out);
         assert!(made.join("T.csv").exists());
 
@@ -402,6 +595,7 @@ mod tests {
         use std::io::Write;
         out.create("T.csv").unwrap().write_all(b"rows").unwrap();
         let (path, files) = out.publish("T.csv").unwrap();
+        out.switch(b"{}").unwrap();
         assert_eq!(files[0].bytes, 4);
         assert_eq!(fs::read(path).unwrap(), b"rows");
         assert_eq!(fs::read(victim.path()).unwrap(), b"precious");
@@ -429,26 +623,26 @@ mod tests {
     }
 
     /// On a file system that tells case apart, one that ignores it is
-    /// emulated: the second table's name is a hard link to the first's file.
+    /// emulated: the directory is told it ignores case.
     #[test]
-    fn a_name_that_opens_a_file_this_run_wrote_is_refused() {
+    fn a_name_that_would_open_a_file_this_run_wrote_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let out = OutputDir::open(dir.path(), Reuse::Refuse).unwrap();
+        let mut out = OutputDir::open(dir.path(), Reuse::Refuse).unwrap();
+        if !ignores_case(dir.path()) {
+            Arc::get_mut(&mut out).unwrap().ignores_case = true;
+        }
         use std::io::Write;
         out.create("Orders.csv")
             .unwrap()
             .write_all(b"first")
             .unwrap();
         out.publish("Orders.csv").unwrap();
-        if !ignores_case(dir.path()) {
-            fs::hard_link(dir.path().join("Orders.csv"), dir.path().join("ORDERS.csv")).unwrap();
+        if let Ok(mut second) = out.create("ORDERS.csv") {
+            second.write_all(b"second").unwrap();
         }
-        out.create("ORDERS.csv")
-            .unwrap()
-            .write_all(b"second")
-            .unwrap();
         let err = out.publish("ORDERS.csv").unwrap_err().to_string();
         assert!(err.contains("does not tell"), "{err}");
+        out.switch(b"{}").unwrap();
         assert_eq!(fs::read(dir.path().join("Orders.csv")).unwrap(), b"first");
     }
 
@@ -473,7 +667,101 @@ mod tests {
             .write_all(b"second")
             .unwrap();
         out.publish("ORDERS.csv").unwrap();
+        out.switch(b"{}").unwrap();
         assert_eq!(fs::read(dir.path().join("ORDERS.csv")).unwrap(), b"second");
+    }
+
+    /// An old run: `A.csv`, parts in `P.parquet/`, and a manifest listing
+    /// them.
+    fn old_run(d: &Path) {
+        fs::write(d.join("A.csv"), b"old A").unwrap();
+        fs::create_dir(d.join("P.parquet")).unwrap();
+        fs::write(d.join("P.parquet/part-00000.parquet"), b"old part").unwrap();
+        fs::write(
+            d.join(MANIFEST_NAME),
+            r#"{"tables": [{"files": [{"name": "A.csv", "bytes": 5, "sha256": ""},
+                {"name": "P.parquet/part-00000.parquet", "bytes": 8, "sha256": ""}]}]}"#,
+        )
+        .unwrap();
+    }
+
+    fn write(out: &OutputDir, name: &str, text: &[u8]) {
+        use std::io::Write;
+        out.create(name).unwrap().write_all(text).unwrap();
+        out.publish(name).unwrap();
+    }
+
+    /// Until the new run is complete, the old one is whole; a run that
+    /// fails (dropped unswitched) leaves it so, and nothing of its own.
+    #[test]
+    fn the_old_run_stays_whole_until_the_new_one_is_switched_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        old_run(d);
+        let out = OutputDir::open(d, Reuse::Overwrite).unwrap();
+        write(&out, "A.csv", b"new A");
+        write(&out, "B.csv", b"new B");
+        assert_eq!(fs::read(d.join("A.csv")).unwrap(), b"old A");
+        assert!(!d.join("B.csv").exists());
+        drop(out);
+        assert_eq!(fs::read(d.join("A.csv")).unwrap(), b"old A");
+        assert!(d.join("P.parquet/part-00000.parquet").exists());
+        assert!(!d.join("B.csv").exists());
+
+        let out = OutputDir::open(d, Reuse::Overwrite).unwrap();
+        write(&out, "A.csv", b"new A");
+        write(&out, "B.csv", b"new B");
+        out.switch(b"{\"new\": true}").unwrap();
+        assert_eq!(fs::read(d.join("A.csv")).unwrap(), b"new A");
+        assert_eq!(fs::read(d.join("B.csv")).unwrap(), b"new B");
+        assert!(!d.join("P.parquet").exists(), "the old run's parts go");
+        assert_eq!(fs::read(d.join(MANIFEST_NAME)).unwrap(), b"{\"new\": true}");
+        assert!(!d.join(SWITCH_DIR).exists());
+    }
+
+    /// A switch cut short after its first move is finished by whoever
+    /// opens the directory next: the new run, whole.
+    #[test]
+    fn an_interrupted_switch_is_finished_by_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        old_run(d);
+        let switch = d.join(SWITCH_DIR);
+        fs::create_dir(&switch).unwrap();
+        fs::write(switch.join("B.csv"), b"new B").unwrap();
+        fs::write(switch.join(MANIFEST_NAME), b"{}").unwrap();
+        let plan = r#"{"moves": ["A.csv", "B.csv"], "removes": ["P.parquet/part-00000.parquet"]}"#;
+        fs::write(switch.join(SWITCH_PLAN), plan).unwrap();
+        fs::write(d.join("A.csv"), b"new A").unwrap(); // moved before the cut
+        assert!(finish_interrupted_switch(d).unwrap());
+        assert_eq!(fs::read(d.join("A.csv")).unwrap(), b"new A");
+        assert_eq!(fs::read(d.join("B.csv")).unwrap(), b"new B");
+        assert_eq!(fs::read(d.join(MANIFEST_NAME)).unwrap(), b"{}");
+        assert!(!d.join("P.parquet").exists());
+        assert!(!switch.exists());
+        assert!(!finish_interrupted_switch(d).unwrap(), "done once");
+    }
+
+    /// The old manifest's names are checked when the directory is opened,
+    /// and removed at the switch; a directory of parts swapped for a link
+    /// in between must not lead the removal outside (it did: by path).
+    #[cfg(unix)]
+    #[test]
+    fn a_link_swapped_in_after_opening_leads_no_removal_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        old_run(d);
+        let victim = tempfile::tempdir().unwrap();
+        fs::write(victim.path().join("part-00000.parquet"), b"precious").unwrap();
+        let out = OutputDir::open(d, Reuse::Overwrite).unwrap();
+        fs::remove_dir_all(d.join("P.parquet")).unwrap();
+        std::os::unix::fs::symlink(victim.path(), d.join("P.parquet")).unwrap();
+        write(&out, "A.csv", b"new A");
+        out.switch(b"{}").unwrap();
+        assert_eq!(
+            fs::read(victim.path().join("part-00000.parquet")).unwrap(),
+            b"precious"
+        );
     }
 
     #[test]

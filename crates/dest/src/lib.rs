@@ -42,7 +42,7 @@ use fbunload_format::{Format, PartLimits};
 use fbunload_plan::Unit;
 
 pub use check::{check_directory, CheckReport};
-pub use directory::{OutputDir, Reuse, STAGING_PREFIX};
+pub use directory::{finish_interrupted_switch, OutputDir, Reuse, STAGING_PREFIX, SWITCH_DIR};
 pub use manifest::{
     Manifest, ManifestColumn, ManifestFile, ManifestTable, MANIFEST_NAME, MANIFEST_VERSION,
 };
@@ -179,11 +179,6 @@ impl Destination for FileOutput {
     }
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
-        if let Target::Directory(dir) = &self.target {
-            // The snapshot is taken and the plan holds: the overwritten
-            // run's files go before this run's first is published.
-            dir.remove_previous_run()?;
-        }
         if let Some(sql) = run.schema_sql {
             let _ = self.schema_sql.set(sql.to_string());
         }

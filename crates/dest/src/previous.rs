@@ -132,11 +132,11 @@ pub(crate) fn is_table_file_name(name: &str) -> bool {
 }
 
 /// Removes `files` (validated by [`PreviousRun::files_to_remove`]), then
-/// the directories of parts they leave empty, then the old manifest: the
-/// manifest last, so a run stopped half way still lists what is left for
-/// the next `--overwrite` to remove. A link is removed, never followed; a
-/// directory where the manifest listed a file is not what it listed, and
-/// is left alone.
+/// the directories of parts they leave empty; where there is no
+/// `unlinkat` (Windows). A link is removed, never followed; a directory
+/// where the manifest listed a file is not what it listed, and is left
+/// alone.
+#[cfg_attr(unix, allow(dead_code))]
 pub(crate) fn remove(dir: &Path, files: &[PathBuf]) -> io::Result<()> {
     let mut parents = Vec::new();
     for file in files {
@@ -165,10 +165,7 @@ pub(crate) fn remove(dir: &Path, files: &[PathBuf]) -> io::Result<()> {
     for p in parents {
         let _ = fs::remove_dir(p);
     }
-    match fs::remove_file(dir.join(MANIFEST_NAME)) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -251,7 +248,9 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         left.sort();
-        assert_eq!(left, ["U.parquet", "mine.csv"]);
+        // The manifest is replaced by the new run's (the switch renames it
+        // over the old one), not removed here.
+        assert_eq!(left, ["U.parquet", "manifest.json", "mine.csv"]);
         assert!(d.join("U.parquet/notes.txt").exists());
     }
 

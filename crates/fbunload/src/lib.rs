@@ -80,7 +80,7 @@ pub use fbunload_client::{longest_prepare, Preparing, WireCrypt, WireOptions};
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
     check_directory, file_name_for, part_file_name, CheckReport, Manifest, ManifestColumn,
-    ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME,
+    ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME, SWITCH_DIR,
 };
 pub use fbunload_exec::{
     Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,

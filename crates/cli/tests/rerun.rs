@@ -1,0 +1,142 @@
+//! A rerun never loses the last good unload: killed (`kill -9`) or
+//! stopped (SIGTERM) while it reads, or in the middle of moving its
+//! complete files in, the directory holds one complete run that `fbunload
+//! check` accepts (the old one, or the new one once the interrupted move
+//! is finished), and the next run proceeds. A rerun that fails leaves the
+//! old run as it was.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn rows_db(dir: &Path) -> std::path::PathBuf {
+    let db = create_db(dir, "rerun.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE WIDE (ID INTEGER, PAD VARCHAR(300))",
+            "CREATE TABLE TINY (ID INTEGER)",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 150000) DO BEGIN \
+               INSERT INTO WIDE VALUES (:I, LPAD('', 250, 'x') || :I); I = I + 1; END END",
+            "INSERT INTO TINY VALUES (1)",
+        ],
+    );
+    db
+}
+
+fn spawn(db: &Path, out: &Path, env: Option<(&str, &str)>) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
+    command
+        .args([
+            "-d",
+            db.to_str().unwrap(),
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+        ])
+        .args(["-j", "2", "--overwrite", "-o", out.to_str().unwrap()])
+        .stderr(Stdio::piped());
+    if let Some((name, value)) = env {
+        command.env(name, value);
+    }
+    command.spawn().unwrap()
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "never saw {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// TINY's one value: which run the directory holds.
+fn tiny(out: &Path) -> String {
+    std::fs::read_to_string(out.join("TINY.csv")).unwrap()
+}
+
+fn assert_one_complete_run(out: &Path, what: &str) {
+    let checked = fbunload_check(out);
+    assert!(
+        checked.status.success(),
+        "{what}: check refused the directory: {}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        stderr(&checked)
+    );
+}
+
+#[test]
+fn a_rerun_killed_at_any_moment_leaves_one_complete_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = rows_db(dir.path());
+    let out = dir.path().join("out");
+    let first = spawn(&db, &out, None).wait_with_output().unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(tiny(&out), "1\n");
+
+    // A failing rerun (a division by zero on the server) leaves the old
+    // run whole: it used to have removed it by then.
+    let failed = fbunload(
+        &db,
+        &[
+            "--overwrite",
+            "--where",
+            "WIDE:ID / 0 = 1",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!failed.status.success());
+    assert_one_complete_run(&out, "after a failed rerun");
+    assert_eq!(tiny(&out), "1\n");
+
+    let mut value = 1;
+    for signal in ["KILL", "TERM"] {
+        // Killed while it reads: the old run stays.
+        value += 1;
+        execute(&db, &[&format!("UPDATE TINY SET ID = {value}")]);
+        let mut child = spawn(&db, &out, None);
+        wait_for("WIDE being written", || being_written(&out, "WIDE.csv"));
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        child.wait().unwrap();
+        assert_one_complete_run(&out, &format!("SIG{signal} while reading"));
+        assert_eq!(
+            tiny(&out),
+            format!("{}\n", value - 1),
+            "SIG{signal}: the old run"
+        );
+
+        // Killed in the middle of moving its files in: the next look at
+        // the directory finishes the move, and it holds the new run.
+        let mut child = spawn(
+            &db,
+            &out,
+            Some(("FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS", "2000")),
+        );
+        wait_for("the switch", || out.join(fbunload::SWITCH_DIR).exists());
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        child.wait().unwrap();
+        assert_one_complete_run(&out, &format!("SIG{signal} while switching"));
+        assert_eq!(tiny(&out), format!("{value}\n"), "SIG{signal}: the new run");
+        assert!(!out.join(fbunload::SWITCH_DIR).exists());
+    }
+
+    // And the next run proceeds.
+    let last = spawn(&db, &out, None).wait_with_output().unwrap();
+    assert!(last.status.success(), "{}", stderr(&last));
+    assert_one_complete_run(&out, "the last run");
+}
