@@ -133,11 +133,12 @@ pub struct Args {
     #[arg(short = 'o', long, value_name = "DIR")]
     pub output: Option<PathBuf>,
 
-    /// Replace the run already in the output directory: the files its manifest.json lists, and
-    /// the manifest, are removed once the snapshot is taken; files it does not list are left
-    /// alone. Without this, a directory holding another run's manifest.json or table files is
-    /// refused, so two snapshots never mix. Table files with no manifest (an older fbunload, a
-    /// failed run) are replaced only where this run writes the same names
+    /// Replace the run already in the output directory, once the new one is complete: until
+    /// then the old run stays whole (a rerun that fails or is killed leaves it), then the new
+    /// files replace it and what its manifest.json lists beyond them is removed; files it does
+    /// not list are left alone. Needs room for both runs until then. Without this, a directory
+    /// holding another run's manifest.json or table files is refused, so two snapshots never
+    /// mix
     #[arg(long)]
     pub overwrite: bool,
 
