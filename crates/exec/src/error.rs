@@ -43,7 +43,10 @@ pub enum ExecError {
     ConnectionLost { table: String, message: String },
     #[error("--verify found different row counts: {0}")]
     Verify(String),
-    #[error("interrupted; unfinished tables were removed")]
+    #[error(
+        "interrupted; nothing of this run was kept (an output directory holds what it held \
+         before): run the same command again"
+    )]
     Interrupted,
     #[error(
         "snapshot {number} is closed (its holder closed it or lost its connection), so \

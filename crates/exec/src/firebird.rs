@@ -537,7 +537,7 @@ impl Session for FirebirdSession {
                          snapshot {number}: transactions that were running when the snapshot \
                          was taken have committed since, and Firebird would show some of their \
                          changes to a transaction joining the snapshot now. The run stopped \
-                         and unfinished tables were removed; run fbunload again"
+                         and nothing of it was kept; run fbunload again"
                     )));
                 }
                 tr
