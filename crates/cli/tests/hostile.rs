@@ -511,13 +511,19 @@ fn parquet_split_and_plain_take_turns_in_one_directory() {
     assert!(!run.status.success());
     assert!(err.contains("TINY") && err.contains("in the way"), "{err}");
     assert!(table.join("notes.txt").exists());
-    let left: Vec<_> = std::fs::read_dir(&out)
+    let mut left: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
-        .map(|e| e.unwrap().file_name())
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    // The old run's files went (--overwrite), the new run published
-    // nothing, and the user's directory stays.
-    assert_eq!(left, ["TINY.parquet"], "no leftovers");
+    left.sort();
+    // The failed rerun touched nothing: the old run's manifest and
+    // schema.sql stay, the user's directory too, and nothing of the new
+    // run is left.
+    assert_eq!(
+        left,
+        ["TINY.parquet", "manifest.json", "schema.sql"],
+        "no leftovers"
+    );
 }
 
 /// Table names of 63 four-byte characters made file names too long.
