@@ -601,7 +601,8 @@ fn a_bad_choice_names_the_option_and_writes_nothing() {
         ),
         (
             vec!["-t", "BIG", "--where", "NOPE = 1"],
-            "--where for table BIG: \"NOPE = 1\" is not a condition Firebird accepts",
+            "--where for table BIG: \"NOPE = 1\" is not a condition Firebird accepts: Dynamic \
+             SQL Error; SQL error code = -206; Column unknown; NOPE; At line 1, column 1",
         ),
         (
             vec!["-t", "BIG", "--columns", "ID,NOPE"],

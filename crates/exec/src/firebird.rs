@@ -51,6 +51,35 @@ pub struct Database {
     pub connect: ConnectOptions,
 }
 
+/// The line of a table's query on which its `--where` condition begins:
+/// the planner puts it on lines of its own, after `WHERE (`.
+fn condition_line(sql: &str) -> usize {
+    sql.find("WHERE (\n")
+        .map_or(1, |at| sql[..at].matches('\n').count() + 2)
+}
+
+/// `message` with Firebird's `line N` positions counted from line `first`
+/// of the statement: `line 2, column 5` of a condition that begins on line
+/// 2 is `line 1, column 5` of the condition.
+fn lines_from(message: &str, first: usize) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("line ") {
+        out.push_str(&rest[..at + 5]);
+        rest = &rest[at + 5..];
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        match rest[..digits].parse::<usize>() {
+            Ok(line) if line >= first => out.push_str(&(line + 1 - first).to_string()),
+            _ => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The connection character set of every attachment: NONE, so that the
 /// server converts no text and each column arrives in its own character
 /// set, to be decoded exactly (see [`fbunload_decode::text`]).
@@ -147,11 +176,14 @@ pub(crate) fn plan_in(
                 .prepare_for(&subject(table), &table.select_sql())
                 .map_err(|e| {
                     match (&table.condition, table.kind) {
-                        // The condition is the only part of the query the user wrote.
+                        // The condition is the only part of the query the user wrote:
+                        // positions are given in its lines, not in fbunload's query.
                         (Some(condition), _) => ExecError::Usage(format!(
-                    "--where for table {}: {condition:?} is not a condition Firebird accepts: {e}",
-                    printable(&table.name)
-                )),
+                            "--where for table {}: {condition:?} is not a condition Firebird \
+                             accepts: {}",
+                            printable(&table.name),
+                            lines_from(&e.to_string(), condition_line(&table.select_sql()))
+                        )),
                         (None, Kind::Query) => refused_query(table, e),
                         (None, _) => ExecError::from_client(&table.name, e),
                     }
@@ -665,5 +697,25 @@ impl Reader for FirebirdReader {
                 return Ok(rows);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_in_a_condition_count_from_its_own_first_line() {
+        let sql = "SELECT A FROM T WHERE (\nNOPE = 1\n) AND RDB$DB_KEY >= x";
+        assert_eq!(condition_line(sql), 2);
+        assert_eq!(
+            lines_from("Column unknown; NOPE; At line 3, column 5", 2),
+            "Column unknown; NOPE; At line 2, column 5"
+        );
+        assert_eq!(
+            lines_from("Token unknown - line 2, column 13; <", 2),
+            "Token unknown - line 1, column 13; <"
+        );
+        assert_eq!(lines_from("no position", 2), "no position");
     }
 }
