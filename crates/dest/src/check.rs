@@ -53,10 +53,11 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
     };
     let mut notes = Vec::new();
     if crate::finish_interrupted_switch(dir)? {
-        notes.push(format!(
+        notes.push(
             "an fbunload run was stopped while it moved its complete files in; that move is now \
              finished, and the directory holds that run"
-        ));
+                .to_string(),
+        );
     }
     let listed = match ListedFiles::read(dir) {
         Ok(Some(listed)) => listed,
