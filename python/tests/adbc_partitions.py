@@ -8,6 +8,10 @@ processes may open one database file.
         them (half each, joining late), checks the books and compares with
         its own read of the partitions at the end; prints one JSON line.
 
+    python adbc_partitions.py hold-on-server DSN
+        the same with the bank at DSN on a server (password in
+        ISC_PASSWORD), where processes need no SuperClassic engine.
+
     python adbc_partitions.py read DATABASE OUT.arrow HEX...
         reads the partitions given (hex) on a connection of its own and
         writes them as one Arrow IPC file; prints its process id.
@@ -25,7 +29,7 @@ import pyarrow as pa  # noqa: E402
 
 import fbunload.adbc  # noqa: E402
 
-AUTH = dict(user="SYSDBA", password="masterkey")
+AUTH = dict(user="SYSDBA", password=os.environ.get("ISC_PASSWORD", "masterkey"))
 
 
 def read_partitions(conn, partitions):
@@ -45,12 +49,17 @@ def read(database, out, hex_partitions):
     print(os.getpid())
 
 
-def hold(directory):
+def hold(directory, bank=None):
     import test_dask
     from test_dask import ACCOUNTS, MoneyMover
 
-    bank = test_dask.bank.__wrapped__(pathlib.Path(directory))
-    with MoneyMover(bank) as mover, fbunload.adbc.connect(bank, **AUTH) as conn:
+    if bank is None:
+        bank = test_dask.bank.__wrapped__(pathlib.Path(directory))
+    else:
+        from conftest import make_database
+
+        make_database(bank, test_dask.BANK, page_size=4096, password=AUTH["password"])
+    with MoneyMover(bank, AUTH["password"]) as mover, fbunload.adbc.connect(bank, **AUTH) as conn:
         with conn.cursor() as cur:
             cur.adbc_statement.set_options(**{"adbc.fbunload.partitions": "4"})
             partitions, _schema = cur.adbc_execute_partitions("SELECT * FROM ACCOUNTS")
@@ -94,5 +103,10 @@ def hold(directory):
 if __name__ == "__main__":
     if sys.argv[1] == "hold":
         hold(sys.argv[2])
+    elif sys.argv[1] == "hold-on-server":
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            hold(scratch, bank=sys.argv[2])
     else:
         read(sys.argv[2], sys.argv[3], sys.argv[4:])

@@ -123,6 +123,39 @@ def test_partitions_read_in_two_processes_join_one_snapshot(tmp_path):
     assert len(set(report["readers"])) == 2 and report["holder"] not in report["readers"]
 
 
+def test_partitions_read_in_two_processes_join_one_snapshot_on_a_firebird_5_server():
+    """The same on the Firebird 5 server scripts/fb5-server.sh starts: the
+    holder and both readers attach over TCP; skipped where none runs."""
+    import json
+
+    address, directory, password = [
+        os.environ.get(name)
+        for name in ["FBUNLOAD_TEST_FB5", "FBUNLOAD_TEST_FB5_DIR", "FBUNLOAD_TEST_FB5_PASSWORD"]
+    ]
+    if password is None:
+        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; README: Against a real server)")
+    dsn = f"{address}:{directory}/adbc-bank-{os.getpid()}.fdb"
+    script = os.path.join(os.path.dirname(__file__), "adbc_partitions.py")
+    try:
+        done = subprocess.run(
+            [sys.executable, script, "hold-on-server", dsn],
+            env={**os.environ, "ISC_PASSWORD": password},
+            capture_output=True, text=True, timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        from conftest import connection
+
+        try:
+            connection(dsn, password).drop_database()
+        except Exception:
+            pass
+    assert report["rows"] == report["accounts"]
+    assert report["transfers_meanwhile"] > 20
+    assert len(set(report["readers"])) == 2 and report["holder"] not in report["readers"]
+
+
 def test_the_readme_example_runs_as_written(tmp_path):
     from test_readme import readme_block
 
