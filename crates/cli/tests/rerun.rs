@@ -55,6 +55,16 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Sends SIG`signal` (KILL, TERM) and waits for the run to end.
+fn stop(child: &mut Child, signal: &str) {
+    let sent = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    child.wait().unwrap();
+}
+
 /// TINY's one value: which run the directory holds.
 fn tiny(out: &Path) -> String {
     std::fs::read_to_string(out.join("TINY.csv")).unwrap()
@@ -102,12 +112,7 @@ fn a_rerun_killed_at_any_moment_leaves_one_complete_run() {
         execute(&db, &[&format!("UPDATE TINY SET ID = {value}")]);
         let mut child = spawn(&db, &out, None);
         wait_for("WIDE being written", || being_written(&out, "WIDE.csv"));
-        let sent = Command::new("kill")
-            .args([format!("-{signal}"), child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        child.wait().unwrap();
+        stop(&mut child, signal);
         assert_one_complete_run(&out, &format!("SIG{signal} while reading"));
         assert_eq!(
             tiny(&out),
@@ -124,12 +129,7 @@ fn a_rerun_killed_at_any_moment_leaves_one_complete_run() {
         );
         wait_for("the switch", || out.join(fbunload::SWITCH_DIR).exists());
         std::thread::sleep(Duration::from_millis(300));
-        let sent = Command::new("kill")
-            .args([format!("-{signal}"), child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        child.wait().unwrap();
+        stop(&mut child, signal);
         assert_one_complete_run(&out, &format!("SIG{signal} while switching"));
         assert_eq!(tiny(&out), format!("{value}\n"), "SIG{signal}: the new run");
         assert!(!out.join(fbunload::SWITCH_DIR).exists());

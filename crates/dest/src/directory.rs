@@ -55,7 +55,7 @@ const SWITCH_PLAN: &str = ".switch.json";
 
 /// What a switch does, written before it starts so that the next run can
 /// finish it: names relative to the output directory.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct SwitchPlan {
     /// The new run's files and directories of parts, moved in this order;
     /// `manifest.json` follows them.
@@ -281,8 +281,9 @@ fn finish_switch(dir: &Path) -> io::Result<bool> {
     }
     let plan: SwitchPlan = match fs::read(switch.join(SWITCH_PLAN)) {
         Ok(text) => serde_json::from_slice(&text)?,
-        // Renamed only once the plan was written: this is no switch.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => SwitchPlan::default(),
+        // A run renames its staging directory only once the plan is in
+        // it: without one, this is not a run's, and is left alone.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
     for name in plan.moves.iter().map(String::as_str).chain([MANIFEST_NAME]) {
