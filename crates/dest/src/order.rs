@@ -642,10 +642,20 @@ impl BatchTable {
             if state.failed {
                 return Err(self.failed_elsewhere());
             }
+            // Enough groups are being encoded: the threads encoding them
+            // take this unit's groups too as they finish theirs, since they
+            // loop until nothing is left to cut.
+            if !self.context.budget.try_start_encoding(state.encoding) {
+                break;
+            }
             let group = match self.next_group(&mut state) {
                 Ok(Some(group)) => group,
-                Ok(None) => break,
+                Ok(None) => {
+                    self.context.budget.end_encoding();
+                    break;
+                }
                 Err(e) => {
+                    self.context.budget.end_encoding();
                     // Rows are lost: no thread may complete the table now.
                     state.failed = true;
                     return Err(e);
@@ -657,6 +667,7 @@ impl BatchTable {
             let encoded = encoder.encode(group.index, group.batches);
             state = self.state.lock().unwrap();
             state.encoding -= 1;
+            self.context.budget.end_encoding();
             let ends_part = group.ends_part;
             let appended = encoded
                 .map_err(|e| self.context.format_error(e))

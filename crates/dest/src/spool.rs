@@ -21,16 +21,45 @@ use arrow_ipc::writer::StreamWriter;
 use arrow_schema::ArrowError;
 
 /// Bytes that waiting units may hold in memory, shared by all workers.
+///
+/// It also counts the row groups being encoded in the whole run: each
+/// holds its group's batches and its encoded pages at once, and more of
+/// them than cores gains no speed, only memory, so their number is bounded
+/// by the cores, not by the worker count (see [`MemoryBudget::try_start_encoding`]).
 #[derive(Debug)]
 pub struct MemoryBudget {
     free: AtomicUsize,
+    /// Row groups being encoded now, in all tables.
+    encoding: AtomicUsize,
+    /// How many may be, beyond the one each table may always encode.
+    max_encoding: usize,
 }
 
 impl MemoryBudget {
     pub fn new(bytes: usize) -> Arc<Self> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Arc::new(MemoryBudget {
             free: AtomicUsize::new(bytes),
+            encoding: AtomicUsize::new(0),
+            max_encoding: cores,
         })
+    }
+
+    /// Whether a table that already has `table_encoding` groups being
+    /// encoded may start one more; if so, it is counted until
+    /// [`MemoryBudget::end_encoding`]. A table with none may always
+    /// start one, so every table progresses and nothing waits on another.
+    pub(crate) fn try_start_encoding(&self, table_encoding: usize) -> bool {
+        let now = self.encoding.fetch_add(1, Ordering::AcqRel);
+        if table_encoding == 0 || now < self.max_encoding {
+            return true;
+        }
+        self.encoding.fetch_sub(1, Ordering::AcqRel);
+        false
+    }
+
+    pub(crate) fn end_encoding(&self) {
+        self.encoding.fetch_sub(1, Ordering::AcqRel);
     }
 
     pub(crate) fn try_take(&self, bytes: usize) -> bool {
