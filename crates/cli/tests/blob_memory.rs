@@ -14,46 +14,10 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-
 use common::*;
 use fbunload_gen::{generate, GenOptions, Table};
 
 const BLOB_MB: u32 = 48;
-
-/// Peak RSS in KiB of an fbunload run, which must succeed. Linux keeps a
-/// process's high-water mark across exec, so it is at least this test's
-/// own at the spawn (about 41 MiB, with the engine loaded): the baseline
-/// reads a little high, the copies a little low (under 0.1 here).
-fn peak_kib(db: &Path, out: &Path, args: &[&str]) -> i64 {
-    let _ = std::fs::remove_dir_all(out);
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let pid = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("-d")
-        .arg(db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "-q", "-o"])
-        .arg(out)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap()
-        .id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: plain out-parameters; rusage is a C struct of integers.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // wait4, not Child::wait: it gives this child's own peak, where
-    // getrusage(RUSAGE_CHILDREN) gives the largest of all children so far.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "fbunload {args:?}: {}",
-        std::fs::read_to_string(log.path()).unwrap()
-    );
-    usage.ru_maxrss
-}
 
 #[test]
 fn a_big_blob_is_held_a_bounded_number_of_times() {

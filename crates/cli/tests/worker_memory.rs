@@ -9,41 +9,8 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-
 use common::*;
 use fbunload_gen::{generate, GenOptions};
-
-/// Peak RSS in KiB of an fbunload run, which must succeed (as in
-/// blob_memory.rs: wait4 gives this child's own peak).
-fn peak_kib(db: &Path, out: &Path, args: &[&str]) -> i64 {
-    let _ = std::fs::remove_dir_all(out);
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let pid = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("-d")
-        .arg(db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "-q", "-o"])
-        .arg(out)
-        .args(args)
-        .env_remove("MALLOC_ARENA_MAX")
-        .stdout(Stdio::null())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap()
-        .id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: plain out-parameters; rusage is a C struct of integers.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "fbunload {args:?}: {}",
-        std::fs::read_to_string(log.path()).unwrap()
-    );
-    usage.ru_maxrss
-}
 
 #[test]
 fn parquet_at_sixteen_workers_stays_bounded() {

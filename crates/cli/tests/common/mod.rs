@@ -218,3 +218,40 @@ pub fn manifest_entry<'m>(manifest: &'m serde_json::Value, name: &str) -> &'m se
         .find(|t| t["name"] == name)
         .unwrap_or_else(|| panic!("no {name} in {manifest}"))
 }
+
+/// Peak RSS in KiB of an fbunload run, which must succeed. Linux keeps a
+/// process's high-water mark across exec, so it is at least this test's
+/// own at the spawn (about 41 MiB, with the engine loaded): the baseline
+/// reads a little high, the copies a little low (under 0.1 here).
+#[cfg(target_os = "linux")]
+#[allow(dead_code)] // the memory tests only
+pub fn peak_kib(db: &Path, out: &Path, args: &[&str]) -> i64 {
+    let _ = std::fs::remove_dir_all(out);
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let pid = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "-q", "-o"])
+        .arg(out)
+        .args(args)
+        // The binary's own malloc settings, whatever the test's are.
+        .env_remove("MALLOC_ARENA_MAX")
+        .stdout(std::process::Stdio::null())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap()
+        .id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: plain out-parameters; rusage is a C struct of integers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // wait4, not Child::wait: it gives this child's own peak, where
+    // getrusage(RUSAGE_CHILDREN) gives the largest of all children so far.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "fbunload {args:?}: {}",
+        std::fs::read_to_string(log.path()).unwrap()
+    );
+    usage.ru_maxrss
+}
