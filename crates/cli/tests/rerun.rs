@@ -55,14 +55,15 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Sends SIG`signal` (KILL, TERM) and waits for the run to end.
-fn stop(child: &mut Child, signal: &str) {
+/// Sends SIG`signal` (KILL, TERM) and waits for the run to end; returns
+/// what it said.
+fn stop(child: Child, signal: &str) -> String {
     let sent = Command::new("kill")
         .args([format!("-{signal}"), child.id().to_string()])
         .status()
         .unwrap();
     assert!(sent.success());
-    child.wait().unwrap();
+    stderr(&child.wait_with_output().unwrap())
 }
 
 /// TINY's one value: which run the directory holds.
@@ -70,7 +71,8 @@ fn tiny(out: &Path) -> String {
     std::fs::read_to_string(out.join("TINY.csv")).unwrap()
 }
 
-fn assert_one_complete_run(out: &Path, what: &str) {
+/// `fbunload check` accepts the directory; returns what it said on stderr.
+fn assert_one_complete_run(out: &Path, what: &str) -> String {
     let checked = fbunload_check(out);
     assert!(
         checked.status.success(),
@@ -78,6 +80,7 @@ fn assert_one_complete_run(out: &Path, what: &str) {
         String::from_utf8_lossy(&checked.stdout),
         stderr(&checked)
     );
+    stderr(&checked)
 }
 
 #[test]
@@ -110,9 +113,16 @@ fn a_rerun_killed_at_any_moment_leaves_one_complete_run() {
         // Killed while it reads: the old run stays.
         value += 1;
         execute(&db, &[&format!("UPDATE TINY SET ID = {value}")]);
-        let mut child = spawn(&db, &out, None);
+        let child = spawn(&db, &out, None);
         wait_for("WIDE being written", || being_written(&out, "WIDE.csv"));
-        stop(&mut child, signal);
+        let said = stop(child, signal);
+        if signal == "TERM" {
+            assert!(
+                said.contains("interrupted; nothing of this run was kept")
+                    && said.contains("run the same command again"),
+                "{said}"
+            );
+        }
         assert_one_complete_run(&out, &format!("SIG{signal} while reading"));
         assert_eq!(
             tiny(&out),
@@ -122,15 +132,23 @@ fn a_rerun_killed_at_any_moment_leaves_one_complete_run() {
 
         // Killed in the middle of moving its files in: the next look at
         // the directory finishes the move, and it holds the new run.
-        let mut child = spawn(
+        let child = spawn(
             &db,
             &out,
             Some(("FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS", "2000")),
         );
         wait_for("the switch", || out.join(fbunload::SWITCH_DIR).exists());
         std::thread::sleep(Duration::from_millis(300));
-        stop(&mut child, signal);
-        assert_one_complete_run(&out, &format!("SIG{signal} while switching"));
+        stop(child, signal);
+        // SIGTERM lets the switch end; kill -9 leaves it for check.
+        let cut_short = out.join(fbunload::SWITCH_DIR).exists();
+        assert!(cut_short || signal == "TERM");
+        let said = assert_one_complete_run(&out, &format!("SIG{signal} while switching"));
+        assert_eq!(
+            said.contains("that move is now finished"),
+            cut_short,
+            "{said}"
+        );
         assert_eq!(tiny(&out), format!("{value}\n"), "SIG{signal}: the new run");
         assert!(!out.join(fbunload::SWITCH_DIR).exists());
     }
