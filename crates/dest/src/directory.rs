@@ -160,15 +160,15 @@ impl OutputDir {
     /// Writes `manifest` as `manifest.json` and switches the complete run
     /// in (module docs); returns the manifest's final path.
     pub fn publish_manifest(&self, manifest: &Manifest) -> Result<PathBuf, ExecError> {
-        let mut text = serde_json::to_vec_pretty(manifest).map_err(io::Error::from);
-        if let Ok(text) = &mut text {
+        let write_and_switch = || -> io::Result<()> {
+            let mut text = serde_json::to_vec_pretty(manifest)?;
             text.push(b'\n');
-        }
-        text.and_then(|text| self.switch(&text))
-            .map_err(|e| ExecError::OutputDir {
-                path: self.path.clone(),
-                reason: format!("writing {MANIFEST_NAME} and moving the run's files in: {e}"),
-            })?;
+            self.switch(&text)
+        };
+        write_and_switch().map_err(|e| ExecError::OutputDir {
+            path: self.path.clone(),
+            reason: format!("writing {MANIFEST_NAME} and moving the run's files in: {e}"),
+        })?;
         Ok(self.path.join(MANIFEST_NAME))
     }
 
