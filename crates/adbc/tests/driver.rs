@@ -22,26 +22,19 @@ fn client() -> Arc<Client> {
 /// Table `ACCOUNTS` over several pointer pages (4 KiB pages), and a view.
 fn database(dir: &Path) -> PathBuf {
     let db = dir.join("adbc.fdb");
-    let att = Attachment::create_database(
+    fbunload_gen::create_test_database(
         &client(),
-        &format!(
-            "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD 'masterkey' PAGE_SIZE 4096 \
-             SET NAMES 'UTF8' DEFAULT CHARACTER SET UTF8",
-            db.display()
-        ),
-    )
-    .unwrap();
-    for sql in [
-        "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL, BALANCE BIGINT, PAD VARCHAR(400))",
-        "CREATE VIEW RICH AS SELECT ID FROM ACCOUNTS WHERE BALANCE > 1500",
-        "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 20000) DO BEGIN \
+        &db.to_string_lossy(),
+        "masterkey",
+        4096,
+        &[
+            "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL, BALANCE BIGINT, PAD VARCHAR(400))",
+            "CREATE VIEW RICH AS SELECT ID FROM ACCOUNTS WHERE BALANCE > 1500",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 20000) DO BEGIN \
          INSERT INTO ACCOUNTS VALUES (:I, 1000 + MOD(:I, 1000), LPAD('', 400, 'x' || :I)); \
          I = I + 1; END END",
-    ] {
-        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-        tr.execute(sql).unwrap();
-        tr.commit().unwrap();
-    }
+        ],
+    );
     db
 }
 

@@ -73,22 +73,8 @@ impl Fb5 {
     /// A new database, created through the server, holding what
     /// `statements` make (each committed on its own).
     fn create(&self, file: &Path, statements: &[&str]) -> Attachment {
-        let att = Attachment::create_database(
-            &client(),
-            &format!(
-                "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD '{}' PAGE_SIZE 4096 \
-                 SET NAMES 'UTF8' DEFAULT CHARACTER SET UTF8",
-                self.dsn(file),
-                self.password
-            ),
-        )
-        .unwrap();
-        for sql in statements {
-            let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-            tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-            tr.commit().unwrap();
-        }
-        att
+        let dsn = self.dsn(file);
+        fbunload_gen::create_test_database(&client(), &dsn, &self.password, 4096, statements)
     }
 
     fn command(&self, file: &Path, args: &[&str]) -> Command {

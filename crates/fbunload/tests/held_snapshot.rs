@@ -10,8 +10,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::RecordBatch;
 use fbunload::{Error, HeldSnapshot, PlanOptions, RunOptions, Unit, Unload};
-use fbunload_client::{Attachment, Client, ConnectOptions};
+use fbunload_client::{Client, ConnectOptions};
 use fbunload_gen::bank::{self, Writers};
+use fbunload_gen::create_test_database;
 
 fn client() -> Arc<Client> {
     Client::load(None).expect("the embedded engine (scripts/setup.sh)")
@@ -21,15 +22,7 @@ fn client() -> Arc<Client> {
 /// pointer pages.
 fn bank(dir: &Path) -> PathBuf {
     let db = dir.join("held.fdb");
-    let att = Attachment::create_database(
-        &client(),
-        &format!(
-            "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD 'masterkey' PAGE_SIZE 4096 \
-             SET NAMES 'UTF8' DEFAULT CHARACTER SET UTF8",
-            db.display()
-        ),
-    )
-    .unwrap();
+    let att = create_test_database(&client(), &db.to_string_lossy(), "masterkey", 4096, &[]);
     bank::create(&att).unwrap();
     db
 }

@@ -29,20 +29,8 @@ fn options(db: &Path) -> ConnectOptions {
 
 fn create(dir: &Path, statements: &[&str]) -> PathBuf {
     let db = dir.join("r.fdb");
-    let att = Attachment::create_database(
-        &client(),
-        &format!(
-            "CREATE DATABASE '{}' USER 'SYSDBA' PASSWORD 'masterkey' PAGE_SIZE 4096 \
-             SET NAMES 'UTF8' DEFAULT CHARACTER SET UTF8",
-            db.display()
-        ),
-    )
-    .unwrap();
-    for sql in statements {
-        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-        tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        tr.commit().unwrap();
-    }
+    let path = db.to_string_lossy();
+    fbunload_gen::create_test_database(&client(), &path, "masterkey", 4096, statements);
     db
 }
 

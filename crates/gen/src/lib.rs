@@ -136,6 +136,34 @@ fn fb(context: impl Into<String>) -> impl FnOnce(ClientError) -> GenError {
     move |source| GenError::Firebird { context, source }
 }
 
+/// A new database for a test: `database` (a path, or a server's
+/// `host:path`) created as [`USER`] with `password`, UTF8, pages of
+/// `page_size` bytes, holding what `statements` make, each committed on
+/// its own. Panics on any failure, naming the statement.
+pub fn create_test_database(
+    client: &Arc<Client>,
+    database: &str,
+    password: &str,
+    page_size: u32,
+    statements: &[&str],
+) -> Attachment {
+    let create = format!(
+        "CREATE DATABASE {} USER {} PASSWORD {} PAGE_SIZE {page_size} SET NAMES 'UTF8' \
+         DEFAULT CHARACTER SET UTF8",
+        sql::literal(database),
+        sql::literal(USER),
+        sql::literal(password),
+    );
+    let att = Attachment::create_database(client, &create)
+        .unwrap_or_else(|e| panic!("creating {database}: {e}"));
+    for sql in statements {
+        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+        tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        tr.commit().unwrap();
+    }
+    att
+}
+
 /// How to attach to a generated database (as [`USER`], UTF8).
 pub fn connect_options(database: &Path) -> ConnectOptions {
     ConnectOptions {
