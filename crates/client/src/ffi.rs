@@ -2,7 +2,7 @@
 //! the library is loaded. Only what fbunload calls is bound; constants carry
 //! the names of Firebird's public headers so they can be checked against them.
 
-use std::os::raw::{c_char, c_short, c_uint, c_ushort};
+use std::os::raw::{c_char, c_short, c_uint, c_ushort, c_void};
 
 /// `ISC_STATUS` is `intptr_t` in the public headers.
 pub type IscStatus = isize;
@@ -219,6 +219,31 @@ pub struct Api {
         *mut c_char,
     ) -> IscStatus,
     pub isc_close_blob: unsafe extern "C" fn(*mut IscStatus, *mut Handle) -> IscStatus,
+    pub isc_get_slice: unsafe extern "C" fn(
+        *mut IscStatus,
+        *mut Handle,
+        *mut Handle,
+        *mut [u8; 8],
+        c_ushort,
+        *const u8,
+        c_ushort,
+        *const i32,
+        i32,
+        *mut c_void,
+        *mut i32,
+    ) -> IscStatus,
+    pub isc_put_slice: unsafe extern "C" fn(
+        *mut IscStatus,
+        *mut Handle,
+        *mut Handle,
+        *mut [u8; 8],
+        c_ushort,
+        *const c_char,
+        c_ushort,
+        *const i32,
+        i32,
+        *mut c_void,
+    ) -> IscStatus,
     pub fb_interpret: unsafe extern "C" fn(*mut c_char, c_uint, *mut *const IscStatus) -> i32,
     pub isc_sqlcode: unsafe extern "C" fn(*const IscStatus) -> i32,
     /// Interrupts an attachment's running call (Firebird 2.5 and later).
@@ -259,6 +284,8 @@ impl Api {
             isc_open_blob2: sym!(isc_open_blob2),
             isc_get_segment: sym!(isc_get_segment),
             isc_close_blob: sym!(isc_close_blob),
+            isc_get_slice: sym!(isc_get_slice),
+            isc_put_slice: sym!(isc_put_slice),
             fb_interpret: sym!(fb_interpret),
             isc_sqlcode: sym!(isc_sqlcode),
             fb_cancel_operation: lib.get(b"fb_cancel_operation\0").ok().map(|s| *s),

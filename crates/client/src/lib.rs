@@ -15,6 +15,7 @@
 //! [`Attachment`], [`Transaction`], [`Statement`] and the raw column values
 //! of a fetched [`Row`], described by [`ColumnDesc`].
 
+mod array;
 mod attachment;
 mod error;
 mod ffi;
@@ -25,6 +26,7 @@ mod places;
 mod statement;
 mod waits;
 
+pub use array::{element, ArrayShape, ElementType};
 pub use attachment::{
     is_plain_path, Attachment, ConnectOptions, Interrupter, ServerVersion, Transaction,
     TransactionMode,

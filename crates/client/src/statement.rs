@@ -379,7 +379,7 @@ impl<'s> Row<'s> {
     }
 }
 
-fn new_sqlda(vars: usize) -> Vec<u64> {
+pub(crate) fn new_sqlda(vars: usize) -> Vec<u64> {
     let bytes =
         std::mem::size_of::<Xsqlda>() + vars.saturating_sub(1) * std::mem::size_of::<XsqlVar>();
     let mut buf = vec![0u64; bytes.div_ceil(8)];
