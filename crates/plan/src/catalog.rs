@@ -12,8 +12,8 @@
 
 use std::collections::HashMap;
 
-use fbunload_client::{ClientError, Row, Transaction};
-use fbunload_decode::text::charset_name;
+use fbunload_client::{element, ArrayShape, ClientError, ElementType, Row, Transaction};
+use fbunload_decode::text::{charset_name, TextDecoder, CHARSET_NONE, CHARSET_UTF8};
 
 use crate::identifier::quote_literal;
 
@@ -98,6 +98,11 @@ pub struct Column {
     pub char_length: Option<i16>,
     /// Character set of text (CHAR, VARCHAR, text BLOB).
     pub charset_id: Option<u8>,
+    /// `RDB$FIELD_LENGTH`: bytes of one value (of one element of an array).
+    pub field_length: i16,
+    /// An ARRAY column's bounds (`RDB$FIELD_DIMENSIONS`), outermost first;
+    /// empty for every other column.
+    pub dimensions: Vec<(i32, i32)>,
 }
 
 impl Column {
@@ -128,8 +133,102 @@ impl Column {
 
     /// The type as it was declared, for readers of the output (Arrow field
     /// metadata) and error messages: `NUMERIC(9,3)`, `CHAR(10) CHARACTER SET
-    /// WIN1252`, `BLOB SUB_TYPE TEXT CHARACTER SET UTF8`.
+    /// WIN1252`, `BLOB SUB_TYPE TEXT CHARACTER SET UTF8`, and for an ARRAY
+    /// column its element's type then its bounds: `INTEGER [1:4]`.
     pub fn declared_type(&self) -> String {
+        let element = self.element_type();
+        if self.dimensions.is_empty() {
+            return element;
+        }
+        // The grammar takes the bounds before a character set.
+        match element.find(" CHARACTER SET ") {
+            Some(at) => format!("{} {}{}", &element[..at], self.bounds(), &element[at..]),
+            None => format!("{element} {}", self.bounds()),
+        }
+    }
+
+    /// An ARRAY column's bounds as SQL declares them: `[1:4]`, `[0:2, 1:3]`.
+    pub fn bounds(&self) -> String {
+        let each: Vec<String> = self
+            .dimensions
+            .iter()
+            .map(|(lower, upper)| format!("{lower}:{upper}"))
+            .collect();
+        format!("[{}]", each.join(", "))
+    }
+
+    /// How a slice reads an ARRAY column of `relation`: each element as it
+    /// is stored, text in its own character set (or UTF8 where fbunload
+    /// cannot decode that one), DECFLOAT as text, which is exact. `None`
+    /// for every other column, or an element type no slice can carry.
+    pub fn array_shape(&self, relation: &str) -> Option<ArrayShape> {
+        if self.dimensions.is_empty() {
+            return None;
+        }
+        let fixed = |code| ElementType {
+            code,
+            scale: 0,
+            length: 0,
+            charset: 0,
+        };
+        let scaled = |code| ElementType {
+            scale: self.scale as i8,
+            ..fixed(code)
+        };
+        let text = |code| {
+            let charset = self.charset_id.unwrap_or(0);
+            if TextDecoder::client_reads(charset) {
+                ElementType {
+                    code,
+                    scale: 0,
+                    length: self.field_length as u16,
+                    charset,
+                }
+            } else {
+                let chars = self.char_length.unwrap_or(self.field_length) as u16;
+                ElementType {
+                    code,
+                    scale: 0,
+                    length: chars.saturating_mul(4),
+                    charset: CHARSET_UTF8,
+                }
+            }
+        };
+        let element = match self.field_type {
+            blr::SMALLINT => scaled(element::SHORT),
+            blr::INTEGER => scaled(element::LONG),
+            blr::BIGINT => scaled(element::INT64),
+            blr::INT128 => scaled(element::INT128),
+            blr::FLOAT => fixed(element::FLOAT),
+            blr::DOUBLE | blr::D_FLOAT => fixed(element::DOUBLE),
+            blr::DATE => fixed(element::DATE),
+            blr::TIME => fixed(element::TIME),
+            blr::TIMESTAMP => fixed(element::TIMESTAMP),
+            blr::TIME_TZ => fixed(element::TIME_TZ),
+            blr::TIMESTAMP_TZ => fixed(element::TIMESTAMP_TZ),
+            blr::BOOLEAN => fixed(element::BOOLEAN),
+            blr::CHAR => text(element::TEXT),
+            blr::VARCHAR | blr::CSTRING => text(element::VARYING),
+            // The longest DECFLOAT(34) text: sign, 34 digits, point, E,
+            // sign, 4 digits; ASCII, so NONE (one byte each) holds it.
+            blr::DEC64 | blr::DEC128 => ElementType {
+                code: element::VARYING,
+                scale: 0,
+                length: 42,
+                charset: CHARSET_NONE,
+            },
+            _ => return None,
+        };
+        Some(ArrayShape {
+            relation: relation.to_string(),
+            field: self.name.clone(),
+            element,
+            bounds: self.dimensions.clone(),
+        })
+    }
+
+    /// The type as declared, without an ARRAY column's bounds.
+    pub fn element_type(&self) -> String {
         let scaled = |base: &str, storage_digits: i16| {
             let kind = match self.sub_type {
                 2 => "DECIMAL",
@@ -370,11 +469,14 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
         .enumerate()
         .map(|(i, t)| (t.name.clone(), i))
         .collect();
+    // (table, column, domain) of each ARRAY column.
+    let mut array_domains = Vec::new();
     query(
         tr,
         "SELECT rf.RDB$RELATION_NAME, rf.RDB$FIELD_NAME, f.RDB$FIELD_TYPE, \
          f.RDB$FIELD_PRECISION, COALESCE(f.RDB$FIELD_SCALE, 0), \
-         COALESCE(f.RDB$FIELD_SUB_TYPE, 0), f.RDB$CHARACTER_LENGTH, f.RDB$CHARACTER_SET_ID \
+         COALESCE(f.RDB$FIELD_SUB_TYPE, 0), f.RDB$CHARACTER_LENGTH, f.RDB$CHARACTER_SET_ID, \
+         COALESCE(f.RDB$FIELD_LENGTH, 0), COALESCE(f.RDB$DIMENSIONS, 0), rf.RDB$FIELD_SOURCE \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
          WHERE f.RDB$COMPUTED_BLR IS NULL \
          ORDER BY rf.RDB$RELATION_NAME, rf.RDB$FIELD_POSITION",
@@ -393,10 +495,22 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
                     char_length: int(row, 6).map(|n| n as i16),
                     // Text with no character set recorded is NONE.
                     charset_id: is_text.then(|| int(row, 7).unwrap_or(0) as u8),
+                    field_length: int(row, 8).unwrap_or(0) as i16,
+                    dimensions: Vec::new(),
                 });
+                if int(row, 9).unwrap_or(0) > 0 {
+                    array_domains.push((i, tables[i].columns.len() - 1, text(row, 10)));
+                }
             }
         },
     )?;
+    if !array_domains.is_empty() {
+        let bounds = read_array_bounds(tr)?;
+        for (table, column, domain) in array_domains {
+            tables[table].columns[column].dimensions =
+                bounds.get(&domain).cloned().unwrap_or_default();
+        }
+    }
 
     by_name.clear();
     let by_id: HashMap<u16, usize> = tables
@@ -416,6 +530,25 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
         },
     )?;
     Ok(tables)
+}
+
+/// Every array domain's bounds, outermost dimension first.
+pub(crate) fn read_array_bounds(
+    tr: &Transaction,
+) -> Result<HashMap<String, Vec<(i32, i32)>>, ClientError> {
+    let mut bounds: HashMap<String, Vec<(i32, i32)>> = HashMap::new();
+    query(
+        tr,
+        "SELECT RDB$FIELD_NAME, RDB$LOWER_BOUND, RDB$UPPER_BOUND FROM RDB$FIELD_DIMENSIONS \
+         ORDER BY RDB$FIELD_NAME, RDB$DIMENSION",
+        |row| {
+            bounds.entry(text(row, 0)).or_default().push((
+                int(row, 1).unwrap_or(1) as i32,
+                int(row, 2).unwrap_or(0) as i32,
+            ))
+        },
+    )?;
+    Ok(bounds)
 }
 
 /// Lets the server judge the pattern alone, so a bad pattern is reported as
@@ -788,6 +921,41 @@ mod tests {
             scale,
             ..Column::default()
         }
+    }
+
+    #[test]
+    fn arrays_declare_their_bounds_before_the_character_set() {
+        let ints = Column {
+            dimensions: vec![(1, 4)],
+            ..column(blr::INTEGER, 0, None, 0)
+        };
+        assert_eq!(ints.declared_type(), "INTEGER [1:4]");
+        let text = Column {
+            name: "LANGUAGE_REQ".into(),
+            field_type: blr::VARCHAR,
+            char_length: Some(15),
+            charset_id: Some(4),
+            field_length: 60,
+            dimensions: vec![(0, 2), (-1, 1)],
+            ..Column::default()
+        };
+        assert_eq!(
+            text.declared_type(),
+            "VARCHAR(15) [0:2, -1:1] CHARACTER SET UTF8"
+        );
+        let shape = text.array_shape("JOB").unwrap();
+        assert_eq!(shape.element.code, element::VARYING);
+        assert_eq!((shape.element.length, shape.element.charset), (60, 4));
+        assert_eq!(shape.len(), 9);
+        // A character set fbunload cannot decode comes as UTF8.
+        let dos = Column {
+            charset_id: Some(10),
+            field_length: 15,
+            ..text.clone()
+        };
+        let element = dos.array_shape("JOB").unwrap().element;
+        assert_eq!((element.length, element.charset), (60, 4));
+        assert!(column(blr::INTEGER, 0, None, 0).array_shape("T").is_none());
     }
 
     #[test]

@@ -34,6 +34,7 @@
 
 use std::fmt;
 
+use fbunload_client::ArrayShape;
 use fbunload_decode::TextDecoder;
 
 use crate::catalog::{Column, Table};
@@ -146,6 +147,9 @@ pub struct TablePlan {
     /// Each column's type as declared (`NUMERIC(9,3)`), whatever the query
     /// casts it to on the way.
     pub declared_types: Vec<String>,
+    /// How a slice reads each ARRAY column (`None` for other columns);
+    /// empty for views and queries.
+    pub arrays: Vec<Option<ArrayShape>>,
     pub pointer_pages: u32,
     pub unit_count: usize,
     /// The rows to read (`--where`), ANDed to every unit's range.
@@ -352,6 +356,11 @@ impl Plan {
                 relation_id: table.relation_id,
                 columns: table.columns.iter().map(|c| c.name.clone()).collect(),
                 declared_types: table.columns.iter().map(Column::declared_type).collect(),
+                arrays: table
+                    .columns
+                    .iter()
+                    .map(|c| c.array_shape(&table.name))
+                    .collect(),
                 kind: Kind::Table,
                 query: None,
                 split_by: None,
@@ -409,6 +418,7 @@ impl Plan {
                 pointer_pages: driving_table.map_or(0, |t| t.pointer_pages),
                 columns: read.columns,
                 declared_types: read.declared_types,
+                arrays: Vec::new(),
                 unit_count: units.len(),
                 condition: None,
                 // The query as Firebird will read it; `query` keeps it as
@@ -488,6 +498,10 @@ fn select_list(table: &Table) -> String {
 /// if any. Text goes to UTF8 at its length in characters where that fits
 /// a VARCHAR (32,765 bytes, 4 per UTF8 character), else to a text BLOB.
 fn server_cast(column: &Column) -> Option<String> {
+    // An array's elements are converted by the slice that reads them.
+    if !column.dimensions.is_empty() {
+        return None;
+    }
     if column.is_decfloat() {
         return Some("VARCHAR(64)".into());
     }

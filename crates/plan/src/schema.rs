@@ -53,7 +53,7 @@ use std::fmt::Write;
 
 use fbunload_client::{ClientError, Row, Transaction};
 
-use crate::catalog::{blr, int, query, text};
+use crate::catalog::{blr, int, query, read_array_bounds, text};
 use crate::identifier::quote_identifier;
 use crate::Column;
 
@@ -423,16 +423,27 @@ fn read_columns(
          COALESCE(f.RDB$FIELD_SUB_TYPE, 0), f.RDB$CHARACTER_LENGTH, f.RDB$CHARACTER_SET_ID, \
          COALESCE(rf.RDB$NULL_FLAG, 0) + COALESCE(f.RDB$NULL_FLAG, 0), \
          COALESCE(rf.RDB$DEFAULT_SOURCE, f.RDB$DEFAULT_SOURCE), f.RDB$COMPUTED_SOURCE, \
-         c.RDB$COLLATION_NAME, {identity}, f.RDB$SEGMENT_LENGTH \
+         c.RDB$COLLATION_NAME, {identity}, f.RDB$SEGMENT_LENGTH, \
+         COALESCE(f.RDB$DIMENSIONS, 0), f.RDB$FIELD_LENGTH, rf.RDB$FIELD_SOURCE \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
          LEFT JOIN RDB$COLLATIONS c ON c.RDB$CHARACTER_SET_ID = f.RDB$CHARACTER_SET_ID \
          AND c.RDB$COLLATION_ID = COALESCE(rf.RDB$COLLATION_ID, f.RDB$COLLATION_ID, 0) \
          AND COALESCE(rf.RDB$COLLATION_ID, f.RDB$COLLATION_ID, 0) <> 0 \
          ORDER BY rf.RDB$RELATION_NAME, rf.RDB$FIELD_POSITION"
     );
+    let mut array_bounds = None;
     each_row(tr, &sql, |row| {
         let Some(&table) = position.get(&text(row, 0)) else {
             return Ok(());
+        };
+        let dimensions = if int(row, 15).unwrap_or(0) > 0 {
+            if array_bounds.is_none() {
+                array_bounds = Some(read_array_bounds(tr)?);
+            }
+            let bounds = array_bounds.as_ref().and_then(|b| b.get(&text(row, 17)));
+            bounds.cloned().unwrap_or_default()
+        } else {
+            Vec::new()
         };
         let field_type = int(row, 2).unwrap_or(0) as i16;
         let sub_type = int(row, 5).unwrap_or(0) as i16;
@@ -446,6 +457,8 @@ fn read_columns(
             scale: int(row, 4).unwrap_or(0) as i16,
             char_length: int(row, 6).map(|n| n as i16),
             charset_id: is_text.then(|| int(row, 7).unwrap_or(0) as u8),
+            field_length: int(row, 16).unwrap_or(0) as i16,
+            dimensions,
         };
         let identity = int(row, 12).and_then(|kind| {
             let values = generators.get(&text(row, 13))?.values;
