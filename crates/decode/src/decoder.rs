@@ -15,12 +15,13 @@ use arrow_array::builder::{
     Float32Builder, Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
     Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
-use fbunload_client::{BlobId, ClientError, Row};
+use arrow_array::{Array, ArrayRef, ListArray, RecordBatch};
+use arrow_buffer::{NullBufferBuilder, OffsetBuffer};
+use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
+use fbunload_client::{element, ArrayShape, BlobId, ClientError, Row};
 
 use crate::text::TextDecoder;
-use crate::types::{ColumnKind, OutputColumn, DECIMAL128_DIGITS, INT128_DIGITS};
+use crate::types::{ArrayColumn, ColumnKind, OutputColumn, DECIMAL128_DIGITS, INT128_DIGITS};
 
 /// Days from Firebird's day zero (1858-11-17, the Modified Julian Date
 /// epoch) to 1970-01-01.
@@ -35,6 +36,12 @@ pub enum DecodeError {
     Value { column: String, message: String },
     #[error("column {column}: reading a blob failed: {source}")]
     Blob {
+        column: String,
+        #[source]
+        source: ClientError,
+    },
+    #[error("column {column}: reading an array failed: {source}")]
+    Array {
         column: String,
         #[source]
         source: ClientError,
@@ -87,6 +94,107 @@ enum Builder {
     Boolean(BooleanBuilder),
     Text(StringBuilder),
     Binary(BinaryBuilder),
+    List(Box<ArrayValues>),
+}
+
+/// An ARRAY column's values: every element of every array in one flat
+/// builder of the element's kind, cut into nested lists (one level per
+/// dimension) when the batch is taken. Each dimension has fixed bounds,
+/// so only the outermost lists vary in length: a NULL array has none.
+struct ArrayValues {
+    array: Arc<ArrayColumn>,
+    values: Builder,
+    /// The slice an array is read into, reused.
+    slice: Vec<u8>,
+    /// Elements along each dimension, outermost first.
+    lengths: Vec<usize>,
+    /// Outer list lengths of the rows so far (0 for NULL).
+    row_lengths: Vec<usize>,
+    validity: NullBufferBuilder,
+}
+
+impl ArrayValues {
+    fn new(array: Arc<ArrayColumn>, rows: usize) -> Self {
+        ArrayValues {
+            values: new_builder(&array.element, rows),
+            slice: Vec::new(),
+            lengths: array.shape.dimension_lengths().collect(),
+            row_lengths: Vec::with_capacity(rows),
+            validity: NullBufferBuilder::new(rows),
+            array,
+        }
+    }
+
+    fn append(
+        &mut self,
+        id: &BlobId,
+        scratch: &mut String,
+        var_bytes: &mut usize,
+        read_slice: &mut impl FnMut(&BlobId, &ArrayShape, &mut [u8]) -> Result<(), ClientError>,
+    ) -> Result<(), DecodeError> {
+        let shape = &self.array.shape;
+        let element = &self.array.element;
+        self.slice.resize(shape.slice_size(), 0);
+        read_slice(id, shape, &mut self.slice).map_err(|source| DecodeError::Array {
+            column: element.name.clone(),
+            source,
+        })?;
+        let size = shape.element.size().max(1);
+        for bytes in self.slice.chunks_exact(size) {
+            let bytes = match shape.element.code {
+                // A NUL ends each VARCHAR element (module docs of the
+                // client's `array`).
+                element::VARYING => bytes.split(|&b| b == 0).next().unwrap_or_default(),
+                _ => bytes,
+            };
+            append_scalar(
+                &mut self.values,
+                element,
+                bytes,
+                scratch,
+                var_bytes,
+                &mut |_, _| unreachable!("arrays hold no blobs"),
+            )?;
+        }
+        self.row_lengths
+            .push(self.lengths.first().copied().unwrap_or(0));
+        self.validity.append_non_null();
+        Ok(())
+    }
+
+    fn append_null(&mut self) {
+        self.row_lengths.push(0);
+        self.validity.append_null();
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        let mut data_type = self.array.data_type.clone();
+        // The field of each level's items, outermost first.
+        let mut item_fields = Vec::with_capacity(self.lengths.len());
+        while let DataType::List(item) = data_type {
+            data_type = item.data_type().clone();
+            item_fields.push(item);
+        }
+        let mut array = finish(&mut self.values);
+        for level in (1..self.lengths.len()).rev() {
+            let length = self.lengths[level];
+            let lists = array.len() / length.max(1);
+            let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(length, lists));
+            array = Arc::new(ListArray::new(
+                item_fields[level].clone(),
+                offsets,
+                array,
+                None,
+            ));
+        }
+        let offsets = OffsetBuffer::from_lengths(self.row_lengths.drain(..));
+        Arc::new(ListArray::new(
+            item_fields[0].clone(),
+            offsets,
+            array,
+            self.validity.finish(),
+        ))
+    }
 }
 
 impl RowDecoder {
@@ -99,7 +207,7 @@ impl RowDecoder {
         ));
         let builders = columns
             .iter()
-            .map(|c| new_builder(c.kind, limits.rows))
+            .map(|c| new_builder(c, limits.rows))
             .collect();
         RowDecoder {
             schema,
@@ -132,9 +240,10 @@ impl RowDecoder {
     /// Appends the row fetched last; blobs are read through its transaction.
     pub fn append_row(&mut self, row: &Row<'_>) -> Result<(), DecodeError> {
         let tr = row.transaction();
-        self.append_with(
+        self.append_with_arrays(
             |i| row.value(i),
             |id, segment| tr.read_blob_segments(id, segment),
+            |id, shape, out| tr.read_array(id, shape, out),
         )
     }
 
@@ -146,17 +255,29 @@ impl RowDecoder {
     pub fn append_with<'v>(
         &mut self,
         value: impl Fn(usize) -> Option<&'v [u8]>,
+        read_blob: impl FnMut(&BlobId, &mut Segments<'_>) -> Result<(), ClientError>,
+    ) -> Result<(), DecodeError> {
+        self.append_with_arrays(value, read_blob, |_, _, _| {
+            unreachable!("no ARRAY columns here")
+        })
+    }
+
+    /// [`Self::append_with`], arrays read through `read_slice` (as
+    /// `Transaction::read_array` does).
+    pub fn append_with_arrays<'v>(
+        &mut self,
+        value: impl Fn(usize) -> Option<&'v [u8]>,
         mut read_blob: impl FnMut(&BlobId, &mut Segments<'_>) -> Result<(), ClientError>,
+        mut read_slice: impl FnMut(&BlobId, &ArrayShape, &mut [u8]) -> Result<(), ClientError>,
     ) -> Result<(), DecodeError> {
         for i in 0..self.columns.len() {
-            let kind = self.columns[i].kind;
             let raw = value(i);
             let result = match raw {
                 None => {
                     append_null(&mut self.builders[i]);
                     Ok(())
                 }
-                Some(bytes) => self.append_value(i, kind, bytes, &mut read_blob),
+                Some(bytes) => self.append_value(i, bytes, &mut read_blob, &mut read_slice),
             };
             result?;
         }
@@ -167,117 +288,32 @@ impl RowDecoder {
     fn append_value(
         &mut self,
         i: usize,
-        kind: ColumnKind,
         bytes: &[u8],
         read_blob: &mut impl FnMut(&BlobId, &mut Segments<'_>) -> Result<(), ClientError>,
+        read_slice: &mut impl FnMut(&BlobId, &ArrayShape, &mut [u8]) -> Result<(), ClientError>,
     ) -> Result<(), DecodeError> {
         let column = &self.columns[i];
-        let bad = |message: String| DecodeError::Value {
-            column: column.name.clone(),
-            message,
-        };
-        let short = || bad(format!("value of {} bytes is too short", bytes.len()));
-        macro_rules! ne {
-            ($t:ty) => {
-                <$t>::from_ne_bytes(
+        match &mut self.builders[i] {
+            Builder::List(list) => {
+                let id: &BlobId =
                     bytes
-                        .get(..std::mem::size_of::<$t>())
-                        .ok_or_else(short)?
-                        .try_into()
-                        .unwrap(),
-                )
-            };
+                        .get(..8)
+                        .and_then(|b| b.try_into().ok())
+                        .ok_or_else(|| DecodeError::Value {
+                            column: column.name.clone(),
+                            message: format!("value of {} bytes is too short", bytes.len()),
+                        })?;
+                list.append(id, &mut self.scratch, &mut self.var_bytes, read_slice)
+            }
+            builder => append_scalar(
+                builder,
+                column,
+                bytes,
+                &mut self.scratch,
+                &mut self.var_bytes,
+                read_blob,
+            ),
         }
-        match (&mut self.builders[i], kind) {
-            (Builder::Int16(b), _) => b.append_value(ne!(i16)),
-            (Builder::Int32(b), _) => b.append_value(ne!(i32)),
-            (Builder::Int64(b), _) => b.append_value(ne!(i64)),
-            (Builder::Decimal(b), ColumnKind::Decimal { width, scale, .. }) => {
-                b.append_value(match width {
-                    2 => ne!(i16) as i128,
-                    4 => ne!(i32) as i128,
-                    8 => ne!(i64) as i128,
-                    _ => {
-                        let value = ne!(i128);
-                        if value.unsigned_abs() > DECIMAL128_MAX {
-                            return Err(bad(beyond_decimal128(value, scale, &column.type_name)));
-                        }
-                        value
-                    }
-                })
-            }
-            (Builder::Decimal256(b), _) => b.append_value(arrow_buffer::i256::from_i128(ne!(i128))),
-            (Builder::Float32(b), _) => b.append_value(ne!(f32)),
-            (Builder::Float64(b), _) => b.append_value(ne!(f64)),
-            (Builder::Date(b), _) => b.append_value(ne!(i32) - MJD_UNIX_EPOCH),
-            (Builder::Time(b), _) => b.append_value(ne!(u32) as i64 * MICROS_PER_FB_TICK),
-            (Builder::Timestamp(b), _) => {
-                let date = ne!(i32);
-                let time =
-                    u32::from_ne_bytes(bytes.get(4..8).ok_or_else(short)?.try_into().unwrap());
-                b.append_value(
-                    (date - MJD_UNIX_EPOCH) as i64 * MICROS_PER_DAY
-                        + time as i64 * MICROS_PER_FB_TICK,
-                )
-            }
-            (Builder::Boolean(b), _) => b.append_value(*bytes.first().ok_or_else(short)? != 0),
-            (Builder::Binary(b), ColumnKind::Octets) => {
-                self.var_bytes += bytes.len();
-                b.append_value(bytes)
-            }
-            (Builder::Text(b), ColumnKind::Text { padded }) => {
-                let bytes = if padded { trim_padding(bytes) } else { bytes };
-                self.var_bytes += bytes.len();
-                append_text(b, &column.text, bytes, &mut self.scratch)
-                    .map_err(|at| bad(not_text(at)))?
-            }
-            (builder, ColumnKind::TextBlob | ColumnKind::BinaryBlob) => {
-                let id: &BlobId = bytes.get(..8).ok_or_else(short)?.try_into().unwrap();
-                let failed = |source| DecodeError::Blob {
-                    column: column.name.clone(),
-                    source,
-                };
-                let mut size = 0;
-                match builder {
-                    Builder::Binary(b) => {
-                        read_blob(id, &mut |segment| {
-                            size += segment.len();
-                            b.write_all(segment).expect("a builder takes every byte");
-                            ControlFlow::Continue(())
-                        })
-                        .map_err(failed)?;
-                        // Ends the value written above.
-                        b.append_value(b"");
-                    }
-                    Builder::Text(b) => {
-                        let mut text = column.text.stream();
-                        let mut write =
-                            |s: &str| b.write_str(s).expect("a builder takes every string");
-                        let mut invalid = None;
-                        read_blob(id, &mut |segment| {
-                            size += segment.len();
-                            match text.push(segment, &mut write) {
-                                Ok(()) => ControlFlow::Continue(()),
-                                Err(at) => {
-                                    invalid = Some(at);
-                                    ControlFlow::Break(())
-                                }
-                            }
-                        })
-                        .map_err(failed)?;
-                        if let Some(at) = invalid {
-                            return Err(bad(not_text(at)));
-                        }
-                        text.finish(&mut write).map_err(|at| bad(not_text(at)))?;
-                        b.append_value("");
-                    }
-                    _ => unreachable!("blob columns get text or binary builders"),
-                }
-                self.var_bytes += size;
-            }
-            _ => unreachable!("builders are created from the column kind"),
-        }
-        Ok(())
     }
 
     /// Finishes the rows appended so far into a batch (possibly empty).
@@ -289,6 +325,120 @@ impl RowDecoder {
         self.var_bytes = 0;
         Ok(batch)
     }
+}
+
+/// Appends one value (not NULL) of a column of any kind but ARRAY.
+fn append_scalar(
+    builder: &mut Builder,
+    column: &OutputColumn,
+    bytes: &[u8],
+    scratch: &mut String,
+    var_bytes: &mut usize,
+    read_blob: &mut impl FnMut(&BlobId, &mut Segments<'_>) -> Result<(), ClientError>,
+) -> Result<(), DecodeError> {
+    let kind = column.kind;
+    let bad = |message: String| DecodeError::Value {
+        column: column.name.clone(),
+        message,
+    };
+    let short = || bad(format!("value of {} bytes is too short", bytes.len()));
+    macro_rules! ne {
+        ($t:ty) => {
+            <$t>::from_ne_bytes(
+                bytes
+                    .get(..std::mem::size_of::<$t>())
+                    .ok_or_else(short)?
+                    .try_into()
+                    .unwrap(),
+            )
+        };
+    }
+    match (builder, kind) {
+        (Builder::Int16(b), _) => b.append_value(ne!(i16)),
+        (Builder::Int32(b), _) => b.append_value(ne!(i32)),
+        (Builder::Int64(b), _) => b.append_value(ne!(i64)),
+        (Builder::Decimal(b), ColumnKind::Decimal { width, scale, .. }) => {
+            b.append_value(match width {
+                2 => ne!(i16) as i128,
+                4 => ne!(i32) as i128,
+                8 => ne!(i64) as i128,
+                _ => {
+                    let value = ne!(i128);
+                    if value.unsigned_abs() > DECIMAL128_MAX {
+                        return Err(bad(beyond_decimal128(value, scale, &column.type_name)));
+                    }
+                    value
+                }
+            })
+        }
+        (Builder::Decimal256(b), _) => b.append_value(arrow_buffer::i256::from_i128(ne!(i128))),
+        (Builder::Float32(b), _) => b.append_value(ne!(f32)),
+        (Builder::Float64(b), _) => b.append_value(ne!(f64)),
+        (Builder::Date(b), _) => b.append_value(ne!(i32) - MJD_UNIX_EPOCH),
+        (Builder::Time(b), _) => b.append_value(ne!(u32) as i64 * MICROS_PER_FB_TICK),
+        (Builder::Timestamp(b), _) => {
+            let date = ne!(i32);
+            let time = u32::from_ne_bytes(bytes.get(4..8).ok_or_else(short)?.try_into().unwrap());
+            b.append_value(
+                (date - MJD_UNIX_EPOCH) as i64 * MICROS_PER_DAY + time as i64 * MICROS_PER_FB_TICK,
+            )
+        }
+        (Builder::Boolean(b), _) => b.append_value(*bytes.first().ok_or_else(short)? != 0),
+        (Builder::Binary(b), ColumnKind::Octets) => {
+            *var_bytes += bytes.len();
+            b.append_value(bytes)
+        }
+        (Builder::Text(b), ColumnKind::Text { padded }) => {
+            let bytes = if padded { trim_padding(bytes) } else { bytes };
+            *var_bytes += bytes.len();
+            append_text(b, &column.text, bytes, scratch).map_err(|at| bad(not_text(at)))?
+        }
+        (builder, ColumnKind::TextBlob | ColumnKind::BinaryBlob) => {
+            let id: &BlobId = bytes.get(..8).ok_or_else(short)?.try_into().unwrap();
+            let failed = |source| DecodeError::Blob {
+                column: column.name.clone(),
+                source,
+            };
+            let mut size = 0;
+            match builder {
+                Builder::Binary(b) => {
+                    read_blob(id, &mut |segment| {
+                        size += segment.len();
+                        b.write_all(segment).expect("a builder takes every byte");
+                        ControlFlow::Continue(())
+                    })
+                    .map_err(failed)?;
+                    // Ends the value written above.
+                    b.append_value(b"");
+                }
+                Builder::Text(b) => {
+                    let mut text = column.text.stream();
+                    let mut write = |s: &str| b.write_str(s).expect("a builder takes every string");
+                    let mut invalid = None;
+                    read_blob(id, &mut |segment| {
+                        size += segment.len();
+                        match text.push(segment, &mut write) {
+                            Ok(()) => ControlFlow::Continue(()),
+                            Err(at) => {
+                                invalid = Some(at);
+                                ControlFlow::Break(())
+                            }
+                        }
+                    })
+                    .map_err(failed)?;
+                    if let Some(at) = invalid {
+                        return Err(bad(not_text(at)));
+                    }
+                    text.finish(&mut write).map_err(|at| bad(not_text(at)))?;
+                    b.append_value("");
+                }
+                _ => unreachable!("blob columns get text or binary builders"),
+            }
+            *var_bytes += size;
+        }
+        _ => unreachable!("builders are created from the column kind"),
+    }
+    Ok(())
 }
 
 /// How a blob reaches the decoder: each segment in turn, until `Break`.
@@ -357,8 +507,15 @@ fn append_text(
     Ok(())
 }
 
-fn new_builder(kind: ColumnKind, rows: usize) -> Builder {
-    match kind {
+fn new_builder(column: &OutputColumn, rows: usize) -> Builder {
+    match column.kind {
+        ColumnKind::Array => Builder::List(Box::new(ArrayValues::new(
+            column
+                .array
+                .clone()
+                .expect("ARRAY columns are made with their shape"),
+            rows,
+        ))),
         ColumnKind::Int16 => Builder::Int16(Int16Builder::with_capacity(rows)),
         ColumnKind::Int32 => Builder::Int32(Int32Builder::with_capacity(rows)),
         ColumnKind::Int64 => Builder::Int64(Int64Builder::with_capacity(rows)),
@@ -411,19 +568,26 @@ macro_rules! each_builder {
             Builder::Boolean($b) => $body,
             Builder::Text($b) => $body,
             Builder::Binary($b) => $body,
+            Builder::List(_) => unreachable!("lists are matched first"),
         }
     };
 }
 
 fn append_null(builder: &mut Builder) {
-    each_builder!(builder, b => b.append_null())
+    match builder {
+        Builder::List(list) => list.append_null(),
+        builder => each_builder!(builder, b => b.append_null()),
+    }
 }
 
 /// `finish` resets a builder but keeps its data type (precision, time
 /// zone), so the same builders serve every batch.
 fn finish(builder: &mut Builder) -> ArrayRef {
     use arrow_array::builder::ArrayBuilder;
-    each_builder!(builder, b => ArrayBuilder::finish(b))
+    match builder {
+        Builder::List(list) => list.finish(),
+        builder => each_builder!(builder, b => ArrayBuilder::finish(b)),
+    }
 }
 
 #[cfg(test)]
@@ -439,6 +603,7 @@ mod tests {
             nullable: true,
             type_name: String::new(),
             text: TextDecoder::UTF8,
+            array: None,
         }
     }
 
@@ -683,6 +848,70 @@ mod tests {
         assert!(
             text.contains("LEGACY") && text.contains("--charset"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn arrays_become_one_list_per_dimension_and_null_stays_null() {
+        use fbunload_client::{ColumnDesc, ElementType};
+        let shape = ArrayShape {
+            relation: "T".into(),
+            field: "A".into(),
+            element: ElementType {
+                code: element::VARYING,
+                scale: 0,
+                length: 3,
+                charset: 4,
+            },
+            bounds: vec![(0, 1), (1, 2)],
+        };
+        let desc = ColumnDesc {
+            name: "A".into(),
+            sql_type: fbunload_client::sql_type::ARRAY,
+            scale: 0,
+            subtype: 0,
+            length: 8,
+            nullable: true,
+        };
+        let options = crate::TypeOptions::default();
+        let column = OutputColumn::with_array("A", &desc, None, Some(&shape), &options).unwrap();
+        let mut dec = decoder(vec![column]);
+        // Four VARCHAR elements, each NUL-terminated in 5 bytes.
+        let slice = b"ab\0\0\0\0\0\0\0\0xyz\0\0\xc3\xa9\0\0\0";
+        let id = [9u8; 8];
+        let reads = std::cell::Cell::new(0);
+        let read_slice = |got: &BlobId, s: &ArrayShape, out: &mut [u8]| {
+            assert_eq!((got, s.len()), (&[9u8; 8], 4));
+            reads.set(reads.get() + 1);
+            out.copy_from_slice(slice);
+            Ok(())
+        };
+        dec.append_with_arrays(|_| Some(&id[..]), no_blobs, read_slice)
+            .unwrap();
+        dec.append_with_arrays(|_| None, no_blobs, read_slice)
+            .unwrap();
+        dec.append_with_arrays(|_| Some(&id[..]), no_blobs, read_slice)
+            .unwrap();
+        assert_eq!(reads.get(), 2);
+        let batch = dec.take_batch().unwrap();
+        let outer = batch.column(0).as_list::<i32>();
+        assert_eq!(outer.len(), 3);
+        assert!(outer.is_null(1) && outer.value_length(1) == 0);
+        let row = outer.value(2);
+        let inner = row.as_list::<i32>();
+        assert_eq!(inner.len(), 2);
+        let text = |i: usize| {
+            let items = inner.value(i);
+            let items = items.as_string::<i32>();
+            (0..items.len())
+                .map(|j| items.value(j).to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(text(0), ["ab", ""]);
+        assert_eq!(text(1), ["xyz", "é"]);
+        assert_eq!(
+            batch.schema().field(0).metadata()[crate::types::ARRAY_BOUNDS_METADATA_KEY],
+            "[0:1, 1:2]"
         );
     }
 

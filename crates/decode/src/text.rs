@@ -83,6 +83,7 @@ pub const CHARACTER_SETS: &[(u8, &str, Option<&str>)] = &[
 pub const CHARSET_NONE: u8 = 0;
 /// The character set id of CHARACTER SET OCTETS (binary).
 pub const CHARSET_OCTETS: u8 = 1;
+pub const CHARSET_UTF8: u8 = 4;
 
 /// Our own label for exact ISO 8859-1, which WHATWG has not.
 const LATIN1: &str = "latin1-exact";

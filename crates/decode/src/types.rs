@@ -30,18 +30,26 @@
 //! | BLOB SUB_TYPE TEXT            | Utf8                           | decoded like VARCHAR |
 //! | BLOB SUB_TYPE TEXT … OCTETS   | Binary                         | OCTETS text is bytes, not text |
 //! | BLOB of any other subtype     | Binary                         | |
-//! | ARRAY                         | —                              | refused, naming the column |
+//! | ARRAY of any of the above     | List(List(…)), one per dimension | bounds in field metadata `fbunload.array_bounds`; elements are never NULL, a NULL array is a NULL list |
+//!
+//! ARRAY columns are read from tables (the catalog has their shape); a
+//! view's or query's ARRAY column is refused, naming the column.
 
 use std::collections::HashMap;
 
+use std::sync::Arc;
+
 use arrow_schema::{DataType, Field, TimeUnit};
-use fbunload_client::{sql_type, ColumnDesc};
+use fbunload_client::{element, sql_type, ArrayShape, ColumnDesc, ElementType};
 
 use crate::text::{charset_name, TextDecoder, CHARSET_NONE, CHARSET_OCTETS};
 
 /// Field metadata key holding the Firebird type a column came from, so
 /// sinks can render what Arrow alone cannot say (TIME WITH TIME ZONE).
 pub const TYPE_METADATA_KEY: &str = "fbunload.type";
+/// Field metadata key holding an ARRAY column's bounds as declared:
+/// `[1:5]`, `[0:2, 1:3]`.
+pub const ARRAY_BOUNDS_METADATA_KEY: &str = "fbunload.array_bounds";
 
 /// Digits Arrow's Decimal128 holds.
 pub const DECIMAL128_DIGITS: u8 = 38;
@@ -105,6 +113,18 @@ pub enum ColumnKind {
     Octets,
     TextBlob,
     BinaryBlob,
+    /// An ARRAY column; [`OutputColumn::array`] says of what.
+    Array,
+}
+
+/// What an ARRAY column holds: how a slice reads it, and each element as a
+/// column of its own would be decoded.
+#[derive(Debug)]
+pub struct ArrayColumn {
+    pub shape: ArrayShape,
+    pub element: OutputColumn,
+    /// The column's Arrow type: a List per dimension around the element's.
+    pub data_type: DataType,
 }
 
 /// A column as it will be written: its catalog name, what the server
@@ -118,6 +138,8 @@ pub struct OutputColumn {
     pub type_name: String,
     /// For text kinds: the column's character set's decoder.
     pub text: TextDecoder,
+    /// For ARRAY columns: their shape and element.
+    pub array: Option<Arc<ArrayColumn>>,
 }
 
 impl OutputColumn {
@@ -130,6 +152,25 @@ impl OutputColumn {
         type_name: Option<&str>,
         options: &TypeOptions,
     ) -> Result<Self, String> {
+        Self::with_array(name, desc, type_name, None, options)
+    }
+
+    /// [`Self::new`] for a column that may be an ARRAY, read as `array`
+    /// says (the catalog's [`ArrayShape`]).
+    pub fn with_array(
+        name: &str,
+        desc: &ColumnDesc,
+        type_name: Option<&str>,
+        array: Option<&ArrayShape>,
+        options: &TypeOptions,
+    ) -> Result<Self, String> {
+        if desc.sql_type == sql_type::ARRAY {
+            let shape = array.ok_or(
+                "ARRAY columns are read from tables only: unload the table, or leave the \
+                 column out of the view or query",
+            )?;
+            return Self::array(name, desc, type_name, shape, options);
+        }
         let kind = match kind_of(desc)? {
             ColumnKind::Decimal {
                 width: 16, scale, ..
@@ -161,13 +202,108 @@ impl OutputColumn {
                 .map(str::to_string)
                 .unwrap_or_else(|| type_name_of(desc)),
             text,
+            array: None,
+        })
+    }
+
+    fn array(
+        name: &str,
+        desc: &ColumnDesc,
+        type_name: Option<&str>,
+        shape: &ArrayShape,
+        options: &TypeOptions,
+    ) -> Result<Self, String> {
+        let element_desc = element_desc(&shape.element).ok_or_else(|| {
+            format!(
+                "ARRAY of element type {} is not supported",
+                shape.element.code
+            )
+        })?;
+        // Sinks read the element's type name (TIME WITH TIME ZONE).
+        let element_name = type_name_of(&element_desc);
+        let mut element = Self::new(name, &element_desc, Some(&element_name), options)?;
+        element.nullable = false;
+        let mut data_type = element.arrow_field().data_type().clone();
+        let mut item = element.arrow_field().with_name("item");
+        for _ in &shape.bounds {
+            data_type = DataType::List(Arc::new(item));
+            item = Field::new("item", data_type.clone(), false);
+        }
+        let type_name = type_name
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("ARRAY OF {element_name}"));
+        Ok(OutputColumn {
+            name: name.to_string(),
+            kind: ColumnKind::Array,
+            nullable: desc.nullable,
+            type_name,
+            text: TextDecoder::UTF8,
+            array: Some(Arc::new(ArrayColumn {
+                shape: shape.clone(),
+                element,
+                data_type,
+            })),
         })
     }
 
     pub fn arrow_field(&self) -> Field {
-        let metadata = HashMap::from([(TYPE_METADATA_KEY.to_string(), self.type_name.clone())]);
-        Field::new(&self.name, arrow_type(self.kind), self.nullable).with_metadata(metadata)
+        let mut metadata = HashMap::from([(TYPE_METADATA_KEY.to_string(), self.type_name.clone())]);
+        let data_type = match &self.array {
+            Some(array) => {
+                let bounds: Vec<String> = array
+                    .shape
+                    .bounds
+                    .iter()
+                    .map(|(lower, upper)| format!("{lower}:{upper}"))
+                    .collect();
+                metadata.insert(
+                    ARRAY_BOUNDS_METADATA_KEY.to_string(),
+                    format!("[{}]", bounds.join(", ")),
+                );
+                array.data_type.clone()
+            }
+            None => arrow_type(self.kind),
+        };
+        Field::new(&self.name, data_type, self.nullable).with_metadata(metadata)
     }
+}
+
+/// An array element described as a column of its type would be.
+fn element_desc(element: &ElementType) -> Option<ColumnDesc> {
+    let (sql_type, length) = match element.code {
+        element::TEXT => (sql_type::TEXT, element.length),
+        element::VARYING => (sql_type::VARYING, element.length),
+        element::SHORT => (sql_type::SHORT, 2),
+        element::LONG => (sql_type::LONG, 4),
+        element::INT64 => (sql_type::INT64, 8),
+        element::INT128 => (sql_type::INT128, 16),
+        element::FLOAT => (sql_type::FLOAT, 4),
+        element::DOUBLE => (sql_type::DOUBLE, 8),
+        element::DATE => (sql_type::TYPE_DATE, 4),
+        element::TIME => (sql_type::TYPE_TIME, 4),
+        element::TIMESTAMP => (sql_type::TIMESTAMP, 8),
+        element::TIME_TZ => (sql_type::TIME_TZ, 8),
+        element::TIMESTAMP_TZ => (sql_type::TIMESTAMP_TZ, 12),
+        element::BOOLEAN => (sql_type::BOOLEAN, 1),
+        _ => return None,
+    };
+    let text = matches!(element.code, element::TEXT | element::VARYING);
+    Some(ColumnDesc {
+        name: String::new(),
+        sql_type,
+        scale: element.scale as i16,
+        // Scaled integers are NUMERIC; text carries its character set in
+        // the subtype's low byte, as the server describes it.
+        subtype: if text {
+            element.charset as i16
+        } else if element.scale < 0 {
+            SUBTYPE_NUMERIC
+        } else {
+            0
+        },
+        length,
+        nullable: false,
+    })
 }
 
 pub fn arrow_type(kind: ColumnKind) -> DataType {
@@ -190,6 +326,7 @@ pub fn arrow_type(kind: ColumnKind) -> DataType {
         ColumnKind::Boolean => DataType::Boolean,
         ColumnKind::Text { .. } | ColumnKind::TextBlob => DataType::Utf8,
         ColumnKind::Octets | ColumnKind::BinaryBlob => DataType::Binary,
+        ColumnKind::Array => unreachable!("an ARRAY column's type is its ArrayColumn's"),
     }
 }
 
@@ -241,7 +378,7 @@ fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
             ColumnKind::TextBlob
         }
         sql_type::BLOB => ColumnKind::BinaryBlob,
-        sql_type::ARRAY => return Err("ARRAY columns are not supported".into()),
+        sql_type::ARRAY => return Err("ARRAY columns need their shape".into()),
         sql_type::DEC16 | sql_type::DEC34 => {
             return Err("DECFLOAT must be cast to text by the query".into())
         }

@@ -342,8 +342,10 @@ fn output_columns(
         .iter()
         .zip(&table.columns)
         .zip(&table.declared_types)
-        .map(|((desc, column), declared)| {
-            OutputColumn::new(column, desc, Some(declared), types)
+        .enumerate()
+        .map(|(i, ((desc, column), declared))| {
+            let array = table.arrays.get(i).and_then(Option::as_ref);
+            OutputColumn::with_array(column, desc, Some(declared), array, types)
                 .map_err(|m| ExecError::table(&table.name, format!("column {column}: {m}")))
         })
         .collect()

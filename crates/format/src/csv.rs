@@ -504,6 +504,19 @@ mod tests {
     }
 
     #[test]
+    fn arrays_are_json_arrays_in_one_quoted_field() {
+        use arrow_array::builder::{ListBuilder, StringBuilder};
+        let mut lists = ListBuilder::new(StringBuilder::new());
+        lists.values().append_value("a,\"b\"");
+        lists.values().append_value("é");
+        lists.append(true);
+        lists.append(false);
+        lists.append(true);
+        let text = one(Arc::new(lists.finish()));
+        assert_eq!(text, "\"[\"\"a,\\\"\"b\\\"\"\"\",\"\"é\"\"]\"\nNULL\n[]\n");
+    }
+
+    #[test]
     fn quoting_follows_rfc_4180() {
         assert_eq!(
             encode(

@@ -13,7 +13,7 @@
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
-use crate::values::{batch_columns, BinaryEncoding};
+use crate::values::{batch_columns, json_string, BinaryEncoding};
 use crate::{BatchEncoder, ByteFormat, FormatError, RecordScanner, Setting};
 
 /// The JSON Lines format.
@@ -108,28 +108,6 @@ impl BatchEncoder for JsonLinesEncoder {
         }
         Ok(())
     }
-}
-
-/// Writes `text` (UTF-8) as a JSON string.
-fn json_string(out: &mut Vec<u8>, text: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
-    for &b in text {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0..=0x1f => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 15) as usize]);
-            }
-            _ => out.push(b),
-        }
-    }
-    out.push(b'"');
 }
 
 #[cfg(test)]

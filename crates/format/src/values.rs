@@ -58,6 +58,9 @@ pub(crate) enum Column<'a> {
     Binary(&'a arrow_array::BinaryArray),
     LargeBinary(&'a arrow_array::LargeBinaryArray),
     FixedBinary(&'a arrow_array::FixedSizeBinaryArray),
+    /// An ARRAY column (one list level per dimension), rendered as a JSON
+    /// array of its elements, each as JSON Lines writes a value.
+    List(&'a arrow_array::ListArray, Box<Column<'a>>),
 }
 
 impl<'a> Column<'a> {
@@ -87,6 +90,10 @@ impl<'a> Column<'a> {
             DataType::Binary => Column::Binary(array.as_binary()),
             DataType::LargeBinary => Column::LargeBinary(array.as_binary()),
             DataType::FixedSizeBinary(_) => Column::FixedBinary(array.as_fixed_size_binary()),
+            DataType::List(item) => {
+                let list = array.as_list::<i32>();
+                Column::List(list, Box::new(Column::new(item, list.values().as_ref())?))
+            }
             other => {
                 return Err(FormatError::UnsupportedType {
                     column: field.name().clone(),
@@ -107,6 +114,7 @@ impl<'a> Column<'a> {
                 | Column::Binary(_)
                 | Column::LargeBinary(_)
                 | Column::FixedBinary(_)
+                | Column::List(..)
         )
     }
 
@@ -150,8 +158,51 @@ impl<'a> Column<'a> {
             Column::Binary(a) => encode_binary(out, a.value(i), binary),
             Column::LargeBinary(a) => encode_binary(out, a.value(i), binary),
             Column::FixedBinary(a) => encode_binary(out, a.value(i), binary),
+            Column::List(list, items) => {
+                let offsets = list.value_offsets();
+                let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+                out.push(b'[');
+                let mut scratch = Vec::new();
+                for j in start..end {
+                    if j > start {
+                        out.push(b',');
+                    }
+                    if list.values().is_null(j) {
+                        out.extend_from_slice(b"null");
+                    } else if items.is_json_literal(j) {
+                        items.render(j, binary, out);
+                    } else {
+                        scratch.clear();
+                        items.render(j, binary, &mut scratch);
+                        json_string(out, &scratch);
+                    }
+                }
+                out.push(b']');
+            }
         }
     }
+}
+
+/// Writes `text` (UTF-8) as a JSON string.
+pub(crate) fn json_string(out: &mut Vec<u8>, text: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    for &b in text {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0..=0x1f => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 15) as usize]);
+            }
+            _ => out.push(b),
+        }
+    }
+    out.push(b'"');
 }
 
 fn encode_binary(out: &mut Vec<u8>, bytes: &[u8], encoding: BinaryEncoding) {
@@ -213,7 +264,11 @@ impl Column<'_> {
     /// readers parse numbers into doubles, which would round them.
     pub(crate) fn is_json_literal(&self, i: usize) -> bool {
         match self {
-            Column::Int16(_) | Column::Int32(_) | Column::Int64(_) | Column::Boolean(_) => true,
+            Column::Int16(_)
+            | Column::Int32(_)
+            | Column::Int64(_)
+            | Column::Boolean(_)
+            | Column::List(..) => true,
             Column::Float32(a) => a.value(i).is_finite(),
             Column::Float64(a) => a.value(i).is_finite(),
             _ => false,
