@@ -13,7 +13,9 @@ as_root() {
 }
 
 missing_debs=()
-for pkg in libtommath1 libicu72; do
+# firebird3.0-examples: Firebird's own EMPLOYEE script, which the tests
+# build a database from (crates/cli/tests/arrays.rs).
+for pkg in libtommath1 libicu72 firebird3.0-examples; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 # Rust links through the system's C compiler (and zstd's C code needs it).

@@ -223,17 +223,39 @@ def read_polars(database: str, table: str, **options: Any):
 def _to_polars(table: pa.Table):
     """``table`` as a polars DataFrame, its decimal256 columns converted
     exactly (see :func:`read_polars`): through their decimal text, which
-    pyarrow writes exactly and polars parses into ``Int128`` exactly."""
+    pyarrow writes exactly and polars parses into ``Int128`` exactly. An
+    ARRAY column of INT128 (a list of decimal256, one list per dimension)
+    gets the same, element by element."""
     import polars
 
-    wide = [f for f in table.schema if pa.types.is_decimal256(f.type)]
-    for field in wide:
-        i = table.schema.get_field_index(field.name)
-        text = table.column(i).cast(pa.string())
-        table = table.set_column(i, pa.field(field.name, pa.string(), field.nullable, field.metadata), text)
+    integers = []
+    for i, field in enumerate(table.schema):
+        text_type, decimal, depth = _decimal256_as_text(field.type)
+        if decimal is None:
+            continue
+        text = table.column(i).cast(text_type)
+        table = table.set_column(i, pa.field(field.name, text_type, field.nullable, field.metadata), text)
+        if decimal.scale == 0:
+            parse = polars.element() if depth else polars.col(field.name)
+            parse = parse.str.to_integer(dtype=polars.Int128)
+            for level in range(depth):
+                outer = polars.element() if level < depth - 1 else polars.col(field.name)
+                parse = outer.list.eval(parse)
+            integers.append(parse)
     frame = polars.from_arrow(table)
-    integers = [polars.col(f.name).str.to_integer(dtype=polars.Int128) for f in wide if f.type.scale == 0]
     return frame.with_columns(integers) if integers else frame
+
+
+def _decimal256_as_text(data_type):
+    """``data_type`` with string for decimal256 (at any list depth), the
+    decimal256 type it held (or None) and how many lists hold it."""
+    if pa.types.is_decimal256(data_type):
+        return pa.string(), data_type, 0
+    if pa.types.is_list(data_type):
+        inner, decimal, depth = _decimal256_as_text(data_type.value_type)
+        if decimal is not None:
+            return pa.list_(data_type.value_field.with_type(inner)), decimal, depth + 1
+    return data_type, None, 0
 
 
 def unload(database: str, output: str, *, format: str = "csv", **options: Any) -> Dict[str, Any]:

@@ -453,3 +453,49 @@ def test_errors_name_python_keywords_not_command_line_flags(big_db, call, words)
     message = str(caught.value)
     assert words in message, message
     assert "--" not in message, message
+
+
+def test_array_columns_read_as_firebird_driver_reads_them(tmp_path):
+    """ARRAY columns (issue #22) arrive as nested lists, one per dimension,
+    each element as firebird-driver, the reference driver, reads it; polars
+    and DuckDB take them too."""
+    polars = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    db = make_database(
+        tmp_path / "arrays.fdb",
+        [
+            "CREATE TABLE A (ID INTEGER, GRID INTEGER [0:1, 1:3], "
+            "WORDS VARCHAR(10) [2], MONEY NUMERIC(9,2) [2], HUGE INT128 [2])",
+        ],
+    )
+    rows = [
+        (1, [[1, -2, 3], [4, 0, 2**31 - 1]], ["naïve", "日本"],
+         [decimal.Decimal("1.25"), decimal.Decimal("-0.01")], [INT128_MIN, INT128_MAX]),
+        (2, None, None, None, None),
+    ]
+    con = connection(db)
+    cur = con.cursor()
+    for row in rows:
+        cur.execute("INSERT INTO A VALUES (?, ?, ?, ?, ?)", row)
+    con.commit()
+    cur.execute("SELECT ID, GRID, WORDS, MONEY, HUGE FROM A ORDER BY ID")
+    expected = [list(r) for r in cur.fetchall()]
+    con.close()
+    assert expected[0][1] == rows[0][1], "firebird-driver wrote what it was given"
+
+    table = fbunload.read_arrow(db, "A", **AUTH).sort_by("ID")
+    assert table.schema.field("GRID").type == pa.list_(pa.field("item", pa.list_(
+        pa.field("item", pa.int32(), nullable=False)), nullable=False))
+    assert table.schema.field("GRID").metadata[b"fbunload.array_bounds"] == b"[0:1, 1:3]"
+    got = [list(r.values()) for r in table.to_pylist()]
+    assert got == expected
+
+    frame = fbunload.read_polars(db, "A", **AUTH).sort("ID")
+    assert frame["GRID"].to_list() == [expected[0][1], None]
+    assert frame["WORDS"].to_list() == [expected[0][2], None]
+    assert frame["HUGE"].to_list() == [[INT128_MIN, INT128_MAX], None]
+
+    # DuckDB reads the Arrow table by its name; it refuses decimal256 (README).
+    arrays = table.select(["ID", "GRID", "WORDS"])  # noqa: F841
+    words = duckdb.sql("SELECT WORDS[2] AS W FROM arrays ORDER BY ID").fetchall()
+    assert words == [("日本",), (None,)]

@@ -19,6 +19,7 @@
 //! [`GenOptions::chunk_rows`] rows: a round trip per row would be far too
 //! slow, one transaction for millions of rows too big.
 
+pub mod arrays;
 pub mod bank;
 pub mod blobs;
 pub mod special;
