@@ -159,6 +159,39 @@ fn remote_workers_read_one_snapshot_while_others_write() {
     }
 }
 
+/// ARRAY columns come through the wire's slice call as they do from the
+/// embedded engine: the same ARRAY_TYPES, made on each, unloads to the
+/// same bytes, compressed wire or not.
+#[test]
+fn arrays_read_over_tcp_as_on_the_embedded_engine() {
+    let Some(server) = fb5("arrays_read_over_tcp_as_on_the_embedded_engine") else {
+        return;
+    };
+    let file = server.file("arrays");
+    let _removed = Removed(file.clone());
+    let att = server.create(&file, &[fbunload_gen::arrays::array_types_create_sql()]);
+    fbunload_gen::arrays::fill_array_types(&att).unwrap();
+    drop(att);
+    let dir = tempfile::tempdir().unwrap();
+    let local = create_db(dir.path(), "local.fdb", 4096);
+    execute(&local, &[fbunload_gen::arrays::array_types_create_sql()]);
+    fbunload_gen::arrays::fill_array_types(&connect(&local)).unwrap();
+
+    let read = |out: &Path| std::fs::read_to_string(out.join("ARRAY_TYPES.jsonl")).unwrap();
+    let embedded = dir.path().join("embedded");
+    let run = fbunload(&local, &["-f", "jsonl", "-o", embedded.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(read(&embedded).contains("[[1,-2,3],[-2147483648,0,2147483647]]"));
+    for (name, extra) in [("tcp", None), ("compressed", Some("--wire-compression"))] {
+        let out = dir.path().join(name);
+        let mut args = vec!["-f", "jsonl", "-j", "2", "-o", out.to_str().unwrap()];
+        args.extend(extra);
+        let run = server.fbunload(&file, &args);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        assert_eq!(read(&out), read(&embedded), "{name}");
+    }
+}
+
 /// What the server sends is the same whatever the number of workers, and
 /// whether the wire is compressed or encrypted; the options reach the
 /// server (MON$ATTACHMENTS says so).
