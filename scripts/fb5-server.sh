@@ -9,6 +9,7 @@
 #                                          # the build tools; ~11 min of make on 2 cores
 #   eval "$(scripts/fb5-server.sh start [HOME])"
 #   scripts/fb5-server.sh stop [HOME]
+#   eval "$(scripts/fb5-server.sh private DIR PORT [HOME])"
 #
 # HOME defaults to $FBUNLOAD_FB5_HOME, then /opt/fbunload-fb5. `start`
 # runs the server from HOME on 127.0.0.1:3055 (FBUNLOAD_FB5_PORT), with a
@@ -18,6 +19,12 @@
 # environment the server tests read (FBUNLOAD_TEST_FB5*; _STARTED is 1
 # when this call started it, for the caller to stop). Tests that need
 # this server are skipped, saying so, where FBUNLOAD_TEST_FB5 is not set.
+#
+# `private` starts another server from HOME, all its own, for a test to
+# kill: its root DIR/root links to HOME's files but has its own
+# firebird.conf (port PORT) and security database (SuperServer opens that
+# exclusively), its own lock directory, databases in DIR/db. It prints
+# FB5_PRIVATE_ADDRESS, _DIR, _PASSWORD and _PID.
 set -euo pipefail
 
 fail() { echo "fb5-server.sh: $*" >&2; exit 1; }
@@ -39,8 +46,45 @@ case "$command" in
     echo "==> Firebird 5 built into $home" >&2
     exit 0
     ;;
+  private)
+    dir=${2:?usage: fb5-server.sh private DIR PORT [HOME]}
+    port=${3:?usage: fb5-server.sh private DIR PORT [HOME]}
+    home=${4:-${FBUNLOAD_FB5_HOME:-/opt/fbunload-fb5}}
+    [ -x "$home/bin/firebird" ] || fail "no Firebird 5 server in $home"
+    root="$dir/root"
+    mkdir -p "$root" "$dir/lock" "$dir/db"
+    chmod 1777 "$dir/db"
+    for entry in "$home"/*; do
+      case "${entry##*/}" in
+        firebird.conf|security5.fdb) ;;
+        *) ln -sfn "$entry" "$root/${entry##*/}" ;;
+      esac
+    done
+    grep -v -E '^(# fbunload test server|RemoteServicePort|RemoteBindAddress|WireCrypt|WireCompression|MaxParallelWorkers)' \
+      "$home/firebird.conf" >"$root/firebird.conf"
+    printf 'RemoteServicePort = %s\nRemoteBindAddress = 127.0.0.1\nWireCrypt = Enabled\n' "$port" \
+      >>"$root/firebird.conf"
+    cp "$home/security5.fdb" "$root/security5.fdb"
+    export FIREBIRD="$root" FIREBIRD_LOCK="$dir/lock" FIREBIRD_TMP="$dir"
+    password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    printf "CREATE OR ALTER USER SYSDBA PASSWORD '%s' USING PLUGIN Srp;\nCOMMIT;\n" "$password" |
+      "$root/bin/isql" -q -user SYSDBA "$root/security5.fdb" >&2
+    nohup "$root/bin/firebird" >"$dir/server.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+      sleep 0.2
+    done
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
+      fail "the private server did not start listening on $port ($dir/server.log)"
+    printf 'export FB5_PRIVATE_ADDRESS=127.0.0.1/%s\n' "$port"
+    printf 'export FB5_PRIVATE_DIR=%s\n' "$dir/db"
+    printf 'export FB5_PRIVATE_PASSWORD=%s\n' "$password"
+    printf 'export FB5_PRIVATE_PID=%s\n' "$pid"
+    exit 0
+    ;;
   start|stop) ;;
-  *) fail "usage: fb5-server.sh build SRC HOME | start [HOME] | stop [HOME]" ;;
+  *) fail "usage: fb5-server.sh build SRC HOME | start [HOME] | stop [HOME] | private DIR PORT [HOME]" ;;
 esac
 
 home=${2:-${FBUNLOAD_FB5_HOME:-/opt/fbunload-fb5}}

@@ -352,3 +352,164 @@ fn sigterm_stops_a_remote_run_and_the_next_run_completes() {
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(csv_records(&out.join("WIDE.csv")).len(), 300_000);
 }
+
+/// A Firebird 5 server of its own, for a test to stop: started by
+/// `scripts/fb5-server.sh private` from the build the shared test server
+/// runs from, killed and removed when dropped.
+struct PrivateServer {
+    address: String,
+    dir: PathBuf,
+    password: String,
+    pid: u32,
+    _root: tempfile::TempDir,
+}
+
+impl PrivateServer {
+    fn start(test: &str) -> Option<PrivateServer> {
+        let home = std::env::var("FBUNLOAD_FB5_HOME").unwrap_or("/opt/fbunload-fb5".into());
+        if !Path::new(&home).join("bin/firebird").exists() {
+            eprintln!(
+                "{test}: skipped, no Firebird 5 build in {home} (scripts/fb5-server.sh build; \
+                 README: Against a real server)"
+            );
+            return None;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fb5-server.sh");
+        let started = Command::new("bash")
+            .arg(script)
+            .args([
+                "private",
+                root.path().to_str().unwrap(),
+                &port.to_string(),
+                &home,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            started.status.success(),
+            "{}",
+            String::from_utf8_lossy(&started.stderr)
+        );
+        let text = String::from_utf8_lossy(&started.stdout).into_owned();
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("export FB5_PRIVATE_{name}=")))
+                .unwrap_or_else(|| panic!("no {name} in {text}"))
+                .to_string()
+        };
+        Some(PrivateServer {
+            address: value("ADDRESS"),
+            dir: value("DIR").into(),
+            password: value("PASSWORD"),
+            pid: value("PID").parse().unwrap(),
+            _root: root,
+        })
+    }
+
+    fn as_fb5(&self) -> Fb5 {
+        Fb5 {
+            address: self.address.clone(),
+            dir: self.dir.clone(),
+            password: self.password.clone(),
+        }
+    }
+
+    fn kill(&self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.pid.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The server dies while workers read: fbunload retries the units on new
+/// connections, then ends by itself, soon, with one error line that says
+/// the server cannot be reached; the previous run in the
+/// output directory is whole, and `fbunload check` says so.
+#[test]
+fn a_server_stopped_mid_run_is_one_clear_error_and_the_last_run_stays() {
+    let Some(private) =
+        PrivateServer::start("a_server_stopped_mid_run_is_one_clear_error_and_the_last_run_stays")
+    else {
+        return;
+    };
+    let server = private.as_fb5();
+    let file = server.file("dies");
+    drop(server.create(
+        &file,
+        &[
+            "CREATE TABLE WIDE (ID INTEGER, PAD VARCHAR(500))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 300000) DO BEGIN \
+               INSERT INTO WIDE VALUES (:I, LPAD('', 400, 'x') || :I); I = I + 1; END END",
+        ],
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let first = server.fbunload(&file, &["-q", "-j", "2", "-o", out.to_str().unwrap()]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let before = files(&out);
+
+    let mut child = server
+        .command(
+            &file,
+            &[
+                "-j",
+                "2",
+                "--unit-pages",
+                "64",
+                "--overwrite",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !being_written(&out, "WIDE.csv") {
+        assert!(
+            Instant::now() < deadline,
+            "the unload never started writing"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    private.kill();
+    let killed = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            killed.elapsed() < Duration::from_secs(60),
+            "fbunload still runs a minute after its server died"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert!(!ended.status.success(), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {err}");
+    assert!(
+        errors[0].contains("the server cannot be reached")
+            && errors[0].contains("that Firebird is running"),
+        "the error says what was lost and what to check: {err}"
+    );
+    assert_eq!(
+        files(&out),
+        before,
+        "the last good run must stay whole: {err}"
+    );
+    let check = fbunload_check(&out);
+    assert!(check.status.success(), "{}", stderr(&check));
+}
