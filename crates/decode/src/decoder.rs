@@ -58,6 +58,26 @@ pub struct BatchLimits {
     pub bytes: usize,
 }
 
+impl BatchLimits {
+    /// Bytes the batches being filled may hold in all, whatever the
+    /// number of workers: each worker's batch cap is its share of this
+    /// (within [`Self::SMALLEST_SHARE`] and the cap it had), so 64 workers
+    /// hold no more than 4 do.
+    pub const ALL_WORKERS_BYTES: usize = 64 << 20;
+    /// The least a worker's batch may hold before it is cut: below this,
+    /// per-batch costs show.
+    pub const SMALLEST_SHARE: usize = 256 << 10;
+
+    /// These limits for one of `workers` workers filling batches at once.
+    pub fn shared_by(self, workers: usize) -> BatchLimits {
+        let share = (Self::ALL_WORKERS_BYTES / workers.max(1)).max(Self::SMALLEST_SHARE);
+        BatchLimits {
+            bytes: self.bytes.min(share),
+            ..self
+        }
+    }
+}
+
 impl Default for BatchLimits {
     fn default() -> Self {
         // 8k rows amortise per-batch costs in every sink; the byte cap keeps
@@ -77,6 +97,8 @@ pub struct RowDecoder {
     limits: BatchLimits,
     rows: usize,
     var_bytes: usize,
+    /// Bytes each row takes in the fixed-width buffers (values, offsets).
+    fixed_row_bytes: usize,
     scratch: String,
 }
 
@@ -210,6 +232,7 @@ impl RowDecoder {
             .map(|c| new_builder(c, limits.rows))
             .collect();
         RowDecoder {
+            fixed_row_bytes: columns.iter().map(fixed_bytes).sum(),
             schema,
             columns,
             builders,
@@ -234,7 +257,8 @@ impl RowDecoder {
     }
 
     pub fn is_full(&self) -> bool {
-        self.rows >= self.limits.rows || self.var_bytes >= self.limits.bytes
+        self.rows >= self.limits.rows
+            || self.var_bytes + self.rows * self.fixed_row_bytes >= self.limits.bytes
     }
 
     /// Appends the row fetched last; blobs are read through its transaction.
@@ -439,6 +463,33 @@ fn append_scalar(
         _ => unreachable!("builders are created from the column kind"),
     }
     Ok(())
+}
+
+/// Bytes a value of `column` takes in its builder's fixed-width buffers:
+/// the value itself, or the offset of a variable-length one (whose data
+/// `var_bytes` counts).
+fn fixed_bytes(column: &OutputColumn) -> usize {
+    match column.kind {
+        ColumnKind::Boolean => 1,
+        ColumnKind::Int16 => 2,
+        ColumnKind::Int32 | ColumnKind::Float32 | ColumnKind::Date => 4,
+        ColumnKind::Int64
+        | ColumnKind::Float64
+        | ColumnKind::Time
+        | ColumnKind::TimeTz
+        | ColumnKind::Timestamp
+        | ColumnKind::TimestampTz => 8,
+        ColumnKind::Decimal { precision, .. } if precision > DECIMAL128_DIGITS => 32,
+        ColumnKind::Decimal { .. } => 16,
+        ColumnKind::Text { .. }
+        | ColumnKind::Octets
+        | ColumnKind::TextBlob
+        | ColumnKind::BinaryBlob => 4,
+        ColumnKind::Array => column
+            .array
+            .as_ref()
+            .map_or(0, |a| 4 + a.shape.len() * fixed_bytes(&a.element)),
+    }
 }
 
 /// How a blob reaches the decoder: each segment in turn, until `Break`.
@@ -913,6 +964,31 @@ mod tests {
             batch.schema().field(0).metadata()[crate::types::ARRAY_BOUNDS_METADATA_KEY],
             "[0:1, 1:2]"
         );
+    }
+
+    #[test]
+    fn many_workers_share_one_cap_and_fixed_width_rows_count_toward_it() {
+        let one = BatchLimits::default();
+        assert_eq!(one.shared_by(1).bytes, one.bytes);
+        assert_eq!(one.shared_by(64).bytes, 1 << 20);
+        assert_eq!(one.shared_by(100_000).bytes, BatchLimits::SMALLEST_SHARE);
+        // 64-bit integers only: 1 MiB holds 131,072 of them, 16,384 rows
+        // of eight columns.
+        let columns = (0..8).map(|i| column(&format!("C{i}"), ColumnKind::Int64));
+        let mut dec = RowDecoder::new(
+            columns.collect(),
+            BatchLimits {
+                rows: 1 << 20,
+                ..one.shared_by(64)
+            },
+        );
+        let v = 7i64.to_ne_bytes();
+        let mut rows = 0;
+        while !dec.is_full() {
+            dec.append_with(|_| Some(&v[..]), no_blobs).unwrap();
+            rows += 1;
+        }
+        assert_eq!(rows, 16_384);
     }
 
     #[test]

@@ -263,7 +263,9 @@ impl Prepared {
                 plan: plan.clone(),
                 schemas: schemas.clone(),
                 types: options.types,
-                batch: options.batch,
+                // The workers' batches share one cap, so memory does not
+                // grow with -j.
+                batch: options.batch.shared_by(start.workers),
             },
         );
         let dispatch_options = DispatchOptions {
