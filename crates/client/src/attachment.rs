@@ -168,6 +168,7 @@ impl Attachment {
             &options.charset,
             options.no_garbage_collect,
             options.wire,
+            is_plain_path(&options.database),
         )
         .map_err(ClientError::Invalid)?;
         let name = sql_len(&options.database)?;
