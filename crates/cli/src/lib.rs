@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fbunload::format::columnar::{ArrowFormat, ParquetFormat, DEFAULT_ROW_GROUP_ROWS};
+use fbunload::format::columnar::{
+    ArrowFormat, ParquetFormat, DEFAULT_GROUP_BYTES, DEFAULT_ROW_GROUP_ROWS,
+};
 use fbunload::format::csv::{CsvFormat, CsvOptions};
 use fbunload::format::jsonl::JsonLinesFormat;
 use fbunload::format::Compression;
@@ -288,6 +290,8 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
             row_group_rows: args
                 .row_group_rows
                 .map_or(DEFAULT_ROW_GROUP_ROWS, |n| n as usize),
+            // Rows chosen are rows kept: the byte cap is the default's.
+            row_group_bytes: args.row_group_rows.is_none().then_some(DEFAULT_GROUP_BYTES),
         }),
         args::Format::Arrow => Format::batches(ArrowFormat),
     };

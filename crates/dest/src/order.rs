@@ -546,7 +546,9 @@ impl BatchTable {
         };
         Ok(OpenWriter {
             encoder: writer.encoder(),
-            cutter: GroupCutter::new(writer.group_rows()).with_part_rows(part_rows),
+            cutter: GroupCutter::new(writer.group_rows())
+                .with_group_bytes(writer.group_bytes())
+                .with_part_rows(part_rows),
             writer: Some(writer),
         })
     }

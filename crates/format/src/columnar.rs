@@ -50,6 +50,12 @@ pub const CHUNK_ROWS: usize = 65_536;
 /// polars' neighbourhood (122,880 and 262,144), small enough that a
 /// table's groups keep many threads busy, big enough to compress well.
 pub const DEFAULT_ROW_GROUP_ROWS: usize = 1 << 17;
+/// Bytes of data that end a Parquet row group or an Arrow record batch
+/// before its rows do, unless the rows were chosen: a group being
+/// encoded holds its rows' Arrow data and its encoded pages at once, and
+/// 131,072 wide rows (TPC-C's CUSTOMER: ~85 MB) made one worker's run
+/// peak at 230 MB.
+pub const DEFAULT_GROUP_BYTES: usize = 32 << 20;
 /// With `split`, a part file is closed once it holds this many rows.
 pub const PART_ROWS: usize = 1 << 20;
 
@@ -75,6 +81,9 @@ pub struct ParquetFormat {
     pub compression: ParquetCompression,
     pub split: bool,
     pub row_group_rows: usize,
+    /// Bytes of data that end a row group first ([`DEFAULT_GROUP_BYTES`]);
+    /// `None` cuts groups by rows only.
+    pub row_group_bytes: Option<usize>,
 }
 
 impl Default for ParquetFormat {
@@ -83,6 +92,7 @@ impl Default for ParquetFormat {
             compression: ParquetCompression::default(),
             split: false,
             row_group_rows: DEFAULT_ROW_GROUP_ROWS,
+            row_group_bytes: Some(DEFAULT_GROUP_BYTES),
         }
     }
 }
@@ -203,6 +213,7 @@ impl BatchFormat for ParquetFormat {
             props,
             // A library caller's 0 would be groups of no rows.
             group_rows: self.row_group_rows.max(1),
+            group_bytes: self.row_group_bytes,
             next_part: self.split.then_some(out),
             current,
             part_rows: 0,
@@ -224,6 +235,12 @@ impl BatchFormat for ParquetFormat {
                 Setting::Count(self.row_group_rows.max(1) as u64),
             ),
         ]
+        .into_iter()
+        .chain(
+            self.row_group_bytes
+                .map(|bytes| ("row_group_bytes", Setting::Count(bytes as u64))),
+        )
+        .collect()
     }
 }
 
@@ -274,6 +291,7 @@ struct ParquetTable {
     schema: SchemaRef,
     props: WriterProperties,
     group_rows: usize,
+    group_bytes: Option<usize>,
     /// With `split`, where each part goes.
     next_part: Option<NextPart>,
     current: Option<ParquetFile>,
@@ -302,6 +320,10 @@ impl ParquetTable {
 impl TableWriter for ParquetTable {
     fn group_rows(&self) -> usize {
         self.group_rows
+    }
+
+    fn group_bytes(&self) -> Option<usize> {
+        self.group_bytes
     }
 
     fn encoder(&self) -> Arc<dyn GroupEncoder> {
@@ -407,6 +429,10 @@ struct ArrowTable {
 impl TableWriter for ArrowTable {
     fn group_rows(&self) -> usize {
         CHUNK_ROWS
+    }
+
+    fn group_bytes(&self) -> Option<usize> {
+        Some(DEFAULT_GROUP_BYTES)
     }
 
     fn encoder(&self) -> Arc<dyn GroupEncoder> {
@@ -567,7 +593,8 @@ mod tests {
                 Box::new(move || Ok(Box::new(target.clone()) as Box<dyn Write + Send>)),
             )
             .unwrap();
-        let mut cutter = crate::GroupCutter::new(writer.group_rows());
+        let mut cutter =
+            crate::GroupCutter::new(writer.group_rows()).with_group_bytes(writer.group_bytes());
         let mut groups: Vec<_> = (0..rows)
             .step_by(5000)
             .flat_map(|from| cutter.push(batch(from, 5000.min(rows - from))))

@@ -6,12 +6,21 @@
 //! on the rows alone, not on the units, the decoder's batch size or the
 //! number of workers. Cutting only slices: no value is copied.
 //!
+//! A format may also end a group once it holds so many bytes of data
+//! ([`GroupCutter::with_group_bytes`]): a row's bytes are counted from its
+//! values alone (their widths, the lengths of text and binary values,
+//! the elements of arrays), so those groups too fall at the same rows
+//! whatever the units were. Wide rows then make groups of fewer rows, and
+//! a group being encoded holds no more than that in memory.
+//!
 //! A table written as parts of so many rows (`--max-rows`) has its groups
 //! counted from each part's first row instead, so that no group straddles
 //! two files: parts of 1,000 rows in groups of 300 hold groups of 300,
 //! 300, 300 and 100 rows.
 
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
 
 use crate::{FormatError, TableWriter};
 
@@ -31,6 +40,9 @@ pub struct CutGroup {
 #[derive(Debug)]
 pub struct GroupCutter {
     group_rows: usize,
+    group_bytes: Option<usize>,
+    /// Bytes of data in the pending rows (with `group_bytes`).
+    pending_bytes: usize,
     part_rows: Option<u64>,
     /// Rows cut so far in the current part.
     rows_in_part: u64,
@@ -44,6 +56,8 @@ impl GroupCutter {
         assert!(group_rows > 0, "a group has rows");
         GroupCutter {
             group_rows,
+            group_bytes: None,
+            pending_bytes: 0,
             part_rows: None,
             rows_in_part: 0,
             pending: Vec::new(),
@@ -59,18 +73,36 @@ impl GroupCutter {
         self
     }
 
+    /// Also ends a group at the row that brings its data to `bytes` (see
+    /// the module docs); `None` cuts by rows only.
+    pub fn with_group_bytes(mut self, bytes: Option<usize>) -> Self {
+        self.group_bytes = bytes.map(|b| b.max(1));
+        self
+    }
+
     /// Adds the table's next batch; returns the groups it completed.
     pub fn push(&mut self, batch: RecordBatch) -> Vec<CutGroup> {
         let mut complete = Vec::new();
         let rows = batch.num_rows();
+        let sizes = self.group_bytes.map(|_| row_data_sizes(&batch));
         let mut offset = 0;
         while offset < rows {
             let part_left = self.part_rows.map_or(usize::MAX, |part| {
                 usize::try_from(part - self.rows_in_part).unwrap_or(usize::MAX)
             });
-            let take = (self.group_rows - self.pending_rows)
+            let mut take = (self.group_rows - self.pending_rows)
                 .min(rows - offset)
                 .min(part_left);
+            let mut full_of_bytes = false;
+            if let (Some(cap), Some(sizes)) = (self.group_bytes, &sizes) {
+                let mut n = 0;
+                while n < take && !full_of_bytes {
+                    self.pending_bytes += sizes[offset + n];
+                    n += 1;
+                    full_of_bytes = self.pending_bytes >= cap;
+                }
+                take = n;
+            }
             self.pending.push(if take == rows {
                 batch.clone()
             } else {
@@ -79,7 +111,7 @@ impl GroupCutter {
             self.pending_rows += take;
             self.rows_in_part += take as u64;
             offset += take;
-            if self.pending_rows == self.group_rows || take == part_left {
+            if self.pending_rows == self.group_rows || take == part_left || full_of_bytes {
                 complete.push(self.take());
             }
         }
@@ -108,7 +140,48 @@ impl GroupCutter {
         };
         self.next_index += 1;
         self.pending_rows = 0;
+        self.pending_bytes = 0;
         group
+    }
+}
+
+/// Each row's bytes of data, from its values alone: fixed widths, the
+/// lengths of text and binary values, the elements of lists.
+pub(crate) fn row_data_sizes(batch: &RecordBatch) -> Vec<usize> {
+    let mut sizes = vec![0; batch.num_rows()];
+    for column in batch.columns() {
+        add_data_sizes(column.as_ref(), &mut sizes);
+    }
+    sizes
+}
+
+fn add_data_sizes(array: &dyn Array, sizes: &mut [usize]) {
+    fn add_lengths<O: arrow_array::OffsetSizeTrait>(offsets: &[O], sizes: &mut [usize]) {
+        for (size, pair) in sizes.iter_mut().zip(offsets.windows(2)) {
+            *size += (pair[1] - pair[0]).as_usize() + std::mem::size_of::<O>();
+        }
+    }
+    match array.data_type() {
+        DataType::Utf8 => add_lengths(array.as_string::<i32>().value_offsets(), sizes),
+        DataType::LargeUtf8 => add_lengths(array.as_string::<i64>().value_offsets(), sizes),
+        DataType::Binary => add_lengths(array.as_binary::<i32>().value_offsets(), sizes),
+        DataType::LargeBinary => add_lengths(array.as_binary::<i64>().value_offsets(), sizes),
+        DataType::List(_) => {
+            let list = array.as_list::<i32>();
+            let offsets = list.value_offsets();
+            let (first, last) = (offsets[0] as usize, offsets[sizes.len()] as usize);
+            let items = list.values().slice(first, last - first);
+            let mut item_sizes = vec![0; last - first];
+            add_data_sizes(items.as_ref(), &mut item_sizes);
+            for (size, pair) in sizes.iter_mut().zip(offsets.windows(2)) {
+                let (from, to) = (pair[0] as usize - first, pair[1] as usize - first);
+                *size += item_sizes[from..to].iter().sum::<usize>() + 4;
+            }
+        }
+        other => {
+            let width = other.primitive_width().unwrap_or(1);
+            sizes.iter_mut().for_each(|size| *size += width);
+        }
     }
 }
 
@@ -119,7 +192,7 @@ pub fn write_in_order(
     batches: impl IntoIterator<Item = RecordBatch>,
 ) -> Result<(), FormatError> {
     let encoder = writer.encoder();
-    let mut cutter = GroupCutter::new(writer.group_rows());
+    let mut cutter = GroupCutter::new(writer.group_rows()).with_group_bytes(writer.group_bytes());
     for batch in batches {
         for group in cutter.push(batch) {
             writer.append(encoder.encode(group.index, group.batches)?)?;
@@ -211,6 +284,39 @@ mod tests {
             let all: Vec<i32> = groups.iter().flat_map(values).collect();
             assert_eq!(all, (0..25).collect::<Vec<_>>());
         }
+    }
+
+    fn text_batch(values: &[&str]) -> RecordBatch {
+        let array: ArrayRef = Arc::new(arrow_array::StringArray::from(values.to_vec()));
+        RecordBatch::try_from_iter([("s", array)]).unwrap()
+    }
+
+    #[test]
+    fn groups_end_at_the_row_that_fills_them_with_bytes_whatever_the_batches() {
+        // Row sizes: 4 offset bytes plus the text.
+        let rows: Vec<String> = (0..12).map(|i| "x".repeat(i % 4 * 10)).collect();
+        let shape = |sizes: &[usize]| {
+            let mut cutter = GroupCutter::new(100).with_group_bytes(Some(50));
+            let mut groups = Vec::new();
+            let mut from = 0;
+            for &n in sizes {
+                let texts: Vec<&str> = rows[from..from + n].iter().map(String::as_str).collect();
+                groups.extend(cutter.push(text_batch(&texts)));
+                from += n;
+            }
+            groups.extend(cutter.finish());
+            groups
+                .iter()
+                .map(|g| g.batches.iter().map(RecordBatch::num_rows).sum::<usize>())
+                .collect::<Vec<_>>()
+        };
+        // 4 + 14 + 24 + 34 = 76 >= 50 at the fourth row, each time.
+        let expected = vec![4, 4, 4];
+        assert_eq!(shape(&[12]), expected);
+        assert_eq!(shape(&[1, 1, 5, 0, 5]), expected);
+        assert_eq!(shape(&[2, 2, 2, 2, 2, 2]), expected);
+        let sizes = row_data_sizes(&text_batch(&["", "abc"]).slice(1, 1));
+        assert_eq!(sizes, [7]);
     }
 
     #[test]

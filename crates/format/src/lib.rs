@@ -107,8 +107,14 @@ pub trait BatchFormat: Send + Sync {
 /// encoded by [`TableWriter::encoder`] on any thread and appended here in
 /// order. [`groups::write_in_order`] does all of it on one thread.
 pub trait TableWriter: Send {
-    /// Rows per group; every group but the last has exactly this many.
+    /// Rows per group; every group but the last has at most this many,
+    /// and exactly this many unless [`Self::group_bytes`] ends it first.
     fn group_rows(&self) -> usize;
+    /// Bytes of data that end a group before [`Self::group_rows`] do
+    /// ([`GroupCutter::with_group_bytes`]), if any.
+    fn group_bytes(&self) -> Option<usize> {
+        None
+    }
     /// Encodes this table's groups; shared by every thread that encodes.
     /// What it encodes may be appended to any writer of the same format
     /// and schema: the parts of a table share one encoder.
@@ -342,6 +348,7 @@ mod tests {
                 ("compression", text("zstd")),
                 ("split", Setting::Flag(true)),
                 ("row_group_rows", Setting::Count(131_072)),
+                ("row_group_bytes", Setting::Count(32 << 20)),
             ]
         );
     }
