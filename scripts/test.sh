@@ -32,6 +32,17 @@ if [ -x "$fb5_home/bin/firebird" ] && [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]
 else
   echo "==> no Firebird 5 server in $fb5_home: its tests are skipped (README: Against a real server)" >&2
 fi
+# The embedded engine's lock files go to a directory of this run's own:
+# in the shared default (/tmp/firebird) a lock file another engine left
+# for a deleted database can meet a new test database that got the same
+# inode, and the engine then refuses it ("engine instance incompatible").
+# Every process of the run (tests, the fbunload they start, pytest's
+# firebird-driver) inherits it, so they still see each other's locks.
+if [ -z "${FIREBIRD_LOCK:-}" ]; then
+  FIREBIRD_LOCK=$(mktemp -d /tmp/fbunload-test-lock.XXXXXX)
+  export FIREBIRD_LOCK
+  stop_servers="${stop_servers:-true}; rm -rf $FIREBIRD_LOCK"
+fi
 cargo test --workspace --all-targets "$@"
 
 # The Python package: built as a wheel from the same code (the dev profile
