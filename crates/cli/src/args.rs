@@ -175,9 +175,9 @@ pub struct Args {
     #[arg(long, value_name = "SIZE")]
     pub max_bytes: Option<String>,
 
-    /// Parquet only: rows per row group [default: 131072]. Row groups are encoded in
-    /// parallel, so smaller groups spread a table over more workers sooner; larger ones
-    /// compress a little better
+    /// Parquet only: rows per row group [default: 131072, or fewer where a group's data
+    /// reaches 32 MB; given, exactly N]. Row groups are encoded in parallel, so smaller
+    /// groups spread a table over more workers sooner; larger ones compress a little better
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub row_group_rows: Option<u32>,
 
