@@ -419,3 +419,62 @@ fn an_array_column_of_a_query_is_refused_naming_it() {
     );
     assert!(!out.join("Q.csv").exists());
 }
+
+/// An array of a table and column whose names are as long as Firebird
+/// allows (63 characters, here 4 bytes each: 252 bytes) and hold quotes:
+/// the slice names them in full (the client's own `isc_array_*` calls
+/// would cut them to 31 bytes and miss the column).
+#[test]
+fn arrays_of_the_longest_and_oddest_names_are_read() {
+    use fbunload_client::{element, ArrayShape, ElementType, TransactionMode};
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "names.fdb", 4096);
+    let table = format!("T \"q\" {}", "😀".repeat(57));
+    let column = "𝄞".repeat(63);
+    assert_eq!(table.chars().count(), 63);
+    let quoted = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+    execute(
+        &db,
+        &[&format!(
+            "CREATE TABLE {} (ID INTEGER, {} SMALLINT [0:2])",
+            quoted(&table),
+            quoted(&column)
+        )],
+    );
+    let att = connect(&db);
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    let shape = ArrayShape {
+        relation: table.clone(),
+        field: column.clone(),
+        element: ElementType {
+            code: element::SHORT,
+            scale: 0,
+            length: 0,
+            charset: 0,
+        },
+        bounds: vec![(0, 2)],
+    };
+    let mut slice: Vec<u8> = [-1i16, 0, i16::MAX]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    let id = tr.write_array(&shape, &mut slice).unwrap();
+    tr.execute_with_arrays(
+        &format!("INSERT INTO {} VALUES (1, ?)", quoted(&table)),
+        &[Some(id)],
+    )
+    .unwrap();
+    tr.commit().unwrap();
+    drop(att);
+
+    let out = dir.path().join("out");
+    unload(&db, &out, &["-f", "jsonl"]);
+    let file = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+        .expect("the table's file");
+    let rows = json_lines(&file.path());
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][&column], serde_json::json!([-1, 0, 32767]));
+}
