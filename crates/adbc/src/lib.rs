@@ -44,7 +44,8 @@ mod read;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use adbc_core::error::{Error, Result, Status};
 use adbc_core::options::{
@@ -327,6 +328,7 @@ impl adbc_core::Connection for FbConnection {
             partitions: None,
             params: None,
             held: None,
+            running: Arc::default(),
         })
     }
 
@@ -417,6 +419,23 @@ pub struct FbStatement {
     /// One row of values for the query's `?`s (module `params`).
     params: Option<RecordBatch>,
     held: Option<HeldSnapshot>,
+    /// The cancel flag of the run `execute` started last, shared with the
+    /// handles `get_cancel_handle` gave out.
+    running: Arc<Mutex<Option<Arc<AtomicBool>>>>,
+}
+
+/// Cancels whatever its statement is reading now (ADBC's
+/// `AdbcStatementCancel`): the run stops its workers, and the stream ends
+/// with an error of status Cancelled.
+struct RunCanceller(Arc<Mutex<Option<Arc<AtomicBool>>>>);
+
+impl adbc_core::CancelHandle for RunCanceller {
+    fn try_cancel(&self) -> Result<()> {
+        if let Some(flag) = self.0.lock().unwrap().as_ref() {
+            flag.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
 }
 
 impl FbStatement {
@@ -495,7 +514,13 @@ impl adbc_core::Statement for FbStatement {
     fn execute(&mut self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
         // Executing invalidates earlier results, partitions included.
         self.held = None;
-        self.read()?.execute(&self.settings)
+        let (reader, cancel) = self.read()?.execute(&self.settings)?;
+        *self.running.lock().unwrap() = Some(cancel);
+        Ok(reader)
+    }
+
+    fn get_cancel_handle(&self) -> Box<dyn adbc_core::CancelHandle> {
+        Box::new(RunCanceller(self.running.clone()))
     }
 
     fn execute_update(&mut self) -> Result<Option<i64>> {

@@ -9,6 +9,9 @@
 //! statement names one (`adbc.fbunload.split_by`), because splitting
 //! changes nothing only for queries the caller knows to be row-for-row.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
 use adbc_core::error::{Error, Result, Status};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
@@ -69,15 +72,20 @@ impl Read {
         })
     }
 
-    /// Runs the read: batches as the workers read them, in order.
-    pub fn execute(&self, settings: &Settings) -> Result<Box<dyn RecordBatchReader + Send>> {
+    /// Runs the read: batches as the workers read them, in order, and
+    /// what stops it from another thread.
+    pub fn execute(
+        &self,
+        settings: &Settings,
+    ) -> Result<(Box<dyn RecordBatchReader + Send>, Arc<AtomicBool>)> {
         let batches = match self.unload(settings, true)?.record_batches() {
             Err(e) if is_not_a_table(&e) => self.unload(settings, false)?.record_batches(),
             other => other,
         }
         .map_err(from_run)?;
         let schema = batches.schema(0);
-        Ok(Box::new(RunReader { batches, schema }))
+        let cancel = batches.cancel_flag();
+        Ok((Box::new(RunReader { batches, schema }), cancel))
     }
 
     /// The result's schema, from the catalog or the server's description

@@ -252,3 +252,43 @@ fn metadata_from_the_plan() {
     let tables = tables.as_struct().column(1).as_list::<i32>().value(0);
     assert_eq!(tables.len(), 1);
 }
+
+/// `AdbcStatementCancel` while the rows are read: the run stops and the
+/// stream ends with an error of status Cancelled, long before the table's
+/// end (more rows than the stream may hold ahead of its reader).
+#[test]
+fn a_statement_cancelled_while_its_rows_are_read_stops_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("big.fdb");
+    drop(fbunload_gen::create_test_database(
+        &client(),
+        &db.to_string_lossy(),
+        "masterkey",
+        8192,
+        &[
+            "CREATE TABLE BIG (ID INTEGER, PAD VARCHAR(1000))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 250000) DO BEGIN \
+             INSERT INTO BIG VALUES (:I, LPAD('', 1000, 'x' || :I)); I = I + 1; END END",
+        ],
+    ));
+    let mut conn = connect(&db);
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query("SELECT * FROM BIG").unwrap();
+    let cancel = statement.get_cancel_handle();
+    let mut reader = statement.execute().unwrap();
+    let first = reader.next().unwrap().unwrap();
+    cancel.try_cancel().unwrap();
+    let started = std::time::Instant::now();
+    let mut read = first.num_rows();
+    let mut ended = None;
+    for item in reader {
+        match item {
+            Ok(batch) => read += batch.num_rows(),
+            Err(e) => ended = Some(e.to_string()),
+        }
+    }
+    let ended = ended.expect("the stream ends with an error");
+    assert!(ended.to_lowercase().contains("interrupt"), "{ended}");
+    assert!(read < 250_000, "{read} rows read after the cancel");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}

@@ -536,6 +536,12 @@ impl RecordBatches {
         self.cancel.store(true, Ordering::SeqCst);
     }
 
+    /// What stops the run from another thread (an ADBC statement's
+    /// cancel): setting it is [`Self::cancel`].
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.cancel.clone()
+    }
+
     /// Reads what is left and returns the run's summary.
     pub fn finish(mut self) -> Result<Summary, Error> {
         for item in self.by_ref() {
