@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 use fbunload_gen::arrays;
@@ -190,24 +189,6 @@ fn unload(db: &Path, out: &Path, args: &[&str]) {
     assert!(result.status.success(), "{args:?}: {}", stderr(&result));
 }
 
-/// Reads Parquet and Arrow files with pyarrow and checks them against the
-/// JSON Lines unload of the same tables (`roundtrip.py`).
-fn pyarrow_agrees(out: &Path, tables: &[&str]) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/roundtrip.py");
-    let result = Command::new("python3")
-        .arg(script)
-        .arg(out)
-        .args(tables)
-        .output()
-        .unwrap();
-    assert!(
-        result.status.success(),
-        "pyarrow round trip failed:\n{}{}",
-        String::from_utf8_lossy(&result.stdout),
-        String::from_utf8_lossy(&result.stderr)
-    );
-}
-
 #[test]
 fn every_element_type_unloads_as_the_engine_reads_it_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
@@ -285,7 +266,7 @@ fn every_element_type_unloads_as_the_engine_reads_it_in_every_format() {
             }
         }
     }
-    pyarrow_agrees(&out, &["ARRAY_TYPES"]);
+    assert!(pyarrow_roundtrip(&out, &["ARRAY_TYPES"]) > 0);
 }
 
 #[test]
@@ -354,7 +335,7 @@ fn employee_unloads_with_defaults_and_its_schema_sql_makes_the_same_arrays() {
     assert!(jobs
         .iter()
         .any(|r| r["LANGUAGE_REQ"] == serde_json::json!(["日本語", "English", "", "", ""])));
-    pyarrow_agrees(&out, &["JOB", "PROJ_DEPT_BUDGET", "EMPLOYEE"]);
+    assert!(pyarrow_roundtrip(&out, &["JOB", "PROJ_DEPT_BUDGET", "EMPLOYEE"]) > 100);
 
     // schema.sql makes the same array columns in a new database.
     let sql = std::fs::read_to_string(out.join("csv/schema.sql")).unwrap();

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
@@ -63,27 +62,11 @@ fn parquet_and_arrow_hold_what_firebird_returned() {
         "-o - must send the same Parquet file"
     );
 
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/roundtrip.py");
-    let result = Command::new("python3")
-        .arg(script)
-        .arg(&out)
-        .args(["ALL_TYPES", "Mixed Case \"Quoted\"", "EMPTY_TABLE", "STOCK"])
-        .output()
-        .unwrap();
-    assert!(
-        result.status.success(),
-        "pyarrow round trip failed (scripts/setup.sh installs pyarrow):\n{}{}",
-        String::from_utf8_lossy(&result.stdout),
-        String::from_utf8_lossy(&result.stderr)
+    let checked = pyarrow_roundtrip(
+        &out,
+        &["ALL_TYPES", "Mixed Case \"Quoted\"", "EMPTY_TABLE", "STOCK"],
     );
-    let report = String::from_utf8_lossy(&result.stdout);
-    let checked: usize = report
-        .trim()
-        .strip_prefix("checked ")
-        .and_then(|r| r.strip_suffix(" values"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    assert!(checked > 20_000 * 17, "too few values checked: {report}");
+    assert!(checked > 20_000 * 17, "too few values checked: {checked}");
 }
 
 /// The sample database's ALL_TYPES holds INT128's minimum and maximum (39

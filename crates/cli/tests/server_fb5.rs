@@ -91,6 +91,31 @@ impl Fb5 {
     }
 }
 
+/// WIDE: 300,000 rows of about 400 bytes, a few seconds of reading.
+fn create_wide(server: &Fb5, file: &Path) {
+    drop(server.create(
+        file,
+        &[
+            "CREATE TABLE WIDE (ID INTEGER, PAD VARCHAR(500))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 300000) DO BEGIN \
+               INSERT INTO WIDE VALUES (:I, LPAD('', 400, 'x') || :I); I = I + 1; END END",
+        ],
+    ));
+}
+
+/// Waits until `child` writes `name` in its staging directory in `out`.
+fn wait_until_writing(child: &mut std::process::Child, out: &Path, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !being_written(out, name) {
+        assert!(
+            Instant::now() < deadline,
+            "the unload never started writing"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Removes a test database when the test ends, however it ends.
 struct Removed(PathBuf);
 
@@ -306,14 +331,7 @@ fn sigterm_stops_a_remote_run_and_the_next_run_completes() {
     };
     let file = server.file("stop");
     let _removed = Removed(file.clone());
-    drop(server.create(
-        &file,
-        &[
-            "CREATE TABLE WIDE (ID INTEGER, PAD VARCHAR(500))",
-            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 300000) DO BEGIN \
-               INSERT INTO WIDE VALUES (:I, LPAD('', 400, 'x') || :I); I = I + 1; END END",
-        ],
-    ));
+    create_wide(&server, &file);
 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -325,15 +343,7 @@ fn sigterm_stops_a_remote_run_and_the_next_run_completes() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !being_written(&out, "WIDE.csv") {
-        assert!(
-            Instant::now() < deadline,
-            "the unload never started writing"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until_writing(&mut child, &out, "WIDE.csv");
     let kill = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -447,14 +457,7 @@ fn a_server_stopped_mid_run_is_one_clear_error_and_the_last_run_stays() {
     };
     let server = private.as_fb5();
     let file = server.file("dies");
-    drop(server.create(
-        &file,
-        &[
-            "CREATE TABLE WIDE (ID INTEGER, PAD VARCHAR(500))",
-            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 300000) DO BEGIN \
-               INSERT INTO WIDE VALUES (:I, LPAD('', 400, 'x') || :I); I = I + 1; END END",
-        ],
-    ));
+    create_wide(&server, &file);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let first = server.fbunload(&file, &["-q", "-j", "2", "-o", out.to_str().unwrap()]);
@@ -477,15 +480,7 @@ fn a_server_stopped_mid_run_is_one_clear_error_and_the_last_run_stays() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !being_written(&out, "WIDE.csv") {
-        assert!(
-            Instant::now() < deadline,
-            "the unload never started writing"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until_writing(&mut child, &out, "WIDE.csv");
     private.kill();
     let killed = Instant::now();
     while child.try_wait().unwrap().is_none() {

@@ -250,8 +250,6 @@ impl Transaction {
         sql: &str,
         ids: &[Option<BlobId>],
     ) -> Result<(), ClientError> {
-        let len = u16::try_from(sql.len())
-            .map_err(|_| ClientError::Invalid("statement longer than 64 KB".into()))?;
         let mut values: Vec<BlobId> = ids.iter().map(|id| id.unwrap_or([0; 8])).collect();
         let mut nulls: Vec<i16> = ids.iter().map(|id| -(id.is_none() as i16)).collect();
         let mut sqlda = crate::statement::new_sqlda(ids.len().max(1));
@@ -267,22 +265,8 @@ impl Transaction {
                 var.sqldata = values[i].as_mut_ptr().cast();
                 var.sqlind = &mut nulls[i];
             }
+            self.execute_immediate(sql, sqlda.as_ptr() as *const ffi::Xsqlda)
         }
-        let mut status: StatusVector = [0; ffi::STATUS_LEN];
-        let mut db = self.attachment().handle();
-        let mut tr = self.handle;
-        unsafe {
-            (self.client().api.isc_dsql_execute_immediate)(
-                status.as_mut_ptr(),
-                &mut db,
-                &mut tr,
-                len,
-                sql.as_ptr() as *const c_char,
-                ffi::SQL_DIALECT_V6,
-                sqlda.as_ptr() as *const ffi::Xsqlda,
-            );
-        }
-        self.check(&status)
     }
 }
 

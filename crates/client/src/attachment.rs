@@ -428,22 +428,33 @@ impl Transaction {
 
     /// Executes a statement that returns no rows (DDL, INSERT, EXECUTE BLOCK).
     pub fn execute(&self, sql: &str) -> Result<(), ClientError> {
+        // SAFETY: no parameters.
+        unsafe { self.execute_immediate(sql, std::ptr::null()) }
+    }
+
+    /// `isc_dsql_execute_immediate` with the parameters `input` describes.
+    ///
+    /// # Safety
+    /// `input` is null or an XSQLDA whose entries point at live values for
+    /// the whole call.
+    pub(crate) unsafe fn execute_immediate(
+        &self,
+        sql: &str,
+        input: *const ffi::Xsqlda,
+    ) -> Result<(), ClientError> {
         let len = sql_len(sql)?;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         let mut db = self.attachment.handle();
         let mut tr = self.handle;
-        // SAFETY: pointers valid for the call.
-        unsafe {
-            (self.client().api.isc_dsql_execute_immediate)(
-                status.as_mut_ptr(),
-                &mut db,
-                &mut tr,
-                len as u16,
-                sql.as_ptr() as *const c_char,
-                ffi::SQL_DIALECT_V6,
-                std::ptr::null(),
-            );
-        }
+        (self.client().api.isc_dsql_execute_immediate)(
+            status.as_mut_ptr(),
+            &mut db,
+            &mut tr,
+            len as u16,
+            sql.as_ptr() as *const c_char,
+            ffi::SQL_DIALECT_V6,
+            input,
+        );
         self.check(&status)
     }
 

@@ -151,27 +151,20 @@ mod tests {
         let config = b"WireCompression = true\nWireCrypt = Disabled";
         assert_eq!(&block.as_bytes()[..3], &[1, 87, config.len() as u8]);
         assert_eq!(&block.as_bytes()[3..3 + config.len()], config);
-        let plain = dpb(
-            None,
-            None,
-            None,
-            "NONE",
-            false,
-            WireOptions::default(),
-            false,
-        )
-        .unwrap();
-        assert!(!plain.as_bytes().contains(&87));
-        let embedded = dpb(
-            None,
-            None,
-            None,
-            "NONE",
-            false,
-            WireOptions::default(),
-            true,
-        )
-        .unwrap();
+        let bare = |embedded| {
+            dpb(
+                None,
+                None,
+                None,
+                "NONE",
+                false,
+                WireOptions::default(),
+                embedded,
+            )
+            .unwrap()
+        };
+        assert!(!bare(false).as_bytes().contains(&87));
+        let embedded = bare(true);
         let config = EMBEDDED_CONFIG.as_bytes();
         assert_eq!(&embedded.as_bytes()[..3], &[1, 87, config.len() as u8]);
     }

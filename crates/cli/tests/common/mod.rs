@@ -255,3 +255,29 @@ pub fn peak_kib(db: &Path, out: &Path, args: &[&str]) -> i64 {
     );
     usage.ru_maxrss
 }
+
+/// Reads the Parquet and Arrow files of `tables` in `out` (with jsonl/,
+/// parquet/, arrow/ and maybe parquet-split/ unloads of them) with
+/// pyarrow, an independent reader, and checks every value against the
+/// JSON Lines unload (`roundtrip.py`); returns how many it checked.
+pub fn pyarrow_roundtrip(out: &Path, tables: &[&str]) -> usize {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/roundtrip.py");
+    let result = Command::new("python3")
+        .arg(script)
+        .arg(out)
+        .args(tables)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "pyarrow round trip failed (scripts/setup.sh installs pyarrow):\n{report}{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    report
+        .trim()
+        .strip_prefix("checked ")
+        .and_then(|r| r.strip_suffix(" values"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
