@@ -13,7 +13,7 @@ import pytest
 
 import fbunload
 import fbunload.adbc
-from conftest import PASSWORD, USER, connection
+from conftest import PASSWORD, USER, connection, make_database
 
 adbc_errors = pytest.importorskip("adbc_driver_manager")
 AUTH = dict(user=USER, password=PASSWORD)
@@ -191,3 +191,31 @@ def test_one_row_of_bound_parameters_fills_the_markers(conn, types_db):
     assert frame["ID"].to_list() == [1]
     with conn.cursor() as cur, pytest.raises(adbc_errors.ProgrammingError, match="parameter markers"):
         cur.execute("SELECT ID FROM T WHERE ID = ?", (1, 2))
+
+
+def test_a_cursor_cancelled_while_reading_stops_its_read(tmp_path):
+    """``cursor.adbc_cancel()`` (AdbcStatementCancel) stops the read in
+    progress: the stream ends with an error instead of the table's rows
+    (250 MB of them, more than the stream holds ahead of its reader)."""
+    db = make_database(
+        tmp_path / "cancel.fdb",
+        [
+            "CREATE TABLE BIG (ID INTEGER, PAD VARCHAR(1000))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 250000) DO BEGIN "
+            "INSERT INTO BIG VALUES (:I, LPAD('', 1000, 'x' || :I)); I = I + 1; END END",
+        ],
+        page_size=8192,
+    )
+    with fbunload.adbc.connect(db, **AUTH) as conn:
+        with conn.cursor() as cur:
+            cur.execute("SELECT * FROM BIG")
+            reader = cur.fetch_record_batch()
+            first = reader.read_next_batch()
+            assert first.num_rows > 0
+            cur.adbc_cancel()
+            read = first.num_rows
+            with pytest.raises(Exception) as caught:
+                for batch in reader:
+                    read += batch.num_rows
+            assert "nterrupt" in str(caught.value), caught.value
+            assert read < 250000
