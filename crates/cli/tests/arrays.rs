@@ -223,6 +223,15 @@ fn every_element_type_unloads_as_the_engine_reads_it_in_every_format() {
         &out.join("parquet-split"),
         &["-f", "parquet", "--split", "-t", "ARRAY_TYPES"],
     );
+    // The manifest and the element fields carry the types as declared.
+    let manifest = read_manifest(&out.join("jsonl"));
+    let columns = &manifest_entry(&manifest, "ARRAY_TYPES")["columns"];
+    assert_eq!(
+        columns[7]["firebird_type"],
+        "CHAR(3) [1:2] CHARACTER SET WIN1252"
+    );
+    let arrow_type = columns[9]["arrow_type"].as_str().unwrap();
+    assert!(arrow_type.contains("\"DECFLOAT(34)\""), "{arrow_type}");
     let unloaded = json_lines(&out.join("jsonl/ARRAY_TYPES.jsonl"));
     let engine = json_lines(&out.join("jsonl/ORACLE.jsonl"));
     let compared = compare_with_engine(&unloaded, &engine, ARRAY_TYPES);

@@ -219,8 +219,11 @@ impl OutputColumn {
                 shape.element.code
             )
         })?;
-        // Sinks read the element's type name (TIME WITH TIME ZONE).
-        let element_name = type_name_of(&element_desc);
+        // Sinks read the element's type name (TIME WITH TIME ZONE): the
+        // declared type without its bounds, `CHAR(3) CHARACTER SET WIN1252`.
+        let element_name = type_name
+            .and_then(without_bounds)
+            .unwrap_or_else(|| type_name_of(&element_desc));
         let mut element = Self::new(name, &element_desc, Some(&element_name), options)?;
         element.nullable = false;
         let mut data_type = element.arrow_field().data_type().clone();
@@ -266,6 +269,14 @@ impl OutputColumn {
         };
         Field::new(&self.name, data_type, self.nullable).with_metadata(metadata)
     }
+}
+
+/// `CHAR(3) CHARACTER SET WIN1252` of `CHAR(3) [1:2] CHARACTER SET
+/// WIN1252`: an ARRAY column's declared type without its bounds.
+fn without_bounds(declared: &str) -> Option<String> {
+    let open = declared.find(" [")?;
+    let close = open + declared[open..].find(']')?;
+    Some(format!("{}{}", &declared[..open], &declared[close + 1..]))
 }
 
 /// An array element described as a column of its type would be.
