@@ -357,3 +357,73 @@ fn a_held_snapshot_needs_inconsistent_reads_allowed_on_firebird_3() {
         .unwrap();
     assert_eq!(rows, 2);
 }
+
+/// ARRAY columns of a Firebird 3 server (which has slices too, and none of
+/// Firebird 4's types): the elements unload as the server reads them.
+#[test]
+fn firebird_3_arrays_unload_element_by_element() {
+    use fbunload_client::{element, ArrayShape, ElementType};
+    let Some(server) = server() else { return };
+    let db = server.create(
+        "arrays",
+        &["CREATE TABLE A (ID INTEGER, N NUMERIC(9,2) [0:1, 1:2], W VARCHAR(5) [2])"],
+    );
+    let att = server.attach(&db.dsn);
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    let shape = |field: &str, element, bounds: Vec<(i32, i32)>| ArrayShape {
+        relation: "A".into(),
+        field: field.into(),
+        element,
+        bounds,
+    };
+    let numbers = shape(
+        "N",
+        ElementType {
+            code: element::LONG,
+            scale: -2,
+            length: 0,
+            charset: 0,
+        },
+        vec![(0, 1), (1, 2)],
+    );
+    let mut cents: Vec<u8> = [125i32, -1, 0, i32::MAX]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    let words = shape(
+        "W",
+        ElementType {
+            code: element::VARYING,
+            scale: 0,
+            length: 20,
+            charset: 4,
+        },
+        vec![(1, 2)],
+    );
+    let mut text = vec![0u8; 44];
+    text[..6].copy_from_slice("épée".as_bytes());
+    text[22..24].copy_from_slice(b"ok");
+    let n = tr.write_array(&numbers, &mut cents).unwrap();
+    let w = tr.write_array(&words, &mut text).unwrap();
+    tr.execute_with_arrays("INSERT INTO A VALUES (1, ?, ?)", &[Some(n), Some(w)])
+        .unwrap();
+    tr.execute_with_arrays("INSERT INTO A VALUES (2, ?, ?)", &[None, None])
+        .unwrap();
+    tr.commit().unwrap();
+    drop(att);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = server.fbunload(
+        &db.dsn,
+        &server.password,
+        &["-f", "jsonl", "-o", out.to_str().unwrap()],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let lines = std::fs::read_to_string(out.join("A.jsonl")).unwrap();
+    assert_eq!(
+        lines,
+        "{\"ID\":1,\"N\":[[\"1.25\",\"-0.01\"],[\"0.00\",\"21474836.47\"]],\"W\":[\"épée\",\"ok\"]}\n\
+         {\"ID\":2,\"N\":null,\"W\":null}\n"
+    );
+}
