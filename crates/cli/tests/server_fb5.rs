@@ -184,29 +184,50 @@ fn remote_workers_read_one_snapshot_while_others_write() {
     }
 }
 
-/// ARRAY columns come through the wire's slice call as they do from the
-/// embedded engine: the same ARRAY_TYPES, made on each, unloads to the
-/// same bytes, compressed wire or not.
+/// CHARs, whose padding the server removes before rows go on the wire,
+/// and ARRAY columns, which come through the wire's slice call, read as
+/// they do from the embedded engine: the same tables, made on each,
+/// unload to the same bytes, compressed wire or not.
 #[test]
-fn arrays_read_over_tcp_as_on_the_embedded_engine() {
-    let Some(server) = fb5("arrays_read_over_tcp_as_on_the_embedded_engine") else {
+fn char_and_array_columns_read_over_tcp_as_on_the_embedded_engine() {
+    let Some(server) = fb5("char_and_array_columns_read_over_tcp_as_on_the_embedded_engine") else {
         return;
     };
+    let statements = [
+        fbunload_gen::arrays::array_types_create_sql(),
+        "CREATE TABLE CHARS (ID INTEGER, U CHAR(5), N CHAR(4) CHARACTER SET NONE, \
+         W CHAR(4) CHARACTER SET WIN1252, O CHAR(4) CHARACTER SET OCTETS, \
+         D CHAR(3) CHARACTER SET DOS437)",
+        "INSERT INTO CHARS VALUES (1, ' é ', 'a  ', 'é ', x'41000020', 'ab')",
+        "INSERT INTO CHARS VALUES (2, '', '', '', x'', '')",
+        "INSERT INTO CHARS (ID) VALUES (3)",
+        "INSERT INTO CHARS VALUES (4, 'ééééé', ' b d', 'abcd', x'20202020', 'abc')",
+    ];
     let file = server.file("arrays");
     let _removed = Removed(file.clone());
-    let att = server.create(&file, &[fbunload_gen::arrays::array_types_create_sql()]);
+    let att = server.create(&file, &statements);
     fbunload_gen::arrays::fill_array_types(&att).unwrap();
     drop(att);
     let dir = tempfile::tempdir().unwrap();
     let local = create_db(dir.path(), "local.fdb", 4096);
-    execute(&local, &[fbunload_gen::arrays::array_types_create_sql()]);
+    execute(&local, &statements);
     fbunload_gen::arrays::fill_array_types(&connect(&local)).unwrap();
 
-    let read = |out: &Path| std::fs::read_to_string(out.join("ARRAY_TYPES.jsonl")).unwrap();
+    let read = |out: &Path| {
+        ["ARRAY_TYPES", "CHARS"]
+            .map(|t| std::fs::read_to_string(out.join(format!("{t}.jsonl"))).unwrap())
+    };
     let embedded = dir.path().join("embedded");
     let run = fbunload(&local, &["-f", "jsonl", "-o", embedded.to_str().unwrap()]);
     assert!(run.status.success(), "{}", stderr(&run));
-    assert!(read(&embedded).contains("[[1,-2,3],[-2147483648,0,2147483647]]"));
+    let [arrays, chars] = read(&embedded);
+    assert!(arrays.contains("[[1,-2,3],[-2147483648,0,2147483647]]"));
+    assert!(
+        chars.starts_with(
+            "{\"ID\":1,\"U\":\" é\",\"N\":\"a\",\"W\":\"é\",\"O\":\"41000020\",\"D\":\"ab\"}"
+        ),
+        "{chars}"
+    );
     for (name, extra) in [("tcp", None), ("compressed", Some("--wire-compression"))] {
         let out = dir.path().join(name);
         let mut args = vec!["-f", "jsonl", "-j", "2", "-o", out.to_str().unwrap()];

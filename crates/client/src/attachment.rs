@@ -109,6 +109,8 @@ pub struct Attachment {
 pub(crate) struct Attached {
     pub(crate) client: Arc<Client>,
     pub(crate) handle: Handle,
+    /// Attached through a server (`host:path`, `inet://…`), not a file.
+    remote: bool,
 }
 
 // SAFETY: the client library is thread-safe since Firebird 2.5: calls on
@@ -140,13 +142,20 @@ pub enum TransactionMode {
 }
 
 impl Attachment {
-    fn from_handle(client: &Arc<Client>, handle: Handle) -> Attachment {
+    fn from_handle(client: &Arc<Client>, handle: Handle, remote: bool) -> Attachment {
         Attachment {
             inner: Arc::new(Attached {
                 client: client.clone(),
                 handle,
+                remote,
             }),
         }
+    }
+
+    /// Whether rows come over a wire: the database was named through a
+    /// server (`host:path`, `inet://…`), not as a file.
+    pub fn is_remote(&self) -> bool {
+        self.inner.remote
     }
 
     pub(crate) fn client(&self) -> &Arc<Client> {
@@ -186,7 +195,11 @@ impl Attachment {
             );
         }
         check(client, &status)?;
-        Ok(Attachment::from_handle(client, handle))
+        Ok(Attachment::from_handle(
+            client,
+            handle,
+            !is_plain_path(&options.database),
+        ))
     }
 
     /// Runs `CREATE DATABASE ...` (the full statement, with user, password,
@@ -216,7 +229,8 @@ impl Attachment {
             );
         }
         check(client, &status)?;
-        Ok(Attachment::from_handle(client, handle))
+        // Only fbunload's tests create databases, and it reads none it made.
+        Ok(Attachment::from_handle(client, handle, false))
     }
 
     pub fn server_version(&self) -> Result<ServerVersion, ClientError> {

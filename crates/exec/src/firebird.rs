@@ -162,6 +162,7 @@ pub(crate) fn plan_in(
     let options = PlanOptions {
         split_tables,
         page_size: tr.attachment().page_size().map_err(ExecError::Client)?,
+        trim_char_on_server: tr.attachment().is_remote(),
         ..options
     };
     let plan = Plan::new(&catalog, options).with_conditions(conditions);
