@@ -140,9 +140,21 @@ enum ToWriter {
 
 impl<'r, S: Session> Run<'r, S> {
     /// Records the first failure and tells every worker to stop.
+    /// Runs `body`, failing the run if it fails. A panic (a bug) fails
+    /// it too, rather than end a thread the others wait for, or leave the
+    /// run to finish with a unit's rows missing.
     fn guard(&self, body: impl FnOnce() -> Result<(), ExecError>) {
-        if let Err(err) = body() {
-            self.fail(err);
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => self.fail(err),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a thread panicked".into());
+                self.fail(ExecError::Internal(message));
+            }
         }
     }
 
@@ -243,12 +255,13 @@ impl<'r, S: Session> Run<'r, S> {
             let (to_writer, from_fetcher) = std::sync::mpsc::sync_channel(WRITER_QUEUE);
             scope.spawn(move || {
                 let mut writing = Writing::default();
-                for message in from_fetcher {
-                    if let Err(err) = self.write(&mut writing, message) {
-                        self.fail(err);
-                        break;
+                // Ends at the first error; the channel closes with it.
+                self.guard(|| {
+                    for message in from_fetcher {
+                        self.write(&mut writing, message)?;
                     }
-                }
+                    Ok(())
+                });
                 // Whatever is unfinished goes (a stop, or the fetcher died).
                 self.guard(|| self.write(&mut writing, ToWriter::Abort));
             });
@@ -475,6 +488,8 @@ mod tests {
         snapshot_lost: bool,
         /// A reader blocks until interrupted.
         block_until_interrupted: bool,
+        /// A unit whose reading panics (a bug).
+        panic_in: Option<(usize, usize)>,
     }
 
     struct FakeSession {
@@ -568,6 +583,9 @@ mod tests {
             if fetch_only {
                 return Ok(ROWS_PER_UNIT as u64);
             }
+            if self.script.panic_in == Some((unit.table, unit.seq)) {
+                panic!("a bug met in unit {}", unit.seq);
+            }
             if !deliver(unit_batch(unit, 0, 2)) {
                 return Ok(2);
             }
@@ -594,6 +612,8 @@ mod tests {
         finished: Mutex<BTreeMap<(usize, usize), Vec<i32>>>,
         aborted: AtomicU32,
         started: Mutex<Option<u64>>,
+        /// A unit whose writing panics (a bug in a destination).
+        panic_on: Option<(usize, usize)>,
     }
 
     struct RecordingUnit<'a> {
@@ -623,6 +643,9 @@ mod tests {
 
     impl UnitWriter for RecordingUnit<'_> {
         fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+            if self.recorder.panic_on == Some((self.unit.table, self.unit.seq)) {
+                panic!("a bug met writing unit {}", self.unit.seq);
+            }
             let values = batch
                 .column(0)
                 .as_any()
@@ -774,6 +797,42 @@ mod tests {
             "not a lost connection"
         );
         assert_eq!(session.interrupts.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_panic_in_a_reader_or_a_destination_fails_the_run_instead_of_hanging_it() {
+        let plan = plan(&[("BIG", 8)], 100);
+        for (pipelined, in_reader) in [(false, true), (true, true), (false, false), (true, false)] {
+            let unit = Some((0, 3));
+            let mut session = FakeSession::new(
+                &plan,
+                Script {
+                    panic_in: unit.filter(|_| in_reader),
+                    ..Script::default()
+                },
+            );
+            let recorder = Recorder {
+                panic_on: unit.filter(|_| !in_reader),
+                ..Recorder::default()
+            };
+            // On a thread of its own, so that a hang fails the test too.
+            let (done, finished) = std::sync::mpsc::channel();
+            let plan = plan.clone();
+            std::thread::spawn(move || {
+                let result = run(&mut session, &plan, &recorder, &options(3, pipelined));
+                let finished = recorder.finished.into_inner().unwrap();
+                let _ = done.send((result.map(|_| ()).map_err(|e| e.to_string()), finished));
+            });
+            let (result, finished) = finished
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the run ends");
+            let err = result.expect_err("a run with a unit missing fails");
+            assert!(
+                err.contains("internal error") && err.contains("a bug met"),
+                "{err}"
+            );
+            assert!(!finished.contains_key(&(0, 3)));
+        }
     }
 
     #[test]

@@ -53,6 +53,12 @@ pub enum ExecError {
          nothing can be read at it any more; read again at a new snapshot"
     )]
     SnapshotClosed { number: u64 },
+    /// A bug: a thread of the run panicked.
+    #[error(
+        "internal error (a bug in fbunload; please report it), nothing of this run was \
+         kept: {0}"
+    )]
+    Internal(String),
 }
 
 impl ExecError {
