@@ -1,17 +1,21 @@
 //! SHA-256 of the files a run publishes, for its manifest and for
 //! `fbunload check`.
 //!
-//! A table's files are hashed by reading them back once they are complete
-//! and synced, not as their bytes go by: a unit writing straight into a
-//! table's file is cut back (`set_len`) when its connection is lost and is
-//! read again, so the bytes that passed through a writer are not always
-//! the file's. Reading back a file just written mostly hits the page
-//! cache, and it runs on the worker that completed the table while the
-//! others go on reading.
+//! A file written front to back by one writer is hashed as its bytes go
+//! by ([`RunningDigest`], [`Hashing`]): a table's file is complete when its
+//! last unit is, and reading back a file of many GB to hash it then would
+//! be serial work at the end of the table, on one core. Bytes that are
+//! taken back are taken back from the digest too: a unit writing straight
+//! into a table's file, cut back (`set_len`) when its connection is lost,
+//! hashes into a copy of the table's digest that is dropped with it.
+//! Files written otherwise (compressed, in parts) are hashed by reading
+//! them back once they are complete and synced ([`digest_tree`]); debug
+//! builds read back every file and compare.
 
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use fbunload_exec::FileDigest;
 use sha2::{Digest, Sha256};
@@ -33,6 +37,66 @@ pub(crate) fn sha256(file: &mut File) -> io::Result<(u64, String)> {
         }
     }
     Ok((bytes, hex(&hasher.finalize())))
+}
+
+/// The length and SHA-256 of the bytes written so far.
+#[derive(Clone, Default)]
+pub(crate) struct RunningDigest {
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl RunningDigest {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.bytes += bytes.len() as u64;
+    }
+
+    /// The digest of a file the manifest calls `name`.
+    pub fn finish(self, name: &str) -> FileDigest {
+        FileDigest {
+            name: name.to_string(),
+            bytes: self.bytes,
+            sha256: hex(&self.hasher.finalize()),
+        }
+    }
+}
+
+/// A writer that hashes what it passes on.
+pub(crate) struct Hashing<'d, W> {
+    pub inner: W,
+    pub digest: &'d mut RunningDigest,
+}
+
+impl<W: Write> Write for Hashing<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.digest.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A writer that hashes what it passes on into a digest its owner can read
+/// once the writer is gone (one handed to a format's writer).
+pub(crate) struct SharedHashing<W> {
+    pub inner: W,
+    pub digest: Arc<Mutex<RunningDigest>>,
+}
+
+impl<W: Write> Write for SharedHashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.digest.lock().unwrap().update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -71,6 +135,40 @@ pub(crate) fn digest_tree(path: &Path, name: &str) -> io::Result<Vec<FileDigest>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_running_digest_is_the_digest_of_the_file_written_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        let mut digest = RunningDigest::default();
+        let mut out = Hashing {
+            inner: File::create(&path).unwrap(),
+            digest: &mut digest,
+        };
+        out.write_all(b"head\n").unwrap();
+        // A unit that is taken back hashes into a copy, dropped with it.
+        let mut taken_back = out.digest.clone();
+        taken_back.update(b"lost rows\n");
+        for chunk in [&b"a,1\n"[..], b"", b"b,2\n"] {
+            out.write_all(chunk).unwrap();
+        }
+        drop(out);
+        let shared = Arc::new(Mutex::new(RunningDigest::default()));
+        let mut appended = SharedHashing {
+            inner: fs::OpenOptions::new().append(true).open(&path).unwrap(),
+            digest: shared.clone(),
+        };
+        appended.write_all(b"c,3\n").unwrap();
+        drop(appended);
+        let mut whole = digest.clone();
+        whole.update(b"c,3\n");
+        assert_eq!(
+            vec![whole.finish("t.csv")],
+            digest_tree(&path, "t.csv").unwrap(),
+            "read back"
+        );
+        assert_eq!(shared.lock().unwrap().clone().finish("x").bytes, 4);
+    }
 
     #[test]
     fn digests_are_those_of_the_standard() {

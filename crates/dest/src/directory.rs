@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 
 use fbunload_exec::{ExecError, FileDigest};
 
-use crate::digest::digest_tree;
+use crate::digest::{digest_tree, RunningDigest};
 use crate::manifest::{Manifest, MANIFEST_NAME};
 #[cfg(not(unix))]
 use crate::previous;
@@ -239,10 +239,27 @@ impl OutputDir {
     /// directory is touched, a name that could not replace what is there.
     /// Returns its final path and its files.
     pub(crate) fn publish(&self, name: &str) -> io::Result<(PathBuf, Vec<FileDigest>)> {
+        self.publish_hashed(name, None)
+    }
+
+    /// [`OutputDir::publish`] of a file whose digest was taken as it was
+    /// written, if `hashed`; it is read back otherwise.
+    pub(crate) fn publish_hashed(
+        &self,
+        name: &str,
+        hashed: Option<RunningDigest>,
+    ) -> io::Result<(PathBuf, Vec<FileDigest>)> {
         let from = self.staging().join(name);
         let to = self.path.join(name);
         sync_tree(&from)?;
-        let files = digest_tree(&from, name)?;
+        let files = match hashed {
+            Some(digest) => {
+                let files = vec![digest.finish(name)];
+                debug_assert_eq!(files, digest_tree(&from, name)?, "digest taken as written");
+                files
+            }
+            None => digest_tree(&from, name)?,
+        };
         let mut published = self.published.lock().unwrap();
         let is_that_file = |_: &str| self.ignores_case;
         if let Some(earlier) = published_under_another_case(&published, name, is_that_file) {

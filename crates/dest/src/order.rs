@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
@@ -39,6 +39,7 @@ use fbunload_format::{
     GroupCutter, GroupEncoder, TableWriter,
 };
 
+use crate::digest::{Hashing, RunningDigest, SharedHashing};
 use crate::directory::OutputDir;
 use crate::parts::PartFiles;
 use crate::spool::{HeldBatches, MemoryBudget, Spool};
@@ -222,8 +223,9 @@ impl<W: Write> Write for Counted<W> {
 /// Where a unit of a byte table writes.
 enum UnitBytes {
     /// Straight into the table's file (this unit is in turn), which was
-    /// this long when the unit began.
-    Direct(File, u64),
+    /// this long when the unit began; hashing into a copy of the file's
+    /// digest, which replaces the table's when the unit completes.
+    Direct(File, u64, RunningDigest),
     Spooled(Spool),
 }
 
@@ -239,6 +241,8 @@ struct ByteState {
     out: Option<ByteOut>,
     order: InOrder<Spool>,
     direct_active: bool,
+    /// Of everything in the plain file so far but a direct unit's bytes.
+    digest: Option<RunningDigest>,
     /// Set once the table is complete.
     written: Option<Written>,
 }
@@ -265,24 +269,29 @@ impl ByteTable {
                 out: None,
                 order: InOrder::new(),
                 direct_active: false,
+                digest: None,
                 written: None,
             }),
         }
     }
 
-    /// Opens the output and writes the header, at the first unit.
-    fn open(&self) -> io::Result<ByteOut> {
+    /// Opens the output and writes the header, at the first unit; for a
+    /// plain file, the digest of the header.
+    fn open(&self) -> io::Result<(ByteOut, Option<RunningDigest>)> {
         let header = self.format.header(&self.context.schema);
         let mut out = match (&self.context.place, self.compression) {
             // Each part gets the header.
             (Place::Parts(parts), compression) => {
-                return Ok(ByteOut::Stream(Box::new(TextParts::new(
-                    parts.limits,
-                    header,
-                    self.format.records(),
-                    compression,
-                    parts.opener(),
-                ))))
+                return Ok((
+                    ByteOut::Stream(Box::new(TextParts::new(
+                        parts.limits,
+                        header,
+                        self.format.records(),
+                        compression,
+                        parts.opener(),
+                    ))),
+                    None,
+                ))
             }
             (Place::File { dir, file_name }, None) => ByteOut::File(dir.create(file_name)?),
             (Place::File { dir, file_name }, Some(c)) => ByteOut::Stream(Box::new(
@@ -299,18 +308,25 @@ impl ByteTable {
                 }
             }
         };
+        let mut digest = None;
         match &mut out {
-            ByteOut::File(f) => f.write_all(&header)?,
+            ByteOut::File(f) => {
+                f.write_all(&header)?;
+                digest
+                    .get_or_insert_with(RunningDigest::default)
+                    .update(&header);
+            }
             ByteOut::Stream(s) => s.write_all(&header)?,
         }
-        Ok(out)
+        Ok((out, digest))
     }
 
     pub fn begin(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
         let mut state = self.state.lock().unwrap();
         if state.out.is_none() {
-            let out = self.open().map_err(|e| self.context.output_error(e))?;
+            let (out, digest) = self.open().map_err(|e| self.context.output_error(e))?;
             state.out = Some(out);
+            state.digest = digest;
         }
         let in_turn = seq == state.order.next() && !state.direct_active;
         let sink = match state.out.as_mut() {
@@ -320,7 +336,8 @@ impl ByteTable {
                     .map_err(|e| self.context.output_error(e))?;
                 let file = file.try_clone().map_err(|e| self.context.output_error(e))?;
                 state.direct_active = true;
-                UnitBytes::Direct(file, start)
+                let digest = state.digest.clone().expect("a plain file's digest");
+                UnitBytes::Direct(file, start, digest)
             }
             _ => UnitBytes::Spooled(Spool::new(
                 self.context.budget.clone(),
@@ -340,17 +357,22 @@ impl ByteTable {
         let mut state = self.state.lock().unwrap();
         let state = &mut *state;
         let held = match sink {
-            UnitBytes::Direct(..) => {
+            UnitBytes::Direct(_, _, digest) => {
                 state.direct_active = false;
+                state.digest = Some(digest);
                 None
             }
             UnitBytes::Spooled(spool) => Some(spool),
         };
         let out = state.out.as_mut().expect("opened by the unit's begin");
+        let digest = &mut state.digest;
         state
             .order
             .arrive(seq, held, &mut |spool: Spool| match out {
-                ByteOut::File(f) => spool.drain_into(f),
+                ByteOut::File(f) => spool.drain_into(&mut Hashing {
+                    inner: &mut *f,
+                    digest: digest.as_mut().expect("a plain file's digest"),
+                }),
                 ByteOut::Stream(s) => spool.drain_into(s),
             })
             .map_err(|e| self.context.output_error(e))?;
@@ -362,8 +384,8 @@ impl ByteTable {
     }
 
     fn complete(&self, state: &mut ByteState) -> Result<(), ExecError> {
-        let out = match state.out.take() {
-            Some(out) => out,
+        let (out, digest) = match state.out.take() {
+            Some(out) => (out, state.digest.take()),
             None => self.open().map_err(|e| self.context.output_error(e))?,
         };
         let done = match out {
@@ -371,13 +393,13 @@ impl ByteTable {
             ByteOut::Stream(stream) => stream.finish(),
         };
         done.map_err(|e| self.context.output_error(e))?;
-        state.written = Some(publish(&self.context)?);
+        state.written = Some(publish(&self.context, digest)?);
         Ok(())
     }
 
     fn abandon(&self, sink: UnitBytes) -> Result<(), ExecError> {
         let mut state = self.state.lock().unwrap();
-        if let UnitBytes::Direct(mut file, start) = sink {
+        if let UnitBytes::Direct(mut file, start, _) = sink {
             // The handle shares its offset with the table's: rewind both.
             file.set_len(start)
                 .and_then(|_| file.seek(SeekFrom::Start(start)))
@@ -389,11 +411,12 @@ impl ByteTable {
 }
 
 /// Moves a finished table into the output directory; what it wrote.
-fn publish(context: &TableContext) -> Result<Written, ExecError> {
+/// `hashed`: the digest of its one file, taken as it was written.
+fn publish(context: &TableContext, hashed: Option<RunningDigest>) -> Result<Written, ExecError> {
     match &context.place {
         Place::File { dir, file_name } => {
             let (path, files) = dir
-                .publish(file_name)
+                .publish_hashed(file_name, hashed)
                 .map_err(|e| context.output_error(e))?;
             Ok(Written {
                 path: Some(path),
@@ -449,7 +472,11 @@ impl UnitWriter for ByteUnit<'_> {
             .encode(&batch, &mut self.buffer)
             .map_err(|e| context.format_error(e))?;
         let written = match &mut self.sink {
-            UnitBytes::Direct(file, _) => file.write_all(&self.buffer),
+            UnitBytes::Direct(file, _, digest) => {
+                let written = file.write_all(&self.buffer);
+                digest.update(&self.buffer);
+                written
+            }
             UnitBytes::Spooled(spool) => spool.write_all(&self.buffer),
         };
         written.map_err(|e| context.output_error(e))
@@ -483,6 +510,10 @@ pub(crate) struct BatchTable {
     state: Mutex<BatchState>,
     /// Signalled whenever a group's encoding ends.
     encoded: Condvar,
+    /// Of the table's one file, as its writer writes it.
+    digest: Arc<Mutex<RunningDigest>>,
+    /// Whether `digest` is of the table's file (a plain file, not parts).
+    hashed: AtomicBool,
 }
 
 struct BatchState {
@@ -535,6 +566,8 @@ impl BatchTable {
                 written: None,
             }),
             encoded: Condvar::new(),
+            digest: Arc::default(),
+            hashed: AtomicBool::new(false),
         }
     }
 
@@ -577,11 +610,17 @@ impl BatchTable {
                     .create(file_name)
                     .map_err(|e| self.context.output_error(e))?;
                 let mut file = Some(file);
+                let digest = self.digest.clone();
+                self.hashed.store(true, Ordering::Release);
                 Box::new(move || {
                     let file = file
                         .take()
                         .ok_or_else(|| io::Error::other("one file only"))?;
-                    Ok(Box::new(BufWriter::new(file)) as Box<dyn Write + Send>)
+                    let hashing = SharedHashing {
+                        inner: file,
+                        digest: digest.clone(),
+                    };
+                    Ok(Box::new(BufWriter::new(hashing)) as Box<dyn Write + Send>)
                 })
             }
             Place::Stdout { .. } => {
@@ -736,7 +775,12 @@ impl BatchTable {
         if let Some(writer) = open.writer {
             writer.finish().map_err(|e| self.context.format_error(e))?;
         }
-        state.written = Some(publish(&self.context)?);
+        // The writer is finished and gone, its buffer flushed.
+        let hashed = self
+            .hashed
+            .load(Ordering::Acquire)
+            .then(|| self.digest.lock().unwrap().clone());
+        state.written = Some(publish(&self.context, hashed)?);
         Ok(())
     }
 }
