@@ -18,6 +18,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use fbunload_exec::FileDigest;
+
+use crate::writeback::{self, OnFile};
 use sha2::{Digest, Sha256};
 
 /// Reads `file` to its end: its length and SHA-256, in lowercase hex.
@@ -47,6 +49,12 @@ pub(crate) struct RunningDigest {
 }
 
 impl RunningDigest {
+    /// How many bytes were hashed: for a file hashed from its first byte,
+    /// where it ends.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     pub fn update(&mut self, bytes: &[u8]) {
         self.hasher.update(bytes);
         self.bytes += bytes.len() as u64;
@@ -62,16 +70,19 @@ impl RunningDigest {
     }
 }
 
-/// A writer that hashes what it passes on.
+/// A writer that hashes what it passes on to a file (which it also asks
+/// the kernel to start writing back as it grows, see `writeback`).
 pub(crate) struct Hashing<'d, W> {
     pub inner: W,
     pub digest: &'d mut RunningDigest,
 }
 
-impl<W: Write> Write for Hashing<'_, W> {
+impl<W: Write + OnFile> Write for Hashing<'_, W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
+        let from = self.digest.bytes();
         self.digest.update(&buf[..n]);
+        writeback::wrote(self.inner.file(), from, self.digest.bytes());
         Ok(n)
     }
 
@@ -81,16 +92,23 @@ impl<W: Write> Write for Hashing<'_, W> {
 }
 
 /// A writer that hashes what it passes on into a digest its owner can read
-/// once the writer is gone (one handed to a format's writer).
+/// once the writer is gone (one handed to a format's writer); like
+/// [`Hashing`], it starts the file's writeback as it grows.
 pub(crate) struct SharedHashing<W> {
     pub inner: W,
     pub digest: Arc<Mutex<RunningDigest>>,
 }
 
-impl<W: Write> Write for SharedHashing<W> {
+impl<W: Write + OnFile> Write for SharedHashing<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
-        self.digest.lock().unwrap().update(&buf[..n]);
+        let (from, to) = {
+            let mut digest = self.digest.lock().unwrap();
+            let from = digest.bytes();
+            digest.update(&buf[..n]);
+            (from, digest.bytes())
+        };
+        writeback::wrote(self.inner.file(), from, to);
         Ok(n)
     }
 

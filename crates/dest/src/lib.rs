@@ -32,6 +32,7 @@ mod parts;
 mod previous;
 mod spool;
 mod stream;
+mod writeback;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
