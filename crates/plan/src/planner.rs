@@ -768,6 +768,16 @@ mod tests {
         );
     }
 
+    /// Table "T" of one pointer page.
+    fn one_page_table(columns: Vec<Column>) -> Table {
+        Table {
+            relation_id: 150,
+            name: "T".into(),
+            columns,
+            pointer_pages: 1,
+        }
+    }
+
     fn text(name: &str, field_type: i16, length: i16, charset: u8) -> Column {
         Column {
             name: name.into(),
@@ -780,21 +790,16 @@ mod tests {
 
     #[test]
     fn the_server_converts_only_the_character_sets_the_client_cannot() {
-        let table = Table {
-            relation_id: 150,
-            name: "T".into(),
-            columns: vec![
-                text("UTF", 37, 100, 4),
-                text("WIN", 37, 32765, 53),
-                text("DOS", 14, 10, 10),
-                text("LONG_DOS", 37, 20000, 10),
-                Column {
-                    sub_type: 1,
-                    ..text("BLOB_DOS", 261, 0, 10)
-                },
-            ],
-            pointer_pages: 1,
-        };
+        let table = one_page_table(vec![
+            text("UTF", 37, 100, 4),
+            text("WIN", 37, 32765, 53),
+            text("DOS", 14, 10, 10),
+            text("LONG_DOS", 37, 20000, 10),
+            Column {
+                sub_type: 1,
+                ..text("BLOB_DOS", 261, 0, 10)
+            },
+        ]);
         assert_eq!(
             select_list(&table, false),
             "SELECT \"UTF\", \"WIN\", CAST(\"DOS\" AS CHAR(10) CHARACTER SET UTF8) AS \"DOS\", \
@@ -805,21 +810,16 @@ mod tests {
 
     #[test]
     fn through_a_server_char_padding_stays_off_the_wire() {
-        let table = Table {
-            relation_id: 130,
-            name: "T".into(),
-            columns: vec![
-                text("PADDED", 14, 24, 4),
-                text("DOS", 14, 10, 10),
-                text("BYTES", 14, 16, 1),
-                text("VARYING", 37, 10, 4),
-                Column {
-                    dimensions: vec![(1, 2)],
-                    ..text("ARRAY", 14, 3, 4)
-                },
-            ],
-            pointer_pages: 1,
-        };
+        let table = one_page_table(vec![
+            text("PADDED", 14, 24, 4),
+            text("DOS", 14, 10, 10),
+            text("BYTES", 14, 16, 1),
+            text("VARYING", 37, 10, 4),
+            Column {
+                dimensions: vec![(1, 2)],
+                ..text("ARRAY", 14, 3, 4)
+            },
+        ]);
         assert_eq!(
             select_list(&table, true),
             "SELECT TRIM(TRAILING FROM \"PADDED\") AS \"PADDED\", \
