@@ -90,6 +90,7 @@ pub(crate) fn dispatch<S: Session>(
         // Counting waits for the workers; the watch goes on meanwhile, so
         // a signal still interrupts a count blocked on a lock.
         let (run, busy) = (&run, &busy);
+        let watcher = std::thread::current();
         scope.spawn(move || {
             for worker in workers {
                 let _ = worker.join();
@@ -98,6 +99,8 @@ pub(crate) fn dispatch<S: Session>(
                 run.guard(|| run.verify());
             }
             busy.fetch_sub(1, Ordering::SeqCst);
+            // The watch ends now, not at its next tick.
+            watcher.unpark();
         });
         run.watch(busy);
     });
@@ -182,7 +185,7 @@ impl<'r, S: Session> Run<'r, S> {
         let mut last_check = Instant::now();
         let mut interrupted = false;
         while busy.load(Ordering::SeqCst) > 0 {
-            std::thread::sleep(WATCH_TICK);
+            std::thread::park_timeout(WATCH_TICK);
             if self.should_stop() {
                 if !interrupted {
                     interrupted = true;
