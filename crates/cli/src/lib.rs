@@ -74,6 +74,21 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     run_cancellable(argv, cancel)
 }
 
+/// Ends the process once a run is over, with `status`. Where only servers
+/// were attached, the Firebird client library's exit handlers have nothing
+/// left to close, yet its remote provider sleeps 50 ms before closing its
+/// (already closed) ports (`PortsCleanup::delay`): they are skipped there.
+/// An embedded engine is always shut down by them.
+pub fn exit(status: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    if fbunload::embedded_engine_may_run() {
+        std::process::exit(status)
+    }
+    exit_without_cleanup(status)
+}
+
 /// Ends the process without exit handlers: the Firebird client's wait for
 /// the engine's threads, one of which is the stuck wait.
 pub fn exit_without_cleanup(status: i32) -> ! {

@@ -2,7 +2,7 @@
 
 fn main() {
     limit_malloc_arenas();
-    std::process::exit(fbunload_cli::run(std::env::args_os().collect()));
+    fbunload_cli::exit(fbunload_cli::run(std::env::args_os().collect()));
 }
 
 /// Caps glibc's malloc arenas at the core count before any thread starts.

@@ -290,6 +290,13 @@ fn output_is_the_same_at_any_parallelism_and_wire_setting() {
     ] {
         assert!(unload(name, args) == one, "{name}: not the -j 1 files");
     }
+    // To standard output, where the process ends without the client
+    // library's exit handlers (only servers were attached): every byte
+    // is still written before it ends.
+    let piped = server.fbunload(&file, &["-t", "T", "-j", "2", "-o", "-"]);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    let t_csv = &one.iter().find(|(name, _)| name == "T.csv").unwrap().1;
+    assert!(piped.stdout == *t_csv, "standard output is not T.csv");
 
     // What the server says of each attachment's wire.
     let wire_of = |wire: WireOptions| -> (String, String) {

@@ -9,6 +9,7 @@
 
 use std::ops::ControlFlow;
 use std::os::raw::c_char;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use crate::error::{ClientError, FbError};
@@ -99,6 +100,18 @@ impl ServerVersion {
     }
 }
 
+/// Set once this process asks for an attachment that an embedded engine
+/// may serve (a plain path) or creates a database.
+static ENGINE_MAY_RUN: AtomicBool = AtomicBool::new(false);
+
+/// Whether an embedded engine may have started in this process: then the
+/// client library's shutdown at exit matters and must run. A process that
+/// only ever attached through servers has nothing left for it to close
+/// once its attachments are detached.
+pub fn embedded_engine_may_run() -> bool {
+    ENGINE_MAY_RUN.load(Ordering::SeqCst)
+}
+
 /// An open attachment (connection) to a database; clones share it.
 #[derive(Clone)]
 pub struct Attachment {
@@ -181,6 +194,9 @@ impl Attachment {
         )
         .map_err(ClientError::Invalid)?;
         let name = sql_len(&options.database)?;
+        if is_plain_path(&options.database) {
+            ENGINE_MAY_RUN.store(true, Ordering::SeqCst);
+        }
         let mut handle: Handle = 0;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         // SAFETY: all pointers are valid for the duration of the call.
@@ -212,6 +228,7 @@ impl Attachment {
         client: &Arc<Client>,
         create_sql: &str,
     ) -> Result<Attachment, ClientError> {
+        ENGINE_MAY_RUN.store(true, Ordering::SeqCst);
         let mut handle: Handle = 0;
         let mut tr: Handle = 0;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];

@@ -28,8 +28,8 @@ mod waits;
 
 pub use array::{element, ArrayShape, ElementType};
 pub use attachment::{
-    is_plain_path, Attachment, ConnectOptions, Interrupter, ServerVersion, Transaction,
-    TransactionMode,
+    embedded_engine_may_run, is_plain_path, Attachment, ConnectOptions, Interrupter, ServerVersion,
+    Transaction, TransactionMode,
 };
 pub use error::{ClientError, FbError, Ods, OdsMismatch, StatusCode};
 pub use ffi::sql_type;

@@ -18,6 +18,7 @@
 //! `LOAD_WITH_ALTERED_SEARCH_PATH` makes Windows look there first.
 
 use std::ffi::{c_int, c_void};
+use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -83,12 +84,18 @@ impl std::fmt::Display for LibrarySource {
 
 /// A loaded client library. Shared by every attachment of a run; the
 /// library is thread-safe, and each worker uses its own attachment.
+///
+/// The library is never unloaded, even when its last `Client` goes:
+/// unloading runs its shutdown (for an embedded engine all of it, which
+/// the next load in the process must start again; for the remote provider
+/// a 50 ms sleep before it closes its ports), and unloading C++ code whose
+/// threads may still run is a known source of crashes. The process's exit
+/// shuts it down once.
 pub struct Client {
     pub(crate) api: Api,
     pub source: LibrarySource,
-    // Kept last so it is dropped after nothing can call into it any more.
-    _preloads: Vec<libloading::Library>,
-    _lib: libloading::Library,
+    _preloads: ManuallyDrop<Vec<libloading::Library>>,
+    _lib: ManuallyDrop<libloading::Library>,
 }
 
 impl Client {
@@ -161,8 +168,8 @@ impl Client {
         Ok(Arc::new(Client {
             api,
             source,
-            _preloads: preloads,
-            _lib: lib,
+            _preloads: ManuallyDrop::new(preloads),
+            _lib: ManuallyDrop::new(lib),
         }))
     }
 

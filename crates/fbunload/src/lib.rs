@@ -75,7 +75,9 @@ use fbunload_client::{Client, ConnectOptions};
 /// cancelled and has no timeout (Firebird 5); an application that must
 /// not wait without bound watches this and gives up (the command line's
 /// `--lock-timeout` ends the process).
-pub use fbunload_client::{longest_prepare, Preparing, WireCrypt, WireOptions};
+pub use fbunload_client::{
+    embedded_engine_may_run, longest_prepare, Preparing, WireCrypt, WireOptions,
+};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
