@@ -183,6 +183,7 @@ impl Attachment {
         client: &Arc<Client>,
         options: &ConnectOptions,
     ) -> Result<Attachment, ClientError> {
+        let embedded = is_plain_path(&options.database);
         let dpb = params::dpb(
             options.user.as_deref(),
             options.password.as_deref(),
@@ -190,11 +191,11 @@ impl Attachment {
             &options.charset,
             options.no_garbage_collect,
             options.wire,
-            is_plain_path(&options.database),
+            embedded,
         )
         .map_err(ClientError::Invalid)?;
         let name = sql_len(&options.database)?;
-        if is_plain_path(&options.database) {
+        if embedded {
             ENGINE_MAY_RUN.store(true, Ordering::SeqCst);
         }
         let mut handle: Handle = 0;
@@ -211,11 +212,7 @@ impl Attachment {
             );
         }
         check(client, &status)?;
-        Ok(Attachment::from_handle(
-            client,
-            handle,
-            !is_plain_path(&options.database),
-        ))
+        Ok(Attachment::from_handle(client, handle, !embedded))
     }
 
     /// Runs `CREATE DATABASE ...` (the full statement, with user, password,

@@ -49,15 +49,18 @@ pub(crate) struct RunningDigest {
 }
 
 impl RunningDigest {
-    /// How many bytes were hashed: for a file hashed from its first byte,
-    /// where it ends.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
     pub fn update(&mut self, bytes: &[u8]) {
         self.hasher.update(bytes);
         self.bytes += bytes.len() as u64;
+    }
+
+    /// [`Self::update`] with bytes just written at the end of `file`, which
+    /// this digest has hashed from its first byte (so it knows where the
+    /// file ends): starts the file's writeback as it grows (`writeback`).
+    pub fn update_written(&mut self, file: &File, bytes: &[u8]) {
+        let from = self.bytes;
+        self.update(bytes);
+        writeback::wrote(file, from, self.bytes);
     }
 
     /// The digest of a file the manifest calls `name`.
@@ -80,9 +83,7 @@ pub(crate) struct Hashing<'d, W> {
 impl<W: Write + OnFile> Write for Hashing<'_, W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
-        let from = self.digest.bytes();
-        self.digest.update(&buf[..n]);
-        writeback::wrote(self.inner.file(), from, self.digest.bytes());
+        self.digest.update_written(self.inner.file(), &buf[..n]);
         Ok(n)
     }
 
@@ -102,13 +103,10 @@ pub(crate) struct SharedHashing<W> {
 impl<W: Write + OnFile> Write for SharedHashing<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
-        let (from, to) = {
-            let mut digest = self.digest.lock().unwrap();
-            let from = digest.bytes();
-            digest.update(&buf[..n]);
-            (from, digest.bytes())
-        };
-        writeback::wrote(self.inner.file(), from, to);
+        self.digest
+            .lock()
+            .unwrap()
+            .update_written(self.inner.file(), &buf[..n]);
         Ok(n)
     }
 

@@ -43,7 +43,6 @@ use crate::digest::{Hashing, RunningDigest, SharedHashing};
 use crate::directory::OutputDir;
 use crate::parts::PartFiles;
 use crate::spool::{HeldBatches, MemoryBudget, Spool};
-use crate::writeback;
 
 /// Units of one table waiting for their turn.
 pub(crate) struct InOrder<H> {
@@ -475,9 +474,7 @@ impl UnitWriter for ByteUnit<'_> {
         let written = match &mut self.sink {
             UnitBytes::Direct(file, _, digest) => {
                 let written = file.write_all(&self.buffer);
-                let from = digest.bytes();
-                digest.update(&self.buffer);
-                writeback::wrote(file, from, digest.bytes());
+                digest.update_written(file, &self.buffer);
                 written
             }
             UnitBytes::Spooled(spool) => spool.write_all(&self.buffer),
