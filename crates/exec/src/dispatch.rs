@@ -401,7 +401,12 @@ impl<'r, S: Session> Run<'r, S> {
             if self.should_stop() {
                 return Ok(());
             }
-            let counted = self.session.count(i)?;
+            // A count that fails because the snapshot's holder is gone
+            // says so, as the watch would have a moment later.
+            let counted = self
+                .session
+                .count(i)
+                .map_err(|err| self.session.check().err().unwrap_or(err))?;
             let written = self.rows[i].load(Ordering::SeqCst);
             if counted != written {
                 mismatches.push(format!(
