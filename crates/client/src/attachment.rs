@@ -522,6 +522,7 @@ impl Transaction {
         let mut tr = self.handle;
         let mut blob: Handle = 0;
         let mut quad = *id;
+        crate::fp_flags::clear_sticky_exception_flags();
         // SAFETY: handles and buffers valid for each call; the blob is closed
         // on every path below.
         unsafe {

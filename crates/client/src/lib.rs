@@ -19,6 +19,7 @@ mod array;
 mod attachment;
 mod error;
 mod ffi;
+mod fp_flags;
 mod locate;
 mod message;
 mod params;

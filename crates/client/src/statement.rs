@@ -178,6 +178,7 @@ impl<'t> Statement<'t> {
 
     /// Fetches the next row into the buffer; `false` at the end.
     pub fn fetch(&mut self) -> Result<bool, ClientError> {
+        crate::fp_flags::clear_sticky_exception_flags();
         if self.via_message {
             let cursor = self
                 .message
