@@ -58,6 +58,19 @@ def test_the_console_script_unloads_a_database(big_db, tmp_path):
     assert result.stderr == "fbunload: error: --header is for --format csv or tsv, not parquet\n"
 
 
+def test_the_console_script_finds_the_engine_through_its_own_python(types_db, tmp_path):
+    # No FIREBIRD and no python3 on PATH: the binary would have to start an
+    # interpreter to find firebird-embedded and could not; the console
+    # script asks the interpreter it runs in.
+    env = {k: v for k, v in os.environ.items() if k not in ("FIREBIRD", "PATH")}
+    env["PATH"] = str(tmp_path / "no-python-here")
+    out = tmp_path / "out"
+    result = fbunload("-d", types_db, "-u", USER, "-p", PASSWORD, "--tables", "T", "-o", str(out), env=env)
+    assert result.returncode == 0, result.stderr
+    assert (out / "T.csv").read_text().count("\n") == 3
+
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_and_sigterm_stop_the_console_script_and_remove_unfinished_files(big_db, tmp_path, stop):
     out = tmp_path / "out"

@@ -36,6 +36,7 @@ pub use error::{ClientError, FbError, Ods, OdsMismatch, StatusCode};
 pub use ffi::sql_type;
 pub use locate::{Client, LibrarySource};
 pub use params::{WireCrypt, WireOptions};
+pub use places::set_embedded_runtime_lookup;
 pub use statement::{ColumnDesc, Row, Statement};
 pub use waits::{longest_prepare, Preparing};
 

@@ -70,6 +70,9 @@ use std::time::SystemTime;
 use arrow_schema::SchemaRef;
 use fbunload_client::{Client, ConnectOptions};
 
+/// For a program that is itself Python: where its interpreter finds
+/// `firebird-embedded`'s runtime, asked before starting a new `python3`.
+pub use fbunload_client::set_embedded_runtime_lookup;
 /// The prepare under way longest in this process, if one is. A prepare
 /// that waits behind another user's DROP or ALTER of a table cannot be
 /// cancelled and has no timeout (Firebird 5); an application that must

@@ -923,9 +923,25 @@ fn read_units<'py>(
         .into_pyarrow(py)
 }
 
+/// `firebird.embedded.provider.FirebirdProvider().root`, asked of this
+/// interpreter: the client library's search would otherwise start another
+/// Python to ask it (0.04-0.1 s of every command line run and first read).
+fn embedded_runtime_of_this_python() -> Option<PathBuf> {
+    Python::attach(|py| {
+        let provider = py.import("firebird.embedded.provider").ok()?;
+        let root = provider
+            .getattr("FirebirdProvider")
+            .and_then(|class| class.call0())
+            .and_then(|instance| instance.getattr("root"))
+            .ok()?;
+        root.extract::<PathBuf>().ok()
+    })
+}
+
 #[pymodule]
 fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    fbunload::set_embedded_runtime_lookup(embedded_runtime_of_this_python);
     m.add("Error", py.get_type::<Error>())?;
     m.add("UsageError", py.get_type::<UsageError>())?;
     m.add("DatabaseError", py.get_type::<DatabaseError>())?;
