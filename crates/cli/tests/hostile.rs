@@ -210,6 +210,73 @@ assert t.column("D").to_pylist()[0] == "d╬é"
     );
 }
 
+/// CHAR columns in multi-byte character sets are read as their bytes
+/// (CHARACTER SET NONE) and decoded here in their own character set: each
+/// value comes out as the engine holds it, less its padding, leading blanks
+/// and full-length values included.
+#[test]
+fn multi_byte_char_columns_decode_as_the_engine_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "multibyte.fdb", 8192);
+    let columns = [
+        ("U", "UTF8", [" é€", "éé€€"]),
+        ("F", "UNICODE_FSS", [" é€", "éé€€"]),
+        ("S", "SJIS_0208", [" 日本", "日本語字"]),
+        ("E", "EUCJ_0208", [" 日本", "日本語字"]),
+        ("K", "KSC_5601", [" 한국", "한국어글"]),
+        ("B", "BIG_5", [" 中文", "中文中文"]),
+        ("G", "GB_2312", [" 中文", "中文中文"]),
+        ("K2", "GBK", [" 中文", "中文中文"]),
+        ("G18", "GB18030", [" 中文", "中文中文"]),
+    ];
+    let create = format!(
+        "CREATE TABLE MB (ID INTEGER, {})",
+        columns
+            .iter()
+            .map(|(name, charset, _)| format!("{name} CHAR(4) CHARACTER SET {charset}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let row = |id: usize, i: usize| {
+        let values: Vec<String> = columns
+            .iter()
+            .map(|(_, _, v)| format!("'{}'", v[i]))
+            .collect();
+        format!("INSERT INTO MB VALUES ({id}, {})", values.join(", "))
+    };
+    let empty = format!(
+        "INSERT INTO MB VALUES (3, {})",
+        vec!["''"; columns.len()].join(", ")
+    );
+    execute(
+        &db,
+        &[
+            &create,
+            &row(1, 0),
+            &row(2, 1),
+            &empty,
+            "INSERT INTO MB (ID) VALUES (4)",
+        ],
+    );
+    let out_dir = dir.path().join("out");
+    let out = fbunload(&db, &["-f", "jsonl", "-o", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(out_dir.join("MB.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let expected = |id: usize, value: &dyn Fn(&[&str; 2]) -> String| {
+        let fields: Vec<String> = columns
+            .iter()
+            .map(|(name, _, v)| format!("\"{name}\":{}", value(v)))
+            .collect();
+        format!("{{\"ID\":{id},{}}}", fields.join(","))
+    };
+    assert_eq!(lines[0], expected(1, &|v| format!("\"{}\"", v[0])));
+    assert_eq!(lines[1], expected(2, &|v| format!("\"{}\"", v[1])));
+    assert_eq!(lines[2], expected(3, &|_| "\"\"".into()));
+    assert_eq!(lines[3], expected(4, &|_| "null".into()));
+    assert_eq!(lines.len(), 4);
+}
+
 /// CHARACTER SET NONE text is decoded as `--charset` says; bytes that are
 /// not UTF-8 under the default fail naming the column and the fix.
 #[test]

@@ -197,11 +197,13 @@ fn char_and_array_columns_read_over_tcp_as_on_the_embedded_engine() {
         fbunload_gen::arrays::array_types_create_sql(),
         "CREATE TABLE CHARS (ID INTEGER, U CHAR(5), N CHAR(4) CHARACTER SET NONE, \
          W CHAR(4) CHARACTER SET WIN1252, O CHAR(4) CHARACTER SET OCTETS, \
-         D CHAR(3) CHARACTER SET DOS437)",
-        "INSERT INTO CHARS VALUES (1, ' é ', 'a  ', 'é ', x'41000020', 'ab')",
-        "INSERT INTO CHARS VALUES (2, '', '', '', x'', '')",
+         D CHAR(3) CHARACTER SET DOS437, S CHAR(3) CHARACTER SET SJIS_0208, \
+         G CHAR(3) CHARACTER SET GB18030, F CHAR(3) CHARACTER SET UNICODE_FSS)",
+        "INSERT INTO CHARS VALUES (1, ' é ', 'a  ', 'é ', x'41000020', 'ab', ' 日', ' 中', ' é')",
+        "INSERT INTO CHARS VALUES (2, '', '', '', x'', '', '', '', '')",
         "INSERT INTO CHARS (ID) VALUES (3)",
-        "INSERT INTO CHARS VALUES (4, 'ééééé', ' b d', 'abcd', x'20202020', 'abc')",
+        "INSERT INTO CHARS VALUES (4, 'ééééé', ' b d', 'abcd', x'20202020', 'abc', '日本語', \
+         '中文字', 'é€é')",
     ];
     let file = server.file("arrays");
     let _removed = Removed(file.clone());
@@ -224,7 +226,8 @@ fn char_and_array_columns_read_over_tcp_as_on_the_embedded_engine() {
     assert!(arrays.contains("[[1,-2,3],[-2147483648,0,2147483647]]"));
     assert!(
         chars.starts_with(
-            "{\"ID\":1,\"U\":\" é\",\"N\":\"a\",\"W\":\"é\",\"O\":\"41000020\",\"D\":\"ab\"}"
+            "{\"ID\":1,\"U\":\" é\",\"N\":\"a\",\"W\":\"é\",\"O\":\"41000020\",\"D\":\"ab\",\
+             \"S\":\" 日\",\"G\":\" 中\",\"F\":\" é\"}"
         ),
         "{chars}"
     );

@@ -346,7 +346,12 @@ fn output_columns(
         .enumerate()
         .map(|(i, ((desc, column), declared))| {
             let array = table.arrays.get(i).and_then(Option::as_ref);
-            OutputColumn::with_array(column, desc, Some(declared), array, types)
+            // Read as bytes (CHARACTER SET NONE), decoded in its own.
+            let mut desc = desc.clone();
+            if let Some(Some(charset)) = table.byte_charsets.get(i) {
+                desc.subtype = i16::from(*charset);
+            }
+            OutputColumn::with_array(column, &desc, Some(declared), array, types)
                 .map_err(|m| ExecError::table(&table.name, format!("column {column}: {m}")))
         })
         .collect()

@@ -35,7 +35,7 @@
 use std::fmt;
 
 use fbunload_client::ArrayShape;
-use fbunload_decode::text::CHARSET_OCTETS;
+use fbunload_decode::text::{CHARSET_NONE, CHARSET_OCTETS};
 use fbunload_decode::TextDecoder;
 
 use crate::catalog::{Column, Table};
@@ -167,6 +167,9 @@ pub struct TablePlan {
     driving: Option<DrivingTable>,
     /// Casts of a view's or query's columns, made around its SQL.
     casts: Vec<Option<String>>,
+    /// For each column the select reads as bytes (see [`read_as_bytes`]),
+    /// the character set to decode them in; empty for views and queries.
+    pub byte_charsets: Vec<Option<u8>>,
 }
 
 impl TablePlan {
@@ -377,6 +380,11 @@ impl Plan {
                 slots,
                 driving: None,
                 casts: Vec::new(),
+                byte_charsets: table
+                    .columns
+                    .iter()
+                    .map(|c| c.charset_id.filter(|_| read_as_bytes(c)))
+                    .collect(),
             });
             per_table_units.push(units);
         }
@@ -433,6 +441,7 @@ impl Plan {
                 slots,
                 driving: read.driving.map(|(driving, _)| driving),
                 casts: read.casts,
+                byte_charsets: Vec::new(),
                 name: read.name,
             });
             per_entry.push(units);
@@ -487,6 +496,9 @@ fn split(table: usize, slots: u64, per_unit: u64) -> Vec<Unit> {
 /// whatever it holds. Over an encrypted wire that cut a STOCK read
 /// (ten CHAR(24)) from 4.0-4.2 s to 3.3-3.4 s on one machine, and on a
 /// real network it is bytes the wire need not carry.
+///
+/// A CHAR column in a multi-byte character set is read as its bytes
+/// ([`read_as_bytes`]).
 fn select_list(table: &Table, trim_char: bool) -> String {
     let columns: Vec<String> = table
         .columns
@@ -495,6 +507,12 @@ fn select_list(table: &Table, trim_char: bool) -> String {
             let q = quote_identifier(&c.name);
             let value = match server_cast(c) {
                 Some(target) => format!("CAST({q} AS {target})"),
+                None if read_as_bytes(c) => {
+                    // Trimmed by the server, a VARCHAR; else the client
+                    // trims the CHAR.
+                    let kind = if trim_char { "VARCHAR" } else { "CHAR" };
+                    format!("CAST({q} AS {kind}({}) CHARACTER SET NONE)", c.field_length)
+                }
                 None => q.clone(),
             };
             let padded = c.is_fixed_text() == Some(true)
@@ -514,6 +532,33 @@ fn select_list(table: &Table, trim_char: bool) -> String {
         columns.join(", "),
         quote_identifier(&table.name)
     )
+}
+
+/// Whether the select reads a column as its bytes, `CHARACTER SET NONE`,
+/// to be decoded in its own character set by the client: a CHAR in a
+/// multi-byte character set the client decodes (UTF8, say).
+///
+/// Why: the engine moves such a value into the row's message by counting
+/// its characters (through ICU's UTF-16) to check it fits, and a server
+/// trims its padding the same way; bytes in NONE are copied and trimmed of
+/// `0x20` as they are. In every one of Firebird's character sets a `0x20`
+/// byte is a blank, never part of another character, so the trimmed bytes
+/// are the same. Reading STOCK (ten UTF8 CHAR(24)) to CSV at -j2 took
+/// 1.85 s instead of 2.04 through a Firebird 5 server on the same two
+/// cores, 1.10 s instead of 1.34 on the embedded engine (PERFORMANCE.md).
+fn read_as_bytes(column: &Column) -> bool {
+    let multi_byte = column
+        .char_length
+        .is_some_and(|chars| i32::from(column.field_length) > i32::from(chars));
+    // A VARCHAR holds 32,765 bytes at most, a CHAR up to 32,767.
+    const VARCHAR_BYTES: i16 = 32_765;
+    column.is_fixed_text() == Some(true)
+        && column.field_length <= VARCHAR_BYTES
+        && column.dimensions.is_empty()
+        && multi_byte
+        && column.charset_id.is_some_and(|id| {
+            id != CHARSET_NONE && id != CHARSET_OCTETS && TextDecoder::client_reads(id)
+        })
 }
 
 /// The type the server must cast a column to before fbunload can read it,
@@ -779,11 +824,19 @@ mod tests {
     }
 
     fn text(name: &str, field_type: i16, length: i16, charset: u8) -> Column {
+        // Bytes per character: UNICODE_FSS, UTF8, SJIS_0208, GB18030.
+        let widest = match charset {
+            3 => 3,
+            4 | 69 => 4,
+            5 => 2,
+            _ => 1,
+        };
         Column {
             name: name.into(),
             field_type,
             char_length: Some(length),
             charset_id: Some(charset),
+            field_length: length.saturating_mul(widest),
             ..Column::default()
         }
     }
@@ -822,9 +875,44 @@ mod tests {
         ]);
         assert_eq!(
             select_list(&table, true),
-            "SELECT TRIM(TRAILING FROM \"PADDED\") AS \"PADDED\", \
+            "SELECT TRIM(TRAILING FROM CAST(\"PADDED\" AS VARCHAR(96) CHARACTER SET NONE)) \
+             AS \"PADDED\", \
              TRIM(TRAILING FROM CAST(\"DOS\" AS CHAR(10) CHARACTER SET UTF8)) AS \"DOS\", \
              \"BYTES\", \"VARYING\", \"ARRAY\" FROM \"T\""
+        );
+    }
+
+    #[test]
+    fn multi_byte_char_columns_are_read_as_their_bytes() {
+        let table = one_page_table(vec![
+            text("UTF", 14, 24, 4),
+            text("SJIS", 14, 5, 5),
+            text("GB", 14, 2, 69),
+            text("WIN", 14, 4, 53),
+            text("NONE", 14, 4, 0),
+            // 32,766 bytes: more than a VARCHAR holds.
+            text("FSS", 14, 10_922, 3),
+            text("VARYING", 37, 10, 4),
+        ]);
+        assert_eq!(
+            select_list(&table, false),
+            "SELECT CAST(\"UTF\" AS CHAR(96) CHARACTER SET NONE) AS \"UTF\", \
+             CAST(\"SJIS\" AS CHAR(10) CHARACTER SET NONE) AS \"SJIS\", \
+             CAST(\"GB\" AS CHAR(8) CHARACTER SET NONE) AS \"GB\", \
+             \"WIN\", \"NONE\", \"FSS\", \"VARYING\" FROM \"T\""
+        );
+        assert_eq!(
+            select_list(&table, true),
+            "SELECT TRIM(TRAILING FROM CAST(\"UTF\" AS VARCHAR(96) CHARACTER SET NONE)) AS \"UTF\", \
+             TRIM(TRAILING FROM CAST(\"SJIS\" AS VARCHAR(10) CHARACTER SET NONE)) AS \"SJIS\", \
+             TRIM(TRAILING FROM CAST(\"GB\" AS VARCHAR(8) CHARACTER SET NONE)) AS \"GB\", \
+             TRIM(TRAILING FROM \"WIN\") AS \"WIN\", TRIM(TRAILING FROM \"NONE\") AS \"NONE\", \
+             TRIM(TRAILING FROM \"FSS\") AS \"FSS\", \"VARYING\" FROM \"T\""
+        );
+        let plan = Plan::new(&[table], options(None, 1));
+        assert_eq!(
+            plan.tables[0].byte_charsets,
+            vec![Some(4), Some(5), Some(69), None, None, None, None]
         );
     }
 
