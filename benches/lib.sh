@@ -20,18 +20,19 @@ release_binaries() {
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # run DB ARGS... : runs fbunload RUNS times (as SYSDBA, password FB_PASSWORD or masterkey); sets SECS (median of RUNS), SPREAD (min-max), PEAK_MB (max),
-# BYTES (output size)
+# CPU (fbunload's user + system seconds, median), BYTES (output size)
 run() {
   local db=$1; shift
-  local times=() peaks=()
+  local times=() peaks=() cpus=()
   for _ in $(seq "$RUNS"); do
     rm -rf "$DATA/out"
-    /usr/bin/time -f '%e %M' -o "$DATA/time.txt" \
+    /usr/bin/time -f '%e %M %U %S' -o "$DATA/time.txt" \
       $BIN/fbunload -d "$db" -u SYSDBA -p "${FB_PASSWORD:-masterkey}" -q -o "$DATA/out" "$@"
-    read -r secs kb < "$DATA/time.txt"
-    times+=("$secs"); peaks+=("$kb")
+    read -r secs kb user system < "$DATA/time.txt"
+    times+=("$secs"); peaks+=("$kb"); cpus+=("$(echo "$user + $system" | bc)")
   done
   SECS=$(printf '%s\n' "${times[@]}" | median)
+  CPU=$(printf '%s\n' "${cpus[@]}" | median)
   SPREAD=$(printf '%s\n' "${times[@]}" | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.1f-%.1f", lo, hi}')
   PEAK_MB=$(printf '%s\n' "${peaks[@]}" | sort -n | tail -1 | awk '{printf "%.0f", $1/1024}')
   BYTES=0

@@ -5,7 +5,8 @@
 # dropped), CSV and Parquet at each worker count, with the wire encrypted
 # (Firebird 5's default) and in clear (--wire-crypt disabled), on one
 # generated STOCK table (W x 100,000 rows). Client and server share this
-# machine's cores: the server's CPU time is shown beside the wall time.
+# machine's cores: the server's CPU time and fbunload's are shown beside
+# the wall time (with two cores, (server + client) / 2 is the floor).
 #
 #   eval "$(scripts/fb5-server.sh start)"     # the server (README: Against a real server)
 #   benches/server.sh                         # 2 cores: W=5, 1 and 2 workers
@@ -57,8 +58,8 @@ wire_of() {
 rows=$((W * 100000))
 printf 'STOCK over TCP (%s), %d rows, %s cores shared by client and server\n' \
   "$FBUNLOAD_TEST_FB5" "$rows" "$(nproc)"
-printf '%-10s %-8s %-10s %9s %11s %10s %12s %9s %9s\n' \
-  wire workers mode "median s" "min-max s" rows/s "server cpu s" "vs fetch" "vs -j1"
+printf '%-10s %-8s %-10s %9s %11s %10s %12s %12s %9s %9s\n' \
+  wire workers mode "median s" "min-max s" rows/s "server cpu s" "client cpu s" "vs fetch" "vs -j1"
 for wire in $WIRES; do
   declare -A first=()
   for j in $WORKERS; do
@@ -73,8 +74,8 @@ for wire in $WIRES; do
       [ -n "$limit" ] && ratio=$(printf '%.2f' "$(echo "$SECS / $limit" | bc -l)")
       [ -n "${first[$mode]:-}" ] || first[$mode]=$SECS
       speedup=$(printf '%.2fx' "$(echo "${first[$mode]} / $SECS" | bc -l)")
-      printf '%-10s %-8s %-10s %9.2f %11s %10.0f %12.2f %9s %9s\n' "$wire" "$j" "$mode" "$SECS" \
-        "$SPREAD" "$(echo "$rows / $SECS" | bc -l)" "$cpu" "$ratio" "$speedup"
+      printf '%-10s %-8s %-10s %9.2f %11s %10.0f %12.2f %12.2f %9s %9s\n' "$wire" "$j" "$mode" \
+        "$SECS" "$SPREAD" "$(echo "$rows / $SECS" | bc -l)" "$cpu" "$CPU" "$ratio" "$speedup"
     done
   done
   unset first
