@@ -515,10 +515,7 @@ fn select_list(table: &Table, trim_char: bool) -> String {
                 }
                 None => q.clone(),
             };
-            let padded = c.is_fixed_text() == Some(true)
-                && c.dimensions.is_empty()
-                && c.charset_id != Some(CHARSET_OCTETS);
-            if trim_char && padded {
+            if trim_char && blank_padded(c) {
                 format!("TRIM(TRAILING FROM {value}) AS {q}")
             } else if value != q {
                 format!("{value} AS {q}")
@@ -552,13 +549,20 @@ fn read_as_bytes(column: &Column) -> bool {
         .is_some_and(|chars| i32::from(column.field_length) > i32::from(chars));
     // A VARCHAR holds 32,765 bytes at most, a CHAR up to 32,767.
     const VARCHAR_BYTES: i16 = 32_765;
-    column.is_fixed_text() == Some(true)
+    blank_padded(column)
         && column.field_length <= VARCHAR_BYTES
-        && column.dimensions.is_empty()
         && multi_byte
-        && column.charset_id.is_some_and(|id| {
-            id != CHARSET_NONE && id != CHARSET_OCTETS && TextDecoder::client_reads(id)
-        })
+        && column
+            .charset_id
+            .is_some_and(|id| id != CHARSET_NONE && TextDecoder::client_reads(id))
+}
+
+/// A CHAR (not an array's elements) padded with blanks: every character
+/// set but OCTETS, which pads with zero bytes.
+fn blank_padded(column: &Column) -> bool {
+    column.is_fixed_text() == Some(true)
+        && column.dimensions.is_empty()
+        && column.charset_id != Some(CHARSET_OCTETS)
 }
 
 /// The type the server must cast a column to before fbunload can read it,
