@@ -70,6 +70,9 @@ use std::time::SystemTime;
 use arrow_schema::SchemaRef;
 use fbunload_client::{Client, ConnectOptions};
 
+/// Whether an embedded engine may have started in this process, so that
+/// the client library's shutdown must run at exit.
+pub use fbunload_client::embedded_engine_may_run;
 /// For a program that is itself Python: where its interpreter finds
 /// `firebird-embedded`'s runtime, asked before starting a new `python3`.
 pub use fbunload_client::set_embedded_runtime_lookup;
@@ -78,9 +81,7 @@ pub use fbunload_client::set_embedded_runtime_lookup;
 /// cancelled and has no timeout (Firebird 5); an application that must
 /// not wait without bound watches this and gives up (the command line's
 /// `--lock-timeout` ends the process).
-pub use fbunload_client::{
-    embedded_engine_may_run, longest_prepare, Preparing, WireCrypt, WireOptions,
-};
+pub use fbunload_client::{longest_prepare, Preparing, WireCrypt, WireOptions};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
