@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
@@ -54,16 +53,18 @@ fn unload(db: &Path) -> Unload {
 }
 
 /// Every batch of `units` of table `table`, each unit on a reader that
-/// joins the snapshot only when its turn comes.
+/// joins the snapshot only when its turn comes, after the writers have
+/// committed a few more transfers (waited for, not slept for: a loaded
+/// machine can let a fixed pause pass without a single commit).
 fn read_late(
     held: &HeldSnapshot,
+    writers: &Writers,
     table: usize,
     units: &[Unit],
-    pause: Duration,
 ) -> Vec<RecordBatch> {
     let mut batches = Vec::new();
     for unit in units {
-        std::thread::sleep(pause);
+        writers.wait_for(3);
         let mut reader = held.reader(table).unwrap();
         reader
             .read(unit, &mut |batch| {
@@ -91,12 +92,12 @@ fn check_books(held: &HeldSnapshot, writers: &Writers, what: &str) {
     let shares = held.shares(ledger, Some(4)).unwrap();
     assert_eq!(shares.len(), 4, "LEDGER spans several pointer pages");
     // Accounts last: by then many transfers have committed.
-    let ledger_batches = read_late(held, ledger, &shares, Duration::from_millis(50));
+    let ledger_batches = read_late(held, writers, ledger, &shares);
     let account_batches = read_late(
         held,
+        writers,
         accounts,
         &held.plan.units_of(accounts).copied().collect::<Vec<_>>(),
-        Duration::from_millis(50),
     );
     assert!(
         writers.committed() > at_start + 10,
