@@ -22,9 +22,10 @@
 #
 # `private` starts another server from HOME, all its own, for a test to
 # kill: its root DIR/root links to HOME's files but has its own
-# firebird.conf (port PORT) and security database (SuperServer opens that
-# exclusively), its own lock directory, databases in DIR/db. It prints
-# FB5_PRIVATE_ADDRESS, _DIR, _PASSWORD and _PID.
+# firebird.conf (port PORT, plus the lines of $FB5_PRIVATE_CONF if set)
+# and security database (SuperServer opens that exclusively), its own
+# lock directory, databases in DIR/db. It prints FB5_PRIVATE_ADDRESS,
+# _DIR, _PASSWORD and _PID.
 set -euo pipefail
 
 fail() { echo "fb5-server.sh: $*" >&2; exit 1; }
@@ -60,10 +61,12 @@ case "$command" in
         *) ln -sfn "$entry" "$root/${entry##*/}" ;;
       esac
     done
-    grep -v -E '^(# fbunload test server|RemoteServicePort|RemoteBindAddress|WireCrypt|WireCompression|MaxParallelWorkers)' \
+    grep -v -E '^(# fbunload test server|RemoteServicePort|RemoteBindAddress|WireCrypt|WireCompression|MaxParallelWorkers|TcpRemoteBufferSize)' \
       "$home/firebird.conf" >"$root/firebird.conf"
     printf 'RemoteServicePort = %s\nRemoteBindAddress = 127.0.0.1\nWireCrypt = Enabled\n' "$port" \
       >>"$root/firebird.conf"
+    # Settings of the caller's (a benchmark's), one per line.
+    [ -z "${FB5_PRIVATE_CONF:-}" ] || printf '%s\n' "$FB5_PRIVATE_CONF" >>"$root/firebird.conf"
     cp "$home/security5.fdb" "$root/security5.fdb"
     export FIREBIRD="$root" FIREBIRD_LOCK="$dir/lock" FIREBIRD_TMP="$dir"
     password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
