@@ -275,6 +275,13 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub lock_timeout: u64,
 
+    /// Seconds a worker may wait for the database to answer one read (rows, a blob segment)
+    /// before fbunload gives up: a server that stops answering without closing the connection
+    /// (stopped, stuck, a firewall that drops the connection) otherwise leaves the run waiting
+    /// for ever. Then it prints which table and ends (status 1, no manifest.json); 0: no limit
+    #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
+    pub stall_timeout: u64,
+
     /// Benchmark aid: read every row with the same attachments, snapshot and units, and drop
     /// it; no files are written. Shows how fast the engine can deliver the rows
     #[arg(long)]

@@ -8,8 +8,8 @@
 
 mod args;
 mod hide_password;
-mod lock_watch;
 mod progress;
+mod wait_watch;
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -324,7 +324,10 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
 }
 
 fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
-    let _lock_watch = lock_watch::LockWatch::start(Duration::from_secs(args.lock_timeout));
+    let _wait_watch = wait_watch::WaitWatch::start(
+        Duration::from_secs(args.lock_timeout),
+        (args.stall_timeout > 0).then(|| Duration::from_secs(args.stall_timeout)),
+    );
     let none_text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {
         format!(
             "--charset {}: not a character set fbunload can decode; use a Firebird name such as \

@@ -467,6 +467,16 @@ impl PrivateServer {
             .stderr(Stdio::null())
             .status();
     }
+
+    /// Sends the server `signal` (`-STOP`: it stops answering, its
+    /// connections stay open; `-CONT`).
+    fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([signal, &self.pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill {signal} {}", self.pid);
+    }
 }
 
 impl Drop for PrivateServer {
@@ -538,4 +548,102 @@ fn a_server_stopped_mid_run_is_one_clear_error_and_the_last_run_stays() {
     );
     let check = fbunload_check(&out);
     assert!(check.status.success(), "{}", stderr(&check));
+}
+
+/// The server stops answering but keeps its connections open (stopped
+/// here, as a stuck server or a connection a firewall silently dropped
+/// would look): no call returns and no error comes, so without a bound the
+/// run would wait for ever. With `--stall-timeout 2` it ends by itself a
+/// few seconds later, with one error line that names the table and the
+/// option, and the previous run in the output directory stays whole.
+#[test]
+fn a_server_that_stops_answering_ends_the_run_after_the_stall_timeout() {
+    let Some(private) =
+        PrivateServer::start("a_server_that_stops_answering_ends_the_run_after_the_stall_timeout")
+    else {
+        return;
+    };
+    let server = private.as_fb5();
+    let file = server.file("stalls");
+    create_wide(&server, &file);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let first = server.fbunload(&file, &["-q", "-j", "2", "-o", out.to_str().unwrap()]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let before = files(&out);
+
+    let mut child = server
+        .command(
+            &file,
+            &[
+                "-j",
+                "2",
+                "--unit-pages",
+                "64",
+                "--stall-timeout",
+                "2",
+                "--overwrite",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_writing(&mut child, &out, "WIDE.csv");
+    private.signal("-STOP");
+    let stopped = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if stopped.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            private.signal("-CONT");
+            panic!("fbunload still waits a minute after its server stopped answering");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let waited = stopped.elapsed();
+    private.signal("-CONT");
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(1), "{err}");
+    assert!(
+        waited >= Duration::from_secs(2),
+        "ended {waited:?} after the stop, before the timeout: {err}"
+    );
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {err}");
+    assert!(
+        errors[0].starts_with("fbunload: error: table WIDE: no answer from the database for 2 s")
+            && errors[0].contains("--stall-timeout SECONDS"),
+        "the error names the table, what happened and the option: {err}"
+    );
+    // The run ended without cleaning up (a thread of it is still in the
+    // client library): its staging directory stays, beside the last run.
+    let table_files = |out: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut found: Vec<_> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().unwrap().is_file() && e.file_name() != "manifest.json")
+            .map(|e| {
+                let bytes = std::fs::read(e.path()).unwrap();
+                (e.file_name().to_string_lossy().into_owned(), bytes)
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(
+        table_files(&out),
+        before,
+        "the last good run must stay whole: {err}"
+    );
+    let check = fbunload_check(&out);
+    assert!(check.status.success(), "{}", stderr(&check));
+    // As the error says, the next run removes what the stopped one left.
+    let again = server.fbunload(
+        &file,
+        &["-q", "-j", "2", "--overwrite", "-o", out.to_str().unwrap()],
+    );
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(files(&out), before);
 }

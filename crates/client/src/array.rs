@@ -188,6 +188,7 @@ impl Transaction {
         let mut tr = self.handle;
         let mut quad = *id;
         let mut returned: i32 = 0;
+        let _read = crate::waits::reading(None);
         // SAFETY: handles, SDL and buffer are valid for the call, and the
         // buffer is as long as the length we pass.
         unsafe {

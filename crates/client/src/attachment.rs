@@ -523,6 +523,7 @@ impl Transaction {
         let mut blob: Handle = 0;
         let mut quad = *id;
         crate::fp_flags::clear_sticky_exception_flags();
+        let opening = crate::waits::reading(None);
         // SAFETY: handles and buffers valid for each call; the blob is closed
         // on every path below.
         unsafe {
@@ -536,10 +537,13 @@ impl Transaction {
                 std::ptr::null(),
             );
         }
+        drop(opening);
         self.check(&status)?;
         let mut chunk = [0u8; 32 * 1024];
         let result = loop {
             let mut got: u16 = 0;
+            // One read per segment: a big blob keeps showing progress.
+            let _read = crate::waits::reading(None);
             let rc = unsafe {
                 (api.isc_get_segment)(
                     status.as_mut_ptr(),

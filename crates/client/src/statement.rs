@@ -9,6 +9,7 @@
 //! (type, scale, subtype, length), which hold for both paths.
 
 use std::os::raw::c_char;
+use std::sync::Arc;
 
 use crate::attachment::Transaction;
 use crate::error::ClientError;
@@ -56,6 +57,8 @@ pub struct Statement<'t> {
     message_tried: bool,
     /// Whether the open cursor (or the last row) came through `message`.
     via_message: bool,
+    /// What it reads, for a watcher of reads that never finish.
+    subject: Arc<str>,
 }
 
 impl<'t> Statement<'t> {
@@ -91,6 +94,7 @@ impl<'t> Statement<'t> {
             message: None,
             message_tried: false,
             via_message: false,
+            subject: Arc::from(subject),
         };
         let mut tr = transaction.handle;
         // The prepare is where a query waits on its tables' definitions.
@@ -134,6 +138,8 @@ impl<'t> Statement<'t> {
     /// Opens the cursor.
     pub fn execute(&mut self) -> Result<(), ClientError> {
         self.close_cursor();
+        // Opening is where a query does its first work on the server.
+        let _read = waits::reading(Some(&self.subject));
         self.via_message = false;
         if !self.columns.is_empty() {
             self.prepare_message_cursor();
@@ -179,6 +185,7 @@ impl<'t> Statement<'t> {
     /// Fetches the next row into the buffer; `false` at the end.
     pub fn fetch(&mut self) -> Result<bool, ClientError> {
         crate::fp_flags::clear_sticky_exception_flags();
+        let _read = waits::reading(Some(&self.subject));
         if self.via_message {
             let cursor = self
                 .message

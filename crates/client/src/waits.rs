@@ -1,4 +1,5 @@
-//! The prepares under way in this process, so that a watcher can see one
+//! The prepares under way in this process, and the calls that read rows
+//! on the threads that asked to be watched, so that a watcher can see one
 //! that waits too long and give up on the run.
 //!
 //! Why a registry rather than a timeout on the call: preparing a query
@@ -12,8 +13,10 @@
 //! outside the call: a watcher that sees how long the oldest prepare has
 //! waited ([`longest_prepare`]) and ends the process.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// A prepare that has been under way for `waited`.
@@ -75,6 +78,164 @@ impl Drop for UnderWay {
     }
 }
 
+/// Why reads are watched as well: a read (opening a cursor, fetching, a
+/// blob segment, an array slice) waits on the server's answer, and a
+/// server that stops answering without closing the connection (a process
+/// stopped or stuck, a firewall that drops an idle connection's packets)
+/// leaves that call waiting for ever. TCP keepalive ends it only after
+/// hours, or never when the server's machine still acknowledges. The
+/// client library has no bound for it either, and `fb_cancel_operation`
+/// needs the server's answer too. So, as for prepares, the bound is a
+/// watcher outside the call ([`ReadWatch`]).
+///
+/// Only threads that ask ([`watch_reads_on_this_thread`]) are watched: an
+/// unload's workers read a unit at a time, so no call of theirs should wait
+/// long, while a `COUNT(*)` of a whole table may legitimately take hours.
+struct ReadState {
+    id: u64,
+    /// Reads this thread has finished: the watcher sees progress by it.
+    /// Written by its thread only, so a plain load and store suffice.
+    finished: AtomicU64,
+    /// Whether the thread is inside a read now.
+    in_read: AtomicBool,
+    /// What the thread reads, as its statement's subject names it.
+    subject: Mutex<Option<Arc<str>>>,
+    /// The address of `subject`'s text, so that a read of the same
+    /// statement, row after row, need not take the lock. `subject` keeps
+    /// that text alive, so the same address is the same subject.
+    subject_key: AtomicUsize,
+}
+
+static READERS: Mutex<Vec<Weak<ReadState>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static THIS_READER: RefCell<Option<Arc<ReadState>>> = const { RefCell::new(None) };
+}
+
+/// Makes the calls that read rows on this thread visible to a
+/// [`ReadWatch`] for the rest of the thread's life.
+pub fn watch_reads_on_this_thread() {
+    THIS_READER.with(|reader| {
+        let mut reader = reader.borrow_mut();
+        if reader.is_none() {
+            let state = Arc::new(ReadState {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                finished: AtomicU64::new(0),
+                in_read: AtomicBool::new(false),
+                subject: Mutex::new(None),
+                subject_key: AtomicUsize::new(0),
+            });
+            READERS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Arc::downgrade(&state));
+            *reader = Some(state);
+        }
+    });
+}
+
+/// Marks a read under way on this thread (if it is watched) until dropped.
+/// Made and dropped on the same thread; it is on the path of every row.
+pub(crate) struct Reading {
+    watched: bool,
+}
+
+/// Enters a read; `subject` names what it reads (`None`: the same as the
+/// thread's last read, as for a blob of the row just fetched).
+pub(crate) fn reading(subject: Option<&Arc<str>>) -> Reading {
+    let watched = THIS_READER.with(|reader| {
+        let reader = reader.borrow();
+        let Some(state) = reader.as_ref() else {
+            return false;
+        };
+        if let Some(subject) = subject {
+            let key = subject.as_ptr() as usize;
+            if state.subject_key.load(Ordering::Relaxed) != key {
+                *state.subject.lock().unwrap_or_else(|e| e.into_inner()) = Some(subject.clone());
+                state.subject_key.store(key, Ordering::Relaxed);
+            }
+        }
+        state.in_read.store(true, Ordering::Release);
+        true
+    });
+    Reading { watched }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        if self.watched {
+            THIS_READER.with(|reader| {
+                if let Some(state) = reader.borrow().as_ref() {
+                    let finished = state.finished.load(Ordering::Relaxed);
+                    state.finished.store(finished + 1, Ordering::Release);
+                    state.in_read.store(false, Ordering::Release);
+                }
+            });
+        }
+    }
+}
+
+/// A read that has waited `waited` with no other read finishing on its
+/// thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StalledRead {
+    /// What it reads (e.g. `table STOCK`), or `None` if unnamed.
+    pub subject: Option<String>,
+    pub waited: Duration,
+}
+
+/// Looks at the watched threads from time to time and tells how long the
+/// longest-waiting read has waited, to within the time between looks.
+#[derive(Default)]
+pub struct ReadWatch {
+    /// Per watched thread inside a read at the last look: its count of
+    /// finished reads then, and since when that count has not moved.
+    seen: HashMap<u64, (u64, Instant)>,
+}
+
+impl ReadWatch {
+    pub fn new() -> ReadWatch {
+        ReadWatch::default()
+    }
+
+    /// The read that has waited longest as of now, if any is under way.
+    pub fn look(&mut self) -> Option<StalledRead> {
+        let now = Instant::now();
+        let live: Vec<Arc<ReadState>> = {
+            let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
+            readers.retain(|r| r.strong_count() > 0);
+            readers.iter().filter_map(Weak::upgrade).collect()
+        };
+        let mut seen = HashMap::new();
+        let mut longest: Option<(Duration, &Arc<ReadState>)> = None;
+        for state in &live {
+            if !state.in_read.load(Ordering::Acquire) {
+                continue;
+            }
+            let finished = state.finished.load(Ordering::Acquire);
+            let since = match self.seen.get(&state.id) {
+                Some(&(then, since)) if then == finished => since,
+                _ => now,
+            };
+            seen.insert(state.id, (finished, since));
+            let waited = now.saturating_duration_since(since);
+            if longest.is_none_or(|(w, _)| waited > w) {
+                longest = Some((waited, state));
+            }
+        }
+        self.seen = seen;
+        longest.map(|(waited, state)| StalledRead {
+            subject: state
+                .subject
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_deref()
+                .map(str::to_string),
+            waited,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +255,69 @@ mod tests {
         assert_eq!(longest_prepare().unwrap().subject, "table B");
         drop(second);
         assert_eq!(longest_prepare(), None);
+    }
+
+    /// A watched thread that is stuck in a read is seen waiting longer at
+    /// every look; one whose reads keep finishing never is; an unwatched
+    /// thread is not seen at all.
+    #[test]
+    fn a_read_that_never_finishes_is_seen_waiting_and_one_that_moves_is_not() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let moving = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                watch_reads_on_this_thread();
+                let subject: Arc<str> = Arc::from("table MOVING");
+                while !stop.load(Ordering::Relaxed) {
+                    let _read = reading(Some(&subject));
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        let unwatched = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let _read = reading(Some(&Arc::from("table UNWATCHED")));
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        let mut watch = ReadWatch::new();
+        std::thread::sleep(Duration::from_millis(20));
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(20));
+            // The moving thread's wait starts again at each look (give or
+            // take a loaded machine's pauses).
+            if let Some(read) = watch.look() {
+                assert_eq!(read.subject.as_deref(), Some("table MOVING"));
+                assert!(read.waited < Duration::from_millis(500), "{read:?}");
+            }
+        }
+        let stuck = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                watch_reads_on_this_thread();
+                let subject: Arc<str> = Arc::from("table STUCK");
+                drop(reading(Some(&subject)));
+                // A blob of the row just read: no subject of its own.
+                let _read = reading(None);
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        watch.look();
+        std::thread::sleep(Duration::from_millis(60));
+        let read = watch.look().expect("the stuck read");
+        assert_eq!(read.subject.as_deref(), Some("table STUCK"));
+        assert!(read.waited >= Duration::from_millis(60), "{read:?}");
+        stop.store(true, Ordering::Relaxed);
+        for thread in [moving, unwatched, stuck] {
+            thread.join().unwrap();
+        }
+        // Finished threads leave the registry.
+        assert_eq!(watch.look(), None);
     }
 }

@@ -661,6 +661,9 @@ impl Reader for FirebirdReader {
         fetch_only: bool,
         deliver: &mut dyn FnMut(RecordBatch) -> bool,
     ) -> Result<u64, ExecError> {
+        // A unit's reads should each be quick; the command line watches
+        // for one that never returns (a server that stopped answering).
+        fbunload_client::watch_reads_on_this_thread();
         let table = &self.context.plan.tables[unit.table];
         let name = table.name.as_str();
         let client_error = |e| ExecError::from_client(name, e);

@@ -82,6 +82,12 @@ pub use fbunload_client::set_embedded_runtime_lookup;
 /// not wait without bound watches this and gives up (the command line's
 /// `--lock-timeout` ends the process).
 pub use fbunload_client::{longest_prepare, Preparing, WireCrypt, WireOptions};
+/// Watches the reads of an unload's workers: how long the read that has
+/// waited longest for the database's answer has waited. A server that
+/// stops answering without closing the connection leaves a read waiting
+/// for ever; an application that must not hang looks from time to time
+/// and gives up (the command line's `--stall-timeout` ends the process).
+pub use fbunload_client::{ReadWatch, StalledRead};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
