@@ -125,10 +125,10 @@ pub fn watch_reads_on_this_thread() {
                 subject: Mutex::new(None),
                 subject_key: AtomicUsize::new(0),
             });
-            READERS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(Arc::downgrade(&state));
+            let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
+            // Threads that ended leave, even in a process with no watcher.
+            readers.retain(|r| r.strong_count() > 0);
+            readers.push(Arc::downgrade(&state));
             *reader = Some(state);
         }
     });
