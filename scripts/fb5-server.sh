@@ -63,9 +63,12 @@ case "$command" in
     done
     grep -v -E '^(# fbunload test server|RemoteServicePort|RemoteBindAddress|WireCrypt|WireCompression|MaxParallelWorkers|TcpRemoteBufferSize)' \
       "$home/firebird.conf" >"$root/firebird.conf"
-    printf 'RemoteServicePort = %s\nRemoteBindAddress = 127.0.0.1\nWireCrypt = Enabled\n' "$port" \
-      >>"$root/firebird.conf"
-    # Settings of the caller's (a benchmark's), one per line.
+    # The caller's settings (a test's or a benchmark's, one per line)
+    # replace these defaults: Firebird reads the first of a name twice set.
+    printf 'RemoteServicePort = %s\nRemoteBindAddress = 127.0.0.1\nWireCrypt = Enabled\n' "$port" |
+      while IFS= read -r line; do
+        printf '%s\n' "${FB5_PRIVATE_CONF:-}" | grep -q "^${line%% *}[ =]" || printf '%s\n' "$line"
+      done >>"$root/firebird.conf"
     [ -z "${FB5_PRIVATE_CONF:-}" ] || printf '%s\n' "$FB5_PRIVATE_CONF" >>"$root/firebird.conf"
     cp "$home/security5.fdb" "$root/security5.fdb"
     export FIREBIRD="$root" FIREBIRD_LOCK="$dir/lock" FIREBIRD_TMP="$dir"
