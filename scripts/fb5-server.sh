@@ -30,6 +30,14 @@ set -euo pipefail
 
 fail() { echo "fb5-server.sh: $*" >&2; exit 1; }
 
+# The security database of a build in $1: security5.fdb (Firebird 5), or
+# security4.fdb of a Firebird 4 build, which this script runs the same way.
+security_db() {
+  local db
+  for db in "$1"/security[0-9].fdb; do [ -f "$db" ] && { echo "${db##*/}"; return; }; done
+  fail "no security database in $1"
+}
+
 command=${1:-}
 case "$command" in
   build)
@@ -44,7 +52,7 @@ case "$command" in
     # The build is relocatable (binreloc): the release tree is the server.
     mkdir -p "$home"
     cp -a "$src/gen/Release/firebird/." "$home/"
-    echo "==> Firebird 5 built into $home" >&2
+    echo "==> Firebird built into $home" >&2
     exit 0
     ;;
   private)
@@ -57,7 +65,7 @@ case "$command" in
     chmod 1777 "$dir/db"
     for entry in "$home"/*; do
       case "${entry##*/}" in
-        firebird.conf|security5.fdb) ;;
+        firebird.conf|security[0-9].fdb) ;;
         *) ln -sfn "$entry" "$root/${entry##*/}" ;;
       esac
     done
@@ -70,11 +78,12 @@ case "$command" in
         printf '%s\n' "${FB5_PRIVATE_CONF:-}" | grep -q "^${line%% *}[ =]" || printf '%s\n' "$line"
       done >>"$root/firebird.conf"
     [ -z "${FB5_PRIVATE_CONF:-}" ] || printf '%s\n' "$FB5_PRIVATE_CONF" >>"$root/firebird.conf"
-    cp "$home/security5.fdb" "$root/security5.fdb"
+    security=$(security_db "$home")
+    cp "$home/$security" "$root/$security"
     export FIREBIRD="$root" FIREBIRD_LOCK="$dir/lock" FIREBIRD_TMP="$dir"
     password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
     printf "CREATE OR ALTER USER SYSDBA PASSWORD '%s' USING PLUGIN Srp;\nCOMMIT;\n" "$password" |
-      "$root/bin/isql" -q -user SYSDBA "$root/security5.fdb" >&2
+      "$root/bin/isql" -q -user SYSDBA "$root/$security" >&2
     nohup "$root/bin/firebird" >"$dir/server.log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do
@@ -134,7 +143,7 @@ if ! listening; then
   # SYSDBA in the security database, through the embedded engine (the
   # server is not running yet, so nothing else holds the file).
   printf "CREATE OR ALTER USER SYSDBA PASSWORD '%s' USING PLUGIN Srp;\nCOMMIT;\n" "$password" |
-    "$home/bin/isql" -q -user SYSDBA "$home/security5.fdb" >&2
+    "$home/bin/isql" -q -user SYSDBA "$home/$(security_db "$home")" >&2
   printf '%s' "$password" >"$run/password"
   chmod 600 "$run/password"
   echo "==> starting the Firebird 5 server on 127.0.0.1:$port" >&2

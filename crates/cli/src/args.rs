@@ -275,7 +275,7 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub lock_timeout: u64,
 
-    /// Seconds a worker may wait for the database to answer one read (rows, a blob segment)
+    /// Seconds a worker may wait for the database to answer one call (a prepare, rows, a blob)
     /// before fbunload gives up: a server that stops answering without closing the connection
     /// (stopped, stuck, a firewall that drops the connection) otherwise leaves the run waiting
     /// for ever. Then it prints which table and ends (status 1, no manifest.json); 0: no limit

@@ -97,8 +97,11 @@ impl<'t> Statement<'t> {
             subject: Arc::from(subject),
         };
         let mut tr = transaction.handle;
-        // The prepare is where a query waits on its tables' definitions.
+        // The prepare is where a query waits on its tables' definitions;
+        // on a watched thread it is a read like any other, so that a server
+        // that stops answering during it is not left to --lock-timeout.
         let under_way = waits::begin(subject);
+        let read = waits::reading(Some(&stmt.subject));
         // SAFETY: the XSQLDA has room for `sqln` variables.
         unsafe {
             (api.isc_dsql_prepare)(
@@ -126,6 +129,7 @@ impl<'t> Statement<'t> {
             }
             transaction.check(&status)?;
         }
+        drop(read);
         drop(under_way);
         stmt.bind_buffers(count);
         Ok(stmt)

@@ -78,8 +78,8 @@ impl Drop for UnderWay {
     }
 }
 
-/// Why reads are watched as well: a read (opening a cursor, fetching, a
-/// blob segment, an array slice) waits on the server's answer, and a
+/// Why reads are watched as well: a read (a prepare, opening a cursor,
+/// fetching, a blob segment, an array slice) waits on the server's answer, and a
 /// server that stops answering without closing the connection (a process
 /// stopped or stuck, a firewall that drops an idle connection's packets)
 /// leaves that call waiting for ever. TCP keepalive ends it only after
