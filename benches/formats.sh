@@ -28,19 +28,6 @@ mkdir -p "$DATA"
 DB=$DATA/stock-w$W.fdb
 [ -f "$DB" ] || $BIN/fbunload-gen --database "$DB" --warehouses "$W" --tables STOCK,ITEM >&2
 
-
-args_of() {
-  case $1 in
-    fetch-only) echo --fetch-only ;;
-    csv) echo -f csv ;;
-    jsonl) echo -f jsonl ;;
-    parquet) echo -f parquet ;;
-    arrow) echo -f arrow ;;
-    csv.zst) echo -f csv --compress zstd ;;
-    *) echo "unknown mode $1 (fetch-only csv jsonl parquet arrow csv.zst)" >&2; exit 1 ;;
-  esac
-}
-
 rows=$((W * 100000))
 printf 'STOCK, %d rows, %s\n' "$rows" "$(nproc) cores"
 printf '%-8s %-10s %9s %11s %10s %8s %10s %9s\n' \

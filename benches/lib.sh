@@ -39,3 +39,17 @@ run() {
   if [ -d "$DATA/out" ]; then BYTES=$(du -sb "$DATA/out" | cut -f1); fi
 }
 
+
+# args_of MODE: fbunload's arguments for a benchmark mode, one of
+# fetch-only csv jsonl parquet arrow csv.zst.
+args_of() {
+  case $1 in
+    fetch-only) echo --fetch-only ;;
+    csv) echo -f csv ;;
+    jsonl) echo -f jsonl ;;
+    parquet) echo -f parquet ;;
+    arrow) echo -f arrow ;;
+    csv.zst) echo -f csv --compress zstd ;;
+    *) echo "unknown mode $1 (fetch-only csv jsonl parquet arrow csv.zst)" >&2; exit 1 ;;
+  esac
+}

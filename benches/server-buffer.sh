@@ -65,15 +65,6 @@ case $WIRE in
   *) echo "unknown WIRE $WIRE (clear encrypted)" >&2; exit 1 ;;
 esac
 
-args_of() {
-  case $1 in
-    fetch-only) echo --fetch-only ;;
-    csv) echo -f csv ;;
-    parquet) echo -f parquet ;;
-    *) echo "unknown mode $1 (fetch-only csv parquet)" >&2; exit 1 ;;
-  esac
-}
-
 declare -A times
 for _ in $(seq "$RUNS"); do
   for workers in $WORKERS; do

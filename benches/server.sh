@@ -37,14 +37,6 @@ SERVER_PID=$(cat /tmp/fbunload-fb5/server.pid 2>/dev/null || true)
 
 server_cpu() { [ -n "$SERVER_PID" ] && awk '{print ($14 + $15) / 100}' "/proc/$SERVER_PID/stat" || echo 0; }
 
-args_of() {
-  case $1 in
-    fetch-only) echo --fetch-only ;;
-    csv) echo -f csv ;;
-    parquet) echo -f parquet ;;
-    *) echo "unknown mode $1 (fetch-only csv parquet)" >&2; exit 1 ;;
-  esac
-}
 
 wire_of() {
   case $1 in

@@ -485,6 +485,46 @@ impl Drop for PrivateServer {
     }
 }
 
+/// A run to interrupt: a good unload of WIDE in `out`, whose files are
+/// `before`, then a second run into the same directory (with `extra`
+/// arguments), under way and writing when this returns.
+struct SecondRun {
+    server: Fb5,
+    file: PathBuf,
+    out: PathBuf,
+    before: Vec<(String, Vec<u8>)>,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+fn second_run_under_way(private: &PrivateServer, name: &str, extra: &[&str]) -> SecondRun {
+    let server = private.as_fb5();
+    let file = server.file(name);
+    create_wide(&server, &file);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let first = server.fbunload(&file, &["-q", "-j", "2", "-o", out.to_str().unwrap()]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let before = files(&out);
+    let mut args = vec!["-j", "2", "--unit-pages", "64", "--overwrite"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-o", out.to_str().unwrap()]);
+    let mut child = server
+        .command(&file, &args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_writing(&mut child, &out, "WIDE.csv");
+    SecondRun {
+        server,
+        file,
+        out,
+        before,
+        child,
+        _dir: dir,
+    }
+}
+
 /// The server dies while workers read: fbunload retries the units on new
 /// connections, then ends by itself, soon, with one error line that says
 /// the server cannot be reached; the previous run in the
@@ -496,32 +536,14 @@ fn a_server_stopped_mid_run_is_one_clear_error_and_the_last_run_stays() {
     else {
         return;
     };
-    let server = private.as_fb5();
-    let file = server.file("dies");
-    create_wide(&server, &file);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let first = server.fbunload(&file, &["-q", "-j", "2", "-o", out.to_str().unwrap()]);
-    assert!(first.status.success(), "{}", stderr(&first));
-    let before = files(&out);
-
-    let mut child = server
-        .command(
-            &file,
-            &[
-                "-j",
-                "2",
-                "--unit-pages",
-                "64",
-                "--overwrite",
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        )
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until_writing(&mut child, &out, "WIDE.csv");
+    // `_dir` holds the output directory for the rest of the test.
+    let SecondRun {
+        out,
+        before,
+        mut child,
+        _dir,
+        ..
+    } = second_run_under_way(&private, "dies", &[]);
     private.kill();
     let killed = Instant::now();
     while child.try_wait().unwrap().is_none() {
@@ -563,34 +585,14 @@ fn a_server_that_stops_answering_ends_the_run_after_the_stall_timeout() {
     else {
         return;
     };
-    let server = private.as_fb5();
-    let file = server.file("stalls");
-    create_wide(&server, &file);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let first = server.fbunload(&file, &["-q", "-j", "2", "-o", out.to_str().unwrap()]);
-    assert!(first.status.success(), "{}", stderr(&first));
-    let before = files(&out);
-
-    let mut child = server
-        .command(
-            &file,
-            &[
-                "-j",
-                "2",
-                "--unit-pages",
-                "64",
-                "--stall-timeout",
-                "2",
-                "--overwrite",
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        )
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until_writing(&mut child, &out, "WIDE.csv");
+    let SecondRun {
+        server,
+        file,
+        out,
+        before,
+        mut child,
+        _dir,
+    } = second_run_under_way(&private, "stalls", &["--stall-timeout", "2"]);
     private.signal("-STOP");
     let stopped = Instant::now();
     while child.try_wait().unwrap().is_none() {
