@@ -21,11 +21,11 @@
 # this server are skipped, saying so, where FBUNLOAD_TEST_FB5 is not set.
 #
 # `private` starts another server from HOME, all its own, for a test to
-# kill: its root DIR/root links to HOME's files but has its own
-# firebird.conf (port PORT, plus the lines of $FB5_PRIVATE_CONF if set)
-# and security database (SuperServer opens that exclusively), its own
-# lock directory, databases in DIR/db. It prints FB5_PRIVATE_ADDRESS,
-# _DIR, _PASSWORD and _PID.
+# kill: its root DIR/root links to HOME's files (hard links where it can)
+# but has its own firebird.conf (port PORT, plus the lines of
+# $FB5_PRIVATE_CONF if set) and security database (SuperServer opens that
+# exclusively), its own lock directory, databases in DIR/db. It prints
+# FB5_PRIVATE_ADDRESS, _DIR, _PASSWORD and _PID.
 set -euo pipefail
 
 fail() { echo "fb5-server.sh: $*" >&2; exit 1; }
@@ -66,7 +66,10 @@ case "$command" in
     for entry in "$home"/*; do
       case "${entry##*/}" in
         firebird.conf|security[0-9].fdb) ;;
-        *) ln -sfn "$entry" "$root/${entry##*/}" ;;
+        # Hard links where they can be: Firebird 4 refuses a plugin or a
+        # character set module loaded through a linked folder (its path
+        # then differs from the module's own).
+        *) cp -al "$entry" "$root/" 2>/dev/null || ln -sfn "$entry" "$root/${entry##*/}" ;;
       esac
     done
     grep -v -E '^(# fbunload test server|RemoteServicePort|RemoteBindAddress|WireCrypt|WireCompression|MaxParallelWorkers|TcpRemoteBufferSize)' \
