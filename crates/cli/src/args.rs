@@ -278,7 +278,8 @@ pub struct Args {
     /// Seconds a worker may wait for the database to answer one call (a prepare, rows, a blob)
     /// before fbunload gives up: a server that stops answering without closing the connection
     /// (stopped, stuck, a firewall that drops the connection) otherwise leaves the run waiting
-    /// for ever. Then it prints which table and ends (status 1, no manifest.json); 0: no limit
+    /// for ever. Then it closes its connections, names the table and fails (status 1, no
+    /// manifest.json); 0: no limit
     #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
     pub stall_timeout: u64,
 

@@ -324,10 +324,9 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
 }
 
 fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
-    let _wait_watch = wait_watch::WaitWatch::start(
-        Duration::from_secs(args.lock_timeout),
-        (args.stall_timeout > 0).then(|| Duration::from_secs(args.stall_timeout)),
-    );
+    let stall_timeout = (args.stall_timeout > 0).then(|| Duration::from_secs(args.stall_timeout));
+    let _wait_watch =
+        wait_watch::WaitWatch::start(Duration::from_secs(args.lock_timeout), stall_timeout);
     let none_text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {
         format!(
             "--charset {}: not a character set fbunload can decode; use a Firebird name such as \
@@ -367,6 +366,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         max_retries: 3,
         allow_inconsistent: args.allow_inconsistent,
         schema: !args.no_schema,
+        stall_timeout,
     };
     // clap asks for it unless --generate, which never gets here.
     let database = args

@@ -1,13 +1,17 @@
 //! The bounds on waiting for the database that the server does not give.
 //!
 //! `--lock-timeout`: a prepare that waits behind another user's DROP or
-//! ALTER (see [`fbunload::longest_prepare`]). `--stall-timeout`: a read by
-//! a worker that the server never answers, as when the server is stopped
-//! or stuck or the network drops the connection without closing it (see
-//! [`fbunload::ReadWatch`]). Neither call can be cancelled, so a thread
-//! watches them and, when one has waited too long, names its table and
-//! ends the process, as a stop after Ctrl-C does when the server does not
-//! let go.
+//! ALTER (see [`fbunload::longest_prepare`]). It cannot be cancelled, so a
+//! thread watches the prepares and, when one has waited too long, names
+//! its table and ends the process, as a stop after Ctrl-C does when the
+//! server does not let go.
+//!
+//! `--stall-timeout`: a worker's call that the server never answers, as
+//! when the server is stopped or stuck or the network drops the connection
+//! without closing it. The run itself ends that one cleanly, by closing
+//! its connections ([`fbunload::RunOptions::stall_timeout`]); the same
+//! thread ends the process if that has not worked [`FALLBACK_AFTER`] later
+//! (see [`fbunload::ReadWatch`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,6 +20,10 @@ use std::time::Duration;
 
 /// How often the watch looks; small beside any timeout a user gives.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// How long after `--stall-timeout` the process ends by itself if the
+/// run's own closing of its connections did not end the wait.
+const FALLBACK_AFTER: Duration = Duration::from_secs(15);
 
 /// Watches while it lives.
 pub(crate) struct WaitWatch {
@@ -43,7 +51,7 @@ impl WaitWatch {
                     }
                     if let Some(limit) = stall_timeout {
                         if let Some(read) = reads.look() {
-                            if read.waited >= limit {
+                            if read.waited >= limit + FALLBACK_AFTER {
                                 give_up_on_read(read.subject.as_deref(), limit);
                             }
                         }

@@ -575,9 +575,11 @@ fn a_server_stopped_mid_run_is_one_clear_error_and_the_last_run_stays() {
 /// The server stops answering but keeps its connections open (stopped
 /// here, as a stuck server or a connection a firewall silently dropped
 /// would look): no call returns and no error comes, so without a bound the
-/// run would wait for ever. With `--stall-timeout 2` it ends by itself a
-/// few seconds later, with one error line that names the table and the
-/// option, and the previous run in the output directory stays whole.
+/// run would wait for ever. With `--stall-timeout 2` the run closes its
+/// connections a few seconds later and ends as any failed run does: one
+/// error line that names the table and the option, nothing of it left in
+/// the output directory, the previous run there whole. The next run, once
+/// the server answers again, completes.
 #[test]
 fn a_server_that_stops_answering_ends_the_run_after_the_stall_timeout() {
     let Some(private) =
@@ -619,33 +621,73 @@ fn a_server_that_stops_answering_ends_the_run_after_the_stall_timeout() {
             && errors[0].contains("--stall-timeout SECONDS"),
         "the error names the table, what happened and the option: {err}"
     );
-    // The run ended without cleaning up (a thread of it is still in the
-    // client library): its staging directory stays, beside the last run.
-    let table_files = |out: &Path| -> Vec<(String, Vec<u8>)> {
-        let mut found: Vec<_> = std::fs::read_dir(out)
-            .unwrap()
-            .map(|e| e.unwrap())
-            .filter(|e| e.file_type().unwrap().is_file() && e.file_name() != "manifest.json")
-            .map(|e| {
-                let bytes = std::fs::read(e.path()).unwrap();
-                (e.file_name().to_string_lossy().into_owned(), bytes)
-            })
-            .collect();
-        found.sort();
-        found
-    };
+    // It cleaned up as it ended: no staging directory is left.
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}: {err}");
     assert_eq!(
-        table_files(&out),
+        files(&out),
         before,
         "the last good run must stay whole: {err}"
     );
     let check = fbunload_check(&out);
     assert!(check.status.success(), "{}", stderr(&check));
-    // As the error says, the next run removes what the stopped one left.
     let again = server.fbunload(
         &file,
         &["-q", "-j", "2", "--overwrite", "-o", out.to_str().unwrap()],
     );
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(files(&out), before);
+}
+
+/// Ctrl-C while the server answers nothing: the interrupt the run sends
+/// to its connections cannot be answered either, so once its calls have
+/// waited a few seconds more the run closes the connections and ends as
+/// an interrupted run does, with nothing of it left (before: it waited 10
+/// seconds, then ended without cleaning up).
+#[test]
+fn an_interrupt_ends_a_run_whose_server_stopped_answering() {
+    let Some(private) =
+        PrivateServer::start("an_interrupt_ends_a_run_whose_server_stopped_answering")
+    else {
+        return;
+    };
+    let SecondRun {
+        out,
+        before,
+        mut child,
+        _dir,
+        ..
+    } = second_run_under_way(&private, "interrupted", &[]);
+    private.signal("-STOP");
+    std::thread::sleep(Duration::from_millis(500));
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let sent = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if sent.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            private.signal("-CONT");
+            panic!("fbunload still waits a minute after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = sent.elapsed();
+    private.signal("-CONT");
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(130), "{err}");
+    assert!(took < Duration::from_secs(9), "took {took:?}: {err}");
+    assert!(
+        err.contains("interrupted; nothing of this run was kept"),
+        "{err}"
+    );
+    assert_eq!(files(&out), before, "{err}");
 }

@@ -285,6 +285,24 @@ impl Attachment {
         }
     }
 
+    /// Closes this attachment's connection now, so that a call another
+    /// thread has made through it and that the server will never answer
+    /// (a stopped server, a connection dropped without being closed)
+    /// fails at once ("Error reading data from the connection"): what
+    /// `fb_cancel_abort` does through a server. The attachment is useless
+    /// afterwards. Nothing happens with a library too old to cancel.
+    pub fn abort_connection(&self) {
+        let Some(cancel) = self.client().api.fb_cancel_operation else {
+            return;
+        };
+        let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let mut handle = self.handle();
+        // SAFETY: as in `cancel_operation`.
+        unsafe {
+            cancel(status.as_mut_ptr(), &mut handle, item::CANCEL_ABORT);
+        }
+    }
+
     /// A handle that can interrupt this attachment from another thread
     /// without keeping it open: a worker's attachment is detached as soon
     /// as its worker is done, releasing the locks the server holds for it.
@@ -372,6 +390,13 @@ impl Interrupter {
     pub fn cancel_operation(&self) {
         if let Some(inner) = self.attached.upgrade() {
             Attachment { inner }.cancel_operation();
+        }
+    }
+
+    /// [`Attachment::abort_connection`], if the attachment is still open.
+    pub fn abort_connection(&self) {
+        if let Some(inner) = self.attached.upgrade() {
+            Attachment { inner }.abort_connection();
         }
     }
 }

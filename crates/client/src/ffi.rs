@@ -103,6 +103,7 @@ pub mod item {
     pub const TPB_LOCK_TIMEOUT: u8 = 21;
     /// `fb_cancel_operation`'s kind: cancel what the attachment is doing.
     pub const CANCEL_RAISE: u16 = 3;
+    pub const CANCEL_ABORT: u16 = 4;
 
     pub const INFO_END: u8 = 1;
     pub const INFO_TRUNCATED: u8 = 2;

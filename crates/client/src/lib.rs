@@ -38,7 +38,9 @@ pub use locate::{Client, LibrarySource};
 pub use params::{WireCrypt, WireOptions};
 pub use places::set_embedded_runtime_lookup;
 pub use statement::{ColumnDesc, Row, Statement};
-pub use waits::{longest_prepare, watch_reads_on_this_thread, Preparing, ReadWatch, StalledRead};
+pub use waits::{
+    longest_prepare, new_read_group, watch_reads_on_this_thread, Preparing, ReadWatch, StalledRead,
+};
 
 /// A blob id as stored in a row: the 8 raw bytes of an `ISC_QUAD`.
 pub type BlobId = [u8; 8];

@@ -93,6 +93,9 @@ impl Drop for UnderWay {
 /// long, while a `COUNT(*)` of a whole table may legitimately take hours.
 struct ReadState {
     id: u64,
+    /// The run the thread reads for now ([`new_read_group`]), so that one
+    /// run's watch sees its own workers only.
+    group: AtomicU64,
     /// Reads this thread has finished: the watcher sees progress by it.
     /// Written by its thread only, so a plain load and store suffice.
     finished: AtomicU64,
@@ -112,14 +115,23 @@ thread_local! {
     static THIS_READER: RefCell<Option<Arc<ReadState>>> = const { RefCell::new(None) };
 }
 
+/// A new group of watched threads: one run's workers.
+pub fn new_read_group() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Makes the calls that read rows on this thread visible to a
-/// [`ReadWatch`] for the rest of the thread's life.
-pub fn watch_reads_on_this_thread() {
+/// [`ReadWatch`] of `group` (and to one of every group) until the thread
+/// ends or joins another group.
+pub fn watch_reads_on_this_thread(group: u64) {
     THIS_READER.with(|reader| {
         let mut reader = reader.borrow_mut();
-        if reader.is_none() {
+        if let Some(state) = reader.as_ref() {
+            state.group.store(group, Ordering::Relaxed);
+        } else {
             let state = Arc::new(ReadState {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                group: AtomicU64::new(group),
                 finished: AtomicU64::new(0),
                 in_read: AtomicBool::new(false),
                 subject: Mutex::new(None),
@@ -188,14 +200,25 @@ pub struct StalledRead {
 /// longest-waiting read has waited, to within the time between looks.
 #[derive(Default)]
 pub struct ReadWatch {
+    /// Only the threads of this group; `None`: every watched thread.
+    group: Option<u64>,
     /// Per watched thread inside a read at the last look: its count of
     /// finished reads then, and since when that count has not moved.
     seen: HashMap<u64, (u64, Instant)>,
 }
 
 impl ReadWatch {
+    /// A watch of every watched thread.
     pub fn new() -> ReadWatch {
         ReadWatch::default()
+    }
+
+    /// A watch of the threads of `group` ([`new_read_group`]).
+    pub fn of_group(group: u64) -> ReadWatch {
+        ReadWatch {
+            group: Some(group),
+            ..ReadWatch::default()
+        }
     }
 
     /// The read that has waited longest as of now, if any is under way.
@@ -209,7 +232,10 @@ impl ReadWatch {
         let mut seen = HashMap::new();
         let mut longest: Option<(Duration, &Arc<ReadState>)> = None;
         for state in &live {
-            if !state.in_read.load(Ordering::Acquire) {
+            let in_group = self
+                .group
+                .is_none_or(|group| state.group.load(Ordering::Relaxed) == group);
+            if !in_group || !state.in_read.load(Ordering::Acquire) {
                 continue;
             }
             let finished = state.finished.load(Ordering::Acquire);
@@ -262,11 +288,12 @@ mod tests {
     /// thread is not seen at all.
     #[test]
     fn a_read_that_never_finishes_is_seen_waiting_and_one_that_moves_is_not() {
+        let group = new_read_group();
         let stop = Arc::new(AtomicBool::new(false));
         let moving = {
             let stop = stop.clone();
             std::thread::spawn(move || {
-                watch_reads_on_this_thread();
+                watch_reads_on_this_thread(group);
                 let subject: Arc<str> = Arc::from("table MOVING");
                 while !stop.load(Ordering::Relaxed) {
                     let _read = reading(Some(&subject));
@@ -283,7 +310,8 @@ mod tests {
                 }
             })
         };
-        let mut watch = ReadWatch::new();
+        let mut watch = ReadWatch::of_group(group);
+        let mut other_run = ReadWatch::of_group(new_read_group());
         std::thread::sleep(Duration::from_millis(20));
         for _ in 0..5 {
             std::thread::sleep(Duration::from_millis(20));
@@ -297,7 +325,7 @@ mod tests {
         let stuck = {
             let stop = stop.clone();
             std::thread::spawn(move || {
-                watch_reads_on_this_thread();
+                watch_reads_on_this_thread(group);
                 let subject: Arc<str> = Arc::from("table STUCK");
                 drop(reading(Some(&subject)));
                 // A blob of the row just read: no subject of its own.
@@ -309,10 +337,16 @@ mod tests {
         };
         std::thread::sleep(Duration::from_millis(20));
         watch.look();
+        other_run.look();
         std::thread::sleep(Duration::from_millis(60));
         let read = watch.look().expect("the stuck read");
         assert_eq!(read.subject.as_deref(), Some("table STUCK"));
         assert!(read.waited >= Duration::from_millis(60), "{read:?}");
+        assert_eq!(
+            other_run.look(),
+            None,
+            "another run's watch sees none of it"
+        );
         stop.store(true, Ordering::Relaxed);
         for thread in [moving, unwatched, stuck] {
             thread.join().unwrap();

@@ -31,6 +31,8 @@ pub(crate) struct DispatchOptions {
     /// Whether each worker gets a writer thread (there are spare cores).
     pub pipelined: bool,
     pub cancel: Arc<AtomicBool>,
+    /// See [`crate::RunOptions::stall_timeout`].
+    pub stall_timeout: Option<Duration>,
 }
 
 /// What a successful dispatch read.
@@ -40,6 +42,10 @@ pub(crate) struct Dispatched {
     pub rows: Vec<u64>,
     pub retries: u64,
 }
+
+/// How long a call may still wait once the run is stopping before its
+/// connection is closed: a healthy server answers an interrupt at once.
+const STOPPING_GRACE: Duration = Duration::from_secs(5);
 
 /// How often the coordinator checks that the snapshot is still held.
 const SNAPSHOT_CHECK: Duration = Duration::from_millis(250);
@@ -91,6 +97,11 @@ pub(crate) fn dispatch<S: Session>(
         // a signal still interrupts a count blocked on a lock.
         let (run, busy) = (&run, &busy);
         let watcher = std::thread::current();
+        // Apart from the watch, which can itself wait on the database.
+        let read_watcher = options
+            .stall_timeout
+            .map(|limit| scope.spawn(move || run.watch_reads(busy, limit)));
+        let read_watcher = read_watcher.map(|handle| handle.thread().clone());
         scope.spawn(move || {
             for worker in workers {
                 let _ = worker.join();
@@ -99,8 +110,11 @@ pub(crate) fn dispatch<S: Session>(
                 run.guard(|| run.verify());
             }
             busy.fetch_sub(1, Ordering::SeqCst);
-            // The watch ends now, not at its next tick.
+            // The watches end now, not at their next tick.
             watcher.unpark();
+            if let Some(read_watcher) = read_watcher {
+                read_watcher.unpark();
+            }
         });
         run.watch(busy);
     });
@@ -202,6 +216,37 @@ impl<'r, S: Session> Run<'r, S> {
         // A loss in the last interval must still fail the run.
         if !self.failed.load(Ordering::SeqCst) {
             self.guard(|| self.session.check());
+        }
+    }
+
+    /// Ends the run when a worker's call has waited `limit` for the
+    /// database ([`Session::longest_read`]): on a server that stopped
+    /// answering without closing the connections nothing else would. The
+    /// error comes first, so that the workers' calls, failing as their
+    /// connections close, are not taken for lost connections to redo. Once
+    /// the run is stopping anyway (an error, a signal), a call still
+    /// waiting after [`STOPPING_GRACE`] (or half of `limit`, if shorter)
+    /// has its connection closed too.
+    fn watch_reads(&self, busy: &AtomicUsize, limit: Duration) {
+        while busy.load(Ordering::SeqCst) > 0 {
+            std::thread::park_timeout(WATCH_TICK);
+            let Some((subject, waited)) = self.session.longest_read() else {
+                continue;
+            };
+            if waited >= limit {
+                self.fail(ExecError::Stalled {
+                    subject,
+                    seconds: limit.as_secs(),
+                });
+                self.session.abort();
+                return;
+            }
+            // `should_stop`, not `failed`: the watch that would turn a
+            // signal into a failure may itself be waiting on the database.
+            if waited >= STOPPING_GRACE.min(limit / 2) && self.should_stop() {
+                self.session.abort();
+                return;
+            }
         }
     }
 
@@ -498,6 +543,9 @@ mod tests {
         block_until_interrupted: bool,
         /// A unit whose reading panics (a bug).
         panic_in: Option<(usize, usize)>,
+        /// A reader's call, and the snapshot check, are never answered (a
+        /// stopped server): nothing but closing the connections ends them.
+        never_answered: bool,
     }
 
     struct FakeSession {
@@ -506,11 +554,17 @@ mod tests {
         rejoins: AtomicU32,
         interrupted: Arc<AtomicBool>,
         interrupts: AtomicU32,
+        aborted: Arc<AtomicBool>,
+        aborts: AtomicU32,
+        /// When the first never-answered call began.
+        waiting_since: Arc<Mutex<Option<Instant>>>,
     }
 
     struct FakeReader {
         script: Arc<Script>,
         interrupted: Arc<AtomicBool>,
+        aborted: Arc<AtomicBool>,
+        waiting_since: Arc<Mutex<Option<Instant>>>,
     }
 
     impl Session for FakeSession {
@@ -533,6 +587,13 @@ mod tests {
         }
 
         fn check(&self) -> Result<(), ExecError> {
+            // The main attachment's ping is never answered either.
+            if self.script.never_answered {
+                while !self.aborted.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                return Err(ExecError::Server("main attachment lost".into()));
+            }
             if self.script.snapshot_lost {
                 return Err(ExecError::Server("main attachment lost".into()));
             }
@@ -550,6 +611,16 @@ mod tests {
             self.interrupts.fetch_add(1, Ordering::SeqCst);
             self.interrupted.store(true, Ordering::SeqCst);
         }
+
+        fn longest_read(&self) -> Option<(String, Duration)> {
+            let since = (*self.waiting_since.lock().unwrap())?;
+            Some(("table T0".into(), since.elapsed()))
+        }
+
+        fn abort(&self) {
+            self.aborts.fetch_add(1, Ordering::SeqCst);
+            self.aborted.store(true, Ordering::SeqCst);
+        }
     }
 
     impl FakeSession {
@@ -560,6 +631,9 @@ mod tests {
                 rejoins: AtomicU32::new(0),
                 interrupted: Arc::new(AtomicBool::new(false)),
                 interrupts: AtomicU32::new(0),
+                aborted: Arc::new(AtomicBool::new(false)),
+                aborts: AtomicU32::new(0),
+                waiting_since: Arc::new(Mutex::new(None)),
             }
         }
 
@@ -567,6 +641,8 @@ mod tests {
             FakeReader {
                 script: self.script.clone(),
                 interrupted: self.interrupted.clone(),
+                aborted: self.aborted.clone(),
+                waiting_since: self.waiting_since.clone(),
             }
         }
     }
@@ -582,6 +658,17 @@ mod tests {
                 table: format!("T{}", unit.table),
                 message: what.into(),
             };
+            if self.script.never_answered {
+                self.waiting_since
+                    .lock()
+                    .unwrap()
+                    .get_or_insert_with(Instant::now);
+                while !self.aborted.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                // What a closed connection looks like to a worker.
+                return Err(lost("Error reading data from the connection"));
+            }
             if self.script.block_until_interrupted {
                 while !self.interrupted.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(5));
@@ -688,6 +775,7 @@ mod tests {
             max_retries: 2,
             pipelined,
             cancel: Arc::new(AtomicBool::new(false)),
+            stall_timeout: None,
         }
     }
 
@@ -866,6 +954,78 @@ mod tests {
         assert!(matches!(err, ExecError::Interrupted), "{err}");
         assert!(started.elapsed() < Duration::from_secs(2));
         assert_eq!(session.interrupts.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_call_never_answered_fails_the_run_after_the_stall_timeout_without_redos() {
+        let plan = plan(&[("BIG", 2)], 400);
+        let mut session = FakeSession::new(
+            &plan,
+            Script {
+                never_answered: true,
+                ..Script::default()
+            },
+        );
+        let recorder = Recorder::default();
+        let options = DispatchOptions {
+            stall_timeout: Some(Duration::from_millis(200)),
+            ..options(2, false)
+        };
+        let started = Instant::now();
+        let err = run(&mut session, &plan, &recorder, &options).unwrap_err();
+        assert!(
+            matches!(&err, ExecError::Stalled { subject, .. } if subject == "table T0"),
+            "{err}"
+        );
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(session.aborts.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            session.rejoins.load(Ordering::SeqCst),
+            0,
+            "the closed connections are not redone as lost ones"
+        );
+    }
+
+    #[test]
+    fn a_signal_closes_the_connection_of_a_call_never_answered() {
+        let plan = plan(&[("BIG", 2)], 400);
+        let mut session = FakeSession::new(
+            &plan,
+            Script {
+                never_answered: true,
+                ..Script::default()
+            },
+        );
+        let recorder = Recorder::default();
+        let options = DispatchOptions {
+            stall_timeout: Some(Duration::from_secs(2)),
+            ..options(2, false)
+        };
+        let cancel = options.cancel.clone();
+        // After the coordinator's snapshot check has begun, and waits too.
+        let signal = std::thread::spawn(move || {
+            std::thread::sleep(SNAPSHOT_CHECK * 2);
+            cancel.store(true, Ordering::SeqCst);
+        });
+        let started = Instant::now();
+        let err = run(&mut session, &plan, &recorder, &options).unwrap_err();
+        signal.join().unwrap();
+        // Closing the connections, once the call has waited half the
+        // limit, ends the run as the interrupted one it is (not, at the
+        // limit, as a stalled one).
+        assert!(matches!(err, ExecError::Interrupted), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(session.aborts.load(Ordering::SeqCst), 1);
+        assert_eq!(session.rejoins.load(Ordering::SeqCst), 0);
     }
 
     #[test]

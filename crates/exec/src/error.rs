@@ -48,6 +48,14 @@ pub enum ExecError {
          before): run the same command again"
     )]
     Interrupted,
+    /// Table names in `subject` are [`printable`].
+    #[error(
+        "{subject}: no answer from the database for {seconds} s: the server or the network \
+         stopped answering (a stopped or stuck server, a connection dropped without being \
+         closed), so fbunload closed its connections and kept nothing of this run. Check the \
+         server and try again, or wait longer with --stall-timeout SECONDS (0: no limit)"
+    )]
+    Stalled { subject: String, seconds: u64 },
     #[error(
         "snapshot {number} is closed (its holder closed it or lost its connection), so \
          nothing can be read at it any more; read again at a new snapshot"

@@ -25,11 +25,13 @@
 //! allows it, with a snapshot per reader, each table consistent in itself.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use fbunload_client::{
-    Attachment, Client, ConnectOptions, Interrupter, Statement, Transaction, TransactionMode,
+    Attachment, Client, ConnectOptions, Interrupter, ReadWatch, Statement, Transaction,
+    TransactionMode,
 };
 use fbunload_decode::types::type_name_of;
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TypeOptions};
@@ -129,6 +131,9 @@ pub(crate) struct ReadContext {
     pub schemas: Arc<Vec<SchemaRef>>,
     pub types: TypeOptions,
     pub batch: BatchLimits,
+    /// The group its readers' calls are watched in
+    /// ([`fbunload_client::new_read_group`]).
+    pub read_group: u64,
 }
 
 /// Reads the catalog in a short transaction of its own and plans: the
@@ -388,6 +393,9 @@ pub(crate) struct FirebirdSession {
     /// do not make another user's DROP or ALTER of those tables wait for
     /// the whole run, nor that DROP make `--verify` wait for it.
     attachments: Mutex<Vec<Interrupter>>,
+    /// The readers' calls into the client library, for
+    /// [`Session::longest_read`].
+    reads: Mutex<ReadWatch>,
 }
 
 impl FirebirdSession {
@@ -399,6 +407,7 @@ impl FirebirdSession {
     ) -> Self {
         FirebirdSession {
             db,
+            reads: Mutex::new(ReadWatch::of_group(context.read_group)),
             attachments: Mutex::new(vec![main.interrupter()]),
             main,
             consistency,
@@ -640,6 +649,17 @@ impl Session for FirebirdSession {
             attachment.cancel_operation();
         }
     }
+
+    fn longest_read(&self) -> Option<(String, Duration)> {
+        let read = self.reads.lock().unwrap().look()?;
+        Some((read.subject.unwrap_or_else(|| "a read".into()), read.waited))
+    }
+
+    fn abort(&self) {
+        for attachment in self.attachments.lock().unwrap().iter() {
+            attachment.abort_connection();
+        }
+    }
 }
 
 /// One reader's transaction.
@@ -661,9 +681,9 @@ impl Reader for FirebirdReader {
         fetch_only: bool,
         deliver: &mut dyn FnMut(RecordBatch) -> bool,
     ) -> Result<u64, ExecError> {
-        // A unit's reads should each be quick; the command line watches
-        // for one that never returns (a server that stopped answering).
-        fbunload_client::watch_reads_on_this_thread();
+        // A unit's reads should each be quick; the run watches for one
+        // that never returns (a server that stopped answering).
+        fbunload_client::watch_reads_on_this_thread(self.context.read_group);
         let table = &self.context.plan.tables[unit.table];
         let name = table.name.as_str();
         let client_error = |e| ExecError::from_client(name, e);

@@ -298,6 +298,8 @@ impl SnapshotReader {
             schemas: Arc::new(schemas),
             types,
             batch,
+            // Read by the caller's threads, with no run to watch them.
+            read_group: fbunload_client::new_read_group(),
         };
         Ok(SnapshotReader {
             reader: FirebirdReader::new(Arc::new(tr), Arc::new(context)),

@@ -75,7 +75,16 @@ pub struct RunOptions {
     /// Read the DDL of the tables at the snapshot for a destination that
     /// keeps it (`schema.sql` in an output directory).
     pub schema: bool,
+    /// How long a worker's call (a prepare, a fetch, a blob segment) may
+    /// wait for the database before the run closes its connections and
+    /// fails: a server that stops answering without closing them would
+    /// otherwise leave the run waiting for ever. `None`: no limit.
+    pub stall_timeout: Option<Duration>,
 }
+
+/// Long beside any one call of a unit's reads (a unit is a slice of one
+/// table), short beside hours of waiting.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(1800);
 
 impl Default for RunOptions {
     fn default() -> Self {
@@ -90,6 +99,7 @@ impl Default for RunOptions {
             max_retries: 3,
             allow_inconsistent: false,
             schema: true,
+            stall_timeout: Some(DEFAULT_STALL_TIMEOUT),
         }
     }
 }
@@ -266,6 +276,7 @@ impl Prepared {
                 // The workers' batches share one cap, so memory does not
                 // grow with -j.
                 batch: options.batch.shared_by(start.workers),
+                read_group: fbunload_client::new_read_group(),
             },
         );
         let dispatch_options = DispatchOptions {
@@ -275,6 +286,7 @@ impl Prepared {
             max_retries: options.max_retries,
             pipelined: start.workers < std::thread::available_parallelism().map_or(1, |n| n.get()),
             cancel: options.cancel.clone(),
+            stall_timeout: options.stall_timeout,
         };
         let read_schema = options.schema && !options.fetch_only && destination.keeps_schema();
         let mut on_start = |session: &FirebirdSession| {

@@ -7,6 +7,8 @@
 //! the dispatcher's tests implement them with made-up rows, the
 //! [`crate::firebird`] module with attachments and transactions.
 
+use std::time::Duration;
+
 use arrow_array::RecordBatch;
 use fbunload_plan::Unit;
 
@@ -39,6 +41,17 @@ pub(crate) trait Session: Sync {
     /// The run is stopping: make every connection's blocked call (a lock
     /// wait, a long fetch) return now, with an error.
     fn interrupt(&self) {}
+
+    /// What the readers' call that has waited longest for the database
+    /// reads, and how long it has waited, if one is under way. Asked from
+    /// a thread of its own: a call to the database could block it.
+    fn longest_read(&self) -> Option<(String, Duration)> {
+        None
+    }
+
+    /// Closes every connection of the run, so that calls the database will
+    /// never answer fail now. The run cannot go on after it.
+    fn abort(&self) {}
 }
 
 /// One worker's connection.

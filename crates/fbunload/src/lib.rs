@@ -82,11 +82,10 @@ pub use fbunload_client::set_embedded_runtime_lookup;
 /// not wait without bound watches this and gives up (the command line's
 /// `--lock-timeout` ends the process).
 pub use fbunload_client::{longest_prepare, Preparing, WireCrypt, WireOptions};
-/// Watches the reads of an unload's workers: how long the read that has
-/// waited longest for the database's answer has waited. A server that
-/// stops answering without closing the connection leaves a read waiting
-/// for ever; an application that must not hang looks from time to time
-/// and gives up (the command line's `--stall-timeout` ends the process).
+/// Watches the calls of the threads that read units: how long the one
+/// that has waited longest for the database's answer has waited. A run
+/// bounds its own workers' calls ([`RunOptions::stall_timeout`]); this is
+/// for a caller's own threads, and for the command line's last resort.
 pub use fbunload_client::{ReadWatch, StalledRead};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
