@@ -525,6 +525,26 @@ fn second_run_under_way(private: &PrivateServer, name: &str, extra: &[&str]) -> 
     }
 }
 
+/// Waits for `child` to end, at most a minute from `since`, resuming the
+/// (stopped) server before a failure so that it can be killed; returns
+/// how long after `since` the child ended.
+fn wait_for_end(
+    child: &mut std::process::Child,
+    private: &PrivateServer,
+    since: Instant,
+    what: &str,
+) -> Duration {
+    while child.try_wait().unwrap().is_none() {
+        if since.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            private.signal("-CONT");
+            panic!("fbunload still runs a minute after {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    since.elapsed()
+}
+
 /// The server dies while workers read: fbunload retries the units on new
 /// connections, then ends by itself, soon, with one error line that says
 /// the server cannot be reached; the previous run in the
@@ -545,14 +565,7 @@ fn a_server_stopped_mid_run_is_one_clear_error_and_the_last_run_stays() {
         ..
     } = second_run_under_way(&private, "dies", &[]);
     private.kill();
-    let killed = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            killed.elapsed() < Duration::from_secs(60),
-            "fbunload still runs a minute after its server died"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_end(&mut child, &private, Instant::now(), "its server died");
     let ended = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&ended.stderr);
     assert!(!ended.status.success(), "{err}");
@@ -596,16 +609,12 @@ fn a_server_that_stops_answering_ends_the_run_after_the_stall_timeout() {
         _dir,
     } = second_run_under_way(&private, "stalls", &["--stall-timeout", "2"]);
     private.signal("-STOP");
-    let stopped = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if stopped.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            private.signal("-CONT");
-            panic!("fbunload still waits a minute after its server stopped answering");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let waited = stopped.elapsed();
+    let waited = wait_for_end(
+        &mut child,
+        &private,
+        Instant::now(),
+        "its server stopped answering",
+    );
     private.signal("-CONT");
     let ended = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&ended.stderr);
@@ -670,16 +679,7 @@ fn an_interrupt_ends_a_run_whose_server_stopped_answering() {
         .status()
         .unwrap();
     assert!(interrupted.success());
-    let sent = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if sent.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            private.signal("-CONT");
-            panic!("fbunload still waits a minute after Ctrl-C");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let took = sent.elapsed();
+    let took = wait_for_end(&mut child, &private, Instant::now(), "Ctrl-C");
     private.signal("-CONT");
     let ended = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&ended.stderr);

@@ -956,16 +956,20 @@ mod tests {
         assert_eq!(session.interrupts.load(Ordering::SeqCst), 1);
     }
 
-    #[test]
-    fn a_call_never_answered_fails_the_run_after_the_stall_timeout_without_redos() {
-        let plan = plan(&[("BIG", 2)], 400);
-        let mut session = FakeSession::new(
-            &plan,
+    fn never_answered(plan: &Plan) -> FakeSession {
+        FakeSession::new(
+            plan,
             Script {
                 never_answered: true,
                 ..Script::default()
             },
-        );
+        )
+    }
+
+    #[test]
+    fn a_call_never_answered_fails_the_run_after_the_stall_timeout_without_redos() {
+        let plan = plan(&[("BIG", 2)], 400);
+        let mut session = never_answered(&plan);
         let recorder = Recorder::default();
         let options = DispatchOptions {
             stall_timeout: Some(Duration::from_millis(200)),
@@ -994,13 +998,7 @@ mod tests {
     #[test]
     fn a_signal_closes_the_connection_of_a_call_never_answered() {
         let plan = plan(&[("BIG", 2)], 400);
-        let mut session = FakeSession::new(
-            &plan,
-            Script {
-                never_answered: true,
-                ..Script::default()
-            },
-        );
+        let mut session = never_answered(&plan);
         let recorder = Recorder::default();
         let options = DispatchOptions {
             stall_timeout: Some(Duration::from_secs(2)),
