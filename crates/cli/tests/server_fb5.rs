@@ -537,7 +537,11 @@ fn wait_for_end(
     while child.try_wait().unwrap().is_none() {
         if since.elapsed() > Duration::from_secs(60) {
             let _ = child.kill();
-            private.signal("-CONT");
+            // A killed server has no process left to resume.
+            let _ = Command::new("kill")
+                .args(["-CONT", &private.pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
             panic!("fbunload still runs a minute after {what}");
         }
         std::thread::sleep(Duration::from_millis(20));
