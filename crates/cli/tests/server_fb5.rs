@@ -695,3 +695,68 @@ fn an_interrupt_ends_a_run_whose_server_stopped_answering() {
     );
     assert_eq!(files(&out), before, "{err}");
 }
+
+/// A reader of a held snapshot (what a Dask partition or an ADBC partition
+/// reads through) on a server that stops answering in the middle of its
+/// unit: the read closes its connection once a call has waited the stall
+/// timeout and fails with `Stalled`, instead of waiting for ever on the
+/// caller's thread.
+#[test]
+fn a_held_snapshot_reader_fails_when_its_server_stops_answering() {
+    let Some(private) =
+        PrivateServer::start("a_held_snapshot_reader_fails_when_its_server_stops_answering")
+    else {
+        return;
+    };
+    let server = private.as_fb5();
+    let file = server.file("held");
+    create_wide(&server, &file);
+    let unload = fbunload::Unload::new(server.dsn(&file))
+        .user("SYSDBA")
+        .password(server.password.clone())
+        .client(client())
+        .options(fbunload::RunOptions {
+            stall_timeout: Some(Duration::from_secs(2)),
+            ..fbunload::RunOptions::default()
+        });
+    let held = unload.hold_snapshot().unwrap();
+    let whole = held.shares(0, Some(1)).unwrap();
+    let mut reader = unload
+        .join_snapshot(held.ticket().as_ref(), "WIDE")
+        .unwrap();
+    let mut stopped = None;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let read = std::thread::scope(|scope| {
+        // Without the bound the read would wait for ever: kill the server
+        // after a while, so that the test fails instead of hanging.
+        scope.spawn(|| {
+            let started = Instant::now();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                if started.elapsed() > Duration::from_secs(30) {
+                    private.kill();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let read = reader.read(&whole[0], &mut |_batch| {
+            if stopped.is_none() {
+                private.signal("-STOP");
+                stopped = Some(Instant::now());
+            }
+            true
+        });
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        read
+    });
+    let waited = stopped.expect("a first batch").elapsed();
+    private.signal("-CONT");
+    match read {
+        Err(fbunload::Error::Stalled { subject, seconds }) => {
+            assert_eq!((subject.as_str(), seconds), ("table WIDE", 2));
+        }
+        other => panic!("not a stall: {other:?}"),
+    }
+    assert!(waited >= Duration::from_secs(2), "{waited:?}");
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+}

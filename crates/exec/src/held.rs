@@ -30,12 +30,13 @@
 //! snapshot is only a plan, and only if the caller allows inconsistent
 //! reads, each reader then reading in a snapshot of its own.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use fbunload_client::{Attachment, Transaction, TransactionMode};
+use fbunload_client::{Attachment, Interrupter, ReadWatch, Transaction, TransactionMode};
 use fbunload_decode::{BatchLimits, TypeOptions};
 use fbunload_plan::{CatalogError, Plan, PlanOptions, TableFilter, TablePlan, Unit};
 
@@ -124,6 +125,7 @@ pub struct HeldSnapshot {
     db: Database,
     types: TypeOptions,
     batch: BatchLimits,
+    stall_timeout: Option<Duration>,
     /// The transaction that holds the snapshot, on the main attachment,
     /// and the pin it relies on; none where the server cannot share
     /// snapshots.
@@ -170,6 +172,7 @@ impl HeldSnapshot {
             db,
             types: options.types,
             batch: options.batch,
+            stall_timeout: options.stall_timeout,
             holder,
         })
     }
@@ -202,6 +205,7 @@ impl HeldSnapshot {
             self.ticket.as_ref(),
             self.types,
             self.batch,
+            self.stall_timeout,
         )
     }
 }
@@ -258,6 +262,11 @@ fn take_snapshot(main: &Attachment, pin: &Pin) -> Result<(Transaction, SnapshotT
 pub struct SnapshotReader {
     reader: FirebirdReader,
     schema: SchemaRef,
+    /// See [`RunOptions::stall_timeout`]: a read waiting this long for the
+    /// database has its connection closed and fails.
+    stall_timeout: Option<Duration>,
+    connection: Interrupter,
+    read_group: u64,
 }
 
 impl SnapshotReader {
@@ -270,6 +279,7 @@ impl SnapshotReader {
         ticket: Option<&SnapshotTicket>,
         types: TypeOptions,
         batch: BatchLimits,
+        stall_timeout: Option<Duration>,
     ) -> Result<SnapshotReader, ExecError> {
         let attachment = db.attach(true)?;
         let tr = match ticket {
@@ -298,12 +308,15 @@ impl SnapshotReader {
             schemas: Arc::new(schemas),
             types,
             batch,
-            // Read by the caller's threads, with no run to watch them.
+            // Read by the caller's threads; `read` watches them.
             read_group: fbunload_client::new_read_group(),
         };
         Ok(SnapshotReader {
+            connection: attachment.interrupter(),
+            read_group: context.read_group,
             reader: FirebirdReader::new(Arc::new(tr), Arc::new(context)),
             schema,
+            stall_timeout,
         })
     }
 
@@ -316,15 +329,53 @@ impl SnapshotReader {
     /// (its DB_KEY range; its table index is the plan's, not used here),
     /// handing its batches to `deliver` in order until it returns `false`.
     /// Returns the rows read.
+    ///
+    /// A call of the read that the database does not answer within the
+    /// stall timeout (a server stopped or stuck, a connection dropped
+    /// without being closed) closes this reader's connection and fails the
+    /// read with [`ExecError::Stalled`]; the reader is of no use after it.
     pub fn read(
         &mut self,
         unit: &Unit,
         deliver: &mut dyn FnMut(RecordBatch) -> bool,
     ) -> Result<u64, ExecError> {
         let unit = Unit { table: 0, ..*unit };
-        self.reader.read(&unit, false, deliver)
+        let Some(limit) = self.stall_timeout else {
+            return self.reader.read(&unit, false, deliver);
+        };
+        let (reader, connection, group) = (&mut self.reader, &self.connection, self.read_group);
+        let done = AtomicBool::new(false);
+        let stalled: Mutex<Option<String>> = Mutex::new(None);
+        let result = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| {
+                let mut reads = ReadWatch::of_group(group);
+                while !done.load(Ordering::SeqCst) {
+                    std::thread::park_timeout(READ_WATCH_TICK);
+                    if let Some(read) = reads.look().filter(|read| read.waited >= limit) {
+                        *stalled.lock().unwrap() =
+                            Some(read.subject.unwrap_or_else(|| "a read".into()));
+                        connection.abort_connection();
+                        return;
+                    }
+                }
+            });
+            let result = reader.read(&unit, false, deliver);
+            done.store(true, Ordering::SeqCst);
+            watcher.thread().unpark();
+            result
+        });
+        match stalled.into_inner().unwrap() {
+            Some(subject) => Err(ExecError::Stalled {
+                subject,
+                seconds: limit.as_secs(),
+            }),
+            None => result,
+        }
     }
 }
+
+/// How often a reader's watch looks at its read.
+const READ_WATCH_TICK: Duration = Duration::from_millis(50);
 
 /// A transaction on `attachment` at the ticket's snapshot, once sure that
 /// it sees what the holder sees (module docs).

@@ -429,6 +429,7 @@ impl Unload {
             ticket,
             self.options.types,
             self.options.batch,
+            self.options.stall_timeout,
         )
     }
 
