@@ -52,7 +52,7 @@ impl WaitWatch {
                     if let Some(limit) = stall_timeout {
                         if let Some(read) = reads.look() {
                             if read.waited >= limit + FALLBACK_AFTER {
-                                give_up_on_read(read.subject.as_deref(), limit);
+                                give_up_on_read(&read.subject, limit);
                             }
                         }
                     }
@@ -94,8 +94,7 @@ fn give_up_on_prepare(subject: &str, timeout: Duration) -> ! {
 }
 
 /// Ends the process, as [`give_up_on_prepare`] does.
-fn give_up_on_read(subject: Option<&str>, timeout: Duration) -> ! {
-    let subject = subject.unwrap_or("a read");
+fn give_up_on_read(subject: &str, timeout: Duration) -> ! {
     eprintln!(
         "fbunload: error: {subject}: no answer from the database for {} s: the server or the \
          network stopped answering (a stopped or stuck server, a connection dropped without \

@@ -191,8 +191,8 @@ impl Drop for Reading {
 /// thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StalledRead {
-    /// What it reads (e.g. `table STOCK`), or `None` if unnamed.
-    pub subject: Option<String>,
+    /// What it reads (e.g. `table STOCK`), or `a read` if unnamed.
+    pub subject: String,
     pub waited: Duration,
 }
 
@@ -256,7 +256,8 @@ impl ReadWatch {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .as_deref()
-                .map(str::to_string),
+                .unwrap_or("a read")
+                .to_string(),
             waited,
         })
     }
@@ -318,7 +319,7 @@ mod tests {
             // The moving thread's wait starts again at each look (give or
             // take a loaded machine's pauses).
             if let Some(read) = watch.look() {
-                assert_eq!(read.subject.as_deref(), Some("table MOVING"));
+                assert_eq!(read.subject, "table MOVING");
                 assert!(read.waited < Duration::from_millis(500), "{read:?}");
             }
         }
@@ -340,7 +341,7 @@ mod tests {
         other_run.look();
         std::thread::sleep(Duration::from_millis(60));
         let read = watch.look().expect("the stuck read");
-        assert_eq!(read.subject.as_deref(), Some("table STUCK"));
+        assert_eq!(read.subject, "table STUCK");
         assert!(read.waited >= Duration::from_millis(60), "{read:?}");
         assert_eq!(
             other_run.look(),

@@ -98,10 +98,12 @@ pub(crate) fn dispatch<S: Session>(
         let (run, busy) = (&run, &busy);
         let watcher = std::thread::current();
         // Apart from the watch, which can itself wait on the database.
-        let read_watcher = options
-            .stall_timeout
-            .map(|limit| scope.spawn(move || run.watch_reads(busy, limit)));
-        let read_watcher = read_watcher.map(|handle| handle.thread().clone());
+        let read_watcher = options.stall_timeout.map(|limit| {
+            scope
+                .spawn(move || run.watch_reads(busy, limit))
+                .thread()
+                .clone()
+        });
         scope.spawn(move || {
             for worker in workers {
                 let _ = worker.join();

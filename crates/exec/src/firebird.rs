@@ -652,7 +652,7 @@ impl Session for FirebirdSession {
 
     fn longest_read(&self) -> Option<(String, Duration)> {
         let read = self.reads.lock().unwrap().look()?;
-        Some((read.subject.unwrap_or_else(|| "a read".into()), read.waited))
+        Some((read.subject, read.waited))
     }
 
     fn abort(&self) {
@@ -669,6 +669,11 @@ pub(crate) struct FirebirdReader {
 }
 
 impl FirebirdReader {
+    /// The group its calls are watched in.
+    pub(crate) fn read_group(&self) -> u64 {
+        self.context.read_group
+    }
+
     pub(crate) fn new(tr: Arc<Transaction>, context: Arc<ReadContext>) -> Self {
         FirebirdReader { tr, context }
     }

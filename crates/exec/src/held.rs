@@ -266,7 +266,6 @@ pub struct SnapshotReader {
     /// database has its connection closed and fails.
     stall_timeout: Option<Duration>,
     connection: Interrupter,
-    read_group: u64,
 }
 
 impl SnapshotReader {
@@ -313,7 +312,6 @@ impl SnapshotReader {
         };
         Ok(SnapshotReader {
             connection: attachment.interrupter(),
-            read_group: context.read_group,
             reader: FirebirdReader::new(Arc::new(tr), Arc::new(context)),
             schema,
             stall_timeout,
@@ -343,7 +341,8 @@ impl SnapshotReader {
         let Some(limit) = self.stall_timeout else {
             return self.reader.read(&unit, false, deliver);
         };
-        let (reader, connection, group) = (&mut self.reader, &self.connection, self.read_group);
+        let group = self.reader.read_group();
+        let (reader, connection) = (&mut self.reader, &self.connection);
         let done = AtomicBool::new(false);
         let stalled: Mutex<Option<String>> = Mutex::new(None);
         let result = std::thread::scope(|scope| {
@@ -352,8 +351,7 @@ impl SnapshotReader {
                 while !done.load(Ordering::SeqCst) {
                     std::thread::park_timeout(READ_WATCH_TICK);
                     if let Some(read) = reads.look().filter(|read| read.waited >= limit) {
-                        *stalled.lock().unwrap() =
-                            Some(read.subject.unwrap_or_else(|| "a read".into()));
+                        *stalled.lock().unwrap() = Some(read.subject);
                         connection.abort_connection();
                         return;
                     }
