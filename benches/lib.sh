@@ -39,7 +39,6 @@ run() {
   if [ -d "$DATA/out" ]; then BYTES=$(du -sb "$DATA/out" | cut -f1); fi
 }
 
-
 # args_of MODE: fbunload's arguments for a benchmark mode, one of
 # fetch-only csv jsonl parquet arrow csv.zst.
 args_of() {

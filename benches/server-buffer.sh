@@ -70,13 +70,11 @@ for _ in $(seq "$RUNS"); do
   for workers in $WORKERS; do
     for mode in $MODES; do
       for size in $SIZES; do
-        rm -rf "$WORK/out"
+        # One run at a time, so that the two servers alternate.
         # shellcheck disable=SC2046,SC2086 # the mode's and wire's arguments are words
-        /usr/bin/time -f '%e' -o "$WORK/time.txt" \
-          $BIN/fbunload -d "${dsn[$size]}" -u SYSDBA -p "${password[$size]}" \
-          --tables STOCK -j "$workers" $(args_of "$mode") $WIRE_ARGS \
-          -q -o "$WORK/out"
-        times[$workers $mode $size]+="$(cat "$WORK/time.txt") "
+        RUNS=1 FB_PASSWORD=${password[$size]} DATA=$WORK run "${dsn[$size]}" \
+          --tables STOCK -j "$workers" $(args_of "$mode") $WIRE_ARGS
+        times[$workers $mode $size]+="$SECS "
       done
     done
   done

@@ -37,7 +37,6 @@ SERVER_PID=$(cat /tmp/fbunload-fb5/server.pid 2>/dev/null || true)
 
 server_cpu() { [ -n "$SERVER_PID" ] && awk '{print ($14 + $15) / 100}' "/proc/$SERVER_PID/stat" || echo 0; }
 
-
 wire_of() {
   case $1 in
     encrypted) echo ;;
