@@ -273,16 +273,7 @@ impl Attachment {
     /// lock wait, a fetch) fail now with "operation was cancelled". Does
     /// nothing when the attachment is idle or the library is too old.
     pub fn cancel_operation(&self) {
-        let Some(cancel) = self.client().api.fb_cancel_operation else {
-            return;
-        };
-        let mut status: StatusVector = [0; ffi::STATUS_LEN];
-        let mut handle = self.handle();
-        // SAFETY: the handle is live while `self` is; errors (nothing to
-        // cancel) are moot.
-        unsafe {
-            cancel(status.as_mut_ptr(), &mut handle, item::CANCEL_RAISE);
-        }
+        self.cancel(item::CANCEL_RAISE);
     }
 
     /// Closes this attachment's connection now, so that a call another
@@ -292,14 +283,20 @@ impl Attachment {
     /// `fb_cancel_abort` does through a server. The attachment is useless
     /// afterwards. Nothing happens with a library too old to cancel.
     pub fn abort_connection(&self) {
+        self.cancel(item::CANCEL_ABORT);
+    }
+
+    /// `fb_cancel_operation` of `kind`, where the library has it.
+    fn cancel(&self, kind: u16) {
         let Some(cancel) = self.client().api.fb_cancel_operation else {
             return;
         };
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         let mut handle = self.handle();
-        // SAFETY: as in `cancel_operation`.
+        // SAFETY: the handle is live while `self` is; errors (nothing to
+        // cancel, a connection already closed) are moot.
         unsafe {
-            cancel(status.as_mut_ptr(), &mut handle, item::CANCEL_ABORT);
+            cancel(status.as_mut_ptr(), &mut handle, kind);
         }
     }
 
