@@ -16,7 +16,7 @@
 #   WORKERS="1 2" MODES="fetch-only csv parquet" benches/server-buffer.sh
 #   WIRE=encrypted benches/server-buffer.sh     # Firebird 5's default wire
 #
-# Needs a server build (README: Against a real server; FBUNLOAD_FB5_HOME
+# Needs a server build (docs/server.md; FBUNLOAD_FB5_HOME
 # or /opt/fbunload-fb5), /usr/bin/time and bc. Ports 3061 and 3062.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -8,7 +8,7 @@
 # machine's cores: the server's CPU time and fbunload's are shown beside
 # the wall time (with two cores, (server + client) / 2 is the floor).
 #
-#   eval "$(scripts/fb5-server.sh start)"     # the server (README: Against a real server)
+#   eval "$(scripts/fb5-server.sh start)"     # the server (docs/server.md)
 #   benches/server.sh                         # 2 cores: W=5, 1 and 2 workers
 #   W=20 WORKERS="1 2 4 8 16" benches/server.sh
 #   WIRES=encrypted MODES="fetch-only csv" benches/server.sh

@@ -30,7 +30,7 @@ if [ -x "$fb5_home/bin/firebird" ] && [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]
     stop_servers="${stop_servers:-true}; bash scripts/fb5-server.sh stop $fb5_home"
   fi
 else
-  echo "==> no Firebird 5 server in $fb5_home: its tests are skipped (README: Against a real server)" >&2
+  echo "==> no Firebird 5 server in $fb5_home: its tests are skipped (docs/server.md)" >&2
 fi
 # The embedded engine's lock files go to a directory of this run's own:
 # in the shared default (/tmp/firebird) a lock file another engine left

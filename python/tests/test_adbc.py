@@ -133,7 +133,7 @@ def test_partitions_read_in_two_processes_join_one_snapshot_on_a_firebird_5_serv
         for name in ["FBUNLOAD_TEST_FB5", "FBUNLOAD_TEST_FB5_DIR", "FBUNLOAD_TEST_FB5_PASSWORD"]
     ]
     if password is None:
-        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; README: Against a real server)")
+        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; docs/server.md)")
     dsn = f"{address}:{directory}/adbc-bank-{os.getpid()}.fdb"
     script = os.path.join(os.path.dirname(__file__), "adbc_partitions.py")
     try:

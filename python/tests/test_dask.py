@@ -318,7 +318,7 @@ def fb5_bank():
     names = ["FBUNLOAD_TEST_FB5", "FBUNLOAD_TEST_FB5_DIR", "FBUNLOAD_TEST_FB5_PASSWORD"]
     address, directory, password = [os.environ.get(name) for name in names]
     if password is None:
-        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; README: Against a real server)")
+        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; docs/server.md)")
     dsn = f"{address}:{directory}/dask-bank-{os.getpid()}.fdb"
     make_database(dsn, BANK, page_size=4096, password=password)
     yield dsn, password

@@ -59,7 +59,7 @@ def test_every_type_equals_what_firebird_driver_returns(types_db):
 
 def test_types_follow_the_readme_mapping(types_db):
     schema = fbunload.read_arrow(types_db, "T", **AUTH).schema
-    # The storage decides the precision (README): BIGINT holds 19 digits.
+    # The storage decides the precision (docs/formats.md): BIGINT holds 19 digits.
     assert schema.field("N").type == pa.decimal128(19, 4)
     # INT128 holds 39 digits: the one Arrow decimal that holds them all.
     assert schema.field("I128").type == pa.decimal256(39, 0)
@@ -495,7 +495,7 @@ def test_array_columns_read_as_firebird_driver_reads_them(tmp_path):
     assert frame["WORDS"].to_list() == [expected[0][2], None]
     assert frame["HUGE"].to_list() == [[INT128_MIN, INT128_MAX], None]
 
-    # DuckDB reads the Arrow table by its name; it refuses decimal256 (README).
+    # DuckDB reads the Arrow table by its name; it refuses decimal256 (docs/python.md).
     arrays = table.select(["ID", "GRID", "WORDS"])  # noqa: F841
     words = duckdb.sql("SELECT WORDS[2] AS W FROM arrays ORDER BY ID").fetchall()
     assert words == [("日本",), (None,)]

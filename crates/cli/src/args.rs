@@ -239,7 +239,7 @@ pub struct Args {
     pub wire_compression: bool,
 
     /// Encryption of a server's wire (WireCrypt): disabled saves CPU on both ends (see
-    /// README: Against a real server) where the server allows it, on a network you trust;
+    /// docs/server.md) where the server allows it, on a network you trust;
     /// the server's own WireCrypt decides what it accepts (Firebird 5's default, Required,
     /// refuses disabled) [default: enabled]
     #[arg(long, value_enum, value_name = "MODE")]

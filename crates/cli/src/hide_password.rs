@@ -8,7 +8,7 @@
 //! copy, overwrite the password's bytes in place with `x`.
 //!
 //! There is a window between exec and this overwrite; `ISC_PASSWORD`, which
-//! only the same user and root can read, has none. The README says so.
+//! only the same user and root can read, has none. docs/command-line.md says so.
 
 /// Where, in each argument, the password's bytes are: the whole argument
 /// (`-p secret`) or its tail (`-psecret`, `--password=secret`).

@@ -73,7 +73,7 @@ fn parquet_and_arrow_hold_what_firebird_returned() {
 /// digits): `-f parquet` and `-f arrow` with no option failed on them,
 /// after reading everything. INT128 is now decimal256(39, 0), whatever the
 /// values; pyarrow reads every value as firebird-driver does, DuckDB the
-/// NUMERIC columns exactly and INT128 as the DOUBLE the README says.
+/// NUMERIC columns exactly and INT128 as the DOUBLE docs/formats.md says.
 #[test]
 fn int128_extremes_unload_to_parquet_and_arrow_with_defaults() {
     let dir = tempfile::tempdir().unwrap();

@@ -2,7 +2,7 @@
 //! package registry here ships a Firebird 4/5 server, so it is built from
 //! Firebird's source and started by `scripts/fb5-server.sh`, which sets
 //! `FBUNLOAD_TEST_FB5*` (scripts/test.sh does both when a build is there;
-//! README: Against a real server). Where no such server runs, every test
+//! docs/server.md). Where no such server runs, every test
 //! here says it is skipped, and passes.
 
 mod common;
@@ -39,7 +39,7 @@ fn fb5(test: &str) -> Option<Fb5> {
         _ => {
             eprintln!(
                 "{test}: skipped, no Firebird 5 server (build and start one: \
-                 scripts/fb5-server.sh, README: Against a real server)"
+                 scripts/fb5-server.sh, docs/server.md)"
             );
             None
         }
@@ -411,7 +411,7 @@ impl PrivateServer {
         if !Path::new(&home).join("bin/firebird").exists() {
             eprintln!(
                 "{test}: skipped, no Firebird 5 build in {home} (scripts/fb5-server.sh build; \
-                 README: Against a real server)"
+                 docs/server.md)"
             );
             return None;
         }
