@@ -64,13 +64,14 @@ fi
 # read it), DuckDB (Parquet as analytics engines read it); for the Python
 # package: maturin (builds it), pytest, polars, firebird-driver (the
 # reference driver its values are compared with), and Dask with distributed
-# (fbunload.dask), and the ADBC driver manager (fbunload.adbc). Each module
-# name maps to its pip package.
+# (fbunload.dask), the ADBC driver manager (fbunload.adbc), and MkDocs
+# (the docs book, built by test_readme.py). Each module name maps to its pip
+# package.
 missing_py=()
 for spec in pyarrow.parquet:pyarrow pandas:pandas duckdb:duckdb maturin:maturin \
     pytest:pytest polars:polars firebird.driver:firebird-driver \
     dask.dataframe:dask[dataframe] distributed:distributed \
-    adbc_driver_manager:adbc-driver-manager; do
+    adbc_driver_manager:adbc-driver-manager mkdocs:mkdocs; do
   "$PYTHON" -c "import ${spec%%:*}" 2>/dev/null || missing_py+=("${spec##*:}")
 done
 if [ ${#missing_py[@]} -gt 0 ]; then
