@@ -279,8 +279,9 @@ pub struct Args {
     /// before fbunload gives up: a server that stops answering without closing the connection
     /// (stopped, stuck, a firewall that drops the connection) otherwise leaves the run waiting
     /// for ever. Then it closes its connections, names the table and fails (status 1, no
-    /// manifest.json); 0: no limit
-    #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
+    /// manifest.json); 0: no limit, at most a year
+    #[arg(long, default_value_t = 1800, value_name = "SECONDS",
+          value_parser = stall_timeout_seconds)]
     pub stall_timeout: u64,
 
     /// Benchmark aid: read every row with the same attachments, snapshot and units, and drop
@@ -658,6 +659,15 @@ impl Args {
             )),
         }
     }
+}
+
+/// `--stall-timeout`: seconds, bounded as the library bounds them.
+fn stall_timeout_seconds(text: &str) -> Result<u64, String> {
+    let seconds = text
+        .parse::<u64>()
+        .map_err(|_| format!("{text:?}: not a number of seconds"))?;
+    fbunload::stall_timeout_from_secs(seconds)?;
+    Ok(seconds)
 }
 
 /// `--max-rows`: a whole number of rows, at least 1.

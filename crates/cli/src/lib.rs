@@ -324,7 +324,8 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
 }
 
 fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
-    let stall_timeout = (args.stall_timeout > 0).then(|| Duration::from_secs(args.stall_timeout));
+    // Checked when parsed.
+    let stall_timeout = fbunload::stall_timeout_from_secs(args.stall_timeout)?;
     let _wait_watch =
         wait_watch::WaitWatch::start(Duration::from_secs(args.lock_timeout), stall_timeout);
     let none_text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {

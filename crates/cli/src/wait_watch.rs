@@ -51,7 +51,7 @@ impl WaitWatch {
                     }
                     if let Some(limit) = stall_timeout {
                         if let Some(read) = reads.look() {
-                            if read.waited >= limit + FALLBACK_AFTER {
+                            if fallback_due(read.waited, limit) {
                                 give_up_on_read(&read.subject, limit);
                             }
                         }
@@ -75,6 +75,14 @@ impl Drop for WaitWatch {
             let _ = thread.join();
         }
     }
+}
+
+/// Whether a read that has `waited` is [`FALLBACK_AFTER`] past `limit`;
+/// never, where that sum is beyond what a `Duration` holds.
+fn fallback_due(waited: Duration, limit: Duration) -> bool {
+    limit
+        .checked_add(FALLBACK_AFTER)
+        .is_some_and(|due| waited >= due)
 }
 
 const NOTHING_PUBLISHED: &str = "No manifest.json was written; the next run into the directory \
@@ -103,4 +111,19 @@ fn give_up_on_read(subject: &str, timeout: Duration) -> ! {
         timeout.as_secs()
     );
     crate::exit_without_cleanup(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fallback_comes_15_s_after_the_limit_and_never_past_durations_end() {
+        let limit = Duration::from_secs(5);
+        assert!(!fallback_due(Duration::from_secs(19), limit));
+        assert!(fallback_due(Duration::from_secs(20), limit));
+        // `limit + FALLBACK_AFTER` overflowed here and ended the watch.
+        assert!(!fallback_due(Duration::MAX, Duration::MAX));
+        assert!(!fallback_due(Duration::MAX, Duration::from_secs(u64::MAX)));
+    }
 }

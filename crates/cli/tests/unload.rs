@@ -491,6 +491,18 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let out = fbunload(&db, &["--parallel", "0"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("--parallel"), "{}", stderr(&out));
+    // Near u64::MAX the watch's arithmetic overflowed: its thread
+    // panicked and the run went on without it, exit 0 (issue 37).
+    for seconds in ["18446744073709551615", "31622401"] {
+        let out = fbunload(&db, &["--stall-timeout", seconds, "-o", out_arg]);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "--stall-timeout {seconds}: {err}");
+        assert!(
+            err.contains("--stall-timeout") && err.contains("longer than a year"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
     assert!(
         !out_dir.exists() || files(&out_dir).is_empty(),
         "failed runs write nothing"

@@ -86,6 +86,23 @@ pub struct RunOptions {
 /// table), short beside hours of waiting.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(1800);
 
+/// The longest stall timeout accepted, in seconds: a year. Watches add
+/// their own margins to the limit, and no call should wait longer anyway.
+pub const MAX_STALL_TIMEOUT_SECS: u64 = 366 * 24 * 3600;
+
+/// [`RunOptions::stall_timeout`] from a number of seconds, as the command
+/// line's `--stall-timeout` and other front ends take it: 0 is no limit,
+/// more than [`MAX_STALL_TIMEOUT_SECS`] is refused.
+pub fn stall_timeout_from_secs(seconds: u64) -> Result<Option<Duration>, String> {
+    if seconds > MAX_STALL_TIMEOUT_SECS {
+        return Err(format!(
+            "{seconds} seconds is longer than a year; give at most {MAX_STALL_TIMEOUT_SECS} \
+             (or 0: no limit)"
+        ));
+    }
+    Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
