@@ -84,6 +84,7 @@ pub const CHARSET_NONE: u8 = 0;
 /// The character set id of CHARACTER SET OCTETS (binary).
 pub const CHARSET_OCTETS: u8 = 1;
 pub const CHARSET_UTF8: u8 = 4;
+const CHARSET_ASCII: u8 = 2;
 
 /// Our own label for exact ISO 8859-1, which WHATWG has not.
 const LATIN1: &str = "latin1-exact";
@@ -100,6 +101,8 @@ pub fn charset_name(id: u8) -> Option<&'static str> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextDecoder {
     kind: Kind,
+    /// The Firebird character set it decodes.
+    charset: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +115,10 @@ enum Kind {
 }
 
 impl TextDecoder {
-    pub const UTF8: TextDecoder = TextDecoder { kind: Kind::Utf8 };
+    pub const UTF8: TextDecoder = TextDecoder {
+        kind: Kind::Utf8,
+        charset: CHARSET_UTF8,
+    };
 
     /// The decoder for a Firebird character set name (`--charset`), or
     /// `None` if we cannot decode it. `NONE` means "as they are": UTF-8,
@@ -138,7 +144,27 @@ impl TextDecoder {
             LATIN1 => Kind::Latin1,
             label => Kind::Legacy(Encoding::for_label(label.as_bytes())?),
         };
-        Some(TextDecoder { kind })
+        Some(TextDecoder { kind, charset: id })
+    }
+
+    /// The Firebird name of the character set it decodes (`NONE`'s
+    /// decoder is UTF8's).
+    pub fn charset_name(&self) -> &'static str {
+        charset_name(self.charset).unwrap_or("UTF8")
+    }
+
+    /// `text` in this character set, or `None` if it holds a character the
+    /// set has not; the reverse of [`Self::decode_into`].
+    pub fn encode(&self, text: &str) -> Option<Vec<u8>> {
+        match self.kind {
+            Kind::Utf8 if self.charset == CHARSET_ASCII && !text.is_ascii() => None,
+            Kind::Utf8 => Some(text.as_bytes().to_vec()),
+            Kind::Latin1 => text.chars().map(|c| u8::try_from(c).ok()).collect(),
+            Kind::Legacy(encoding) => {
+                let (bytes, _, unmappable) = encoding.encode(text);
+                (!unmappable).then(|| bytes.into_owned())
+            }
+        }
     }
 
     /// Whether text of this character set id reaches fbunload as it is
@@ -420,6 +446,28 @@ mod tests {
         assert!(!TextDecoder::client_reads(10));
         assert!(TextDecoder::client_reads(CHARSET_NONE));
         assert!(TextDecoder::client_reads(4));
+    }
+
+    #[test]
+    fn text_encodes_back_to_the_bytes_it_decodes_from_or_not_at_all() {
+        let decoder = |name| TextDecoder::for_charset(name).unwrap();
+        assert_eq!(decoder("WIN1252").encode("café €"), Some(b"caf\xe9 \x80".to_vec()));
+        assert_eq!(decoder("WIN1252").charset_name(), "WIN1252");
+        assert_eq!(decoder("WIN1252").encode("Ж"), None);
+        assert_eq!(decoder("ISO8859_1").encode("ÿ"), Some(vec![0xff]));
+        assert_eq!(decoder("ISO8859_1").encode("€"), None);
+        assert_eq!(decoder("UTF8").encode("Ж"), Some("Ж".as_bytes().to_vec()));
+        assert_eq!(decoder("ASCII").encode("Ж"), None);
+        assert_eq!(decoder("NONE").charset_name(), "UTF8");
+        for (id, name, label) in CHARACTER_SETS {
+            if label.is_some() {
+                let decoder = TextDecoder::for_charset_id(*id).unwrap();
+                assert_eq!(decoder.charset_name(), *name);
+                let mut text = String::new();
+                decoder.decode_into(b"abc", &mut text).unwrap();
+                assert_eq!(decoder.encode(&text).as_deref(), Some(&b"abc"[..]), "{name}");
+            }
+        }
     }
 
     #[test]

@@ -41,7 +41,7 @@ use fbunload_decode::TextDecoder;
 use crate::catalog::{Column, Table};
 use crate::identifier::quote_identifier;
 use crate::query::DrivingTable;
-use crate::sql_text::without_comments;
+use crate::sql_text::for_the_engine;
 
 /// Units per worker the automatic size aims at.
 pub const UNITS_PER_WORKER: u64 = 8;
@@ -70,6 +70,10 @@ pub struct PlanOptions {
     /// Whether the server removes CHAR padding before rows go on the wire
     /// (see `select_list`): for attachments through a server.
     pub trim_char_on_server: bool,
+    /// The character set user SQL's non-ASCII string literals are sent in
+    /// (see [`crate::sql_text::for_the_engine`]): that of `CHARACTER SET
+    /// NONE` text (`--charset`), UTF8 by default.
+    pub literals: TextDecoder,
 }
 
 impl Default for PlanOptions {
@@ -80,6 +84,7 @@ impl Default for PlanOptions {
             page_size: 8192,
             split_tables: true,
             trim_char_on_server: false,
+            literals: TextDecoder::UTF8,
         }
     }
 }
@@ -160,6 +165,8 @@ pub struct TablePlan {
     /// The rows to read (`--where`), ANDed to every unit's range.
     pub condition: Option<String>,
     select: String,
+    /// The character set the condition's literals are sent in.
+    literals: TextDecoder,
     dp_per_pp: u64,
     /// The data-page slots its units cover; 0 for a table read whole.
     slots: u64,
@@ -309,7 +316,10 @@ impl TablePlan {
     fn with_where(&self, mut query: String, range: Vec<String>) -> String {
         let mut terms = Vec::with_capacity(range.len() + 1);
         if let Some(condition) = &self.condition {
-            terms.push(format!("(\n{}\n)", without_comments(condition)));
+            terms.push(format!(
+                "(\n{}\n)",
+                for_the_engine(condition, &self.literals)
+            ));
         }
         terms.extend(range);
         if !terms.is_empty() {
@@ -376,6 +386,7 @@ impl Plan {
                 unit_count: units.len(),
                 condition: None,
                 select: select_list(table, options.trim_char_on_server),
+                literals: options.literals,
                 dp_per_pp,
                 slots,
                 driving: None,
@@ -436,10 +447,13 @@ impl Plan {
                 condition: None,
                 // The query as Firebird will read it; `query` keeps it as
                 // given, for the plan and the manifest.
-                select: without_comments(&read.sql),
+                select: for_the_engine(&read.sql, &options.literals),
+                literals: options.literals,
                 dp_per_pp,
                 slots,
-                driving: read.driving.map(|(driving, _)| driving),
+                driving: read
+                    .driving
+                    .map(|(driving, _)| driving.for_the_engine(&options.literals)),
                 casts: read.casts,
                 byte_charsets: Vec::new(),
                 name: read.name,
@@ -703,7 +717,7 @@ mod tests {
             workers,
             page_size: 8192,
             split_tables: true,
-            trim_char_on_server: false,
+            ..PlanOptions::default()
         }
     }
 

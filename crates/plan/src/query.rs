@@ -80,6 +80,16 @@ impl DrivingTable {
         // The line break ends the user's text before fbunload's goes on.
         format!("{}\n({rows}){alias}{}", self.before, self.after)
     }
+
+    /// The same, its text as fbunload sends it
+    /// ([`crate::sql_text::for_the_engine`]).
+    pub fn for_the_engine(self, literals: &fbunload_decode::TextDecoder) -> DrivingTable {
+        DrivingTable {
+            before: crate::sql_text::for_the_engine(&self.before, literals),
+            after: crate::sql_text::for_the_engine(&self.after, literals),
+            ..self
+        }
+    }
 }
 
 /// Words that would apply to each unit apart, not to the whole result,

@@ -45,6 +45,8 @@
 
 use std::ops::Range;
 
+use fbunload_decode::TextDecoder;
+
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TokenKind {
@@ -175,6 +177,89 @@ pub fn without_comments(sql: &str) -> String {
     }
     // Whole characters were replaced by as many spaces as they had bytes.
     String::from_utf8(bytes).unwrap_or_else(|_| sql.to_string())
+}
+
+/// `sql` as fbunload sends it: comments blanked ([`without_comments`]),
+/// and each string literal that holds non-ASCII text and has no character
+/// set introducer of its own given one, so that the engine reads it as
+/// the user meant. fbunload's connection character set is NONE (columns
+/// arrive as stored, to be decoded exactly), and in NONE a literal's bytes
+/// are taken as they are, whatever the column they meet: `W = 'café'`
+/// would compare UTF-8 bytes with a WIN1252 column's. So a literal gets
+/// the character set a client connected in `literals`' set (`--charset`,
+/// UTF8 by default) would give it: its text in that set, as a hex string
+/// with that set's introducer (`_WIN1252 X'636166E9'`, its line breaks
+/// kept after it), or, for UTF8 and where that set cannot hold the text,
+/// `_UTF8` before the literal as written. Adjacent strings (`'a' 'é'`),
+/// one literal for the engine, take one introducer.
+pub fn for_the_engine(sql: &str, literals: &TextDecoder) -> String {
+    let blanked = without_comments(sql);
+    let Ok(tokens) = tokens(&blanked) else {
+        return blanked;
+    };
+    let is_plain = |t: &Token<'_>| t.kind == TokenKind::Text && t.text.starts_with('\'');
+    let mut out = String::with_capacity(blanked.len() + 16);
+    let mut copied = 0;
+    let mut i = 0;
+    while i < tokens.len() {
+        let first = &tokens[i];
+        if first.kind != TokenKind::Text {
+            i += 1;
+            continue;
+        }
+        // The engine joins a string to the plain strings that follow it.
+        let mut end = i + 1;
+        if !first.text.starts_with(['q', 'Q']) {
+            while tokens.get(end).is_some_and(is_plain) {
+                end += 1;
+            }
+        }
+        let run = &tokens[i..end];
+        i = end;
+        let hex = first.text.starts_with(['x', 'X']);
+        let introduced = tokens[..i - run.len()]
+            .last()
+            .is_some_and(|t| t.kind == TokenKind::Word && t.text.starts_with('_'));
+        if hex || introduced || run.iter().all(|t| t.text.is_ascii()) {
+            continue;
+        }
+        let (start, stop) = (first.start, run[run.len() - 1].end());
+        out.push_str(&blanked[copied..start]);
+        copied = stop;
+        let encoded = if literals.is_utf8() {
+            None
+        } else {
+            literals.encode(&run.iter().map(|t| literal_value(t.text)).collect::<String>())
+        };
+        match encoded {
+            Some(bytes) => {
+                out.push('_');
+                out.push_str(literals.charset_name());
+                out.push_str(" X'");
+                for byte in bytes {
+                    out.push_str(&format!("{byte:02X}"));
+                }
+                out.push('\'');
+                out.extend(blanked[start..stop].chars().filter(|&c| c == '\n'));
+            }
+            None => {
+                out.push_str("_UTF8 ");
+                out.push_str(&blanked[start..stop]);
+            }
+        }
+    }
+    out.push_str(&blanked[copied..]);
+    out
+}
+
+/// The text a string token stands for: `'it''s'` is `it's`,
+/// `q'{it's}'` is `it's`.
+fn literal_value(token: &str) -> String {
+    if token.starts_with(['q', 'Q']) {
+        // q'<c> ... <c>' with a one-byte <c>.
+        return token[3..token.len() - 2].to_string();
+    }
+    token[1..token.len() - 1].replace("''", "'")
 }
 
 /// Where each token of `sql` lies, comments left out, as Firebird's lexer
@@ -593,6 +678,41 @@ mod tests {
             "a     \r) OR (\nb     \r\n    'x -- y'"
         );
         assert_eq!(without_comments("'open"), "'open");
+    }
+
+    #[test]
+    fn non_ascii_literals_are_sent_in_a_character_set_that_holds_them() {
+        let utf8 = TextDecoder::UTF8;
+        let win1252 = TextDecoder::for_charset("WIN1252").unwrap();
+        // ASCII literals, hex strings, introduced ones and names: as written.
+        for sql in ["W = 'cafe'", "X'C3A9' = B", "W = _WIN1252 'café'", "\"Ж\" = 1"] {
+            assert_eq!(for_the_engine(sql, &utf8), sql);
+            assert_eq!(for_the_engine(sql, &win1252), sql);
+        }
+        assert_eq!(
+            for_the_engine("W = 'café' -- é\nOR W = q'{it's é}'", &utf8),
+            "W = _UTF8 'café'      \nOR W = _UTF8 q'{it's é}'"
+        );
+        // Adjacent strings are one literal: one introducer, before the first.
+        assert_eq!(
+            for_the_engine("W = 'a' /* */ 'é' || 'b'", &utf8),
+            "W = _UTF8 'a'       'é' || 'b'"
+        );
+        assert_eq!(
+            for_the_engine("W = 'it''s' \n 'é'", &win1252),
+            "W = _WIN1252 X'69742773E9'\n"
+        );
+        assert_eq!(
+            for_the_engine("W STARTING WITH 'Mü' AND q'[é]' = W", &win1252),
+            "W STARTING WITH _WIN1252 X'4DFC' AND _WIN1252 X'E9' = W"
+        );
+        // What WIN1252 cannot hold goes in UTF8, as written.
+        assert_eq!(
+            for_the_engine("W = 'Жé'", &win1252),
+            "W = _UTF8 'Жé'"
+        );
+        // Text that does not cut into tokens was refused before; as it is.
+        assert_eq!(for_the_engine("'é", &utf8), "'é");
     }
 
     #[test]
