@@ -747,3 +747,187 @@ fn a_query_or_condition_that_would_change_a_sequence_is_refused() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(csv_records(&out_dir.join("Q.csv")), [["0"]]);
 }
+
+/// A view that calls GEN_ID, and a COMPUTED BY column that does, moved the
+/// sequence once a row read (`--views`, `--where`, `--query`): the text
+/// check cannot see into them, the catalog's dependencies can (issue 37).
+#[test]
+fn views_and_computed_columns_that_change_a_sequence_are_refused() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let db = shop_db(dir.path());
+    execute(
+        &db,
+        &[
+            "CREATE SEQUENCE S",
+            "CREATE TABLE U (ID INTEGER, C COMPUTED BY (GEN_ID(S, 1)))",
+            "INSERT INTO U (ID) VALUES (1)",
+            "INSERT INTO U (ID) VALUES (2)",
+            "CREATE VIEW V_SEQ AS SELECT ID, GEN_ID(S, 1) G FROM U",
+            "CREATE VIEW V_COMPUTED AS SELECT ID, C FROM U",
+            "CREATE VIEW V_OUTER AS SELECT ID, G FROM V_SEQ",
+        ],
+    );
+    let out_dir = dir.path().join("never");
+    for (args, expected) in [
+        (
+            vec!["--views", "V_SEQ"],
+            "--views: view V_SEQ: reading it changes sequence S",
+        ),
+        (
+            vec!["--views", "V_COMPUTED"],
+            "--views: view V_COMPUTED: reading it changes sequence S",
+        ),
+        (
+            vec!["--views", "V_OUTER"],
+            "--views: view V_OUTER: reading it changes sequence S",
+        ),
+        (
+            vec!["-t", "U", "--where", "C > 0"],
+            "--where for table U: column C of U is COMPUTED BY an expression that changes \
+             sequence S",
+        ),
+        (
+            vec!["-t", "BIG", "--where", "ID IN (SELECT \"ID\" FROM \"V_SEQ\")"],
+            "--where for table BIG: V_SEQ changes sequence S",
+        ),
+        (
+            vec!["--query", "SELECT u.ID, u.C FROM U u", "--name", "Q"],
+            "--query Q: column C of U is COMPUTED BY",
+        ),
+        (
+            vec!["--query", "SELECT * FROM v_outer", "--name", "Q"],
+            "--query Q: V_OUTER changes sequence S",
+        ),
+    ] {
+        assert_query_refused(&db, &out_dir, &args, expected);
+    }
+    // What moves no sequence still reads: the table's stored columns, a
+    // view that calls none, a query of U's stored column.
+    let out_dir = dir.path().join("out");
+    let out = fbunload(
+        &db,
+        &[
+            "-t",
+            "U",
+            "--where",
+            "ID > 0",
+            "--views",
+            "V_RICH",
+            "--query",
+            "SELECT ID FROM U",
+            "--name",
+            "Q",
+            "-o",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(csv_records(&out_dir.join("U.csv")).len(), 2);
+    assert_eq!(
+        engine_rows(
+            &db,
+            "SELECT CAST(GEN_ID(S, 0) AS INTEGER) FROM RDB$DATABASE"
+        ),
+        [["0"]],
+        "the sequence is unchanged"
+    );
+}
+
+/// fbunload attaches in character set NONE, where a literal's bytes are
+/// taken as they are: `W = 'café'` compared UTF-8 bytes with a WIN1252
+/// column's and found nothing, `W || 'é'` gave `caféÃ©`. Each literal now
+/// reaches the engine in a character set that holds it: UTF8, or the
+/// one `--charset` says NONE text is in (issue 37).
+#[test]
+fn non_ascii_literals_read_as_the_engine_reads_them() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "text.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER, W VARCHAR(20) CHARACTER SET WIN1252, \
+             U VARCHAR(20) CHARACTER SET UTF8)",
+            "INSERT INTO T VALUES (1, 'café', 'café')",
+            "INSERT INTO T VALUES (2, 'Müller', 'Müller')",
+            "INSERT INTO T VALUES (3, 'plain', 'plain')",
+            // Text of unknown encoding: WIN1252 bytes.
+            "CREATE TABLE N (ID INTEGER, N VARCHAR(20) CHARACTER SET NONE)",
+            "INSERT INTO N VALUES (1, x'636166E9')",
+            "INSERT INTO N VALUES (2, 'plain')",
+        ],
+    );
+    let run = |name: &str, args: &[&str]| {
+        let out_dir = dir.path().join(name);
+        let mut full = args.to_vec();
+        full.extend(["--overwrite", "-o", out_dir.to_str().unwrap()]);
+        let out = fbunload(&db, &full);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let file = std::fs::read_dir(&out_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "csv"))
+            .unwrap();
+        csv_records(&file)
+    };
+    let row = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    for charset in ["UTF8", "WIN1252"] {
+        let charset_arg = ["--charset", charset];
+        let with = |args: &[&'static str]| [&charset_arg[..], args].concat();
+        assert_eq!(
+            run("w", &with(&["-t", "T", "--where", "W = 'café'"])),
+            [row(&["1", "café", "café"])],
+            "{charset}"
+        );
+        assert_eq!(
+            run("u", &with(&["-t", "T", "--where", "U = 'café' OR U = 'Müller'"])).len(),
+            2,
+            "{charset}: UTF8 columns as before"
+        );
+        assert_eq!(
+            run(
+                "starting",
+                &with(&[
+                    "--query",
+                    "SELECT ID, W || 'é' || q'{é}' FROM T WHERE W STARTING WITH 'Mü'",
+                    "--name",
+                    "Q"
+                ])
+            ),
+            [row(&["2", "Mülleréé"])],
+            "{charset}"
+        );
+        assert_eq!(
+            run(
+                "split",
+                &with(&[
+                    "--query",
+                    "SELECT t.ID, t.W FROM T t WHERE t.W = 'caf' 'é'",
+                    "--name",
+                    "Q",
+                    "--split-by",
+                    "T"
+                ])
+            ),
+            [row(&["1", "café"])],
+            "{charset}"
+        );
+        assert_eq!(
+            run(
+                "literal",
+                &with(&["--query", "SELECT 'é' E FROM RDB$DATABASE", "--name", "Q"])
+            ),
+            [row(&["é"])],
+            "{charset}"
+        );
+    }
+    // NONE text is what --charset says: its literals are compared in it.
+    assert_eq!(
+        run(
+            "none",
+            &["--charset", "WIN1252", "-t", "N", "--where", "N = 'café'"]
+        ),
+        [row(&["1", "café"])]
+    );
+}

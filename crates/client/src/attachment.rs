@@ -200,6 +200,7 @@ impl Attachment {
         }
         let mut handle: Handle = 0;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let _waiting = crate::waits::reading(None);
         // SAFETY: all pointers are valid for the duration of the call.
         unsafe {
             (client.api.isc_attach_database)(
@@ -360,10 +361,12 @@ impl Attachment {
         };
         let mut handle: Handle = 0;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let waiting = crate::waits::reading(None);
         // SAFETY: the TEB and TPB live until the call returns.
         unsafe {
             (self.client().api.isc_start_multiple)(status.as_mut_ptr(), &mut handle, 1, &mut teb);
         }
+        drop(waiting);
         check(self.client(), &status)?;
         Ok(Transaction {
             attachment: self.clone(),
@@ -401,6 +404,7 @@ impl Interrupter {
 impl Drop for Attached {
     fn drop(&mut self) {
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let _waiting = crate::waits::reading(None);
         // SAFETY: the handle is ours; errors on detach (lost connection) are moot.
         unsafe {
             (self.client.api.isc_detach_database)(status.as_mut_ptr(), &mut self.handle);
@@ -586,6 +590,7 @@ impl Transaction {
             }
         };
         let mut close_status: StatusVector = [0; ffi::STATUS_LEN];
+        let _waiting = crate::waits::reading(None);
         unsafe {
             (api.isc_close_blob)(close_status.as_mut_ptr(), &mut blob);
         }
@@ -594,11 +599,13 @@ impl Transaction {
 
     pub fn commit(mut self) -> Result<(), ClientError> {
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let waiting = crate::waits::reading(None);
         // SAFETY: the handle is ours; on success Firebird zeroes it, so Drop
         // does nothing more.
         unsafe {
             (self.client().api.isc_commit_transaction)(status.as_mut_ptr(), &mut self.handle);
         }
+        drop(waiting);
         self.check(&status)
     }
 
@@ -615,6 +622,7 @@ impl Drop for Transaction {
     fn drop(&mut self) {
         if self.handle != 0 {
             let mut status: StatusVector = [0; ffi::STATUS_LEN];
+            let _waiting = crate::waits::reading(None);
             // SAFETY: the handle is ours and still open.
             unsafe {
                 (self.client().api.isc_rollback_transaction)(status.as_mut_ptr(), &mut self.handle);
@@ -653,6 +661,7 @@ fn info(
 ) -> Result<Vec<u8>, ClientError> {
     let mut buf = vec![0u8; 1024];
     let mut status: StatusVector = [0; ffi::STATUS_LEN];
+    let waiting = crate::waits::reading(None);
     // SAFETY: buffers valid for the call; the handle is the caller's own.
     unsafe {
         call(
@@ -664,6 +673,7 @@ fn info(
             buf.as_mut_ptr() as *mut c_char,
         );
     }
+    drop(waiting);
     check(client, &status)?;
     Ok(buf)
 }

@@ -326,6 +326,7 @@ impl Drop for Statement<'_> {
         // The interfaces go before the handle they stand for.
         drop(self.message.take());
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
+        let _waiting = crate::waits::reading(None);
         // SAFETY: dropping our own statement handle.
         unsafe {
             (self.transaction.client().api.isc_dsql_free_statement)(

@@ -146,6 +146,12 @@ pub fn watch_reads_on_this_thread(group: u64) {
     });
 }
 
+/// Undoes [`watch_reads_on_this_thread`]: this thread's calls are no
+/// longer seen by any watch.
+pub fn stop_watching_reads_on_this_thread() {
+    THIS_READER.with(|reader| reader.borrow_mut().take());
+}
+
 /// Marks a read under way on this thread (if it is watched) until dropped.
 /// Made and dropped on the same thread; it is on the path of every row.
 pub(crate) struct Reading {

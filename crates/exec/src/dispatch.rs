@@ -82,6 +82,8 @@ pub(crate) fn dispatch<S: Session>(
         verifying: AtomicBool::new(false),
     };
     let busy = AtomicUsize::new(readers.len() + 1);
+    // The read watch goes on until the coordinator's last check is done.
+    let watching = AtomicBool::new(true);
     std::thread::scope(|scope| {
         let workers: Vec<_> = readers
             .into_iter()
@@ -95,12 +97,12 @@ pub(crate) fn dispatch<S: Session>(
             .collect();
         // Counting waits for the workers; the watch goes on meanwhile, so
         // a signal still interrupts a count blocked on a lock.
-        let (run, busy) = (&run, &busy);
+        let (run, busy, watching) = (&run, &busy, &watching);
         let watcher = std::thread::current();
         // Apart from the watch, which can itself wait on the database.
         let read_watcher = options.stall_timeout.map(|limit| {
             scope
-                .spawn(move || run.watch_reads(busy, limit))
+                .spawn(move || run.watch_reads(watching, limit))
                 .thread()
                 .clone()
         });
@@ -112,13 +114,14 @@ pub(crate) fn dispatch<S: Session>(
                 run.guard(|| run.verify());
             }
             busy.fetch_sub(1, Ordering::SeqCst);
-            // The watches end now, not at their next tick.
+            // The watch ends now, not at its next tick.
             watcher.unpark();
-            if let Some(read_watcher) = read_watcher {
-                read_watcher.unpark();
-            }
         });
         run.watch(busy);
+        watching.store(false, Ordering::SeqCst);
+        if let Some(read_watcher) = read_watcher {
+            read_watcher.unpark();
+        }
     });
     if let Some(err) = run.first_error.into_inner().unwrap() {
         return Err(err);
@@ -221,16 +224,19 @@ impl<'r, S: Session> Run<'r, S> {
         }
     }
 
-    /// Ends the run when a worker's call has waited `limit` for the
-    /// database ([`Session::longest_read`]): on a server that stopped
+    /// Ends the run when a call of a worker (a read, and as much its
+    /// attach, start, commit, rollback, detach and info calls, as in a redo
+    /// after a lost connection) or of the coordinator's snapshot check has
+    /// waited `limit` for the database ([`Session::longest_read`]), until
+    /// the last check is done: on a server that stopped
     /// answering without closing the connections nothing else would. The
     /// error comes first, so that the workers' calls, failing as their
     /// connections close, are not taken for lost connections to redo. Once
     /// the run is stopping anyway (an error, a signal), a call still
     /// waiting after [`STOPPING_GRACE`] (or half of `limit`, if shorter)
     /// has its connection closed too.
-    fn watch_reads(&self, busy: &AtomicUsize, limit: Duration) {
-        while busy.load(Ordering::SeqCst) > 0 {
+    fn watch_reads(&self, watching: &AtomicBool, limit: Duration) {
+        while watching.load(Ordering::SeqCst) {
             std::thread::park_timeout(WATCH_TICK);
             let Some((subject, waited)) = self.session.longest_read() else {
                 continue;

@@ -36,6 +36,7 @@ use fbunload_client::{
 use fbunload_decode::types::type_name_of;
 use fbunload_decode::{BatchLimits, OutputColumn, RowDecoder, TypeOptions};
 use fbunload_plan::query::{check_queries, column_names, describe, server_casts};
+use fbunload_plan::sequences::SequenceMovers;
 use fbunload_plan::{
     printable, quote_identifier, read_catalog, read_schema, read_views, Kind, Plan, PlanOptions,
     Read, TableFilter, TablePlan, Unit,
@@ -168,10 +169,29 @@ pub(crate) fn plan_in(
         split_tables,
         page_size: tr.attachment().page_size().map_err(ExecError::Client)?,
         trim_char_on_server: tr.attachment().is_remote(),
+        literals: types.none_text,
         ..options
     };
+    let reads_user_sql = filter.views.is_some() || !filter.queries.is_empty();
+    let movers = if reads_user_sql || conditions.iter().any(Option::is_some) {
+        SequenceMovers::read(tr).map_err(ExecError::Client)?
+    } else {
+        SequenceMovers::default()
+    };
+    for (table, condition) in catalog.iter().zip(&conditions) {
+        if let Some(why) = condition
+            .as_deref()
+            .and_then(|c| movers.text(c, Some(&table.name)))
+        {
+            return Err(ExecError::Usage(format!(
+                "--where for table {}: {why}; a run does not move sequences, so leave it out of \
+                 the condition",
+                printable(&table.name)
+            )));
+        }
+    }
     let plan = Plan::new(&catalog, options).with_conditions(conditions);
-    let reads = views_and_queries(tr, filter, &plan)?;
+    let reads = views_and_queries(tr, filter, &plan, &options, &movers)?;
     let plan = plan.with_reads(reads, options);
     let schemas = plan
         .tables
@@ -229,10 +249,20 @@ fn views_and_queries(
     tr: &Transaction,
     filter: &TableFilter,
     tables: &Plan,
+    options: &PlanOptions,
+    movers: &SequenceMovers,
 ) -> Result<Vec<Read>, ExecError> {
     let mut reads = Vec::new();
     if let Some(pattern) = &filter.views {
         for view in read_views(tr, pattern)? {
+            if let Some(why) = movers.view(&view.name) {
+                return Err(ExecError::Usage(format!(
+                    "--views: view {}: {why}; a run does not move sequences, so leave the view \
+                     out (--views takes a SIMILAR TO pattern, or give --query with what you \
+                     need of it)",
+                    printable(&view.name)
+                )));
+            }
             let list: Vec<String> = view.columns.iter().map(|c| quote_identifier(c)).collect();
             let sql = format!(
                 "SELECT {} FROM {}",
@@ -257,6 +287,11 @@ fn views_and_queries(
     let drivings = check_queries(&filter.queries).map_err(usage)?;
     for (spec, driving) in filter.queries.iter().zip(drivings) {
         let name = printable(&spec.name);
+        if let Some(why) = movers.text(&spec.sql, None) {
+            return Err(ExecError::Usage(format!(
+                "--query {name}: {why}; a run does not move sequences, so leave it out of the query"
+            )));
+        }
         let taken = |n: &str| n == spec.name;
         if tables.tables.iter().any(|t| taken(&t.name)) || reads.iter().any(|r| taken(&r.name)) {
             return Err(ExecError::Usage(format!(
@@ -264,8 +299,9 @@ fn views_and_queries(
                  would clash; give the query another name"
             )));
         }
-        // As every unit will read it: comments blanked (see fbunload_plan::query).
-        let sent = fbunload_plan::without_comments(&spec.sql);
+        // As every unit will read it: comments blanked (see fbunload_plan::query),
+        // literals in a character set that holds them.
+        let sent = fbunload_plan::for_the_engine(&spec.sql, &options.literals);
         let described = describe(tr, &format!("query {name}"), &sent)
             .map_err(|e| ExecError::Usage(format!("--query {name}: Firebird refuses it: {e}")))?;
         let columns = column_names(&spec.name, &described).map_err(usage)?;
@@ -615,7 +651,12 @@ impl Session for FirebirdSession {
             // There a lost main attachment is its reader's error, or moot.
             return Ok(());
         }
-        self.main.ping().map_err(|e| {
+        // Watched as the workers' calls are: a server that stops answering
+        // must not hold the coordinator either.
+        fbunload_client::watch_reads_on_this_thread(self.context.read_group);
+        let answered = self.main.ping();
+        fbunload_client::stop_watching_reads_on_this_thread();
+        answered.map_err(|e| {
             ExecError::Server(format!(
                 "the main attachment was lost ({e}); the shared snapshot is gone, so the run \
                  stopped. Tables finished before are complete; unfinished ones were removed. \

@@ -16,6 +16,7 @@ pub mod planner;
 pub mod query;
 pub mod schema;
 pub mod selection;
+pub mod sequences;
 mod sql_text;
 
 pub use catalog::{read_catalog, read_views, CatalogError, Column, Table, TableFilter, View};
@@ -24,4 +25,4 @@ pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit};
 pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};
 pub use selection::{SelectionError, TableChoice};
-pub use sql_text::{token_ranges, without_comments};
+pub use sql_text::{for_the_engine, token_ranges, without_comments};
