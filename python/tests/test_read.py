@@ -393,6 +393,30 @@ def test_where_cannot_escape_and_read_sql_cannot_move_a_sequence(tmp_path):
     assert fbunload.read_sql(db, "SELECT GEN_ID(S, 0) AS G FROM T", **AUTH).column("G").to_pylist() == [0]
 
 
+def test_non_ascii_literals_and_views_that_move_a_sequence(tmp_path):
+    """Literals reached the engine in connection character set NONE:
+    'café' found nothing in a WIN1252 column and W || 'é' gave caféÃ©. A
+    view that calls GEN_ID moved the sequence once a row read."""
+    db = make_database(
+        tmp_path / "text.fdb",
+        [
+            "CREATE TABLE T (ID INTEGER, W VARCHAR(20) CHARACTER SET WIN1252)",
+            "INSERT INTO T VALUES (1, 'café')",
+            "INSERT INTO T VALUES (2, 'cafe')",
+            "CREATE SEQUENCE S",
+            "CREATE VIEW V AS SELECT ID, GEN_ID(S, 1) G FROM T",
+        ],
+    )
+    assert fbunload.read_arrow(db, "T", where="W = 'café'", **AUTH).column("ID").to_pylist() == [1]
+    sql = "SELECT W || 'é' AS WW FROM T WHERE W STARTING WITH 'caf' 'é'"
+    assert fbunload.read_sql(db, sql, **AUTH).column("WW").to_pylist() == ["caféé"]
+    assert driver_rows(db, "SELECT W || 'é' FROM T WHERE W = 'café'") == [("caféé",)]
+    with pytest.raises(fbunload.UsageError) as caught:
+        fbunload.read_sql(db, "SELECT * FROM V", **AUTH)
+    assert "V changes sequence S" in str(caught.value)
+    assert driver_rows(db, "SELECT GEN_ID(S, 0) FROM RDB$DATABASE") == [(0,)]
+
+
 def test_views_queries_and_parts_through_unload_and_read_tables(tmp_path):
     db = make_database(
         tmp_path / "views.fdb",

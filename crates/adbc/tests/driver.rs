@@ -292,3 +292,45 @@ fn a_statement_cancelled_while_its_rows_are_read_stops_them() {
     assert!(read < 250_000, "{read} rows read after the cancel");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }
+
+/// A bound string with non-ASCII text found nothing in a WIN1252 column:
+/// the driver sends it as a literal, which reached the engine in the
+/// connection character set NONE, its UTF-8 bytes compared as they are
+/// (issue 37).
+#[test]
+fn a_bound_string_with_non_ascii_text_finds_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("text.fdb");
+    fbunload_gen::create_test_database(
+        &client(),
+        &db.to_string_lossy(),
+        "masterkey",
+        4096,
+        &[
+            "CREATE TABLE T (ID INTEGER, W VARCHAR(20) CHARACTER SET WIN1252)",
+            "INSERT INTO T VALUES (1, 'café')",
+            "INSERT INTO T VALUES (2, 'cafe')",
+        ],
+    );
+    let mut conn = connect(&db);
+    let mut statement = conn.new_statement().unwrap();
+    statement
+        .set_sql_query("SELECT ID, W || ? AS WW FROM T WHERE W = ?")
+        .unwrap();
+    let params = RecordBatch::try_from_iter([
+        (
+            "suffix",
+            Arc::new(arrow_array::StringArray::from(vec!["é"])) as arrow_array::ArrayRef,
+        ),
+        (
+            "w",
+            Arc::new(arrow_array::StringArray::from(vec!["café"])) as arrow_array::ArrayRef,
+        ),
+    ])
+    .unwrap();
+    statement.bind(params).unwrap();
+    let batches: Vec<RecordBatch> = statement.execute().unwrap().map(Result::unwrap).collect();
+    assert_eq!(rows(&batches), 1);
+    let ww = batches[0].column_by_name("WW").unwrap().as_string::<i32>();
+    assert_eq!(ww.value(0), "caféé");
+}

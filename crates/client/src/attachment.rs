@@ -622,11 +622,27 @@ impl Drop for Transaction {
     fn drop(&mut self) {
         if self.handle != 0 {
             let mut status: StatusVector = [0; ffi::STATUS_LEN];
+            pause_before_rollback_for_tests();
             let _waiting = crate::waits::reading(None);
             // SAFETY: the handle is ours and still open.
             unsafe {
                 (self.client().api.isc_rollback_transaction)(status.as_mut_ptr(), &mut self.handle);
             }
+        }
+    }
+}
+
+/// Debug builds only: on a watched thread (a run's worker), says so on
+/// standard error and waits `FBUNLOAD_TEST_PAUSE_BEFORE_ROLLBACK_MS` before
+/// a rollback, so that a test can stop the server just before one.
+fn pause_before_rollback_for_tests() {
+    if cfg!(debug_assertions) && crate::waits::is_watched() {
+        if let Some(ms) = std::env::var("FBUNLOAD_TEST_PAUSE_BEFORE_ROLLBACK_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+        {
+            eprintln!("fbunload: test: pausing before a rollback");
+            std::thread::sleep(std::time::Duration::from_millis(ms));
         }
     }
 }

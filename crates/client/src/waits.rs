@@ -152,6 +152,11 @@ pub fn stop_watching_reads_on_this_thread() {
     THIS_READER.with(|reader| reader.borrow_mut().take());
 }
 
+/// Whether this thread's calls are watched.
+pub(crate) fn is_watched() -> bool {
+    THIS_READER.with(|reader| reader.borrow().is_some())
+}
+
 /// Marks a read under way on this thread (if it is watched) until dropped.
 /// Made and dropped on the same thread; it is on the path of every row.
 pub(crate) struct Reading {
