@@ -657,6 +657,111 @@ fn a_server_that_stops_answering_ends_the_run_after_the_stall_timeout() {
     assert_eq!(files(&out), before);
 }
 
+/// A worker whose attachment another user kills (`DELETE FROM
+/// MON$ATTACHMENTS`) rolls its transaction back before it redoes its unit
+/// on a new one; a server that does not answer that rollback held the run
+/// for ever (seen without a stopped server too: > 60 s with
+/// `--stall-timeout 5`, 31 min with the default), since only reads were
+/// watched. Now every call that waits on the server is: the run ends at
+/// the stall timeout with one line. The server is stopped while the
+/// worker pauses just before the rollback (a debug-build pause).
+#[test]
+fn a_rollback_the_server_never_answers_ends_the_run_after_the_stall_timeout() {
+    let Some(private) = PrivateServer::start(
+        "a_rollback_the_server_never_answers_ends_the_run_after_the_stall_timeout",
+    ) else {
+        return;
+    };
+    let server = private.as_fb5();
+    let file = server.file("rollback");
+    create_wide(&server, &file);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = server
+        .command(
+            &file,
+            &[
+                "-q",
+                // One worker: with another one reading, its read waits too,
+                // and a watch of reads alone would end the run for it.
+                "-j",
+                "1",
+                "--unit-pages",
+                "64",
+                "--stall-timeout",
+                "2",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        )
+        .env("FBUNLOAD_TEST_PAUSE_BEFORE_ROLLBACK_MS", "1500")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr_lines = {
+        let pipe = child.stderr.take().unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines() {
+                if send.send(line.unwrap_or_default()).is_err() {
+                    break;
+                }
+            }
+        });
+        lines
+    };
+    wait_until_writing(&mut child, &out, "WIDE.csv");
+    // The newest attachment of the database is a worker's.
+    let killer = Attachment::connect(&client(), &server.connect(&file, WireOptions::default()))
+        .unwrap();
+    let tr = killer.start_transaction(TransactionMode::ReadWrite).unwrap();
+    tr.execute(
+        "DELETE FROM MON$ATTACHMENTS WHERE MON$ATTACHMENT_ID <> CURRENT_CONNECTION \
+         AND MON$SYSTEM_FLAG = 0 ORDER BY MON$ATTACHMENT_ID DESC ROWS 1",
+    )
+    .unwrap();
+    tr.commit().unwrap();
+    drop(killer);
+    let mut err = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let line = stderr_lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no worker paused before a rollback: {err}"));
+        err += &line;
+        err.push('\n');
+        if line.contains("pausing before a rollback") {
+            break;
+        }
+    }
+    private.signal("-STOP");
+    let waited = wait_for_end(
+        &mut child,
+        &private,
+        Instant::now(),
+        "its server stopped answering a rollback",
+    );
+    private.signal("-CONT");
+    let status = child.wait().unwrap();
+    while let Ok(line) = stderr_lines.recv_timeout(Duration::from_secs(1)) {
+        err += &line;
+        err.push('\n');
+    }
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        waited < Duration::from_secs(15),
+        "ended {waited:?} after the stop: {err}"
+    );
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {err}");
+    assert!(
+        errors[0].starts_with("fbunload: error: table WIDE: no answer from the database for 2 s"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(&file);
+}
+
 /// Ctrl-C while the server answers nothing: the interrupt the run sends
 /// to its connections cannot be answered either, so once its calls have
 /// waited a few seconds more the run closes the connections and ends as

@@ -39,8 +39,8 @@ pub use params::{WireCrypt, WireOptions};
 pub use places::set_embedded_runtime_lookup;
 pub use statement::{ColumnDesc, Row, Statement};
 pub use waits::{
-    longest_prepare, new_read_group, stop_watching_reads_on_this_thread, watch_reads_on_this_thread,
-    Preparing, ReadWatch, StalledRead,
+    longest_prepare, name_reads_on_this_thread, new_read_group, stop_watching_reads_on_this_thread,
+    watch_reads_on_this_thread, Preparing, ReadWatch, StalledRead,
 };
 
 /// A blob id as stored in a row: the 8 raw bytes of an `ISC_QUAD`.

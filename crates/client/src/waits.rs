@@ -152,6 +152,20 @@ pub fn stop_watching_reads_on_this_thread() {
     THIS_READER.with(|reader| reader.borrow_mut().take());
 }
 
+/// Names what this thread's calls are for until a read names its own
+/// subject (`attaching a reader`), if the thread is watched.
+pub fn name_reads_on_this_thread(subject: &str) {
+    THIS_READER.with(|reader| {
+        if let Some(state) = reader.borrow().as_ref() {
+            let subject: Arc<str> = Arc::from(subject);
+            state
+                .subject_key
+                .store(subject.as_ptr() as usize, Ordering::Relaxed);
+            *state.subject.lock().unwrap_or_else(|e| e.into_inner()) = Some(subject);
+        }
+    });
+}
+
 /// Whether this thread's calls are watched.
 pub(crate) fn is_watched() -> bool {
     THIS_READER.with(|reader| reader.borrow().is_some())

@@ -66,7 +66,7 @@ pub(crate) fn dispatch<S: Session>(
     progress: &dyn Progress,
     on_start: &mut dyn FnMut(&S) -> Result<(), ExecError>,
 ) -> Result<Dispatched, ExecError> {
-    let readers = session.readers(options.workers)?;
+    let readers = readers_within(session, options)?;
     on_start(session)?;
     let run = Run {
         session: &*session,
@@ -130,6 +130,45 @@ pub(crate) fn dispatch<S: Session>(
         rows: run.rows.iter().map(|r| r.load(Ordering::SeqCst)).collect(),
         retries: run.retries.load(Ordering::SeqCst),
     })
+}
+
+/// The session's readers, failing as a stalled read does when one of its
+/// calls (an attach, the snapshot's start and checks) waits the stall
+/// timeout: the workers' watch does not run yet.
+fn readers_within<S: Session>(
+    session: &S,
+    options: &DispatchOptions,
+) -> Result<Vec<S::Reader>, ExecError> {
+    let Some(limit) = options.stall_timeout else {
+        return session.readers(options.workers);
+    };
+    let done = AtomicBool::new(false);
+    let stalled: Mutex<Option<String>> = Mutex::new(None);
+    let readers = std::thread::scope(|scope| {
+        let watch = scope.spawn(|| {
+            while !done.load(Ordering::SeqCst) {
+                std::thread::park_timeout(WATCH_TICK);
+                if let Some((subject, waited)) = session.longest_read() {
+                    if waited >= limit {
+                        *stalled.lock().unwrap() = Some(subject);
+                        session.abort();
+                        return;
+                    }
+                }
+            }
+        });
+        let readers = session.readers(options.workers);
+        done.store(true, Ordering::SeqCst);
+        watch.thread().unpark();
+        readers
+    });
+    match stalled.into_inner().unwrap() {
+        Some(subject) => Err(ExecError::Stalled {
+            subject,
+            seconds: limit.as_secs(),
+        }),
+        None => readers,
+    }
 }
 
 struct Run<'r, S: Session> {
@@ -554,6 +593,9 @@ mod tests {
         /// A reader's call, and the snapshot check, are never answered (a
         /// stopped server): nothing but closing the connections ends them.
         never_answered: bool,
+        /// Joining the snapshot (its attaches, its transactions' start) is
+        /// never answered.
+        join_never_answered: bool,
     }
 
     struct FakeSession {
@@ -578,7 +620,14 @@ mod tests {
     impl Session for FakeSession {
         type Reader = FakeReader;
 
-        fn readers(&mut self, count: usize) -> Result<Vec<FakeReader>, ExecError> {
+        fn readers(&self, count: usize) -> Result<Vec<FakeReader>, ExecError> {
+            if self.script.join_never_answered {
+                *self.waiting_since.lock().unwrap() = Some(Instant::now());
+                while !self.aborted.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                return Err(ExecError::Server("connection lost".into()));
+            }
             Ok((0..count).map(|_| self.reader()).collect())
         }
 
@@ -1001,6 +1050,30 @@ mod tests {
             0,
             "the closed connections are not redone as lost ones"
         );
+    }
+
+    /// The readers' attaches and the snapshot's start happen before the
+    /// workers' watch runs: they waited for ever on a server that stopped.
+    #[test]
+    fn a_join_never_answered_fails_the_run_after_the_stall_timeout() {
+        let plan = plan(&[("BIG", 2)], 400);
+        let mut session = FakeSession::new(
+            &plan,
+            Script {
+                join_never_answered: true,
+                ..Script::default()
+            },
+        );
+        let options = DispatchOptions {
+            stall_timeout: Some(Duration::from_millis(200)),
+            ..options(2, false)
+        };
+        let started = Instant::now();
+        let err = run(&mut session, &plan, &Recorder::default(), &options).unwrap_err();
+        assert!(matches!(&err, ExecError::Stalled { .. }), "{err}");
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(session.aborts.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -24,7 +24,7 @@
 //! transaction, which is still one consistent snapshot, or, if the user
 //! allows it, with a snapshot per reader, each table consistent in itself.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
@@ -102,10 +102,17 @@ impl Database {
 
     /// Opens `count` attachments at once (remote attaches take a round trip
     /// or more each).
-    fn attach_readers(&self, count: usize) -> Result<Vec<Attachment>, ExecError> {
+    /// Their calls are watched in `group` ([`fbunload_client::ReadWatch`]).
+    fn attach_readers(&self, count: usize, group: u64) -> Result<Vec<Attachment>, ExecError> {
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..count)
-                .map(|_| scope.spawn(|| self.attach(true)))
+                .map(|_| {
+                    scope.spawn(|| {
+                        fbunload_client::watch_reads_on_this_thread(group);
+                        fbunload_client::name_reads_on_this_thread("attaching a reader");
+                        self.attach(true)
+                    })
+                })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         })
@@ -419,10 +426,10 @@ pub(crate) struct FirebirdSession {
     context: Arc<ReadContext>,
     main: Attachment,
     consistency: Consistency,
-    joined: Option<Joined>,
+    joined: OnceLock<Joined>,
     /// [`Consistency::OneTransaction`]: the main transaction, which the one
     /// reader reads in and `--verify` counts in.
-    one: Option<Arc<Transaction>>,
+    one: OnceLock<Arc<Transaction>>,
     /// Every attachment of the run, to interrupt them all. Weak: a
     /// worker's attachment goes when its worker is done, so the locks the
     /// server keeps for it (its cached statements pin the tables it read)
@@ -448,8 +455,8 @@ impl FirebirdSession {
             main,
             consistency,
             context: Arc::new(context),
-            joined: None,
-            one: None,
+            joined: OnceLock::new(),
+            one: OnceLock::new(),
         }
     }
 
@@ -469,7 +476,7 @@ impl FirebirdSession {
     /// Starts the holder and, right after, every reader's transaction at
     /// its snapshot number, from this thread, until all of them see what
     /// the holder sees (module docs).
-    fn join(&mut self, readers: &[Attachment]) -> Result<Vec<Transaction>, ExecError> {
+    fn join(&self, readers: &[Attachment]) -> Result<Vec<Transaction>, ExecError> {
         for _ in 0..JOIN_ATTEMPTS {
             let holder = self
                 .main
@@ -497,7 +504,7 @@ impl FirebirdSession {
                 agree &= tr.oldest_interesting().map_err(ExecError::Client)? <= oldest_active;
             }
             if agree {
-                self.joined = Some(Joined {
+                let _ = self.joined.set(Joined {
                     number,
                     _holder: holder,
                     reference,
@@ -551,20 +558,17 @@ impl FirebirdSession {
     /// The transaction `--verify` counts in.
     fn counting_transaction(&self) -> Option<&Transaction> {
         match self.consistency {
-            Consistency::SharedSnapshot => self.joined.as_ref().map(|j| &j.reference),
-            Consistency::OneTransaction => self.one.as_deref(),
+            Consistency::SharedSnapshot => self.joined.get().map(|j| &j.reference),
+            Consistency::OneTransaction => self.one.get().map(|one| &**one),
             Consistency::SnapshotPerReader => None,
         }
     }
-}
 
-impl Session for FirebirdSession {
-    type Reader = FirebirdReader;
-
-    fn readers(&mut self, count: usize) -> Result<Vec<FirebirdReader>, ExecError> {
+    /// [`Session::readers`], its calls watched by the caller.
+    fn start_readers(&self, count: usize) -> Result<Vec<FirebirdReader>, ExecError> {
         match self.consistency {
             Consistency::SharedSnapshot => {
-                let attachments = self.db.attach_readers(count)?;
+                let attachments = self.db.attach_readers(count, self.context.read_group)?;
                 self.attachments
                     .lock()
                     .unwrap()
@@ -581,11 +585,11 @@ impl Session for FirebirdSession {
                         .start_transaction(TransactionMode::ReadOnlySnapshot)
                         .map_err(ExecError::Client)?,
                 );
-                self.one = Some(tr.clone());
+                let _ = self.one.set(tr.clone());
                 Ok(vec![self.reader(tr)])
             }
             Consistency::SnapshotPerReader => {
-                let attachments = self.db.attach_readers(count)?;
+                let attachments = self.db.attach_readers(count, self.context.read_group)?;
                 self.attachments
                     .lock()
                     .unwrap()
@@ -602,12 +606,26 @@ impl Session for FirebirdSession {
             }
         }
     }
+}
+
+impl Session for FirebirdSession {
+    type Reader = FirebirdReader;
+
+    /// The calls of this thread and of the attaching threads are watched
+    /// meanwhile, as the readers' are.
+    fn readers(&self, count: usize) -> Result<Vec<FirebirdReader>, ExecError> {
+        fbunload_client::watch_reads_on_this_thread(self.context.read_group);
+        fbunload_client::name_reads_on_this_thread("joining the snapshot");
+        let readers = self.start_readers(count);
+        fbunload_client::stop_watching_reads_on_this_thread();
+        readers
+    }
 
     /// A new attachment and transaction for a redo. At a shared snapshot
     /// it sees the same data only if its OIT is not above the holder's
     /// OAT (module docs).
     fn rejoin(&self) -> Result<FirebirdReader, ExecError> {
-        let tr = match (self.consistency, &self.joined) {
+        let tr = match (self.consistency, self.joined.get()) {
             (Consistency::SharedSnapshot, Some(joined)) => {
                 let number = joined.number;
                 let tr = self
@@ -643,7 +661,7 @@ impl Session for FirebirdSession {
     }
 
     fn snapshot_number(&self) -> Option<u64> {
-        self.joined.as_ref().map(|j| j.number)
+        self.joined.get().map(|j| j.number)
     }
 
     fn check(&self) -> Result<(), ExecError> {
@@ -654,6 +672,7 @@ impl Session for FirebirdSession {
         // Watched as the workers' calls are: a server that stops answering
         // must not hold the coordinator either.
         fbunload_client::watch_reads_on_this_thread(self.context.read_group);
+        fbunload_client::name_reads_on_this_thread("checking the snapshot");
         let answered = self.main.ping();
         fbunload_client::stop_watching_reads_on_this_thread();
         answered.map_err(|e| {

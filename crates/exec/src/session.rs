@@ -20,7 +20,8 @@ pub(crate) trait Session: Sync {
 
     /// `count` readers, each on a connection of its own, all seeing the
     /// run's data (one shared snapshot where the server has them).
-    fn readers(&mut self, count: usize) -> Result<Vec<Self::Reader>, ExecError>;
+    /// Its calls to the database are seen by [`Session::longest_read`].
+    fn readers(&self, count: usize) -> Result<Vec<Self::Reader>, ExecError>;
 
     /// The snapshot the readers share, once they have joined it.
     fn snapshot_number(&self) -> Option<u64> {
