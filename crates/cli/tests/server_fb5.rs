@@ -659,12 +659,13 @@ fn a_server_that_stops_answering_ends_the_run_after_the_stall_timeout() {
 
 /// A worker whose attachment another user kills (`DELETE FROM
 /// MON$ATTACHMENTS`) rolls its transaction back before it redoes its unit
-/// on a new one; a server that does not answer that rollback held the run
-/// for ever (seen without a stopped server too: > 60 s with
-/// `--stall-timeout 5`, 31 min with the default), since only reads were
-/// watched. Now every call that waits on the server is: the run ends at
-/// the stall timeout with one line. The server is stopped while the
-/// worker pauses just before the rollback (a debug-build pause).
+/// on a new one; a server that does not answer that rollback, or the new
+/// attach, held the run for ever (seen without a stopped server too: > 60 s
+/// with `--stall-timeout 5`, 31 min with the default), since only reads
+/// were watched. Now every call that waits on the server is, and an attach
+/// that cannot be closed is given up on: the run ends at the stall timeout
+/// with one line of its own. The server is stopped while the worker pauses
+/// just before the rollback (a debug-build pause).
 #[test]
 fn a_rollback_the_server_never_answers_ends_the_run_after_the_stall_timeout() {
     let Some(private) = PrivateServer::start(
@@ -755,9 +756,12 @@ fn a_rollback_the_server_never_answers_ends_the_run_after_the_stall_timeout() {
     );
     let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(errors.len(), 1, "one error line: {err}");
+    // The rollback, the redo's attach or the coordinator's check of the
+    // snapshot, whichever waited longest.
     assert!(
-        errors[0].starts_with("fbunload: error: table WIDE: no answer from the database for 2 s"),
-        "{err}"
+        errors[0].contains("no answer from the database for 2 s")
+            && errors[0].contains("closed its connections"),
+        "the run closes its connections itself, not the process's fallback: {err}"
     );
     let _ = std::fs::remove_file(&file);
 }

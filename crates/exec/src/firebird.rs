@@ -24,6 +24,7 @@
 //! transaction, which is still one consistent snapshot, or, if the user
 //! allows it, with a snapshot per reader, each table consistent in itself.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -103,19 +104,48 @@ impl Database {
     /// Opens `count` attachments at once (remote attaches take a round trip
     /// or more each).
     /// Their calls are watched in `group` ([`fbunload_client::ReadWatch`]).
-    fn attach_readers(&self, count: usize, group: u64) -> Result<Vec<Attachment>, ExecError> {
+    fn attach_readers(
+        &self,
+        count: usize,
+        group: u64,
+        aborted: &AtomicBool,
+    ) -> Result<Vec<Attachment>, ExecError> {
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..count)
-                .map(|_| {
-                    scope.spawn(|| {
-                        fbunload_client::watch_reads_on_this_thread(group);
-                        fbunload_client::name_reads_on_this_thread("attaching a reader");
-                        self.attach(true)
-                    })
-                })
+                .map(|_| scope.spawn(|| self.attach_unless(group, aborted)))
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         })
+    }
+
+    /// A reader's attach, on a thread of its own whose calls are watched in
+    /// `group`, given up on once `aborted` is set: an attach that the
+    /// server never answers has no connection yet that closing could end,
+    /// so its thread is left to finish (or not) alone, and detaches if it
+    /// ever attaches.
+    fn attach_unless(&self, group: u64, aborted: &AtomicBool) -> Result<Attachment, ExecError> {
+        let (send, attached) = std::sync::mpsc::channel();
+        let db = self.clone();
+        std::thread::spawn(move || {
+            fbunload_client::watch_reads_on_this_thread(group);
+            fbunload_client::name_reads_on_this_thread("attaching a reader");
+            let _ = send.send(db.attach(true));
+        });
+        loop {
+            match attached.recv_timeout(Duration::from_millis(20)) {
+                Ok(result) => return result,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if aborted.load(Ordering::SeqCst) {
+                        return Err(ExecError::Server(
+                            "an attach was given up on: the run closed its connections".into(),
+                        ));
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ExecError::Internal("an attaching thread ended".into()))
+                }
+            }
+        }
     }
 }
 
@@ -439,6 +469,9 @@ pub(crate) struct FirebirdSession {
     /// The readers' calls into the client library, for
     /// [`Session::longest_read`].
     reads: Mutex<ReadWatch>,
+    /// Set once [`Session::abort`] closed the connections: an attach still
+    /// under way then is given up on.
+    aborted: Arc<AtomicBool>,
 }
 
 impl FirebirdSession {
@@ -457,6 +490,7 @@ impl FirebirdSession {
             context: Arc::new(context),
             joined: OnceLock::new(),
             one: OnceLock::new(),
+            aborted: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -465,7 +499,9 @@ impl FirebirdSession {
     }
 
     fn attach_reader(&self) -> Result<Attachment, ExecError> {
-        let attachment = self.db.attach(true)?;
+        let attachment = self
+            .db
+            .attach_unless(self.context.read_group, &self.aborted)?;
         self.attachments
             .lock()
             .unwrap()
@@ -568,7 +604,8 @@ impl FirebirdSession {
     fn start_readers(&self, count: usize) -> Result<Vec<FirebirdReader>, ExecError> {
         match self.consistency {
             Consistency::SharedSnapshot => {
-                let attachments = self.db.attach_readers(count, self.context.read_group)?;
+                let attachments = self.db
+                    .attach_readers(count, self.context.read_group, &self.aborted)?;
                 self.attachments
                     .lock()
                     .unwrap()
@@ -589,7 +626,8 @@ impl FirebirdSession {
                 Ok(vec![self.reader(tr)])
             }
             Consistency::SnapshotPerReader => {
-                let attachments = self.db.attach_readers(count, self.context.read_group)?;
+                let attachments = self.db
+                    .attach_readers(count, self.context.read_group, &self.aborted)?;
                 self.attachments
                     .lock()
                     .unwrap()
@@ -716,6 +754,7 @@ impl Session for FirebirdSession {
     }
 
     fn abort(&self) {
+        self.aborted.store(true, Ordering::SeqCst);
         for attachment in self.attachments.lock().unwrap().iter() {
             attachment.abort_connection();
         }
