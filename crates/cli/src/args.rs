@@ -329,11 +329,17 @@ pub enum Command {
     /// and its size and SHA-256 compared, and a file it does not list that is named like a
     /// run's (an added T.000005.csv part) is a difference too. Each difference is printed on
     /// its own line naming the file; the exit status is 1 on any difference or if a file or the
-    /// manifest is missing, 0 when every file matches
+    /// manifest is missing, 0 when every file matches. A check changes nothing: a move of a
+    /// run's files that a killed fbunload left half done is one difference, unless --finish
     Check {
         /// The output directory of a complete run
         #[arg(value_name = "DIR")]
         dir: PathBuf,
+        /// First finish the move of a complete run's files into place that a killed fbunload
+        /// left half done (.fbunload-switch, its plan checked first), as the next run into the
+        /// directory would
+        #[arg(long)]
+        finish: bool,
     },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,
@@ -839,7 +845,9 @@ mod tests {
     #[test]
     fn check_is_a_subcommand_and_unloads_keep_their_flags() {
         let check = Args::try_parse_from_argv(["fbunload", "check", "out"]).unwrap();
-        assert!(matches!(check.command, Some(Command::Check { dir }) if dir == Path::new("out")));
+        assert!(
+            matches!(check.command, Some(Command::Check { dir, finish: false }) if dir == Path::new("out"))
+        );
         let unload = parse(&["-o", "check", "--overwrite"]).unwrap();
         assert!(unload.command.is_none() && unload.overwrite);
         assert_eq!(unload.output_dir(), Ok(Path::new("check")));

@@ -123,7 +123,7 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
         hide_password::hide(password);
     }
     let done = match (&args.command, args.generate) {
-        (Some(args::Command::Check { dir }), _) => check(dir),
+        (Some(args::Command::Check { dir, finish }), _) => check(dir, *finish),
         (
             Some(args::Command::Sample {
                 path,
@@ -205,9 +205,16 @@ fn generate(what: args::Generate) -> Result<(), Failure> {
         .map_err(stdout_failure)
 }
 
-/// `fbunload check DIR`: each difference on its own line on standard
-/// output, then a failure; or one line saying that everything matches.
-fn check(dir: &std::path::Path) -> Result<(), Failure> {
+/// `fbunload check [--finish] DIR`: each difference on its own line on
+/// standard output, then a failure; or one line saying that everything
+/// matches.
+fn check(dir: &std::path::Path, finish: bool) -> Result<(), Failure> {
+    if finish && fbunload::finish_interrupted_switch(dir).map_err(describe)? {
+        eprintln!(
+            "fbunload: an fbunload run was stopped while it moved its complete files in; that \
+             move is now finished, and the directory holds that run"
+        );
+    }
     let report = fbunload::check_directory(dir).map_err(describe)?;
     for note in &report.notes {
         eprintln!("fbunload: {note}");

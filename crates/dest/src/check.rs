@@ -10,11 +10,16 @@
 //! A file the manifest does not list but that looks like a table's (an
 //! added `A.000005.csv` part, a stray `schema.sql`) is reported too:
 //! readers of `A.*.csv` would read it as part of the run. Files of other
-//! names (a user's notes) and hidden ones (a run's staging directory) are
-//! not the run's business.
+//! names (a user's notes) are not the run's business.
 //!
-//! A switch to a new run that an interrupted fbunload left half done is
-//! finished first (see `directory`), so the check sees one complete run.
+//! A check changes nothing. What runs leave beside their files is named:
+//! a staging directory (`.fbunload-run-…`, a run under way or one killed,
+//! which the next run removes) in a note, since the run in place is whole;
+//! a switch to a new run that an interrupted fbunload left half done
+//! (`.fbunload-switch` with its plan) as the one difference, since the
+//! directory then holds part of each run (`fbunload check --finish`, or
+//! the next run, finishes it; see `directory`); a `.fbunload-switch` that
+//! no run left as a difference, since the next run refuses it.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -24,8 +29,10 @@ use fbunload_exec::ExecError;
 use fbunload_plan::printable;
 
 use crate::digest::sha256;
-use crate::manifest::{listed_path, ListedFiles, MANIFEST_NAME};
+use crate::directory::{resolve, run_under_way, switch_state, SwitchState};
+use crate::manifest::{listed_path, open_plain_file, ListedFiles, MANIFEST_NAME};
 use crate::previous::is_table_file_name;
+use crate::{STAGING_PREFIX, SWITCH_DIR};
 
 /// What a check found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,13 +58,49 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
         path: dir.to_path_buf(),
         reason,
     };
-    let mut notes = Vec::new();
-    if crate::finish_interrupted_switch(dir)? {
-        notes.push(
-            "an fbunload run was stopped while it moved its complete files in; that move is now \
-             finished, and the directory holds that run"
-                .to_string(),
-        );
+    let resolved = resolve(dir).map_err(fail)?;
+    let dir = resolved.as_path();
+    let mut report = CheckReport::default();
+    let switch_state = switch_state(dir).map_err(|e| fail(format!("reading {SWITCH_DIR}: {e}")))?;
+    match switch_state {
+        SwitchState::None => {}
+        SwitchState::Remains => report.notes.push(format!(
+            "{SWITCH_DIR} holds what is left of a finished switch (a run was stopped while it \
+             removed the old run's files); the run here is complete, and the next run into the \
+             directory removes it"
+        )),
+        SwitchState::Foreign(why) => report.differences.push(format!(
+            "{SWITCH_DIR}: not what an fbunload run leaves ({why}); the next run into the \
+             directory refuses it: remove it"
+        )),
+        SwitchState::Pending(_) if run_under_way(dir) => {
+            return Err(fail(
+                "an fbunload run is moving its files in now; check it when that run ends".into(),
+            ))
+        }
+        SwitchState::Pending(_) => {
+            report.differences.push(format!(
+                "{SWITCH_DIR}: an fbunload run was stopped while it moved its complete files in, \
+                 so the directory holds part of the old run and part of the new: `fbunload check \
+                 --finish` finishes the move and then checks (the next run into the directory \
+                 finishes it too)"
+            ));
+            return Ok(report);
+        }
+    }
+    let staging = staging_dirs(dir);
+    if !staging.is_empty() {
+        let whose = if run_under_way(dir) {
+            "of a run writing into the directory now"
+        } else {
+            "left by a run that was killed; the next run into the directory removes it"
+        };
+        for name in staging {
+            report.notes.push(format!(
+                "{}: not part of the run here: the staging directory {whose}",
+                printable(&name)
+            ));
+        }
     }
     let listed = match ListedFiles::read(dir) {
         Ok(Some(listed)) => listed,
@@ -69,10 +112,6 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
             )))
         }
         Err(e) => return Err(fail(format!("{MANIFEST_NAME} cannot be read: {e}"))),
-    };
-    let mut report = CheckReport {
-        notes,
-        ..CheckReport::default()
     };
     let names: HashSet<&str> = listed.files().map(|f| f.name.as_str()).collect();
     for stray in unlisted(dir, &names) {
@@ -95,6 +134,20 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
         }
     }
     Ok(report)
+}
+
+/// Names of the staging directories in `dir` (entries named so, whatever
+/// they are), sorted.
+fn staging_dirs(dir: &Path) -> Vec<String> {
+    let mut found: Vec<String> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(STAGING_PREFIX))
+        .collect();
+    found.sort();
+    found
 }
 
 /// Entries of `dir`, and of the directories of parts the manifest lists
@@ -143,8 +196,11 @@ fn compare(path: &PathBuf, bytes: u64, expected_sha256: &str) -> Option<String> 
     if before.len() != bytes {
         return Some(format!("{} bytes, the manifest says {bytes}", before.len()));
     }
-    let mut file = match File::open(path) {
+    let mut file = match open_plain_file(path) {
         Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Some(format!("replaced while being checked by {e}; refused"))
+        }
         Err(e) => return Some(format!("cannot be read: {e}")),
     };
     if !same_file(&before, &file) {
@@ -255,6 +311,65 @@ mod tests {
         );
         assert!(report.differences[0].contains("not in the manifest"));
         assert!(!report.matches());
+    }
+
+    /// A staging directory was passed over in silence, though the README
+    /// called it a difference; it is not one (a killed run leaves the run
+    /// in place whole), and is named in a note.
+    #[test]
+    fn a_staging_directory_left_is_named_in_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join("T.csv"), b"abc").unwrap();
+        manifest(d, &["T.csv"]);
+        fs::create_dir(d.join(".fbunload-run-x1")).unwrap();
+        fs::write(d.join(".fbunload-run-x1/T.csv"), b"half").unwrap();
+        let report = check_directory(d).unwrap();
+        assert!(report.matches(), "{report:?}");
+        assert_eq!(report.notes.len(), 1, "{report:?}");
+        assert!(
+            report.notes[0].starts_with(".fbunload-run-x1: not part of the run here")
+                && report.notes[0].contains("the next run into the directory removes it"),
+            "{report:?}"
+        );
+    }
+
+    /// A check finished an interrupted switch, following its plan
+    /// (issue 37: a planted one removed files outside the directory). It
+    /// changes nothing now: a switch cut short is the one difference, and
+    /// one no run left is a difference besides the files' own.
+    #[test]
+    fn a_check_changes_nothing_and_names_a_switch_left_half_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join("T.csv"), b"abc").unwrap();
+        manifest(d, &["T.csv"]);
+        let switch = d.join(SWITCH_DIR);
+        fs::create_dir(&switch).unwrap();
+        fs::write(switch.join("U.csv"), b"new").unwrap();
+        fs::write(
+            switch.join(".switch.json"),
+            r#"{"moves": ["U.csv"], "removes": ["T.csv"]}"#,
+        )
+        .unwrap();
+        let report = check_directory(d).unwrap();
+        assert_eq!(report.differences.len(), 1, "{report:?}");
+        assert!(report.differences[0].contains("--finish"), "{report:?}");
+        assert!(switch.join("U.csv").exists() && d.join("T.csv").exists());
+
+        fs::write(
+            switch.join(".switch.json"),
+            r#"{"moves": [], "removes": ["../T.csv"]}"#,
+        )
+        .unwrap();
+        let report = check_directory(d).unwrap();
+        assert_eq!(report.files, 1);
+        assert_eq!(report.differences.len(), 1, "{report:?}");
+        assert!(
+            report.differences[0].contains("its plan removes \"../T.csv\""),
+            "{report:?}"
+        );
+        assert!(switch.join("U.csv").exists() && d.join("T.csv").exists());
     }
 
     #[cfg(unix)]

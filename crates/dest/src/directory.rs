@@ -39,10 +39,10 @@ use std::sync::{Arc, Mutex};
 use fbunload_exec::{ExecError, FileDigest};
 
 use crate::digest::{digest_tree, RunningDigest};
-use crate::manifest::{Manifest, MANIFEST_NAME};
+use crate::manifest::{open_plain_file, Manifest, MANIFEST_NAME};
 #[cfg(not(unix))]
 use crate::previous;
-use crate::previous::PreviousRun;
+use crate::previous::{is_part_name, is_run_entry_name, is_run_file_path, PreviousRun};
 
 /// Names of staging directories begin so.
 pub const STAGING_PREFIX: &str = ".fbunload-run-";
@@ -56,7 +56,7 @@ const SWITCH_PLAN: &str = ".switch.json";
 /// What a switch does, written before it starts so that the next run can
 /// finish it: names relative to the output directory.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct SwitchPlan {
+pub(crate) struct SwitchPlan {
     /// The new run's files and directories of parts, moved in this order;
     /// `manifest.json` follows them.
     moves: Vec<String>,
@@ -114,6 +114,8 @@ impl OutputDir {
         }
         let created = fs::symlink_metadata(path).is_err();
         fs::create_dir_all(path).map_err(|e| fail(format!("cannot create it: {e}")))?;
+        let resolved = resolve(path).map_err(fail)?;
+        let path = resolved.as_path();
         let lock = lock(path).map_err(|e| match e.kind() {
             io::ErrorKind::WouldBlock => fail(
                 "another fbunload run is writing into it; wait for that run to end, or choose \
@@ -122,23 +124,12 @@ impl OutputDir {
             ),
             _ => fail(format!("cannot lock it: {e}")),
         })?;
-        finish_switch(path).map_err(|e| {
-            fail(format!(
-                "finishing the switch to the complete run an interrupted fbunload left in \
-                 {SWITCH_DIR}: {e}"
-            ))
-        })?;
+        finish_switch(path).map_err(|e| fail(e.to_string()))?;
         let previous = PreviousRun::find(path).map_err(|e| fail(format!("cannot list it: {e}")))?;
         if !previous.is_empty() && reuse == Reuse::Refuse {
             return Err(fail(previous.refusal()));
         }
-        let old_files = previous
-            .files_to_remove(path)
-            .map_err(fail)?
-            .iter()
-            .filter_map(|p| p.strip_prefix(path).ok())
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect();
+        let old_files = previous.files_to_remove(path).map_err(fail)?;
         remove_dead_runs(path);
         let staging = tempfile::Builder::new()
             .prefix(STAGING_PREFIX)
@@ -176,9 +167,10 @@ impl OutputDir {
     /// with the plan of the switch, renames the staging directory to
     /// [`SWITCH_DIR`] and finishes the switch.
     fn switch(&self, manifest: &[u8]) -> io::Result<()> {
-        let mut file = self.create(MANIFEST_NAME)?;
-        file.write_all(manifest)?;
-        file.sync_all()?;
+        // Each file is closed before the directory is renamed: Windows
+        // renames no directory with a file open in it, and removes no
+        // open file at once.
+        self.write_new(MANIFEST_NAME, manifest)?;
         let moves = self.published.lock().unwrap().clone();
         let replaced = |old: &str| {
             let top = old.split('/').next().unwrap_or(old);
@@ -193,9 +185,12 @@ impl OutputDir {
                 .collect(),
             moves,
         };
-        let mut file = self.create(SWITCH_PLAN)?;
-        file.write_all(&serde_json::to_vec(&plan)?)?;
-        file.sync_all()?;
+        debug_assert_eq!(
+            plan.check(),
+            Ok(()),
+            "a run's plan passes the check of a read one"
+        );
+        self.write_new(SWITCH_PLAN, &serde_json::to_vec(&plan)?)?;
         sync_dir(self.staging());
         // The moment the new run is complete: from here on, whoever opens
         // the directory finishes the switch rather than losing the run.
@@ -225,6 +220,14 @@ impl OutputDir {
             .open(self.staging().join(name))
     }
 
+    /// A new file `name` in the staging directory holding `bytes`, synced
+    /// and closed.
+    fn write_new(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        let mut file = self.create(name)?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    }
+
     /// A new directory `name` in the staging directory, for a table
     /// written as parts.
     pub(crate) fn create_dir(&self, name: &str) -> io::Result<PathBuf> {
@@ -249,6 +252,14 @@ impl OutputDir {
         name: &str,
         hashed: Option<RunningDigest>,
     ) -> io::Result<(PathBuf, Vec<FileDigest>)> {
+        if !is_run_entry_name(name) {
+            // The switch's plan is read back under this rule: a name
+            // outside it would make the run's own plan refused.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name:?} is not a name fbunload gives a run's file"),
+            ));
+        }
         let from = self.staging().join(name);
         let to = self.path.join(name);
         sync_tree(&from)?;
@@ -286,23 +297,135 @@ impl OutputDir {
     }
 }
 
-/// Finishes a switch (module docs) that `dir`'s [`SWITCH_DIR`] holds, if
-/// any: moves each planned entry still there into place, replacing what
-/// has its name, then `manifest.json`, removes the old files the plan
-/// lists, and the switch directory. Doing it twice is doing it once.
-/// Returns whether there was one.
-fn finish_switch(dir: &Path) -> io::Result<bool> {
-    let switch = dir.join(SWITCH_DIR);
-    if !fs::symlink_metadata(&switch).is_ok_and(|m| m.is_dir()) {
-        return Ok(false);
+/// Names in [`SWITCH_DIR`] of what a switch moved aside: `.replaced.T.parquet`.
+const REPLACED_PREFIX: &str = ".replaced.";
+
+impl SwitchPlan {
+    /// Refuses a plan naming anything a run does not write: each move is
+    /// one plain name of a table's file (or directory of parts) or
+    /// `schema.sql`, each removal such a name or a part in such a
+    /// directory. The names come from a file in the output directory that
+    /// anyone who can write there may have planted or edited.
+    fn check(&self) -> Result<(), String> {
+        if let Some(name) = self.moves.iter().find(|name| !is_run_entry_name(name)) {
+            return Err(format!("its plan moves {name:?}, which no run writes"));
+        }
+        if let Some(name) = self.removes.iter().find(|name| !is_run_file_path(name)) {
+            return Err(format!("its plan removes {name:?}, which no run writes"));
+        }
+        Ok(())
     }
-    let plan: SwitchPlan = match fs::read(switch.join(SWITCH_PLAN)) {
-        Ok(text) => serde_json::from_slice(&text)?,
-        // A run renames its staging directory only once the plan is in
-        // it: without one, this is not a run's, and is left alone.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+}
+
+/// What [`SWITCH_DIR`] in an output directory is; read, never changed.
+#[derive(Debug)]
+pub(crate) enum SwitchState {
+    /// There is none.
+    None,
+    /// A complete run whose switch was cut short, with its checked plan.
+    Pending(SwitchPlan),
+    /// No plan and nothing but old files moved aside: what an earlier
+    /// fbunload left when stopped while it removed a finished switch's
+    /// directory (now renamed first, see [`retire_switch_dir`]). The run
+    /// in place is complete.
+    Remains,
+    /// Not what a run leaves, or a plan no run wrote (why); never acted on.
+    Foreign(String),
+}
+
+/// Looks at `dir`'s [`SWITCH_DIR`]: never through a link, the plan
+/// opened as a plain file (not a link, not a FIFO) and checked
+/// ([`SwitchPlan::check`]); on Unix the directory and its plan must also
+/// belong to the user running fbunload, as a run leaves them.
+pub(crate) fn switch_state(dir: &Path) -> io::Result<SwitchState> {
+    let switch = dir.join(SWITCH_DIR);
+    let foreign = |why: String| Ok(SwitchState::Foreign(why));
+    let meta = match fs::symlink_metadata(&switch) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(SwitchState::None),
         Err(e) => return Err(e),
+        Ok(meta) => meta,
     };
+    if !meta.is_dir() {
+        return foreign("it is a file or a link, not a directory".into());
+    }
+    if let Some(why) = foreign_owner(&meta) {
+        return foreign(why);
+    }
+    let mut file = match open_plain_file(&switch.join(SWITCH_PLAN)) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            for entry in fs::read_dir(&switch)? {
+                if !entry?
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(REPLACED_PREFIX)
+                {
+                    return foreign(format!("it holds no plan ({SWITCH_PLAN}) of a switch"));
+                }
+            }
+            return Ok(SwitchState::Remains);
+        }
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            return foreign(format!("its {SWITCH_PLAN} is {e}"))
+        }
+        Err(e) => return Err(e),
+        Ok(file) => file,
+    };
+    if let Some(why) = foreign_owner(&file.metadata()?) {
+        return foreign(format!("its {SWITCH_PLAN} is {why}"));
+    }
+    let mut text = Vec::new();
+    io::Read::read_to_end(&mut file, &mut text)?;
+    let plan: SwitchPlan = match serde_json::from_slice(&text) {
+        Ok(plan) => plan,
+        Err(e) => return foreign(format!("its {SWITCH_PLAN} is not a switch's plan ({e})")),
+    };
+    match plan.check() {
+        Ok(()) => Ok(SwitchState::Pending(plan)),
+        Err(why) => foreign(why),
+    }
+}
+
+/// Why a directory or file read back is not one this user's run left:
+/// on Unix, a run leaves them owned by the user it ran as.
+fn foreign_owner(meta: &fs::Metadata) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let me = rustix::process::geteuid().as_raw();
+        if meta.uid() != me {
+            return Some(format!(
+                "owned by another user (uid {}), not by the user running fbunload (uid {me})",
+                meta.uid()
+            ));
+        }
+    }
+    let _ = meta;
+    None
+}
+
+/// Finishes a switch (module docs) that `dir`'s [`SWITCH_DIR`] holds, if
+/// any, once its plan is checked ([`switch_state`]): moves each planned
+/// entry still there into place, replacing what has its name, then
+/// `manifest.json`, removes the old files the plan lists, and the switch
+/// directory. Doing it twice is doing it once. A [`SWITCH_DIR`] that is
+/// not a run's is an error, before anything is touched. Returns whether
+/// there was a switch to finish.
+fn finish_switch(dir: &Path) -> io::Result<bool> {
+    let plan = match switch_state(dir)? {
+        SwitchState::None => return Ok(false),
+        SwitchState::Remains => {
+            retire_switch_dir(dir)?;
+            return Ok(false);
+        }
+        SwitchState::Foreign(why) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                foreign_switch_message(&why),
+            ))
+        }
+        SwitchState::Pending(plan) => plan,
+    };
+    let switch = dir.join(SWITCH_DIR);
     for name in plan.moves.iter().map(String::as_str).chain([MANIFEST_NAME]) {
         let from = switch.join(name);
         if fs::symlink_metadata(&from).is_err() {
@@ -313,45 +436,86 @@ fn finish_switch(dir: &Path) -> io::Result<bool> {
             // A directory of parts (or a link) in the way goes aside into
             // the switch directory, which goes whole at the end; `rename`
             // replaces a file or a link itself, never writing through it.
+            // Windows renames nothing over a directory, so a directory
+            // always goes aside first.
             Ok(old) if old.is_dir() || from.is_dir() => {
-                let aside = switch.join(format!(".replaced.{name}"));
+                if old.is_dir() && !holds_only_parts(&to)? {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!(
+                            "finishing the switch to the complete run in {SWITCH_DIR}: the \
+                             directory {name:?} is in the way and holds files fbunload did not \
+                             write; move it, and run again"
+                        ),
+                    ));
+                }
+                let aside = switch.join(format!("{REPLACED_PREFIX}{name}"));
                 fs::rename(&to, &aside)?;
                 fs::rename(&from, &to)?;
             }
             _ => fs::rename(&from, &to)?,
         }
-        pause_for_tests();
+        pause_for_tests("FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS");
     }
     sync_dir(dir);
     remove_old_files(dir, &plan.removes)?;
-    fs::remove_dir_all(&switch)?;
-    sync_dir(dir);
+    retire_switch_dir(dir)?;
     Ok(true)
 }
 
-/// Debug builds only: waits `FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS` after each
-/// move of a switch, so that the fault tests can kill a run in the middle
-/// of one.
-fn pause_for_tests() {
+/// The one line that refuses a [`SWITCH_DIR`] that is not a run's.
+fn foreign_switch_message(why: &str) -> String {
+    format!(
+        "{SWITCH_DIR} in it is not what an fbunload run leaves ({why}); nothing in it was \
+         followed, moved or removed: remove {SWITCH_DIR} if no run of yours was stopped there, \
+         or choose another -o"
+    )
+}
+
+/// The last step of a switch: [`SWITCH_DIR`], now holding only the plan
+/// and what was moved aside, is renamed to a dead run's staging name in
+/// one step, then removed. Cut short there, what is left is a staging
+/// directory that the next run removes, never a [`SWITCH_DIR`] that
+/// would be in the next switch's way.
+fn retire_switch_dir(dir: &Path) -> io::Result<()> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let retired = dir.join(format!(
+        "{STAGING_PREFIX}switched-{}-{nanos:09}",
+        std::process::id()
+    ));
+    fs::rename(dir.join(SWITCH_DIR), &retired)?;
+    sync_dir(dir);
+    pause_for_tests("FBUNLOAD_TEST_PAUSE_AFTER_SWITCH_MS");
+    fs::remove_dir_all(&retired)
+}
+
+/// Debug builds only: waits as many milliseconds as the environment
+/// variable `name` says, so that the fault tests can kill a run at that
+/// point of a switch: `FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS` after each move,
+/// `FBUNLOAD_TEST_PAUSE_AFTER_SWITCH_MS` before the switch's directory,
+/// renamed, is removed.
+fn pause_for_tests(name: &str) {
     if cfg!(debug_assertions) {
-        if let Some(ms) = std::env::var("FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS")
-            .ok()
-            .and_then(|ms| ms.parse().ok())
-        {
+        if let Some(ms) = std::env::var(name).ok().and_then(|ms| ms.parse().ok()) {
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }
     }
 }
 
 /// Finishes a switch an interrupted run left in `dir`, under the
-/// directory's lock (none while a run writes there); returns whether there
-/// was one. For `fbunload check`, which then sees the complete run.
+/// directory's lock (none while a run writes there), once its plan is
+/// checked; returns whether there was one. For `fbunload check --finish`:
+/// a plain check changes nothing ([`crate::check_directory`]).
 pub fn finish_interrupted_switch(dir: &Path) -> Result<bool, ExecError> {
     let fail = |reason: String| ExecError::OutputDir {
         path: dir.to_path_buf(),
         reason,
     };
-    if !dir.join(SWITCH_DIR).is_dir() {
+    let resolved = resolve(dir).map_err(fail)?;
+    let dir = resolved.as_path();
+    if fs::symlink_metadata(dir.join(SWITCH_DIR)).is_err() {
         return Ok(false);
     }
     let _lock = lock(dir).map_err(|e| match e.kind() {
@@ -361,6 +525,40 @@ pub fn finish_interrupted_switch(dir: &Path) -> Result<bool, ExecError> {
         _ => fail(format!("cannot lock it: {e}")),
     })?;
     finish_switch(dir).map_err(|e| fail(format!("finishing an interrupted switch: {e}")))
+}
+
+/// Whether a run holds `dir`'s lock now; never creates or changes
+/// anything (on Windows a missing lock file means no run ever held it).
+pub(crate) fn run_under_way(dir: &Path) -> bool {
+    #[cfg(unix)]
+    let handle = File::open(dir);
+    #[cfg(not(unix))]
+    let handle = OpenOptions::new()
+        .write(true)
+        .open(dir.join(".fbunload.lock"));
+    handle.is_ok_and(
+        |handle| matches!(try_lock(handle), Err(e) if e.kind() == io::ErrorKind::WouldBlock),
+    )
+}
+
+/// The output directory named by `path`, resolved once: where its last
+/// component is a link, the directory the link names (every later step
+/// works on that path, and never reads the link again); otherwise `path`
+/// as given, whose earlier components the system resolves as usual.
+pub(crate) fn resolve(path: &Path) -> Result<PathBuf, String> {
+    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return Ok(path.to_path_buf());
+    }
+    let target = fs::canonicalize(path)
+        .map_err(|e| format!("it is a link, and what it names cannot be reached: {e}"))?;
+    if !fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
+        return Err(format!(
+            "it is a link to {}, which is not a directory",
+            target.display()
+        ));
+    }
+    Ok(target)
 }
 
 /// Removes the old run's `files` (names relative to `dir`) that the new
@@ -413,11 +611,7 @@ fn remove_old_files(dir: &Path, files: &[String]) -> io::Result<()> {
 /// Windows has no `unlinkat`: paths, each checked not to pass a link.
 #[cfg(not(unix))]
 fn remove_old_files(dir: &Path, files: &[String]) -> io::Result<()> {
-    let paths: Vec<PathBuf> = files
-        .iter()
-        .filter_map(|f| crate::manifest::listed_path(dir, f).ok())
-        .collect();
-    previous::remove(dir, &paths)
+    previous::remove(dir, files)
 }
 
 impl Drop for OutputDir {
@@ -492,9 +686,7 @@ fn ignores_case(dir: &Path) -> bool {
 fn holds_only_parts(dir: &Path) -> io::Result<bool> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let is_part = name.starts_with("part-") && name.ends_with(".parquet");
+        let is_part = is_part_name(&entry.file_name().to_string_lossy());
         if !is_part || !entry.file_type()?.is_file() {
             return Ok(false);
         }
@@ -779,6 +971,197 @@ mod tests {
         assert_eq!(
             fs::read(victim.path().join("part-00000.parquet")).unwrap(),
             b"precious"
+        );
+    }
+
+    /// A planted switch: `.fbunload-switch` with `plan` as its plan and
+    /// a manifest, in `d`.
+    fn planted_switch(d: &Path, plan: &str) -> PathBuf {
+        let switch = d.join(SWITCH_DIR);
+        fs::create_dir_all(&switch).unwrap();
+        fs::write(switch.join(MANIFEST_NAME), b"{\"tables\": []}").unwrap();
+        fs::write(switch.join(SWITCH_PLAN), plan).unwrap();
+        switch
+    }
+
+    /// A plan's names were trusted: `../victim.txt` was removed, a
+    /// directory outside moved in and emptied, an absolute path moved in,
+    /// by the next run or `check` (issue 37). Every such plan is refused
+    /// whole, before anything is touched.
+    #[test]
+    fn a_plan_naming_anything_a_run_does_not_write_is_refused_untouched() {
+        let outer = tempfile::tempdir().unwrap();
+        let victim = outer.path().join("victim.txt");
+        let victim_dir = outer.path().join("victimdir");
+        fs::create_dir(&victim_dir).unwrap();
+        fs::write(victim_dir.join("precious"), b"x").unwrap();
+        let d = outer.path().join("out");
+        fs::create_dir(&d).unwrap();
+        let absolute = serde_json::to_string(victim_dir.to_str().unwrap()).unwrap();
+        for plan in [
+            r#"{"moves": [], "removes": ["../victim.txt"]}"#.to_string(),
+            r#"{"moves": ["../victimdir"], "removes": []}"#.to_string(),
+            format!(r#"{{"moves": [{absolute}], "removes": []}}"#),
+            r#"{"moves": [], "removes": ["T.parquet/../../victim.txt"]}"#.to_string(),
+            r#"{"moves": ["notes.txt"], "removes": []}"#.to_string(),
+            r#"{"moves": [], "removes": [".fbunload.lock"]}"#.to_string(),
+            "not json".to_string(),
+        ] {
+            fs::write(&victim, b"precious").unwrap();
+            let switch = planted_switch(&d, &plan);
+            fs::create_dir_all(switch.join(".replaced..")).unwrap();
+            fs::create_dir_all(d.join("victimdir")).unwrap();
+            fs::write(d.join("notes.txt"), b"mine").unwrap();
+            let err = OutputDir::open(&d, Reuse::Overwrite)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("not what an fbunload run leaves"),
+                "{plan}: {err}"
+            );
+            let err = finish_interrupted_switch(&d).unwrap_err().to_string();
+            assert!(
+                err.contains("not what an fbunload run leaves"),
+                "{plan}: {err}"
+            );
+            assert_eq!(fs::read(&victim).unwrap(), b"precious", "{plan}");
+            assert!(victim_dir.join("precious").exists(), "{plan}");
+            assert!(switch.join(MANIFEST_NAME).exists(), "{plan}: touched");
+            assert!(!d.join(MANIFEST_NAME).exists(), "{plan}: moved");
+            assert_eq!(fs::read(d.join("notes.txt")).unwrap(), b"mine", "{plan}");
+            fs::remove_dir_all(&switch).unwrap();
+        }
+    }
+
+    /// A `.fbunload-switch` that is a file or a link made every later run
+    /// read the whole database, then fail at its own switch; it is
+    /// refused when the directory is opened, and never followed.
+    #[cfg(unix)]
+    #[test]
+    fn a_switch_directory_no_run_left_is_refused_before_the_run() {
+        let outer = tempfile::tempdir().unwrap();
+        let elsewhere = outer.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::write(
+            elsewhere.join(SWITCH_PLAN),
+            r#"{"moves": [], "removes": []}"#,
+        )
+        .unwrap();
+        let d = outer.path().join("out");
+        fs::create_dir(&d).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, d.join(SWITCH_DIR)).unwrap();
+        let err = OutputDir::open(&d, Reuse::Refuse).unwrap_err().to_string();
+        assert!(err.contains("a file or a link"), "{err}");
+        fs::remove_file(d.join(SWITCH_DIR)).unwrap();
+        fs::write(d.join(SWITCH_DIR), b"").unwrap();
+        let err = OutputDir::open(&d, Reuse::Refuse).unwrap_err().to_string();
+        assert!(err.contains("a file or a link"), "{err}");
+        fs::remove_file(d.join(SWITCH_DIR)).unwrap();
+        // A plan that is a link is not read through.
+        let switch = d.join(SWITCH_DIR);
+        fs::create_dir(&switch).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join(SWITCH_PLAN), switch.join(SWITCH_PLAN)).unwrap();
+        let err = OutputDir::open(&d, Reuse::Refuse).unwrap_err().to_string();
+        assert!(err.contains("a link, not followed"), "{err}");
+        // Nor one holding anything but a plan and what a switch set aside.
+        fs::remove_file(switch.join(SWITCH_PLAN)).unwrap();
+        fs::write(switch.join("T.csv"), b"x").unwrap();
+        let err = OutputDir::open(&d, Reuse::Refuse).unwrap_err().to_string();
+        assert!(err.contains("holds no plan"), "{err}");
+        assert!(switch.join("T.csv").exists());
+    }
+
+    /// A switch is only followed where the user running fbunload made it,
+    /// as a run does: another user's plan, valid or not, is refused.
+    /// Needs root to give the planted one away.
+    #[cfg(unix)]
+    #[test]
+    fn another_users_switch_is_not_followed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        if fs::metadata(d).unwrap().uid() != 0 {
+            return; // only root can make a directory someone else's
+        }
+        fs::write(d.join("A.csv"), b"old").unwrap();
+        let switch = planted_switch(d, r#"{"moves": [], "removes": ["A.csv"]}"#);
+        std::os::unix::fs::chown(&switch, Some(65534), None).unwrap();
+        let err = OutputDir::open(d, Reuse::Overwrite)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("owned by another user (uid 65534)"), "{err}");
+        std::os::unix::fs::chown(&switch, Some(0), None).unwrap();
+        std::os::unix::fs::chown(switch.join(SWITCH_PLAN), Some(65534), None).unwrap();
+        let err = OutputDir::open(d, Reuse::Overwrite)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("owned by another user"), "{err}");
+        assert!(d.join("A.csv").exists());
+        std::os::unix::fs::chown(switch.join(SWITCH_PLAN), Some(0), None).unwrap();
+        drop(OutputDir::open(d, Reuse::Overwrite).unwrap());
+        assert!(!d.join("A.csv").exists(), "its own plan is followed");
+    }
+
+    /// Killed while the finished switch's directory was removed (its plan
+    /// gone first, old parts still in it), a run left a `.fbunload-switch`
+    /// without a plan, and every later run failed at its own switch
+    /// ("Directory not empty"). What an earlier version left so is removed;
+    /// a switch now goes under a dead run's name before it is removed.
+    #[test]
+    fn the_remains_of_a_finished_switch_block_no_later_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let aside = d.join(SWITCH_DIR).join(".replaced.P.parquet");
+        fs::create_dir_all(&aside).unwrap();
+        fs::write(aside.join("part-00000.parquet"), b"old").unwrap();
+        fs::write(d.join(MANIFEST_NAME), r#"{"tables": []}"#).unwrap();
+        let out = OutputDir::open(d, Reuse::Overwrite).unwrap();
+        assert!(!d.join(SWITCH_DIR).exists());
+        write(&out, "P.parquet", b"new");
+        out.switch(br#"{"tables": []}"#).unwrap();
+        assert_eq!(fs::read(d.join("P.parquet")).unwrap(), b"new");
+        let left: Vec<_> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2 + usize::from(cfg!(not(unix))), "{left:?}");
+        drop(out);
+
+        // Cut short after the rename: a dead run's staging directory.
+        let tail = d.join(format!("{STAGING_PREFIX}switched-1-000000001"));
+        fs::create_dir_all(tail.join(".replaced.P.parquet")).unwrap();
+        drop(OutputDir::open(d, Reuse::Overwrite).unwrap());
+        assert!(!tail.exists());
+    }
+
+    /// `-o` naming a link to a directory published the run into the
+    /// directory, then failed (`openat` with `O_NOFOLLOW` on the link),
+    /// leaving `.fbunload-switch` for every later run to fail on. The link
+    /// is resolved once, when the directory is opened.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_the_output_directory_is_resolved_once() {
+        let outer = tempfile::tempdir().unwrap();
+        let real = outer.path().join("real");
+        fs::create_dir(&real).unwrap();
+        old_run(&real);
+        let link = outer.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let out = OutputDir::open(&link, Reuse::Overwrite).unwrap();
+        write(&out, "A.csv", b"new A");
+        out.switch(b"{}").unwrap();
+        assert_eq!(fs::read(real.join("A.csv")).unwrap(), b"new A");
+        assert!(!real.join("P.parquet").exists());
+        assert!(!real.join(SWITCH_DIR).exists());
+        drop(out);
+        let dangling = outer.path().join("dangling");
+        std::os::unix::fs::symlink(outer.path().join("gone"), &dangling).unwrap();
+        let err = OutputDir::open(&dangling, Reuse::Refuse)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cannot create it") || err.contains("a link"),
+            "{err}"
         );
     }
 

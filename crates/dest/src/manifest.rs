@@ -129,20 +129,19 @@ struct ListedTable {
 
 impl ListedFiles {
     /// The manifest of `dir`: `Ok(None)` if there is none. A manifest that
-    /// is a link is refused rather than followed.
+    /// is a link, a FIFO or a device is refused rather than read
+    /// ([`open_plain_file`]).
     pub fn read(dir: &Path) -> io::Result<Option<ListedFiles>> {
-        let path = dir.join(MANIFEST_NAME);
-        match fs::symlink_metadata(&path) {
+        let mut file = match open_plain_file(&dir.join(MANIFEST_NAME)) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-            Ok(meta) if !meta.is_file() => {
-                return Err(io::Error::other(format!(
-                    "{MANIFEST_NAME} is not a plain file"
-                )))
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                return Err(io::Error::other(format!("{MANIFEST_NAME} is {e}")))
             }
-            Ok(_) => {}
-        }
-        let text = fs::read(&path)?;
+            Err(e) => return Err(e),
+            Ok(file) => file,
+        };
+        let mut text = Vec::new();
+        io::Read::read_to_end(&mut file, &mut text)?;
         serde_json::from_slice(&text)
             .map(Some)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
@@ -184,14 +183,7 @@ pub(crate) fn listed_path(dir: &Path, name: &str) -> Result<PathBuf, Refusal> {
     // no empty segment (a leading `/`, `a//b`), no `.` or `..`, and no
     // drive prefix or backslash where the platform reads them.
     let segments: Vec<&str> = name.split('/').collect();
-    let plain = segments.iter().all(|segment| {
-        let mut parts = Path::new(segment).components();
-        matches!(
-            (parts.next(), parts.next()),
-            (Some(Component::Normal(part)), None) if part == std::ffi::OsStr::new(segment)
-        )
-    });
-    if !plain {
+    if !segments.iter().all(|segment| is_plain_name(segment)) {
         return Err(Refusal::LeadsOut);
     }
     let mut path = dir.to_path_buf();
@@ -206,6 +198,65 @@ pub(crate) fn listed_path(dir: &Path, name: &str) -> Result<PathBuf, Refusal> {
     }
     path.push(last);
     Ok(path)
+}
+
+/// Opens the file at `path`, read back from an output directory, as the
+/// plain file it must be: never through a link at its last component
+/// (Unix: `O_NOFOLLOW`; Windows: the link itself is opened), never
+/// waiting on a FIFO (`O_NONBLOCK`), and refused unless what was opened
+/// is a regular file, so a name swapped for a link to `/dev/zero` or a
+/// FIFO after it was looked at cannot make a reader read or wait for
+/// ever. Refusals are `InvalidData`, saying what it is.
+pub(crate) fn open_plain_file(path: &Path) -> io::Result<fs::File> {
+    #[cfg(unix)]
+    let file = {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        match rustix::fs::open(path, flags, Mode::empty()) {
+            Ok(fd) => fs::File::from(fd),
+            Err(e) if e == rustix::io::Errno::LOOP => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a link, not followed",
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    #[cfg(windows)]
+    let file = {
+        use std::os::windows::fs::OpenOptionsExt;
+        const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)?
+    };
+    #[cfg(not(any(unix, windows)))]
+    let file = fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a plain file (a link, a directory, a FIFO or a device)",
+        ));
+    }
+    Ok(file)
+}
+
+/// Whether `segment` is one plain component of a path as written: not
+/// empty, no `/`, not `.` or `..`, and no drive prefix, backslash or other
+/// character the platform would read as more than a name (on Windows
+/// also those [`crate::file_name_for`] escapes there, `:` of a stream
+/// among them).
+pub(crate) fn is_plain_name(segment: &str) -> bool {
+    let mut parts = Path::new(segment).components();
+    let one_component = matches!(
+        (parts.next(), parts.next()),
+        (Some(Component::Normal(part)), None) if part == std::ffi::OsStr::new(segment)
+    );
+    one_component
+        && !segment.contains('/')
+        && !(cfg!(windows) && segment.contains(crate::names::FORBIDDEN_ON_WINDOWS))
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ enum NameRules {
 }
 
 /// Characters Windows does not allow in a file name, beyond `/` and `\`.
-const FORBIDDEN_ON_WINDOWS: &[char] = &['<', '>', ':', '"', '|', '?', '*'];
+pub(crate) const FORBIDDEN_ON_WINDOWS: &[char] = &['<', '>', ':', '"', '|', '?', '*'];
 
 /// Names Windows keeps for devices, whatever extension follows them.
 const WINDOWS_DEVICES: &[&str] = &["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];

@@ -17,7 +17,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::manifest::{listed_path, ListedFiles, MANIFEST_NAME};
+use crate::manifest::{is_plain_name, listed_path, ListedFiles, MANIFEST_NAME};
 
 /// Extensions of the files a run writes (a `--split` Parquet table is a
 /// directory named so); csv, tsv and jsonl may be compressed as a whole.
@@ -84,10 +84,12 @@ impl PreviousRun {
         )
     }
 
-    /// The files to remove when overwriting: everything the manifest lists,
-    /// each checked to be inside `dir`. An unreadable or hostile manifest is
-    /// an error, and nothing is removed.
-    pub fn files_to_remove(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    /// The files to remove when overwriting: what the manifest lists, each
+    /// checked to be inside `dir`. An unreadable or hostile manifest is an
+    /// error, and nothing is removed; a plain name that fbunload never
+    /// gives a file ([`is_run_file_path`]: `notes.txt`, `.profile`) is not
+    /// that run's, and stays.
+    pub fn files_to_remove(&self, dir: &Path) -> Result<Vec<String>, String> {
         if !self.manifest {
             return Ok(Vec::new());
         }
@@ -101,14 +103,14 @@ impl PreviousRun {
             .unwrap_or_else(|| unreachable!("found above"));
         listed
             .files()
-            .map(|file| {
-                listed_path(dir, &file.name).map_err(|why| {
-                    format!(
-                        "{MANIFEST_NAME} lists {:?}, {why}; --overwrite removes nothing: \
-                         remove that run's files by hand, or choose another -o",
-                        file.name
-                    )
-                })
+            .filter(|file| is_run_file_path(&file.name) || listed_path(dir, &file.name).is_err())
+            .map(|file| match listed_path(dir, &file.name) {
+                Ok(_) => Ok(file.name.clone()),
+                Err(why) => Err(format!(
+                    "{MANIFEST_NAME} lists {:?}, {why}; --overwrite removes nothing: remove that \
+                     run's files by hand, or choose another -o",
+                    file.name
+                )),
             })
             .collect()
     }
@@ -131,15 +133,45 @@ pub(crate) fn is_table_file_name(name: &str) -> bool {
     })
 }
 
-/// Removes `files` (validated by [`PreviousRun::files_to_remove`]), then
-/// the directories of parts they leave empty; where there is no
-/// `unlinkat` (Windows). A link is removed, never followed; a directory
-/// where the manifest listed a file is not what it listed, and is left
-/// alone.
+/// Whether `name` (a `/`-separated path read back from the output
+/// directory: a manifest, a switch's plan) names something a run writes
+/// there: a table's file or directory of parts, `schema.sql`
+/// ([`is_run_entry_name`]), or a part in a directory of parts
+/// (`T.parquet/part-00000.parquet`). Nothing else is ever moved or
+/// removed on a name read back.
+pub(crate) fn is_run_file_path(name: &str) -> bool {
+    match name.split_once('/') {
+        None => is_run_entry_name(name),
+        Some((parts, part)) => {
+            is_run_entry_name(parts) && parts.ends_with(".parquet") && is_part_name(part)
+        }
+    }
+}
+
+/// Whether `name` is one plain name of an entry a run puts in the output
+/// directory: a table's file (or directory of parts), or `schema.sql`.
+pub(crate) fn is_run_entry_name(name: &str) -> bool {
+    is_plain_name(name) && (name == crate::SCHEMA_FILE || is_table_file_name(name))
+}
+
+/// Whether `name` is a part's in a directory of parts: `part-00000.parquet`.
+pub(crate) fn is_part_name(name: &str) -> bool {
+    is_plain_name(name) && name.starts_with("part-") && name.ends_with(".parquet")
+}
+
+/// Removes `files` (names relative to `dir`, as [`PreviousRun::files_to_remove`]
+/// gives them; one that leads out or through a link is skipped), then the
+/// directories of parts they leave empty; where there is no `unlinkat`
+/// (Windows). A link is removed, never followed; a directory where the
+/// manifest listed a file is not what it listed, and is left alone.
 #[cfg_attr(unix, allow(dead_code))]
-pub(crate) fn remove(dir: &Path, files: &[PathBuf]) -> io::Result<()> {
+pub(crate) fn remove(dir: &Path, files: &[String]) -> io::Result<()> {
+    let files: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| listed_path(dir, f).ok())
+        .collect();
     let mut parents = Vec::new();
-    for file in files {
+    for file in &files {
         if fs::symlink_metadata(file).is_ok_and(|m| m.is_dir()) {
             continue;
         }
@@ -252,6 +284,53 @@ mod tests {
         // over the old one), not removed here.
         assert_eq!(left, ["U.parquet", "manifest.json", "mine.csv"]);
         assert!(d.join("U.parquet/notes.txt").exists());
+    }
+
+    #[test]
+    fn only_names_a_run_writes_are_its_files() {
+        for name in [
+            "T.csv",
+            "T.000001.csv.zst",
+            "schema.sql",
+            "T.parquet",
+            "T.parquet/part-00000.parquet",
+        ] {
+            assert!(is_run_file_path(name), "{name}");
+        }
+        for name in [
+            "",
+            "..",
+            "../victim.csv",
+            "/etc/passwd.csv",
+            "notes.txt",
+            ".fbunload-switch",
+            ".replaced.T.parquet",
+            "manifest.json",
+            "T.csv/part-00000.parquet",
+            "T.parquet/notes.txt",
+            "T.parquet/part-00000.parquet/x",
+            "T.parquet/../part-00000.parquet",
+            "a/T.csv",
+        ] {
+            assert!(!is_run_file_path(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_manifest_listing_names_no_run_writes_removes_none_of_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for name in ["A.csv", "notes.txt"] {
+            fs::write(d.join(name), b"x").unwrap();
+        }
+        fs::write(
+            d.join(MANIFEST_NAME),
+            r#"{"tables": [{"files": [{"name": "A.csv", "bytes": 1, "sha256": ""},
+                {"name": "notes.txt", "bytes": 1, "sha256": ""}]}]}"#,
+        )
+        .unwrap();
+        let files = PreviousRun::find(d).unwrap().files_to_remove(d).unwrap();
+        assert_eq!(files, ["A.csv"]);
     }
 
     #[test]

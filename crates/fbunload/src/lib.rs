@@ -90,7 +90,7 @@ pub use fbunload_client::{ReadWatch, StalledRead};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
-    check_directory, file_name_for, part_file_name, CheckReport, Manifest, ManifestColumn,
+    check_directory, file_name_for, finish_interrupted_switch, part_file_name, CheckReport, Manifest, ManifestColumn,
     ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME, SWITCH_DIR,
 };
 pub use fbunload_exec::{
