@@ -2,7 +2,9 @@
 # Installs what fbunload needs to build and to run on the embedded Firebird 5
 # engine: Debian's libtommath1 and libicu72, the firebird-embedded Python
 # package, pyarrow, pandas, Dask and the other packages the tests use, and
-# Rust (rustup) if there is no cargo.
+# Rust (rustup) if there is no cargo; and what tests the Windows build under
+# Wine (scripts/wine-smoke.sh): Wine, MinGW-w64, unzip and Rust's
+# x86_64-pc-windows-gnu target (FBUNLOAD_SKIP_WINE=1 leaves them out).
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 
@@ -20,6 +22,11 @@ for pkg in libtommath1 libicu72 firebird3.0-examples; do
 done
 # Rust links through the system's C compiler (and zstd's C code needs it).
 command -v cc >/dev/null 2>&1 || missing_debs+=(gcc libc6-dev)
+if [ "${FBUNLOAD_SKIP_WINE:-}" != 1 ]; then
+  command -v wine >/dev/null 2>&1 || missing_debs+=(wine wine64)
+  command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || missing_debs+=(mingw-w64)
+  command -v unzip >/dev/null 2>&1 || missing_debs+=(unzip)
+fi
 if [ ${#missing_debs[@]} -gt 0 ]; then
   say "installing Debian packages: ${missing_debs[*]}"
   as_root apt-get update -qq
@@ -99,5 +106,10 @@ if ! command -v cargo >/dev/null 2>&1; then
   "$rustup_dir/rustup-init" -y --quiet --profile minimal --default-toolchain stable
   rm -rf "$rustup_dir"
   . "$CARGO_ENV"
+fi
+if [ "${FBUNLOAD_SKIP_WINE:-}" != 1 ] && command -v rustup >/dev/null 2>&1 &&
+  ! rustup target list --installed | grep -qx x86_64-pc-windows-gnu; then
+  say "adding Rust's Windows target (x86_64-pc-windows-gnu), for scripts/wine-smoke.sh"
+  rustup target add x86_64-pc-windows-gnu >/dev/null
 fi
 say "toolchain: $(cargo --version)"

@@ -4,7 +4,9 @@
 # 3.0 server over TCP (installed and started here) and against a Firebird 5
 # server where one was built (scripts/fb5-server.sh), each stopped at the
 # end if this run started it; golden files; then the Python package's
-# pytest suite.
+# pytest suite; then the Windows build under Wine (scripts/wine-smoke.sh),
+# where Wine and Rust's Windows target are installed (setup.sh installs
+# them).
 # FBUNLOAD_SKIP_SERVER_TESTS=1 skips the server part on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,3 +56,12 @@ PYTHON=${PYTHON:-python3}
 wheel=$(ls -t target/python-wheel/fbunload-*.whl | head -1)
 target/python-env/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel"
 (cd python/tests && ../../target/python-env/bin/python -m pytest -q -p no:cacheprovider)
+
+# The Windows build, for real, under Wine: against the Linux tools built
+# above (a release build of them would take minutes more).
+if command -v wine >/dev/null 2>&1 &&
+  rustup target list --installed 2>/dev/null | grep -qx x86_64-pc-windows-gnu; then
+  LINUX_BIN=$PWD/target/debug bash scripts/wine-smoke.sh
+else
+  echo "==> no Wine or no Rust target x86_64-pc-windows-gnu: the Windows build is not tested (scripts/setup.sh installs them)" >&2
+fi

@@ -45,6 +45,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 root=$repo/target/wine-smoke
+runtime=$root/runtime # the Windows engine, unpacked below
 mkdir -p "$root"
 export WINEDEBUG=-all WINEPREFIX=$root/prefix
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1}
@@ -95,7 +96,6 @@ if [ -z "$wheel" ]; then
     --only-binary=:all: --no-deps -d "$root/wheel"
   wheel=$(ls "$root"/wheel/firebird_embedded-*-win_amd64.whl | head -1)
 fi
-runtime=$root/runtime
 rm -rf "$runtime" "$root/unpacked"
 unzip -q "$wheel" -d "$root/unpacked"
 mv "$root/unpacked/firebird/embedded/runtime" "$runtime"

@@ -1,9 +1,9 @@
 //! A rerun never loses the last good unload: killed (`kill -9`) or
 //! stopped (SIGTERM) while it reads, or in the middle of moving its
 //! complete files in, the directory holds one complete run that `fbunload
-//! check` accepts (the old one, or the new one once the interrupted move
-//! is finished), and the next run proceeds. A rerun that fails leaves the
-//! old run as it was.
+//! check` accepts (the old one, or the new one once `check --finish` has
+//! finished the interrupted move), and the next run proceeds. A rerun that
+//! fails leaves the old run as it was.
 
 mod common;
 
@@ -140,14 +140,31 @@ fn a_rerun_killed_at_any_moment_leaves_one_complete_run() {
         wait_for("the switch", || out.join(fbunload::SWITCH_DIR).exists());
         std::thread::sleep(Duration::from_millis(300));
         stop(child, signal);
-        // SIGTERM lets the switch end; kill -9 leaves it for check.
+        // SIGTERM lets the switch end; kill -9 leaves it, which a check
+        // names (changing nothing) and `check --finish` finishes.
         let cut_short = out.join(fbunload::SWITCH_DIR).exists();
         assert!(cut_short || signal == "TERM");
-        let said = assert_one_complete_run(&out, &format!("SIG{signal} while switching"));
+        if cut_short {
+            let checked = fbunload_check(&out);
+            assert_eq!(checked.status.code(), Some(1));
+            let said = String::from_utf8_lossy(&checked.stdout);
+            assert!(said.contains("check --finish"), "{said}");
+            assert!(
+                out.join(fbunload::SWITCH_DIR).exists(),
+                "check changed nothing"
+            );
+        }
+        let finished = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(["check", "--finish"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(finished.status.success(), "{}", stderr(&finished));
         assert_eq!(
-            said.contains("that move is now finished"),
+            stderr(&finished).contains("that move is now finished"),
             cut_short,
-            "{said}"
+            "{}",
+            stderr(&finished)
         );
         assert_eq!(tiny(&out), format!("{value}\n"), "SIG{signal}: the new run");
         assert!(!out.join(fbunload::SWITCH_DIR).exists());
@@ -156,5 +173,72 @@ fn a_rerun_killed_at_any_moment_leaves_one_complete_run() {
     // And the next run proceeds.
     let last = spawn(&db, &out, None).wait_with_output().unwrap();
     assert!(last.status.success(), "{}", stderr(&last));
+    assert_one_complete_run(&out, "the last run");
+}
+
+/// Killed in the last step of a switch (its plan removed, the old
+/// `--split` directory it moved aside still being removed), a run left a
+/// `.fbunload-switch` without a plan: `check` said all was well, and every
+/// later run read the whole database, then failed ("Directory not
+/// empty"). The switch's directory now goes under a dead run's name
+/// before it is removed; what an earlier version left is removed too.
+#[test]
+fn a_run_killed_in_the_last_step_of_its_switch_blocks_no_later_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "last-step.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE PARTS (ID INTEGER)",
+            "INSERT INTO PARTS VALUES (1)",
+        ],
+    );
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let args = ["-f", "parquet", "--split", "--overwrite", "-o", o];
+    let leftovers = || -> Vec<String> {
+        std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.starts_with('.'))
+            .collect()
+    };
+    let first = fbunload(&db, &args);
+    assert!(first.status.success(), "{}", stderr(&first));
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
+    command
+        .arg("-d")
+        .arg(&db)
+        .args(["-u", "SYSDBA", "-p", "masterkey"])
+        .args(args)
+        .env("FBUNLOAD_TEST_PAUSE_AFTER_SWITCH_MS", "10000")
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    wait_for("the switch's last step", || {
+        leftovers()
+            .iter()
+            .any(|name| name.starts_with(".fbunload-run-switched-"))
+    });
+    stop(child, "KILL");
+    assert!(!out.join(fbunload::SWITCH_DIR).exists());
+    let said = assert_one_complete_run(&out, "killed in the switch's last step");
+    assert!(said.contains("not part of the run here"), "{said}");
+    let next = fbunload(&db, &args);
+    assert!(next.status.success(), "{}", stderr(&next));
+    assert!(leftovers().is_empty(), "{:?}", leftovers());
+
+    // What an earlier fbunload left when killed there: no plan, the old
+    // parts set aside.
+    let aside = out
+        .join(fbunload::SWITCH_DIR)
+        .join(".replaced.PARTS.parquet");
+    std::fs::create_dir_all(&aside).unwrap();
+    std::fs::write(aside.join("part-00000.parquet"), b"old").unwrap();
+    let said = assert_one_complete_run(&out, "with an earlier version's remains");
+    assert!(said.contains("what is left of a finished switch"), "{said}");
+    let next = fbunload(&db, &args);
+    assert!(next.status.success(), "{}", stderr(&next));
+    assert!(leftovers().is_empty(), "{:?}", leftovers());
     assert_one_complete_run(&out, "the last run");
 }

@@ -105,6 +105,13 @@ pub fn check_directory(dir: &Path) -> Result<CheckReport, ExecError> {
     let listed = match ListedFiles::read(dir) {
         Ok(Some(listed)) => listed,
         Ok(None) if !dir.is_dir() => return Err(fail("no such directory".into())),
+        Ok(None) if !report.matches() => {
+            // A `.fbunload-switch` no run left: named, with the rest.
+            report.differences.push(format!(
+                "{MANIFEST_NAME}: missing: only a complete fbunload run writes one"
+            ));
+            return Ok(report);
+        }
         Ok(None) => {
             return Err(fail(format!(
                 "no {MANIFEST_NAME} here: only a complete fbunload run writes one, so this is not \

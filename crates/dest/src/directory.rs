@@ -124,7 +124,15 @@ impl OutputDir {
             ),
             _ => fail(format!("cannot lock it: {e}")),
         })?;
-        finish_switch(path).map_err(|e| fail(e.to_string()))?;
+        finish_switch(path).map_err(|e| match e.kind() {
+            // Refused before anything was touched, or something in the
+            // way: the message says what.
+            io::ErrorKind::InvalidData | io::ErrorKind::AlreadyExists => fail(e.to_string()),
+            _ => fail(format!(
+                "finishing the switch to the complete run an interrupted fbunload left in \
+                 {SWITCH_DIR}: {e}"
+            )),
+        })?;
         let previous = PreviousRun::find(path).map_err(|e| fail(format!("cannot list it: {e}")))?;
         if !previous.is_empty() && reuse == Reuse::Refuse {
             return Err(fail(previous.refusal()));
