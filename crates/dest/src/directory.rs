@@ -356,7 +356,8 @@ pub(crate) fn switch_state(dir: &Path) -> io::Result<SwitchState> {
     if !meta.is_dir() {
         return foreign("it is a file or a link, not a directory".into());
     }
-    if let Some(why) = foreign_owner(&meta) {
+    let dir_meta = fs::metadata(dir)?;
+    if let Some(why) = foreign_owner(&meta, &dir_meta) {
         return foreign(why);
     }
     let mut file = match open_plain_file(&switch.join(SWITCH_PLAN)) {
@@ -378,7 +379,7 @@ pub(crate) fn switch_state(dir: &Path) -> io::Result<SwitchState> {
         Err(e) => return Err(e),
         Ok(file) => file,
     };
-    if let Some(why) = foreign_owner(&file.metadata()?) {
+    if let Some(why) = foreign_owner(&file.metadata()?, &dir_meta) {
         return foreign(format!("its {SWITCH_PLAN} is {why}"));
     }
     let mut text = Vec::new();
@@ -394,20 +395,23 @@ pub(crate) fn switch_state(dir: &Path) -> io::Result<SwitchState> {
 }
 
 /// Why a directory or file read back is not one this user's run left:
-/// on Unix, a run leaves them owned by the user it ran as.
-fn foreign_owner(meta: &fs::Metadata) -> Option<String> {
+/// on Unix, a run leaves them owned by the user it ran as, which is the
+/// output directory's owner (`dir_meta`) where a mount maps every owner to
+/// one (a CIFS or FAT mount's `uid=`). Someone else can make neither.
+fn foreign_owner(meta: &fs::Metadata, dir_meta: &fs::Metadata) -> Option<String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         let me = rustix::process::geteuid().as_raw();
-        if meta.uid() != me {
+        if meta.uid() != me && meta.uid() != dir_meta.uid() {
             return Some(format!(
-                "owned by another user (uid {}), not by the user running fbunload (uid {me})",
+                "owned by another user (uid {}), not by the user running fbunload (uid {me}) \
+                 or the directory's owner",
                 meta.uid()
             ));
         }
     }
-    let _ = meta;
+    let _ = (meta, dir_meta);
     None
 }
 
