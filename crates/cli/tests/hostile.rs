@@ -462,18 +462,6 @@ fn a_second_run_into_the_same_directory_is_refused_not_mixed() {
     );
 }
 
-fn small_db(dir: &std::path::Path) -> std::path::PathBuf {
-    let db = create_db(dir, "small.fdb", 8192);
-    execute(
-        &db,
-        &[
-            "CREATE TABLE TINY (ID INTEGER)",
-            "INSERT INTO TINY VALUES (1)",
-        ],
-    );
-    db
-}
-
 /// Links planted in the output directory, at temporary names and at final
 /// ones, were followed: a victim file outside was written or truncated.
 #[cfg(unix)]

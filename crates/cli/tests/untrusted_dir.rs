@@ -16,13 +16,6 @@ use common::*;
 
 const SWITCH: &str = ".fbunload-switch";
 
-fn fbunload_bare(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -50,7 +43,7 @@ fn a_planted_plan_removes_nothing_outside_the_directory() {
     let o = out.to_str().unwrap();
     let victim = a.path().join("victim.txt");
 
-    let checked = fbunload_bare(&["check", o]);
+    let checked = fbunload_alone(&["check", o]);
     assert_eq!(checked.status.code(), Some(1), "{}", stderr(&checked));
     assert!(
         stdout(&checked).contains(".fbunload-switch: not what an fbunload run leaves")
@@ -60,7 +53,7 @@ fn a_planted_plan_removes_nothing_outside_the_directory() {
     );
     assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
 
-    let finished = fbunload_bare(&["check", "--finish", o]);
+    let finished = fbunload_alone(&["check", "--finish", o]);
     assert_eq!(finished.status.code(), Some(1));
     assert!(
         stderr(&finished).contains("not what an fbunload run leaves"),
@@ -110,7 +103,7 @@ fn a_planted_plan_moves_nothing_in_or_out() {
         fs::create_dir_all(chain).unwrap();
         fs::create_dir_all(out.join("victimdir")).unwrap();
         for args in [&["check"][..], &["check", "--finish"]] {
-            let checked = fbunload_bare(&[args, &[out.to_str().unwrap()]].concat());
+            let checked = fbunload_alone(&[args, &[out.to_str().unwrap()]].concat());
             assert_eq!(checked.status.code(), Some(1), "{plan} {args:?}");
             assert_eq!(
                 fs::read_to_string(victim_dir.join("precious.txt")).unwrap(),
@@ -198,18 +191,6 @@ fn a_switch_no_run_left_is_refused_before_attaching_and_never_waited_on() {
     }
 }
 
-fn tiny_db(dir: &Path) -> PathBuf {
-    let db = create_db(dir, "tiny.fdb", 8192);
-    execute(
-        &db,
-        &[
-            "CREATE TABLE TINY (ID INTEGER)",
-            "INSERT INTO TINY VALUES (1)",
-        ],
-    );
-    db
-}
-
 /// `-o link` (a link to a directory) published the run into the
 /// directory, then failed with "Not a directory", leaving
 /// `.fbunload-switch` for `check` and every later run to fail on. The link
@@ -218,7 +199,7 @@ fn tiny_db(dir: &Path) -> PathBuf {
 #[test]
 fn an_output_directory_named_through_a_link_is_resolved_once() {
     let dir = tempfile::tempdir().unwrap();
-    let db = tiny_db(dir.path());
+    let db = small_db(dir.path());
     let real = dir.path().join("real");
     fs::create_dir(&real).unwrap();
     let link = dir.path().join("link");
@@ -246,7 +227,7 @@ fn an_output_directory_named_through_a_link_is_resolved_once() {
 #[test]
 fn check_names_a_staging_directory_left_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let db = tiny_db(dir.path());
+    let db = small_db(dir.path());
     let out = dir.path().join("out");
     let run = fbunload(&db, &["-o", out.to_str().unwrap()]);
     assert!(run.status.success(), "{}", stderr(&run));

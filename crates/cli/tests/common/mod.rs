@@ -197,11 +197,28 @@ pub fn assert_refused_in_one_line(out: &Output, expected: &str) {
 
 /// `fbunload check DIR`.
 pub fn fbunload_check(dir: &Path) -> Output {
+    fbunload_alone(&["check", dir.to_str().unwrap()])
+}
+
+/// Runs the fbunload binary with `args` alone (no database, no login).
+pub fn fbunload_alone(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("check")
-        .arg(dir)
+        .args(args)
         .output()
         .unwrap()
+}
+
+/// A database with one table, TINY, of one row (1).
+pub fn small_db(dir: &Path) -> PathBuf {
+    let db = create_db(dir, "small.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE TINY (ID INTEGER)",
+            "INSERT INTO TINY VALUES (1)",
+        ],
+    );
+    db
 }
 
 /// The `manifest.json` a run left in `dir`.
