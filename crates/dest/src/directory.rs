@@ -22,9 +22,17 @@
 //! counts as complete), its files are renamed into place, the manifest
 //! last, and the old run's files the new one does not replace are removed.
 //! A switch cut short (`kill -9`, a power cut) is finished by the next
-//! fbunload that opens the directory, a run or `fbunload check`: at every
-//! moment the directory holds one complete run, the old one or the new.
-//! A run that fails or is stopped before the switch leaves nothing.
+//! fbunload that opens the directory, a run or `fbunload check --finish`:
+//! at every moment the directory holds one complete run, the old one or
+//! the new. A run that fails or is stopped before the switch leaves
+//! nothing. The switch's directory, done with, goes under a dead run's
+//! staging name before it is removed, so no kill leaves one in the way.
+//!
+//! The output directory is untrusted: a `.fbunload-switch` and its plan
+//! are read back from it, so before anything is moved or removed the plan
+//! is checked whole ([`switch_state`]): opened as a plain file, never
+//! through a link, and naming only what a run writes, one plain name each
+//! (`previous::is_run_file_path`). One that fails is refused, untouched.
 //!
 //! Old files are removed through a handle of the output directory opened
 //! once, each directory below it opened without following links
