@@ -23,8 +23,8 @@
 //! is one value for every unit.
 //!
 //! Before anything, the text is checked as a `--where` is: a quote,
-//! comment or parenthesis that does not close in it, or a `;`, is
-//! refused, and it must begin with SELECT (or WITH, unsplit). The run's
+//! comment or parenthesis that does not close in it, or a `;` (but for
+//! trailing ones, which are dropped), is refused, and it must begin with SELECT (or WITH, unsplit). The run's
 //! transaction is read-only, so a query cannot change a table; it could
 //! still change a sequence (`GEN_ID(S, 1)`, `NEXT VALUE FOR S` work in a
 //! read-only transaction), so those are refused too. What Firebird is
@@ -36,7 +36,7 @@ use fbunload_decode::TextDecoder;
 
 use crate::selection::Name;
 use crate::sql_text::{
-    balanced_tokens, refuse_sequence_changes, without_comments, Token, TokenKind,
+    refuse_sequence_changes, statement_tokens, without_comments, Token, TokenKind,
 };
 
 /// A `--query` as given: the name of its output, its SQL, and the table
@@ -178,7 +178,7 @@ pub fn check_query(spec: &QuerySpec) -> Result<Option<DrivingTable>, QueryError>
             "--name is empty; name each query (its file is NAME.csv)".into(),
         ));
     }
-    let tokens = match balanced_tokens(&spec.sql, "the query") {
+    let tokens = match statement_tokens(&spec.sql, "the query") {
         Ok(tokens) => tokens,
         Err(why) => return refuse(why),
     };
@@ -548,6 +548,16 @@ mod tests {
             )),
             Ok(None)
         );
+        // Trailing semicolons (and what follows them but blanks and
+        // comments) end the statement as in a script: dropped, not sent.
+        for sql in ["SELECT 1 FROM T;", "SELECT 1 FROM T ; ;;\n", "SELECT 1 FROM T;; -- done"] {
+            assert_eq!(check_query(&spec(sql, None)), Ok(None), "{sql}");
+            assert!(!without_comments(sql).contains(';'), "{sql}");
+        }
+        let split = check_query(&spec("SELECT A FROM T x;;", Some("T")));
+        assert!(!split.unwrap().unwrap().with_rows("R").contains(';'));
+        assert!(check_query(&spec("SELECT 1 FROM T;; SELECT 2 FROM T", None)).is_err());
+        assert!(check_query(&spec(";", None)).is_err());
         let twice = [spec("SELECT 1 FROM T", None), spec("SELECT 2 FROM T", None)];
         assert!(check_queries(&twice)
             .unwrap_err()
