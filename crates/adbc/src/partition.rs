@@ -13,7 +13,9 @@
 //! executes again or is released); a partition read after that fails
 //! with "snapshot N is closed", never with other data.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use adbc_core::error::{Error, Result, Status};
@@ -23,6 +25,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use fbunload::{HeldSnapshot, SnapshotTicket, Unit};
 use serde::{Deserialize, Serialize};
 
+use crate::cancel::cancelled;
 use crate::{from_run, Read, Settings};
 
 /// What every partition says it is, so other bytes are refused plainly.
@@ -72,7 +75,11 @@ impl Partition {
 
     /// Joins the partition's snapshot on a new attachment and reads its
     /// pages on a thread of its own, batch by batch as they are taken.
-    pub fn read(&self, settings: &Settings) -> Result<Box<dyn RecordBatchReader + Send>> {
+    pub fn read(
+        &self,
+        settings: &Settings,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Box<dyn RecordBatchReader + Send>> {
         let unload = settings.unload()?;
         let mut reader = unload
             .join_snapshot(self.ticket().as_ref(), &self.table)
@@ -87,11 +94,18 @@ impl Partition {
         // Two batches read ahead at most; a consumer that stops early
         // stops the read.
         let (sender, receiver) = sync_channel(2);
+        // A cancel of the connection stops the read at its next batch.
         let worker = std::thread::spawn(move || {
-            let read = reader.read(&unit, &mut |batch| sender.send(Ok(batch)).is_ok());
-            if let Err(e) = read {
-                let message = from_run(e).message;
-                let _ = sender.send(Err(ArrowError::ExternalError(message.into())));
+            let read = reader.read(&unit, &mut |batch| {
+                !cancel.load(Ordering::SeqCst) && sender.send(Ok(batch)).is_ok()
+            });
+            let failed = match read {
+                Err(e) => Some(from_run(e)),
+                Ok(_) if cancel.load(Ordering::SeqCst) => Some(cancelled()),
+                Ok(_) => None,
+            };
+            if let Some(err) = failed {
+                let _ = sender.send(Err(err));
             }
         });
         Ok(Box::new(PartitionReader {
@@ -162,7 +176,9 @@ pub(crate) fn execute(
 /// A partition's batches as its reading thread sends them.
 struct PartitionReader {
     schema: SchemaRef,
-    receiver: Option<Receiver<std::result::Result<RecordBatch, ArrowError>>>,
+    /// Batches, or the error the read ended with (its errno is set when
+    /// it is taken, on the caller's thread).
+    receiver: Option<Receiver<std::result::Result<RecordBatch, Error>>>,
     worker: Option<JoinHandle<()>>,
 }
 
@@ -170,7 +186,8 @@ impl Iterator for PartitionReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let item = self.receiver.as_ref()?.recv().ok();
+        let item = (self.receiver.as_ref()?.recv().ok())
+            .map(|item| item.map_err(crate::ffi::stream_error));
         if item.is_none() {
             self.receiver = None;
             if let Some(worker) = self.worker.take() {

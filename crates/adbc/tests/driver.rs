@@ -126,9 +126,19 @@ fn statements_that_change_data_are_refused_when_given() {
         assert!(err.message.contains("read-only"), "{}", err.message);
         assert!(!err.message.contains('\n'));
     }
+    // No query yet: the wrong order of calls; with one: not implemented.
     assert_eq!(
         statement.execute_update().unwrap_err().status,
-        Status::InvalidArguments
+        Status::InvalidState
+    );
+    assert_eq!(
+        statement.execute().err().unwrap().status,
+        Status::InvalidState
+    );
+    statement.set_sql_query("SELECT * FROM ACCOUNTS").unwrap();
+    assert_eq!(
+        statement.execute_update().unwrap_err().status,
+        Status::NotImplemented
     );
     assert_eq!(
         sum(&run(&mut conn, "SELECT * FROM ACCOUNTS"), "BALANCE"),
@@ -288,7 +298,7 @@ fn a_statement_cancelled_while_its_rows_are_read_stops_them() {
         }
     }
     let ended = ended.expect("the stream ends with an error");
-    assert!(ended.to_lowercase().contains("interrupt"), "{ended}");
+    assert!(ended.contains("the read was cancelled"), "{ended}");
     assert!(read < 250_000, "{read} rows read after the cancel");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }

@@ -377,7 +377,8 @@ impl Unload {
         Prepared::new(self.database()?, &filter, self.options.clone())
     }
 
-    /// [`Self::prepare`] for writing `format`. Text formats write every
+    /// [`Self::prepare`] for writing `format`, whose columns must have
+    /// distinct names. Text formats write every
     /// decimal exactly whatever its Arrow type, so INT128-backed NUMERIC
     /// and DECIMAL get the type that holds all their values
     /// ([`TypeOptions::decimal256`]): the value of 39 digits that a
@@ -387,7 +388,11 @@ impl Unload {
         if matches!(format, Format::Bytes { .. }) {
             options.types.decimal256 = true;
         }
-        Prepared::new(self.database()?, &self.table_filter()?, options)
+        let prepared = Prepared::new(self.database()?, &self.table_filter()?, options)?;
+        // Files need distinct column names; Arrow batches do not.
+        fbunload_plan::query::unique_column_names(&prepared.plan)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        Ok(prepared)
     }
 
     /// Takes a snapshot and holds it open, with the plan of the selected

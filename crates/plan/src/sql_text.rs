@@ -785,7 +785,12 @@ mod tests {
         assert!(balanced_tokens("f(a, (b)) -- ) ;", "the query").is_ok());
         // A statement may end in semicolons; a condition may not.
         assert_eq!(refused("a;"), "a ; ends the statement; give one query");
-        assert_eq!(statement_tokens("a ;; /* x */ ;", "the query").unwrap().len(), 1);
+        assert_eq!(
+            statement_tokens("a ;; /* x */ ;", "the query")
+                .unwrap()
+                .len(),
+            1
+        );
         assert_eq!(without_comments("a ;-- x\n;"), "a      \n ");
         assert_eq!(without_comments("a ';' ;"), "a ';'  ");
         assert!(statement_tokens("a; b;", "the query").is_err());
