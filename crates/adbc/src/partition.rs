@@ -9,6 +9,12 @@
 //! (`join_snapshot`) and reads that range: the partitions together are
 //! the table at the one snapshot, whatever is committed meanwhile.
 //!
+//! Any other SELECT is partitioned the same way: split by its driving
+//! table (`adbc.fbunload.split_by`), into shares of that table's units;
+//! otherwise one partition, which reads the whole query at the snapshot.
+//! Such a partition carries the query's text, which `ReadPartition`
+//! checks as `SetSqlQuery` does before it runs it.
+//!
 //! The snapshot lives as long as the statement that executed (until it
 //! executes again or is released); a partition read after that fails
 //! with "snapshot N is closed", never with other data.
@@ -42,6 +48,11 @@ pub struct Partition {
     pub ticket: Option<(u64, u64, u64)>,
     /// Its position among the table's partitions.
     pub seq: usize,
+    /// A query's partition: the query, and the table that splits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_by: Option<String>,
     pub first_slot: u64,
     pub end_slot: Option<u64>,
 }
@@ -80,10 +91,19 @@ impl Partition {
         settings: &Settings,
         cancel: Arc<AtomicBool>,
     ) -> Result<Box<dyn RecordBatchReader + Send>> {
-        let unload = settings.unload()?;
-        let mut reader = unload
-            .join_snapshot(self.ticket().as_ref(), &self.table)
-            .map_err(from_run)?;
+        let mut reader = match &self.query {
+            Some(sql) => {
+                // Checked as SetSqlQuery checks it: one SELECT.
+                let spec = query_spec(sql, self.split_by.clone());
+                fbunload::check_query(&spec).map_err(from_run)?;
+                let unload = settings.unload()?.query_spec(spec);
+                unload.join_snapshot_query(self.ticket().as_ref())
+            }
+            None => settings
+                .unload()?
+                .join_snapshot(self.ticket().as_ref(), &self.table),
+        }
+        .map_err(from_run)?;
         let schema = reader.schema();
         let unit = Unit {
             table: 0,
@@ -117,31 +137,26 @@ impl Partition {
 }
 
 /// Holds a snapshot with table `read` planned in it and cuts the table
-/// into at most `count` partitions (default: one per unit of the plan).
+/// into at most `count` partitions (default: one per unit of the plan);
+/// a query likewise, by its driving table's units.
 pub(crate) fn execute(
     settings: &Settings,
     read: &Read,
     count: Option<usize>,
 ) -> Result<(HeldSnapshot, PartitionedResult)> {
-    let table = read.table().ok_or_else(|| {
-        Error::with_message_and_status(
-            "ExecutePartitions reads a whole table: SELECT * FROM <table> (queries are read \
-             with ExecuteQuery)",
-            Status::NotImplemented,
-        )
-    })?;
+    let (table, sql) = match read {
+        Read::Query(spec) => return execute_query(settings, spec, count),
+        Read::WholeTable { table, sql } => (table, sql),
+    };
     let unload = settings.unload()?.tables(fbunload::exact_pattern(table));
-    let held = unload.hold_snapshot().map_err(from_run)?;
-    if held.plan.tables.first().map(|t| t.name.as_str()) != Some(table) {
-        return Err(Error::with_message_and_status(
-            format!(
-                "ExecutePartitions: {} is not a table (names are case-sensitive; views are read \
-                 with ExecuteQuery)",
-                fbunload::printable(table)
-            ),
-            Status::NotFound,
-        ));
-    }
+    let held = match unload.hold_snapshot() {
+        Ok(held) if held.plan.tables.first().map(|t| t.name.as_str()) == Some(table) => held,
+        // Not a table (a view, say): the query it is.
+        Ok(_) | Err(fbunload::Error::Catalog(fbunload::CatalogError::NoTables(_))) => {
+            return execute_query(settings, &query_spec(sql, None), count)
+        }
+        Err(e) => return Err(from_run(e)),
+    };
     let ticket = held
         .ticket()
         .map(|t| (t.number, t.holder_transaction, t.oldest_active));
@@ -156,6 +171,60 @@ pub(crate) fn execute(
                 table: table.to_string(),
                 ticket,
                 seq,
+                query: None,
+                split_by: None,
+                first_slot: unit.first_slot,
+                end_slot: unit.end_slot,
+            }
+            .encode()
+        })
+        .collect();
+    let schema = held.schemas[0].as_ref().clone();
+    Ok((
+        held,
+        PartitionedResult {
+            partitions,
+            schema,
+            rows_affected: -1,
+        },
+    ))
+}
+
+/// `sql` as the facade's query (its name is never shown).
+fn query_spec(sql: &str, split_by: Option<String>) -> fbunload::QuerySpec {
+    fbunload::QuerySpec {
+        name: crate::read::QUERY_NAME.into(),
+        sql: sql.to_string(),
+        split_by,
+    }
+}
+
+/// [`execute`] of a query: held with the query planned at the snapshot,
+/// and cut into at most `count` shares of its units (one if unsplit).
+fn execute_query(
+    settings: &Settings,
+    spec: &fbunload::QuerySpec,
+    count: Option<usize>,
+) -> Result<(HeldSnapshot, PartitionedResult)> {
+    let held = (settings.unload()?.query_spec(spec.clone()))
+        .hold_snapshot()
+        .map_err(from_run)?;
+    let ticket = held
+        .ticket()
+        .map(|t| (t.number, t.holder_transaction, t.oldest_active));
+    let plan = &held.plan.tables[0];
+    let units = plan.units_in_shares(0, count.unwrap_or(plan.unit_count), plan.slots());
+    let partitions = units
+        .iter()
+        .enumerate()
+        .map(|(seq, unit)| {
+            Partition {
+                format: FORMAT.into(),
+                table: plan.name.clone(),
+                ticket,
+                seq,
+                query: Some(spec.sql.clone()),
+                split_by: spec.split_by.clone(),
                 first_slot: unit.first_slot,
                 end_slot: unit.end_slot,
             }
@@ -229,6 +298,8 @@ mod tests {
             table: "Odd \"name\"".into(),
             ticket: Some((7, 12, 3)),
             seq: 2,
+            query: None,
+            split_by: None,
             first_slot: 40,
             end_slot: None,
         };
