@@ -101,3 +101,16 @@ if ! command -v cargo >/dev/null 2>&1; then
   . "$CARGO_ENV"
 fi
 say "toolchain: $(cargo --version)"
+
+# Apache Arrow ADBC's validation suite (scripts/adbc-validation.sh), which
+# scripts/test.sh runs against the ADBC driver: downloaded at its pinned
+# commit and built where it is not yet (54 s of CPU to compile, plus
+# cmake and googletest from Debian). Without the network it is left out
+# and test.sh says its tests are skipped. FBUNLOAD_SKIP_ADBC_VALIDATION=1
+# leaves it out on purpose.
+adbc_suite=${FBUNLOAD_ADBC_VALIDATION:-${XDG_CACHE_HOME:-$HOME/.cache}/fbunload-adbc-validation}
+if [ ! -x "$adbc_suite/build/adbc-validation" ] && [ "${FBUNLOAD_SKIP_ADBC_VALIDATION:-}" != 1 ]; then
+  say "building ADBC's validation suite into $adbc_suite"
+  bash "$(dirname "$0")/adbc-validation.sh" build download "$adbc_suite" ||
+    say "could not build ADBC's validation suite: its tests will be skipped"
+fi

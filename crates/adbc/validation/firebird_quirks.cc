@@ -37,8 +37,8 @@ constexpr const char* kWrites =
     "(ExecuteUpdate is NOT_IMPLEMENTED)";
 constexpr const char* kIngest = "no bulk ingestion: the driver never writes";
 constexpr const char* kTransactions =
-    "no transactions: every read is a read-only snapshot of its own, so "
-    "autocommit is always on and commit/rollback are INVALID_STATE";
+    "no transactions: every read is a read-only snapshot of its own; commit "
+    "and rollback have nothing to do (INVALID_STATE while autocommit is on)";
 constexpr const char* kSchemas =
     "Firebird before 6 has no catalogs or schemas: the one of each has no name";
 constexpr const char* kConstraintDdl =
