@@ -157,37 +157,8 @@ pub(crate) fn execute(
         }
         Err(e) => return Err(from_run(e)),
     };
-    let ticket = held
-        .ticket()
-        .map(|t| (t.number, t.holder_transaction, t.oldest_active));
-    let partitions = held
-        .shares(0, count)
-        .map_err(from_run)?
-        .iter()
-        .enumerate()
-        .map(|(seq, unit)| {
-            Partition {
-                format: FORMAT.into(),
-                table: table.to_string(),
-                ticket,
-                seq,
-                query: None,
-                split_by: None,
-                first_slot: unit.first_slot,
-                end_slot: unit.end_slot,
-            }
-            .encode()
-        })
-        .collect();
-    let schema = held.schemas[0].as_ref().clone();
-    Ok((
-        held,
-        PartitionedResult {
-            partitions,
-            schema,
-            rows_affected: -1,
-        },
-    ))
+    let units = held.shares(0, count).map_err(from_run)?;
+    Ok(partitioned(held, &units, None))
 }
 
 /// `sql` as the facade's query (its name is never shown).
@@ -209,22 +180,32 @@ fn execute_query(
     let held = (settings.unload()?.query_spec(spec.clone()))
         .hold_snapshot()
         .map_err(from_run)?;
+    let plan = &held.plan.tables[0];
+    let units = plan.units_in_shares(0, count.unwrap_or(plan.unit_count), plan.slots());
+    Ok(partitioned(held, &units, Some(spec)))
+}
+
+/// The partitions of `units` of the first table (or `query`) of `held`'s
+/// plan, and the snapshot they are read at.
+fn partitioned(
+    held: HeldSnapshot,
+    units: &[Unit],
+    query: Option<&fbunload::QuerySpec>,
+) -> (HeldSnapshot, PartitionedResult) {
     let ticket = held
         .ticket()
         .map(|t| (t.number, t.holder_transaction, t.oldest_active));
-    let plan = &held.plan.tables[0];
-    let units = plan.units_in_shares(0, count.unwrap_or(plan.unit_count), plan.slots());
     let partitions = units
         .iter()
         .enumerate()
         .map(|(seq, unit)| {
             Partition {
                 format: FORMAT.into(),
-                table: plan.name.clone(),
+                table: held.plan.tables[0].name.clone(),
                 ticket,
                 seq,
-                query: Some(spec.sql.clone()),
-                split_by: spec.split_by.clone(),
+                query: query.map(|spec| spec.sql.clone()),
+                split_by: query.and_then(|spec| spec.split_by.clone()),
                 first_slot: unit.first_slot,
                 end_slot: unit.end_slot,
             }
@@ -232,14 +213,12 @@ fn execute_query(
         })
         .collect();
     let schema = held.schemas[0].as_ref().clone();
-    Ok((
-        held,
-        PartitionedResult {
-            partitions,
-            schema,
-            rows_affected: -1,
-        },
-    ))
+    let result = PartitionedResult {
+        partitions,
+        schema,
+        rows_affected: -1,
+    };
+    (held, result)
 }
 
 /// A partition's batches as its reading thread sends them.

@@ -40,6 +40,26 @@ fn database(dir: &Path) -> PathBuf {
     db
 }
 
+/// Runs `sql` and commits it, on an attachment of its own.
+fn commit(db: &Path, sql: &str) {
+    let writer = Attachment::connect(
+        &client(),
+        &fbunload_client::ConnectOptions {
+            database: db.to_string_lossy().into_owned(),
+            user: Some("SYSDBA".into()),
+            password: Some("masterkey".into()),
+            charset: "UTF8".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let tr = writer
+        .start_transaction(TransactionMode::ReadWrite)
+        .unwrap();
+    tr.execute(sql).unwrap();
+    tr.commit().unwrap();
+}
+
 fn connect(db: &Path) -> FbConnection {
     let opts = [
         (OptionDatabase::Uri, db.display().to_string()),
@@ -164,23 +184,7 @@ fn partitions_join_the_statements_snapshot_until_it_is_released() {
     let result = statement.execute_partitions().unwrap();
     assert_eq!(result.partitions.len(), 3);
     // Committed after the snapshot: no partition sees it.
-    let writer = Attachment::connect(
-        &client(),
-        &fbunload_client::ConnectOptions {
-            database: db.to_string_lossy().into_owned(),
-            user: Some("SYSDBA".into()),
-            password: Some("masterkey".into()),
-            charset: "UTF8".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let tr = writer
-        .start_transaction(TransactionMode::ReadWrite)
-        .unwrap();
-    tr.execute("UPDATE ACCOUNTS SET BALANCE = 0 WHERE ID < 10000")
-        .unwrap();
-    tr.commit().unwrap();
+    commit(&db, "UPDATE ACCOUNTS SET BALANCE = 0 WHERE ID < 10000");
     let mut pieces = Vec::new();
     for partition in &result.partitions {
         let reader = connect(&db).read_partition(partition).unwrap();
@@ -235,22 +239,7 @@ fn any_select_is_partitioned_at_the_statements_snapshot() {
     let view_result = partitions(&mut view, "SELECT * FROM RICH");
     assert_eq!(view_result.partitions.len(), 1);
     // Committed after the snapshots: no partition sees it.
-    let writer = Attachment::connect(
-        &client(),
-        &fbunload_client::ConnectOptions {
-            database: db.to_string_lossy().into_owned(),
-            user: Some("SYSDBA".into()),
-            password: Some("masterkey".into()),
-            charset: "UTF8".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let tr = writer
-        .start_transaction(TransactionMode::ReadWrite)
-        .unwrap();
-    tr.execute("UPDATE ACCOUNTS SET BALANCE = 0").unwrap();
-    tr.commit().unwrap();
+    commit(&db, "UPDATE ACCOUNTS SET BALANCE = 0");
     let pieces = read_all(&split_result);
     assert_eq!(rows(&pieces), 19900);
     let expected: i64 = (100..20000).map(|i| 2 * (1000 + i % 1000)).sum();

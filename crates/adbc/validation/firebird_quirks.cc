@@ -114,37 +114,22 @@ class FirebirdQuirks : public adbc_validation::DriverQuirks {
   bool supports_statistics() const override { return false; }
 };
 
-class FirebirdDatabaseTest : public ::testing::Test, public adbc_validation::DatabaseTest {
+// A fixture of the suite (DatabaseTest, ConnectionTest, StatementTest)
+// with these quirks.
+template <typename Suite>
+class Firebird : public ::testing::Test, public Suite {
  public:
   const adbc_validation::DriverQuirks* quirks() const override { return &quirks_; }
-  void SetUp() override { ASSERT_NO_FATAL_FAILURE(SetUpTest()); }
-  void TearDown() override { ASSERT_NO_FATAL_FAILURE(TearDownTest()); }
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(this->SetUpTest()); }
+  void TearDown() override { ASSERT_NO_FATAL_FAILURE(this->TearDownTest()); }
 
  protected:
   FirebirdQuirks quirks_;
 };
 
-class FirebirdConnectionTest : public ::testing::Test,
-                               public adbc_validation::ConnectionTest {
- public:
-  const adbc_validation::DriverQuirks* quirks() const override { return &quirks_; }
-  void SetUp() override { ASSERT_NO_FATAL_FAILURE(SetUpTest()); }
-  void TearDown() override { ASSERT_NO_FATAL_FAILURE(TearDownTest()); }
-
- protected:
-  FirebirdQuirks quirks_;
-};
-
-class FirebirdStatementTest : public ::testing::Test,
-                              public adbc_validation::StatementTest {
- public:
-  const adbc_validation::DriverQuirks* quirks() const override { return &quirks_; }
-  void SetUp() override { ASSERT_NO_FATAL_FAILURE(SetUpTest()); }
-  void TearDown() override { ASSERT_NO_FATAL_FAILURE(TearDownTest()); }
-
- protected:
-  FirebirdQuirks quirks_;
-};
+using FirebirdDatabaseTest = Firebird<adbc_validation::DatabaseTest>;
+using FirebirdConnectionTest = Firebird<adbc_validation::ConnectionTest>;
+using FirebirdStatementTest = Firebird<adbc_validation::StatementTest>;
 
 }  // namespace
 
