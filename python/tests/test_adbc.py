@@ -91,29 +91,29 @@ def test_metadata(conn, types_db):
         conn.adbc_get_table_schema("NOPE")
 
 
+def read_partitions(conn, partitions):
+    """The partitions read one after another, as one table."""
+    pieces = []
+    for partition in partitions:
+        with conn.cursor() as reader:
+            reader.adbc_read_partition(partition)
+            pieces.append(reader.fetch_arrow_table())
+    return pa.concat_tables(pieces)
+
+
 def test_partitions_read_in_this_process_are_the_table(big_db):
     with fbunload.adbc.connect(big_db, **AUTH) as conn, conn.cursor() as cur:
         cur.adbc_statement.set_options(**{"adbc.fbunload.partitions": "3"})
         partitions, schema = cur.adbc_execute_partitions("SELECT * FROM WIDE")
         assert len(partitions) == 3
-        pieces = []
-        for partition in partitions:
-            with conn.cursor() as reader:
-                reader.adbc_read_partition(partition)
-                pieces.append(reader.fetch_arrow_table())
-        together = pa.concat_tables(pieces)
+        together = read_partitions(conn, partitions)
         assert together.schema.equals(schema)
         assert together.equals(fbunload.read_arrow(big_db, "WIDE", **AUTH))
         # Any SELECT: split by its driving table, else one partition.
         cur.adbc_statement.set_options(**{"adbc.fbunload.split_by": "WIDE"})
         partitions, _ = cur.adbc_execute_partitions("SELECT ID FROM WIDE WHERE ID < 100000")
         assert len(partitions) == 3
-        ids = []
-        for partition in partitions:
-            with conn.cursor() as reader:
-                reader.adbc_read_partition(partition)
-                ids += reader.fetch_arrow_table()["ID"].to_pylist()
-        assert ids == list(range(100000))
+        assert read_partitions(conn, partitions)["ID"].to_pylist() == list(range(100000))
     with fbunload.adbc.connect(big_db, **AUTH) as conn, conn.cursor() as cur:
         partitions, _ = cur.adbc_execute_partitions("SELECT COUNT(*) AS N FROM WIDE")
         assert len(partitions) == 1
