@@ -12,6 +12,7 @@
 #                  # cmake, g++, libgtest-dev and libgmock-dev; 54 s of CPU to compile
 #   scripts/adbc-validation.sh run [DIR] [GTEST ARGS...]   # ~6 s, after the driver's build
 #
+# The quirks are compiled into the suite: build again after changing them.
 # scripts/setup.sh downloads and builds it where DIR has none;
 # scripts/test.sh runs it where DIR has it, and says it is skipped where not.
 #
