@@ -3,10 +3,11 @@
 # against the real embedded Firebird 5 engine, against Debian's Firebird
 # 3.0 server over TCP (installed and started here) and against a Firebird 5
 # server where one was built (scripts/fb5-server.sh), each stopped at the
-# end if this run started it; golden files; then the Python package's
-# pytest suite; then the Windows build under Wine (scripts/wine-smoke.sh),
-# where Wine and Rust's Windows target are installed (setup.sh installs
-# them).
+# end if this run started it; golden files; Apache Arrow ADBC's validation
+# suite against the ADBC driver, where built (scripts/adbc-validation.sh);
+# then the Python package's pytest suite; then the Windows build under Wine
+# (scripts/wine-smoke.sh), where Wine and Rust's Windows target are
+# installed (setup.sh installs them).
 # FBUNLOAD_SKIP_SERVER_TESTS=1 skips the server part on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,15 @@ if [ -z "${FIREBIRD_LOCK:-}" ]; then
   stop_servers="${stop_servers:-true}; rm -rf $FIREBIRD_LOCK"
 fi
 cargo test --workspace --all-targets "$@"
+
+# Apache Arrow ADBC's own validation suite against the ADBC driver, where
+# setup.sh (or scripts/adbc-validation.sh build) built it.
+adbc_suite=${FBUNLOAD_ADBC_VALIDATION:-${XDG_CACHE_HOME:-$HOME/.cache}/fbunload-adbc-validation}
+if [ -x "$adbc_suite/build/adbc-validation" ]; then
+  bash scripts/adbc-validation.sh run "$adbc_suite" --gtest_brief=1
+else
+  echo "==> no ADBC validation suite in $adbc_suite: its tests are skipped (scripts/adbc-validation.sh build)" >&2
+fi
 
 # The Python package: built as a wheel from the same code (the dev profile
 # reuses the build above), installed into a virtual environment that sees

@@ -91,21 +91,73 @@ def test_metadata(conn, types_db):
         conn.adbc_get_table_schema("NOPE")
 
 
+def read_partitions(conn, partitions):
+    """The partitions read one after another, as one table."""
+    pieces = []
+    for partition in partitions:
+        with conn.cursor() as reader:
+            reader.adbc_read_partition(partition)
+            pieces.append(reader.fetch_arrow_table())
+    return pa.concat_tables(pieces)
+
+
 def test_partitions_read_in_this_process_are_the_table(big_db):
     with fbunload.adbc.connect(big_db, **AUTH) as conn, conn.cursor() as cur:
         cur.adbc_statement.set_options(**{"adbc.fbunload.partitions": "3"})
         partitions, schema = cur.adbc_execute_partitions("SELECT * FROM WIDE")
         assert len(partitions) == 3
-        pieces = []
-        for partition in partitions:
-            with conn.cursor() as reader:
-                reader.adbc_read_partition(partition)
-                pieces.append(reader.fetch_arrow_table())
-        together = pa.concat_tables(pieces)
+        together = read_partitions(conn, partitions)
         assert together.schema.equals(schema)
         assert together.equals(fbunload.read_arrow(big_db, "WIDE", **AUTH))
-        with pytest.raises(adbc_errors.NotSupportedError, match="whole table"):
-            cur.adbc_execute_partitions("SELECT ID FROM WIDE")
+        # Any SELECT: split by its driving table, else one partition.
+        cur.adbc_statement.set_options(**{"adbc.fbunload.split_by": "WIDE"})
+        partitions, _ = cur.adbc_execute_partitions("SELECT ID FROM WIDE WHERE ID < 100000")
+        assert len(partitions) == 3
+        assert read_partitions(conn, partitions)["ID"].to_pylist() == list(range(100000))
+    with fbunload.adbc.connect(big_db, **AUTH) as conn, conn.cursor() as cur:
+        partitions, _ = cur.adbc_execute_partitions("SELECT COUNT(*) AS N FROM WIDE")
+        assert len(partitions) == 1
+        with conn.cursor() as reader:
+            reader.adbc_read_partition(partitions[0])
+            assert reader.fetchall() == [(200000,)]
+
+
+def test_duplicate_column_names_and_several_bound_rows(conn, types_db):
+    """Arrow results keep two columns of one name (Firebird names both
+    CONSTANT), from read_sql and through ADBC; several bound rows give one
+    result each, in their order; trailing semicolons end a query."""
+    sql = "SELECT 1, 'a' || 'b' FROM RDB$DATABASE;;"
+    assert fbunload.read_sql(types_db, sql, **AUTH).column_names == ["CONSTANT", "CONCATENATION"]
+    assert fetch(conn, "SELECT 1, 2 FROM RDB$DATABASE").column_names == ["CONSTANT", "CONSTANT"]
+    with conn.cursor() as cur:
+        cur.adbc_statement.set_sql_query("SELECT ID FROM T WHERE ID = ?")
+        cur.adbc_statement.bind(pa.record_batch([pa.array([3, 1, 2])], names=["id"]))
+        stream, _ = cur.adbc_statement.execute_query()
+        table = pa.RecordBatchReader._import_from_c(stream.address).read_all()
+        assert table["ID"].to_pylist() == [3, 1, 2]
+
+
+def test_autocommit_off_is_the_db_apis_default_and_changes_nothing(types_db):
+    """The DB-API turns autocommit off unless told otherwise: accepted,
+    without its warning, and commit has nothing to do; with it on, ADBC's
+    commit is INVALID_STATE (the DB-API then does not call it)."""
+    import warnings
+
+    import adbc_driver_manager.dbapi as dbapi
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with dbapi.connect(
+            driver=fbunload.adbc.driver_path(),
+            entrypoint=fbunload.adbc.ENTRYPOINT,
+            db_kwargs={"uri": types_db, "username": USER, "password": PASSWORD},
+        ) as conn:
+            assert fetch(conn, "SELECT ID FROM T").num_rows == 3
+            conn.commit()
+            conn.rollback()
+    with fbunload.adbc.connect(types_db, **AUTH) as conn:
+        with pytest.raises(adbc_errors.ProgrammingError, match="autocommit is on"):
+            conn.adbc_connection.commit()
 
 
 def test_partitions_read_in_two_processes_join_one_snapshot(tmp_path):
@@ -217,5 +269,5 @@ def test_a_cursor_cancelled_while_reading_stops_its_read(tmp_path):
             with pytest.raises(Exception) as caught:
                 for batch in reader:
                     read += batch.num_rows
-            assert "nterrupt" in str(caught.value), caught.value
+            assert "the read was cancelled" in str(caught.value), caught.value
             assert read < 250000

@@ -37,6 +37,8 @@
 //! Panics never cross the C boundary: `adbc_ffi`'s exporter catches them
 //! and returns an `Internal` error.
 
+mod cancel;
+mod ffi;
 mod metadata;
 mod params;
 mod partition;
@@ -59,6 +61,7 @@ use fbunload::{HeldSnapshot, RunOptions, TextDecoder, TypeOptions, Unload};
 /// The C type of the entry points' error argument, for libraries that
 /// export them again (the Python extension).
 pub use adbc_ffi::FFI_AdbcError;
+pub use ffi::{AdbcDriverFbunloadInit, AdbcDriverInit};
 pub use partition::Partition;
 pub use read::Read;
 
@@ -77,8 +80,6 @@ pub mod option {
 /// The driver: what `AdbcDriverFbunloadInit` hands a driver manager.
 #[derive(Default)]
 pub struct FbDriver;
-
-adbc_ffi::export_driver!(AdbcDriverFbunloadInit, FbDriver);
 
 impl adbc_core::Driver for FbDriver {
     type DatabaseType = FbDatabase;
@@ -247,6 +248,8 @@ impl adbc_core::Database for FbDatabase {
         self.settings.unload()?;
         Ok(FbConnection {
             settings: Arc::new(self.settings.clone()),
+            autocommit: true,
+            operations: cancel::Operations::default(),
         })
     }
 
@@ -263,10 +266,48 @@ impl adbc_core::Database for FbDatabase {
 }
 
 /// An ADBC connection. Reads attach for themselves, so a connection is
-/// only settings: it is always in autocommit's sense "committed", and
-/// commit and rollback have nothing to do (the driver never writes).
+/// only settings: each read is a read-only snapshot of its own, which is
+/// autocommit (on by default). With autocommit off (the DB-API's
+/// default), commit and rollback have nothing to do, as the driver never
+/// writes; with it on, they are INVALID_STATE, as ADBC asks.
 pub struct FbConnection {
     settings: Arc<Settings>,
+    autocommit: bool,
+    /// What `AdbcConnectionCancel` stops: the reads of this connection's
+    /// statements and metadata calls.
+    operations: cancel::Operations,
+}
+
+impl FbConnection {
+    /// A metadata call's result, made by `make` (which may look at the
+    /// flag), as a reader that a cancel of the connection stops.
+    fn metadata(
+        &self,
+        make: impl FnOnce(&Arc<AtomicBool>) -> Result<RecordBatch>,
+    ) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+        let flag = self.operations.start();
+        let batch = make(&flag)?;
+        if flag.load(Ordering::SeqCst) {
+            return Err(cancel::cancelled());
+        }
+        Ok(Box::new(cancel::Cancellable {
+            inner: one_batch(batch),
+            flag,
+        }))
+    }
+
+    /// Commit and rollback: nothing to do, but only outside autocommit.
+    fn no_autocommit(&self, what: &str) -> Result<()> {
+        if self.autocommit {
+            return Err(Error::with_message_and_status(
+                format!(
+                    "autocommit is on: there is no transaction to {what} (every read is a                      read-only snapshot of its own)"
+                ),
+                Status::InvalidState,
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Optionable for FbConnection {
@@ -275,8 +316,18 @@ impl Optionable for FbConnection {
     fn set_option(&mut self, key: OptionConnection, value: OptionValue) -> Result<()> {
         match (key.as_ref(), &value) {
             // Every read is a read-only transaction at a snapshot of its
-            // own; there is nothing to commit, so either mode is the same.
-            ("adbc.connection.autocommit", OptionValue::String(_)) => Ok(()),
+            // own; there is nothing to commit, so either mode reads the same.
+            ("adbc.connection.autocommit", OptionValue::String(v)) if v == "true" => {
+                self.autocommit = true;
+                Ok(())
+            }
+            ("adbc.connection.autocommit", OptionValue::String(v)) if v == "false" => {
+                self.autocommit = false;
+                Ok(())
+            }
+            ("adbc.connection.autocommit", _) => Err(invalid(
+                "option adbc.connection.autocommit: give true or false".into(),
+            )),
             ("adbc.connection.readonly", OptionValue::String(v)) if v == "true" => Ok(()),
             ("adbc.connection.transaction.isolation_level", OptionValue::String(v))
                 if v == "adbc.connection.transaction.isolation.snapshot" =>
@@ -296,7 +347,8 @@ impl Optionable for FbConnection {
 
     fn get_option_string(&self, key: OptionConnection) -> Result<String> {
         match key.as_ref() {
-            "adbc.connection.autocommit" | "adbc.connection.readonly" => Ok("true".into()),
+            "adbc.connection.autocommit" => Ok(self.autocommit.to_string()),
+            "adbc.connection.readonly" => Ok("true".into()),
             "adbc.connection.transaction.isolation_level" => {
                 Ok("adbc.connection.transaction.isolation.snapshot".into())
             }
@@ -323,6 +375,7 @@ impl adbc_core::Connection for FbConnection {
     fn new_statement(&mut self) -> Result<FbStatement> {
         Ok(FbStatement {
             settings: self.settings.clone(),
+            operations: self.operations.clone(),
             sql: None,
             split_by: None,
             partitions: None,
@@ -336,7 +389,7 @@ impl adbc_core::Connection for FbConnection {
         &self,
         codes: Option<HashSet<InfoCode>>,
     ) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
-        Ok(one_batch(metadata::info(codes)?))
+        self.metadata(|_| metadata::info(codes))
     }
 
     fn get_objects(
@@ -355,11 +408,7 @@ impl adbc_core::Connection for FbConnection {
             table_type,
             column_name,
         };
-        Ok(one_batch(metadata::objects(
-            &self.settings,
-            depth,
-            &filter,
-        )?))
+        self.metadata(|flag| metadata::objects(&self.settings, depth, &filter, flag))
     }
 
     fn get_table_schema(
@@ -372,7 +421,11 @@ impl adbc_core::Connection for FbConnection {
     }
 
     fn get_table_types(&self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
-        Ok(one_batch(metadata::table_types()?))
+        self.metadata(|_| metadata::table_types())
+    }
+
+    fn get_cancel_handle(&self) -> Box<dyn adbc_core::CancelHandle> {
+        Box::new(cancel::ConnectionCanceller(self.operations.clone()))
     }
 
     fn get_statistic_names(&self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
@@ -390,11 +443,11 @@ impl adbc_core::Connection for FbConnection {
     }
 
     fn commit(&mut self) -> Result<()> {
-        Ok(())
+        self.no_autocommit("commit")
     }
 
     fn rollback(&mut self) -> Result<()> {
-        Ok(())
+        self.no_autocommit("roll back")
     }
 
     fn read_partition(
@@ -402,7 +455,7 @@ impl adbc_core::Connection for FbConnection {
         partition: impl AsRef<[u8]>,
     ) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
         let partition = Partition::decode(partition.as_ref())?;
-        partition.read(&self.settings)
+        partition.read(&self.settings, self.operations.start())
     }
 }
 
@@ -413,6 +466,8 @@ impl adbc_core::Connection for FbConnection {
 /// "snapshot N is closed" afterwards.
 pub struct FbStatement {
     settings: Arc<Settings>,
+    /// Its connection's reads, which a cancel of the connection stops.
+    operations: cancel::Operations,
     sql: Option<String>,
     split_by: Option<String>,
     partitions: Option<usize>,
@@ -439,14 +494,25 @@ impl adbc_core::CancelHandle for RunCanceller {
 }
 
 impl FbStatement {
-    fn read(&self) -> Result<Read> {
+    /// What the statement reads: its query, or the query with each bound
+    /// row's values, one read per row.
+    fn reads(&self) -> Result<Vec<Read>> {
         let sql = self.sql.as_deref().ok_or_else(|| {
             Error::with_message_and_status("no query: call SetSqlQuery first", Status::InvalidState)
         })?;
+        let split_by = self.split_by.as_deref();
         match &self.params {
-            Some(params) => Read::new(&params::inline(sql, params)?, self.split_by.as_deref()),
-            None => Read::new(sql, self.split_by.as_deref()),
+            Some(params) if params.num_rows() > 1 => (0..params.num_rows())
+                .map(|row| Read::new(&params::inline(sql, &params.slice(row, 1))?, split_by))
+                .collect(),
+            Some(params) => Ok(vec![Read::new(&params::inline(sql, params)?, split_by)?]),
+            None => Ok(vec![Read::new(sql, split_by)?]),
         }
+    }
+
+    /// The one read of the statement (of its first bound row, if several).
+    fn read(&self) -> Result<Read> {
+        Ok(self.reads()?.swap_remove(0))
     }
 
     /// The snapshot this statement's partitions are read at, if it holds one.
@@ -514,7 +580,12 @@ impl adbc_core::Statement for FbStatement {
     fn execute(&mut self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
         // Executing invalidates earlier results, partitions included.
         self.held = None;
-        let (reader, cancel) = self.read()?.execute(&self.settings)?;
+        let reads = self.reads()?;
+        let (reader, cancel) = match reads.as_slice() {
+            [read] => read.execute(&self.settings)?,
+            _ => read::execute_rows(&reads, &self.settings)?,
+        };
+        self.operations.add(&cancel);
         *self.running.lock().unwrap() = Some(cancel);
         Ok(reader)
     }
@@ -524,10 +595,12 @@ impl adbc_core::Statement for FbStatement {
     }
 
     fn execute_update(&mut self) -> Result<Option<i64>> {
-        Err(invalid(
-            "the fbunload driver is read-only: it runs SELECTs with ExecuteQuery, never \
-             statements that change data"
-                .to_string(),
+        // No query is a wrong order of calls, whatever the driver can do.
+        self.read()?;
+        Err(Error::with_message_and_status(
+            "ExecuteUpdate: not implemented by the fbunload driver, which is read-only: it \
+             runs SELECTs with ExecuteQuery and a result stream",
+            Status::NotImplemented,
         ))
     }
 
@@ -536,7 +609,14 @@ impl adbc_core::Statement for FbStatement {
     }
 
     fn execute_partitions(&mut self) -> Result<PartitionedResult> {
-        let read = self.read()?;
+        let mut reads = self.reads()?;
+        if reads.len() > 1 {
+            return Err(invalid(format!(
+                "ExecutePartitions reads one query: bind one row of parameters ({} given)",
+                reads.len()
+            )));
+        }
+        let read = reads.swap_remove(0);
         // The snapshot of an earlier run ends here: its partitions fail.
         self.held = None;
         let (held, result) = partition::execute(&self.settings, &read, self.partitions)?;
@@ -549,7 +629,7 @@ impl adbc_core::Statement for FbStatement {
     }
 
     fn prepare(&mut self) -> Result<()> {
-        self.read().map(drop)
+        self.reads().map(drop)
     }
 
     fn set_sql_query(&mut self, query: impl AsRef<str>) -> Result<()> {
@@ -579,7 +659,7 @@ pub(crate) fn from_run(err: fbunload::Error) -> Error {
         Run::Usage(_) => Status::InvalidArguments,
         Run::Catalog(CatalogError::NoTables(_)) => Status::NotFound,
         Run::SnapshotClosed { .. } => Status::InvalidState,
-        Run::Interrupted => Status::Cancelled,
+        Run::Interrupted => return cancel::cancelled(),
         _ => Status::IO,
     };
     Error::with_message_and_status(in_driver_words(&err.to_string()), status)

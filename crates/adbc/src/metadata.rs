@@ -4,19 +4,24 @@
 //! returns one catalog and one schema, both named NULL, holding the user
 //! tables (`TABLE`) and views (`VIEW`) the facade plans, with their
 //! columns: name, position, declared type (`xdbc_type_name`, as
-//! `NUMERIC(9,3)`) and nullability; the other `xdbc_*` fields and the
-//! constraints are NULL. Table name patterns are ADBC's (`%`, `_`), which
+//! `NUMERIC(9,3)`) and nullability, the other `xdbc_*` fields NULL; and,
+//! with the columns, each table's PRIMARY KEY, UNIQUE, FOREIGN KEY (with
+//! the columns it references) and CHECK constraints, from
+//! `RDB$RELATION_CONSTRAINTS`, read at a snapshot as any query is. Table name patterns are ADBC's (`%`, `_`), which
 //! mean the same in Firebird's `SIMILAR TO`, so they filter in the
 //! catalog query itself.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use adbc_core::error::{Error, Result, Status};
 use adbc_core::options::{InfoCode, ObjectDepth};
 use adbc_core::schemas::{
-    COLUMN_SCHEMA, GET_INFO_SCHEMA, GET_OBJECTS_SCHEMA, GET_TABLE_TYPES_SCHEMA, TABLE_SCHEMA,
+    COLUMN_SCHEMA, CONSTRAINT_SCHEMA, GET_INFO_SCHEMA, GET_OBJECTS_SCHEMA, GET_TABLE_TYPES_SCHEMA,
+    TABLE_SCHEMA, USAGE_SCHEMA,
 };
+use arrow_array::cast::AsArray;
 use arrow_array::{
     new_empty_array, new_null_array, Array, ArrayRef, Int16Array, Int32Array, ListArray,
     RecordBatch, StringArray, StructArray, UnionArray,
@@ -157,6 +162,7 @@ pub(crate) fn objects(
     settings: &Settings,
     depth: ObjectDepth,
     filter: &ObjectFilter<'_>,
+    cancel: &Arc<AtomicBool>,
 ) -> Result<RecordBatch> {
     // The one catalog, and its one schema, have no name: a filter asking
     // for a named one finds nothing.
@@ -170,12 +176,16 @@ pub(crate) fn objects(
         _ => None,
     };
     let with_columns = matches!(depth, ObjectDepth::All | ObjectDepth::Columns);
+    let constraints = match &tables {
+        Some(tables) if with_columns && !tables.is_empty() => constraints(settings, cancel)?,
+        _ => HashMap::new(),
+    };
     let db_schemas = match depth {
         ObjectDepth::Catalogs => None,
         _ => Some(db_schema_list(
             usize::from(schemas_wanted) * catalogs,
             tables.as_ref(),
-            with_columns,
+            with_columns.then_some(&constraints),
             filter.column_name,
         )?),
     };
@@ -258,7 +268,7 @@ fn like(pattern: &[char], name: &[char]) -> bool {
 fn db_schema_list(
     count: usize,
     objects: Option<&Vec<Object>>,
-    with_columns: bool,
+    with_columns: Option<&Constraints>,
     column_name: Option<&str>,
 ) -> Result<ArrayRef> {
     let Some(DataType::Struct(fields)) =
@@ -283,10 +293,11 @@ fn db_schema_list(
     )?))
 }
 
-/// Every planned table and view as ADBC's TABLE_SCHEMA struct.
+/// Every planned table and view as ADBC's TABLE_SCHEMA struct; with the
+/// columns, with their constraints too (an empty list where none).
 fn table_structs(
     objects: &[Object],
-    with_columns: bool,
+    with_columns: Option<&Constraints>,
     column_name: Option<&str>,
 ) -> Result<ArrayRef> {
     let DataType::Struct(fields) = TABLE_SCHEMA.clone() else {
@@ -303,7 +314,7 @@ fn table_structs(
         },
     )));
     let columns_type = fields[2].data_type().clone();
-    let columns = if with_columns {
+    let columns = if with_columns.is_some() {
         let pattern: Option<Vec<char>> = column_name.map(|p| p.chars().collect());
         let per_table = plans
             .iter()
@@ -314,12 +325,139 @@ fn table_structs(
     } else {
         new_null_array(&columns_type, plans.len())
     };
-    let constraints = new_null_array(fields[3].data_type(), plans.len());
+    let constraints = match with_columns {
+        Some(all) => {
+            let none = Vec::new();
+            let per_table = plans
+                .iter()
+                .map(|plan| constraint_structs(all.get(&plan.name).unwrap_or(&none)))
+                .collect::<Result<Vec<_>>>()?;
+            wrap_list(fields[3].data_type(), per_table)?
+        }
+        None => new_null_array(fields[3].data_type(), plans.len()),
+    };
     Ok(Arc::new(StructArray::try_new(
         fields,
         vec![names, types, columns, constraints],
         None,
     )?))
+}
+
+/// A constraint of a table, as `GetObjects` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Constraint {
+    name: String,
+    /// `PRIMARY KEY`, `UNIQUE`, `FOREIGN KEY` or `CHECK`.
+    kind: String,
+    /// Its columns, in the key's order (none for a CHECK).
+    columns: Vec<String>,
+    /// A FOREIGN KEY's referenced table and column, one per column.
+    references: Vec<(String, String)>,
+}
+
+/// Each table's constraints, by table name.
+type Constraints = HashMap<String, Vec<Constraint>>;
+
+/// Every constraint of every table, one row per constraint column, in key
+/// order; a FOREIGN KEY's row has the column it references at the same
+/// position of the referenced key. Names are CHAR(63) in the catalog:
+/// trimmed (Firebird ignores trailing blanks of names).
+const CONSTRAINTS_SQL: &str = "SELECT TRIM(rc.RDB$RELATION_NAME) AS TABLE_NAME, \
+     TRIM(rc.RDB$CONSTRAINT_NAME) AS NAME, TRIM(rc.RDB$CONSTRAINT_TYPE) AS KIND, \
+     TRIM(seg.RDB$FIELD_NAME) AS COLUMN_NAME, TRIM(uq.RDB$RELATION_NAME) AS REF_TABLE, \
+     TRIM(useg.RDB$FIELD_NAME) AS REF_COLUMN \
+     FROM RDB$RELATION_CONSTRAINTS rc \
+     LEFT JOIN RDB$INDEX_SEGMENTS seg ON seg.RDB$INDEX_NAME = rc.RDB$INDEX_NAME \
+     LEFT JOIN RDB$REF_CONSTRAINTS ref ON ref.RDB$CONSTRAINT_NAME = rc.RDB$CONSTRAINT_NAME \
+     LEFT JOIN RDB$RELATION_CONSTRAINTS uq ON uq.RDB$CONSTRAINT_NAME = ref.RDB$CONST_NAME_UQ \
+     LEFT JOIN RDB$INDEX_SEGMENTS useg ON useg.RDB$INDEX_NAME = uq.RDB$INDEX_NAME \
+       AND useg.RDB$FIELD_POSITION = seg.RDB$FIELD_POSITION \
+     WHERE rc.RDB$CONSTRAINT_TYPE IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK') \
+     ORDER BY 1, 2, seg.RDB$FIELD_POSITION";
+
+/// The constraints of every table, read as a query at a snapshot of its
+/// own; `cancel` stops the read.
+fn constraints(settings: &Settings, cancel: &Arc<AtomicBool>) -> Result<Constraints> {
+    let mut batches = (settings.unload()?.query("CONSTRAINTS", CONSTRAINTS_SQL))
+        .record_batches()
+        .map_err(from_run)?;
+    let mut all = Constraints::new();
+    while let Some(item) = batches.next() {
+        if cancel.load(Ordering::SeqCst) {
+            batches.cancel();
+        }
+        let batch = item.map_err(from_run)?.batch;
+        let text = |i: usize| batch.column(i).as_string::<i32>().clone();
+        let (tables, names, kinds) = (text(0), text(1), text(2));
+        let (columns, ref_tables, ref_columns) = (text(3), text(4), text(5));
+        let value = |a: &StringArray, row| a.is_valid(row).then(|| a.value(row).to_string());
+        for row in 0..batch.num_rows() {
+            let list = all.entry(tables.value(row).to_string()).or_default();
+            let name = names.value(row);
+            if list.last().is_none_or(|c| c.name != name) {
+                list.push(Constraint {
+                    name: name.to_string(),
+                    kind: kinds.value(row).to_string(),
+                    columns: Vec::new(),
+                    references: Vec::new(),
+                });
+            }
+            let constraint = list.last_mut().expect("pushed above");
+            if let Some(column) = value(&columns, row) {
+                constraint.columns.push(column);
+            }
+            if let (Some(table), Some(column)) = (value(&ref_tables, row), value(&ref_columns, row))
+            {
+                constraint.references.push((table, column));
+            }
+        }
+    }
+    if cancel.load(Ordering::SeqCst) {
+        return Err(crate::cancel::cancelled());
+    }
+    Ok(all)
+}
+
+/// One table's constraints as ADBC's CONSTRAINT_SCHEMA struct.
+fn constraint_structs(constraints: &[Constraint]) -> Result<ArrayRef> {
+    let DataType::Struct(fields) = CONSTRAINT_SCHEMA.clone() else {
+        unreachable!("ADBC's CONSTRAINT_SCHEMA is a struct");
+    };
+    let DataType::Struct(usage_fields) = USAGE_SCHEMA.clone() else {
+        unreachable!("ADBC's USAGE_SCHEMA is a struct");
+    };
+    let names: ArrayRef = Arc::new(StringArray::from_iter_values(
+        constraints.iter().map(|c| c.name.clone()),
+    ));
+    let kinds: ArrayRef = Arc::new(StringArray::from_iter_values(
+        constraints.iter().map(|c| c.kind.clone()),
+    ));
+    let columns = constraints
+        .iter()
+        .map(|c| Arc::new(StringArray::from_iter_values(c.columns.iter())) as ArrayRef)
+        .collect();
+    let usages = constraints
+        .iter()
+        .map(|c| {
+            let n = c.references.len();
+            let tables = c.references.iter().map(|(table, _)| table.as_str());
+            let columns = c.references.iter().map(|(_, column)| column.as_str());
+            let usage: Vec<ArrayRef> = vec![
+                new_null_array(&DataType::Utf8, n),
+                new_null_array(&DataType::Utf8, n),
+                Arc::new(StringArray::from_iter_values(tables)),
+                Arc::new(StringArray::from_iter_values(columns)),
+            ];
+            Ok(Arc::new(StructArray::try_new(usage_fields.clone(), usage, None)?) as ArrayRef)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let arrays = vec![
+        names,
+        kinds,
+        wrap_list(fields[2].data_type(), columns)?,
+        wrap_list(fields[3].data_type(), usages)?,
+    ];
+    Ok(Arc::new(StructArray::try_new(fields, arrays, None)?))
 }
 
 /// One table's columns as ADBC's COLUMN_SCHEMA struct.

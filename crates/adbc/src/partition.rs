@@ -9,11 +9,19 @@
 //! (`join_snapshot`) and reads that range: the partitions together are
 //! the table at the one snapshot, whatever is committed meanwhile.
 //!
+//! Any other SELECT is partitioned the same way: split by its driving
+//! table (`adbc.fbunload.split_by`), into shares of that table's units;
+//! otherwise one partition, which reads the whole query at the snapshot.
+//! Such a partition carries the query's text, which `ReadPartition`
+//! checks as `SetSqlQuery` does before it runs it.
+//!
 //! The snapshot lives as long as the statement that executed (until it
 //! executes again or is released); a partition read after that fails
 //! with "snapshot N is closed", never with other data.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use adbc_core::error::{Error, Result, Status};
@@ -23,6 +31,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use fbunload::{HeldSnapshot, SnapshotTicket, Unit};
 use serde::{Deserialize, Serialize};
 
+use crate::cancel::cancelled;
 use crate::{from_run, Read, Settings};
 
 /// What every partition says it is, so other bytes are refused plainly.
@@ -39,6 +48,11 @@ pub struct Partition {
     pub ticket: Option<(u64, u64, u64)>,
     /// Its position among the table's partitions.
     pub seq: usize,
+    /// A query's partition: the query, and the table that splits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_by: Option<String>,
     pub first_slot: u64,
     pub end_slot: Option<u64>,
 }
@@ -72,11 +86,24 @@ impl Partition {
 
     /// Joins the partition's snapshot on a new attachment and reads its
     /// pages on a thread of its own, batch by batch as they are taken.
-    pub fn read(&self, settings: &Settings) -> Result<Box<dyn RecordBatchReader + Send>> {
-        let unload = settings.unload()?;
-        let mut reader = unload
-            .join_snapshot(self.ticket().as_ref(), &self.table)
-            .map_err(from_run)?;
+    pub fn read(
+        &self,
+        settings: &Settings,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Box<dyn RecordBatchReader + Send>> {
+        let mut reader = match &self.query {
+            Some(sql) => {
+                // Checked as SetSqlQuery checks it: one SELECT.
+                let spec = query_spec(sql, self.split_by.clone());
+                fbunload::check_query(&spec).map_err(from_run)?;
+                let unload = settings.unload()?.query_spec(spec);
+                unload.join_snapshot_query(self.ticket().as_ref())
+            }
+            None => settings
+                .unload()?
+                .join_snapshot(self.ticket().as_ref(), &self.table),
+        }
+        .map_err(from_run)?;
         let schema = reader.schema();
         let unit = Unit {
             table: 0,
@@ -87,11 +114,18 @@ impl Partition {
         // Two batches read ahead at most; a consumer that stops early
         // stops the read.
         let (sender, receiver) = sync_channel(2);
+        // A cancel of the connection stops the read at its next batch.
         let worker = std::thread::spawn(move || {
-            let read = reader.read(&unit, &mut |batch| sender.send(Ok(batch)).is_ok());
-            if let Err(e) = read {
-                let message = from_run(e).message;
-                let _ = sender.send(Err(ArrowError::ExternalError(message.into())));
+            let read = reader.read(&unit, &mut |batch| {
+                !cancel.load(Ordering::SeqCst) && sender.send(Ok(batch)).is_ok()
+            });
+            let failed = match read {
+                Err(e) => Some(from_run(e)),
+                Ok(_) if cancel.load(Ordering::SeqCst) => Some(cancelled()),
+                Ok(_) => None,
+            };
+            if let Some(err) = failed {
+                let _ = sender.send(Err(err));
             }
         });
         Ok(Box::new(PartitionReader {
@@ -103,45 +137,75 @@ impl Partition {
 }
 
 /// Holds a snapshot with table `read` planned in it and cuts the table
-/// into at most `count` partitions (default: one per unit of the plan).
+/// into at most `count` partitions (default: one per unit of the plan);
+/// a query likewise, by its driving table's units.
 pub(crate) fn execute(
     settings: &Settings,
     read: &Read,
     count: Option<usize>,
 ) -> Result<(HeldSnapshot, PartitionedResult)> {
-    let table = read.table().ok_or_else(|| {
-        Error::with_message_and_status(
-            "ExecutePartitions reads a whole table: SELECT * FROM <table> (queries are read \
-             with ExecuteQuery)",
-            Status::NotImplemented,
-        )
-    })?;
+    let (table, sql) = match read {
+        Read::Query(spec) => return execute_query(settings, spec, count),
+        Read::WholeTable { table, sql } => (table, sql),
+    };
     let unload = settings.unload()?.tables(fbunload::exact_pattern(table));
-    let held = unload.hold_snapshot().map_err(from_run)?;
-    if held.plan.tables.first().map(|t| t.name.as_str()) != Some(table) {
-        return Err(Error::with_message_and_status(
-            format!(
-                "ExecutePartitions: {} is not a table (names are case-sensitive; views are read \
-                 with ExecuteQuery)",
-                fbunload::printable(table)
-            ),
-            Status::NotFound,
-        ));
+    let held = match unload.hold_snapshot() {
+        Ok(held) if held.plan.tables.first().map(|t| t.name.as_str()) == Some(table) => held,
+        // Not a table (a view, say): the query it is.
+        Ok(_) | Err(fbunload::Error::Catalog(fbunload::CatalogError::NoTables(_))) => {
+            return execute_query(settings, &query_spec(sql, None), count)
+        }
+        Err(e) => return Err(from_run(e)),
+    };
+    let units = held.shares(0, count).map_err(from_run)?;
+    Ok(partitioned(held, &units, None))
+}
+
+/// `sql` as the facade's query (its name is never shown).
+fn query_spec(sql: &str, split_by: Option<String>) -> fbunload::QuerySpec {
+    fbunload::QuerySpec {
+        name: crate::read::QUERY_NAME.into(),
+        sql: sql.to_string(),
+        split_by,
     }
+}
+
+/// [`execute`] of a query: held with the query planned at the snapshot,
+/// and cut into at most `count` shares of its units (one if unsplit).
+fn execute_query(
+    settings: &Settings,
+    spec: &fbunload::QuerySpec,
+    count: Option<usize>,
+) -> Result<(HeldSnapshot, PartitionedResult)> {
+    let held = (settings.unload()?.query_spec(spec.clone()))
+        .hold_snapshot()
+        .map_err(from_run)?;
+    let plan = &held.plan.tables[0];
+    let units = plan.units_in_shares(0, count.unwrap_or(plan.unit_count), plan.slots());
+    Ok(partitioned(held, &units, Some(spec)))
+}
+
+/// The partitions of `units` of the first table (or `query`) of `held`'s
+/// plan, and the snapshot they are read at.
+fn partitioned(
+    held: HeldSnapshot,
+    units: &[Unit],
+    query: Option<&fbunload::QuerySpec>,
+) -> (HeldSnapshot, PartitionedResult) {
     let ticket = held
         .ticket()
         .map(|t| (t.number, t.holder_transaction, t.oldest_active));
-    let partitions = held
-        .shares(0, count)
-        .map_err(from_run)?
+    let partitions = units
         .iter()
         .enumerate()
         .map(|(seq, unit)| {
             Partition {
                 format: FORMAT.into(),
-                table: table.to_string(),
+                table: held.plan.tables[0].name.clone(),
                 ticket,
                 seq,
+                query: query.map(|spec| spec.sql.clone()),
+                split_by: query.and_then(|spec| spec.split_by.clone()),
                 first_slot: unit.first_slot,
                 end_slot: unit.end_slot,
             }
@@ -149,20 +213,20 @@ pub(crate) fn execute(
         })
         .collect();
     let schema = held.schemas[0].as_ref().clone();
-    Ok((
-        held,
-        PartitionedResult {
-            partitions,
-            schema,
-            rows_affected: -1,
-        },
-    ))
+    let result = PartitionedResult {
+        partitions,
+        schema,
+        rows_affected: -1,
+    };
+    (held, result)
 }
 
 /// A partition's batches as its reading thread sends them.
 struct PartitionReader {
     schema: SchemaRef,
-    receiver: Option<Receiver<std::result::Result<RecordBatch, ArrowError>>>,
+    /// Batches, or the error the read ended with (its errno is set when
+    /// it is taken, on the caller's thread).
+    receiver: Option<Receiver<std::result::Result<RecordBatch, Error>>>,
     worker: Option<JoinHandle<()>>,
 }
 
@@ -170,7 +234,8 @@ impl Iterator for PartitionReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let item = self.receiver.as_ref()?.recv().ok();
+        let item = (self.receiver.as_ref()?.recv().ok())
+            .map(|item| item.map_err(crate::ffi::stream_error));
         if item.is_none() {
             self.receiver = None;
             if let Some(worker) = self.worker.take() {
@@ -212,6 +277,8 @@ mod tests {
             table: "Odd \"name\"".into(),
             ticket: Some((7, 12, 3)),
             seq: 2,
+            query: None,
+            split_by: None,
             first_slot: 40,
             end_slot: None,
         };

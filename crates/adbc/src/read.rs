@@ -13,10 +13,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use adbc_core::error::{Error, Result, Status};
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int16Type, Int32Type};
+use arrow_array::{new_null_array, Array, ArrayRef, Int64Array, RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use fbunload::{CatalogError, QuerySpec, RecordBatches, Unload};
 
+use crate::ffi::stream_error;
 use crate::{from_run, Settings};
 
 /// The name a query's result has inside the facade; never shown.
@@ -103,6 +106,137 @@ impl Read {
     }
 }
 
+/// The reads of several bound rows, one after another, as one result:
+/// each row's batches in the row's order. Each row is a query of its own
+/// text, whose result types Firebird derives from its literals: a column
+/// all NULL in a row (a bound NULL is a text NULL to Firebird) takes the
+/// type the other rows give it, and integers of different widths the
+/// widest; other differences are refused. So the rows are read before the
+/// result is handed out, and held in memory; the flag returned ends the
+/// result with a cancel.
+pub fn execute_rows(
+    reads: &[Read],
+    settings: &Settings,
+) -> Result<(Box<dyn RecordBatchReader + Send>, Arc<AtomicBool>)> {
+    let mut results = Vec::with_capacity(reads.len());
+    for read in reads {
+        let (reader, _) = read.execute(settings)?;
+        let schema = reader.schema();
+        let batches = reader
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| Error::with_message_and_status(e.to_string(), Status::IO))?;
+        results.push((schema, batches));
+    }
+    let schema = Arc::new(common_schema(&results)?);
+    let mut batches = Vec::new();
+    for (_, row_batches) in &results {
+        for batch in row_batches {
+            batches.push(conform(batch, &schema)?);
+        }
+    }
+    let reader = arrow_array::RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let inner = Box::new(reader);
+    let reader = crate::cancel::Cancellable {
+        inner,
+        flag: cancel.clone(),
+    };
+    Ok((Box::new(reader), cancel))
+}
+
+/// The schema every row's result is given (see [`execute_rows`]).
+fn common_schema(results: &[(SchemaRef, Vec<RecordBatch>)]) -> Result<Schema> {
+    let first = &results[0].0;
+    let mut fields = Vec::with_capacity(first.fields().len());
+    for (i, field) in first.fields().iter().enumerate() {
+        // The types of the rows where this column holds a value.
+        let mut types: Vec<&DataType> = Vec::new();
+        for (schema, batches) in results {
+            let Some(other) = schema.fields().get(i) else {
+                return Err(differ(format!(
+                    "{} columns and {}",
+                    first.fields().len(),
+                    schema.fields().len()
+                )));
+            };
+            let valued = batches
+                .iter()
+                .any(|b| b.column(i).null_count() < b.num_rows());
+            if valued && !types.contains(&other.data_type()) {
+                types.push(other.data_type());
+            }
+        }
+        let data_type = match types.as_slice() {
+            [] => field.data_type().clone(),
+            [one] => (*one).clone(),
+            many if many.iter().all(|t| is_integer(t)) => DataType::Int64,
+            many => {
+                let names: Vec<String> = many.iter().map(ToString::to_string).collect();
+                return Err(differ(format!(
+                    "column {} is {}",
+                    field.name(),
+                    names.join(" in one and ")
+                )));
+            }
+        };
+        fields.push(Field::new(field.name(), data_type, true));
+    }
+    Ok(Schema::new(fields))
+}
+
+fn is_integer(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Int16 | DataType::Int32 | DataType::Int64
+    )
+}
+
+fn differ(what: String) -> Error {
+    Error::with_message_and_status(
+        format!("the bound rows' results differ: {what}; bind values of one type per column"),
+        Status::InvalidArguments,
+    )
+}
+
+/// `batch` with `schema`'s types: a column all NULL as NULLs of its type,
+/// integers widened.
+fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(column, field)| -> Result<ArrayRef> {
+            let wanted = field.data_type();
+            if column.data_type() == wanted {
+                return Ok(column.clone());
+            }
+            if column.null_count() == column.len() {
+                return Ok(new_null_array(wanted, column.len()));
+            }
+            let wide: Vec<Option<i64>> = match column.data_type() {
+                DataType::Int16 => column
+                    .as_primitive::<Int16Type>()
+                    .iter()
+                    .map(|v| v.map(i64::from))
+                    .collect(),
+                DataType::Int32 => column
+                    .as_primitive::<Int32Type>()
+                    .iter()
+                    .map(|v| v.map(i64::from))
+                    .collect(),
+                other => {
+                    return Err(differ(format!(
+                        "column {} is {other} and {wanted}",
+                        field.name()
+                    )))
+                }
+            };
+            Ok(Arc::new(Int64Array::from(wide)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
 /// A `SELECT * FROM T` whose T is not a table: read as a query instead.
 fn is_not_a_table(err: &fbunload::Error) -> bool {
     matches!(err, fbunload::Error::Catalog(CatalogError::NoTables(_)))
@@ -145,7 +279,7 @@ impl Iterator for RunReader {
     fn next(&mut self) -> Option<Self::Item> {
         self.batches.next().map(|item| {
             item.map(|streamed| streamed.batch)
-                .map_err(|e| ArrowError::ExternalError(from_run(e).message.into()))
+                .map_err(|e| stream_error(from_run(e)))
         })
     }
 }

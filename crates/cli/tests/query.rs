@@ -506,6 +506,29 @@ fn a_bad_query_names_what_is_wrong_in_one_line_and_writes_nothing() {
     ] {
         assert_query_refused(&db, &out_dir, &args, expected);
     }
+    // Semicolons that end the statement are dropped, split or not.
+    let out_dir = dir.path().join("semicolons");
+    let out = fbunload(
+        &db,
+        &[
+            "--query",
+            "SELECT ID FROM CUST WHERE ID < 3;; ",
+            "--name",
+            "Q",
+            "--query",
+            "SELECT b.ID FROM BIG b WHERE b.ID < 10 ;\n; -- end",
+            "--name",
+            "S",
+            "--split-by",
+            "BIG",
+            "--verify",
+            "-o",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(csv_records(&out_dir.join("Q.csv")).len(), 3);
+    assert_eq!(csv_records(&out_dir.join("S.csv")).len(), 10);
 }
 
 #[test]

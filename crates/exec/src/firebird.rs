@@ -341,7 +341,7 @@ fn views_and_queries(
         let sent = fbunload_plan::for_the_engine(&spec.sql, &options.literals);
         let described = describe(tr, &format!("query {name}"), &sent)
             .map_err(|e| ExecError::Usage(format!("--query {name}: Firebird refuses it: {e}")))?;
-        let columns = column_names(&spec.name, &described).map_err(usage)?;
+        let columns = column_names(&described);
         let driving = match driving {
             None => None,
             Some(driving) => match fbunload_plan::catalog::read_table(tr, &driving.table)? {

@@ -280,6 +280,27 @@ impl SnapshotReader {
         batch: BatchLimits,
         stall_timeout: Option<Duration>,
     ) -> Result<SnapshotReader, ExecError> {
+        let filter = TableFilter::named(table);
+        Self::join_first(db, &filter, ticket, types, batch, stall_timeout).map_err(|e| match e {
+            ExecError::Catalog(CatalogError::NoTables(_)) => ExecError::table(
+                table,
+                "no such table at this snapshot (names are case-sensitive)",
+            ),
+            e => e,
+        })
+    }
+
+    /// [`Self::join`] for the first table, view or query `filter` selects
+    /// (a query of one: what a held snapshot of it planned), as planned
+    /// at the snapshot.
+    pub fn join_first(
+        db: &Database,
+        filter: &TableFilter,
+        ticket: Option<&SnapshotTicket>,
+        types: TypeOptions,
+        batch: BatchLimits,
+        stall_timeout: Option<Duration>,
+    ) -> Result<SnapshotReader, ExecError> {
         let attachment = db.attach(true)?;
         let tr = match ticket {
             Some(ticket) => join(&attachment, ticket)?,
@@ -287,20 +308,8 @@ impl SnapshotReader {
                 .start_transaction(TransactionMode::ReadOnlySnapshot)
                 .map_err(ExecError::Client)?,
         };
-        let (plan, schemas) = firebird::plan_in(
-            &tr,
-            &TableFilter::named(table),
-            PlanOptions::default(),
-            ticket.is_some(),
-            &types,
-        )
-        .map_err(|e| match e {
-            ExecError::Catalog(CatalogError::NoTables(_)) => ExecError::table(
-                table,
-                "no such table at this snapshot (names are case-sensitive)",
-            ),
-            e => e,
-        })?;
+        let (plan, schemas) =
+            firebird::plan_in(&tr, filter, PlanOptions::default(), ticket.is_some(), &types)?;
         let schema = schemas[0].clone();
         let context = ReadContext {
             plan: Arc::new(plan),

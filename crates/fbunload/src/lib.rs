@@ -377,7 +377,8 @@ impl Unload {
         Prepared::new(self.database()?, &filter, self.options.clone())
     }
 
-    /// [`Self::prepare`] for writing `format`. Text formats write every
+    /// [`Self::prepare`] for writing `format`, whose columns must have
+    /// distinct names. Text formats write every
     /// decimal exactly whatever its Arrow type, so INT128-backed NUMERIC
     /// and DECIMAL get the type that holds all their values
     /// ([`TypeOptions::decimal256`]): the value of 39 digits that a
@@ -387,7 +388,11 @@ impl Unload {
         if matches!(format, Format::Bytes { .. }) {
             options.types.decimal256 = true;
         }
-        Prepared::new(self.database()?, &self.table_filter()?, options)
+        let prepared = Prepared::new(self.database()?, &self.table_filter()?, options)?;
+        // Files need distinct column names; Arrow batches do not.
+        fbunload_plan::query::unique_column_names(&prepared.plan)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        Ok(prepared)
     }
 
     /// Takes a snapshot and holds it open, with the plan of the selected
@@ -396,11 +401,18 @@ impl Unload {
     /// [`Unload::join_snapshot`] and its [`HeldSnapshot::ticket`]. On a
     /// server without shared snapshots (before Firebird 4) this fails
     /// unless [`RunOptions::allow_inconsistent`].
+    ///
+    /// A query (one, alone, as [`Unload::query_spec`] gives it) is planned
+    /// there too: one unit, or its driving table's units if split; its
+    /// readers join with [`Unload::join_snapshot_query`].
     pub fn hold_snapshot(&self) -> Result<HeldSnapshot, Error> {
-        if self.filter.views.is_some() || !self.filter.queries.is_empty() {
+        let one_query = self.filter.queries.len() == 1
+            && !self.filter.wants_tables()
+            && self.filter.views.is_none();
+        if self.filter.views.is_some() || (!self.filter.queries.is_empty() && !one_query) {
             return Err(Error::Usage(
-                "views and queries are not read from a held snapshot yet; unload them with \
-                 to_directory or record_batches"
+                "views, and queries beside other reads, are not read from a held snapshot yet; \
+                 unload them with to_directory or record_batches"
                     .into(),
             ));
         }
@@ -427,6 +439,28 @@ impl Unload {
         SnapshotReader::join(
             &self.database()?,
             table,
+            ticket,
+            self.options.types,
+            self.options.batch,
+            self.options.stall_timeout,
+        )
+    }
+
+    /// A reader of this unload's one query (see [`Unload::hold_snapshot`])
+    /// at the snapshot of `ticket`, on a new attachment, as
+    /// [`Unload::join_snapshot`] reads a table.
+    pub fn join_snapshot_query(
+        &self,
+        ticket: Option<&SnapshotTicket>,
+    ) -> Result<SnapshotReader, Error> {
+        if self.filter.queries.len() != 1 {
+            return Err(Error::Usage(
+                "join_snapshot_query reads one query: give it with query_spec".into(),
+            ));
+        }
+        SnapshotReader::join_first(
+            &self.database()?,
+            &self.table_filter()?,
             ticket,
             self.options.types,
             self.options.batch,

@@ -23,8 +23,8 @@
 //! is one value for every unit.
 //!
 //! Before anything, the text is checked as a `--where` is: a quote,
-//! comment or parenthesis that does not close in it, or a `;`, is
-//! refused, and it must begin with SELECT (or WITH, unsplit). The run's
+//! comment or parenthesis that does not close in it, or a `;` (but for
+//! trailing ones, which are dropped), is refused, and it must begin with SELECT (or WITH, unsplit). The run's
 //! transaction is read-only, so a query cannot change a table; it could
 //! still change a sequence (`GEN_ID(S, 1)`, `NEXT VALUE FOR S` work in a
 //! read-only transaction), so those are refused too. What Firebird is
@@ -36,7 +36,7 @@ use fbunload_decode::TextDecoder;
 
 use crate::selection::Name;
 use crate::sql_text::{
-    balanced_tokens, refuse_sequence_changes, without_comments, Token, TokenKind,
+    refuse_sequence_changes, statement_tokens, without_comments, Token, TokenKind,
 };
 
 /// A `--query` as given: the name of its output, its SQL, and the table
@@ -178,7 +178,7 @@ pub fn check_query(spec: &QuerySpec) -> Result<Option<DrivingTable>, QueryError>
             "--name is empty; name each query (its file is NAME.csv)".into(),
         ));
     }
-    let tokens = match balanced_tokens(&spec.sql, "the query") {
+    let tokens = match statement_tokens(&spec.sql, "the query") {
         Ok(tokens) => tokens,
         Err(why) => return refuse(why),
     };
@@ -299,25 +299,33 @@ pub fn describe(
 }
 
 /// The names of a query's columns as the server describes them (at most
-/// 31 bytes: the client API's limit); two columns of one name are
-/// refused, since JSON Lines and Parquet need distinct ones.
-pub fn column_names(query: &str, columns: &[ColumnDesc]) -> Result<Vec<String>, QueryError> {
-    let mut names: Vec<String> = Vec::with_capacity(columns.len());
-    for (i, column) in columns.iter().enumerate() {
-        let name = match column.name.as_str() {
-            "" => format!("COLUMN{}", i + 1),
-            name => name.to_string(),
-        };
-        if names.contains(&name) {
-            return Err(QueryError(format!(
-                "--query {}: two columns are named {}; give them names of their own with AS",
-                crate::printable(query),
-                crate::printable(&name)
-            )));
+/// 31 bytes: the client API's limit). Two may have one name (`SELECT 1,
+/// 2` gives two `CONSTANT`s), as Arrow results allow; files need distinct
+/// ones ([`unique_column_names`]).
+pub fn column_names(columns: &[ColumnDesc]) -> Vec<String> {
+    let named = |(i, column): (usize, &ColumnDesc)| match column.name.as_str() {
+        "" => format!("COLUMN{}", i + 1),
+        name => name.to_string(),
+    };
+    columns.iter().enumerate().map(named).collect()
+}
+
+/// Refuses a query of the plan with two columns of one name: JSON Lines,
+/// Parquet and a CSV header need distinct ones, so only a file output
+/// asks this (Arrow record batches take them as they are).
+pub fn unique_column_names(plan: &crate::Plan) -> Result<(), QueryError> {
+    for table in plan.tables.iter().filter(|t| t.kind == crate::Kind::Query) {
+        for (i, name) in table.columns.iter().enumerate() {
+            if table.columns[..i].contains(name) {
+                return Err(QueryError(format!(
+                    "--query {}: two columns are named {}; give them names of their own with AS",
+                    crate::printable(&table.name),
+                    crate::printable(name)
+                )));
+            }
         }
-        names.push(name);
     }
-    Ok(names)
+    Ok(())
 }
 
 /// The type each described column must be cast to by the server before
@@ -548,6 +556,20 @@ mod tests {
             )),
             Ok(None)
         );
+        // Trailing semicolons (and what follows them but blanks and
+        // comments) end the statement as in a script: dropped, not sent.
+        for sql in [
+            "SELECT 1 FROM T;",
+            "SELECT 1 FROM T ; ;;\n",
+            "SELECT 1 FROM T;; -- done",
+        ] {
+            assert_eq!(check_query(&spec(sql, None)), Ok(None), "{sql}");
+            assert!(!without_comments(sql).contains(';'), "{sql}");
+        }
+        let split = check_query(&spec("SELECT A FROM T x;;", Some("T")));
+        assert!(!split.unwrap().unwrap().with_rows("R").contains(';'));
+        assert!(check_query(&spec("SELECT 1 FROM T;; SELECT 2 FROM T", None)).is_err());
+        assert!(check_query(&spec(";", None)).is_err());
         let twice = [spec("SELECT 1 FROM T", None), spec("SELECT 2 FROM T", None)];
         assert!(check_queries(&twice)
             .unwrap_err()
@@ -595,15 +617,30 @@ mod tests {
                 None,
             ]
         );
-        assert_eq!(column_names("Q", &columns[..2]).unwrap(), ["D", "U"]);
-        assert_eq!(
-            column_names("Q", &[desc("", 496, 0, 0, 4)]).unwrap(),
-            ["COLUMN1"]
-        );
+        assert_eq!(column_names(&columns[..2]), ["D", "U"]);
+        assert_eq!(column_names(&[desc("", 496, 0, 0, 4)]), ["COLUMN1"]);
+        // Arrow takes two of one name; a file output refuses them.
         let twice = [desc("ID", 496, 0, 0, 4), desc("ID", 496, 0, 0, 4)];
-        assert!(column_names("Q", &twice)
+        assert_eq!(column_names(&twice), ["ID", "ID"]);
+        let read = |columns: Vec<String>| crate::Read {
+            name: "Q".into(),
+            kind: crate::Kind::Query,
+            sql: "SELECT ID, ID FROM T".into(),
+            declared_types: vec!["INTEGER".into(); columns.len()],
+            casts: vec![None; columns.len()],
+            columns,
+            driving: None,
+        };
+        let options = crate::PlanOptions::default();
+        let plan =
+            |columns| crate::Plan::new(&[], options).with_reads(vec![read(columns)], options);
+        assert!(unique_column_names(&plan(column_names(&twice)))
             .unwrap_err()
             .0
-            .contains("two columns are named ID"));
+            .contains("--query Q: two columns are named ID"));
+        assert_eq!(
+            unique_column_names(&plan(column_names(&columns[..2]))),
+            Ok(())
+        );
     }
 }

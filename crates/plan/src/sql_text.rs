@@ -94,10 +94,36 @@ impl Token<'_> {
 /// quote, comment and parenthesis closes inside it and that it holds no
 /// `;`. `what` names the text in messages ("the condition", "the query").
 pub(crate) fn balanced_tokens<'a>(sql: &'a str, what: &str) -> Result<Vec<Token<'a>>, String> {
+    balanced(sql, what, tokens(sql))
+}
+
+/// [`balanced_tokens`] of a whole statement, whose trailing `;`s (after
+/// its last other token, as a script or a tool ends a statement) are
+/// left out: [`without_comments`], what Firebird is sent, blanks them.
+pub(crate) fn statement_tokens<'a>(sql: &'a str, what: &str) -> Result<Vec<Token<'a>>, String> {
+    let tokens = tokens(sql).map(|mut tokens| {
+        let ends = trailing_semicolons(&tokens);
+        tokens.truncate(tokens.len() - ends);
+        tokens
+    });
+    balanced(sql, what, tokens)
+}
+
+/// How many of the last `tokens` are `;`s.
+fn trailing_semicolons(tokens: &[Token<'_>]) -> usize {
+    let kinds = tokens.iter().rev();
+    kinds.take_while(|t| t.kind == TokenKind::Semicolon).count()
+}
+
+fn balanced<'a>(
+    sql: &'a str,
+    what: &str,
+    tokens: Result<Vec<Token<'a>>, String>,
+) -> Result<Vec<Token<'a>>, String> {
     if sql.trim().is_empty() {
         return Err(format!("{what} is empty"));
     }
-    let tokens = tokens(sql)?;
+    let tokens = tokens?;
     let mut depth = 0usize;
     for token in &tokens {
         match token.kind {
@@ -161,14 +187,17 @@ pub(crate) fn refuse_sequence_changes(tokens: &[Token<'_>]) -> Result<(), String
 /// engine's line and column numbers still point into the user's text):
 /// what fbunload sends instead of the text as given, so that whatever
 /// the engine took for the end of a comment, only what this module saw
-/// as code can be code. Text that does not cut into tokens is returned as
-/// it is (it has been refused before it is sent).
+/// as code can be code. Trailing `;`s ([`statement_tokens`]) become
+/// spaces too. Text that does not cut into tokens is returned as it is
+/// (it has been refused before it is sent).
 pub fn without_comments(sql: &str) -> String {
     let Ok(lexed) = lex(sql) else {
         return sql.to_string();
     };
     let mut bytes = sql.as_bytes().to_vec();
-    for range in lexed.comments {
+    let ends = trailing_semicolons(&lexed.tokens);
+    let semicolons = lexed.tokens[lexed.tokens.len() - ends..].iter();
+    for range in semicolons.map(|t| t.start..t.end()).chain(lexed.comments) {
         for byte in &mut bytes[range] {
             if !matches!(*byte, b'\r' | b'\n') {
                 *byte = b' ';
@@ -754,5 +783,16 @@ mod tests {
             "a ) closes more than the query opened"
         );
         assert!(balanced_tokens("f(a, (b)) -- ) ;", "the query").is_ok());
+        // A statement may end in semicolons; a condition may not.
+        assert_eq!(refused("a;"), "a ; ends the statement; give one query");
+        assert_eq!(
+            statement_tokens("a ;; /* x */ ;", "the query")
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(without_comments("a ;-- x\n;"), "a      \n ");
+        assert_eq!(without_comments("a ';' ;"), "a ';'  ");
+        assert!(statement_tokens("a; b;", "the query").is_err());
     }
 }
