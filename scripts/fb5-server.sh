@@ -52,6 +52,11 @@ case "$command" in
     # The build is relocatable (binreloc): the release tree is the server.
     mkdir -p "$home"
     cp -a "$src/gen/Release/firebird/." "$home/"
+    # The release tree links libtommath and libtomcrypt into the source
+    # tree: copy them, so the server outlives the source.
+    find "$home" -type l -lname '/*' | while read -r link; do
+      cp --remove-destination "$(readlink -f "$link")" "$link"
+    done
     echo "==> Firebird built into $home" >&2
     exit 0
     ;;
