@@ -210,9 +210,9 @@ def read_pandas(database: str, table: str, **options: Any):
 def read_polars(database: str, table: str, **options: Any):
     """Table ``table`` as a ``polars.DataFrame`` (needs polars).
 
-    polars has no decimal wider than 38 digits, so the ``decimal256``
-    columns (INT128; NUMERIC/DECIMAL of more than 18 digits with
-    ``decimal256=True``) are converted exactly: scale 0 to ``Int128``,
+    INT128 and NUMERIC/DECIMAL are polars decimals of at most 38 digits.
+    polars has no wider decimal, so with ``decimal256=True`` (INT128
+    values of 39 digits) those columns are converted exactly: scale 0 to ``Int128``,
     which holds every INT128; other scales to ``String``, the exact
     decimal text (``"-12.34"``). Every other column is as pyarrow has it."""
     import polars

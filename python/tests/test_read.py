@@ -61,8 +61,8 @@ def test_types_follow_the_readme_mapping(types_db):
     schema = fbunload.read_arrow(types_db, "T", **AUTH).schema
     # The storage decides the precision (docs/formats.md): BIGINT holds 19 digits.
     assert schema.field("N").type == pa.decimal128(19, 4)
-    # INT128 holds 39 digits: the one Arrow decimal that holds them all.
-    assert schema.field("I128").type == pa.decimal256(39, 0)
+    # INT128 is the decimal128(38, 0) every reader takes (decimal256=True: 39 digits).
+    assert schema.field("I128").type == pa.decimal128(38, 0)
     assert schema.field("BL").type == pa.binary()
     assert schema.field("TS").type.unit == "us"
     assert schema.field("N9").metadata[b"fbunload.type"] == b"NUMERIC(9,3)"
@@ -239,7 +239,7 @@ def test_memory_stays_bounded_while_iterating_two_million_rows(tmp_path):
 INT128_MIN, INT128_MAX = -(2**127), 2**127 - 1
 
 
-def test_int128_extremes_are_read_whole_and_a_numeric_beyond_38_digits_is_refused(tmp_path):
+def test_int128_of_39_digits_is_refused_by_default_and_read_whole_with_decimal256(tmp_path):
     db = make_database(
         tmp_path / "i128.fdb",
         [
@@ -247,21 +247,24 @@ def test_int128_extremes_are_read_whole_and_a_numeric_beyond_38_digits_is_refuse
             f"INSERT INTO BIG VALUES (1, {INT128_MIN}, -12.34)",
             f"INSERT INTO BIG VALUES (2, {INT128_MAX}, NULL)",
             "INSERT INTO BIG VALUES (3, NULL, CAST('1701411834604692317316873037158841057.27' AS NUMERIC(38,2)))",
+            "INSERT INTO BIG VALUES (4, 99999999999999999999999999999999999999, 1)",
         ],
     )
-    # A bare INT128 is decimal256(39, 0) whatever its values.
-    table = fbunload.read_arrow(db, "BIG", columns=["ID", "V"], **AUTH)
-    assert table.schema.field("V").type == pa.decimal256(39, 0)
-    assert table.sort_by("ID").column("V").to_pylist() == [
-        decimal.Decimal(INT128_MIN), decimal.Decimal(INT128_MAX), None]
-    # A NUMERIC(38,2) of 39 digits is beyond its declared precision: refused
-    # in one line that names the Python keyword, not the command line's flag.
-    with pytest.raises(fbunload.Error) as caught:
-        fbunload.read_arrow(db, "BIG", **AUTH)
-    message = str(caught.value)
-    assert "column N" in message and "decimal256=True" in message, message
-    assert "--" not in message and "\n" not in message, message
+    # An INT128 of 38 digits is read into the decimal128(38, 0) every reader takes.
+    table = fbunload.read_arrow(db, "BIG", columns=["ID", "V"], where="ID = 4", **AUTH)
+    assert table.schema.field("V").type == pa.decimal128(38, 0)
+    assert table.column("V").to_pylist() == [decimal.Decimal("9" * 38)]
+    # 39 digits (an INT128 extreme, or a NUMERIC(38,2) beyond its declared
+    # precision) are refused in one line that names the Python keyword.
+    for columns in [["ID", "V"], ["ID", "N"]]:
+        with pytest.raises(fbunload.Error) as caught:
+            fbunload.read_arrow(db, "BIG", columns=columns, **AUTH)
+        message = str(caught.value)
+        assert f"column {columns[1]}" in message and "decimal256=True" in message, message
+        assert "--" not in message and "\n" not in message, message
     table = fbunload.read_arrow(db, "BIG", decimal256=True, **AUTH).sort_by("ID")
+    assert table.schema.field("V").type == pa.decimal256(39, 0)
+    assert table.column("V").to_pylist()[:2] == [decimal.Decimal(INT128_MIN), decimal.Decimal(INT128_MAX)]
     assert table.schema.field("N").type == pa.decimal256(39, 2)
     assert table.column("N").to_pylist()[2] == decimal.Decimal("1701411834604692317316873037158841057.27")
 
@@ -278,8 +281,8 @@ def test_read_polars_converts_decimal256_exactly(tmp_path):
             "INSERT INTO BIG (ID) VALUES (3)",
         ],
     )
-    # polars has no decimal256: INT128 becomes Int128, which holds it.
-    frame = fbunload.read_polars(db, "BIG", columns=["ID", "V", "M"], **AUTH).sort("ID")
+    # polars has no decimal256: INT128 (decimal256=True) becomes Int128, which holds it.
+    frame = fbunload.read_polars(db, "BIG", columns=["ID", "V", "M"], decimal256=True, **AUTH).sort("ID")
     assert frame.schema["V"] == polars.Int128
     assert frame["V"].to_list() == [INT128_MIN, INT128_MAX, None]
     assert frame.schema["M"] == polars.Decimal(19, 4)

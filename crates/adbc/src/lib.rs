@@ -30,8 +30,8 @@
 //! `CHARACTER SET NONE` columns, UTF8 by default),
 //! `adbc.fbunload.client_library` (the `libfbclient` to load),
 //! `adbc.fbunload.parallel` (worker attachments per read),
-//! `adbc.fbunload.decimal256` (`true`: NUMERIC of more than 18 digits as
-//! decimal256). Statement: `adbc.fbunload.split_by`,
+//! `adbc.fbunload.decimal256` (`true`: INT128 and NUMERIC of more than 18
+//! digits as decimal256, for values of 39 digits). Statement: `adbc.fbunload.split_by`,
 //! `adbc.fbunload.partitions` (at most this many partitions).
 //!
 //! Panics never cross the C boundary: `adbc_ffi`'s exporter catches them

@@ -185,10 +185,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ParquetCompression::Zstd)]
     pub compression: ParquetCompression,
 
-    /// NUMERIC/DECIMAL(19..38) as Arrow decimal256(39, s), which holds every value their
-    /// INT128 storage can, instead of decimal128(38, s), which every Arrow reader takes
-    /// (DuckDB and polars have no wider decimal) and which fbunload otherwise refuses to fill
-    /// with a value of 39 digits (parquet, arrow). INT128 is decimal256(39, 0) either way
+    /// INT128 and NUMERIC/DECIMAL(19..38) as Arrow decimal256(39, s), which holds every value
+    /// their INT128 storage can, instead of decimal128(38, s), which every reader takes
+    /// (polars, Spark and DuckDB have no wider decimal) and which fbunload otherwise refuses
+    /// to fill with a value of 39 digits (parquet, arrow)
     #[arg(long)]
     pub decimal256: bool,
 

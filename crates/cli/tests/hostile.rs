@@ -313,10 +313,10 @@ fn none_text_is_decoded_as_the_user_says() {
 
 /// INT128 holds values of 39 digits, Arrow's decimal128 at most 38: such a
 /// value in a decimal128(38) column made files that pyarrow's full
-/// validation and DuckDB reject. A bare INT128 is now decimal256(39, 0),
-/// which holds them all; a NUMERIC(38, s) holding 39 digits, beyond its
-/// declared precision, is refused by name, unless `--decimal256` asks for
-/// a type that holds it; text formats are exact.
+/// validation and DuckDB reject. Every INT128, bare or NUMERIC(38, s), is
+/// decimal128(38, s) as every reader takes it, and a value of 39 digits is
+/// refused by name, unless `--decimal256` asks for a type that holds it;
+/// text formats are exact.
 #[test]
 fn int128_values_of_39_digits_are_refused_or_written_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -349,7 +349,7 @@ fn int128_values_of_39_digits_are_refused_or_written_whole() {
         let err = stderr(&out);
         assert!(
             err.contains("WIDE")
-                && err.contains("column N: value 1701411834604692317316873037158841057.27 ")
+                && err.contains("column I: value 170141183460469231731687303715884105727 is an INT128 of 39 digits")
                 && err.contains("--decimal256"),
             "{err}"
         );

@@ -498,9 +498,10 @@ pub type Segments<'a> = dyn FnMut(&[u8]) -> ControlFlow<()> + 'a;
 /// The largest magnitude of Arrow's Decimal128: 38 nines.
 const DECIMAL128_MAX: u128 = 10u128.pow(DECIMAL128_DIGITS as u32) - 1;
 
-/// An INT128-backed NUMERIC/DECIMAL holding 39 digits, beyond any
-/// precision it can be declared with: Decimal128 cannot hold it, and a
-/// file holding it anyway would be refused or misread by its readers.
+/// An INT128 value of 39 digits: Decimal128, INT128's Arrow type unless
+/// `--decimal256`, cannot hold it, and a file holding it anyway would be
+/// refused or misread by its readers. A NUMERIC/DECIMAL holding one has
+/// more digits than it can be declared with; a bare INT128 may.
 fn beyond_decimal128(value: i128, scale: i8, type_name: &str) -> String {
     let digits = value.unsigned_abs().to_string();
     let point = digits.len().saturating_sub(scale.max(0) as usize);
@@ -509,10 +510,16 @@ fn beyond_decimal128(value: i128, scale: i8, type_name: &str) -> String {
         1.. => format!("{sign}{}.{}", &digits[..point], &digits[point..]),
         _ => format!("{sign}{digits}"),
     };
+    let beyond = if type_name.starts_with("NUMERIC") || type_name.starts_with("DECIMAL") {
+        format!("has more digits than {type_name} declares and")
+    } else {
+        format!("is an {type_name} of {} digits, more than", digits.len())
+    };
     format!(
-        "value {text} has more digits than {type_name} declares and Arrow's \
-         decimal128({DECIMAL128_DIGITS}, {scale}) holds; rerun with --decimal256 for \
-         decimal256({INT128_DIGITS}, {scale}), or write csv or jsonl, which are exact"
+        "value {text} {beyond} Arrow's decimal128({DECIMAL128_DIGITS}, {scale}) holds, the \
+         type every reader takes; rerun with --decimal256 for decimal256({INT128_DIGITS}, \
+         {scale}) (pyarrow reads it, DuckDB as a DOUBLE, polars and Spark not at all), or \
+         write csv or jsonl, which are exact"
     )
 }
 
@@ -740,6 +747,34 @@ mod tests {
         assert!(err
             .to_string()
             .contains("value -170141183460469231731687303715884.105728 "));
+    }
+
+    #[test]
+    fn a_bare_int128_of_39_digits_is_refused_naming_the_option() {
+        let int128 = ColumnKind::Decimal {
+            width: 16,
+            precision: DECIMAL128_DIGITS,
+            scale: 0,
+        };
+        let mut dec = decoder(vec![OutputColumn {
+            type_name: "INT128".into(),
+            ..column("I", int128)
+        }]);
+        let largest = (10i128.pow(38) - 1).to_ne_bytes();
+        dec.append_with(|_| Some(&largest[..]), no_blobs).unwrap();
+        let beyond = i128::MIN.to_ne_bytes();
+        let err = dec
+            .append_with(|_| Some(&beyond[..]), no_blobs)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "column I: value -170141183460469231731687303715884105728 is an INT128 of 39 \
+                 digits, more than Arrow's decimal128(38, 0) holds"
+            ) && err.contains("rerun with --decimal256")
+                && !err.contains('\n'),
+            "{err}"
+        );
     }
 
     #[test]

@@ -4,18 +4,19 @@
 //! | Firebird                      | Arrow                          | note |
 //! |-------------------------------|--------------------------------|------|
 //! | SMALLINT / INTEGER / BIGINT   | Int16 / Int32 / Int64          | |
-//! | INT128                        | Decimal256(39, 0)              | every INT128 has at most 39 digits; Decimal128 holds 38 |
+//! | INT128                        | Decimal128(38, 0)              | Decimal256(39, 0) with [`TypeOptions::decimal256`]: INT128 holds 39 digits |
 //! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19), or 38 for INT128-backed (p > 18); Decimal256(39, s) with [`TypeOptions::decimal256`] |
 //!
 //! The Arrow type follows the declared type, never the data, so every
-//! unload of a table has one schema. A bare INT128 can hold any value of
-//! 39 digits, so it gets the one Arrow decimal that holds them all.
-//! NUMERIC/DECIMAL get the widest Decimal128 their storage needs (Firebird
-//! does not enforce the declared precision, so a NUMERIC(9,3) can hold
-//! 2147483.647): every reader takes Decimal128 (DuckDB, polars and Spark
-//! have no wider decimal), and the only values it cannot hold are those
-//! of 39 digits in an INT128-backed NUMERIC(p ≤ 38), beyond any declared
-//! precision: the decoder refuses such a value as soon as it meets it.
+//! unload of a table has one schema. Integers and NUMERIC/DECIMAL get the
+//! widest Decimal128 their storage needs (Firebird does not enforce the
+//! declared precision, so a NUMERIC(9,3) can hold 2147483.647), and
+//! INT128, bare or scaled, Decimal128(38, s): every reader takes
+//! Decimal128 of at most 38 digits (polars, Spark and DuckDB's DECIMAL stop
+//! there; DuckDB reads a wider Parquet decimal as a DOUBLE, losing digits).
+//! The only values it cannot hold are those of 39 digits that INT128
+//! storage allows: the decoder refuses such a value as soon as it meets
+//! it, naming `--decimal256`, which asks for Decimal256(39, s) instead.
 //! | FLOAT / DOUBLE PRECISION      | Float32 / Float64              | |
 //! | DECFLOAT(16) / DECFLOAT(34)   | Utf8                           | the planner has the server cast it to text, which is exact |
 //! | DATE                          | Date32                         | |
@@ -83,6 +84,7 @@ const BLOB_SUBTYPE_TEXT: i16 = 1;
 /// The subtypes the server describes a scaled integer declared NUMERIC or
 /// DECIMAL with; a bare INT128 (or an expression) has 0.
 const SUBTYPE_NUMERIC: i16 = 1;
+#[cfg(test)]
 const SUBTYPE_DECIMAL: i16 = 2;
 
 /// How to turn one column's bytes into an Arrow value.
@@ -366,10 +368,7 @@ fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
         sql_type::SHORT => ColumnKind::Int16,
         sql_type::LONG => ColumnKind::Int32,
         sql_type::INT64 => ColumnKind::Int64,
-        sql_type::INT128 if matches!(desc.subtype, SUBTYPE_NUMERIC | SUBTYPE_DECIMAL) => {
-            decimal(16, DECIMAL128_DIGITS)
-        }
-        sql_type::INT128 => decimal(16, INT128_DIGITS),
+        sql_type::INT128 => decimal(16, DECIMAL128_DIGITS),
         sql_type::FLOAT => ColumnKind::Float32,
         sql_type::DOUBLE | sql_type::D_FLOAT => ColumnKind::Float64,
         sql_type::TYPE_DATE => ColumnKind::Date,
@@ -518,21 +517,19 @@ mod tests {
 
     #[test]
     fn int128_follows_its_declared_type_never_its_values() {
-        // A bare INT128 holds 39 digits: only Decimal256 takes them all.
+        // Every INT128 is the Decimal128(38, s) every reader takes: a bare
+        // one, NUMERIC(p > 18, s) and DECIMAL, and a scaled expression.
         let bare = OutputColumn::new("I", &desc(sql_type::INT128, 0, 0), None, UTF8).unwrap();
-        assert_eq!(bare.arrow_field().data_type(), &DataType::Decimal256(39, 0));
-        // NUMERIC(p > 18, s) and DECIMAL are stored as INT128 too, and stay
-        // the Decimal128 every reader takes.
+        assert_eq!(bare.arrow_field().data_type(), &DataType::Decimal128(38, 0));
         let numeric = desc(sql_type::INT128, -2, SUBTYPE_NUMERIC);
         let col = OutputColumn::new("N", &numeric, None, UTF8).unwrap();
         assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(38, 2));
         let decimal = desc(sql_type::INT128, 0, SUBTYPE_DECIMAL);
         let col = OutputColumn::new("D", &decimal, None, UTF8).unwrap();
         assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(38, 0));
-        // An INT128 expression with a scale is no NUMERIC: all 39 digits.
         let scaled = desc(sql_type::INT128, -3, 0);
         let col = OutputColumn::new("E", &scaled, None, UTF8).unwrap();
-        assert_eq!(col.arrow_field().data_type(), &DataType::Decimal256(39, 3));
+        assert_eq!(col.arrow_field().data_type(), &DataType::Decimal128(38, 3));
 
         let wide = TypeOptions {
             decimal256: true,
