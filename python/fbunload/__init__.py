@@ -19,6 +19,7 @@ pandas, polars and other ADBC tools through fbunload's ADBC driver.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
@@ -62,7 +63,22 @@ def _exact(name: str) -> str:
     return "".join("\\" + c if c in special else c for c in name)
 
 
-def _open_table(database: str, table: str, **options: Any):
+@contextlib.contextmanager
+def _called(function: str):
+    """Errors of the native call in the words of ``function``, the one the
+    caller called: ``read_arrow() got an unexpected keyword argument``,
+    not the native ``open()``'s."""
+    try:
+        yield
+    except TypeError as e:
+        message = str(e)
+        for native in ("open()", "plan()", "unload()"):
+            if message.startswith(native):
+                raise TypeError(f"{function}(){message[len(native):]}") from None
+        raise
+
+
+def _open_table(function: str, database: str, table: str, **options: Any):
     # One table: its columns and rows are chosen in the queries themselves.
     columns = options.pop("columns", None)
     if columns is not None:
@@ -73,7 +89,8 @@ def _open_table(database: str, table: str, **options: Any):
         # start with NAME: (see --where).
         options["condition"] = ":" + condition
     try:
-        stream = _fbunload.open(database, tables=_exact(table), **options)
+        with _called(function):
+            stream = _fbunload.open(database, tables=_exact(table), **options)
     except UsageError as e:
         # The caller gave a name and a condition, not the pattern and the
         # ':'-prefixed condition that stand for them here.
@@ -110,6 +127,7 @@ def read_batches(
     query: only those columns and rows are read, still in parallel, at one
     snapshot."""
     stream = _open_table(
+        "read_batches",
         database,
         table,
         user=user,
@@ -144,8 +162,12 @@ def read_arrow(database: str, table: str, **options: Any) -> pa.Table:
     """Table ``table`` as a ``pyarrow.Table``; options as for
     :func:`read_batches`, and ``verify=True`` to compare the rows with
     ``COUNT(*)`` at the same snapshot."""
+    return _read_arrow("read_arrow", database, table, **options)
+
+
+def _read_arrow(function: str, database: str, table: str, **options: Any) -> pa.Table:
     options.setdefault("charset", "UTF8")
-    stream = _open_table(database, table, **options)
+    stream = _open_table(function, database, table, **options)
     return _tables(stream)[table]
 
 
@@ -163,7 +185,8 @@ def read_tables(database: str, tables: Optional[str] = None, **options: Any) -> 
         # "TABLE:condition" for one of several tables, as --where takes it.
         options["condition"] = options.pop("where")
     options["queries"] = _queries(options.get("queries"))
-    return _tables(_fbunload.open(database, tables=tables, **options))
+    with _called("read_tables"):
+        return _tables(_fbunload.open(database, tables=tables, **options))
 
 
 #: A query as ``queries=`` takes it: its SQL, or its SQL and the table whose
@@ -198,13 +221,14 @@ def read_sql(
     client API: alias long ones). Other options as for :func:`read_arrow`."""
     if "columns" in options or "where" in options:
         raise UsageError("read_sql: choose columns and rows in the query itself")
-    stream = _fbunload.open(database, queries=[(name, sql, split_by)], **options)
+    with _called("read_sql"):
+        stream = _fbunload.open(database, queries=[(name, sql, split_by)], **options)
     return _tables(stream)[name]
 
 
 def read_pandas(database: str, table: str, **options: Any):
     """Table ``table`` as a ``pandas.DataFrame`` (needs pandas)."""
-    return read_arrow(database, table, **options).to_pandas()
+    return _read_arrow("read_pandas", database, table, **options).to_pandas()
 
 
 def read_polars(database: str, table: str, **options: Any):
@@ -217,7 +241,7 @@ def read_polars(database: str, table: str, **options: Any):
     decimal text (``"-12.34"``). Every other column is as pyarrow has it."""
     import polars
 
-    return _to_polars(read_arrow(database, table, **options))
+    return _to_polars(_read_arrow("read_polars", database, table, **options))
 
 
 def _to_polars(table: pa.Table):
@@ -258,21 +282,133 @@ def _decimal256_as_text(data_type):
     return data_type, None, 0
 
 
-def unload(database: str, output: str, *, format: str = "csv", **options: Any) -> Dict[str, Any]:
-    """What the command line does: every selected table (``tables=``
-    pattern) to a file in directory ``output``. ``format``: csv, tsv, jsonl,
-    parquet, parquet-split or arrow; ``compression``: gzip or zstd for text,
-    zstd, snappy, gzip or none for Parquet. ``schema.sql``, the DDL of the
-    tables, is written as by the command line, and ``manifest.json`` last
-    (``fbunload check DIR`` compares the files with it). A directory that
-    holds another run's files is refused unless ``overwrite=True``, which
-    removes the files that run's manifest lists. ``views`` and ``queries``
-    as for :func:`read_tables`; ``max_rows`` / ``max_bytes`` cut every
-    table into numbered parts (``T.000001.csv``, ...) as ``--max-rows`` and
-    ``--max-bytes`` do; ``schema=False`` skips ``schema.sql``. Returns the
-    summary."""
-    options["queries"] = _queries(options.get("queries"))
-    return _fbunload.unload(database, str(output), format=format, **options)
+def _quoted(name: str) -> str:
+    """``name`` as an SQL identifier taken exactly as written."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _column_specs(columns) -> List[str]:
+    """``columns=`` as the command line's ``--columns`` values: a list for
+    the one table selected, or ``{table: [column, ...]}``."""
+    if columns is None:
+        return []
+    if isinstance(columns, str):
+        raise UsageError("unload(): columns= takes a list of names, or {table: [names]}, "
+                         f"not the string {columns!r}")
+    if isinstance(columns, Mapping):
+        return [_quoted(table) + ":" + ",".join(map(_quoted, names))
+                for table, names in columns.items()]
+    return [",".join(map(_quoted, columns))]
+
+
+def _conditions(where) -> List[str]:
+    """``where=`` as the command line's ``--where`` values: a condition for
+    the one table selected, or ``{table: condition}``."""
+    if where is None:
+        return []
+    if isinstance(where, Mapping):
+        return [_quoted(table) + ":" + condition for table, condition in where.items()]
+    # The leading ':' says "no table name": a condition may itself start
+    # with NAME: (see --where).
+    return [":" + where]
+
+
+def unload(
+    database: str,
+    output: str,
+    *,
+    tables: Optional[str] = None,
+    exclude: Optional[str] = None,
+    columns: Union[Sequence[str], Mapping[str, Sequence[str]], None] = None,
+    where: Union[str, Mapping[str, str], None] = None,
+    views: Optional[str] = None,
+    queries: Optional[Mapping[str, Query]] = None,
+    format: str = "csv",
+    compression: Optional[str] = None,
+    header: bool = False,
+    delimiter: Optional[str] = None,
+    null: Optional[str] = None,
+    binary: Optional[str] = None,
+    crlf: bool = False,
+    split: bool = False,
+    row_group_rows: Optional[int] = None,
+    decimal256: bool = False,
+    max_rows: Optional[int] = None,
+    max_bytes: Optional[int] = None,
+    schema: bool = True,
+    overwrite: bool = False,
+    verify: bool = False,
+    user: Optional[str] = None,
+    password: Optional[str] = None,
+    role: Optional[str] = None,
+    charset: str = "UTF8",
+    parallel: Optional[int] = None,
+    unit_pages: Optional[int] = None,
+    memory_mb: int = 128,
+    client_lib: Optional[str] = None,
+    wire_crypt: Optional[str] = None,
+    wire_compression: bool = False,
+    allow_inconsistent: bool = False,
+    stall_timeout: Optional[float] = None,
+) -> Dict[str, Any]:
+    """What the command line does: every selected table to a file in
+    directory ``output``, then ``schema.sql`` (the tables' DDL) and
+    ``manifest.json`` (``fbunload check DIR`` compares the files with it).
+    Returns the summary (rows, bytes, files, snapshot number). Each keyword
+    is the command line's option of the same name, with the same checks.
+
+    What is read:
+      ``tables``, ``exclude``: SQL SIMILAR TO patterns (``'ORDER%'``,
+      ``'A|B'``); all user tables if None. ``columns``: names as stored, in
+      the order wanted, for the one table selected, or ``{table: [names]}``.
+      ``where``: an SQL condition (``"S_W_ID = 7"``) for the one table
+      selected, or ``{table: condition}``; part of every worker's query.
+      ``views``: a pattern of views to unload too; ``queries``:
+      ``{name: sql}`` or ``{name: (sql, split_by_table)}``, as for
+      :func:`read_tables`.
+
+    How it is written:
+      ``format``: csv (default), tsv, jsonl, parquet or arrow.
+      ``compression``: gzip, zstd or none for csv, tsv and jsonl (the whole
+      file); zstd (default), snappy, gzip or none for parquet (its columns).
+      csv and tsv: ``header=True`` (a first line of column names),
+      ``null`` (text for NULL, default empty), ``crlf=True``; csv:
+      ``delimiter`` (one ASCII character, or 'tab'; default ',').
+      csv, tsv, jsonl: ``binary`` ('hex', the default, or 'base64').
+      parquet: ``split=True`` (a directory of part files per table),
+      ``row_group_rows`` (rows per row group). parquet and arrow:
+      ``decimal256=True`` (INT128 values of 39 digits, as decimal256(39, s)).
+      An option of another format is refused (``UsageError``), as the
+      command line refuses it. ``max_rows`` / ``max_bytes`` cut every
+      table into numbered parts (``T.000001.csv``, ...); ``schema=False``
+      skips ``schema.sql``. A directory that holds another run's files is
+      refused unless ``overwrite=True``. ``verify=True`` counts every
+      table again at the snapshot.
+
+    Connection and run:
+      ``user``, ``password`` (default ``ISC_USER``, ``ISC_PASSWORD``),
+      ``role``, ``charset`` (of ``CHARACTER SET NONE`` columns),
+      ``client_lib``, ``wire_crypt`` ('disabled', 'enabled', 'required'),
+      ``wire_compression=True``; ``parallel`` (workers; default: the local
+      cores), ``unit_pages``, ``memory_mb`` (128), ``allow_inconsistent``
+      (Firebird 3: tables in parallel, each in its own snapshot),
+      ``stall_timeout`` (seconds a read may wait for the server; 1800 by
+      default, 0: no limit)."""
+    try:
+        return _fbunload.unload(
+            database, str(output), format=format, compression=compression, header=header,
+            delimiter=delimiter, null=null, binary=binary, crlf=crlf, split=split,
+            row_group_rows=row_group_rows, tables=tables, exclude=exclude,
+            columns=_column_specs(columns), rows_where=_conditions(where), user=user,
+            password=password, role=role, charset=charset, parallel=parallel,
+            unit_pages=unit_pages, client_lib=None if client_lib is None else str(client_lib),
+            decimal256=decimal256, verify=verify, memory_mb=memory_mb, overwrite=overwrite,
+            views=views, queries=_queries(queries), max_rows=max_rows, max_bytes=max_bytes,
+            schema=schema, allow_inconsistent=allow_inconsistent, stall_timeout=stall_timeout,
+            wire_crypt=wire_crypt, wire_compression=wire_compression)
+    except UsageError as e:
+        # A condition for the one table is passed as ':condition'.
+        raise UsageError(str(e).replace("where=':", "where='")) from None
 
 
 def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool = False, **options: Any) -> str:
@@ -289,4 +425,5 @@ def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool =
 def plan(database: str, **options: Any) -> Dict[str, Any]:
     """The plan without reading a row: tables (with pointer pages, units
     and pyarrow schemas) and units (DB_KEY ranges of data pages)."""
-    return _fbunload.plan(database, **options)
+    with _called("plan"):
+        return _fbunload.plan(database, **options)

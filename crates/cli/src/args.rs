@@ -368,29 +368,6 @@ pub enum Command {
     },
 }
 
-/// Options that only some formats take: the option's clap id, the formats
-/// that take it, and what to use instead where there is something.
-const FORMAT_OPTIONS: &[(&str, &[Format], &str)] = &[
-    ("header", &[Format::Csv, Format::Tsv], ""),
-    ("delimiter", &[Format::Csv], "tsv always uses a tab"),
-    ("null", &[Format::Csv, Format::Tsv], ""),
-    ("crlf", &[Format::Csv, Format::Tsv], ""),
-    ("binary", &[Format::Csv, Format::Tsv, Format::Jsonl], ""),
-    (
-        "compress",
-        &[Format::Csv, Format::Tsv, Format::Jsonl],
-        "Parquet compresses its columns itself (--compression)",
-    ),
-    ("split", &[Format::Parquet], ""),
-    ("row_group_rows", &[Format::Parquet], ""),
-    (
-        "compression",
-        &[Format::Parquet],
-        "csv, tsv and jsonl files are compressed whole with --compress",
-    ),
-    ("decimal256", &[Format::Parquet, Format::Arrow], ""),
-];
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WireCrypt {
     Disabled,
@@ -424,6 +401,18 @@ pub enum Format {
     Jsonl,
     Parquet,
     Arrow,
+}
+
+impl From<Format> for fbunload::FormatName {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Csv => Self::Csv,
+            Format::Tsv => Self::Tsv,
+            Format::Jsonl => Self::Jsonl,
+            Format::Parquet => Self::Parquet,
+            Format::Arrow => Self::Arrow,
+        }
+    }
 }
 
 /// What `--generate` prints.
@@ -583,32 +572,30 @@ impl Args {
         Ok(queries)
     }
 
-    /// An option typed for a format that does not take it, as the one
-    /// line that refuses it: "--header is for --format csv or tsv, not
-    /// parquet".
-    pub fn misplaced_format_option(&self) -> Option<String> {
-        let name = |f: &Format| f.to_possible_value().unwrap().get_name().to_string();
-        FORMAT_OPTIONS.iter().find_map(|(id, formats, instead)| {
-            if formats.contains(&self.format) || !self.typed.iter().any(|t| t == id) {
-                return None;
-            }
-            let names: Vec<String> = formats.iter().map(name).collect();
-            let takers = match names.split_last() {
-                Some((last, [])) => last.clone(),
-                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-                None => unreachable!("every option has a format"),
-            };
-            let instead = if instead.is_empty() {
-                String::new()
-            } else {
-                format!("; {instead}")
-            };
-            Some(format!(
-                "--{} is for --format {takers}, not {}{instead}",
-                id.replace('_', "-"),
-                name(&self.format)
-            ))
-        })
+    /// Whether the option with this clap id was typed (not a default).
+    fn typed(&self, id: &str) -> bool {
+        self.typed.iter().any(|t| t == id)
+    }
+
+    /// The output options typed: a format refuses only options given to
+    /// it, so a default is `None`.
+    pub fn output_options(&self) -> fbunload::OutputOptions {
+        fbunload::OutputOptions {
+            format: self.format.into(),
+            header: self.header,
+            delimiter: self.typed("delimiter").then(|| self.delimiter.clone()),
+            null: self.typed("null").then(|| self.null.clone()),
+            crlf: self.crlf,
+            binary: self.typed("binary").then(|| self.binary.into()),
+            compress: self.compress.map(|c| match c {
+                Compress::Gzip => fbunload::format::Compression::Gzip,
+                Compress::Zstd => fbunload::format::Compression::Zstd,
+            }),
+            split: self.split,
+            row_group_rows: self.row_group_rows.map(|n| n as usize),
+            compression: self.typed("compression").then(|| self.compression.into()),
+            decimal256: self.decimal256,
+        }
     }
 
     /// Whether `-o -` sends the table to standard output.
@@ -654,16 +641,6 @@ impl Args {
         self.parallel
             .map(|n| n as usize)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-    }
-
-    pub fn delimiter_byte(&self) -> Result<u8, String> {
-        match self.delimiter.as_str() {
-            "tab" | "\\t" | "\t" => Ok(b'\t'),
-            d if d.len() == 1 && d != "\"" && d != "\n" && d != "\r" => Ok(d.as_bytes()[0]),
-            d => Err(format!(
-                "--delimiter '{d}': use one ASCII character other than a quote or line break, or 'tab'"
-            )),
-        }
     }
 }
 
@@ -812,7 +789,7 @@ mod tests {
 
     #[test]
     fn options_of_other_formats_are_refused_by_name() {
-        let refused = |extra: &[&str]| parse(extra).unwrap().misplaced_format_option();
+        let refused = |extra: &[&str]| parse(extra).unwrap().output_options().misplaced();
         assert_eq!(
             refused(&["-f", "parquet", "--header"]).as_deref(),
             Some("--header is for --format csv or tsv, not parquet")
@@ -923,21 +900,11 @@ mod tests {
 
     #[test]
     fn delimiters() {
-        assert_eq!(
-            parse(&["--delimiter", "tab"]).unwrap().delimiter_byte(),
-            Ok(b'\t')
-        );
-        assert_eq!(
-            parse(&["--delimiter", ";"]).unwrap().delimiter_byte(),
-            Ok(b';')
-        );
-        assert!(parse(&["--delimiter", "\""])
-            .unwrap()
-            .delimiter_byte()
-            .is_err());
-        assert!(parse(&["--delimiter", ";;"])
-            .unwrap()
-            .delimiter_byte()
-            .is_err());
+        let format = |d: &str| parse(&["--delimiter", d]).unwrap().output_options().to_format();
+        assert!(format("tab").is_ok() && format(";").is_ok());
+        assert!(format("\"").is_err() && format(";;").is_err());
+        // A tab given to tsv is still a delimiter typed for the wrong format.
+        let tsv = parse(&["-f", "tsv", "--delimiter", "tab"]).unwrap();
+        assert!(tsv.output_options().to_format().is_err());
     }
 }

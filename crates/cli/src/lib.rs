@@ -16,18 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fbunload::format::columnar::{
-    ArrowFormat, ParquetFormat, DEFAULT_GROUP_BYTES, DEFAULT_ROW_GROUP_ROWS,
-};
-use fbunload::format::csv::{CsvFormat, CsvOptions};
-use fbunload::format::jsonl::JsonLinesFormat;
-use fbunload::format::Compression;
 use fbunload::{
-    counted, printable, BatchLimits, Consistency, Error, Format, Kind, PlanOptions, RunOptions,
-    Summary, TextDecoder, TypeOptions, Unload,
+    counted, printable, BatchLimits, Consistency, Error, Format, Kind, PlanOptions,
+    RunOptions, Summary, TextDecoder, TypeOptions, Unload,
 };
 
-use args::{Args, Compress};
+use args::Args;
 
 /// Exit status after Ctrl-C or SIGTERM, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: i32 = 130;
@@ -284,50 +278,10 @@ pub(crate) fn count(n: usize, noun: &str) -> String {
     counted(n as u64, noun)
 }
 
-/// The output format the flags ask for.
+/// The output format the flags ask for, checked as the library checks it
+/// for every front end.
 fn output_format(args: &Args) -> Result<Format, Failure> {
-    if let Some(refusal) = args.misplaced_format_option() {
-        return Err(Failure::Error(refusal));
-    }
-    let csv_options = CsvOptions {
-        // TSV is CSV with a tab (--delimiter is refused with it).
-        delimiter: if args.format == args::Format::Tsv {
-            b'\t'
-        } else {
-            args.delimiter_byte()?
-        },
-        header: args.header,
-        null: args.null.clone(),
-        binary: args.binary.into(),
-        crlf: args.crlf,
-    };
-    csv_options.validate()?;
-    let format = match args.format {
-        args::Format::Csv => Format::bytes(CsvFormat::new(csv_options)),
-        args::Format::Tsv => Format::bytes(CsvFormat::tsv(csv_options)),
-        args::Format::Jsonl => Format::bytes(JsonLinesFormat::new(args.binary.into())),
-        args::Format::Parquet => Format::batches(ParquetFormat {
-            compression: args.compression.into(),
-            split: args.split,
-            row_group_rows: args
-                .row_group_rows
-                .map_or(DEFAULT_ROW_GROUP_ROWS, |n| n as usize),
-            // Rows chosen are rows kept: the byte cap is the default's.
-            row_group_bytes: args.row_group_rows.is_none().then_some(DEFAULT_GROUP_BYTES),
-        }),
-        args::Format::Arrow => Format::batches(ArrowFormat),
-    };
-    Ok(match (args.compress, format) {
-        (Some(c), Format::Bytes { format, .. }) => Format::Bytes {
-            format,
-            compression: Some(match c {
-                Compress::Gzip => Compression::Gzip,
-                Compress::Zstd => Compression::Zstd,
-            }),
-        },
-        // --compress with Parquet or Arrow was refused above.
-        (_, format) => format,
-    })
+    Ok(args.output_options().to_format()?)
 }
 
 fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {

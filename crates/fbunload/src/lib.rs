@@ -59,6 +59,7 @@
 //! (files, standard output, streams).
 
 mod describe;
+pub mod output;
 pub mod sample;
 
 use std::path::{Path, PathBuf};
@@ -100,6 +101,7 @@ pub use fbunload_exec::{
 pub use fbunload_exec::{stall_timeout_from_secs, DEFAULT_STALL_TIMEOUT, MAX_STALL_TIMEOUT_SECS};
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
+pub use output::{FormatName, OutputOptions, FORMAT_OPTIONS};
 pub use fbunload_plan::{
     counted, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions, QuerySpec,
     TableFilter, TablePlan, Unit,

@@ -36,12 +36,11 @@ use std::time::Duration;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_pyarrow::{IntoPyArrow, ToPyArrow};
 use arrow_schema::{ArrowError, SchemaRef};
-use fbunload::format::columnar::{ArrowFormat, ParquetCompression, ParquetFormat};
-use fbunload::format::csv::{BinaryEncoding, CsvFormat, CsvOptions};
-use fbunload::format::jsonl::JsonLinesFormat;
+use fbunload::format::columnar::ParquetCompression;
+use fbunload::format::csv::BinaryEncoding;
 use fbunload::format::Compression;
 use fbunload::{
-    Error as RunError, Format, PartLimits, Plan, PlanOptions, QuerySpec, RecordBatches, RunOptions,
+    Error as RunError, FormatName, OutputOptions, PartLimits, Plan, PlanOptions, QuerySpec, RecordBatches, RunOptions,
     SnapshotTicket, Summary, TextDecoder, TypeOptions, Unit, Unload,
 };
 use fbunload_plan::CatalogError;
@@ -455,72 +454,92 @@ fn summary_dict<'py>(py: Python<'py>, summary: &Summary) -> PyResult<Bound<'py, 
     Ok(dict)
 }
 
-/// The output format named as on the command line.
-fn format_named(format: &str, compression: Option<&str>, header: bool) -> PyResult<Format> {
-    let bad = |what: String| UsageError::new_err(what);
-    let text_compression = |c: Option<&str>| -> PyResult<Option<Compression>> {
-        match c {
-            None | Some("none") => Ok(None),
-            Some("gzip") => Ok(Some(Compression::Gzip)),
-            Some("zstd") => Ok(Some(Compression::Zstd)),
-            Some(other) => Err(bad(format!(
-                "compression {other:?}: csv, tsv and jsonl take gzip, zstd or none"
-            ))),
-        }
+/// The output options as Python passes them, as the library checks them
+/// for every front end. `compression` is Python's one word for the
+/// command line's two: a whole csv, tsv or jsonl file's (`--compress`), a
+/// Parquet file's columns (`--compression`).
+#[allow(clippy::too_many_arguments)]
+fn output_options(
+    format: &str,
+    compression: Option<&str>,
+    header: bool,
+    delimiter: Option<String>,
+    null: Option<String>,
+    binary: Option<&str>,
+    crlf: bool,
+    split: bool,
+    row_group_rows: Option<usize>,
+    decimal256: bool,
+) -> PyResult<OutputOptions> {
+    let bad = |what: String| UsageError::new_err(words::in_python_words(&what));
+    // The name the package used before `split=True`.
+    let (name, split) = match format {
+        "parquet-split" => ("parquet", true),
+        name => (name, split),
     };
-    let csv = CsvOptions {
+    let format = FormatName::parse(name).map_err(bad)?;
+    let mut options = OutputOptions {
+        format,
         header,
-        ..CsvOptions::default()
+        delimiter,
+        null,
+        crlf,
+        binary: match binary {
+            None => None,
+            Some("hex") => Some(BinaryEncoding::Hex),
+            Some("base64") => Some(BinaryEncoding::Base64),
+            Some(other) => return Err(bad(format!("--binary {other:?}: use hex or base64"))),
+        },
+        split,
+        row_group_rows,
+        decimal256,
+        ..OutputOptions::default()
     };
-    Ok(match format {
-        "csv" | "tsv" | "jsonl" => {
-            let bytes: Format = match format {
-                "csv" => Format::bytes(CsvFormat::new(csv)),
-                "tsv" => Format::bytes(CsvFormat::tsv(CsvOptions {
-                    delimiter: b'\t',
-                    ..csv
-                })),
-                _ => Format::bytes(JsonLinesFormat::new(BinaryEncoding::Hex)),
-            };
-            let Format::Bytes { format, .. } = bytes else {
-                unreachable!("made as bytes above")
-            };
-            Format::Bytes {
-                format,
-                compression: text_compression(compression)?,
-            }
-        }
-        "parquet" | "parquet-split" => Format::batches(ParquetFormat {
-            compression: match compression {
-                None | Some("zstd") => ParquetCompression::Zstd,
-                Some("snappy") => ParquetCompression::Snappy,
-                Some("gzip") => ParquetCompression::Gzip,
-                Some("none") => ParquetCompression::None,
-                Some(other) => {
+    match (format, compression) {
+        (_, None) => {}
+        (FormatName::Parquet, Some(c)) => {
+            options.compression = Some(match c {
+                "zstd" => ParquetCompression::Zstd,
+                "snappy" => ParquetCompression::Snappy,
+                "gzip" => ParquetCompression::Gzip,
+                "none" => ParquetCompression::None,
+                other => {
                     return Err(bad(format!(
                         "compression {other:?}: parquet takes zstd, snappy, gzip or none"
                     )))
                 }
-            },
-            split: format == "parquet-split",
-            ..ParquetFormat::default()
-        }),
-        "arrow" => Format::batches(ArrowFormat),
-        other => {
+            })
+        }
+        (FormatName::Arrow, Some(c)) => {
             return Err(bad(format!(
-                "format {other:?}: use csv, tsv, jsonl, parquet, parquet-split or arrow"
+                "compression {c:?}: arrow files are written uncompressed"
             )))
         }
-    })
+        (_, Some("none")) => {}
+        (_, Some(c)) => {
+            options.compress = Some(match c {
+                "gzip" => Compression::Gzip,
+                "zstd" => Compression::Zstd,
+                other => {
+                    return Err(bad(format!(
+                        "compression {other:?}: csv, tsv and jsonl take gzip, zstd or none"
+                    )))
+                }
+            })
+        }
+    }
+    Ok(options)
 }
 
 /// What the command line does: every selected table to a file in `output`.
 #[pyfunction]
 #[pyo3(signature = (database, output, *, format="csv", compression=None, header=false,
-    tables=None, exclude=None, user=None, password=None, role=None, charset="UTF8",
-    parallel=None, client_lib=None, decimal256=false, verify=false, memory_mb=128,
-    overwrite=false, views=None, queries=Vec::new(), max_rows=None, max_bytes=None,
-    schema=true))]
+    delimiter=None, null=None, binary=None, crlf=false, split=false, row_group_rows=None,
+    tables=None, exclude=None, columns=Vec::new(), rows_where=Vec::new(), user=None,
+    password=None, role=None, charset="UTF8", parallel=None, unit_pages=None, client_lib=None,
+    decimal256=false, verify=false, memory_mb=128, overwrite=false, views=None,
+    queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
+    stall_timeout=None, wire_crypt=None, wire_compression=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -529,13 +548,22 @@ fn unload<'py>(
     format: &str,
     compression: Option<&str>,
     header: bool,
+    delimiter: Option<String>,
+    null: Option<String>,
+    binary: Option<&str>,
+    crlf: bool,
+    split: bool,
+    row_group_rows: Option<usize>,
     tables: Option<String>,
     exclude: Option<String>,
+    columns: Vec<String>,
+    rows_where: Vec<String>,
     user: Option<String>,
     password: Option<String>,
     role: Option<String>,
     charset: &str,
     parallel: Option<usize>,
+    unit_pages: Option<u64>,
     client_lib: Option<PathBuf>,
     decimal256: bool,
     verify: bool,
@@ -546,23 +574,72 @@ fn unload<'py>(
     max_rows: Option<u64>,
     max_bytes: Option<u64>,
     schema: bool,
+    allow_inconsistent: bool,
+    stall_timeout: Option<f64>,
+    wire_crypt: Option<&str>,
+    wire_compression: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     if max_rows == Some(0) || max_bytes == Some(0) {
         return Err(UsageError::new_err(
             "max_rows and max_bytes must be at least 1",
         ));
     }
-    let format = format_named(format, compression, header)?;
-    let unload = unload_for(
+    if unit_pages == Some(0) {
+        return Err(UsageError::new_err("unit_pages must be at least 1"));
+    }
+    let format = output_options(
+        format, compression, header, delimiter, null, binary, crlf, split, row_group_rows,
+        decimal256,
+    )?
+    .to_format()
+    .map_err(|e| UsageError::new_err(words::in_python_words(&e)))?;
+    let stall_timeout = match stall_timeout {
+        None => None,
+        Some(s) if s.is_finite() && s >= 0.0 => Some((s > 0.0).then(|| Duration::from_secs_f64(s))),
+        Some(s) => {
+            return Err(UsageError::new_err(format!(
+                "stall_timeout={s}: seconds, 0 for no limit"
+            )))
+        }
+    };
+    let wire = fbunload::WireOptions {
+        compression: wire_compression,
+        crypt: match wire_crypt {
+            None => None,
+            Some("disabled") => Some(fbunload::WireCrypt::Disabled),
+            Some("enabled") => Some(fbunload::WireCrypt::Enabled),
+            Some("required") => Some(fbunload::WireCrypt::Required),
+            Some(other) => {
+                return Err(UsageError::new_err(format!(
+                    "wire_crypt={other:?}: use 'disabled', 'enabled' or 'required'"
+                )))
+            }
+        },
+    };
+    let mut unload = unload_for(
         database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
         verify, memory_mb,
     )?;
+    for spec in &columns {
+        unload = unload.columns(spec);
+    }
+    for condition in &rows_where {
+        unload = unload.rows_where(condition);
+    }
+    let defaults = unload.run_options().clone();
     let options = RunOptions {
         schema,
-        ..unload.run_options().clone()
+        allow_inconsistent,
+        stall_timeout: stall_timeout.unwrap_or(defaults.stall_timeout),
+        plan: PlanOptions {
+            unit_pages,
+            ..defaults.plan.clone()
+        },
+        ..defaults
     };
     let unload = with_reads(unload, views, queries)
         .options(options)
+        .wire(wire)
         .overwrite(overwrite)
         .part_limits(PartLimits {
             rows: max_rows,

@@ -7,6 +7,8 @@
 //! keyword: `tables='A%'`, `decimal256=True`. A flag with no keyword stays
 //! as it is.
 
+use fbunload::FORMAT_OPTIONS;
+
 /// Flags that take a value, and their keywords.
 const VALUED: &[(&str, &str)] = &[
     ("tables", "tables"),
@@ -23,6 +25,10 @@ const VALUED: &[(&str, &str)] = &[
     ("parallel", "parallel"),
     ("user", "user"),
     ("password", "password"),
+    ("format", "format"),
+    ("unit-pages", "unit_pages"),
+    ("stall-timeout", "stall_timeout"),
+    ("wire-crypt", "wire_crypt"),
 ];
 
 /// Switches, and the keyword argument that means the same.
@@ -32,6 +38,7 @@ const SWITCHES: &[(&str, &str)] = &[
     ("verify", "verify=True"),
     ("allow-inconsistent", "allow_inconsistent=True"),
     ("no-schema", "schema=False"),
+    ("wire-compression", "wire_compression=True"),
     // A query is named by its key in `queries=` (or is read_sql's own).
     ("query", "query"),
     ("name", "the query's name"),
@@ -42,7 +49,8 @@ pub fn in_python_words(message: &str) -> String {
     let message = message
         .replace("-u/--user", "--user")
         .replace("-p/--password", "--password")
-        .replace(" -d ", " --database ");
+        .replace(" -d ", " --database ")
+        .replace("choose another -o", "choose another output directory");
     let mut out = String::with_capacity(message.len());
     let mut rest = message.as_str();
     while let Some(at) = rest.find("--") {
@@ -53,18 +61,28 @@ pub fn in_python_words(message: &str) -> String {
         let flag = &rest[at + 2..at + 2 + flag_len];
         out.push_str(&rest[..at]);
         rest = &rest[at + 2 + flag_len..];
-        let valued = VALUED.iter().find(|(f, _)| *f == flag).map(|(_, k)| *k);
-        let switch = SWITCHES.iter().find(|(f, _)| *f == flag).map(|(_, k)| *k);
+        // The output options are the library's, with their keywords.
+        let output = FORMAT_OPTIONS.iter().find(|o| o.flag == flag);
+        let valued = VALUED
+            .iter()
+            .find(|(f, _)| *f == flag)
+            .map(|(_, k)| k.to_string())
+            .or_else(|| output.filter(|o| !o.switch).map(|o| o.keyword.to_string()));
+        let switch = SWITCHES
+            .iter()
+            .find(|(f, _)| *f == flag)
+            .map(|(_, k)| k.to_string())
+            .or_else(|| output.filter(|o| o.switch).map(|o| format!("{}=True", o.keyword)));
         match (starts_word, valued, switch) {
             (true, Some(keyword), _) => {
-                out.push_str(keyword);
+                out.push_str(&keyword);
                 rest = value_after(rest, &mut out, is_name);
             }
             (true, None, None) if flag == "database" => {
                 out.push_str("database");
                 rest = value_after(rest, &mut out, |v| v.contains([':', '/']));
             }
-            (true, None, Some(words)) => out.push_str(words),
+            (true, None, Some(words)) => out.push_str(&words),
             _ => {
                 out.push_str("--");
                 out.push_str(flag);

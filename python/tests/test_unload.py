@@ -1,0 +1,110 @@
+"""fbunload.unload() takes what the command line takes, with the same
+checks, in Python's words."""
+
+import inspect
+import subprocess
+import sys
+import pathlib
+
+import pyarrow.parquet as pq
+import pytest
+
+import fbunload
+
+AUTH = {"user": "SYSDBA", "password": "masterkey"}
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    return fbunload.sample(str(tmp_path_factory.mktemp("unload") / "shop.fdb"), items=100)
+
+
+def cli(*args):
+    """The installed command line, beside this Python."""
+    command = pathlib.Path(sys.executable).parent / "fbunload"
+    return subprocess.run([str(command), *args], capture_output=True, text=True, timeout=300)
+
+
+def test_the_signature_and_help_show_every_option():
+    parameters = inspect.signature(fbunload.unload).parameters
+    for name in ["tables", "exclude", "columns", "where", "views", "queries", "format",
+                 "compression", "header", "delimiter", "null", "binary", "crlf", "split",
+                 "row_group_rows", "decimal256", "max_rows", "max_bytes", "schema", "overwrite",
+                 "verify", "user", "password", "role", "charset", "parallel", "unit_pages",
+                 "memory_mb", "client_lib", "wire_crypt", "wire_compression",
+                 "allow_inconsistent", "stall_timeout"]:
+        assert name in parameters, name
+        assert name in fbunload.unload.__doc__, name
+    assert not any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+
+
+def test_columns_where_and_csv_options_write_what_the_command_line_writes(shop, tmp_path):
+    fbunload.unload(shop, tmp_path / "py", tables="STOCK", columns=["S_I_ID", "S_QUANTITY"],
+                    where="S_QUANTITY < 20", delimiter=";", null="\\N", header=True, crlf=True,
+                    **AUTH)
+    done = cli("-q", "-d", shop, "-u", "SYSDBA", "-p", "masterkey",
+               "-t", "STOCK", "--columns", "S_I_ID,S_QUANTITY", "--where", "S_QUANTITY < 20",
+               "--delimiter", ";", "--null", "\\N", "--header", "--crlf",
+               "-o", str(tmp_path / "cli"))
+    assert done.returncode == 0, done.stderr
+    ours = (tmp_path / "py" / "STOCK.csv").read_bytes()
+    assert ours == (tmp_path / "cli" / "STOCK.csv").read_bytes()
+    assert ours.startswith(b"S_I_ID;S_QUANTITY\r\n") and ours.count(b"\r\n") > 1
+
+
+def test_per_table_columns_and_where_and_parquet_options(shop, tmp_path):
+    fbunload.unload(shop, tmp_path / "lake", tables="STOCK|ITEM", format="parquet",
+                    columns={"ITEM": ["I_ID", "I_NAME"]}, where={"STOCK": "S_QUANTITY < 20"},
+                    row_group_rows=10, compression="snappy", **AUTH)
+    item = pq.ParquetFile(tmp_path / "lake" / "ITEM.parquet")
+    assert item.schema_arrow.names == ["I_ID", "I_NAME"]
+    assert item.metadata.num_row_groups == 10  # 100 items, 10 rows a group
+    assert item.metadata.row_group(0).column(0).compression == "SNAPPY"
+    stock = pq.read_table(tmp_path / "lake" / "STOCK.parquet")
+    assert max(stock.column("S_QUANTITY").to_pylist()) < 20
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"format": "parquet", "header": True}, "header=True is for format csv or tsv, not parquet"),
+    ({"format": "tsv", "delimiter": ";"}, "delimiter is for format csv, not tsv"),
+    ({"format": "jsonl", "null": "N"}, "null is for format csv or tsv, not jsonl"),
+    ({"format": "csv", "row_group_rows": 5}, "row_group_rows is for format parquet, not csv"),
+    ({"format": "csv", "split": True}, "split=True is for format parquet, not csv"),
+    ({"format": "csv", "decimal256": True}, "decimal256=True is for format parquet or arrow"),
+    ({"format": "arrow", "binary": "base64"}, "binary is for format csv, tsv or jsonl, not arrow"),
+    ({"delimiter": ";;"}, "delimiter=';;': use one ASCII character"),
+    ({"format": "parqet"}, "format parqet: use csv, tsv, jsonl, parquet or arrow"),
+])
+def test_options_are_refused_as_the_command_line_refuses_them_in_python_words(
+        shop, tmp_path, options, words):
+    with pytest.raises(fbunload.UsageError) as caught:
+        fbunload.unload(shop, tmp_path / "out", **options, **AUTH)
+    message = str(caught.value)
+    assert words in message, message
+    assert "--" not in message and "parquet-split" not in message, message
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_refuses_header_with_parquet_too(shop, tmp_path):
+    done = cli("-d", shop, "-f", "parquet", "--header", "-o", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert "--header is for --format csv or tsv, not parquet" in done.stderr
+
+
+def test_a_misspelt_keyword_names_the_function_called(shop):
+    for function in [fbunload.read_arrow, fbunload.read_pandas, fbunload.read_tables]:
+        with pytest.raises(TypeError) as caught:
+            function(shop, "STOCK", paralel=2, **AUTH)
+        assert str(caught.value).startswith(f"{function.__name__}() "), caught.value
+        assert "paralel" in str(caught.value)
+    with pytest.raises(TypeError) as caught:
+        fbunload.unload(shop, "x", paralel=2)
+    assert "unload()" in str(caught.value)
+
+
+def test_another_runs_directory_is_refused_without_command_line_words(shop, tmp_path):
+    fbunload.unload(shop, tmp_path / "out", tables="ITEM", **AUTH)
+    with pytest.raises(fbunload.Error) as caught:
+        fbunload.unload(shop, tmp_path / "out", tables="ITEM", **AUTH)
+    message = str(caught.value)
+    assert "overwrite=True" in message and " -o" not in message, message
