@@ -6,7 +6,7 @@ read the tables in pieces of DB_KEY ranges (pointer pages). Batches come
 back in DB_KEY order, so the result is the same for any ``parallel``.
 
 ``database`` is a path (the embedded engine: ``pip install
-fbunload[embedded]``), ``host:path`` or ``inet://host:port/path``. ``user``
+firebird-embedded``), ``host:path`` or ``inet://host:port/path``. ``user``
 and ``password`` default to ``ISC_USER`` and ``ISC_PASSWORD``. ``charset``
 is the encoding of columns declared ``CHARACTER SET NONE``; every other
 column is decoded from its own character set.
@@ -417,7 +417,7 @@ def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool =
     CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) scaled by ``warehouses`` and
     ``items``, and ALL_TYPES, MIXED and EMPTY_TABLE with every Firebird type
     and its edge values; about 370,000 rows by default, in seconds. Needs
-    the embedded engine (``pip install 'fbunload[embedded]'``). An existing
+    the embedded engine (``pip install firebird-embedded``). An existing
     file is refused unless ``force=True``. Returns the absolute path."""
     return str(_fbunload.sample(str(path), warehouses=warehouses, items=items, force=force, **options))
 

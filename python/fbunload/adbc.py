@@ -1,6 +1,6 @@
 """fbunload as an ADBC driver: DB-API connections for pandas, polars and any
-tool that takes an ADBC connection (needs ``pip install
-fbunload[adbc]``, which brings ``adbc-driver-manager``).
+tool that takes an ADBC connection (needs ``adbc-driver-manager``: ``pip
+install adbc-driver-manager``, or ``pip install '.[adbc]'`` from a checkout).
 
 ::
 
@@ -41,7 +41,7 @@ try:
     import adbc_driver_manager.dbapi as _dbapi
 except ImportError as missing:
     raise ImportError(
-        f"fbunload.adbc needs the ADBC driver manager ({missing}): pip install 'fbunload[adbc]'"
+        f"fbunload.adbc needs the ADBC driver manager ({missing}): pip install adbc-driver-manager"
     ) from missing
 
 from fbunload import _fbunload

@@ -1,5 +1,6 @@
 """Dask DataFrames of Firebird tables, every partition read at one
-snapshot (needs ``pip install fbunload[dask]``).
+snapshot (needs ``pip install 'dask[dataframe]' distributed``, or
+``pip install '.[dask]'`` from a checkout).
 
 A partition is a unit of the table: a range of its data pages (DB_KEY
 range). Each task opens an attachment of its own that joins the
@@ -39,7 +40,7 @@ try:
     import dask.dataframe as dd
 except ImportError as missing:
     raise ImportError(
-        f"fbunload.dask needs Dask ({missing}): pip install 'fbunload[dask]'"
+        f"fbunload.dask needs Dask ({missing}): pip install 'dask[dataframe]' distributed"
     ) from missing
 
 from fbunload import _exact

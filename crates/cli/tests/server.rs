@@ -149,7 +149,8 @@ fn a_plain_path_without_an_embedded_engine_says_how_to_get_one() {
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains("no embedded Firebird engine was found")
-            && err.contains("pip install 'fbunload[embedded]'")
+            && err.contains("pip install firebird-embedded")
+            && !err.contains("fbunload[embedded]")
             && err.contains("--client-lib")
             && err.contains(&format!("-d localhost:{}", db.display())),
         "{err}"

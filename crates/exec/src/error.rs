@@ -177,8 +177,9 @@ fn through_local_server(path: &str) -> String {
 fn no_embedded_engine(database: &str) -> String {
     format!(
         "no embedded Firebird engine was found: a plain path is opened with the engine of the \
-         firebird-embedded package (pip install 'fbunload[embedded]', or pip install \
-         firebird-embedded), or name an engine's libfbclient with --client-lib; the client \
+         firebird-embedded package (pip install firebird-embedded, or from a checkout of \
+         fbunload pip install '.[embedded]'), or name an engine's libfbclient with \
+         --client-lib; the client \
          library loaded can only reach a server, e.g. {}",
         through_local_server(database)
     )

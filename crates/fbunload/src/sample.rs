@@ -1,5 +1,5 @@
 //! A sample database to try fbunload on, made by the installed program
-//! itself: a newcomer with `pip install 'fbunload[embedded]'` has the
+//! itself: a newcomer with `pip install '.[embedded]'` has the
 //! engine but no database, and the README's examples need one.
 //!
 //! It is the generator the tests use (`fbunload-gen`): TPC-C-like tables

@@ -45,8 +45,7 @@
 //! - Not written, as the file's first lines say: views, triggers,
 //!   procedures, functions, packages, exceptions, domains (resolved to
 //!   types; a domain's CHECK is lost), CHECK constraints, grants, roles and
-//!   comments: they can name objects outside the unloaded tables. Nor are
-//!   the dimensions of ARRAY columns.
+//!   comments: they can name objects outside the unloaded tables.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
@@ -726,12 +725,12 @@ impl Schema {
              -- Load the data after the tables and before the keys for speed.\n\
              -- Written: the user-defined collations the columns use, sequences (at\n\
              -- their values), tables (columns with types, defaults, NOT NULL,\n\
-             -- collations, identity, computed columns, BLOB segment sizes), primary,\n\
-             -- unique and foreign keys, indices (expression and partial ones too).\n\
+             -- collations, identity, computed columns, BLOB segment sizes, ARRAY\n\
+             -- dimensions), primary, unique and foreign keys, indices (expression\n\
+             -- and partial ones too).\n\
              -- Not written: views, triggers, procedures, functions, packages,\n\
              -- exceptions, domains (resolved to types: a domain's CHECK is lost),\n\
-             -- CHECK constraints, grants, roles, comments, and the dimensions\n\
-             -- of ARRAY columns.\n",
+             -- CHECK constraints, grants, roles and comments.\n",
         );
         section(
             &mut sql,
@@ -1070,6 +1069,15 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_header_lists_array_dimensions_as_written() {
+        // They are (`VARCHAR(15) [1:5]`); the header said they were not.
+        let sql = Schema::default().to_sql();
+        let (written, not_written) = sql.split_once("-- Not written:").unwrap();
+        assert!(written.contains("ARRAY\n-- dimensions"), "{written}");
+        assert!(!not_written.contains("ARRAY"), "{not_written}");
+    }
 
     fn column(name: &str, data_type: &str) -> ColumnSchema {
         ColumnSchema {

@@ -3,12 +3,12 @@
 -- Load the data after the tables and before the keys for speed.
 -- Written: the user-defined collations the columns use, sequences (at
 -- their values), tables (columns with types, defaults, NOT NULL,
--- collations, identity, computed columns, BLOB segment sizes), primary,
--- unique and foreign keys, indices (expression and partial ones too).
+-- collations, identity, computed columns, BLOB segment sizes, ARRAY
+-- dimensions), primary, unique and foreign keys, indices (expression
+-- and partial ones too).
 -- Not written: views, triggers, procedures, functions, packages,
 -- exceptions, domains (resolved to types: a domain's CHECK is lost),
--- CHECK constraints, grants, roles, comments, and the dimensions
--- of ARRAY columns.
+-- CHECK constraints, grants, roles and comments.
 
 CREATE TABLE "ALL_TYPES" (
     "ID" INTEGER NOT NULL,
