@@ -415,7 +415,7 @@ def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool =
     """Creates a sample database at ``path`` to try fbunload on (what
     ``fbunload sample PATH`` makes): TPC-C-like tables (WAREHOUSE, DISTRICT,
     CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) scaled by ``warehouses`` and
-    ``items``, and ALL_TYPES, MIXED and EMPTY_TABLE with every Firebird type
+    ``items``, and ALL_TYPES, ``Mixed Case "Quoted"`` and EMPTY_TABLE with every Firebird type
     and its edge values; about 370,000 rows by default, in seconds. Needs
     the embedded engine (``pip install firebird-embedded``). An existing
     file is refused unless ``force=True``. Returns the absolute path."""

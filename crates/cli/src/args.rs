@@ -343,8 +343,10 @@ pub enum Command {
     },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,
-    /// MIXED and EMPTY_TABLE with every Firebird type and its edge values. The defaults make
-    /// about 370,000 rows in seconds; user SYSDBA, password masterkey
+    /// `Mixed Case "Quoted"` and EMPTY_TABLE with every Firebird type and its edge values.
+    /// The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
+    /// engine checks no password, so -d PATH needs none (a server serving the file would
+    /// check it)
     Sample {
         /// The database file to create
         #[arg(value_name = "PATH")]
@@ -573,7 +575,7 @@ impl Args {
     }
 
     /// Whether the option with this clap id was typed (not a default).
-    fn typed(&self, id: &str) -> bool {
+    pub(crate) fn typed(&self, id: &str) -> bool {
         self.typed.iter().any(|t| t == id)
     }
 

@@ -251,8 +251,8 @@ fn sample(
     let report = fbunload::sample::create_sample(&client, options, |table| {
         if !quiet {
             eprintln!(
-                "  {:<12} {:>12}  {:.1} s",
-                table.table.cli_name(),
+                "  {:<19} {:>12}  {:.1} s",
+                table.table.db_name(),
                 counted(table.rows, "row"),
                 table.seconds
             );
@@ -335,6 +335,14 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .database
         .clone()
         .ok_or_else(|| Failure::Error("-d/--database is required".into()))?;
+    if args.typed("password") && fbunload::is_plain_path(&database) && !args.quiet {
+        // The sample's help and many how-tos give one; say once it is not used.
+        eprintln!(
+            "fbunload: note: {} is a file, opened by the embedded engine, which checks no \
+             password: -p is not needed (a server checks it: -d localhost:PATH)",
+            printable(&database)
+        );
+    }
     let mut unload = Unload::new(database)
         .options(options)
         .memory_budget(args.memory_mb.saturating_mul(1 << 20))

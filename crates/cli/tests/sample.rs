@@ -22,6 +22,9 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("10 tables"), "{err}");
+    // Each table by the name a user selects it with (-t takes it).
+    assert!(err.contains("  Mixed Case \"Quoted\"  "), "{err}");
+    assert!(!err.contains("MIXED"), "{err}");
     // The last line is the command to try, as a user would paste it.
     let suggested = err.lines().last().unwrap().trim();
     assert_eq!(suggested, "fbunload -d try.fdb -o out", "{err}");
@@ -41,6 +44,17 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
         assert_eq!(records.len(), rows, "{table}");
     }
     assert!(out_dir.join("manifest.json").exists());
+
+    // Any password opens a file: the embedded engine checks none, and says so once.
+    let any = fbunload_in(
+        dir.path(),
+        &["-d", "try.fdb", "-u", "SYSDBA", "-p", "wrong", "-t", "ITEM", "-o", "o2"],
+    );
+    let err = stderr(&any);
+    assert!(any.status.success(), "{err}");
+    assert_eq!(err.matches("checks no password").count(), 1, "{err}");
+    let quiet = fbunload_in(dir.path(), &["-d", "try.fdb", "-t", "ITEM", "-o", "o3"]);
+    assert!(!stderr(&quiet).contains("password"), "{}", stderr(&quiet));
 
     let again = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300"]);
     let path = dir.path().canonicalize().unwrap().join("try.fdb");

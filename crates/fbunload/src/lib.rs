@@ -83,6 +83,8 @@ pub use fbunload_client::set_embedded_runtime_lookup;
 /// not wait without bound watches this and gives up (the command line's
 /// `--lock-timeout` ends the process).
 pub use fbunload_client::{longest_prepare, Preparing, WireCrypt, WireOptions};
+/// Whether `-d` names a file, opened by the embedded engine (no server).
+pub use fbunload_client::is_plain_path;
 /// Watches the calls of the threads that read units: how long the one
 /// that has waited longest for the database's answer has waited. A run
 /// bounds its own workers' calls ([`RunOptions::stall_timeout`]); this is

@@ -3,7 +3,7 @@
 //! engine but no database, and the README's examples need one.
 //!
 //! It is the generator the tests use (`fbunload-gen`): TPC-C-like tables
-//! whose size scales with the warehouses, and ALL_TYPES, MIXED and
+//! whose size scales with the warehouses, and ALL_TYPES, `Mixed Case "Quoted"` and
 //! EMPTY_TABLE with every Firebird type and its edge values, so what a user
 //! tries first is what the tests check.
 
