@@ -66,9 +66,9 @@ pub struct Args {
     #[arg(long)]
     pub role: Option<String>,
 
-    /// The encoding of text in columns declared CHARACTER SET NONE, e.g. WIN1252 [default:
-    /// UTF8, checked]. Every other column is decoded from the character set it is declared
-    /// with, whatever this says; output text is always UTF-8
+    /// The encoding of text in columns declared CHARACTER SET NONE, e.g. WIN1252 (UTF8 is
+    /// checked: bytes that are not UTF-8 stop the run). Every other column is decoded from the
+    /// character set it is declared with, whatever this says; output text is always UTF-8
     #[arg(long, default_value = "UTF8", value_name = "CHARSET")]
     pub charset: String,
 
@@ -343,7 +343,7 @@ pub enum Command {
     },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,
-    /// `Mixed Case "Quoted"` and EMPTY_TABLE with every Firebird type and its edge values.
+    /// Mixed Case "Quoted" and EMPTY_TABLE with every Firebird type and its edge values.
     /// The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
     /// engine checks no password, so -d PATH needs none (a server serving the file would
     /// check it)
@@ -435,7 +435,7 @@ impl Generate {
         use clap_complete::{Generator, Shell};
         let mut command = Args::command().bin_name("fbunload");
         let shell = match self {
-            Generate::Man => return clap_mangen::Man::new(command).render(out),
+            Generate::Man => return man_page(command, out),
             Generate::Bash => Shell::Bash,
             Generate::Zsh => Shell::Zsh,
             Generate::Fish => Shell::Fish,
@@ -446,6 +446,71 @@ impl Generate {
         command.build();
         shell.try_generate(&command, out)
     }
+}
+
+/// The man page: clap's sections for the name, synopsis, description and
+/// options, then the commands (described here: they have no pages of their
+/// own), the exit status and the examples.
+fn man_page(command: clap::Command, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let man = clap_mangen::Man::new(command.clone());
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    let mut page = String::from(".SH COMMANDS\n");
+    for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+        let operands: Vec<String> = sub
+            .get_positionals()
+            .map(|a| format!(" \\fI{}\\fR", roff_text(a.get_id().as_str()).to_uppercase()))
+            .collect();
+        let about = sub.get_long_about().or(sub.get_about()).map(|a| a.to_string());
+        page.push_str(&format!(
+            ".TP\n\\fBfbunload {}\\fR{}\n{}\n",
+            sub.get_name(),
+            operands.concat(),
+            roff_text(&about.unwrap_or_default())
+        ));
+    }
+    page.push_str(".SH \"EXIT STATUS\"\n");
+    for (status, meaning) in EXIT_STATUSES {
+        page.push_str(&format!(".TP\n{status}\n{}\n", roff_text(meaning)));
+    }
+    let after = command.get_after_help().map(|a| a.to_string()).unwrap_or_default();
+    let (examples, rest) = after.split_once("\n\n").unwrap_or((&after, ""));
+    page.push_str(".SH EXAMPLES\n.nf\n");
+    for line in examples.lines().skip(1) {
+        page.push_str(&format!("{}\n", roff_text(line.trim())));
+    }
+    page.push_str(&format!(".fi\n.SH ENVIRONMENT\n{}\n", roff_text(rest.trim())));
+    out.write_all(page.as_bytes())?;
+    man.render_version_section(out)
+}
+
+/// What each exit status means, for the man page.
+const EXIT_STATUSES: &[(u8, &str)] = &[
+    (0, "every table was written (check: every file matches its manifest)"),
+    (1, "an error, on one line of standard error that says what to do; no manifest.json is written"),
+    (2, "the options could not be parsed"),
+    (130, "stopped by Ctrl-C or SIGTERM; unfinished files are removed"),
+    (141, "the reader of standard output went away (fbunload -o - | head), as for a death by SIGPIPE"),
+];
+
+/// Text as roff prints it: backslashes and hyphens escaped, and no line
+/// starting with a control character.
+fn roff_text(text: &str) -> String {
+    text.replace('\\', "\\e")
+        .replace('-', "\\-")
+        .lines()
+        .map(|line| {
+            if line.starts_with(['.', '\'']) {
+                format!("\\&{line}")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

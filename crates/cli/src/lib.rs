@@ -23,6 +23,15 @@ use fbunload::{
 
 use args::Args;
 
+/// What `fbunload` with no arguments prints.
+const FIRST_STEPS: &str = "\
+fbunload: say which database to unload and where: fbunload -d DATABASE -o DIR
+  fbunload sample shop.fdb      make a database to try it on
+  fbunload -d shop.fdb -o out   unload every table of it to out/, as CSV
+  fbunload check out            check the files against out/manifest.json
+  fbunload --help               every option
+";
+
 /// Exit status after Ctrl-C or SIGTERM, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
@@ -106,6 +115,11 @@ pub fn exit_without_cleanup(status: i32) -> ! {
 /// Ctrl-C, once `cancel` is set. Usage errors, `--help` and `--version`
 /// are printed and returned as a status, never by exiting.
 pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
+    if argv.len() <= 1 {
+        // `fbunload` alone: what to type, and the commands a newcomer needs.
+        eprint!("{FIRST_STEPS}");
+        return 2;
+    }
     let args = match Args::try_parse_from_argv(argv) {
         Ok(args) => args,
         Err(e) => {
@@ -203,6 +217,17 @@ fn generate(what: args::Generate) -> Result<(), Failure> {
 /// standard output, then a failure; or one line saying that everything
 /// matches.
 fn check(dir: &std::path::Path, finish: bool) -> Result<(), Failure> {
+    // `check out/manifest.json` names the directory by its manifest.
+    let dir = match dir.parent() {
+        Some(parent) if dir.file_name() == Some(fbunload::MANIFEST_NAME.as_ref()) && dir.is_file() => {
+            if parent.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                parent
+            }
+        }
+        _ => dir,
+    };
     if finish && fbunload::finish_interrupted_switch(dir).map_err(describe)? {
         eprintln!(
             "fbunload: an fbunload run was stopped while it moved its complete files in; that \
@@ -298,7 +323,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     })?;
     let format = output_format(args)?;
     let part_limits = args.part_limits()?;
-    if !args.plan {
+    // --plan and --fetch-only write nothing: they need no -o.
+    if !args.plan && !args.fetch_only {
         args.output_dir()?;
     }
     if args.overwrite && args.to_stdout() {
@@ -401,7 +427,11 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         return Ok(());
     }
 
-    let output = args.output_dir()?;
+    let output = if args.fetch_only && args.output.is_none() {
+        std::path::Path::new(".")
+    } else {
+        args.output_dir()?
+    };
     let run = |progress: &dyn fbunload::Progress| {
         if args.to_stdout() {
             unload.to_stdout(format.clone(), progress)

@@ -99,6 +99,24 @@ fn the_man_page_is_valid_roff_and_names_every_option() {
         .collect::<Vec<_>>()
         .join(" ");
     assert!(text.contains("fbunload - Unload Firebird tables"), "{text}");
+    // The commands are described here, since no page of their own exists;
+    // the exit statuses and examples have sections of their own.
+    for part in [
+        "COMMANDS fbunload check DIR",
+        "fbunload sample PATH",
+        "EXIT STATUS 0",
+        "130 stopped by Ctrl",
+        "141 the reader of standard output",
+        "EXAMPLES fbunload",
+        "ENVIRONMENT",
+    ] {
+        let shown = part.replace('-', "\u{2010}");
+        assert!(text.contains(part) || text.contains(&shown), "{part} not in: {text}");
+    }
+    for bogus in ["fbunload-check(1)", "fbunload-sample(1)", "fbunload-help(1)", "EXTRA"] {
+        let shown = bogus.replace('-', "\u{2010}");
+        assert!(!text.contains(bogus) && !text.contains(&shown), "{bogus} in: {text}");
+    }
     let options = long_options();
     assert!(options.len() > 20, "{options:?}");
     for option in options {
@@ -123,4 +141,22 @@ fn every_shell_gets_a_script_and_the_database_is_still_required_otherwise() {
     let out = fbunload(&["-o", "x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--database <DSN>"));
+}
+
+#[test]
+fn fbunload_alone_names_its_first_commands() {
+    let out = fbunload(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for command in ["fbunload -d DATABASE -o DIR", "fbunload sample", "fbunload check", "--help"] {
+        assert!(err.contains(command), "{err}");
+    }
+}
+
+#[test]
+fn help_shows_one_default_for_charset() {
+    let help = String::from_utf8(fbunload(&["--help"]).stdout).unwrap();
+    let charset = help.split("--charset").nth(1).unwrap();
+    let charset = charset.split("\n  -").next().unwrap();
+    assert_eq!(charset.matches("default").count(), 1, "{charset}");
 }
