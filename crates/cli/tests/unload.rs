@@ -624,6 +624,12 @@ fn a_bad_choice_names_the_option_and_writes_nothing() {
             "--where for table BIG: \"NOPE = 1\" is not a condition Firebird accepts: Dynamic \
              SQL Error; SQL error code = -206; Column unknown; NOPE; At line 1, column 1",
         ),
+        // Cut short: Firebird meets the query around it, which is not shown.
+        (
+            vec!["-t", "BIG", "--where", "ID <"],
+            "--where for table BIG: \"ID <\" is not a condition Firebird accepts: it ends \
+             before it is complete",
+        ),
         (
             vec!["-t", "BIG", "--columns", "ID,NOPE"],
             "--columns: table BIG has no column NOPE; its columns are ID, A, B, C",

@@ -84,6 +84,23 @@ fn lines_from(message: &str, first: usize) -> String {
     out
 }
 
+/// What Firebird says of a condition of `lines` lines beginning on line
+/// `first` of fbunload's query, in the condition's own terms: positions
+/// in its lines; a position past its end, where Firebird met the query
+/// around it (`Token unknown - line 3, column 1; )` for `S_QUANTITY <`),
+/// means it stopped too early.
+fn in_condition(message: &str, first: usize, lines: usize) -> String {
+    let past_end = message.match_indices("line ").any(|(at, _)| {
+        let rest = &message[at + 5..];
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        rest[..digits].parse::<usize>().is_ok_and(|line| line >= first + lines)
+    });
+    if past_end {
+        return "it ends before it is complete (Firebird expected more after its last word)".into();
+    }
+    lines_from(message, first)
+}
+
 /// The connection character set of every attachment: NONE, so that the
 /// server converts no text and each column arrives in its own character
 /// set, to be decoded exactly (see [`fbunload_decode::text`]).
@@ -245,7 +262,11 @@ pub(crate) fn plan_in(
                             "--where for table {}: {condition:?} is not a condition Firebird \
                              accepts: {}",
                             printable(&table.name),
-                            lines_from(&e.to_string(), condition_line(&table.select_sql()))
+                            in_condition(
+                                &e.to_string(),
+                                condition_line(&table.select_sql()),
+                                condition.lines().count().max(1)
+                            )
                         )),
                         (None, Kind::Query) => refused_query(table, e),
                         (None, _) => ExecError::from_client(&table.name, e),
@@ -852,5 +873,19 @@ mod tests {
             "Token unknown - line 1, column 13; <"
         );
         assert_eq!(lines_from("no position", 2), "no position");
+    }
+
+    #[test]
+    fn a_condition_cut_short_is_not_shown_the_query_around_it() {
+        // `--where 'S_QUANTITY <'`: Firebird meets fbunload's `)` on line 3.
+        let message = "Dynamic SQL Error; SQL error code = -104; Token unknown - line 3, column 1; )";
+        let said = in_condition(message, 2, 1);
+        assert!(said.contains("ends before it is complete"), "{said}");
+        assert!(!said.contains("; )") && !said.contains("line"), "{said}");
+        // Inside the condition, positions count from its first line.
+        assert_eq!(
+            in_condition("Token unknown - line 2, column 13; <", 2, 1),
+            "Token unknown - line 1, column 13; <"
+        );
     }
 }
