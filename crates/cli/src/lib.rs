@@ -361,8 +361,13 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .database
         .clone()
         .ok_or_else(|| Failure::Error("-d/--database is required".into()))?;
-    if args.typed("password") && fbunload::is_plain_path(&database) && !args.quiet {
-        // The sample's help and many how-tos give one; say once it is not used.
+    if args.typed("password")
+        && fbunload::is_plain_path(&database)
+        && !args.quiet
+        && std::io::IsTerminal::is_terminal(&std::io::stderr())
+    {
+        // Many how-tos give one; say once, to a person, that it is not
+        // used (scripts, and stderr read as JSON, get nothing more).
         eprintln!(
             "fbunload: note: {} is a file, opened by the embedded engine, which checks no \
              password: -p is not needed (a server checks it: -d localhost:PATH)",

@@ -13,11 +13,27 @@ use serde_json::json;
 
 pub struct Display {
     bar: ProgressBar,
+    /// Data pages of the units finished: the bar's position.
+    pages_done: AtomicU64,
     rows: AtomicU64,
     units_done: AtomicUsize,
     units: AtomicUsize,
     tables_done: AtomicUsize,
     tables: AtomicUsize,
+    unit_pages: AtomicU64,
+}
+
+/// The progress line before the first unit is done, and after.
+const STARTING: &str = "{spinner} [{elapsed_precise}] {msg}";
+const RUNNING: &str = "{spinner} [{elapsed_precise}] {percent:>3}% ETA {eta} · {msg}";
+
+/// The data pages a unit reads: its slots, or for a unit that runs to the
+/// end of its table (or reads it whole, pages unknown) the plan's unit size.
+fn unit_weight(unit: &Unit, unit_pages: u64) -> u64 {
+    match unit.end_slot {
+        Some(end) => end.saturating_sub(unit.first_slot).max(1),
+        None => unit_pages.max(1),
+    }
 }
 
 impl Display {
@@ -29,22 +45,18 @@ impl Display {
             ProgressDrawTarget::stderr()
         };
         let bar = ProgressBar::with_draw_target(None, target);
-        // The bar's length is the run's units: percent and ETA by units
-        // done, which the automatic unit size keeps about equal.
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {percent:>3}% ETA {eta} · {msg}",
-            )
-            .unwrap(),
-        );
+        // No percent or ETA until a unit is done: "0% ETA 0s" says nothing.
+        bar.set_style(ProgressStyle::with_template(STARTING).unwrap());
         bar.enable_steady_tick(Duration::from_millis(200));
         Display {
             bar,
+            pages_done: AtomicU64::new(0),
             rows: AtomicU64::new(0),
             units_done: AtomicUsize::new(0),
             units: AtomicUsize::new(0),
             tables_done: AtomicUsize::new(0),
             tables: AtomicUsize::new(0),
+            unit_pages: AtomicU64::new(1),
         }
     }
 
@@ -57,7 +69,7 @@ impl Display {
         let secs = self.bar.elapsed().as_secs_f64().max(1e-3);
         let units = self.units.load(Ordering::Relaxed).max(1);
         let done = self.units_done.load(Ordering::Relaxed);
-        self.bar.set_position(done as u64);
+        self.bar.set_position(self.pages_done.load(Ordering::Relaxed));
         self.bar.set_message(format!(
             "{}/{} tables · {}/{} units · {} · {:.0} rows/s",
             self.tables_done.load(Ordering::Relaxed),
@@ -74,7 +86,10 @@ impl Progress for Display {
     fn started(&self, plan: &Plan, start: &RunStart) {
         self.tables.store(plan.tables.len(), Ordering::Relaxed);
         self.units.store(plan.units.len(), Ordering::Relaxed);
-        self.bar.set_length(plan.units.len() as u64);
+        // Percent and ETA by data pages, which hold the rows: the last
+        // units of a run are small, so counting units ran ahead of rows.
+        self.unit_pages.store(plan.unit_pages.max(1), Ordering::Relaxed);
+        self.bar.set_length(plan.units.iter().map(|u| unit_weight(u, plan.unit_pages)).sum());
         self.bar.println(format!(
             "{} in {}, {}, snapshot {}",
             crate::count(plan.tables.len(), "table"),
@@ -90,8 +105,12 @@ impl Progress for Display {
         self.refresh();
     }
 
-    fn unit_finished(&self, _unit: &Unit, _rows: u64) {
-        self.units_done.fetch_add(1, Ordering::Relaxed);
+    fn unit_finished(&self, unit: &Unit, _rows: u64) {
+        let pages = unit_weight(unit, self.unit_pages.load(Ordering::Relaxed));
+        if self.units_done.fetch_add(1, Ordering::Relaxed) == 0 {
+            self.bar.set_style(ProgressStyle::with_template(RUNNING).unwrap());
+        }
+        self.pages_done.fetch_add(pages, Ordering::Relaxed);
         self.refresh();
     }
 
@@ -157,7 +176,8 @@ impl JsonLines {
             .collect();
         self.emit(json!({
             "event": "summary",
-            "seconds": summary.elapsed.as_secs_f64(),
+            // On the events' clock, so the last event is never later.
+            "seconds": self.seconds(),
             "rows": summary.rows(),
             "bytes": summary.bytes(),
             "workers": summary.start.workers,
@@ -214,5 +234,26 @@ impl Progress for JsonLines {
 
     fn warning(&self, message: &str) {
         self.emit(json!({"event": "warning", "seconds": self.seconds(), "message": message}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_weighs_units_by_their_pages() {
+        let unit = |first_slot, end_slot| Unit {
+            table: 0,
+            seq: 0,
+            first_slot,
+            end_slot,
+        };
+        // A big unit counts for more than the small last ones.
+        assert_eq!(unit_weight(&unit(0, Some(64)), 64), 64);
+        assert_eq!(unit_weight(&unit(64, Some(72)), 64), 8);
+        // To the end of the table, or the whole of it: the plan's unit size.
+        assert_eq!(unit_weight(&unit(72, None), 64), 64);
+        assert_eq!(unit_weight(&unit(5, Some(5)), 64), 1);
     }
 }

@@ -727,4 +727,7 @@ fn progress_json_is_one_event_per_line_and_the_summary_last() {
         .map(|e| e["rows"].as_u64().unwrap())
         .sum();
     assert_eq!(Some(unit_rows), summary["rows"].as_u64());
+    // Every event's seconds are on one clock: the summary's is the last.
+    let seconds: Vec<f64> = events.iter().map(|e| e["seconds"].as_f64().unwrap()).collect();
+    assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "{seconds:?}");
 }
