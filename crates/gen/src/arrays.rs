@@ -357,7 +357,10 @@ pub fn fill_array_types(att: &Attachment) -> Result<(), ClientError> {
                         .varying("-7", 42);
                 }
                 "HUGE" => {
-                    for v in [if edge { i128::MIN } else { 1 }, i128::MAX] {
+                    // The largest INT128 values of 38 digits, the most that
+                    // decimal128 (fbunload's default for INT128) holds.
+                    let largest = 10i128.pow(38) - 1;
+                    for v in [if edge { -largest } else { 1 }, largest] {
                         s.put(&v.to_ne_bytes());
                     }
                 }
