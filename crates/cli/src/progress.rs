@@ -149,8 +149,10 @@ impl JsonLines {
         }
     }
 
-    fn emit(&self, event: serde_json::Value) {
+    fn emit(&self, mut event: serde_json::Value) {
         let mut out = self.out.lock().unwrap();
+        // Timed under the lock, so lines written later are never earlier.
+        event["seconds"] = json!(self.seconds());
         // Progress must never stop the unload: a closed stderr is ignored.
         let _ = writeln!(out, "{event}");
     }
