@@ -268,6 +268,20 @@ fn check(dir: &Path) {
     );
 }
 
+/// The writers of a test and the runs in their processes share a
+/// database: the engine in SuperClassic mode, for this test binary and
+/// the runs it starts.
+fn superclassic() {
+    static RUNTIME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let runtime = dir.join("runtime");
+        runtime_in_mode(&embedded_runtime(), &runtime, "SuperClassic");
+        std::env::set_var("FIREBIRD", &runtime);
+        runtime
+    });
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -279,13 +293,8 @@ fn a_chain_of_change_sets_applied_is_a_full_unload_at_the_same_snapshot() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_261_126);
     eprintln!("seed {seed_value} (FBUNLOAD_TEST_SEED)");
+    superclassic();
     let dir = tempfile::tempdir().unwrap();
-    // The writers here and the runs in their processes share the
-    // database: an engine in SuperClassic mode (this test binary's only
-    // test sets it for itself and the runs it starts).
-    let runtime = dir.path().join("runtime");
-    runtime_in_mode(&embedded_runtime(), &runtime, "SuperClassic");
-    std::env::set_var("FIREBIRD", &runtime);
     let db = create_db(dir.path(), "inc.fdb", 4096);
     seed(&db);
     let at = |name: String| -> PathBuf { dir.path().join(name) };
@@ -360,4 +369,118 @@ fn a_chain_of_change_sets_applied_is_a_full_unload_at_the_same_snapshot() {
     }
     drop(long);
     let _ = Arc::new(());
+}
+
+/// A small database and a full run of it that keeps its keys.
+fn base(dir: &Path) -> (PathBuf, PathBuf) {
+    superclassic();
+    let db = create_db(dir, "small.fdb", 4096);
+    execute(&db, SCHEMA);
+    execute(&db, &["INSERT INTO T VALUES (1, 'b', 'v', 1, NULL, NULL)", "INSERT INTO S VALUES (1, 2)"]);
+    let old = dir.join("old");
+    run(&db, &["--keep-keys", "-o", path(&old)]);
+    (db, old)
+}
+
+fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut manifest = read_manifest(dir);
+    edit(&mut manifest);
+    std::fs::write(dir.join("manifest.json"), serde_json::to_vec(&manifest).unwrap()).unwrap();
+}
+
+#[test]
+fn a_previous_run_read_back_is_checked_before_it_is_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    let new = dir.path().join("new");
+    let since = |old: &Path| fbunload(&db, &["--since", path(old), "-o", path(&new)]);
+    let keys = old.join("T.keys.parquet");
+    let original = std::fs::read(&keys).unwrap();
+
+    // A keys file changed since its run: refused, nothing written.
+    let mut changed = original.clone();
+    let last = changed.len() - 20;
+    changed[last] ^= 1;
+    std::fs::write(&keys, &changed).unwrap();
+    assert_refused_in_one_line(&since(&old), "--since");
+    assert!(stderr(&since(&old)).contains("SHA-256"), "{}", stderr(&since(&old)));
+    assert!(!new.exists());
+    std::fs::write(&keys, &original).unwrap();
+
+    // A link in its place, even to the same bytes: not followed.
+    #[cfg(unix)]
+    {
+        let elsewhere = dir.path().join("elsewhere.parquet");
+        std::fs::write(&elsewhere, &original).unwrap();
+        std::fs::remove_file(&keys).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &keys).unwrap();
+        let out = since(&old);
+        assert_refused_in_one_line(&out, "--since");
+        assert!(stderr(&out).contains("not a plain file"), "{}", stderr(&out));
+        std::fs::remove_file(&keys).unwrap();
+        std::fs::write(&keys, &original).unwrap();
+    }
+
+    // A manifest that names a file outside its directory.
+    let outside = dir.path().join("outside.parquet");
+    std::fs::write(&outside, &original).unwrap();
+    let saved = std::fs::read(old.join("manifest.json")).unwrap();
+    edit_manifest(&old, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            let is_t = t["name"] == "T";
+            for f in t["files"].as_array_mut().unwrap() {
+                if f["role"] == "keys" && is_t {
+                    f["name"] = "../outside.parquet".into();
+                }
+            }
+        }
+    });
+    let out = since(&old);
+    assert_refused_in_one_line(&out, "--since");
+    assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
+    std::fs::write(old.join("manifest.json"), &saved).unwrap();
+
+    // A run that kept no keys cannot start a chain.
+    let plain = dir.path().join("plain");
+    run(&db, &["-o", path(&plain)]);
+    let out = since(&plain);
+    assert_refused_in_one_line(&out, "--since");
+    assert!(stderr(&out).contains("--keep-keys"), "{}", stderr(&out));
+
+    // As it was, it works; and apply refuses a change set of another run.
+    run(&db, &["--since", path(&old), "-o", path(&new)]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(["apply", path(&plain), path(&new), "-o", path(&dir.path().join("state"))])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("another run"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_database_restored_or_replaced_since_is_unloaded_whole_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    for (field, value, why) in [
+        ("database_guid", serde_json::json!("{00000000-0000-0000-0000-000000000000}"), "GUID"),
+        ("transaction", serde_json::json!(1u64 << 40), "went back"),
+    ] {
+        let copy = dir.path().join(format!("old-{field}"));
+        std::fs::create_dir(&copy).unwrap();
+        for entry in std::fs::read_dir(&old).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+        }
+        edit_manifest(&copy, |m| m["incremental"][field] = value);
+        let new = dir.path().join(format!("new-{field}"));
+        run(&db, &["--since", path(&copy), "-o", path(&new)]);
+        let manifest = read_manifest(&new);
+        for name in ["T", "S", "NOPK", "GONE"] {
+            let change = &manifest_entry(&manifest, name)["change"];
+            assert_eq!(change["mode"], "full", "{name}: {change}");
+            assert!(change["reason"].as_str().unwrap().contains(why), "{change}");
+        }
+        assert!(new.join("T.csv").exists() && !new.join("T.upserts.csv").exists());
+        check(&new);
+    }
 }
