@@ -43,6 +43,7 @@ __all__ = [
     "read_sql",
     "read_tables",
     "unload",
+    "apply",
     "plan",
     "sample",
     "Snapshot",
@@ -269,10 +270,27 @@ def unload(database: str, output: str, *, format: str = "csv", **options: Any) -
     removes the files that run's manifest lists. ``views`` and ``queries``
     as for :func:`read_tables`; ``max_rows`` / ``max_bytes`` cut every
     table into numbered parts (``T.000001.csv``, ...) as ``--max-rows`` and
-    ``--max-bytes`` do; ``schema=False`` skips ``schema.sql``. Returns the
-    summary."""
+    ``--max-bytes`` do; ``schema=False`` skips ``schema.sql``.
+    ``since=DIR`` makes an incremental run (Firebird 4+): of each table, the
+    rows inserted or updated since the run in ``DIR`` (``T.upserts.<ext>``)
+    and the keys of those deleted since (``T.deletes.<ext>``), as
+    ``--since`` does; ``keep_keys=True`` keeps a full run's keys so that a
+    later run can start from it. Returns the summary."""
     options["queries"] = _queries(options.get("queries"))
+    if options.get("since") is not None:
+        options["since"] = str(options["since"])
     return _fbunload.unload(database, str(output), format=format, **options)
+
+
+def apply(old: str, changes: str) -> Dict[str, pa.Table]:
+    """The change set in directory ``changes`` (an unload with ``since=old``)
+    applied to the run in ``old`` (or to the state an earlier apply made):
+    every table as it was at the change set's snapshot, by name. Parquet
+    and Arrow runs; every file is checked against its manifest first."""
+    return {
+        name: pa.Table.from_batches(batches, schema=schema)
+        for name, schema, batches in _fbunload.apply(str(old), str(changes))
+    }
 
 
 def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool = False, **options: Any) -> str:

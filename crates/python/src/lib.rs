@@ -520,7 +520,7 @@ fn format_named(format: &str, compression: Option<&str>, header: bool) -> PyResu
     tables=None, exclude=None, user=None, password=None, role=None, charset="UTF8",
     parallel=None, client_lib=None, decimal256=false, verify=false, memory_mb=128,
     overwrite=false, views=None, queries=Vec::new(), max_rows=None, max_bytes=None,
-    schema=true))]
+    schema=true, since=None, keep_keys=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -546,6 +546,8 @@ fn unload<'py>(
     max_rows: Option<u64>,
     max_bytes: Option<u64>,
     schema: bool,
+    since: Option<PathBuf>,
+    keep_keys: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     if max_rows == Some(0) || max_bytes == Some(0) {
         return Err(UsageError::new_err(
@@ -561,7 +563,12 @@ fn unload<'py>(
         schema,
         ..unload.run_options().clone()
     };
-    let unload = with_reads(unload, views, queries)
+    let mut unload = with_reads(unload, views, queries);
+    if let Some(since) = since {
+        unload = unload.since(since);
+    }
+    let unload = unload
+        .keep_keys(keep_keys)
         .options(options)
         .overwrite(overwrite)
         .part_limits(PartLimits {
@@ -594,6 +601,30 @@ fn unload<'py>(
         .map_err(|_| Error::new_err("the run panicked"))?
         .map_err(to_py)?;
     summary_dict(py, &summary)
+}
+
+/// A change set applied to the run it was taken since (`fbunload
+/// apply`): each table's schema and batches, by name, in table order.
+#[pyfunction]
+fn apply<'py>(
+    py: Python<'py>,
+    old: PathBuf,
+    changes: PathBuf,
+) -> PyResult<Vec<(String, Bound<'py, PyAny>, Vec<Bound<'py, PyAny>>)>> {
+    let tables = py
+        .detach(|| fbunload::apply::apply_tables(&old, &changes))
+        .map_err(to_py)?;
+    tables
+        .into_iter()
+        .map(|table| {
+            let batches = table
+                .batches
+                .iter()
+                .map(|b| b.to_pyarrow(py))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok((table.name, table.schema.to_pyarrow(py)?, batches))
+        })
+        .collect()
 }
 
 /// The `fbunload` command line in this process: `argv` is the program's
@@ -955,6 +986,7 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_units, m)?)?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(unload, m)?)?;
+    m.add_function(wrap_pyfunction!(apply, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(sample, m)?)?;
