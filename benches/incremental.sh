@@ -38,12 +38,15 @@ rows=$((W * 100000))
 # and inserts them again under new keys, in one transaction.
 change() {
   python3 - "$DB" "$1" <<'EOF'
-import os, sys
-from firebird.driver import connect, driver_config
+import ctypes, os, sys
 root = os.environ.get("FIREBIRD")
 if not root:
     import firebird.embedded
     root = os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime")
+    os.environ["FIREBIRD"] = root
+    for lib in ["libtommath.so.1", os.path.join(root, "libtomcrypt.so.1")]:
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+from firebird.driver import connect, driver_config
 driver_config.fb_client_library.value = os.path.join(root, "libfbclient.so.2")
 db, pct = sys.argv[1], float(sys.argv[2])
 every = max(1, round(100 / pct))
