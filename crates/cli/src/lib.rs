@@ -258,7 +258,11 @@ fn apply(
 ) -> Result<(), Failure> {
     let tables = fbunload::apply::apply_to_directory(old, changes, output).map_err(describe)?;
     for (name, rows) in &tables {
-        print_out(format_args!("{}: {}", fbunload::printable(name), count(*rows as usize, "row")))?;
+        print_out(format_args!(
+            "{}: {}",
+            fbunload::printable(name),
+            count(*rows as usize, "row")
+        ))?;
     }
     Ok(())
 }

@@ -38,7 +38,6 @@ fn superclassic() {
     });
 }
 
-
 #[test]
 fn a_chain_of_change_sets_applied_is_a_full_unload_at_the_same_snapshot() {
     superclassic();
@@ -58,7 +57,13 @@ fn base(dir: &Path) -> (PathBuf, PathBuf) {
     superclassic();
     let db = create_db(dir, "small.fdb", 4096);
     execute(&db, SCHEMA);
-    execute(&db, &["INSERT INTO T VALUES (1, 'b', 'v', 1, NULL, NULL)", "INSERT INTO S VALUES (1, 2)"]);
+    execute(
+        &db,
+        &[
+            "INSERT INTO T VALUES (1, 'b', 'v', 1, NULL, NULL)",
+            "INSERT INTO S VALUES (1, 2)",
+        ],
+    );
     let old = dir.join("old");
     run(&db, &["--keep-keys", "-o", path(&old)]);
     (db, old)
@@ -67,7 +72,11 @@ fn base(dir: &Path) -> (PathBuf, PathBuf) {
 fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let mut manifest = read_manifest(dir);
     edit(&mut manifest);
-    std::fs::write(dir.join("manifest.json"), serde_json::to_vec(&manifest).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -85,7 +94,11 @@ fn a_previous_run_read_back_is_checked_before_it_is_trusted() {
     changed[last] ^= 1;
     std::fs::write(&keys, &changed).unwrap();
     assert_refused_in_one_line(&since(&old), "--since");
-    assert!(stderr(&since(&old)).contains("SHA-256"), "{}", stderr(&since(&old)));
+    assert!(
+        stderr(&since(&old)).contains("SHA-256"),
+        "{}",
+        stderr(&since(&old))
+    );
     assert!(!new.exists());
     std::fs::write(&keys, &original).unwrap();
 
@@ -98,7 +111,11 @@ fn a_previous_run_read_back_is_checked_before_it_is_trusted() {
         std::os::unix::fs::symlink(&elsewhere, &keys).unwrap();
         let out = since(&old);
         assert_refused_in_one_line(&out, "--since");
-        assert!(stderr(&out).contains("not a plain file"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("not a plain file"),
+            "{}",
+            stderr(&out)
+        );
         std::fs::remove_file(&keys).unwrap();
         std::fs::write(&keys, &original).unwrap();
     }
@@ -132,7 +149,13 @@ fn a_previous_run_read_back_is_checked_before_it_is_trusted() {
     // As it was, it works; and apply refuses a change set of another run.
     run(&db, &["--since", path(&old), "-o", path(&new)]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args(["apply", path(&plain), path(&new), "-o", path(&dir.path().join("state"))])
+        .args([
+            "apply",
+            path(&plain),
+            path(&new),
+            "-o",
+            path(&dir.path().join("state")),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -144,7 +167,11 @@ fn a_database_restored_or_replaced_since_is_unloaded_whole_saying_why() {
     let dir = tempfile::tempdir().unwrap();
     let (db, old) = base(dir.path());
     for (field, value, why) in [
-        ("database_guid", serde_json::json!("{00000000-0000-0000-0000-000000000000}"), "GUID"),
+        (
+            "database_guid",
+            serde_json::json!("{00000000-0000-0000-0000-000000000000}"),
+            "GUID",
+        ),
         ("transaction", serde_json::json!(1u64 << 40), "went back"),
     ] {
         let copy = dir.path().join(format!("old-{field}"));

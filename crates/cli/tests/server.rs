@@ -436,7 +436,10 @@ fn incremental_runs_are_refused_on_firebird_3() {
     let Some(server) = server() else { return };
     let db = server.create(
         "incremental",
-        &["CREATE TABLE T (ID INTEGER PRIMARY KEY)", "INSERT INTO T VALUES (1)"],
+        &[
+            "CREATE TABLE T (ID INTEGER PRIMARY KEY)",
+            "INSERT INTO T VALUES (1)",
+        ],
     );
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");

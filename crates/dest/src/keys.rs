@@ -93,7 +93,10 @@ impl KeyEncoder {
     pub fn new(batch: &RecordBatch) -> Result<Self, String> {
         for column in batch.columns() {
             if !encodable(column.data_type()) {
-                return Err(format!("a key of type {} is not compared", column.data_type()));
+                return Err(format!(
+                    "a key of type {} is not compared",
+                    column.data_type()
+                ));
             }
         }
         Ok(KeyEncoder {
@@ -258,19 +261,28 @@ pub(crate) fn publish_keys(
 
 /// Reads a keys file back: its batches, whose columns must be `columns`
 /// (name, Arrow type as the manifest writes it), in order.
-pub fn read_keys(contents: Vec<u8>, columns: &[(String, String)]) -> Result<Vec<RecordBatch>, String> {
+pub fn read_keys(
+    contents: Vec<u8>,
+    columns: &[(String, String)],
+) -> Result<Vec<RecordBatch>, String> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(contents)).map_err(|e| e.to_string())?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(contents))
+        .map_err(|e| e.to_string())?;
     let schema = builder.schema().clone();
     let same = schema.fields().len() == columns.len()
         && schema
             .fields()
             .iter()
             .zip(columns)
-            .all(|(f, (name, arrow_type))| f.name() == name && f.data_type().to_string() == *arrow_type);
+            .all(|(f, (name, arrow_type))| {
+                f.name() == name && f.data_type().to_string() == *arrow_type
+            });
     if !same {
         let names: Vec<_> = columns.iter().map(|(n, t)| format!("{n} {t}")).collect();
-        return Err(format!("its columns are not the primary key ({})", names.join(", ")));
+        return Err(format!(
+            "its columns are not the primary key ({})",
+            names.join(", ")
+        ));
     }
     let reader = builder.build().map_err(|e| e.to_string())?;
     reader
@@ -293,9 +305,9 @@ pub struct KeyOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use arrow_array::{Int32Array, StringArray};
     use arrow_schema::{Field, Schema};
+    use std::sync::Arc;
 
     fn batch(ids: &[i32], names: &[&str]) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![
@@ -317,7 +329,11 @@ mod tests {
         let old = batch(&[1, 2, 3, 12], &["x", "y", "z", ""]);
         let new = key_set(&[batch(&[1, 3, 1], &["x", "z", "2"])]).unwrap();
         let deletes = missing_from(&[old.clone()], &new, &old.schema()).unwrap();
-        let ids = deletes.column(0).as_primitive::<Int32Type>().values().to_vec();
+        let ids = deletes
+            .column(0)
+            .as_primitive::<Int32Type>()
+            .values()
+            .to_vec();
         assert_eq!(ids, [2, 12]);
     }
 

@@ -35,9 +35,9 @@ mod spool;
 mod stream;
 mod writeback;
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use arrow_array::RecordBatch;
@@ -260,11 +260,9 @@ impl FileOutput {
                 format,
                 compression,
             } => Box::new(ByteTable::new(context, format.clone(), *compression)),
-            Format::Batches(format) => Box::new(BatchTable::new(
-                context,
-                format.clone(),
-                snapshot_number,
-            )),
+            Format::Batches(format) => {
+                Box::new(BatchTable::new(context, format.clone(), snapshot_number))
+            }
         }
     }
 
@@ -292,9 +290,10 @@ impl FileOutput {
                 ..KeyOutcome::default()
             };
             if entry.changes {
-                let old = self.previous_keys.get(&entry.name).ok_or_else(|| {
-                    fail("the previous run's keys were not given".into())
-                })?;
+                let old = self
+                    .previous_keys
+                    .get(&entry.name)
+                    .ok_or_else(|| fail("the previous run's keys were not given".into()))?;
                 let new = keys::key_set(&batches).map_err(fail)?;
                 let deletes = keys::missing_from(old, &new, schema).map_err(fail)?;
                 outcome.deletes = Some(deletes.num_rows() as u64);

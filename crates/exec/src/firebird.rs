@@ -319,7 +319,11 @@ fn plan_incremental(
                 .zip(&entry.declared_types)
                 .zip(schemas[index].fields())
                 .map(|((name, declared), field)| {
-                    (name.clone(), declared.clone(), field.data_type().to_string())
+                    (
+                        name.clone(),
+                        declared.clone(),
+                        field.data_type().to_string(),
+                    )
                 })
                 .collect();
             let mode = match &whole_database {

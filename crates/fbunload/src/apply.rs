@@ -42,14 +42,13 @@ fn fail(why: impl std::fmt::Display) -> Error {
 /// A run's manifest, read as untrusted, and the SHA-256 of its text.
 fn read_manifest(dir: &Path) -> Result<(Manifest, String), Error> {
     let path = dir.join(MANIFEST_NAME);
-    let meta = fs::symlink_metadata(&path)
-        .map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    let meta = fs::symlink_metadata(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
     if !meta.is_file() || meta.len() > 256 << 20 {
         return Err(fail(format!("{} is not a run's manifest", path.display())));
     }
     let text = fs::read(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    let manifest: Manifest = serde_json::from_slice(&text)
-        .map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    let manifest: Manifest =
+        serde_json::from_slice(&text).map_err(|e| fail(format!("{}: {e}", path.display())))?;
     let digest = Sha256::digest(&text)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -134,7 +133,12 @@ pub fn apply_tables(old: &Path, changes: &Path) -> Result<Vec<AppliedTable>, Err
         .incremental
         .as_ref()
         .and_then(|i| i.since.as_ref())
-        .ok_or_else(|| fail(format!("{} holds no change set (--since)", changes.display())))?;
+        .ok_or_else(|| {
+            fail(format!(
+                "{} holds no change set (--since)",
+                changes.display()
+            ))
+        })?;
     let old_run = old_manifest.state_of.clone().unwrap_or(old_digest);
     if since.manifest_sha256 != old_run {
         return Err(fail(format!(
@@ -180,8 +184,7 @@ pub fn apply_tables(old: &Path, changes: &Path) -> Result<Vec<AppliedTable>, Err
                         })
                         .collect();
                     state.push(
-                        arrow_select::filter::filter_record_batch(&batch, &keep)
-                            .map_err(fail)?,
+                        arrow_select::filter::filter_record_batch(&batch, &keep).map_err(fail)?,
                     );
                 }
                 state.extend(upserts);
@@ -214,9 +217,16 @@ pub fn apply_tables(old: &Path, changes: &Path) -> Result<Vec<AppliedTable>, Err
 /// [`apply_tables`], written into `out` (a new or empty directory) as one
 /// file per table in the runs' format, with a manifest that `fbunload
 /// check` verifies and that a later apply starts from.
-pub fn apply_to_directory(old: &Path, changes: &Path, out: &Path) -> Result<Vec<(String, u64)>, Error> {
+pub fn apply_to_directory(
+    old: &Path,
+    changes: &Path,
+    out: &Path,
+) -> Result<Vec<(String, u64)>, Error> {
     if fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(fail(format!("{} is not empty; give a new directory", out.display())));
+        return Err(fail(format!(
+            "{} is not empty; give a new directory",
+            out.display()
+        )));
     }
     let tables = apply_tables(old, changes)?;
     let (mut manifest, change_digest) = read_manifest(changes)?;
@@ -270,6 +280,7 @@ pub fn apply_to_directory(old: &Path, changes: &Path, out: &Path) -> Result<Vec<
     manifest.state_of = Some(change_digest);
     let mut text = serde_json::to_vec_pretty(&manifest).map_err(fail)?;
     text.push(b'\n');
-    fs::write(out.join(MANIFEST_NAME), text).map_err(|e| fail(format!("{}: {e}", out.display())))?;
+    fs::write(out.join(MANIFEST_NAME), text)
+        .map_err(|e| fail(format!("{}: {e}", out.display())))?;
     Ok(rows)
 }

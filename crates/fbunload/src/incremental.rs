@@ -44,7 +44,10 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
     let meta = fs::symlink_metadata(&path)
         .map_err(|e| refuse(dir, format!("no run there ({MANIFEST_NAME}: {e})")))?;
     if !meta.is_file() || meta.len() > MANIFEST_LIMIT {
-        return Err(refuse(dir, format!("{MANIFEST_NAME} is not a plain file of a run")));
+        return Err(refuse(
+            dir,
+            format!("{MANIFEST_NAME} is not a plain file of a run"),
+        ));
     }
     let text = fs::read(&path).map_err(|e| refuse(dir, e))?;
     let manifest: Manifest = serde_json::from_slice(&text)
@@ -68,8 +71,7 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
             .find(|f| f.role.as_deref() == Some("keys"));
         let mut has_keys = false;
         if let Some(file) = keys_file.filter(|_| !primary_key.is_empty()) {
-            let contents =
-                verified_listed_file(dir, file).map_err(|e| refuse(dir, e))?;
+            let contents = verified_listed_file(dir, file).map_err(|e| refuse(dir, e))?;
             let columns: Option<Vec<(String, String)>> = primary_key
                 .iter()
                 .map(|k| {
@@ -81,7 +83,10 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
                 })
                 .collect();
             let columns = columns.ok_or_else(|| {
-                refuse(dir, format!("table {}: its key is not among its columns", table.name))
+                refuse(
+                    dir,
+                    format!("table {}: its key is not among its columns", table.name),
+                )
             })?;
             let batches = read_keys(contents, &columns)
                 .map_err(|e| refuse(dir, format!("{}: {e}", file.name)))?;
@@ -93,7 +98,13 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
             columns: table
                 .columns
                 .iter()
-                .map(|c| (c.name.clone(), c.firebird_type.clone(), c.arrow_type.clone()))
+                .map(|c| {
+                    (
+                        c.name.clone(),
+                        c.firebird_type.clone(),
+                        c.arrow_type.clone(),
+                    )
+                })
                 .collect(),
             primary_key,
             keys: has_keys,

@@ -58,9 +58,9 @@
 //! (rows → Arrow), `fbunload-format` (Arrow → bytes) and `fbunload-dest`
 //! (files, standard output, streams).
 
+pub mod apply;
 mod describe;
 mod incremental;
-pub mod apply;
 pub mod sample;
 
 use std::path::{Path, PathBuf};
@@ -537,7 +537,12 @@ impl Unload {
         let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
         let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
             .with_part_limits(self.part_limits)?
-            .with_previous_keys(previous.as_ref().map(|p| p.keys.clone()).unwrap_or_default());
+            .with_previous_keys(
+                previous
+                    .as_ref()
+                    .map(|p| p.keys.clone())
+                    .unwrap_or_default(),
+            );
         let mut summary = prepared.run(&files, progress)?;
         let request = describe::Request {
             database: &self.connect.database,
@@ -561,7 +566,10 @@ impl Unload {
             let mut index = 0;
             summary.tables.retain(|_| {
                 index += 1;
-                !matches!(plan.tables[index - 1].role, fbunload_plan::Role::Keys { .. })
+                !matches!(
+                    plan.tables[index - 1].role,
+                    fbunload_plan::Role::Keys { .. }
+                )
             });
         }
         output.publish_manifest(&manifest)?;

@@ -208,8 +208,12 @@ mod tests {
     fn a_restored_or_older_database_is_read_whole() {
         let s = since();
         assert_eq!(whole_database_reason(&s, "{G}", 121), None);
-        assert!(whole_database_reason(&s, "{H}", 121).unwrap().contains("GUID"));
-        assert!(whole_database_reason(&s, "{G}", 100).unwrap().contains("went back"));
+        assert!(whole_database_reason(&s, "{H}", 121)
+            .unwrap()
+            .contains("GUID"));
+        assert!(whole_database_reason(&s, "{G}", 100)
+            .unwrap()
+            .contains("went back"));
     }
 
     #[test]

@@ -32,8 +32,12 @@ impl Target<'_> {
 
     fn count(&self, table: &str) -> u64 {
         let att = (self.connect)();
-        let tr = att.start_transaction(TransactionMode::ReadOnlySnapshot).unwrap();
-        let mut stmt = tr.prepare(&format!("SELECT COUNT(*) FROM {table}")).unwrap();
+        let tr = att
+            .start_transaction(TransactionMode::ReadOnlySnapshot)
+            .unwrap();
+        let mut stmt = tr
+            .prepare(&format!("SELECT COUNT(*) FROM {table}"))
+            .unwrap();
         stmt.execute().unwrap();
         assert!(stmt.fetch().unwrap());
         i64::from_ne_bytes(stmt.row().value(0).unwrap().try_into().unwrap()) as u64
@@ -71,18 +75,16 @@ pub const SCHEMA: &[&str] = &[
 
 pub fn seed(t: &Target) {
     t.execute(SCHEMA);
-    t.execute(
-        &[
-            "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 3000) DO BEGIN \
+    t.execute(&[
+        "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 3000) DO BEGIN \
              INSERT INTO T VALUES (:I, 'b' || MOD(:I, 5), 'v' || :I, :I / 7.0, \
              TIMESTAMP '2024-01-01 00:00:00' + :I, IIF(MOD(:I, 9) = 0, NULL, 'blob ' || :I)); \
              I = I + 1; END END",
-            "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 500) DO BEGIN \
+        "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 500) DO BEGIN \
              INSERT INTO S VALUES (:I, :I * 1.5); INSERT INTO GONE VALUES (:I); \
              IF (MOD(:I, 5) = 0) THEN INSERT INTO NOPK VALUES (:I, 'y' || :I); \
              I = I + 1; END END",
-        ],
-    );
+    ]);
 }
 
 /// One random statement of writer `owner` (of 4), touching only the rows
@@ -174,7 +176,11 @@ fn open_writer(att: &Attachment, round: u64, seed: u64) -> fbunload_client::Tran
 /// A table's rows as text, sorted: every value, by table name.
 type Rows = BTreeMap<String, Vec<Vec<String>>>;
 
-fn data_files(manifest: &serde_json::Value, table: &serde_json::Value, role: Option<&str>) -> Vec<String> {
+fn data_files(
+    manifest: &serde_json::Value,
+    table: &serde_json::Value,
+    role: Option<&str>,
+) -> Vec<String> {
     let _ = manifest;
     table["files"]
         .as_array()
@@ -186,7 +192,10 @@ fn data_files(manifest: &serde_json::Value, table: &serde_json::Value, role: Opt
 }
 
 fn csv_of(dir: &Path, files: &[String]) -> Vec<Vec<String>> {
-    files.iter().flat_map(|f| csv_records(&dir.join(f))).collect()
+    files
+        .iter()
+        .flat_map(|f| csv_records(&dir.join(f)))
+        .collect()
 }
 
 /// A full run's (or a state's) tables, as CSV records.
@@ -275,7 +284,6 @@ fn parquet_tables(dir: &Path) -> Rows {
     rows
 }
 
-
 pub fn check(dir: &Path) {
     let out = fbunload_check(dir);
     assert!(
@@ -312,8 +320,10 @@ pub fn chain(t: &Target) {
         long.take().unwrap().commit().unwrap();
         write_round(t, round, seed_value);
         match round {
-            2 => t.execute(&["CREATE TABLE NEWT (ID INTEGER NOT NULL PRIMARY KEY)",
-                                "INSERT INTO NEWT VALUES (1)"]),
+            2 => t.execute(&[
+                "CREATE TABLE NEWT (ID INTEGER NOT NULL PRIMARY KEY)",
+                "INSERT INTO NEWT VALUES (1)",
+            ]),
             3 => t.execute(&["DROP TABLE GONE", "ALTER TABLE S ADD X INTEGER"]),
             _ => {}
         }
@@ -321,7 +331,16 @@ pub fn chain(t: &Target) {
         let (csv, pq) = (at(format!("csv{round}")), at(format!("pq{round}")));
         let (csv_full, pq_full) = (at(format!("csvfull{round}")), at(format!("pqfull{round}")));
         t.run(&["--since", path(&previous.0), "-j", "3", "-o", path(&csv)]);
-        t.run(&["--since", path(&previous.1), "-j", "2", "-f", "parquet", "-o", path(&pq)]);
+        t.run(&[
+            "--since",
+            path(&previous.1),
+            "-j",
+            "2",
+            "-f",
+            "parquet",
+            "-o",
+            path(&pq),
+        ]);
         t.run(&["-o", path(&csv_full)]);
         t.run(&["-f", "parquet", "-o", path(&pq_full)]);
         check(&csv);
@@ -339,7 +358,10 @@ pub fn chain(t: &Target) {
             assert_eq!(manifest_entry(&manifest, "NEWT")["change"]["mode"], "full");
         }
         if round == 3 {
-            assert_eq!(manifest["incremental"]["dropped"], serde_json::json!(["GONE"]));
+            assert_eq!(
+                manifest["incremental"]["dropped"],
+                serde_json::json!(["GONE"])
+            );
             assert_eq!(manifest_entry(&manifest, "S")["change"]["mode"], "full");
         }
         // Far fewer rows than the table: the change, not a copy.
@@ -348,9 +370,15 @@ pub fn chain(t: &Target) {
 
         csv_state = apply_csv(&csv_state, &csv);
         let full = csv_tables(&csv_full);
-        assert_eq!(csv_state.keys().collect::<Vec<_>>(), full.keys().collect::<Vec<_>>());
+        assert_eq!(
+            csv_state.keys().collect::<Vec<_>>(),
+            full.keys().collect::<Vec<_>>()
+        );
         for (name, rows) in &full {
-            assert_eq!(&csv_state[name], rows, "CSV table {name}, round {round}, seed {seed_value}");
+            assert_eq!(
+                &csv_state[name], rows,
+                "CSV table {name}, round {round}, seed {seed_value}"
+            );
         }
 
         let state = at(format!("pqstate{round}"));
@@ -361,13 +389,18 @@ pub fn chain(t: &Target) {
         assert!(out.status.success(), "apply: {}", stderr(&out));
         check(&state);
         let (applied, full) = (parquet_tables(&state), parquet_tables(&pq_full));
-        assert_eq!(applied.keys().collect::<Vec<_>>(), full.keys().collect::<Vec<_>>());
+        assert_eq!(
+            applied.keys().collect::<Vec<_>>(),
+            full.keys().collect::<Vec<_>>()
+        );
         for (name, rows) in &full {
-            assert_eq!(&applied[name], rows, "Parquet table {name}, round {round}, seed {seed_value}");
+            assert_eq!(
+                &applied[name], rows,
+                "Parquet table {name}, round {round}, seed {seed_value}"
+            );
         }
         pq_state = state;
         previous = (csv, pq);
     }
     drop(long);
 }
-
