@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use common::oracle::{self, check, path, SCHEMA};
 use common::*;
+use fbunload_client::TransactionMode;
 
 fn run(db: &Path, args: &[&str]) {
     let out = fbunload(db, args);
@@ -192,4 +193,56 @@ fn a_database_restored_or_replaced_since_is_unloaded_whole_saying_why() {
         assert!(new.join("T.csv").exists() && !new.join("T.upserts.csv").exists());
         check(&new);
     }
+}
+
+/// Commit numbers live in the engine's memory and start again when the
+/// database is next opened (by a restarted server, or after its last
+/// attachment closed); transaction numbers are on disk. A change committed
+/// after such a restart has a commit number below the previous run's
+/// snapshot number, and must still be read.
+#[test]
+fn a_change_committed_after_the_engine_restarted_is_read() {
+    superclassic();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "restart.fdb", 4096);
+    execute(&db, SCHEMA);
+    let old = dir.path().join("old");
+    {
+        // One engine lifetime: many commits, then the run, at a snapshot
+        // number above them.
+        let held = connect(&db);
+        for i in 0..40 {
+            let tr = held.start_transaction(TransactionMode::ReadWrite).unwrap();
+            tr.execute(&format!("INSERT INTO S VALUES ({i}, {i})"))
+                .unwrap();
+            tr.commit().unwrap();
+        }
+        run(&db, &["--keep-keys", "-o", path(&old)]);
+    }
+    assert!(read_manifest(&old)["snapshot_number"].as_u64().unwrap() > 20);
+    // The next lifetime: a commit numbered from the start again, kept
+    // known across the run by a snapshot older than it (a report running).
+    let writer = connect(&db);
+    let pin = writer
+        .start_transaction(TransactionMode::ReadOnlySnapshot)
+        .unwrap();
+    let tr = writer
+        .start_transaction(TransactionMode::ReadWrite)
+        .unwrap();
+    tr.execute("UPDATE S SET V = -1 WHERE ID = 7").unwrap();
+    tr.commit().unwrap();
+    let new = dir.path().join("new");
+    run(&db, &["--since", path(&old), "-o", path(&new)]);
+    // The engine's commit numbers started again: the new snapshot's is
+    // below the old one's.
+    assert!(
+        read_manifest(&new)["snapshot_number"].as_u64()
+            < read_manifest(&old)["snapshot_number"].as_u64()
+    );
+    let upserts = csv_records(&new.join("S.upserts.csv"));
+    assert!(
+        upserts.contains(&vec!["7".to_string(), "-1.0".to_string()]),
+        "{upserts:?}"
+    );
+    drop(pin);
 }
