@@ -246,3 +246,57 @@ fn a_change_committed_after_the_engine_restarted_is_read() {
     );
     drop(pin);
 }
+
+/// `apply` reads two directories it did not write: a table name from a
+/// manifest never leads its file out of the new directory, and a file
+/// listed outside its run's directory is refused.
+#[test]
+fn apply_keeps_names_from_manifests_inside_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = base(dir.path());
+    let old = dir.path().join("pq0");
+    let new = dir.path().join("pq1");
+    run(&db, &["--keep-keys", "-f", "parquet", "-o", path(&old)]);
+    execute(&db, &["UPDATE S SET V = 3"]);
+    run(
+        &db,
+        &["--since", path(&old), "-f", "parquet", "-o", path(&new)],
+    );
+    let apply = |state: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(["apply", path(&old), path(&new), "-o", path(state)])
+            .output()
+            .unwrap()
+    };
+    let saved = std::fs::read(new.join("manifest.json")).unwrap();
+    // A table read whole, renamed to climb out.
+    edit_manifest(&new, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["name"] == "NOPK" {
+                t["name"] = "../../escaped".into();
+            }
+        }
+    });
+    let state = dir.path().join("state");
+    let out = apply(&state);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!dir.path().join("escaped.parquet").exists());
+    let inside: Vec<String> = std::fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(inside.iter().any(|n| n.contains("escaped")), "{inside:?}");
+    check(&state);
+    // A file listed outside the change set's directory.
+    std::fs::write(new.join("manifest.json"), &saved).unwrap();
+    edit_manifest(&new, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["name"] == "S" {
+                t["files"][0]["name"] = "../pq0/S.keys.parquet".into();
+            }
+        }
+    });
+    let out = apply(&dir.path().join("state2"));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
+}
