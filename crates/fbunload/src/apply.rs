@@ -41,19 +41,7 @@ fn fail(why: impl std::fmt::Display) -> Error {
 
 /// A run's manifest, read as untrusted, and the SHA-256 of its text.
 fn read_manifest(dir: &Path) -> Result<(Manifest, String), Error> {
-    let path = dir.join(MANIFEST_NAME);
-    let meta = fs::symlink_metadata(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    if !meta.is_file() || meta.len() > 256 << 20 {
-        return Err(fail(format!("{} is not a run's manifest", path.display())));
-    }
-    let text = fs::read(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    let manifest: Manifest =
-        serde_json::from_slice(&text).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    let digest = Sha256::digest(&text)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok((manifest, digest))
+    crate::incremental::read_manifest(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))
 }
 
 /// The format of a run: `parquet` or `arrow`.
@@ -263,10 +251,7 @@ pub fn apply_to_directory(
         entry.files = vec![ManifestFile {
             name,
             bytes: contents.len() as u64,
-            sha256: Sha256::digest(&contents)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect(),
+            sha256: crate::incremental::hex(&Sha256::digest(&contents)),
             role: None,
         }];
         entry.bytes = contents.len() as u64;

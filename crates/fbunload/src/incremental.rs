@@ -38,20 +38,24 @@ fn refuse(dir: &Path, why: impl std::fmt::Display) -> Error {
     Error::Usage(format!("--since {}: {why}", dir.display()))
 }
 
+/// The manifest of the run in `dir`, read as untrusted (a plain file of
+/// sane size), and the SHA-256 of its text.
+pub(crate) fn read_manifest(dir: &Path) -> Result<(Manifest, String), String> {
+    let path = dir.join(MANIFEST_NAME);
+    let meta =
+        fs::symlink_metadata(&path).map_err(|e| format!("no run there ({MANIFEST_NAME}: {e})"))?;
+    if !meta.is_file() || meta.len() > MANIFEST_LIMIT {
+        return Err(format!("{MANIFEST_NAME} is not a plain file of a run"));
+    }
+    let text = fs::read(&path).map_err(|e| format!("{MANIFEST_NAME}: {e}"))?;
+    let manifest: Manifest = serde_json::from_slice(&text)
+        .map_err(|e| format!("{MANIFEST_NAME} cannot be read: {e}"))?;
+    Ok((manifest, hex(&Sha256::digest(&text))))
+}
+
 /// Reads and checks the manifest and keys files of the run in `dir`.
 pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
-    let path = dir.join(MANIFEST_NAME);
-    let meta = fs::symlink_metadata(&path)
-        .map_err(|e| refuse(dir, format!("no run there ({MANIFEST_NAME}: {e})")))?;
-    if !meta.is_file() || meta.len() > MANIFEST_LIMIT {
-        return Err(refuse(
-            dir,
-            format!("{MANIFEST_NAME} is not a plain file of a run"),
-        ));
-    }
-    let text = fs::read(&path).map_err(|e| refuse(dir, e))?;
-    let manifest: Manifest = serde_json::from_slice(&text)
-        .map_err(|e| refuse(dir, format!("{MANIFEST_NAME} cannot be read: {e}")))?;
+    let (manifest, digest) = read_manifest(dir).map_err(|e| refuse(dir, e))?;
     let (Some(snapshot_number), Some(marks)) = (manifest.snapshot_number, &manifest.incremental)
     else {
         return Err(refuse(
@@ -122,13 +126,13 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
         reference: PreviousRunRef {
             directory: dir.display().to_string(),
             snapshot_number,
-            manifest_sha256: hex(&Sha256::digest(&text)),
+            manifest_sha256: digest,
         },
         tables: tables.into_iter().map(|t| t.name).collect(),
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
