@@ -44,6 +44,7 @@ __all__ = [
     "read_sql",
     "read_tables",
     "unload",
+    "apply",
     "plan",
     "sample",
     "Snapshot",
@@ -350,6 +351,8 @@ def unload(
     wire_compression: bool = False,
     allow_inconsistent: bool = False,
     stall_timeout: Optional[float] = None,
+    since: Optional[str] = None,
+    keep_keys: bool = False,
 ) -> Dict[str, Any]:
     """What the command line does: every selected table to a file in
     directory ``output``, then ``schema.sql`` (the tables' DDL) and
@@ -393,7 +396,13 @@ def unload(
       cores), ``unit_pages``, ``memory_mb`` (128), ``allow_inconsistent``
       (Firebird 3: tables in parallel, each in its own snapshot),
       ``stall_timeout`` (seconds a read may wait for the server; 1800 by
-      default, 0: no limit)."""
+      default, 0: no limit).
+
+    Incremental runs (Firebird 4+):
+      ``since=DIR``: of each table, the rows inserted or updated since the
+      run in ``DIR`` (``T.upserts.<ext>``) and the keys of those deleted
+      since (``T.deletes.<ext>``), as ``--since`` does; ``keep_keys=True``
+      keeps a full run's keys so that a later run can start from it."""
     try:
         return _fbunload.unload(
             database, str(output), format=format, compression=compression, header=header,
@@ -405,10 +414,22 @@ def unload(
             decimal256=decimal256, verify=verify, memory_mb=memory_mb, overwrite=overwrite,
             views=views, queries=_queries(queries), max_rows=max_rows, max_bytes=max_bytes,
             schema=schema, allow_inconsistent=allow_inconsistent, stall_timeout=stall_timeout,
-            wire_crypt=wire_crypt, wire_compression=wire_compression)
+            wire_crypt=wire_crypt, wire_compression=wire_compression,
+            since=None if since is None else str(since), keep_keys=keep_keys)
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None
+
+
+def apply(old: str, changes: str) -> Dict[str, pa.Table]:
+    """The change set in directory ``changes`` (an unload with ``since=old``)
+    applied to the run in ``old`` (or to the state an earlier apply made):
+    every table as it was at the change set's snapshot, by name. Parquet
+    and Arrow runs; every file is checked against its manifest first."""
+    return {
+        name: pa.Table.from_batches(batches, schema=schema)
+        for name, schema, batches in _fbunload.apply(str(old), str(changes))
+    }
 
 
 def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool = False, **options: Any) -> str:

@@ -32,7 +32,7 @@ def test_the_signature_and_help_show_every_option():
                  "row_group_rows", "decimal256", "max_rows", "max_bytes", "schema", "overwrite",
                  "verify", "user", "password", "role", "charset", "parallel", "unit_pages",
                  "memory_mb", "client_lib", "wire_crypt", "wire_compression",
-                 "allow_inconsistent", "stall_timeout"]:
+                 "allow_inconsistent", "stall_timeout", "since", "keep_keys"]:
         assert name in parameters, name
         assert name in fbunload.unload.__doc__, name
     assert not any(p.kind == p.VAR_KEYWORD for p in parameters.values())
@@ -74,6 +74,8 @@ def test_per_table_columns_and_where_and_parquet_options(shop, tmp_path):
     ({"format": "arrow", "binary": "base64"}, "binary is for format csv, tsv or jsonl, not arrow"),
     ({"delimiter": ";;"}, "delimiter=';;': use one ASCII character"),
     ({"format": "parqet"}, "format parqet: use csv, tsv, jsonl, parquet or arrow"),
+    # The command line's bound: a huge limit overflowed the stall watch.
+    ({"stall_timeout": 1e30}, "stall_timeout=1000000000000000000000000000000: seconds"),
 ])
 def test_options_are_refused_as_the_command_line_refuses_them_in_python_words(
         shop, tmp_path, options, words):

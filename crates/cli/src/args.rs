@@ -142,6 +142,21 @@ pub struct Args {
     #[arg(long)]
     pub overwrite: bool,
 
+    /// Incremental unload (Firebird 4+): of each table, the rows inserted or updated since the
+    /// snapshot of the run in DIR (T.upserts.<ext>) and the primary keys of the rows deleted
+    /// since (T.deletes.<ext>), at one new snapshot. A table without a primary key, new, or
+    /// whose columns changed is unloaded whole (T.<ext>), as is every table of a database
+    /// restored from a backup since; manifest.json says which and why. DIR must have kept its
+    /// keys (--keep-keys, or an earlier --since); this run keeps its own (T.keys.parquet).
+    /// Every page is still read on the server. `fbunload apply` makes the new state
+    #[arg(long, value_name = "DIR")]
+    pub since: Option<PathBuf>,
+
+    /// Keep every table's primary keys (T.keys.parquet) so that a later run can start from
+    /// this one with --since (Firebird 4+)
+    #[arg(long)]
+    pub keep_keys: bool,
+
     /// Output format: csv, tsv (CSV rules with a tab), jsonl (one JSON object per row),
     /// parquet, or arrow (Arrow IPC file)
     #[arg(short = 'f', long, value_enum, default_value_t = Format::Csv)]
@@ -340,6 +355,21 @@ pub enum Command {
         /// directory would
         #[arg(long)]
         finish: bool,
+    },
+    /// Apply a change set (a run with --since) to the run it was taken since: every table's
+    /// state at the change set's snapshot, written to a new directory in the same format, with
+    /// a manifest that `fbunload check` verifies and a later apply starts from. Parquet and
+    /// Arrow runs; both directories' files are checked against their manifests first
+    Apply {
+        /// The earlier run (or the state an earlier apply made)
+        #[arg(value_name = "OLD")]
+        old: PathBuf,
+        /// The change set: the run made with --since OLD
+        #[arg(value_name = "CHANGES")]
+        changes: PathBuf,
+        /// The new directory for the state
+        #[arg(short, long, value_name = "STATE")]
+        output: PathBuf,
     },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,

@@ -133,6 +133,14 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
     let done = match (&args.command, args.generate) {
         (Some(args::Command::Check { dir, finish }), _) => check(dir, *finish),
         (
+            Some(args::Command::Apply {
+                old,
+                changes,
+                output,
+            }),
+            _,
+        ) => apply(old, changes, output),
+        (
             Some(args::Command::Sample {
                 path,
                 warehouses,
@@ -261,6 +269,23 @@ fn check(dir: &std::path::Path, finish: bool) -> Result<(), Failure> {
     )))
 }
 
+/// `fbunload apply OLD CHANGES -o STATE`: a line per table.
+fn apply(
+    old: &std::path::Path,
+    changes: &std::path::Path,
+    output: &std::path::Path,
+) -> Result<(), Failure> {
+    let tables = fbunload::apply::apply_to_directory(old, changes, output).map_err(describe)?;
+    for (name, rows) in &tables {
+        print_out(format_args!(
+            "{}: {}",
+            fbunload::printable(name),
+            count(*rows as usize, "row")
+        ))?;
+    }
+    Ok(())
+}
+
 /// `fbunload sample`: the database, a line per table as it is filled, and
 /// the command to try next.
 fn sample(
@@ -378,11 +403,15 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .options(options)
         .memory_budget(args.memory_mb.saturating_mul(1 << 20))
         .overwrite(args.overwrite)
+        .keep_keys(args.keep_keys)
         .part_limits(part_limits)
         .wire(args::WireCrypt::wire_options(
             args.wire_crypt,
             args.wire_compression,
         ));
+    if let Some(since) = &args.since {
+        unload = unload.since(since);
+    }
     if let Some(user) = &args.user {
         unload = unload.user(user);
     }
@@ -566,6 +595,7 @@ mod tests {
             start: fbunload::RunStart {
                 server_version: "LI-V5.0.3.1683 Firebird 5.0".into(),
                 snapshot_number: Some(7),
+                snapshot_marks: None,
                 workers: 1,
                 consistency: Consistency::SharedSnapshot,
             },

@@ -428,3 +428,27 @@ fn firebird_3_arrays_unload_element_by_element() {
          {\"ID\":2,\"N\":null,\"W\":null}\n"
     );
 }
+
+/// Firebird 3 has neither commit numbers nor shared snapshots: an
+/// incremental run, or one that would start a chain, is refused in one
+/// line, before anything is written.
+#[test]
+fn incremental_runs_are_refused_on_firebird_3() {
+    let Some(server) = server() else { return };
+    let db = server.create(
+        "incremental",
+        &[
+            "CREATE TABLE T (ID INTEGER PRIMARY KEY)",
+            "INSERT INTO T VALUES (1)",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = server.fbunload(
+        &db.dsn,
+        &server.password,
+        &["--keep-keys", "-o", out.to_str().unwrap()],
+    );
+    assert_refused_in_one_line(&run, "--since and --keep-keys need Firebird 4 or later");
+    assert!(!out.exists());
+}

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::oracle;
 use common::*;
 use fbunload_client::{Attachment, ConnectOptions, TransactionMode, WireCrypt, WireOptions};
 use fbunload_gen::bank::{self, Writers};
@@ -868,4 +869,24 @@ fn a_held_snapshot_reader_fails_when_its_server_stops_answering() {
     }
     assert!(waited >= Duration::from_secs(2), "{waited:?}");
     assert!(waited < Duration::from_secs(10), "{waited:?}");
+}
+
+/// Incremental unloads over TCP: the oracle of tests/incremental.rs (a
+/// chain of change sets, each applied, against full unloads at the same
+/// snapshots, with writers and a transaction open across every run).
+#[test]
+fn incremental_change_sets_applied_equal_full_unloads() {
+    let Some(server) = fb5("incremental_change_sets_applied_equal_full_unloads") else {
+        return;
+    };
+    let file = server.file("incremental");
+    let _removed = Removed(file.clone());
+    drop(server.create(&file, &[]));
+    let scratch = tempfile::tempdir().unwrap();
+    let options = server.connect(&file, WireOptions::default());
+    oracle::chain(&oracle::Target {
+        connect: &|| Attachment::connect(&client(), &options).unwrap(),
+        fbunload: &|args| server.fbunload(&file, args),
+        scratch: scratch.path(),
+    });
 }

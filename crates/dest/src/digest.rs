@@ -41,6 +41,11 @@ pub(crate) fn sha256(file: &mut File) -> io::Result<(u64, String)> {
     Ok((bytes, hex(&hasher.finalize())))
 }
 
+/// The SHA-256 of `bytes`, in lowercase hex.
+pub(crate) fn sha256_of(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 /// The length and SHA-256 of the bytes written so far.
 #[derive(Clone, Default)]
 pub(crate) struct RunningDigest {

@@ -25,6 +25,7 @@
 mod check;
 mod digest;
 mod directory;
+mod keys;
 mod manifest;
 mod names;
 mod order;
@@ -34,9 +35,13 @@ mod spool;
 mod stream;
 mod writeback;
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
+
+use arrow_array::RecordBatch;
+use fbunload_plan::Role;
 
 use fbunload_exec::{Destination, ExecError, FileDigest, RunInfo, UnitWriter, Written};
 use fbunload_format::{Format, PartLimits};
@@ -44,8 +49,10 @@ use fbunload_plan::Unit;
 
 pub use check::{check_directory, CheckReport};
 pub use directory::{finish_interrupted_switch, OutputDir, Reuse, STAGING_PREFIX, SWITCH_DIR};
+pub use keys::{key_set, missing_from, read_keys, KeyEncoder, KeyOutcome};
 pub use manifest::{
-    Manifest, ManifestColumn, ManifestFile, ManifestTable, MANIFEST_NAME, MANIFEST_VERSION,
+    verified_listed_file, Manifest, ManifestChange, ManifestColumn, ManifestFile,
+    ManifestIncremental, ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
 };
 pub use names::{file_name_for, part_file_name};
 pub use spool::MemoryBudget;
@@ -66,6 +73,32 @@ pub struct FileOutput {
     schema_sql: OnceLock<String>,
     /// `schema.sql` as published, for the manifest.
     schema_file: OnceLock<Vec<FileDigest>>,
+    /// An incremental run's previous keys, by table name.
+    previous_keys: HashMap<String, Vec<RecordBatch>>,
+    /// The keys entries of the plan (index, name, its table's role, keys).
+    key_tables: OnceLock<Vec<KeyEntry>>,
+    /// What became of each table's keys, once finished.
+    key_outcomes: OnceLock<Vec<KeyOutcome>>,
+    snapshot_number: OnceLock<Option<u64>>,
+}
+
+struct KeyEntry {
+    of: usize,
+    name: String,
+    /// Whether its table is read for its changes (then its deletes are
+    /// written).
+    changes: bool,
+    keys: Arc<keys::KeyTable>,
+}
+
+impl order::Table for Arc<keys::KeyTable> {
+    fn begin_unit(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        self.as_ref().begin_unit(seq)
+    }
+
+    fn finish(&self) -> Result<Written, ExecError> {
+        self.as_ref().finish()
+    }
 }
 
 /// The file of an output directory that holds the DDL of its tables; no
@@ -91,6 +124,10 @@ impl FileOutput {
             tables: OnceLock::new(),
             schema_sql: OnceLock::new(),
             schema_file: OnceLock::new(),
+            previous_keys: HashMap::new(),
+            key_tables: OnceLock::new(),
+            key_outcomes: OnceLock::new(),
+            snapshot_number: OnceLock::new(),
         }
     }
 
@@ -119,6 +156,10 @@ impl FileOutput {
             tables: OnceLock::new(),
             schema_sql: OnceLock::new(),
             schema_file: OnceLock::new(),
+            previous_keys: HashMap::new(),
+            key_tables: OnceLock::new(),
+            key_outcomes: OnceLock::new(),
+            snapshot_number: OnceLock::new(),
         })
     }
 
@@ -169,6 +210,113 @@ impl FileOutput {
         }
     }
 
+    /// The previous run's keys of each table read for its changes, by
+    /// name: the deletes are those the new snapshot lacks.
+    pub fn with_previous_keys(mut self, keys: HashMap<String, Vec<RecordBatch>>) -> Self {
+        self.previous_keys = keys;
+        self
+    }
+
+    /// What became of each table's keys (an incremental run, or one
+    /// keeping its keys), once the run has finished.
+    pub fn key_outcomes(&self) -> Vec<KeyOutcome> {
+        self.key_outcomes.get().cloned().unwrap_or_default()
+    }
+
+    /// A table's output, its files named by `stem` (`T`, `T.upserts`).
+    fn table(
+        &self,
+        stem: &str,
+        name: &str,
+        index: usize,
+        units: usize,
+        schema: &arrow_schema::SchemaRef,
+        snapshot_number: Option<u64>,
+    ) -> Box<dyn Table> {
+        let extension = self.format.extension();
+        let place = match &self.target {
+            Target::Directory(dir) if self.part_limits.splits() => Place::Parts(Arc::new(
+                PartFiles::new(dir.clone(), stem, &extension, self.part_limits),
+            )),
+            Target::Directory(dir) => Place::File {
+                dir: dir.clone(),
+                file_name: file_name_for(stem, &extension),
+            },
+            Target::Stdout(spill) => Place::Stdout {
+                spill: PathBuf::from(spill.path()),
+            },
+        };
+        let context = TableContext {
+            name: name.to_string(),
+            index,
+            units,
+            schema: schema.clone(),
+            place,
+            budget: self.budget.clone(),
+            stdout_bytes: Arc::default(),
+        };
+        match &self.format {
+            Format::Bytes {
+                format,
+                compression,
+            } => Box::new(ByteTable::new(context, format.clone(), *compression)),
+            Format::Batches(format) => {
+                Box::new(BatchTable::new(context, format.clone(), snapshot_number))
+            }
+        }
+    }
+
+    /// Publishes each table's keys and, for a table read for its changes,
+    /// its deletes (see `keys`).
+    fn finish_keys(&self, dir: &Arc<OutputDir>) -> Result<Vec<KeyOutcome>, ExecError> {
+        let entries = self.key_tables.get().map_or(&[][..], Vec::as_slice);
+        let plan_len = self.tables().len();
+        let snapshot_number = self.snapshot_number.get().copied().flatten();
+        let mut outcomes = Vec::with_capacity(entries.len());
+        for (i, entry) in entries.iter().enumerate() {
+            let fail = |reason: String| ExecError::OutputDir {
+                path: dir.path().to_path_buf(),
+                reason: format!("the keys of table {}: {reason}", entry.name),
+            };
+            let batches = entry.keys.batches();
+            let schema = &entry.keys.schema;
+            let keys_name = file_name_for(&entry.name, "keys.parquet");
+            let keys_files = keys::publish_keys(dir, &keys_name, schema, &batches)
+                .map_err(|e| fail(e.to_string()))?;
+            let mut outcome = KeyOutcome {
+                of: entry.of,
+                keys: batches.iter().map(|b| b.num_rows() as u64).sum(),
+                keys_files,
+                ..KeyOutcome::default()
+            };
+            if entry.changes {
+                let old = self
+                    .previous_keys
+                    .get(&entry.name)
+                    .ok_or_else(|| fail("the previous run's keys were not given".into()))?;
+                let new = keys::key_set(&batches).map_err(fail)?;
+                let deletes = keys::missing_from(old, &new, schema).map_err(fail)?;
+                outcome.deletes = Some(deletes.num_rows() as u64);
+                let table = self.table(
+                    &format!("{}.deletes", entry.name),
+                    &entry.name,
+                    plan_len + i,
+                    1,
+                    schema,
+                    snapshot_number,
+                );
+                let mut unit = table.begin_unit(0)?;
+                if deletes.num_rows() > 0 {
+                    unit.write(deletes)?;
+                }
+                unit.finish()?;
+                outcome.deletes_written = table.finish()?;
+            }
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+
     fn tables(&self) -> &[Box<dyn Table>] {
         self.tables.get().map_or(&[], |t| t.as_slice())
     }
@@ -192,49 +340,44 @@ impl Destination for FileOutput {
                 )));
             }
         }
-        let extension = self.format.extension();
+        let _ = self.snapshot_number.set(run.snapshot_number);
+        let mut key_entries = Vec::new();
         let tables = run
             .plan
             .tables
             .iter()
             .zip(run.schemas)
             .enumerate()
-            .map(|(index, (table, schema))| {
-                let place = match &self.target {
-                    Target::Directory(dir) if self.part_limits.splits() => Place::Parts(Arc::new(
-                        PartFiles::new(dir.clone(), &table.name, &extension, self.part_limits),
-                    )),
-                    Target::Directory(dir) => Place::File {
-                        dir: dir.clone(),
-                        file_name: file_name_for(&table.name, &extension),
-                    },
-                    Target::Stdout(spill) => Place::Stdout {
-                        spill: PathBuf::from(spill.path()),
-                    },
-                };
-                let context = TableContext {
-                    name: table.name.clone(),
+            .map(|(index, (table, schema))| match table.role {
+                Role::Keys { of } => {
+                    let keys = Arc::new(keys::KeyTable::new(schema.clone()));
+                    key_entries.push(KeyEntry {
+                        of,
+                        name: table.name.clone(),
+                        changes: run.plan.tables[of].role == Role::Upserts,
+                        keys: keys.clone(),
+                    });
+                    Box::new(keys) as Box<dyn Table>
+                }
+                Role::Upserts => self.table(
+                    &format!("{}.upserts", table.name),
+                    &table.name,
                     index,
-                    units: table.unit_count,
-                    schema: schema.clone(),
-                    place,
-                    budget: self.budget.clone(),
-                    stdout_bytes: Arc::default(),
-                };
-                let table: Box<dyn Table> = match &self.format {
-                    Format::Bytes {
-                        format,
-                        compression,
-                    } => Box::new(ByteTable::new(context, format.clone(), *compression)),
-                    Format::Batches(format) => Box::new(BatchTable::new(
-                        context,
-                        format.clone(),
-                        run.snapshot_number,
-                    )),
-                };
-                table
+                    table.unit_count,
+                    schema,
+                    run.snapshot_number,
+                ),
+                _ => self.table(
+                    &table.name,
+                    &table.name,
+                    index,
+                    table.unit_count,
+                    schema,
+                    run.snapshot_number,
+                ),
             })
             .collect();
+        let _ = self.key_tables.set(key_entries);
         self.tables
             .set(tables)
             .map_err(|_| ExecError::Usage("a file output serves one run".into()))
@@ -250,6 +393,10 @@ impl Destination for FileOutput {
             .iter()
             .map(|t| t.finish())
             .collect::<Result<_, _>>()?;
+        if let Target::Directory(dir) = &self.target {
+            let outcomes = self.finish_keys(dir)?;
+            let _ = self.key_outcomes.set(outcomes);
+        }
         if let (Target::Directory(dir), Some(sql)) = (&self.target, self.schema_sql.get()) {
             // After the tables, so that it is there only when they all are.
             let publish = || {

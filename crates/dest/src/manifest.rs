@@ -50,6 +50,64 @@ pub struct Manifest {
     /// The run's files that belong to no one table (`schema.sql`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<ManifestFile>,
+    /// An incremental run (`--since`), or a full one that kept its keys
+    /// (`--keep-keys`): what the next `--since` needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incremental: Option<ManifestIncremental>,
+    /// A directory `fbunload apply` made: the SHA-256 of the manifest of
+    /// the change set whose state it holds, which the next change set
+    /// names as its previous run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_of: Option<String>,
+}
+
+/// What an incremental run records of its snapshot, and of the run it
+/// started from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestIncremental {
+    /// The oldest interesting transaction the snapshot's transaction saw
+    /// when it started: the next run reads every row written from it on.
+    pub oldest_interesting: u64,
+    /// The snapshot's transaction's number.
+    pub transaction: u64,
+    /// The database's GUID (a restore changes it).
+    pub database_guid: String,
+    /// The run this one holds the changes since; none for a full run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<PreviousRunRef>,
+    /// Tables of that run this one does not have (dropped since, or no
+    /// longer selected): gone from the state the changes make.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
+}
+
+/// The run an incremental run started from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviousRunRef {
+    /// Its directory, as given to `--since`.
+    pub directory: String,
+    pub snapshot_number: u64,
+    /// The SHA-256 of its `manifest.json`.
+    pub manifest_sha256: String,
+}
+
+/// A table of an incremental run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestChange {
+    /// `changes` (its files: the rows inserted or updated since, and the
+    /// keys of the rows deleted since) or `full` (the whole table).
+    pub mode: String,
+    /// Why a table of an incremental run is read whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its primary key's columns; empty for a table without one.
+    pub primary_key: Vec<String>,
+    /// Rows in its keys file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<u64>,
+    /// Rows deleted since (`changes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletes: Option<u64>,
 }
 
 /// One table of a run.
@@ -78,6 +136,9 @@ pub struct ManifestTable {
     pub columns: Vec<ManifestColumn>,
     /// Its file, or each part of a table written as a directory of parts.
     pub files: Vec<ManifestFile>,
+    /// Its part of an incremental run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<ManifestChange>,
 }
 
 fn table_kind() -> String {
@@ -100,6 +161,10 @@ pub struct ManifestFile {
     pub bytes: u64,
     /// Lowercase hex.
     pub sha256: String,
+    /// In an incremental run: `upserts`, `deletes` or `keys`; none for a
+    /// whole table's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
 }
 
 impl From<fbunload_exec::FileDigest> for ManifestFile {
@@ -108,8 +173,33 @@ impl From<fbunload_exec::FileDigest> for ManifestFile {
             name: d.name,
             bytes: d.bytes,
             sha256: d.sha256,
+            role: None,
         }
     }
+}
+
+/// The contents of `file`, listed in the manifest of `dir`, once they are
+/// found to be what the manifest says: a plain file inside `dir` (no `..`, no
+/// link on the way or at the end) of its size and SHA-256. For a run that
+/// reads another run's files back (`--since`, `apply`): an output
+/// directory is not to be trusted.
+pub fn verified_listed_file(dir: &Path, file: &ManifestFile) -> Result<Vec<u8>, String> {
+    let path = listed_path(dir, &file.name).map_err(|r| format!("{}: {r}", file.name))?;
+    let meta = fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", file.name))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a plain file", file.name));
+    }
+    // Hashed as read, so what is checked is what is used.
+    let contents = fs::read(&path).map_err(|e| format!("{}: {e}", file.name))?;
+    let sha256 = crate::digest::sha256_of(&contents);
+    if contents.len() as u64 != file.bytes || sha256 != file.sha256 {
+        return Err(format!(
+            "{}: its size or SHA-256 differs from the manifest's (fbunload check names what \
+             changed)",
+            file.name
+        ));
+    }
+    Ok(contents)
 }
 
 /// What a reader of a manifest needs of it: the files. Read on its own so

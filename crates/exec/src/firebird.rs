@@ -42,6 +42,7 @@ use fbunload_plan::{
     printable, quote_identifier, read_catalog, read_schema, read_views, Kind, Plan, PlanOptions,
     Read, TableFilter, TablePlan, Unit,
 };
+use fbunload_plan::{Incremental, Role};
 
 use crate::session::{Reader, Session};
 use crate::ExecError;
@@ -292,6 +293,91 @@ pub(crate) fn plan_in(
             Ok(schema)
         })
         .collect::<Result<_, ExecError>>()?;
+    match &filter.incremental {
+        Some(incremental) => plan_incremental(tr, incremental, &catalog, plan, schemas, options),
+        None => Ok((plan, schemas)),
+    }
+}
+
+/// Makes a plan of whole tables incremental (see
+/// [`fbunload_plan::incremental`]): each table with a primary key gets an
+/// entry that reads its keys; with `since`, each table whose change can
+/// be read reads only the rows changed since, the others are read whole
+/// and say why.
+fn plan_incremental(
+    tr: &Transaction,
+    incremental: &Incremental,
+    catalog: &[fbunload_plan::Table],
+    mut plan: Plan,
+    mut schemas: Vec<SchemaRef>,
+    options: PlanOptions,
+) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
+    use fbunload_plan::incremental as inc;
+    if !options.split_tables {
+        return Err(ExecError::Usage(
+            "--since and --keep-keys need Firebird 4 or later (commit numbers and shared \
+             snapshots); this server has neither"
+                .into(),
+        ));
+    }
+    let client = |e| ExecError::Client(e);
+    let primary_keys = inc::read_primary_keys(tr).map_err(client)?;
+    let guid = inc::read_database_guid(tr).map_err(client)?;
+    let transaction = tr.number().map_err(client)?;
+    let whole_database = incremental
+        .since
+        .as_ref()
+        .and_then(|since| inc::whole_database_reason(since, &guid, transaction));
+    let mut keys = Vec::new();
+    for (index, table) in catalog.iter().enumerate() {
+        let entry = &mut plan.tables[index];
+        debug_assert_eq!(entry.name, table.name);
+        let primary_key = primary_keys.get(&table.name).cloned().unwrap_or_default();
+        if let Some(since) = &incremental.since {
+            let columns: Vec<(String, String, String)> = entry
+                .columns
+                .iter()
+                .zip(&entry.declared_types)
+                .zip(schemas[index].fields())
+                .map(|((name, declared), field)| {
+                    (
+                        name.clone(),
+                        declared.clone(),
+                        field.data_type().to_string(),
+                    )
+                })
+                .collect();
+            let mode = match &whole_database {
+                Some(reason) => inc::TableMode::Whole(reason.clone()),
+                None => inc::table_mode(since, &table.name, &columns, &primary_key),
+            };
+            match mode {
+                inc::TableMode::Changes => {
+                    entry.condition = Some(inc::changed_condition(since));
+                    entry.role = Role::Upserts;
+                }
+                inc::TableMode::Whole(reason) => entry.role = Role::WholeBecause(reason),
+            }
+        }
+        let key_columns: Option<Vec<_>> = primary_key
+            .iter()
+            .map(|name| table.columns.iter().find(|c| c.name == *name).cloned())
+            .collect();
+        if let Some(key_columns) = key_columns.filter(|k| !k.is_empty()) {
+            let fields: Vec<_> = key_columns
+                .iter()
+                .filter_map(|c| schemas[index].field_with_name(&c.name).ok().cloned())
+                .collect();
+            schemas.push(Arc::new(Schema::new(fields)));
+            let key_table = fbunload_plan::Table {
+                columns: key_columns,
+                ..table.clone()
+            };
+            keys.push((index, key_table));
+        }
+    }
+    let mut plan = plan.with_key_entries(keys, options);
+    plan.database_guid = Some(guid);
     Ok((plan, schemas))
 }
 
@@ -469,6 +555,19 @@ struct Joined {
     /// The holder's oldest active transaction: no reader may take a
     /// transaction from there on as committed (module docs).
     oldest_active: u64,
+    /// What the next incremental run needs of this one.
+    marks: SnapshotMarks,
+}
+
+/// The transaction that holds a run's shared snapshot: what an
+/// incremental run after it needs (see [`fbunload_plan::incremental`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotMarks {
+    /// The oldest interesting transaction it saw when it started, before
+    /// its snapshot was taken.
+    pub oldest_interesting: u64,
+    /// Its own number.
+    pub transaction: u64,
 }
 
 /// A run's hold on a Firebird database.
@@ -513,6 +612,11 @@ impl FirebirdSession {
             one: OnceLock::new(),
             aborted: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The shared snapshot's transaction's marks, once it is taken.
+    pub(crate) fn snapshot_marks(&self) -> Option<SnapshotMarks> {
+        self.joined.get().map(|j| j.marks)
     }
 
     fn reader(&self, tr: Arc<Transaction>) -> FirebirdReader {
@@ -561,7 +665,12 @@ impl FirebirdSession {
                 agree &= tr.oldest_interesting().map_err(ExecError::Client)? <= oldest_active;
             }
             if agree {
+                let marks = SnapshotMarks {
+                    oldest_interesting: holder.oldest_interesting().map_err(ExecError::Client)?,
+                    transaction: holder.number().map_err(ExecError::Client)?,
+                };
                 let _ = self.joined.set(Joined {
+                    marks,
                     number,
                     _holder: holder,
                     reference,
@@ -586,7 +695,7 @@ impl FirebirdSession {
         let names: Vec<String> = plan
             .tables
             .iter()
-            .filter(|t| t.kind == Kind::Table)
+            .filter(|t| t.kind == Kind::Table && !matches!(t.role, Role::Keys { .. }))
             .map(|t| t.name.clone())
             .collect();
         if names.is_empty() {

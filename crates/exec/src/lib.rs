@@ -41,7 +41,7 @@ use fbunload_plan::{Kind, Plan, PlanOptions, TableFilter, Unit};
 
 pub use destination::{Destination, Discard, FileDigest, RunInfo, UnitWriter, Written};
 pub use error::{ExecError, OutputError};
-pub use firebird::{Consistency, Database};
+pub use firebird::{Consistency, Database, SnapshotMarks};
 pub use held::{HeldSnapshot, SnapshotReader, SnapshotTicket, OLDER_TRANSACTIONS_WAIT};
 
 use dispatch::{dispatch, DispatchOptions};
@@ -128,6 +128,8 @@ pub struct RunStart {
     /// Known once the run has started; `None` where the server cannot
     /// share a snapshot (before Firebird 4).
     pub snapshot_number: Option<u64>,
+    /// The snapshot's transaction, where one is shared.
+    pub snapshot_marks: Option<SnapshotMarks>,
     pub workers: usize,
     pub consistency: Consistency,
 }
@@ -253,6 +255,7 @@ impl Prepared {
             start: RunStart {
                 server_version: version.text,
                 snapshot_number: None,
+                snapshot_marks: None,
                 workers,
                 consistency,
             },
@@ -309,6 +312,7 @@ impl Prepared {
         let mut on_start = |session: &FirebirdSession| {
             let snapshot_number = session.snapshot_number();
             start.snapshot_number = snapshot_number;
+            start.snapshot_marks = session.snapshot_marks();
             let schema_sql = match read_schema {
                 true => session.schema_sql(&plan)?,
                 false => None,

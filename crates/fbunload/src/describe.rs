@@ -58,6 +58,7 @@ pub(crate) fn manifest(
                 })
                 .collect(),
             files: written.files.iter().cloned().map(Into::into).collect(),
+            change: None,
         })
         .collect();
     Manifest {
@@ -78,6 +79,8 @@ pub(crate) fn manifest(
         options: options(request, plan, summary),
         tables,
         files: Vec::new(),
+        incremental: None,
+        state_of: None,
     }
 }
 

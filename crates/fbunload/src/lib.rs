@@ -58,7 +58,9 @@
 //! (rows → Arrow), `fbunload-format` (Arrow → bytes) and `fbunload-dest`
 //! (files, standard output, streams).
 
+pub mod apply;
 mod describe;
+mod incremental;
 pub mod output;
 pub mod sample;
 
@@ -151,6 +153,10 @@ pub struct Unload {
     reuse: Reuse,
     /// Where [`Unload::to_directory`] ends each table's parts.
     part_limits: PartLimits,
+    /// The run an incremental unload starts from.
+    since: Option<PathBuf>,
+    /// Whether a run into a directory keeps its tables' keys.
+    keep_keys: bool,
 }
 
 impl Unload {
@@ -177,7 +183,31 @@ impl Unload {
             memory_budget: DEFAULT_MEMORY_BUDGET,
             reuse: Reuse::Refuse,
             part_limits: PartLimits::default(),
+            since: None,
+            keep_keys: false,
         }
+    }
+
+    /// An incremental unload (Firebird 4+): of each table, the rows
+    /// inserted or updated since the snapshot of the run in `previous`
+    /// (`T.upserts.<ext>`), and the primary keys of the rows deleted since
+    /// (`T.deletes.<ext>`), read at one new snapshot. A table without a
+    /// primary key, new, or whose columns changed is read whole, as is
+    /// every table of a database restored from a backup since; the
+    /// manifest says which and why. `previous` must have kept its keys
+    /// (an incremental run, or one with [`Unload::keep_keys`]); this run
+    /// keeps its own for the next. [`Unload::to_directory`] only.
+    pub fn since(mut self, previous: impl Into<PathBuf>) -> Self {
+        self.since = Some(previous.into());
+        self
+    }
+
+    /// Makes [`Unload::to_directory`] keep the primary keys of every table
+    /// (`T.keys.parquet`, listed in the manifest), so that a later run can
+    /// start from this one with [`Unload::since`] (Firebird 4+).
+    pub fn keep_keys(mut self, keep: bool) -> Self {
+        self.keep_keys = keep;
+        self
     }
 
     pub fn user(mut self, user: impl Into<String>) -> Self {
@@ -492,12 +522,32 @@ impl Unload {
             return self.prepare()?.run(&fbunload_exec::Discard, progress);
         }
         FileOutput::check_part_limits(&format, self.part_limits)?;
+        let incremental = self.since.is_some() || self.keep_keys;
+        if incremental {
+            self.refuse_with_incremental()?;
+        }
+        let previous = match &self.since {
+            Some(since) => Some(incremental::read_previous(since)?),
+            None => None,
+        };
         let output = OutputDir::open(dir.as_ref(), self.reuse)?;
-        let prepared = self.prepare_for(&format)?;
+        let mut this = self.clone();
+        if incremental {
+            this.filter.incremental = Some(fbunload_plan::Incremental {
+                since: previous.as_ref().map(|p| p.since.clone()),
+            });
+        }
+        let prepared = this.prepare_for(&format)?;
         let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
         let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
-            .with_part_limits(self.part_limits)?;
-        let summary = prepared.run(&files, progress)?;
+            .with_part_limits(self.part_limits)?
+            .with_previous_keys(
+                previous
+                    .as_ref()
+                    .map(|p| p.keys.clone())
+                    .unwrap_or_default(),
+            );
+        let mut summary = prepared.run(&files, progress)?;
         let request = describe::Request {
             database: &self.connect.database,
             filter: &filter,
@@ -508,12 +558,58 @@ impl Unload {
         };
         let mut manifest = describe::manifest(&request, &plan, &schemas, &summary);
         manifest.files = files.run_files().into_iter().map(Into::into).collect();
+        if incremental {
+            let outcomes = files.key_outcomes();
+            incremental::complete_manifest(
+                &mut manifest,
+                &plan,
+                &summary,
+                &outcomes,
+                previous.as_ref(),
+            )?;
+            let mut index = 0;
+            summary.tables.retain(|_| {
+                index += 1;
+                !matches!(
+                    plan.tables[index - 1].role,
+                    fbunload_plan::Role::Keys { .. }
+                )
+            });
+        }
         output.publish_manifest(&manifest)?;
         Ok(summary)
     }
 
+    /// What an incremental run (or one keeping its keys) cannot be
+    /// combined with, refused before anything attaches.
+    fn refuse_with_incremental(&self) -> Result<(), Error> {
+        let what = if self.filter.views.is_some() || !self.filter.queries.is_empty() {
+            Some("views and queries")
+        } else if !self.choices.is_empty() {
+            Some("--columns and --where")
+        } else if self.options.allow_inconsistent {
+            Some("--allow-inconsistent")
+        } else {
+            None
+        };
+        match what {
+            Some(what) => Err(Error::Usage(format!(
+                "--since and --keep-keys read whole tables at one snapshot; {what} cannot be \
+                 combined with them"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Unloads the one selected table to standard output.
     pub fn to_stdout(&self, format: Format, progress: &dyn Progress) -> Result<Summary, Error> {
+        if self.since.is_some() || self.keep_keys {
+            return Err(Error::Usage(
+                "--since and --keep-keys write several files per table; give an output \
+                 directory, not -o -"
+                    .into(),
+            ));
+        }
         if self.options.fetch_only {
             return self.prepare()?.run(&fbunload_exec::Discard, progress);
         }

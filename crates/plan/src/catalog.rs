@@ -53,6 +53,8 @@ pub struct TableFilter {
     pub views: Option<String>,
     /// Queries to unload too (`--query`).
     pub queries: Vec<crate::QuerySpec>,
+    /// An incremental run (`--since`), or a full one keeping its keys.
+    pub incremental: Option<crate::Incremental>,
 }
 
 impl TableFilter {

@@ -12,6 +12,7 @@
 
 pub mod catalog;
 mod identifier;
+pub mod incremental;
 pub mod planner;
 pub mod query;
 pub mod schema;
@@ -21,6 +22,7 @@ mod sql_text;
 
 pub use catalog::{read_catalog, read_views, CatalogError, Column, Table, TableFilter, View};
 pub use identifier::{printable, quote_identifier};
+pub use incremental::{Incremental, PreviousTable, Role, Since, TableMode};
 pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit};
 pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};

@@ -40,6 +40,7 @@ use fbunload_decode::TextDecoder;
 
 use crate::catalog::{Column, Table};
 use crate::identifier::quote_identifier;
+use crate::incremental::Role;
 use crate::query::DrivingTable;
 use crate::sql_text::for_the_engine;
 
@@ -164,6 +165,8 @@ pub struct TablePlan {
     pub unit_count: usize,
     /// The rows to read (`--where`), ANDed to every unit's range.
     pub condition: Option<String>,
+    /// Its part of an incremental run (`--since`, `--keep-keys`).
+    pub role: Role,
     select: String,
     /// The character set the condition's literals are sent in.
     literals: TextDecoder,
@@ -351,6 +354,8 @@ pub struct Plan {
     pub units: Vec<Unit>,
     /// Data pages per unit (the last unit of a table may be shorter).
     pub unit_pages: u64,
+    /// The database's GUID, read for an incremental run.
+    pub database_guid: Option<String>,
 }
 
 impl Plan {
@@ -385,6 +390,7 @@ impl Plan {
                 pointer_pages: table.pointer_pages,
                 unit_count: units.len(),
                 condition: None,
+                role: Role::Whole,
                 select: select_list(table, options.trim_char_on_server),
                 literals: options.literals,
                 dp_per_pp,
@@ -405,6 +411,7 @@ impl Plan {
             tables,
             units: per_table_units.into_iter().flatten().collect(),
             unit_pages,
+            database_guid: None,
         }
     }
 }
@@ -445,6 +452,7 @@ impl Plan {
                 arrays: Vec::new(),
                 unit_count: units.len(),
                 condition: None,
+                role: Role::Whole,
                 // The query as Firebird will read it; `query` keeps it as
                 // given, for the plan and the manifest.
                 select: for_the_engine(&read.sql, &options.literals),
@@ -458,6 +466,41 @@ impl Plan {
                 byte_charsets: Vec::new(),
                 name: read.name,
             });
+            per_entry.push(units);
+        }
+        per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));
+        self.units = per_entry.into_iter().flatten().collect();
+        self
+    }
+
+    /// Adds an entry that reads the primary key `key` of each table
+    /// `(index, table)` of the plan, over the same units (see
+    /// [`Role::Keys`]): for an incremental run, and a full one that keeps
+    /// its keys.
+    pub fn with_key_entries(mut self, keys: Vec<(usize, Table)>, options: PlanOptions) -> Plan {
+        let mut per_entry: Vec<Vec<Unit>> = (0..self.tables.len())
+            .map(|t| self.units_of(t).copied().collect())
+            .collect();
+        for (of, table) in keys {
+            let index = self.tables.len();
+            let mut entry = self.tables[of].clone();
+            let units: Vec<Unit> = self
+                .units_of(of)
+                .map(|u| Unit { table: index, ..*u })
+                .collect();
+            entry.columns = table.columns.iter().map(|c| c.name.clone()).collect();
+            entry.declared_types = table.columns.iter().map(Column::declared_type).collect();
+            entry.arrays = vec![None; table.columns.len()];
+            entry.byte_charsets = table
+                .columns
+                .iter()
+                .map(|c| c.charset_id.filter(|_| read_as_bytes(c)))
+                .collect();
+            entry.select = select_list(&table, options.trim_char_on_server);
+            entry.condition = None;
+            entry.role = Role::Keys { of };
+            entry.unit_count = units.len();
+            self.tables.push(entry);
             per_entry.push(units);
         }
         per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));

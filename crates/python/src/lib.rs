@@ -539,7 +539,7 @@ fn output_options(
     password=None, role=None, charset="UTF8", parallel=None, unit_pages=None, client_lib=None,
     decimal256=false, verify=false, memory_mb=128, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
-    stall_timeout=None, wire_crypt=None, wire_compression=false))]
+    stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -578,6 +578,8 @@ fn unload<'py>(
     stall_timeout: Option<f64>,
     wire_crypt: Option<&str>,
     wire_compression: bool,
+    since: Option<PathBuf>,
+    keep_keys: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     if max_rows == Some(0) || max_bytes == Some(0) {
         return Err(UsageError::new_err(
@@ -595,10 +597,14 @@ fn unload<'py>(
     .map_err(|e| UsageError::new_err(words::in_python_words(&e)))?;
     let stall_timeout = match stall_timeout {
         None => None,
-        Some(s) if s.is_finite() && s >= 0.0 => Some((s > 0.0).then(|| Duration::from_secs_f64(s))),
+        // The command line's bound, so a huge value cannot overflow the watch.
+        Some(s) if s.is_finite() && (0.0..=fbunload::MAX_STALL_TIMEOUT_SECS as f64).contains(&s) => {
+            Some((s > 0.0).then(|| Duration::from_secs_f64(s)))
+        }
         Some(s) => {
             return Err(UsageError::new_err(format!(
-                "stall_timeout={s}: seconds, 0 for no limit"
+                "stall_timeout={s}: seconds, 0 for no limit, at most {} (a year)",
+                fbunload::MAX_STALL_TIMEOUT_SECS
             )))
         }
     };
@@ -637,7 +643,12 @@ fn unload<'py>(
         },
         ..defaults
     };
-    let unload = with_reads(unload, views, queries)
+    let mut unload = with_reads(unload, views, queries);
+    if let Some(since) = since {
+        unload = unload.since(since);
+    }
+    let unload = unload
+        .keep_keys(keep_keys)
         .options(options)
         .wire(wire)
         .overwrite(overwrite)
@@ -671,6 +682,30 @@ fn unload<'py>(
         .map_err(|_| Error::new_err("the run panicked"))?
         .map_err(to_py)?;
     summary_dict(py, &summary)
+}
+
+/// A change set applied to the run it was taken since (`fbunload
+/// apply`): each table's schema and batches, by name, in table order.
+#[pyfunction]
+fn apply<'py>(
+    py: Python<'py>,
+    old: PathBuf,
+    changes: PathBuf,
+) -> PyResult<Vec<(String, Bound<'py, PyAny>, Vec<Bound<'py, PyAny>>)>> {
+    let tables = py
+        .detach(|| fbunload::apply::apply_tables(&old, &changes))
+        .map_err(to_py)?;
+    tables
+        .into_iter()
+        .map(|table| {
+            let batches = table
+                .batches
+                .iter()
+                .map(|b| b.to_pyarrow(py))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok((table.name, table.schema.to_pyarrow(py)?, batches))
+        })
+        .collect()
 }
 
 /// The `fbunload` command line in this process: `argv` is the program's
@@ -1032,6 +1067,7 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_units, m)?)?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(unload, m)?)?;
+    m.add_function(wrap_pyfunction!(apply, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(sample, m)?)?;

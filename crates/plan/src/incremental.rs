@@ -1,0 +1,229 @@
+//! Incremental unloads (`--since`): which rows of a table changed since
+//! an earlier run's snapshot, and which tables must be read whole.
+//!
+//! Every record version carries the number of the transaction that wrote
+//! it (`RDB$RECORD_VERSION`). A row whose version, as the new snapshot
+//! sees it, was written by a transaction that committed at or before the
+//! earlier snapshot is the row that snapshot saw (a newer committed
+//! version would be seen instead); every other row is new or changed.
+//!
+//! Which transactions committed after the earlier snapshot cannot be
+//! asked of the engine: commit numbers (`RDB$GET_TRANSACTION_CN`, and
+//! snapshot numbers) live in the engine's shared memory, and start again
+//! from 1 whenever the database is next opened (a restarted server, or
+//! the last attachment gone), while transaction numbers are on disk; and
+//! within one lifetime the engine answers 1 ("prehistoric") for every
+//! transaction below the oldest interesting and oldest snapshot
+//! transactions of the moment (Firebird's
+//! `TipCache::updateOldestTransaction`), whenever it committed. Both
+//! would make a change committed after the earlier snapshot look older.
+//! So the earlier run keeps a bound in transaction numbers: the oldest
+//! interesting transaction its snapshot's transaction read from the header
+//! page when it started (`isc_info_tra_oldest_interesting`), before its
+//! snapshot was taken. No transaction below it was still uncommitted then
+//! (the engine's scans that move it, a sweep's included, stop at the
+//! first transaction active, in limbo or dead), so none of them can have
+//! committed after the snapshot. A row is read as changed when its
+//! version's transaction is at or above that bound: a superset of the
+//! changed rows (those written by transactions that were running when the
+//! earlier snapshot was taken, or committed just before it), never fewer.
+//!
+//! Rows deleted since are found by the difference of key sets (the
+//! earlier run keeps its tables' primary keys); a table without a primary
+//! key, one the earlier run did not have, or whose columns changed, is
+//! read whole ([`TableMode::Whole`]).
+
+use std::collections::HashMap;
+
+use fbunload_client::{ClientError, Transaction};
+
+use crate::catalog::{query, text};
+
+/// An earlier run that an incremental one starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Since {
+    /// Its snapshot number.
+    pub snapshot_number: u64,
+    /// The oldest interesting transaction its snapshot's transaction saw
+    /// (module docs).
+    pub oldest_interesting: u64,
+    /// Its snapshot transaction's own number: a database whose numbers
+    /// are below it now was restored or replaced since.
+    pub transaction: u64,
+    /// The database's GUID then.
+    pub database_guid: String,
+    /// Its tables, as its manifest lists them.
+    pub tables: Vec<PreviousTable>,
+}
+
+/// A table of the earlier run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviousTable {
+    pub name: String,
+    /// `(name, declared type, Arrow type)` of each column, in order.
+    pub columns: Vec<(String, String, String)>,
+    /// Its primary key's columns; empty when it had none.
+    pub primary_key: Vec<String>,
+    /// Whether its keys are there to compare with, checked.
+    pub keys: bool,
+}
+
+/// What an incremental plan asks for: the change of each table since
+/// `since`, or (`since` `None`) a full unload that keeps the keys for the
+/// next run (`--keep-keys`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Incremental {
+    pub since: Option<Since>,
+}
+
+/// How an entry of an incremental plan is read and written.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Role {
+    /// An ordinary entry: the table, view or query whole.
+    #[default]
+    Whole,
+    /// A table read whole in an incremental run, and why.
+    WholeBecause(String),
+    /// A table's rows changed since the earlier run (`T.upserts.<ext>`).
+    Upserts,
+    /// The primary key of every row of table `of` (an index into the
+    /// plan's tables): the keys file, and the deletes.
+    Keys { of: usize },
+}
+
+/// Whether a table of an incremental run is read for its changes or whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableMode {
+    Changes,
+    Whole(String),
+}
+
+/// The condition a changed row meets (module docs).
+pub fn changed_condition(since: &Since) -> String {
+    format!("RDB$RECORD_VERSION >= {}", since.oldest_interesting)
+}
+
+/// Why every table must be read whole, if it must: a database restored or
+/// replaced since `since` (another GUID, or transaction numbers below the
+/// earlier run's).
+pub fn whole_database_reason(since: &Since, guid: &str, transaction: u64) -> Option<String> {
+    if since.database_guid != guid {
+        return Some(format!(
+            "the database's GUID is {guid}, not {} as in the previous run: it was restored \
+             from a backup or replaced since, so transaction numbers do not compare",
+            since.database_guid
+        ));
+    }
+    if transaction <= since.transaction {
+        return Some(format!(
+            "the database's transaction numbers went back (now {transaction}, {} in the \
+             previous run): it was replaced by an older copy since",
+            since.transaction
+        ));
+    }
+    None
+}
+
+/// How table `name`, with these columns and primary key now, is read.
+pub fn table_mode(
+    since: &Since,
+    name: &str,
+    columns: &[(String, String, String)],
+    primary_key: &[String],
+) -> TableMode {
+    if primary_key.is_empty() {
+        return TableMode::Whole("it has no primary key".into());
+    }
+    let Some(previous) = since.tables.iter().find(|t| t.name == name) else {
+        return TableMode::Whole("it was not in the previous run".into());
+    };
+    if previous.columns != columns {
+        return TableMode::Whole("its columns changed since the previous run".into());
+    }
+    if previous.primary_key != primary_key {
+        return TableMode::Whole("its primary key changed since the previous run".into());
+    }
+    if !previous.keys {
+        return TableMode::Whole("the previous run kept no keys of it".into());
+    }
+    TableMode::Changes
+}
+
+/// The primary key columns of each table that has one, in key order.
+pub fn read_primary_keys(tr: &Transaction) -> Result<HashMap<String, Vec<String>>, ClientError> {
+    let mut keys: HashMap<String, Vec<String>> = HashMap::new();
+    query(
+        tr,
+        "SELECT rc.RDB$RELATION_NAME, s.RDB$FIELD_NAME \
+         FROM RDB$RELATION_CONSTRAINTS rc \
+         JOIN RDB$INDEX_SEGMENTS s ON s.RDB$INDEX_NAME = rc.RDB$INDEX_NAME \
+         WHERE rc.RDB$CONSTRAINT_TYPE = 'PRIMARY KEY' \
+         ORDER BY rc.RDB$RELATION_NAME, s.RDB$FIELD_POSITION",
+        |row| keys.entry(text(row, 0)).or_default().push(text(row, 1)),
+    )?;
+    Ok(keys)
+}
+
+/// The database's GUID (Firebird 4+), which a restore from a backup
+/// changes.
+pub fn read_database_guid(tr: &Transaction) -> Result<String, ClientError> {
+    let mut guid = String::new();
+    query(
+        tr,
+        "SELECT RDB$GET_CONTEXT('SYSTEM', 'DB_GUID') FROM RDB$DATABASE",
+        |row| guid = text(row, 0),
+    )?;
+    Ok(guid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn since() -> Since {
+        Since {
+            snapshot_number: 500,
+            oldest_interesting: 90,
+            transaction: 120,
+            database_guid: "{G}".into(),
+            tables: vec![PreviousTable {
+                name: "T".into(),
+                columns: vec![("ID".into(), "INTEGER".into(), "Int32".into())],
+                primary_key: vec!["ID".into()],
+                keys: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_condition_keeps_every_transaction_from_the_bound_on() {
+        assert_eq!(changed_condition(&since()), "RDB$RECORD_VERSION >= 90");
+    }
+
+    #[test]
+    fn a_restored_or_older_database_is_read_whole() {
+        let s = since();
+        assert_eq!(whole_database_reason(&s, "{G}", 121), None);
+        assert!(whole_database_reason(&s, "{H}", 121)
+            .unwrap()
+            .contains("GUID"));
+        assert!(whole_database_reason(&s, "{G}", 100)
+            .unwrap()
+            .contains("went back"));
+    }
+
+    #[test]
+    fn tables_without_key_new_or_altered_are_read_whole() {
+        let s = since();
+        let cols = s.tables[0].columns.clone();
+        let pk = vec!["ID".to_string()];
+        assert_eq!(table_mode(&s, "T", &cols, &pk), TableMode::Changes);
+        let whole = |m: TableMode| matches!(m, TableMode::Whole(_));
+        assert!(whole(table_mode(&s, "T", &cols, &[])));
+        assert!(whole(table_mode(&s, "U", &cols, &pk)));
+        let mut other = cols.clone();
+        other[0].1 = "BIGINT".into();
+        assert!(whole(table_mode(&s, "T", &other, &pk)));
+        assert!(whole(table_mode(&s, "T", &cols, &["X".to_string()])));
+    }
+}
