@@ -42,7 +42,8 @@ use fbunload_format::{
 use crate::digest::{Hashing, RunningDigest, SharedHashing};
 use crate::directory::OutputDir;
 use crate::parts::PartFiles;
-use crate::spool::{HeldBatches, MemoryBudget, Spool};
+use crate::budget::{Taken, WAIT_TICK};
+use crate::spool::{HeldBatches, HeldSource, MemoryBudget, Spool};
 
 /// Units of one table waiting for their turn.
 pub(crate) struct InOrder<H> {
@@ -498,10 +499,14 @@ impl UnitWriter for ByteUnit<'_> {
 /// worker that finishes a unit of the table takes the next cut group,
 /// encodes it outside the lock (Parquet's column encoding and compression,
 /// the costly part, so it runs on as many threads as there are workers),
-/// and appends whatever groups are then in turn. Units in turn are cut
-/// one at a time, as groups are taken, so a backlog of spilled units is
-/// not read back into memory at once. The worker whose unit completed the
+/// and appends whatever groups are then in turn. Units in turn are read
+/// back a batch at a time, as groups are taken, so a spilled unit is not
+/// read back into memory at once. The worker whose unit completed the
 /// table waits for the groups still being encoded, then writes the footer.
+///
+/// Groups cut, being encoded and encoded ahead of their turn are counted
+/// in the run's budget; a worker whose group finds no room waits, unless
+/// it is the group the writer needs next (see [`crate::budget`]).
 pub(crate) struct BatchTable {
     context: TableContext,
     format: Arc<dyn BatchFormat>,
@@ -519,18 +524,45 @@ pub(crate) struct BatchTable {
 struct BatchState {
     writer: Option<OpenWriter>,
     units: InOrder<HeldBatches>,
-    /// Units in turn, not cut into groups yet.
-    in_turn: VecDeque<HeldBatches>,
+    /// Units in turn, not all cut into groups yet.
+    in_turn: VecDeque<HeldSource>,
     /// Groups cut, waiting for a thread to encode them.
-    cut: VecDeque<CutGroup>,
-    /// Groups encoded ahead of their turn, and whether each ends a part.
-    groups: InOrder<(EncodedGroup, bool)>,
+    cut: VecDeque<Cut>,
+    /// Groups encoded ahead of their turn.
+    groups: InOrder<Encoded>,
     /// Groups being encoded now.
     encoding: usize,
     /// Set when encoding or appending a group failed.
     failed: bool,
     /// Set once the table is complete.
     written: Option<Written>,
+}
+
+/// A group cut, with the budget its rows take.
+struct Cut {
+    group: CutGroup,
+    rows: Taken,
+}
+
+/// A group encoded, with the budget it takes until it is appended.
+struct Encoded {
+    group: EncodedGroup,
+    ends_part: bool,
+    _held: Taken,
+}
+
+/// Bytes of the rows of `batches`, pieces of bigger batches counted by
+/// their share of them.
+fn rows_bytes(batches: &[RecordBatch]) -> usize {
+    batches
+        .iter()
+        .flat_map(|b| b.columns())
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum()
 }
 
 struct OpenWriter {
@@ -675,48 +707,81 @@ impl BatchTable {
         }
         let BatchState { units, in_turn, .. } = &mut *state;
         units.arrive(seq, Some(held), &mut |held| {
-            in_turn.push_back(held);
+            let batches = held
+                .into_batches()
+                .map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
+            in_turn.push_back(batches);
             Ok::<(), ExecError>(())
         })?;
         let completes_table = state.units.next() == self.context.units;
+        let budget = &self.context.budget;
         loop {
             if state.failed {
                 return Err(self.failed_elsewhere());
             }
+            if budget.is_stopped() {
+                return Err(ExecError::Interrupted);
+            }
             // Enough groups are being encoded: the threads encoding them
             // take this unit's groups too as they finish theirs, since they
             // loop until nothing is left to cut.
-            if !self.context.budget.try_start_encoding(state.encoding) {
+            if !budget.try_start_encoding(state.encoding) {
                 break;
             }
-            let group = match self.next_group(&mut state) {
-                Ok(Some(group)) => group,
+            let cut = match self.next_group(&mut state) {
+                Ok(Some(cut)) => cut,
                 Ok(None) => {
-                    self.context.budget.end_encoding();
+                    budget.end_encoding();
                     break;
                 }
                 Err(e) => {
-                    self.context.budget.end_encoding();
+                    budget.end_encoding();
                     // Rows are lost: no thread may complete the table now.
                     state.failed = true;
                     return Err(e);
                 }
             };
+            // While it is encoded, a group takes as much again as its rows
+            // (the encoder's copies of them, the pages it makes). The
+            // group the writer needs next always goes ahead; any other
+            // waits for room, which groups ahead of it, being encoded,
+            // give back as they are appended.
+            let rows = cut.rows.bytes();
+            let work = if cut.group.index == state.groups.next() {
+                Taken::over(budget, rows)
+            } else if let Some(work) = Taken::within(budget, rows) {
+                work
+            } else {
+                budget.end_encoding();
+                debug_assert!(state.encoding > 0, "a group ahead is being encoded");
+                state.cut.push_front(cut);
+                state = self.encoded.wait_timeout(state, WAIT_TICK).unwrap().0;
+                continue;
+            };
             let encoder = state.writer.as_ref().expect("opened above").encoder.clone();
             state.encoding += 1;
             drop(state);
-            let encoded = encoder.encode(group.index, group.batches);
+            let Cut { group, rows } = cut;
+            let (index, ends_part) = (group.index, group.ends_part);
+            let encoded = encoder.encode(index, group.batches);
+            drop(rows);
+            drop(work);
             state = self.state.lock().unwrap();
             state.encoding -= 1;
-            self.context.budget.end_encoding();
-            let ends_part = group.ends_part;
+            budget.end_encoding();
             let appended = encoded
                 .map_err(|e| self.context.format_error(e))
                 .and_then(|encoded| {
+                    let held = Taken::over(budget, encoded.memory_size());
                     let BatchState { writer, groups, .. } = &mut *state;
                     let open = writer.as_mut().expect("opened above");
-                    groups.arrive(group.index, Some((encoded, ends_part)), &mut |(g, ends)| {
-                        self.append(open, g, ends)
+                    let encoded = Encoded {
+                        group: encoded,
+                        ends_part,
+                        _held: held,
+                    };
+                    groups.arrive(index, Some(encoded), &mut |e| {
+                        self.append(open, e.group, e.ends_part)
                     })
                 });
             self.encoded.notify_all();
@@ -740,23 +805,29 @@ impl BatchTable {
 
     /// The next group to encode: one already cut, or cut from the units
     /// in turn, or the table's last, shorter group once every unit is in.
-    fn next_group(&self, state: &mut BatchState) -> Result<Option<CutGroup>, ExecError> {
+    fn next_group(&self, state: &mut BatchState) -> Result<Option<Cut>, ExecError> {
+        let budget = &self.context.budget;
+        let counted = |group: CutGroup| Cut {
+            rows: Taken::over(budget, rows_bytes(&group.batches)),
+            group,
+        };
         loop {
-            if let Some(group) = state.cut.pop_front() {
-                return Ok(Some(group));
+            if let Some(cut) = state.cut.pop_front() {
+                return Ok(Some(cut));
             }
             let cutter = &mut state.writer.as_mut().expect("opened").cutter;
-            match state.in_turn.pop_front() {
-                Some(held) => {
-                    let cut = &mut state.cut;
-                    held.drain(&mut |batch| {
-                        cut.extend(cutter.push(batch));
-                        Ok(())
-                    })
-                    .map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
+            match state.in_turn.front_mut() {
+                Some(unit) => {
+                    let batch = unit
+                        .next_batch()
+                        .map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
+                    match batch {
+                        Some(batch) => state.cut.extend(cutter.push(batch).into_iter().map(counted)),
+                        None => drop(state.in_turn.pop_front()),
+                    }
                 }
                 None if state.units.next() == self.context.units => {
-                    return Ok(cutter.finish());
+                    return Ok(cutter.finish().map(counted));
                 }
                 None => return Ok(None),
             }

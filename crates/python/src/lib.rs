@@ -383,7 +383,7 @@ impl RecordBatchReader for TableReader {
 #[pyfunction]
 #[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None, role=None,
     charset="UTF8", parallel=None, columns=None, client_lib=None, decimal256=false,
-    verify=false, memory_mb=128, select_columns=None, condition=None, views=None,
+    verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, select_columns=None, condition=None, views=None,
     queries=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn open(
@@ -518,7 +518,7 @@ fn format_named(format: &str, compression: Option<&str>, header: bool) -> PyResu
 #[pyfunction]
 #[pyo3(signature = (database, output, *, format="csv", compression=None, header=false,
     tables=None, exclude=None, user=None, password=None, role=None, charset="UTF8",
-    parallel=None, client_lib=None, decimal256=false, verify=false, memory_mb=128,
+    parallel=None, client_lib=None, decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB,
     overwrite=false, views=None, queries=Vec::new(), max_rows=None, max_bytes=None,
     schema=true))]
 #[allow(clippy::too_many_arguments)]
