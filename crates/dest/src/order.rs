@@ -907,3 +907,129 @@ pub(crate) trait Table: Send + Sync {
     /// here (with what it has of its own: a header, a schema).
     fn finish(&self) -> Result<Written, ExecError>;
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use fbunload_format::columnar::ParquetFormat;
+
+    use super::*;
+    use crate::directory::Reuse;
+
+    const UNITS: usize = 40;
+    const UNIT_ROWS: i64 = 700;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("N", DataType::Int64, false),
+            Field::new("S", DataType::Utf8, false),
+        ]))
+    }
+
+    /// Unit `seq`'s rows, in batches of 128.
+    fn unit_batches(seq: usize) -> Vec<RecordBatch> {
+        let first = seq as i64 * UNIT_ROWS;
+        (first..first + UNIT_ROWS)
+            .collect::<Vec<_>>()
+            .chunks(128)
+            .map(|n| {
+                let text: Vec<String> = n.iter().map(|v| format!("row {v:08}")).collect();
+                RecordBatch::try_new(
+                    schema(),
+                    vec![
+                        Arc::new(Int64Array::from(n.to_vec())) as ArrayRef,
+                        Arc::new(StringArray::from(text)) as ArrayRef,
+                    ],
+                )
+                .unwrap()
+            })
+            .collect()
+    }
+
+    /// One Parquet table of row groups of 500 rows, its units finished by
+    /// `threads` threads in a scrambled order, within `budget` bytes:
+    /// the file, and the budget's peak.
+    fn parquet_table(threads: usize, budget: usize) -> (Vec<u8>, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutputDir::open(&dir.path().join("out"), Reuse::Refuse).unwrap();
+        let budget = MemoryBudget::new(budget);
+        let context = TableContext {
+            name: "T".into(),
+            index: 0,
+            units: UNITS,
+            schema: schema(),
+            place: Place::File {
+                dir: out.clone(),
+                file_name: "T.parquet".into(),
+            },
+            budget: budget.clone(),
+            stdout_bytes: Arc::default(),
+        };
+        let format = ParquetFormat {
+            row_group_rows: 500,
+            ..ParquetFormat::default()
+        };
+        let table = BatchTable::new(context, Arc::new(format), None);
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (table, next) = (&table, &next);
+                scope.spawn(move || loop {
+                    let seq = next.fetch_add(1, Ordering::SeqCst);
+                    if seq >= UNITS {
+                        return;
+                    }
+                    let mut unit = table.begin_unit(seq).unwrap();
+                    for batch in unit_batches(seq) {
+                        unit.write(batch).unwrap();
+                    }
+                    // Later units of some threads finish first.
+                    std::thread::sleep(Duration::from_millis(((seq * 7 + t) % 5) as u64));
+                    unit.finish().unwrap();
+                });
+            }
+        });
+        let written = table.finish().unwrap();
+        assert_eq!(budget.used(), 0, "everything taken is given back");
+        assert!(written.path.is_some());
+        // Published files wait in the staging directory for the run's end.
+        let bytes = std::fs::read(out.staging().join("T.parquet")).unwrap();
+        (bytes, budget.peak())
+    }
+
+    #[test]
+    fn a_small_budget_makes_workers_wait_never_for_ever_and_the_same_file() {
+        let (alone, _) = parquet_table(1, 64 << 20);
+        // A budget smaller than one row group: every group but the one
+        // the writer needs next waits for room.
+        let group = rows_bytes(&unit_batches(0));
+        let (sender, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sender.send(parquet_table(8, group / 4)).unwrap());
+        let (squeezed, peak) = done
+            .recv_timeout(Duration::from_secs(120))
+            .expect("8 threads within a tiny budget finish (no deadlock)");
+        assert!(squeezed == alone, "the same file whatever the budget");
+        // Over the budget by what must proceed: the group the writer needs
+        // next, its encoding, rows read back: a few groups, not the table.
+        let table = rows_bytes(&unit_batches(0)) * UNITS;
+        assert!(peak < table / 3, "peak {peak} of a table of {table}");
+    }
+
+    #[test]
+    fn taken_bytes_come_back_when_dropped_and_the_peak_is_kept() {
+        let budget = MemoryBudget::new(100);
+        let a = Taken::within(&budget, 60).expect("fits");
+        assert!(Taken::within(&budget, 50).is_none(), "would not fit");
+        let b = Taken::over(&budget, 50);
+        assert_eq!((budget.used(), budget.free(), budget.peak()), (110, 0, 110));
+        drop(a);
+        assert_eq!((budget.used(), budget.free()), (50, 50));
+        let c = Taken::within(&budget, 50).expect("fits again");
+        drop((b, c));
+        assert_eq!((budget.used(), budget.peak()), (0, 110));
+    }
+}
