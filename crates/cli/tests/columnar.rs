@@ -170,7 +170,9 @@ fn a_small_memory_budget_at_eight_workers_writes_what_one_worker_writes() {
             vec!["-j", "1"],
             vec!["-j", "8", "--unit-pages", "2", "--memory", "1"],
         ] {
-            let out = dir.path().join(format!("{}-{}", format.join(""), outputs.len()));
+            let out = dir
+                .path()
+                .join(format!("{}-{}", format.join(""), outputs.len()));
             let mut full = format.clone();
             full.extend(args);
             full.extend(["-o", out.to_str().unwrap()]);

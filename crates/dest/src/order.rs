@@ -39,10 +39,10 @@ use fbunload_format::{
     GroupCutter, GroupEncoder, TableWriter,
 };
 
+use crate::budget::{Taken, WAIT_TICK};
 use crate::digest::{Hashing, RunningDigest, SharedHashing};
 use crate::directory::OutputDir;
 use crate::parts::PartFiles;
-use crate::budget::{Taken, WAIT_TICK};
 use crate::spool::{HeldBatches, HeldSource, MemoryBudget, Spool};
 
 /// Units of one table waiting for their turn.
@@ -822,7 +822,9 @@ impl BatchTable {
                         .next_batch()
                         .map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
                     match batch {
-                        Some(batch) => state.cut.extend(cutter.push(batch).into_iter().map(counted)),
+                        Some(batch) => state
+                            .cut
+                            .extend(cutter.push(batch).into_iter().map(counted)),
                         None => drop(state.in_turn.pop_front()),
                     }
                 }

@@ -124,7 +124,8 @@ pub const DEFAULT_MEMORY_BUDGET: usize = DEFAULT_MEMORY_MB << 20;
 
 /// What `--memory` and `memory_mb` say in help: the budget and how to
 /// raise it.
-pub const MEMORY_HELP: &str = "Memory, in MB, for the rows a run holds beyond the batch each worker \
+pub const MEMORY_HELP: &str =
+    "Memory, in MB, for the rows a run holds beyond the batch each worker \
      is filling, shared by all workers whatever --parallel: pieces of tables finished ahead of \
      their turn (beyond it they wait in part files next to the output) and Parquet/Arrow row \
      groups being encoded or waiting to be appended (beyond it workers wait). Raise it if \
