@@ -234,9 +234,8 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub unit_pages: Option<u64>,
 
-    /// Memory, in MB, that pieces of a table finished ahead of their turn may hold before
-    /// they wait on disk instead
-    #[arg(long = "memory", default_value_t = 128, value_name = "MB")]
+    #[arg(long = "memory", default_value_t = fbunload::DEFAULT_MEMORY_MB, value_name = "MB",
+          help = fbunload::MEMORY_HELP)]
     pub memory_mb: usize,
 
     /// Rows per Arrow batch (benchmarks only: benches/fetch-and-buffers.sh measured 8192 best)

@@ -142,6 +142,48 @@ print("ok")
     );
 }
 
+/// The run's memory budget (`--memory`) holds units waiting for their
+/// turn and, for Parquet and Arrow, groups being encoded and waiting to be
+/// appended: at 8 workers within 1 MB, workers wait and units spill, and
+/// every format still writes what one worker writes.
+#[test]
+fn a_small_memory_budget_at_eight_workers_writes_what_one_worker_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = GenOptions::new(dir.path().join("budget.fdb"));
+    options.tables = vec![Table::Stock, Table::Customer, Table::Item];
+    options.items = 30_000;
+    options.page_size = 4096;
+    generate(&client(), &options).unwrap();
+    let db = &options.database;
+
+    for format in [
+        vec!["-f", "csv"],
+        vec!["-f", "csv", "--compress", "zstd"],
+        vec!["-f", "parquet", "--row-group-rows", "2000"],
+        vec!["-f", "arrow"],
+    ] {
+        let mut outputs = Vec::new();
+        for args in [
+            vec!["-j", "1"],
+            vec!["-j", "8", "--unit-pages", "2", "--memory", "1"],
+        ] {
+            let out = dir
+                .path()
+                .join(format!("{}-{}", format.join(""), outputs.len()));
+            let mut full = format.clone();
+            full.extend(args);
+            full.extend(["-o", out.to_str().unwrap()]);
+            let result = fbunload(db, &full);
+            assert!(result.status.success(), "{format:?}: {}", stderr(&result));
+            outputs.push(files(&out));
+        }
+        assert!(
+            outputs[0] == outputs[1],
+            "{format:?}: -j8 within 1 MB differs from -j1"
+        );
+    }
+}
+
 #[test]
 fn parquet_and_arrow_are_byte_identical_for_any_parallel_and_unit_size() {
     let dir = tempfile::tempdir().unwrap();

@@ -13,15 +13,18 @@
 //! - [`BatchStream`] hands the batches on in memory, through a bounded
 //!   queue, to an application (the Python package reads it).
 //!
-//! Units that finish before their turn wait in a shared memory budget and
-//! spill to the staging directory beyond it (`spool`); `order` assembles a
-//! table from its units.
+//! What the run holds of its rows, beyond the batches being read, is
+//! counted in one memory budget shared by every worker (`budget`): units
+//! that finish before their turn wait in it and spill to the staging
+//! directory beyond it (`spool`), and Parquet and Arrow groups wait for
+//! room in it; `order` assembles a table from its units.
 //!
 //! A run into a directory ends with its [`Manifest`] (`manifest.json`:
 //! every file with its SHA-256), which [`check_directory`] compares with
 //! the files later, and which a run that overwrites the directory reads to
 //! know what to remove (`previous`).
 
+mod budget;
 mod check;
 mod digest;
 mod directory;
@@ -55,7 +58,7 @@ pub use manifest::{
     ManifestIncremental, ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
 };
 pub use names::{file_name_for, part_file_name};
-pub use spool::MemoryBudget;
+pub use budget::MemoryBudget;
 pub use stream::{BatchStream, StreamReceiver, StreamedBatch};
 
 use order::{BatchTable, ByteTable, Place, Table, TableContext};
@@ -385,6 +388,11 @@ impl Destination for FileOutput {
 
     fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
         self.tables()[unit.table].begin_unit(unit.seq)
+    }
+
+    fn stop(&self) {
+        // Workers waiting for room give up.
+        self.budget.stop();
     }
 
     fn finish(&self) -> Result<Vec<Written>, ExecError> {

@@ -39,10 +39,11 @@ use fbunload_format::{
     GroupCutter, GroupEncoder, TableWriter,
 };
 
+use crate::budget::{Taken, WAIT_TICK};
 use crate::digest::{Hashing, RunningDigest, SharedHashing};
 use crate::directory::OutputDir;
 use crate::parts::PartFiles;
-use crate::spool::{HeldBatches, MemoryBudget, Spool};
+use crate::spool::{HeldBatches, HeldSource, MemoryBudget, Spool};
 
 /// Units of one table waiting for their turn.
 pub(crate) struct InOrder<H> {
@@ -498,10 +499,14 @@ impl UnitWriter for ByteUnit<'_> {
 /// worker that finishes a unit of the table takes the next cut group,
 /// encodes it outside the lock (Parquet's column encoding and compression,
 /// the costly part, so it runs on as many threads as there are workers),
-/// and appends whatever groups are then in turn. Units in turn are cut
-/// one at a time, as groups are taken, so a backlog of spilled units is
-/// not read back into memory at once. The worker whose unit completed the
+/// and appends whatever groups are then in turn. Units in turn are read
+/// back a batch at a time, as groups are taken, so a spilled unit is not
+/// read back into memory at once. The worker whose unit completed the
 /// table waits for the groups still being encoded, then writes the footer.
+///
+/// Groups cut, being encoded and encoded ahead of their turn are counted
+/// in the run's budget; a worker whose group finds no room waits, unless
+/// it is the group the writer needs next (see [`crate::budget`]).
 pub(crate) struct BatchTable {
     context: TableContext,
     format: Arc<dyn BatchFormat>,
@@ -519,18 +524,45 @@ pub(crate) struct BatchTable {
 struct BatchState {
     writer: Option<OpenWriter>,
     units: InOrder<HeldBatches>,
-    /// Units in turn, not cut into groups yet.
-    in_turn: VecDeque<HeldBatches>,
+    /// Units in turn, not all cut into groups yet.
+    in_turn: VecDeque<HeldSource>,
     /// Groups cut, waiting for a thread to encode them.
-    cut: VecDeque<CutGroup>,
-    /// Groups encoded ahead of their turn, and whether each ends a part.
-    groups: InOrder<(EncodedGroup, bool)>,
+    cut: VecDeque<Cut>,
+    /// Groups encoded ahead of their turn.
+    groups: InOrder<Encoded>,
     /// Groups being encoded now.
     encoding: usize,
     /// Set when encoding or appending a group failed.
     failed: bool,
     /// Set once the table is complete.
     written: Option<Written>,
+}
+
+/// A group cut, with the budget its rows take.
+struct Cut {
+    group: CutGroup,
+    rows: Taken,
+}
+
+/// A group encoded, with the budget it takes until it is appended.
+struct Encoded {
+    group: EncodedGroup,
+    ends_part: bool,
+    _held: Taken,
+}
+
+/// Bytes of the rows of `batches`, pieces of bigger batches counted by
+/// their share of them.
+fn rows_bytes(batches: &[RecordBatch]) -> usize {
+    batches
+        .iter()
+        .flat_map(|b| b.columns())
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum()
 }
 
 struct OpenWriter {
@@ -675,48 +707,81 @@ impl BatchTable {
         }
         let BatchState { units, in_turn, .. } = &mut *state;
         units.arrive(seq, Some(held), &mut |held| {
-            in_turn.push_back(held);
+            let batches = held
+                .into_batches()
+                .map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
+            in_turn.push_back(batches);
             Ok::<(), ExecError>(())
         })?;
         let completes_table = state.units.next() == self.context.units;
+        let budget = &self.context.budget;
         loop {
             if state.failed {
                 return Err(self.failed_elsewhere());
             }
+            if budget.is_stopped() {
+                return Err(ExecError::Interrupted);
+            }
             // Enough groups are being encoded: the threads encoding them
             // take this unit's groups too as they finish theirs, since they
             // loop until nothing is left to cut.
-            if !self.context.budget.try_start_encoding(state.encoding) {
+            if !budget.try_start_encoding(state.encoding) {
                 break;
             }
-            let group = match self.next_group(&mut state) {
-                Ok(Some(group)) => group,
+            let cut = match self.next_group(&mut state) {
+                Ok(Some(cut)) => cut,
                 Ok(None) => {
-                    self.context.budget.end_encoding();
+                    budget.end_encoding();
                     break;
                 }
                 Err(e) => {
-                    self.context.budget.end_encoding();
+                    budget.end_encoding();
                     // Rows are lost: no thread may complete the table now.
                     state.failed = true;
                     return Err(e);
                 }
             };
+            // While it is encoded, a group takes as much again as its rows
+            // (the encoder's copies of them, the pages it makes). The
+            // group the writer needs next always goes ahead; any other
+            // waits for room, which groups ahead of it, being encoded,
+            // give back as they are appended.
+            let rows = cut.rows.bytes();
+            let work = if cut.group.index == state.groups.next() {
+                Taken::over(budget, rows)
+            } else if let Some(work) = Taken::within(budget, rows) {
+                work
+            } else {
+                budget.end_encoding();
+                debug_assert!(state.encoding > 0, "a group ahead is being encoded");
+                state.cut.push_front(cut);
+                state = self.encoded.wait_timeout(state, WAIT_TICK).unwrap().0;
+                continue;
+            };
             let encoder = state.writer.as_ref().expect("opened above").encoder.clone();
             state.encoding += 1;
             drop(state);
-            let encoded = encoder.encode(group.index, group.batches);
+            let Cut { group, rows } = cut;
+            let (index, ends_part) = (group.index, group.ends_part);
+            let encoded = encoder.encode(index, group.batches);
+            drop(rows);
+            drop(work);
             state = self.state.lock().unwrap();
             state.encoding -= 1;
-            self.context.budget.end_encoding();
-            let ends_part = group.ends_part;
+            budget.end_encoding();
             let appended = encoded
                 .map_err(|e| self.context.format_error(e))
                 .and_then(|encoded| {
+                    let held = Taken::over(budget, encoded.memory_size());
                     let BatchState { writer, groups, .. } = &mut *state;
                     let open = writer.as_mut().expect("opened above");
-                    groups.arrive(group.index, Some((encoded, ends_part)), &mut |(g, ends)| {
-                        self.append(open, g, ends)
+                    let encoded = Encoded {
+                        group: encoded,
+                        ends_part,
+                        _held: held,
+                    };
+                    groups.arrive(index, Some(encoded), &mut |e| {
+                        self.append(open, e.group, e.ends_part)
                     })
                 });
             self.encoded.notify_all();
@@ -740,23 +805,31 @@ impl BatchTable {
 
     /// The next group to encode: one already cut, or cut from the units
     /// in turn, or the table's last, shorter group once every unit is in.
-    fn next_group(&self, state: &mut BatchState) -> Result<Option<CutGroup>, ExecError> {
+    fn next_group(&self, state: &mut BatchState) -> Result<Option<Cut>, ExecError> {
+        let budget = &self.context.budget;
+        let counted = |group: CutGroup| Cut {
+            rows: Taken::over(budget, rows_bytes(&group.batches)),
+            group,
+        };
         loop {
-            if let Some(group) = state.cut.pop_front() {
-                return Ok(Some(group));
+            if let Some(cut) = state.cut.pop_front() {
+                return Ok(Some(cut));
             }
             let cutter = &mut state.writer.as_mut().expect("opened").cutter;
-            match state.in_turn.pop_front() {
-                Some(held) => {
-                    let cut = &mut state.cut;
-                    held.drain(&mut |batch| {
-                        cut.extend(cutter.push(batch));
-                        Ok(())
-                    })
-                    .map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
+            match state.in_turn.front_mut() {
+                Some(unit) => {
+                    let batch = unit
+                        .next_batch()
+                        .map_err(|e| self.context.format_error(FormatError::Arrow(e)))?;
+                    match batch {
+                        Some(batch) => state
+                            .cut
+                            .extend(cutter.push(batch).into_iter().map(counted)),
+                        None => drop(state.in_turn.pop_front()),
+                    }
                 }
                 None if state.units.next() == self.context.units => {
-                    return Ok(cutter.finish());
+                    return Ok(cutter.finish().map(counted));
                 }
                 None => return Ok(None),
             }
@@ -835,4 +908,130 @@ pub(crate) trait Table: Send + Sync {
     /// What the complete table wrote; a table of no units is completed
     /// here (with what it has of its own: a header, a schema).
     fn finish(&self) -> Result<Written, ExecError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use fbunload_format::columnar::ParquetFormat;
+
+    use super::*;
+    use crate::directory::Reuse;
+
+    const UNITS: usize = 40;
+    const UNIT_ROWS: i64 = 700;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("N", DataType::Int64, false),
+            Field::new("S", DataType::Utf8, false),
+        ]))
+    }
+
+    /// Unit `seq`'s rows, in batches of 128.
+    fn unit_batches(seq: usize) -> Vec<RecordBatch> {
+        let first = seq as i64 * UNIT_ROWS;
+        (first..first + UNIT_ROWS)
+            .collect::<Vec<_>>()
+            .chunks(128)
+            .map(|n| {
+                let text: Vec<String> = n.iter().map(|v| format!("row {v:08}")).collect();
+                RecordBatch::try_new(
+                    schema(),
+                    vec![
+                        Arc::new(Int64Array::from(n.to_vec())) as ArrayRef,
+                        Arc::new(StringArray::from(text)) as ArrayRef,
+                    ],
+                )
+                .unwrap()
+            })
+            .collect()
+    }
+
+    /// One Parquet table of row groups of 500 rows, its units finished by
+    /// `threads` threads in a scrambled order, within `budget` bytes:
+    /// the file, and the budget's peak.
+    fn parquet_table(threads: usize, budget: usize) -> (Vec<u8>, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutputDir::open(&dir.path().join("out"), Reuse::Refuse).unwrap();
+        let budget = MemoryBudget::new(budget);
+        let context = TableContext {
+            name: "T".into(),
+            index: 0,
+            units: UNITS,
+            schema: schema(),
+            place: Place::File {
+                dir: out.clone(),
+                file_name: "T.parquet".into(),
+            },
+            budget: budget.clone(),
+            stdout_bytes: Arc::default(),
+        };
+        let format = ParquetFormat {
+            row_group_rows: 500,
+            ..ParquetFormat::default()
+        };
+        let table = BatchTable::new(context, Arc::new(format), None);
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (table, next) = (&table, &next);
+                scope.spawn(move || loop {
+                    let seq = next.fetch_add(1, Ordering::SeqCst);
+                    if seq >= UNITS {
+                        return;
+                    }
+                    let mut unit = table.begin_unit(seq).unwrap();
+                    for batch in unit_batches(seq) {
+                        unit.write(batch).unwrap();
+                    }
+                    // Later units of some threads finish first.
+                    std::thread::sleep(Duration::from_millis(((seq * 7 + t) % 5) as u64));
+                    unit.finish().unwrap();
+                });
+            }
+        });
+        let written = table.finish().unwrap();
+        assert_eq!(budget.used(), 0, "everything taken is given back");
+        assert!(written.path.is_some());
+        // Published files wait in the staging directory for the run's end.
+        let bytes = std::fs::read(out.staging().join("T.parquet")).unwrap();
+        (bytes, budget.peak())
+    }
+
+    #[test]
+    fn a_small_budget_makes_workers_wait_never_for_ever_and_the_same_file() {
+        let (alone, _) = parquet_table(1, 64 << 20);
+        // A budget smaller than one row group: every group but the one
+        // the writer needs next waits for room.
+        let group = rows_bytes(&unit_batches(0));
+        let (sender, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sender.send(parquet_table(8, group / 4)).unwrap());
+        let (squeezed, peak) = done
+            .recv_timeout(Duration::from_secs(120))
+            .expect("8 threads within a tiny budget finish (no deadlock)");
+        assert!(squeezed == alone, "the same file whatever the budget");
+        // Over the budget by what must proceed: the group the writer needs
+        // next, its encoding, rows read back: a few groups, not the table.
+        let table = rows_bytes(&unit_batches(0)) * UNITS;
+        assert!(peak < table / 3, "peak {peak} of a table of {table}");
+    }
+
+    #[test]
+    fn taken_bytes_come_back_when_dropped_and_the_peak_is_kept() {
+        let budget = MemoryBudget::new(100);
+        let a = Taken::within(&budget, 60).expect("fits");
+        assert!(Taken::within(&budget, 50).is_none(), "would not fit");
+        let b = Taken::over(&budget, 50);
+        assert_eq!((budget.used(), budget.free(), budget.peak()), (110, 0, 110));
+        drop(a);
+        assert_eq!((budget.used(), budget.free()), (50, 50));
+        let c = Taken::within(&budget, 50).expect("fits again");
+        drop((b, c));
+        assert_eq!((budget.used(), budget.peak()), (0, 110));
+    }
 }

@@ -2,17 +2,17 @@
 //!
 //! A unit that finishes before the units ahead of it in its table cannot be
 //! written to the table's file yet. Its bytes ([`Spool`]) or batches
-//! ([`HeldBatches`]) wait in memory while a shared [`MemoryBudget`] allows,
+//! ([`HeldBatches`]) wait in memory while the run's [`MemoryBudget`] allows,
 //! and on disk (a part file in the run's private staging directory) after
 //! that, so memory stays bounded however the units interleave. Only
 //! spilled bytes are copied a second time, with `std::io::copy`, which on
 //! Linux is `copy_file_range`: an in-kernel copy, or a reflink on file
 //! systems that share extents.
 
+use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Seek, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -20,74 +20,7 @@ use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
 use arrow_schema::ArrowError;
 
-/// Bytes that waiting units may hold in memory, shared by all workers.
-///
-/// It also counts the row groups being encoded in the whole run: each
-/// holds its group's batches and its encoded pages at once, and more of
-/// them than cores gains no speed, only memory, so their number is bounded
-/// by the cores, not by the worker count (see [`MemoryBudget::try_start_encoding`]).
-#[derive(Debug)]
-pub struct MemoryBudget {
-    free: AtomicUsize,
-    /// Row groups being encoded now, in all tables.
-    encoding: AtomicUsize,
-    /// How many may be, beyond the one each table may always encode.
-    max_encoding: usize,
-}
-
-impl MemoryBudget {
-    pub fn new(bytes: usize) -> Arc<Self> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Arc::new(MemoryBudget {
-            free: AtomicUsize::new(bytes),
-            encoding: AtomicUsize::new(0),
-            max_encoding: cores,
-        })
-    }
-
-    /// Whether a table that already has `table_encoding` groups being
-    /// encoded may start one more; if so, it is counted until
-    /// [`MemoryBudget::end_encoding`]. A table with none may always
-    /// start one, so every table progresses and nothing waits on another.
-    pub(crate) fn try_start_encoding(&self, table_encoding: usize) -> bool {
-        let now = self.encoding.fetch_add(1, Ordering::AcqRel);
-        if table_encoding == 0 || now < self.max_encoding {
-            return true;
-        }
-        self.encoding.fetch_sub(1, Ordering::AcqRel);
-        false
-    }
-
-    pub(crate) fn end_encoding(&self) {
-        self.encoding.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    pub(crate) fn try_take(&self, bytes: usize) -> bool {
-        // A compare-exchange loop: `fetch_update` is deprecated in newer
-        // Rust and its successor missing in older.
-        let mut free = self.free.load(Ordering::Acquire);
-        loop {
-            let Some(left) = free.checked_sub(bytes) else {
-                return false;
-            };
-            match self
-                .free
-                .compare_exchange_weak(free, left, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return true,
-                Err(now) => free = now,
-            }
-        }
-    }
-
-    pub(crate) fn give_back(&self, bytes: usize) {
-        self.free.fetch_add(bytes, Ordering::AcqRel);
-    }
-
-    pub fn free(&self) -> usize {
-        self.free.load(Ordering::Acquire)
-    }
-}
+pub use crate::budget::MemoryBudget;
 
 /// The most a spool's memory grows by at once. Chunks, not one buffer
 /// that doubles: a doubling buffer copies its bytes again at each growth
@@ -243,24 +176,60 @@ impl HeldBatches {
         Ok(())
     }
 
-    /// Hands every batch to `each`, in the order they were pushed.
-    pub fn drain(
-        mut self,
-        each: &mut dyn FnMut(RecordBatch) -> Result<(), ArrowError>,
-    ) -> Result<(), ArrowError> {
-        for batch in std::mem::take(&mut self.memory) {
-            each(batch)?;
-        }
-        if let Some(mut part) = self.part.take() {
-            part.finish()?;
-            drop(part);
-            let file = File::open(&self.part_path)?;
-            for batch in StreamReader::try_new(BufReader::new(file), None)? {
-                each(batch?)?;
+    /// The batches, to be read back one at a time in the order they were
+    /// pushed: a spilled unit is not read back into memory at once.
+    pub fn into_batches(mut self) -> Result<HeldSource, ArrowError> {
+        let part = match self.part.take() {
+            Some(mut part) => {
+                part.finish()?;
+                drop(part);
+                let file = File::open(&self.part_path)?;
+                Some(StreamReader::try_new(BufReader::new(file), None)?)
             }
+            None => None,
+        };
+        Ok(HeldSource {
+            budget: self.budget.clone(),
+            memory: std::mem::take(&mut self.memory).into(),
+            held_bytes: std::mem::take(&mut self.held_bytes),
+            part_path: std::mem::take(&mut self.part_path),
+            part,
+        })
+    }
+}
+
+/// A complete unit's batches, read back in order ([`HeldBatches::into_batches`]).
+/// Each batch leaves the budget as it is read: whoever takes it counts it.
+pub struct HeldSource {
+    budget: Arc<MemoryBudget>,
+    memory: VecDeque<RecordBatch>,
+    held_bytes: usize,
+    part_path: PathBuf,
+    part: Option<StreamReader<BufReader<File>>>,
+}
+
+impl HeldSource {
+    /// The next batch, or `None` after the last.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
+        if let Some(batch) = self.memory.pop_front() {
+            let size = batch.get_array_memory_size().min(self.held_bytes);
+            self.held_bytes -= size;
+            self.budget.give_back(size);
+            return Ok(Some(batch));
+        }
+        match self.part.as_mut().and_then(|part| part.next()) {
+            Some(batch) => batch.map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Drop for HeldSource {
+    fn drop(&mut self) {
+        self.budget.give_back(self.held_bytes);
+        if self.part.take().is_some() {
             let _ = fs::remove_file(&self.part_path);
         }
-        Ok(())
     }
 }
 
@@ -351,16 +320,16 @@ mod tests {
         held.push(batch(&[4])).unwrap();
         assert!(part.exists(), "spilled once the budget ran out");
         let mut seen = Vec::new();
-        held.drain(&mut |b| {
+        let mut source = held.into_batches().unwrap();
+        while let Some(b) = source.next_batch().unwrap() {
             let column = b
                 .column(0)
                 .as_any()
                 .downcast_ref::<arrow_array::Int32Array>();
             seen.extend(column.unwrap().values().iter().copied());
-            Ok(())
-        })
-        .unwrap();
+        }
         assert_eq!(seen, [1, 2, 3, 4]);
+        drop(source);
         assert!(!part.exists());
         assert_eq!(budget.free(), batch(&[1]).get_array_memory_size() + 8);
     }

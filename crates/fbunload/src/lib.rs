@@ -115,9 +115,27 @@ use fbunload_plan::{selection, SelectionError, TableChoice};
 use fbunload_dest::{BatchStream, FileOutput, StreamReceiver};
 use fbunload_exec::Database;
 
-/// Bytes that units waiting for their turn may hold before they spill
-/// (files) or wait (streams), unless set.
-pub const DEFAULT_MEMORY_BUDGET: usize = 128 << 20;
+/// The run's memory budget in MB unless set (`--memory`, Python's
+/// `memory_mb`): what a run holds of its rows beyond the batch each worker
+/// is filling. For files: units finished ahead of their turn (beyond the
+/// budget they spill to part files), and Parquet row groups and Arrow
+/// record batches cut, being encoded and encoded ahead of their turn
+/// (beyond it, workers wait). For streams: units ahead of their turn
+/// (beyond it, their workers wait). Shared by all workers, so it does not
+/// grow with `--parallel`.
+pub const DEFAULT_MEMORY_MB: usize = 128;
+
+/// [`DEFAULT_MEMORY_MB`] in bytes ([`Unload::memory_budget`]).
+pub const DEFAULT_MEMORY_BUDGET: usize = DEFAULT_MEMORY_MB << 20;
+
+/// What `--memory` and `memory_mb` say in help: the budget and how to
+/// raise it.
+pub const MEMORY_HELP: &str =
+    "Memory, in MB, for the rows a run holds beyond the batch each worker \
+     is filling, shared by all workers whatever --parallel: pieces of tables finished ahead of \
+     their turn (beyond it they wait in part files next to the output) and Parquet/Arrow row \
+     groups being encoded or waiting to be appended (beyond it workers wait). Raise it if \
+     part files slow a run down";
 
 /// Checks a query's text as a run would before attaching: it must be one
 /// SELECT (or WITH), its quotes, comments and parentheses must close, and
@@ -353,7 +371,7 @@ impl Unload {
         &self.options
     }
 
-    /// Bytes that units finished ahead of their turn may hold in memory.
+    /// The run's memory budget in bytes (see [`DEFAULT_MEMORY_MB`]).
     pub fn memory_budget(mut self, bytes: usize) -> Self {
         self.memory_budget = bytes;
         self

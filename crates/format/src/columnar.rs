@@ -104,6 +104,20 @@ pub struct ArrowFormat;
 /// A group encoded and ready to be appended.
 pub struct EncodedGroup(Encoded);
 
+impl EncodedGroup {
+    /// Bytes it holds in memory until it is appended: a Parquet group's
+    /// encoded column chunks, an Arrow group's one batch.
+    pub fn memory_size(&self) -> usize {
+        match &self.0 {
+            Encoded::Parquet { columns, .. } => columns
+                .iter()
+                .map(|c| c.close().bytes_written as usize)
+                .sum(),
+            Encoded::Arrow(batch) => batch.get_array_memory_size(),
+        }
+    }
+}
+
 enum Encoded {
     Parquet {
         columns: Vec<ArrowColumnChunk>,

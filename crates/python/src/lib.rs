@@ -382,7 +382,7 @@ impl RecordBatchReader for TableReader {
 #[pyfunction]
 #[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None, role=None,
     charset="UTF8", parallel=None, columns=None, client_lib=None, decimal256=false,
-    verify=false, memory_mb=128, select_columns=None, condition=None, views=None,
+    verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, select_columns=None, condition=None, views=None,
     queries=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn open(
@@ -537,7 +537,7 @@ fn output_options(
     delimiter=None, null=None, binary=None, crlf=false, split=false, row_group_rows=None,
     tables=None, exclude=None, columns=Vec::new(), rows_where=Vec::new(), user=None,
     password=None, role=None, charset="UTF8", parallel=None, unit_pages=None, client_lib=None,
-    decimal256=false, verify=false, memory_mb=128, overwrite=false, views=None,
+    decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false))]
 #[allow(clippy::too_many_arguments)]
