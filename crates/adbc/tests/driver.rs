@@ -9,8 +9,11 @@ use adbc_core::error::Status;
 use adbc_core::options::{ObjectDepth, OptionDatabase, OptionStatement, OptionValue};
 use adbc_core::{Connection, Database, Driver, Optionable, Statement};
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use arrow_array::{Array, RecordBatch};
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{
+    Array, ArrayRef, Float32Array, Float64Array, Int32Array, NullArray, RecordBatch,
+    Time64MicrosecondArray, TimestampMicrosecondArray, TimestampNanosecondArray,
+};
 use fbunload::Unload;
 use fbunload_adbc::{FbConnection, FbDriver};
 use fbunload_client::{Attachment, Client, TransactionMode};
@@ -333,4 +336,218 @@ fn a_bound_string_with_non_ascii_text_finds_its_rows() {
     assert_eq!(rows(&batches), 1);
     let ww = batches[0].column_by_name("WW").unwrap().as_string::<i32>();
     assert_eq!(ww.value(0), "caféé");
+}
+
+/// `run` with one row of values bound to the query's markers; the error's
+/// message where it is refused, when given or while read.
+fn run_bound(
+    conn: &mut FbConnection,
+    sql: &str,
+    values: Vec<(&str, ArrayRef)>,
+) -> Result<Vec<RecordBatch>, String> {
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query(sql).map_err(|e| e.message)?;
+    statement
+        .bind(RecordBatch::try_from_iter(values).unwrap())
+        .unwrap();
+    let reader = statement.execute().map_err(|e| e.message)?;
+    reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+fn ids(batches: &[RecordBatch]) -> Vec<i32> {
+    let mut ids: Vec<i32> = batches
+        .iter()
+        .flat_map(|b| {
+            let ids = b.column_by_name("ID").unwrap().as_primitive::<Int32Type>();
+            ids.iter().flatten().collect::<Vec<_>>()
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// A bound double reaches the engine as exactly that double: what
+/// `SELECT ?` returns has the same bits, subnormals, the extremes, -0.0
+/// and 200 others included; NaN and infinities are refused.
+#[test]
+fn bound_floats_reach_the_engine_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("floats.fdb");
+    drop(fbunload_gen::create_test_database(
+        &client(),
+        &db.to_string_lossy(),
+        "masterkey",
+        4096,
+        &[
+            "CREATE TABLE F (ID INTEGER, D DOUBLE PRECISION, R FLOAT)",
+            "INSERT INTO F VALUES (1, 0, 0)",
+            "INSERT INTO F VALUES (2, 1.5, 0.25)",
+        ],
+    ));
+    let mut conn = connect(&db);
+    let bound = |conn: &mut FbConnection, sql: &str, value: f64| {
+        run_bound(
+            conn,
+            sql,
+            vec![("p", Arc::new(Float64Array::from(vec![value])))],
+        )
+    };
+    // 1e-310 was sent as a literal that the engine read as 0.
+    let found = bound(&mut conn, "SELECT ID FROM F WHERE D = ?", 1e-310).unwrap();
+    assert_eq!(ids(&found), Vec::<i32>::new());
+    let found = bound(&mut conn, "SELECT ID FROM F WHERE D = ?", 1.5).unwrap();
+    assert_eq!(ids(&found), [2]);
+    let real = Arc::new(Float32Array::from(vec![0.25f32]));
+    let found = run_bound(&mut conn, "SELECT ID FROM F WHERE R = ?", vec![("p", real)]);
+    assert_eq!(ids(&found.unwrap()), [2]);
+
+    let mut values = vec![
+        1e-310,
+        f64::from_bits(1),
+        f64::from_bits((1 << 52) - 1),
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        f64::MAX,
+        f64::MIN,
+        -0.0,
+        0.0,
+        0.1,
+        1.0 / 3.0,
+        0.1 + 0.2,
+        123_456_789.123_456_79,
+        9_007_199_254_740_993.0,
+        -1.5e300,
+        2.2250738585072014e-308 * 3.0,
+    ];
+    // Bit patterns from a fixed xorshift, every finite exponent likely.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    while values.len() < 216 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let value = f64::from_bits(state);
+        if value.is_finite() {
+            values.push(value);
+        }
+    }
+    let columns: Vec<String> = (0..values.len()).map(|i| format!("? AS V{i}")).collect();
+    let sql = format!("SELECT {} FROM RDB$DATABASE", columns.join(", "));
+    let params: Vec<(String, ArrayRef)> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            (
+                format!("p{i}"),
+                Arc::new(Float64Array::from(vec![*v])) as ArrayRef,
+            )
+        })
+        .collect();
+    let params = params
+        .iter()
+        .map(|(n, a)| (n.as_str(), a.clone()))
+        .collect();
+    let row = run_bound(&mut conn, &sql, params).unwrap();
+    for (i, expected) in values.iter().enumerate() {
+        let got = row[0].column(i).as_primitive::<Float64Type>().value(0);
+        assert_eq!(
+            got.to_bits(),
+            expected.to_bits(),
+            "{expected:e} came back as {got:e}"
+        );
+    }
+    for refused in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let err = bound(&mut conn, "SELECT ID FROM F WHERE D = ?", refused).unwrap_err();
+        assert!(err.contains("no NaN or infinity"), "{err}");
+    }
+}
+
+/// Firebird keeps time to 100 µs: a value in it is bound exactly, one
+/// with finer digits is refused rather than rounded to another instant.
+/// Arrow's null type (Python's None) binds as NULL.
+#[test]
+fn timestamps_times_and_nulls_bind_as_firebird_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("times.fdb");
+    drop(fbunload_gen::create_test_database(
+        &client(),
+        &db.to_string_lossy(),
+        "masterkey",
+        4096,
+        &[
+            "CREATE TABLE W (ID INTEGER, TS TIMESTAMP, TM TIME)",
+            "INSERT INTO W VALUES (1, '2024-01-01 00:00:00.1234', '12:30:00.1234')",
+            "INSERT INTO W VALUES (2, '2024-01-01 00:00:00.1235', '12:30:00.1235')",
+        ],
+    ));
+    let mut conn = connect(&db);
+    // 2024-01-01 00:00:00.123400 (the microseconds Python's datetime has).
+    let micros = 1_704_067_200_123_400i64;
+    let at = |micros: i64| Arc::new(TimestampMicrosecondArray::from(vec![micros])) as ArrayRef;
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS = ?",
+        vec![("p", at(micros))],
+    );
+    assert_eq!(ids(&found.unwrap()), [1]);
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS > ?",
+        vec![("p", at(micros))],
+    );
+    assert_eq!(ids(&found.unwrap()), [2]);
+    let nanos = Arc::new(TimestampNanosecondArray::from(vec![micros * 1000]));
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS = ?",
+        vec![("p", nanos)],
+    );
+    assert_eq!(ids(&found.unwrap()), [1]);
+    let err = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS > ?",
+        vec![("p", at(micros + 50))],
+    )
+    .unwrap_err();
+    assert!(err.contains("100 µs"), "{err}");
+    let time = Arc::new(Time64MicrosecondArray::from(vec![45_000_123_500i64]));
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TM = ?",
+        vec![("p", time)],
+    );
+    assert_eq!(ids(&found.unwrap()), [2]);
+
+    let null = Arc::new(NullArray::new(1)) as ArrayRef;
+    let sql = "SELECT ID, COALESCE(?, 'none') AS V FROM W WHERE ID = 1";
+    let found = run_bound(&mut conn, sql, vec![("p", null.clone())]).unwrap();
+    assert_eq!(found[0].column(1).as_string::<i32>().value(0), "none");
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS = ?",
+        vec![("p", null)],
+    );
+    assert_eq!(ids(&found.unwrap()), Vec::<i32>::new());
+}
+
+/// The markers are those Firebird's lexer sees: a `--` comment ended by a
+/// carriage return and a `q'{...}'` string with a quote inside hide none,
+/// and a value after a `-` is not read as the start of a comment.
+#[test]
+fn markers_are_found_as_the_engine_reads_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = connect(&database(dir.path()));
+    let int = |v: i32| Arc::new(Int32Array::from(vec![v])) as ArrayRef;
+    let sql = "SELECT ID FROM ACCOUNTS WHERE ID > ? -- the lower bound\r AND ID < ?";
+    let found = run_bound(&mut conn, sql, vec![("a", int(2)), ("b", int(6))]);
+    assert_eq!(ids(&found.unwrap()), [3, 4, 5]);
+    let sql = "SELECT ID, q'{it's}' AS Q FROM ACCOUNTS WHERE ID = ?";
+    let found = run_bound(&mut conn, sql, vec![("a", int(7))]).unwrap();
+    assert_eq!(ids(&found), [7]);
+    assert_eq!(found[0].column(1).as_string::<i32>().value(0), "it's");
+    // `0 -?` bound to -1 is 0 - (-1), not `0 --1`, a comment to the line's end.
+    let sql = "SELECT ID FROM ACCOUNTS WHERE ID > 0 -?\n AND ID < 5";
+    let found = run_bound(&mut conn, sql, vec![("a", int(-1))]);
+    assert_eq!(ids(&found.unwrap()), [2, 3, 4]);
 }

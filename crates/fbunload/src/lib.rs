@@ -101,8 +101,8 @@ pub use fbunload_exec::{stall_timeout_from_secs, DEFAULT_STALL_TIMEOUT, MAX_STAL
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
 pub use fbunload_plan::{
-    counted, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions, QuerySpec,
-    TableFilter, TablePlan, Unit,
+    counted, parameter_markers, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions,
+    QuerySpec, TableFilter, TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};
 
