@@ -12,6 +12,14 @@
 //! The snapshot lives as long as the statement that executed (until it
 //! executes again or is released); a partition read after that fails
 //! with "snapshot N is closed", never with other data.
+//!
+//! Partition bytes come from outside (a task queue, a file), so they are
+//! checked before anything attaches: every field present, of its type,
+//! nothing else, and within what a partition can hold (a ticket's numbers
+//! those of a snapshot, slots below what a table can have). In particular
+//! a partition always names a snapshot: there is no form that reads the
+//! current state. Partitions are not signed: one edited to name another
+//! table reads that table's pages at the same snapshot.
 
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
@@ -26,20 +34,34 @@ use serde::{Deserialize, Serialize};
 use crate::{from_run, Read, Settings};
 
 /// What every partition says it is, so other bytes are refused plainly.
-const FORMAT: &str = "fbunload-adbc-partition/1";
+/// `/2`: the ticket is always there (in `/1` it could be null).
+const FORMAT: &str = "fbunload-adbc-partition/2";
+
+/// Firebird's transaction (and so commit and snapshot) numbers have 48
+/// bits.
+const MAX_TRANSACTION: u64 = (1 << 48) - 1;
+
+/// A data-page slot is `pointer page * slots per pointer page + slot`
+/// ([`fbunload::Plan`]): pointer pages are numbered in 32 bits, and one
+/// lists fewer than 2^16 data pages.
+const MAX_SLOT: u64 = 1 << 48;
+
+/// The longest table name: 63 characters of up to 4 bytes (Firebird 4).
+const MAX_NAME_BYTES: usize = 252;
 
 /// One partition: where, at which snapshot, and which pages of a table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Partition {
     format: String,
     pub table: String,
-    /// `(number, holder_transaction, oldest_active)`; `None` where the
-    /// server cannot share snapshots (Firebird 3, with
-    /// `allow_inconsistent`), not made by this driver today.
-    pub ticket: Option<(u64, u64, u64)>,
+    /// `(number, holder_transaction, oldest_active)`.
+    pub ticket: (u64, u64, u64),
     /// Its position among the table's partitions.
     pub seq: usize,
     pub first_slot: u64,
+    /// `null` for "to the table's end"; required all the same.
+    #[serde(deserialize_with = "Option::deserialize")]
     pub end_slot: Option<u64>,
 }
 
@@ -48,26 +70,68 @@ impl Partition {
         serde_json::to_vec(self).expect("a partition is plain numbers and text")
     }
 
+    /// The partition `bytes` hold, or an error that says what is wrong
+    /// with them (module docs).
     pub fn decode(bytes: &[u8]) -> Result<Partition> {
-        serde_json::from_slice::<Partition>(bytes)
-            .ok()
-            .filter(|p| p.format == FORMAT)
-            .ok_or_else(|| {
-                Error::with_message_and_status(
-                    "not a partition of the fbunload driver (ExecutePartitions makes them)",
-                    Status::InvalidArguments,
-                )
-            })
+        let refused = |why: String| {
+            Error::with_message_and_status(
+                format!(
+                    "not a partition of the fbunload driver (ExecutePartitions makes them): \
+                     {why}"
+                ),
+                Status::InvalidArguments,
+            )
+        };
+        let partition =
+            serde_json::from_slice::<Partition>(bytes).map_err(|e| refused(e.to_string()))?;
+        partition.check().map_err(refused)?;
+        Ok(partition)
     }
 
-    fn ticket(&self) -> Option<SnapshotTicket> {
-        self.ticket.map(
-            |(number, holder_transaction, oldest_active)| SnapshotTicket {
-                number,
-                holder_transaction,
-                oldest_active,
-            },
-        )
+    /// Whether the fields hold what a partition can (module docs).
+    fn check(&self) -> std::result::Result<(), String> {
+        if self.format != FORMAT {
+            return Err(format!("its format is {:?}, not {FORMAT:?}", self.format));
+        }
+        let name = &self.table;
+        if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_control) {
+            return Err(format!("{name:?} is not a table name"));
+        }
+        let (number, holder, oldest_active) = self.ticket;
+        if number == 0
+            || holder == 0
+            || [number, holder, oldest_active]
+                .iter()
+                .any(|n| *n > MAX_TRANSACTION)
+            || oldest_active > holder
+        {
+            return Err(format!(
+                "its ticket {:?} is not a snapshot's (a snapshot number, the holding \
+                 transaction, the oldest transaction active, at most {MAX_TRANSACTION})",
+                self.ticket
+            ));
+        }
+        let slots_in_order = match self.end_slot {
+            Some(end) => self.first_slot < end && end <= MAX_SLOT,
+            None => self.first_slot <= MAX_SLOT,
+        };
+        if !slots_in_order {
+            return Err(format!(
+                "its pages {}..{} are not a range of a table's",
+                self.first_slot,
+                self.end_slot.map_or("end".into(), |e| e.to_string())
+            ));
+        }
+        Ok(())
+    }
+
+    fn ticket(&self) -> SnapshotTicket {
+        let (number, holder_transaction, oldest_active) = self.ticket;
+        SnapshotTicket {
+            number,
+            holder_transaction,
+            oldest_active,
+        }
     }
 
     /// Joins the partition's snapshot on a new attachment and reads its
@@ -75,7 +139,7 @@ impl Partition {
     pub fn read(&self, settings: &Settings) -> Result<Box<dyn RecordBatchReader + Send>> {
         let unload = settings.unload()?;
         let mut reader = unload
-            .join_snapshot(self.ticket().as_ref(), &self.table)
+            .join_snapshot(Some(&self.ticket()), &self.table)
             .map_err(from_run)?;
         let schema = reader.schema();
         let unit = Unit {
@@ -130,7 +194,14 @@ pub(crate) fn execute(
     }
     let ticket = held
         .ticket()
-        .map(|t| (t.number, t.holder_transaction, t.oldest_active));
+        .map(|t| (t.number, t.holder_transaction, t.oldest_active))
+        .ok_or_else(|| {
+            Error::with_message_and_status(
+                "ExecutePartitions: the server shares no snapshot between connections \
+                 (Firebird 4 or later does)",
+                Status::NotImplemented,
+            )
+        })?;
     let partitions = held
         .shares(0, count)
         .map_err(from_run)?
@@ -203,18 +274,25 @@ impl Drop for PartitionReader {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{json, Value};
+
     use super::*;
+
+    fn valid() -> Value {
+        json!({
+            "format": FORMAT,
+            "table": "Odd \"name\"",
+            "ticket": [7, 12, 3],
+            "seq": 2,
+            "first_slot": 40,
+            "end_slot": null,
+        })
+    }
 
     #[test]
     fn a_partition_survives_its_bytes() {
-        let partition = Partition {
-            format: FORMAT.into(),
-            table: "Odd \"name\"".into(),
-            ticket: Some((7, 12, 3)),
-            seq: 2,
-            first_slot: 40,
-            end_slot: None,
-        };
+        let partition = Partition::decode(valid().to_string().as_bytes()).unwrap();
+        assert_eq!(partition.ticket, (7, 12, 3));
         assert_eq!(Partition::decode(&partition.encode()).unwrap(), partition);
     }
 
@@ -223,5 +301,68 @@ mod tests {
         let err = Partition::decode(b"{\"format\":\"x\"}").unwrap_err();
         assert_eq!(err.status, Status::InvalidArguments);
         assert!(Partition::decode(b"\xff").is_err());
+    }
+
+    /// Every field missing, null, of another type, out of range or added:
+    /// refused before anything attaches, in one line.
+    #[test]
+    fn an_edited_partition_is_refused() {
+        let edits: Vec<(&str, Option<Value>)> = vec![
+            ("ticket", Some(Value::Null)),
+            ("ticket", None),
+            ("ticket", Some(json!("7,12,3"))),
+            ("ticket", Some(json!([7, 12]))),
+            ("ticket", Some(json!([7, 12, 3, 4]))),
+            ("ticket", Some(json!([7, -12, 3]))),
+            ("ticket", Some(json!([7.5, 12, 3]))),
+            ("ticket", Some(json!([0, 12, 3]))),
+            ("ticket", Some(json!([7, 12, 13]))),
+            ("ticket", Some(json!([u64::MAX, 12, 3]))),
+            ("ticket", Some(json!([7, 1u64 << 48, 3]))),
+            ("ticket", Some(json!([7, 1e30, 3]))),
+            ("table", Some(Value::Null)),
+            ("table", None),
+            ("table", Some(json!(5))),
+            ("table", Some(json!(""))),
+            ("table", Some(json!("T\u{0}X"))),
+            ("table", Some(json!("T\nX"))),
+            ("table", Some(json!("x".repeat(253)))),
+            ("seq", Some(json!(-1))),
+            ("seq", None),
+            ("first_slot", Some(json!(u64::MAX))),
+            ("first_slot", Some(json!(-1))),
+            ("first_slot", Some(json!("40"))),
+            ("first_slot", None),
+            ("end_slot", None),
+            ("end_slot", Some(json!(40))),
+            ("end_slot", Some(json!(10))),
+            ("end_slot", Some(json!(u64::MAX))),
+            ("format", Some(json!("fbunload-adbc-partition/1"))),
+            ("format", None),
+            ("password", Some(json!("x"))),
+        ];
+        for (field, value) in edits {
+            let mut edited = valid();
+            let object = edited.as_object_mut().unwrap();
+            match &value {
+                Some(v) => object.insert(field.into(), v.clone()),
+                None => object.remove(field),
+            };
+            let bytes = edited.to_string();
+            let err = Partition::decode(bytes.as_bytes()).expect_err(&bytes);
+            assert_eq!(err.status, Status::InvalidArguments, "{bytes}");
+            assert!(
+                err.message
+                    .starts_with("not a partition of the fbunload driver"),
+                "{bytes}: {}",
+                err.message
+            );
+            assert!(!err.message.contains('\n'), "{bytes}: {}", err.message);
+        }
+        // The last partition's end is null, and the first's start 0.
+        let mut edited = valid();
+        edited["first_slot"] = json!(0);
+        edited["end_slot"] = json!(8);
+        assert!(Partition::decode(edited.to_string().as_bytes()).is_ok());
     }
 }

@@ -551,3 +551,61 @@ fn markers_are_found_as_the_engine_reads_the_text() {
     let found = run_bound(&mut conn, sql, vec![("a", int(-1))]);
     assert_eq!(ids(&found.unwrap()), [2, 3, 4]);
 }
+
+/// A partition edited by hand is refused before it reads anything: a null
+/// ticket (which once read the current state), other types, numbers out
+/// of range; a name that is no table at the snapshot fails in one line.
+#[test]
+fn an_edited_partition_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path());
+    let mut conn = connect(&db);
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query("SELECT * FROM ACCOUNTS").unwrap();
+    let result = statement.execute_partitions().unwrap();
+    let partition: serde_json::Value = serde_json::from_slice(&result.partitions[0]).unwrap();
+    let read = |edited: &serde_json::Value| -> Result<usize, (Status, String)> {
+        let bytes = serde_json::to_vec(edited).unwrap();
+        let reader = conn
+            .read_partition(&bytes)
+            .map_err(|e| (e.status, e.message))?;
+        let batches = reader
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| (Status::IO, e.to_string()))?;
+        Ok(rows(&batches))
+    };
+    assert!(read(&partition).unwrap() > 0);
+    for (field, value) in [
+        ("ticket", serde_json::Value::Null),
+        ("ticket", serde_json::json!([1, 2])),
+        ("ticket", serde_json::json!(["1", "2", "3"])),
+        ("ticket", serde_json::json!([u64::MAX, u64::MAX, 0])),
+        ("first_slot", serde_json::json!(u64::MAX)),
+        ("end_slot", serde_json::json!(1e300)),
+        ("table", serde_json::Value::Null),
+        ("table", serde_json::json!("")),
+    ] {
+        let mut edited = partition.clone();
+        edited[field] = value;
+        let (status, message) = read(&edited).unwrap_err();
+        assert_eq!(status, Status::InvalidArguments, "{edited}: {message}");
+        assert!(
+            message.starts_with("not a partition"),
+            "{edited}: {message}"
+        );
+    }
+    for table in [
+        "RICH",
+        "RDB$RELATIONS",
+        "MON$ATTACHMENTS",
+        "NOPE",
+        "ACC\"OUNTS",
+        "accounts",
+    ] {
+        let mut edited = partition.clone();
+        edited["table"] = table.into();
+        let (_, message) = read(&edited).unwrap_err();
+        assert!(message.contains("no such table"), "{table}: {message}");
+        assert!(!message.contains('\n'), "{table}: {message}");
+    }
+}
