@@ -25,7 +25,7 @@ use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Schema, SchemaRef};
 use fbunload::Kind;
 
-use crate::{from_run, Settings};
+use crate::{from_run, Read, Settings};
 
 /// The table types `GetTableTypes` lists and `GetObjects` filters by.
 const TABLE_TYPES: [&str; 2] = ["TABLE", "VIEW"];
@@ -56,6 +56,10 @@ pub(crate) fn table_schema(settings: &Settings, table_name: &str) -> Result<Sche
         settings.unload()?.views(pattern.clone()),
     ] {
         match unload.prepare() {
+            // As the query reads it, computed columns included (module read).
+            Ok(prepared) if !prepared.plan.tables[0].computed.is_empty() => {
+                return Read::whole_table(table_name).schema(settings);
+            }
             Ok(prepared) => return Ok(prepared.schemas[0].as_ref().clone()),
             Err(e) if is_nothing_found(&e) => continue,
             Err(e) => return Err(from_run(e)),

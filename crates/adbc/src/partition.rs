@@ -192,6 +192,20 @@ pub(crate) fn execute(
             Status::NotFound,
         ));
     }
+    let computed = &held.plan.tables[0].computed;
+    if !computed.is_empty() {
+        let names: Vec<_> = computed.iter().map(|c| fbunload::printable(c)).collect();
+        return Err(Error::with_message_and_status(
+            format!(
+                "ExecutePartitions: table {} has computed columns ({}), which a partition does \
+                 not read (it reads the stored ones); read the table with ExecuteQuery, which \
+                 returns them",
+                fbunload::printable(table),
+                names.join(", ")
+            ),
+            Status::NotImplemented,
+        ));
+    }
     let ticket = held
         .ticket()
         .map(|t| (t.number, t.holder_transaction, t.oldest_active))

@@ -368,6 +368,79 @@ fn ids(batches: &[RecordBatch]) -> Vec<i32> {
     ids
 }
 
+/// `SELECT * FROM T` returns the columns the engine returns for it,
+/// computed ones included, as `SELECT * FROM T WHERE 1=1` does; still
+/// read in parallel. Partitions, which read stored columns, are refused.
+#[test]
+fn select_star_of_a_table_with_computed_columns_returns_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("computed.fdb");
+    drop(fbunload_gen::create_test_database(
+        &client(),
+        &db.to_string_lossy(),
+        "masterkey",
+        4096,
+        &[
+            "CREATE TABLE C (ID INTEGER, A INTEGER, TWICE COMPUTED BY (A * 2), \
+             PAD VARCHAR(400), SHOUT COMPUTED BY (UPPER(SUBSTRING(PAD FROM 1 FOR 3))))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 20000) DO BEGIN \
+             INSERT INTO C (ID, A, PAD) VALUES (:I, MOD(:I, 7), LPAD('', 400, 'ab' || :I)); \
+             I = I + 1; END END",
+        ],
+    ));
+    let mut conn = connect(&db);
+    let names = |batches: &[RecordBatch]| -> Vec<String> {
+        let schema = batches[0].schema();
+        schema.fields().iter().map(|f| f.name().clone()).collect()
+    };
+    let star = run(&mut conn, "SELECT * FROM C");
+    let engine = run(&mut conn, "SELECT * FROM C WHERE 1=1");
+    assert_eq!(names(&star), ["ID", "A", "TWICE", "PAD", "SHOUT"]);
+    assert_eq!(names(&star), names(&engine));
+    let whole =
+        |b: &[RecordBatch]| arrow_select::concat::concat_batches(&b[0].schema(), b).unwrap();
+    let (star, engine) = (whole(&star), whole(&engine));
+    assert_eq!(star.num_rows(), 20000);
+    // Row order may differ between the parallel read and the engine's.
+    let sorted = |b: &RecordBatch| {
+        let ids = b.column(0).as_primitive::<Int32Type>();
+        let mut order: Vec<u32> = (0..b.num_rows() as u32).collect();
+        order.sort_by_key(|&i| ids.value(i as usize));
+        let order = arrow_array::UInt32Array::from(order);
+        arrow_select::take::take_record_batch(b, &order).unwrap()
+    };
+    assert_eq!(sorted(&star), sorted(&engine));
+    // A whole-table read (read_arrow, the command line) unloads the stored
+    // columns: the rule README's "Which tables" states.
+    let stored: Vec<RecordBatch> = Unload::new(db.to_string_lossy())
+        .user("SYSDBA")
+        .password("masterkey")
+        .tables("C")
+        .record_batches()
+        .unwrap()
+        .map(|b| b.unwrap().batch)
+        .collect();
+    assert_eq!(names(&stored), ["ID", "A", "PAD"]);
+    let twice = star.column(2).as_primitive::<Int64Type>();
+    let a = star.column(1).as_primitive::<Int32Type>();
+    assert!((0..20000).all(|i| twice.value(i) == 2 * i64::from(a.value(i))));
+
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query("select * from c").unwrap();
+    assert_eq!(statement.execute_schema().unwrap(), *star.schema());
+    assert_eq!(
+        conn.get_table_schema(None, None, "C").unwrap(),
+        *star.schema()
+    );
+    let err = statement.execute_partitions().unwrap_err();
+    assert_eq!(err.status, Status::NotImplemented);
+    assert!(
+        err.message.contains("computed columns (TWICE, SHOUT)"),
+        "{}",
+        err.message
+    );
+}
+
 /// A bound double reaches the engine as exactly that double: what
 /// `SELECT ?` returns has the same bits, subnormals, the extremes, -0.0
 /// and 200 others included; NaN and infinities are refused.

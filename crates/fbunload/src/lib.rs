@@ -488,8 +488,13 @@ impl Unload {
     /// Starts reading every selected table and returns their batches as
     /// they come, table after table, each in DB_KEY order.
     pub fn record_batches(&self) -> Result<RecordBatches, Error> {
-        let prepared = self.prepare()?;
-        Ok(RecordBatches::spawn(prepared, self.memory_budget))
+        Ok(self.record_batches_of(self.prepare()?))
+    }
+
+    /// [`Self::record_batches`] of what [`Self::prepare`] planned, for a
+    /// caller that looks at the plan before it reads.
+    pub fn record_batches_of(&self, prepared: Prepared) -> RecordBatches {
+        RecordBatches::spawn(prepared, self.memory_budget)
     }
 }
 
