@@ -514,6 +514,9 @@ impl adbc_core::Statement for FbStatement {
     fn execute(&mut self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
         // Executing invalidates earlier results, partitions included.
         self.held = None;
+        if let (Some(sql), None) = (&self.sql, &self.params) {
+            params::none_bound(sql)?;
+        }
         let (reader, cancel) = self.read()?.execute(&self.settings)?;
         *self.running.lock().unwrap() = Some(cancel);
         Ok(reader)

@@ -72,6 +72,20 @@ pub fn inline(sql: &str, params: &RecordBatch) -> Result<String> {
     Ok(text)
 }
 
+/// Refuses `sql` if it has markers, when no values are bound: Firebird's
+/// own error for it names neither the markers nor the binding.
+pub fn none_bound(sql: &str) -> Result<()> {
+    let markers = fbunload::parameter_markers(sql).unwrap_or_default();
+    if markers.is_empty() {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "the query has {} parameter markers (?) and no values are bound; bind one row of \
+         values (cursor.execute(sql, parameters))",
+        markers.len()
+    )))
+}
+
 /// The SQL of row 0 of `column`.
 fn literal(column: &dyn Array, name: &str) -> Result<String> {
     // Arrow's null type has no validity buffer: its nulls are logical.

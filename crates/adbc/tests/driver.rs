@@ -619,6 +619,18 @@ fn markers_are_found_as_the_engine_reads_the_text() {
     let found = run_bound(&mut conn, sql, vec![("a", int(7))]).unwrap();
     assert_eq!(ids(&found), [7]);
     assert_eq!(found[0].column(1).as_string::<i32>().value(0), "it's");
+    // Markers with nothing bound: refused when executed, in the driver's words.
+    let mut statement = conn.new_statement().unwrap();
+    statement
+        .set_sql_query("SELECT ID FROM ACCOUNTS WHERE ID = ?")
+        .unwrap();
+    let err = statement.execute().err().unwrap();
+    assert_eq!(err.status, Status::InvalidArguments);
+    assert!(
+        err.message.contains("no values are bound"),
+        "{}",
+        err.message
+    );
     // `0 -?` bound to -1 is 0 - (-1), not `0 --1`, a comment to the line's end.
     let sql = "SELECT ID FROM ACCOUNTS WHERE ID > 0 -?\n AND ID < 5";
     let found = run_bound(&mut conn, sql, vec![("a", int(-1))]);
