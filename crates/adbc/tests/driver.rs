@@ -686,6 +686,12 @@ fn an_edited_partition_is_refused() {
         "NOPE",
         "ACC\"OUNTS",
         "accounts",
+        // SIMILAR TO's own characters match only themselves.
+        "ACCOUNT_",
+        "ACC%",
+        "NOPE|ACCOUNTS",
+        "(ACCOUNTS)",
+        "ACCOUNTS ",
     ] {
         let mut edited = partition.clone();
         edited["table"] = table.into();
