@@ -22,13 +22,24 @@ fn client() -> Arc<Client> {
     Client::load(None).expect("the embedded engine (scripts/setup.sh)")
 }
 
-/// Table `ACCOUNTS` over several pointer pages (4 KiB pages), and a view.
-fn database(dir: &Path) -> PathBuf {
-    let db = dir.join("adbc.fdb");
-    fbunload_gen::create_test_database(
+/// A new database `name` in `dir` holding what `statements` make.
+fn new_database(dir: &Path, name: &str, page_size: u32, statements: &[&str]) -> PathBuf {
+    let db = dir.join(name);
+    drop(fbunload_gen::create_test_database(
         &client(),
         &db.to_string_lossy(),
         "masterkey",
+        page_size,
+        statements,
+    ));
+    db
+}
+
+/// Table `ACCOUNTS` over several pointer pages (4 KiB pages), and a view.
+fn database(dir: &Path) -> PathBuf {
+    new_database(
+        dir,
+        "adbc.fdb",
         4096,
         &[
             "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL, BALANCE BIGINT, PAD VARCHAR(400))",
@@ -37,8 +48,7 @@ fn database(dir: &Path) -> PathBuf {
          INSERT INTO ACCOUNTS VALUES (:I, 1000 + MOD(:I, 1000), LPAD('', 400, 'x' || :I)); \
          I = I + 1; END END",
         ],
-    );
-    db
+    )
 }
 
 fn connect(db: &Path) -> FbConnection {
@@ -262,18 +272,16 @@ fn metadata_from_the_plan() {
 #[test]
 fn a_statement_cancelled_while_its_rows_are_read_stops_them() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("big.fdb");
-    drop(fbunload_gen::create_test_database(
-        &client(),
-        &db.to_string_lossy(),
-        "masterkey",
+    let db = new_database(
+        dir.path(),
+        "big.fdb",
         8192,
         &[
             "CREATE TABLE BIG (ID INTEGER, PAD VARCHAR(1000))",
             "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 250000) DO BEGIN \
              INSERT INTO BIG VALUES (:I, LPAD('', 1000, 'x' || :I)); I = I + 1; END END",
         ],
-    ));
+    );
     let mut conn = connect(&db);
     let mut statement = conn.new_statement().unwrap();
     statement.set_sql_query("SELECT * FROM BIG").unwrap();
@@ -374,11 +382,9 @@ fn ids(batches: &[RecordBatch]) -> Vec<i32> {
 #[test]
 fn select_star_of_a_table_with_computed_columns_returns_them() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("computed.fdb");
-    drop(fbunload_gen::create_test_database(
-        &client(),
-        &db.to_string_lossy(),
-        "masterkey",
+    let db = new_database(
+        dir.path(),
+        "computed.fdb",
         4096,
         &[
             "CREATE TABLE C (ID INTEGER, A INTEGER, TWICE COMPUTED BY (A * 2), \
@@ -387,7 +393,7 @@ fn select_star_of_a_table_with_computed_columns_returns_them() {
              INSERT INTO C (ID, A, PAD) VALUES (:I, MOD(:I, 7), LPAD('', 400, 'ab' || :I)); \
              I = I + 1; END END",
         ],
-    ));
+    );
     let mut conn = connect(&db);
     let names = |batches: &[RecordBatch]| -> Vec<String> {
         let schema = batches[0].schema();
@@ -447,18 +453,16 @@ fn select_star_of_a_table_with_computed_columns_returns_them() {
 #[test]
 fn bound_floats_reach_the_engine_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("floats.fdb");
-    drop(fbunload_gen::create_test_database(
-        &client(),
-        &db.to_string_lossy(),
-        "masterkey",
+    let db = new_database(
+        dir.path(),
+        "floats.fdb",
         4096,
         &[
             "CREATE TABLE F (ID INTEGER, D DOUBLE PRECISION, R FLOAT)",
             "INSERT INTO F VALUES (1, 0, 0)",
             "INSERT INTO F VALUES (2, 1.5, 0.25)",
         ],
-    ));
+    );
     let mut conn = connect(&db);
     let bound = |conn: &mut FbConnection, sql: &str, value: f64| {
         run_bound(
@@ -542,18 +546,16 @@ fn bound_floats_reach_the_engine_exactly() {
 #[test]
 fn timestamps_times_and_nulls_bind_as_firebird_holds_them() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("times.fdb");
-    drop(fbunload_gen::create_test_database(
-        &client(),
-        &db.to_string_lossy(),
-        "masterkey",
+    let db = new_database(
+        dir.path(),
+        "times.fdb",
         4096,
         &[
             "CREATE TABLE W (ID INTEGER, TS TIMESTAMP, TM TIME)",
             "INSERT INTO W VALUES (1, '2024-01-01 00:00:00.1234', '12:30:00.1234')",
             "INSERT INTO W VALUES (2, '2024-01-01 00:00:00.1235', '12:30:00.1235')",
         ],
-    ));
+    );
     let mut conn = connect(&db);
     // 2024-01-01 00:00:00.123400 (the microseconds Python's datetime has).
     let micros = 1_704_067_200_123_400i64;
