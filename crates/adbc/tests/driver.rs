@@ -438,6 +438,35 @@ fn select_star_of_a_table_with_computed_columns_returns_them() {
         conn.get_table_schema(None, None, "C").unwrap(),
         *star.schema()
     );
+    // GetObjects lists them too, a computed one with the type the server
+    // describes.
+    let objects = conn
+        .get_objects(ObjectDepth::All, None, None, Some("C"), None, None)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let tables = objects.column(1).as_list::<i32>().value(0);
+    let tables = tables.as_struct().column(1).as_list::<i32>().value(0);
+    let columns = tables.as_struct().column(2).as_list::<i32>().value(0);
+    let columns = columns.as_struct();
+    let declared = columns.column_by_name("xdbc_type_name").unwrap();
+    let listed: Vec<(&str, &str)> = (0..columns.len())
+        .map(|i| {
+            let name = columns.column(0).as_string::<i32>().value(i);
+            (name, declared.as_string::<i32>().value(i))
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("ID", "INTEGER"),
+            ("A", "INTEGER"),
+            ("TWICE", "BIGINT"),
+            ("PAD", "VARCHAR(400) CHARACTER SET UTF8"),
+            ("SHOUT", "VARCHAR(12 bytes)")
+        ]
+    );
     let err = statement.execute_partitions().unwrap_err();
     assert_eq!(err.status, Status::NotImplemented);
     assert!(
