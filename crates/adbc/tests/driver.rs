@@ -311,11 +311,9 @@ fn a_statement_cancelled_while_its_rows_are_read_stops_them() {
 #[test]
 fn a_bound_string_with_non_ascii_text_finds_its_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("text.fdb");
-    fbunload_gen::create_test_database(
-        &client(),
-        &db.to_string_lossy(),
-        "masterkey",
+    let db = new_database(
+        dir.path(),
+        "text.fdb",
         4096,
         &[
             "CREATE TABLE T (ID INTEGER, W VARCHAR(20) CHARACTER SET WIN1252)",
