@@ -245,6 +245,84 @@ def test_one_row_of_bound_parameters_fills_the_markers(conn, types_db):
         cur.execute("SELECT ID FROM T WHERE ID = ?", (1, 2))
 
 
+def test_select_star_returns_computed_columns_as_the_engine_does(tmp_path):
+    """A table read leaves out COMPUTED BY columns; SQL returns them, so
+    SELECT * through ADBC (and pandas.read_sql) has them, as the engine's
+    own answer does, while read_arrow keeps the stored ones."""
+    import pandas as pd
+
+    db = make_database(
+        tmp_path / "computed.fdb",
+        [
+            "CREATE TABLE C (ID INTEGER, A INTEGER, TWICE COMPUTED BY (A * 2), V VARCHAR(10))",
+            "INSERT INTO C (ID, A, V) VALUES (1, 21, 'x')",
+        ],
+    )
+    with connection(db) as con:
+        cur = con.cursor()
+        cur.execute("SELECT * FROM C")
+        engine = [d[0] for d in cur.description]
+        assert cur.fetchall() == [(1, 21, 42, "x")]
+    assert engine == ["ID", "A", "TWICE", "V"]
+    with fbunload.adbc.connect(db, **AUTH) as conn:
+        assert fetch(conn, "SELECT * FROM C").to_pylist() == [
+            {"ID": 1, "A": 21, "TWICE": 42, "V": "x"}
+        ]
+        assert list(pd.read_sql("SELECT * FROM C", conn).columns) == engine
+        assert conn.adbc_get_table_schema("C").names == engine
+        # Its partitions are the same query's, split by C.
+        with conn.cursor() as cur:
+            partitions, _ = cur.adbc_execute_partitions("SELECT * FROM C")
+            assert read_partitions(conn, partitions).to_pylist() == [
+                {"ID": 1, "A": 21, "TWICE": 42, "V": "x"}
+            ]
+    assert fbunload.read_arrow(db, "C", **AUTH).column_names == ["ID", "A", "V"]
+
+
+def test_bound_values_are_the_engines_or_refused(conn, types_db):
+    """None binds as NULL; a float exactly (1e-310 was read as 0); a
+    timestamp in Firebird's 100 us, finer digits refused; markers are
+    those the engine sees after a CR-ended comment and in q'{it's}'."""
+    import datetime
+
+    with conn.cursor() as cur:
+        cur.execute("SELECT COALESCE(?, 'none') AS V FROM T WHERE ID = 1", (None,))
+        assert cur.fetchall() == [("none",)]
+        cur.execute("SELECT ID FROM T WHERE D = ? OR F = ? ORDER BY ID", (1e-310, 0.25))
+        assert cur.fetchall() == [(1,)]
+        cur.execute("SELECT CAST(? AS DOUBLE PRECISION) AS X FROM T WHERE ID = 1", (1e-310,))
+        assert cur.fetchall() == [(1e-310,)]
+        at = datetime.datetime(1900, 1, 1, 0, 0, 0, 100)
+        cur.execute("SELECT ID FROM T WHERE TS = ?", (at,))
+        assert cur.fetchall() == [(1,)]
+        cur.execute("SELECT ID FROM T WHERE TS = ?", (datetime.datetime(2024, 1, 1, 0, 0, 0, 123400),))
+        assert cur.fetchall() == []
+        with pytest.raises(adbc_errors.ProgrammingError, match="100 µs"):
+            cur.execute("SELECT ID FROM T WHERE TS > ?", (datetime.datetime(2024, 1, 1, 0, 0, 0, 123456),))
+        with pytest.raises(adbc_errors.ProgrammingError, match="no NaN or infinity"):
+            cur.execute("SELECT ID FROM T WHERE D = ?", (float("nan"),))
+        cur.execute("SELECT ID, q'{it's}' AS Q FROM T -- first\r WHERE ID = ?", (3,))
+        assert cur.fetchall() == [(3, "it's")]
+
+
+def test_a_partition_with_a_null_ticket_or_a_write_is_refused(big_db):
+    import json
+
+    with fbunload.adbc.connect(big_db, **AUTH) as conn, conn.cursor() as cur:
+        table, _ = cur.adbc_execute_partitions("SELECT * FROM SMALL")
+        with conn.cursor() as other:
+            query, _ = other.adbc_execute_partitions("SELECT COUNT(*) AS N FROM SMALL")
+            edits = [(table[0], "ticket", None), (query[0], "ticket", None)]
+            # A query's partition holds one SELECT, checked before it runs.
+            edits.append((query[0], "query", "DELETE FROM SMALL"))
+            for partition, field, value in edits:
+                edited = json.loads(partition)
+                edited[field] = value
+                with conn.cursor() as reader, pytest.raises(adbc_errors.ProgrammingError, match="not a partition"):
+                    reader.adbc_read_partition(json.dumps(edited).encode())
+                    reader.fetch_arrow_table()
+
+
 def test_a_cursor_cancelled_while_reading_stops_its_read(tmp_path):
     """``cursor.adbc_cancel()`` (AdbcStatementCancel) stops the read in
     progress: the stream ends with an error instead of the table's rows

@@ -510,6 +510,16 @@ impl FbStatement {
         }
     }
 
+    /// Refuses a query with markers when nothing is bound, before it is
+    /// run ([`params::none_bound`]); `Prepare` and `ExecuteSchema` take
+    /// it, since values may be bound after them.
+    fn none_bound(&self) -> Result<()> {
+        match (&self.sql, &self.params) {
+            (Some(sql), None) => params::none_bound(sql),
+            _ => Ok(()),
+        }
+    }
+
     /// The one read of the statement (of its first bound row, if several).
     fn read(&self) -> Result<Read> {
         Ok(self.reads()?.swap_remove(0))
@@ -580,6 +590,7 @@ impl adbc_core::Statement for FbStatement {
     fn execute(&mut self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
         // Executing invalidates earlier results, partitions included.
         self.held = None;
+        self.none_bound()?;
         let reads = self.reads()?;
         let (reader, cancel) = match reads.as_slice() {
             [read] => read.execute(&self.settings)?,
@@ -609,6 +620,7 @@ impl adbc_core::Statement for FbStatement {
     }
 
     fn execute_partitions(&mut self) -> Result<PartitionedResult> {
+        self.none_bound()?;
         let mut reads = self.reads()?;
         if reads.len() > 1 {
             return Err(invalid(format!(

@@ -30,7 +30,7 @@ use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Schema, SchemaRef};
 use fbunload::Kind;
 
-use crate::{from_run, Settings};
+use crate::{from_run, Read, Settings};
 
 /// The table types `GetTableTypes` lists and `GetObjects` filters by.
 const TABLE_TYPES: [&str; 2] = ["TABLE", "VIEW"];
@@ -61,6 +61,10 @@ pub(crate) fn table_schema(settings: &Settings, table_name: &str) -> Result<Sche
         settings.unload()?.views(pattern.clone()),
     ] {
         match unload.prepare() {
+            // As the query reads it, computed columns included (module read).
+            Ok(prepared) if !prepared.plan.tables[0].computed.is_empty() => {
+                return Read::whole_table(table_name).schema(settings);
+            }
             Ok(prepared) => return Ok(prepared.schemas[0].as_ref().clone()),
             Err(e) if is_nothing_found(&e) => continue,
             Err(e) => return Err(from_run(e)),
@@ -224,19 +228,48 @@ fn plan_objects(settings: &Settings, filter: &ObjectFilter<'_>) -> Result<Vec<Ob
             continue;
         }
         match unload.prepare() {
-            Ok(prepared) => objects.extend(
-                prepared
-                    .plan
-                    .tables
-                    .iter()
-                    .cloned()
-                    .zip(prepared.schemas.iter().cloned()),
-            ),
+            Ok(prepared) => {
+                for (plan, schema) in prepared.plan.tables.iter().zip(prepared.schemas.iter()) {
+                    objects.push(as_select_star(settings, plan.clone(), schema.clone())?);
+                }
+            }
             Err(e) if is_nothing_found(&e) => {}
             Err(e) => return Err(from_run(e)),
         }
     }
     Ok(objects)
+}
+
+/// A table with computed columns has them among its columns, as
+/// `SELECT *` returns them (module `read`): its columns are then the
+/// server's description of that query, the stored ones with their
+/// declared types, the computed ones with the type the server describes.
+fn as_select_star(
+    settings: &Settings,
+    mut plan: fbunload::TablePlan,
+    schema: SchemaRef,
+) -> Result<Object> {
+    if plan.computed.is_empty() {
+        return Ok((plan, schema));
+    }
+    let sql = format!("SELECT * FROM {}", fbunload::quote_identifier(&plan.name));
+    let query = settings
+        .unload()?
+        .query(crate::read::QUERY_NAME, sql)
+        .prepare()
+        .map_err(from_run)?;
+    let described = &query.plan.tables[0];
+    plan.declared_types = (described.columns.iter())
+        .zip(&described.declared_types)
+        .map(
+            |(name, described)| match plan.columns.iter().position(|c| c == name) {
+                Some(stored) => plan.declared_types[stored].clone(),
+                None => described.clone(),
+            },
+        )
+        .collect();
+    plan.columns = described.columns.clone();
+    Ok((plan, query.schemas[0].clone()))
 }
 
 /// A LIKE pattern (`%`, `_`) as the `SIMILAR TO` pattern that matches the

@@ -8,6 +8,11 @@
 //! `fbunload.read_sql` returns), split by a driving table only when the
 //! statement names one (`adbc.fbunload.split_by`), because splitting
 //! changes nothing only for queries the caller knows to be row-for-row.
+//!
+//! The SQL decides the columns, though: a table read leaves out computed
+//! (`COMPUTED BY`) columns, which `SELECT *` returns. So a table that has
+//! them is read as the query split by itself, still in parallel at one
+//! snapshot, and its computed columns come as the engine computes them.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -17,7 +22,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int16Type, Int32Type};
 use arrow_array::{new_null_array, Array, ArrayRef, Int64Array, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
-use fbunload::{CatalogError, QuerySpec, RecordBatches, Unload};
+use fbunload::{CatalogError, Prepared, QuerySpec, RecordBatches, Unload};
 
 use crate::ffi::stream_error;
 use crate::{from_run, Settings};
@@ -55,6 +60,14 @@ impl Read {
         })
     }
 
+    /// `SELECT * FROM table`: what `GetTableSchema` describes.
+    pub(crate) fn whole_table(table: &str) -> Read {
+        Read::WholeTable {
+            table: table.to_string(),
+            sql: format!("SELECT * FROM {}", fbunload::quote_identifier(table)),
+        }
+    }
+
     /// The table whose units [`crate::Partition`]s are, if this reads one.
     pub fn table(&self) -> Option<&str> {
         match self {
@@ -63,16 +76,28 @@ impl Read {
         }
     }
 
-    /// The facade's read of this, for a table `Some` only if it is one.
-    fn unload(&self, settings: &Settings, as_table: bool) -> Result<Unload> {
+    /// How the facade reads this: for `SELECT * FROM T`, the table as a
+    /// table if it is one and has no computed column, with its catalog
+    /// read (module docs).
+    fn plan(&self, settings: &Settings) -> Result<Planned> {
         let unload = settings.unload()?;
-        Ok(match self {
-            Read::WholeTable { table, .. } if as_table => {
-                unload.tables(fbunload::exact_pattern(table))
+        let (table, sql) = match self {
+            Read::WholeTable { table, sql } => (table, sql),
+            Read::Query(spec) => return Ok(Planned::Other(unload.query_spec(spec.clone()))),
+        };
+        let as_table = unload.clone().tables(fbunload::exact_pattern(table));
+        match as_table.prepare() {
+            Ok(prepared) if prepared.plan.tables[0].computed.is_empty() => {
+                Ok(Planned::Table(as_table, prepared))
             }
-            Read::WholeTable { sql, .. } => unload.query(QUERY_NAME, sql.clone()),
-            Read::Query(spec) => unload.query_spec(spec.clone()),
-        })
+            Ok(_) => Ok(Planned::Other(
+                unload.query_spec(split_by_itself(table, sql)),
+            )),
+            Err(e) if is_not_a_table(&e) => {
+                Ok(Planned::Other(unload.query(QUERY_NAME, sql.clone())))
+            }
+            Err(e) => Err(from_run(e)),
+        }
     }
 
     /// Runs the read: batches as the workers read them, in order, and
@@ -81,11 +106,10 @@ impl Read {
         &self,
         settings: &Settings,
     ) -> Result<(Box<dyn RecordBatchReader + Send>, Arc<AtomicBool>)> {
-        let batches = match self.unload(settings, true)?.record_batches() {
-            Err(e) if is_not_a_table(&e) => self.unload(settings, false)?.record_batches(),
-            other => other,
-        }
-        .map_err(from_run)?;
+        let batches = match self.plan(settings)? {
+            Planned::Table(unload, prepared) => unload.record_batches_of(prepared),
+            Planned::Other(unload) => unload.record_batches().map_err(from_run)?,
+        };
         let schema = batches.schema(0);
         let cancel = batches.cancel_flag();
         Ok((Box::new(RunReader { batches, schema }), cancel))
@@ -94,11 +118,10 @@ impl Read {
     /// The result's schema, from the catalog or the server's description
     /// of the query: no row is read.
     pub fn schema(&self, settings: &Settings) -> Result<Schema> {
-        let prepared = match self.unload(settings, true)?.prepare() {
-            Err(e) if is_not_a_table(&e) => self.unload(settings, false)?.prepare(),
-            other => other,
-        }
-        .map_err(from_run)?;
+        let prepared = match self.plan(settings)? {
+            Planned::Table(_, prepared) => prepared,
+            Planned::Other(unload) => unload.prepare().map_err(from_run)?,
+        };
         let schema = prepared.schemas.first().ok_or_else(|| {
             Error::with_message_and_status("the read has no result", Status::Internal)
         })?;
@@ -235,6 +258,24 @@ fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+/// `sql`, a `SELECT *` of `table`, as the query split by the table: how
+/// a table with computed columns is read, and partitioned.
+pub(crate) fn split_by_itself(table: &str, sql: &str) -> QuerySpec {
+    QuerySpec {
+        name: QUERY_NAME.into(),
+        sql: sql.to_string(),
+        split_by: Some(fbunload::quote_identifier(table)),
+    }
+}
+
+/// A read as the facade will run it.
+enum Planned {
+    /// A table without computed columns, its catalog read.
+    Table(Unload, Prepared),
+    /// A query (a view's, or a table's with computed columns).
+    Other(Unload),
 }
 
 /// A `SELECT * FROM T` whose T is not a table: read as a query instead.

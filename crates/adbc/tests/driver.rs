@@ -11,8 +11,11 @@ use adbc_core::options::{
 };
 use adbc_core::{Connection, Database, Driver, Optionable, Statement};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::{Array, RecordBatch};
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{
+    Array, ArrayRef, Float32Array, Float64Array, Int32Array, NullArray, RecordBatch,
+    Time64MicrosecondArray, TimestampMicrosecondArray, TimestampNanosecondArray,
+};
 use fbunload::Unload;
 use fbunload_adbc::{FbConnection, FbDriver};
 use fbunload_client::{Attachment, Client, TransactionMode};
@@ -21,13 +24,24 @@ fn client() -> Arc<Client> {
     Client::load(None).expect("the embedded engine (scripts/setup.sh)")
 }
 
-/// Table `ACCOUNTS` over several pointer pages (4 KiB pages), and a view.
-fn database(dir: &Path) -> PathBuf {
-    let db = dir.join("adbc.fdb");
-    fbunload_gen::create_test_database(
+/// A new database `name` in `dir` holding what `statements` make.
+fn new_database(dir: &Path, name: &str, page_size: u32, statements: &[&str]) -> PathBuf {
+    let db = dir.join(name);
+    drop(fbunload_gen::create_test_database(
         &client(),
         &db.to_string_lossy(),
         "masterkey",
+        page_size,
+        statements,
+    ));
+    db
+}
+
+/// Table `ACCOUNTS` over several pointer pages (4 KiB pages), and a view.
+fn database(dir: &Path) -> PathBuf {
+    new_database(
+        dir,
+        "adbc.fdb",
         4096,
         &[
             "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL, BALANCE BIGINT, PAD VARCHAR(400))",
@@ -36,8 +50,7 @@ fn database(dir: &Path) -> PathBuf {
          INSERT INTO ACCOUNTS VALUES (:I, 1000 + MOD(:I, 1000), LPAD('', 400, 'x' || :I)); \
          I = I + 1; END END",
         ],
-    );
-    db
+    )
 }
 
 /// Runs `sql` and commits it, on an attachment of its own.
@@ -319,18 +332,16 @@ fn metadata_from_the_plan() {
 #[test]
 fn a_statement_cancelled_while_its_rows_are_read_stops_them() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("big.fdb");
-    drop(fbunload_gen::create_test_database(
-        &client(),
-        &db.to_string_lossy(),
-        "masterkey",
+    let db = new_database(
+        dir.path(),
+        "big.fdb",
         8192,
         &[
             "CREATE TABLE BIG (ID INTEGER, PAD VARCHAR(1000))",
             "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 250000) DO BEGIN \
              INSERT INTO BIG VALUES (:I, LPAD('', 1000, 'x' || :I)); I = I + 1; END END",
         ],
-    ));
+    );
     let mut conn = connect(&db);
     let mut statement = conn.new_statement().unwrap();
     statement.set_sql_query("SELECT * FROM BIG").unwrap();
@@ -575,11 +586,9 @@ fn a_connection_cancel_stops_its_metadata_results() {
 #[test]
 fn a_bound_string_with_non_ascii_text_finds_its_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("text.fdb");
-    fbunload_gen::create_test_database(
-        &client(),
-        &db.to_string_lossy(),
-        "masterkey",
+    let db = new_database(
+        dir.path(),
+        "text.fdb",
         4096,
         &[
             "CREATE TABLE T (ID INTEGER, W VARCHAR(20) CHARACTER SET WIN1252)",
@@ -608,4 +617,461 @@ fn a_bound_string_with_non_ascii_text_finds_its_rows() {
     assert_eq!(rows(&batches), 1);
     let ww = batches[0].column_by_name("WW").unwrap().as_string::<i32>();
     assert_eq!(ww.value(0), "caféé");
+}
+
+/// `run` with one row of values bound to the query's markers; the error's
+/// message where it is refused, when given or while read.
+fn run_bound(
+    conn: &mut FbConnection,
+    sql: &str,
+    values: Vec<(&str, ArrayRef)>,
+) -> Result<Vec<RecordBatch>, String> {
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query(sql).map_err(|e| e.message)?;
+    statement
+        .bind(RecordBatch::try_from_iter(values).unwrap())
+        .unwrap();
+    let reader = statement.execute().map_err(|e| e.message)?;
+    reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+fn ids(batches: &[RecordBatch]) -> Vec<i32> {
+    let mut ids: Vec<i32> = batches
+        .iter()
+        .flat_map(|b| {
+            let ids = b.column_by_name("ID").unwrap().as_primitive::<Int32Type>();
+            ids.iter().flatten().collect::<Vec<_>>()
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// `SELECT * FROM T` returns the columns the engine returns for it,
+/// computed ones included, as `SELECT * FROM T WHERE 1=1` does; still
+/// read in parallel, and partitioned as that query split by the table.
+#[test]
+fn select_star_of_a_table_with_computed_columns_returns_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_database(
+        dir.path(),
+        "computed.fdb",
+        4096,
+        &[
+            "CREATE TABLE C (ID INTEGER, A INTEGER, TWICE COMPUTED BY (A * 2), \
+             PAD VARCHAR(400), SHOUT COMPUTED BY (UPPER(SUBSTRING(PAD FROM 1 FOR 3))))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 20000) DO BEGIN \
+             INSERT INTO C (ID, A, PAD) VALUES (:I, MOD(:I, 7), LPAD('', 400, 'ab' || :I)); \
+             I = I + 1; END END",
+        ],
+    );
+    let mut conn = connect(&db);
+    let names = |batches: &[RecordBatch]| -> Vec<String> {
+        let schema = batches[0].schema();
+        schema.fields().iter().map(|f| f.name().clone()).collect()
+    };
+    let star = run(&mut conn, "SELECT * FROM C");
+    let engine = run(&mut conn, "SELECT * FROM C WHERE 1=1");
+    assert_eq!(names(&star), ["ID", "A", "TWICE", "PAD", "SHOUT"]);
+    assert_eq!(names(&star), names(&engine));
+    let whole =
+        |b: &[RecordBatch]| arrow_select::concat::concat_batches(&b[0].schema(), b).unwrap();
+    let (star, engine) = (whole(&star), whole(&engine));
+    assert_eq!(star.num_rows(), 20000);
+    // Row order may differ between the parallel read and the engine's.
+    let sorted = |b: &RecordBatch| {
+        let ids = b.column(0).as_primitive::<Int32Type>();
+        let mut order: Vec<u32> = (0..b.num_rows() as u32).collect();
+        order.sort_by_key(|&i| ids.value(i as usize));
+        let order = arrow_array::UInt32Array::from(order);
+        arrow_select::take::take_record_batch(b, &order).unwrap()
+    };
+    assert_eq!(sorted(&star), sorted(&engine));
+    // A whole-table read (read_arrow, the command line) unloads the stored
+    // columns: the rule README's "Which tables" states.
+    let stored: Vec<RecordBatch> = Unload::new(db.to_string_lossy())
+        .user("SYSDBA")
+        .password("masterkey")
+        .tables("C")
+        .record_batches()
+        .unwrap()
+        .map(|b| b.unwrap().batch)
+        .collect();
+    assert_eq!(names(&stored), ["ID", "A", "PAD"]);
+    let twice = star.column(2).as_primitive::<Int64Type>();
+    let a = star.column(1).as_primitive::<Int32Type>();
+    assert!((0..20000).all(|i| twice.value(i) == 2 * i64::from(a.value(i))));
+
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query("select * from c").unwrap();
+    assert_eq!(statement.execute_schema().unwrap(), *star.schema());
+    assert_eq!(
+        conn.get_table_schema(None, None, "C").unwrap(),
+        *star.schema()
+    );
+    // GetObjects lists them too, a computed one with the type the server
+    // describes.
+    let objects = conn
+        .get_objects(ObjectDepth::All, None, None, Some("C"), None, None)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let tables = objects.column(1).as_list::<i32>().value(0);
+    let tables = tables.as_struct().column(1).as_list::<i32>().value(0);
+    let columns = tables.as_struct().column(2).as_list::<i32>().value(0);
+    let columns = columns.as_struct();
+    let declared = columns.column_by_name("xdbc_type_name").unwrap();
+    let listed: Vec<(&str, &str)> = (0..columns.len())
+        .map(|i| {
+            let name = columns.column(0).as_string::<i32>().value(i);
+            (name, declared.as_string::<i32>().value(i))
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("ID", "INTEGER"),
+            ("A", "INTEGER"),
+            ("TWICE", "BIGINT"),
+            ("PAD", "VARCHAR(400) CHARACTER SET UTF8"),
+            ("SHOUT", "VARCHAR(12 bytes)")
+        ]
+    );
+    // Its partitions are the query split by the table: the columns and
+    // rows of SELECT *, computed ones included.
+    statement
+        .set_option(
+            OptionStatement::Other("adbc.fbunload.partitions".into()),
+            OptionValue::Int(3),
+        )
+        .unwrap();
+    let result = statement.execute_partitions().unwrap();
+    assert_eq!(result.partitions.len(), 3);
+    assert_eq!(result.schema, *star.schema());
+    let mut pieces = Vec::new();
+    for partition in &result.partitions {
+        let reader = connect(&db).read_partition(partition).unwrap();
+        pieces.extend(reader.map(Result::unwrap));
+    }
+    assert_eq!(sorted(&whole(&pieces)), sorted(&star));
+}
+
+/// A bound double reaches the engine as exactly that double: what
+/// `SELECT ?` returns has the same bits, subnormals, the extremes, -0.0
+/// and 200 others included; NaN and infinities are refused.
+#[test]
+fn bound_floats_reach_the_engine_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_database(
+        dir.path(),
+        "floats.fdb",
+        4096,
+        &[
+            "CREATE TABLE F (ID INTEGER, D DOUBLE PRECISION, R FLOAT)",
+            "INSERT INTO F VALUES (1, 0, 0)",
+            "INSERT INTO F VALUES (2, 1.5, 0.25)",
+        ],
+    );
+    let mut conn = connect(&db);
+    let bound = |conn: &mut FbConnection, sql: &str, value: f64| {
+        run_bound(
+            conn,
+            sql,
+            vec![("p", Arc::new(Float64Array::from(vec![value])))],
+        )
+    };
+    // 1e-310 was sent as a literal that the engine read as 0.
+    let found = bound(&mut conn, "SELECT ID FROM F WHERE D = ?", 1e-310).unwrap();
+    assert_eq!(ids(&found), Vec::<i32>::new());
+    let found = bound(&mut conn, "SELECT ID FROM F WHERE D = ?", 1.5).unwrap();
+    assert_eq!(ids(&found), [2]);
+    let real = Arc::new(Float32Array::from(vec![0.25f32]));
+    let found = run_bound(&mut conn, "SELECT ID FROM F WHERE R = ?", vec![("p", real)]);
+    assert_eq!(ids(&found.unwrap()), [2]);
+
+    let mut values = vec![
+        1e-310,
+        f64::from_bits(1),
+        f64::from_bits((1 << 52) - 1),
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        f64::MAX,
+        f64::MIN,
+        -0.0,
+        0.0,
+        0.1,
+        1.0 / 3.0,
+        0.1 + 0.2,
+        123_456_789.123_456_79,
+        9_007_199_254_740_993.0,
+        -1.5e300,
+        2.2250738585072014e-308 * 3.0,
+    ];
+    // Bit patterns from a fixed xorshift, every finite exponent likely.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    while values.len() < 216 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let value = f64::from_bits(state);
+        if value.is_finite() {
+            values.push(value);
+        }
+    }
+    let columns: Vec<String> = (0..values.len()).map(|i| format!("? AS V{i}")).collect();
+    let sql = format!("SELECT {} FROM RDB$DATABASE", columns.join(", "));
+    let params: Vec<(String, ArrayRef)> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            (
+                format!("p{i}"),
+                Arc::new(Float64Array::from(vec![*v])) as ArrayRef,
+            )
+        })
+        .collect();
+    let params = params
+        .iter()
+        .map(|(n, a)| (n.as_str(), a.clone()))
+        .collect();
+    let row = run_bound(&mut conn, &sql, params).unwrap();
+    for (i, expected) in values.iter().enumerate() {
+        let got = row[0].column(i).as_primitive::<Float64Type>().value(0);
+        assert_eq!(
+            got.to_bits(),
+            expected.to_bits(),
+            "{expected:e} came back as {got:e}"
+        );
+    }
+    for refused in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let err = bound(&mut conn, "SELECT ID FROM F WHERE D = ?", refused).unwrap_err();
+        assert!(err.contains("no NaN or infinity"), "{err}");
+    }
+}
+
+/// Firebird keeps time to 100 µs: a value in it is bound exactly, one
+/// with finer digits is refused rather than rounded to another instant.
+/// Arrow's null type (Python's None) binds as NULL.
+#[test]
+fn timestamps_times_and_nulls_bind_as_firebird_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_database(
+        dir.path(),
+        "times.fdb",
+        4096,
+        &[
+            "CREATE TABLE W (ID INTEGER, TS TIMESTAMP, TM TIME)",
+            "INSERT INTO W VALUES (1, '2024-01-01 00:00:00.1234', '12:30:00.1234')",
+            "INSERT INTO W VALUES (2, '2024-01-01 00:00:00.1235', '12:30:00.1235')",
+        ],
+    );
+    let mut conn = connect(&db);
+    // 2024-01-01 00:00:00.123400 (the microseconds Python's datetime has).
+    let micros = 1_704_067_200_123_400i64;
+    let at = |micros: i64| Arc::new(TimestampMicrosecondArray::from(vec![micros])) as ArrayRef;
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS = ?",
+        vec![("p", at(micros))],
+    );
+    assert_eq!(ids(&found.unwrap()), [1]);
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS > ?",
+        vec![("p", at(micros))],
+    );
+    assert_eq!(ids(&found.unwrap()), [2]);
+    let nanos = Arc::new(TimestampNanosecondArray::from(vec![micros * 1000]));
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS = ?",
+        vec![("p", nanos)],
+    );
+    assert_eq!(ids(&found.unwrap()), [1]);
+    let err = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS > ?",
+        vec![("p", at(micros + 50))],
+    )
+    .unwrap_err();
+    assert!(err.contains("100 µs"), "{err}");
+    let time = Arc::new(Time64MicrosecondArray::from(vec![45_000_123_500i64]));
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TM = ?",
+        vec![("p", time)],
+    );
+    assert_eq!(ids(&found.unwrap()), [2]);
+
+    let null = Arc::new(NullArray::new(1)) as ArrayRef;
+    let sql = "SELECT ID, COALESCE(?, 'none') AS V FROM W WHERE ID = 1";
+    let found = run_bound(&mut conn, sql, vec![("p", null.clone())]).unwrap();
+    assert_eq!(found[0].column(1).as_string::<i32>().value(0), "none");
+    let found = run_bound(
+        &mut conn,
+        "SELECT ID FROM W WHERE TS = ?",
+        vec![("p", null)],
+    );
+    assert_eq!(ids(&found.unwrap()), Vec::<i32>::new());
+}
+
+/// The markers are those Firebird's lexer sees: a `--` comment ended by a
+/// carriage return and a `q'{...}'` string with a quote inside hide none,
+/// and a value after a `-` is not read as the start of a comment.
+#[test]
+fn markers_are_found_as_the_engine_reads_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = connect(&database(dir.path()));
+    let int = |v: i32| Arc::new(Int32Array::from(vec![v])) as ArrayRef;
+    let sql = "SELECT ID FROM ACCOUNTS WHERE ID > ? -- the lower bound\r AND ID < ?";
+    let found = run_bound(&mut conn, sql, vec![("a", int(2)), ("b", int(6))]);
+    assert_eq!(ids(&found.unwrap()), [3, 4, 5]);
+    let sql = "SELECT ID, q'{it's}' AS Q FROM ACCOUNTS WHERE ID = ?";
+    let found = run_bound(&mut conn, sql, vec![("a", int(7))]).unwrap();
+    assert_eq!(ids(&found), [7]);
+    assert_eq!(found[0].column(1).as_string::<i32>().value(0), "it's");
+    // Markers with nothing bound: refused when executed, in the driver's words.
+    let mut statement = conn.new_statement().unwrap();
+    statement
+        .set_sql_query("SELECT ID FROM ACCOUNTS WHERE ID = ?")
+        .unwrap();
+    let err = statement.execute().err().unwrap();
+    assert_eq!(err.status, Status::InvalidArguments);
+    assert!(
+        err.message.contains("no values are bound"),
+        "{}",
+        err.message
+    );
+    // `0 -?` bound to -1 is 0 - (-1), not `0 --1`, a comment to the line's end.
+    let sql = "SELECT ID FROM ACCOUNTS WHERE ID > 0 -?\n AND ID < 5";
+    let found = run_bound(&mut conn, sql, vec![("a", int(-1))]);
+    assert_eq!(ids(&found.unwrap()), [2, 3, 4]);
+}
+
+/// A partition edited by hand is refused before it reads anything: a null
+/// ticket (which once read the current state), other types, numbers out
+/// of range, a query's partition holding anything but one SELECT; a name
+/// that is no table at the snapshot fails in one line.
+#[test]
+fn an_edited_partition_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path());
+    let mut conn = connect(&db);
+    let mut statement = conn.new_statement().unwrap();
+    statement.set_sql_query("SELECT * FROM ACCOUNTS").unwrap();
+    let result = statement.execute_partitions().unwrap();
+    let partition: serde_json::Value = serde_json::from_slice(&result.partitions[0]).unwrap();
+    // A query's partitions: split by ACCOUNTS, and one read whole.
+    let mut queries = conn.new_statement().unwrap();
+    let query_partition = |statement: &mut fbunload_adbc::FbStatement, sql: &str| {
+        statement.set_sql_query(sql).unwrap();
+        let result = statement.execute_partitions().unwrap();
+        serde_json::from_slice::<serde_json::Value>(&result.partitions[0]).unwrap()
+    };
+    let whole_query = query_partition(&mut queries, "SELECT COUNT(*) AS N FROM ACCOUNTS");
+    let mut split = conn.new_statement().unwrap();
+    split
+        .set_option(
+            OptionStatement::Other("adbc.fbunload.split_by".into()),
+            OptionValue::String("ACCOUNTS".into()),
+        )
+        .unwrap();
+    let split_query = query_partition(&mut split, "SELECT ID FROM ACCOUNTS WHERE ID < 500");
+    let read = |edited: &serde_json::Value| -> Result<usize, (Status, String)> {
+        let bytes = serde_json::to_vec(edited).unwrap();
+        let reader = conn
+            .read_partition(&bytes)
+            .map_err(|e| (e.status, e.message))?;
+        let batches = reader
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| (Status::IO, e.to_string()))?;
+        Ok(rows(&batches))
+    };
+    assert!(read(&partition).unwrap() > 0);
+    for (field, value) in [
+        ("ticket", serde_json::Value::Null),
+        ("ticket", serde_json::json!([1, 2])),
+        ("ticket", serde_json::json!(["1", "2", "3"])),
+        ("ticket", serde_json::json!([u64::MAX, u64::MAX, 0])),
+        ("first_slot", serde_json::json!(u64::MAX)),
+        ("end_slot", serde_json::json!(1e300)),
+        ("table", serde_json::Value::Null),
+        ("table", serde_json::json!("")),
+    ] {
+        let mut edited = partition.clone();
+        edited[field] = value;
+        let (status, message) = read(&edited).unwrap_err();
+        assert_eq!(status, Status::InvalidArguments, "{edited}: {message}");
+        assert!(
+            message.starts_with("not a partition"),
+            "{edited}: {message}"
+        );
+    }
+    assert_eq!(read(&whole_query).unwrap(), 1);
+    assert!(read(&split_query).unwrap() > 0);
+    for query in [&whole_query, &split_query] {
+        for (field, value) in [
+            ("ticket", serde_json::Value::Null),
+            ("query", serde_json::json!("DELETE FROM ACCOUNTS")),
+            (
+                "query",
+                serde_json::json!("SELECT ID FROM ACCOUNTS; DELETE FROM ACCOUNTS"),
+            ),
+            (
+                "query",
+                serde_json::json!("UPDATE ACCOUNTS SET BALANCE = 0"),
+            ),
+            ("split_by", serde_json::json!("")),
+            ("table", serde_json::json!("ACCOUNTS")),
+        ] {
+            let mut edited = query.clone();
+            edited[field] = value;
+            let (status, message) = read(&edited).unwrap_err();
+            assert_eq!(status, Status::InvalidArguments, "{edited}: {message}");
+            assert!(
+                message.starts_with("not a partition"),
+                "{edited}: {message}"
+            );
+            assert!(!message.contains('\n'), "{edited}: {message}");
+        }
+    }
+    // Without its query, a partition of the table the facade calls QUERY.
+    let mut edited = whole_query.clone();
+    edited["query"] = serde_json::Value::Null;
+    assert!(read(&edited).unwrap_err().1.contains("no such table"));
+    // A query read whole is one partition: pages of it are no partition.
+    let mut edited = whole_query.clone();
+    edited["first_slot"] = 8.into();
+    assert!(read(&edited).unwrap_err().1.starts_with("not a partition"));
+    // A table's partition with a query's fields is no partition either.
+    let mut edited = partition.clone();
+    edited["split_by"] = "ACCOUNTS".into();
+    assert!(read(&edited).unwrap_err().1.starts_with("not a partition"));
+    // Not signed: another SELECT reads at the same snapshot.
+    let mut edited = whole_query.clone();
+    edited["query"] = "SELECT ID FROM ACCOUNTS WHERE ID < 5".into();
+    assert_eq!(read(&edited).unwrap(), 5);
+    for table in [
+        "RICH",
+        "RDB$RELATIONS",
+        "MON$ATTACHMENTS",
+        "NOPE",
+        "ACC\"OUNTS",
+        "accounts",
+        // SIMILAR TO's own characters match only themselves.
+        "ACCOUNT_",
+        "ACC%",
+        "NOPE|ACCOUNTS",
+        "(ACCOUNTS)",
+        "ACCOUNTS ",
+    ] {
+        let mut edited = partition.clone();
+        edited["table"] = table.into();
+        let (_, message) = read(&edited).unwrap_err();
+        assert!(message.contains("no such table"), "{table}: {message}");
+        assert!(!message.contains('\n'), "{table}: {message}");
+    }
 }

@@ -551,6 +551,7 @@ mod tests {
                     field_type: 8,
                     ..Column::default()
                 }],
+                computed: Vec::new(),
                 pointer_pages: *pointer_pages,
             })
             .collect();

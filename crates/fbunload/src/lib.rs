@@ -107,8 +107,8 @@ pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
 pub use output::{FormatName, OutputOptions, FORMAT_OPTIONS};
 pub use fbunload_plan::{
-    counted, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions, QuerySpec,
-    TableFilter, TablePlan, Unit,
+    counted, parameter_markers, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions,
+    QuerySpec, TableFilter, TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};
 
@@ -640,8 +640,13 @@ impl Unload {
     /// Starts reading every selected table and returns their batches as
     /// they come, table after table, each in DB_KEY order.
     pub fn record_batches(&self) -> Result<RecordBatches, Error> {
-        let prepared = self.prepare()?;
-        Ok(RecordBatches::spawn(prepared, self.memory_budget))
+        Ok(self.record_batches_of(self.prepare()?))
+    }
+
+    /// [`Self::record_batches`] of what [`Self::prepare`] planned, for a
+    /// caller that looks at the plan before it reads.
+    pub fn record_batches_of(&self, prepared: Prepared) -> RecordBatches {
+        RecordBatches::spawn(prepared, self.memory_budget)
     }
 }
 

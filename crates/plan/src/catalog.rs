@@ -281,6 +281,9 @@ pub struct Table {
     pub relation_id: u16,
     pub name: String,
     pub columns: Vec<Column>,
+    /// The names of its computed (`COMPUTED BY`) columns, which are not
+    /// read (module docs), in position order.
+    pub computed: Vec<String>,
     /// Pointer pages allocated to the table (0 for a never-filled table).
     pub pointer_pages: u32,
 }
@@ -405,6 +408,7 @@ pub fn read_table(tr: &Transaction, name: &str) -> Result<Option<Table>, Catalog
                 relation_id: int(row, 0).unwrap_or(0) as u16,
                 name: name.to_string(),
                 columns: Vec::new(),
+                computed: Vec::new(),
                 pointer_pages: int(row, 1).unwrap_or(0) as u32,
             })
         },
@@ -459,6 +463,7 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
             relation_id: int(row, 0).unwrap_or(0) as u16,
             name: text(row, 1),
             columns: Vec::new(),
+            computed: Vec::new(),
             pointer_pages: 0,
         });
     })?;
@@ -478,31 +483,36 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
         "SELECT rf.RDB$RELATION_NAME, rf.RDB$FIELD_NAME, f.RDB$FIELD_TYPE, \
          f.RDB$FIELD_PRECISION, COALESCE(f.RDB$FIELD_SCALE, 0), \
          COALESCE(f.RDB$FIELD_SUB_TYPE, 0), f.RDB$CHARACTER_LENGTH, f.RDB$CHARACTER_SET_ID, \
-         COALESCE(f.RDB$FIELD_LENGTH, 0), COALESCE(f.RDB$DIMENSIONS, 0), rf.RDB$FIELD_SOURCE \
+         COALESCE(f.RDB$FIELD_LENGTH, 0), COALESCE(f.RDB$DIMENSIONS, 0), rf.RDB$FIELD_SOURCE, \
+         IIF(f.RDB$COMPUTED_BLR IS NULL, 0, 1) \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
-         WHERE f.RDB$COMPUTED_BLR IS NULL \
          ORDER BY rf.RDB$RELATION_NAME, rf.RDB$FIELD_POSITION",
         |row| {
-            if let Some(&i) = by_name.get(&text(row, 0)) {
-                let field_type = int(row, 2).unwrap_or(0) as i16;
-                let sub_type = int(row, 5).unwrap_or(0) as i16;
-                let is_text = matches!(field_type, blr::CHAR | blr::VARCHAR | blr::CSTRING)
-                    || (field_type == blr::BLOB && sub_type == 1);
-                tables[i].columns.push(Column {
-                    name: text(row, 1),
-                    field_type,
-                    sub_type,
-                    precision: int(row, 3).map(|p| p as i16),
-                    scale: int(row, 4).unwrap_or(0) as i16,
-                    char_length: int(row, 6).map(|n| n as i16),
-                    // Text with no character set recorded is NONE.
-                    charset_id: is_text.then(|| int(row, 7).unwrap_or(0) as u8),
-                    field_length: int(row, 8).unwrap_or(0) as i16,
-                    dimensions: Vec::new(),
-                });
-                if int(row, 9).unwrap_or(0) > 0 {
-                    array_domains.push((i, tables[i].columns.len() - 1, text(row, 10)));
-                }
+            let Some(&i) = by_name.get(&text(row, 0)) else {
+                return;
+            };
+            if int(row, 11) == Some(1) {
+                tables[i].computed.push(text(row, 1));
+                return;
+            }
+            let field_type = int(row, 2).unwrap_or(0) as i16;
+            let sub_type = int(row, 5).unwrap_or(0) as i16;
+            let is_text = matches!(field_type, blr::CHAR | blr::VARCHAR | blr::CSTRING)
+                || (field_type == blr::BLOB && sub_type == 1);
+            tables[i].columns.push(Column {
+                name: text(row, 1),
+                field_type,
+                sub_type,
+                precision: int(row, 3).map(|p| p as i16),
+                scale: int(row, 4).unwrap_or(0) as i16,
+                char_length: int(row, 6).map(|n| n as i16),
+                // Text with no character set recorded is NONE.
+                charset_id: is_text.then(|| int(row, 7).unwrap_or(0) as u8),
+                field_length: int(row, 8).unwrap_or(0) as i16,
+                dimensions: Vec::new(),
+            });
+            if int(row, 9).unwrap_or(0) > 0 {
+                array_domains.push((i, tables[i].columns.len() - 1, text(row, 10)));
             }
         },
     )?;

@@ -27,4 +27,4 @@ pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit};
 pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};
 pub use selection::{SelectionError, TableChoice};
-pub use sql_text::{for_the_engine, token_ranges, without_comments};
+pub use sql_text::{for_the_engine, parameter_markers, token_ranges, without_comments};

@@ -155,6 +155,10 @@ pub struct TablePlan {
     pub relation_id: u16,
     /// Output column names, in catalog order.
     pub columns: Vec<String>,
+    /// A table's computed columns, which its read leaves out (see
+    /// [`crate::catalog`]); empty for views and queries, whose columns are
+    /// all read.
+    pub computed: Vec<String>,
     /// Each column's type as declared (`NUMERIC(9,3)`), whatever the query
     /// casts it to on the way.
     pub declared_types: Vec<String>,
@@ -378,6 +382,7 @@ impl Plan {
                 name: table.name.clone(),
                 relation_id: table.relation_id,
                 columns: table.columns.iter().map(|c| c.name.clone()).collect(),
+                computed: table.computed.clone(),
                 declared_types: table.columns.iter().map(Column::declared_type).collect(),
                 arrays: table
                     .columns
@@ -448,6 +453,7 @@ impl Plan {
                 relation_id: driving_table.map_or(0, |t| t.relation_id),
                 pointer_pages: driving_table.map_or(0, |t| t.pointer_pages),
                 columns: read.columns,
+                computed: Vec::new(),
                 declared_types: read.declared_types,
                 arrays: Vec::new(),
                 unit_count: units.len(),
@@ -750,6 +756,7 @@ mod tests {
                     ..Column::default()
                 },
             ],
+            computed: Vec::new(),
             pointer_pages: pps,
         }
     }
@@ -880,6 +887,7 @@ mod tests {
             relation_id: 150,
             name: "T".into(),
             columns,
+            computed: Vec::new(),
             pointer_pages: 1,
         }
     }

@@ -312,6 +312,7 @@ mod tests {
                     ..Column::default()
                 })
                 .collect(),
+            computed: Vec::new(),
             pointer_pages: 1,
         };
         vec![

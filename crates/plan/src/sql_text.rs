@@ -297,6 +297,17 @@ pub fn token_ranges(sql: &str) -> Result<Vec<Range<usize>>, String> {
     Ok(tokens(sql)?.iter().map(|t| t.start..t.end()).collect())
 }
 
+/// Where the `?` parameter markers of `sql` are (byte offsets), as
+/// Firebird's lexer finds them: not inside a string, a quoted name or a
+/// comment. An error for a quote or `/*` comment that does not close.
+pub fn parameter_markers(sql: &str) -> Result<Vec<usize>, String> {
+    Ok(tokens(sql)?
+        .iter()
+        .filter(|t| t.kind == TokenKind::Symbol && t.text == "?")
+        .map(|t| t.start)
+        .collect())
+}
+
 /// Cuts `sql` into tokens; an error for a quote or `/*` comment that does
 /// not close.
 pub(crate) fn tokens(sql: &str) -> Result<Vec<Token<'_>>, String> {
@@ -621,6 +632,17 @@ mod tests {
         );
         assert_eq!(kinds("'it''s'"), [(Text, "'it''s'", 0)]);
         assert_eq!(kinds("\"a\"\"b\""), [(QuotedName, "\"a\"\"b\"", 0)]);
+    }
+
+    #[test]
+    fn parameter_markers_are_the_question_marks_firebird_reads_as_code() {
+        let at = |sql: &str| parameter_markers(sql).unwrap();
+        // A `--` comment ends at a carriage return: the `?` after it counts.
+        assert_eq!(at("SELECT 1 -- ?\r, ? FROM T"), [16]);
+        // `it's` does not open a string inside q'{...}'.
+        assert_eq!(at("SELECT q'{it's ?}', ? FROM T WHERE A = ?"), [20, 39]);
+        assert_eq!(at("SELECT '?', \"?\", /* ? */ x'0A', ? FROM T"), [32]);
+        assert!(parameter_markers("SELECT 'open ? FROM T").is_err());
     }
 
     #[test]
