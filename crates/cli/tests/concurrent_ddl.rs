@@ -159,7 +159,7 @@ fn terminate(child: &mut Child) -> (ExitStatus, Duration) {
         .status()
         .unwrap();
     assert!(kill.success());
-    let status = wait_at_most(child, Duration::from_secs(30), "fbunload after SIGTERM");
+    let status = wait_at_most(child, HUNG, "fbunload after SIGTERM");
     (status, signalled.elapsed())
 }
 
@@ -217,12 +217,18 @@ fn the_first_sigterm_ends_a_run_that_another_users_drop_waits_on() {
     );
     let (status, took) = terminate(&mut unload);
     let report = rest(&progress);
-    // Ended by the signal, and quickly (or, just before, by itself).
+    // Ended by the signal, within the grace a stop has (or, just before,
+    // by itself). The grace is the bound: a cancelled wait ends sooner,
+    // one the engine ignores ends at the grace, and exit takes a moment
+    // more (asserting less than the grace failed on a loaded machine).
     if !status.success() {
         assert_eq!(status.code(), Some(130), "{report}");
         assert!(!s.out.join("manifest.json").exists());
     }
-    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(
+        took < fbunload_cli::STOP_GRACE + SLOW_MACHINE,
+        "took {took:?}"
+    );
     // fbunload gone, the DROP goes through.
     assert!(wait_at_most(&mut drop_table, HUNG, "the DROP").success());
     assert!(rest(&dropped).contains("committed"));
@@ -287,7 +293,10 @@ fn the_first_sigterm_ends_a_run_stuck_in_a_wait_the_server_does_not_cancel() {
     let report = rest(&progress);
     assert_eq!(status.code(), Some(130), "{report}");
     assert!(report.contains("interrupted"), "{report}");
-    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert!(
+        took < fbunload_cli::STOP_GRACE + SLOW_MACHINE,
+        "took {took:?}"
+    );
     assert!(!s.out.join("manifest.json").exists());
 }
 
@@ -297,7 +306,7 @@ fn a_prepare_stuck_behind_another_users_drop_ends_after_the_lock_timeout() {
     let blocker = block_stock(&s);
     let started = Instant::now();
     let (mut unload, progress) = start_unload(&s, &["--lock-timeout", "3"]);
-    let status = wait_at_most(&mut unload, Duration::from_secs(30), "fbunload");
+    let status = wait_at_most(&mut unload, HUNG, "fbunload");
     let took = started.elapsed();
     eprintln!("fbunload ended after {took:?}");
     unblock(blocker);
@@ -311,7 +320,12 @@ fn a_prepare_stuck_behind_another_users_drop_ends_after_the_lock_timeout() {
             && errors[0].contains("--lock-timeout"),
         "{report}"
     );
+    // The message names the 3 s; the time only has to be short of the
+    // default lock timeout (60 s), with room for a slow start.
     assert!(took >= Duration::from_secs(3), "took {took:?}");
-    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert!(
+        took < Duration::from_secs(3) + SLOW_MACHINE,
+        "took {took:?}"
+    );
     assert!(!s.out.join("manifest.json").exists());
 }

@@ -751,8 +751,10 @@ fn a_rollback_the_server_never_answers_ends_the_run_after_the_stall_timeout() {
         err.push('\n');
     }
     assert_eq!(status.code(), Some(1), "{err}");
+    // Well short of wait_for_end's minute: the run ended on its own. The
+    // line below says it was the stall timeout.
     assert!(
-        waited < Duration::from_secs(15),
+        waited < Duration::from_secs(2) + SLOW_MACHINE,
         "ended {waited:?} after the stop: {err}"
     );
     let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
@@ -798,10 +800,17 @@ fn an_interrupt_ends_a_run_whose_server_stopped_answering() {
     let ended = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&ended.stderr);
     assert_eq!(ended.status.code(), Some(130), "{err}");
-    assert!(took < Duration::from_secs(9), "took {took:?}: {err}");
+    // The run's own stop, not the process's fallback at STOP_GRACE, which
+    // says that it ended without cleaning up: the message tells them apart,
+    // so the time only has to show that it did not hang.
     assert!(
-        err.contains("interrupted; nothing of this run was kept"),
+        err.contains("interrupted; nothing of this run was kept")
+            && !err.contains("ended without it"),
         "{err}"
+    );
+    assert!(
+        took < fbunload_cli::STOP_GRACE + SLOW_MACHINE,
+        "took {took:?}: {err}"
     );
     assert_eq!(files(&out), before, "{err}");
 }
@@ -842,7 +851,7 @@ fn a_held_snapshot_reader_fails_when_its_server_stops_answering() {
         scope.spawn(|| {
             let started = Instant::now();
             while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                if started.elapsed() > Duration::from_secs(30) {
+                if started.elapsed() > Duration::from_secs(60) {
                     private.kill();
                     return;
                 }
@@ -868,7 +877,7 @@ fn a_held_snapshot_reader_fails_when_its_server_stops_answering() {
         other => panic!("not a stall: {other:?}"),
     }
     assert!(waited >= Duration::from_secs(2), "{waited:?}");
-    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    assert!(waited < Duration::from_secs(2) + SLOW_MACHINE, "{waited:?}");
 }
 
 /// Incremental unloads over TCP: the oracle of tests/incremental.rs (a

@@ -142,10 +142,13 @@ fn closing_one_snapshot_leaves_a_later_one_readable() {
     let writers = writers(&db);
     let first = unload(&db).hold_snapshot().unwrap();
     // The second finds the first's pin: it shares it instead of waiting.
+    // With a pin of its own it would find the first's running, older, and
+    // wait all of OLDER_TRANSACTIONS_WAIT: the bound is that wait (half of
+    // it was tight for an attach on a loaded machine).
     let started = std::time::Instant::now();
     let second = unload(&db).hold_snapshot().unwrap();
     assert!(
-        started.elapsed() < fbunload::OLDER_TRANSACTIONS_WAIT / 2,
+        started.elapsed() < fbunload::OLDER_TRANSACTIONS_WAIT,
         "took {:?}",
         started.elapsed()
     );

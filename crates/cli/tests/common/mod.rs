@@ -11,6 +11,12 @@ use std::sync::Arc;
 
 use fbunload_client::{Attachment, Client, ConnectOptions, TransactionMode};
 
+/// How much longer than the bound it checks a timed step may take on a
+/// slow, loaded machine (CI): a process's start, attaches, cleanup and
+/// exit. The tests' time bounds tell a stop from a hang; what stopped a
+/// run is told by its message, never by a tight bound.
+pub const SLOW_MACHINE: std::time::Duration = std::time::Duration::from_secs(20);
+
 pub fn client() -> Arc<Client> {
     Client::load(None).expect("the embedded Firebird engine (scripts/setup.sh installs it)")
 }
