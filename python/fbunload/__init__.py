@@ -345,7 +345,7 @@ def unload(
     charset: str = "UTF8",
     parallel: Optional[int] = None,
     unit_pages: Optional[int] = None,
-    memory_mb: int = 128,
+    memory_mb: int = _fbunload.DEFAULT_MEMORY_MB,
     client_lib: Optional[str] = None,
     wire_crypt: Optional[str] = None,
     wire_compression: bool = False,

@@ -36,6 +36,13 @@ def test_the_signature_and_help_show_every_option():
         assert name in parameters, name
         assert name in fbunload.unload.__doc__, name
     assert not any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+    # The defaults are the library's, and the help says the same numbers.
+    assert parameters["memory_mb"].default == fbunload._fbunload.DEFAULT_MEMORY_MB
+    assert f"``memory_mb`` ({fbunload._fbunload.DEFAULT_MEMORY_MB})" in fbunload.unload.__doc__
+    stall = fbunload._fbunload.DEFAULT_STALL_TIMEOUT_SECS
+    assert f"the server; {stall} by\n      default" in fbunload.unload.__doc__
+    assert f"(``memory_mb``, {fbunload._fbunload.DEFAULT_MEMORY_MB} by default)" in (
+        fbunload.read_batches.__doc__)
 
 
 def test_columns_where_and_csv_options_write_what_the_command_line_writes(shop, tmp_path):
@@ -75,7 +82,8 @@ def test_per_table_columns_and_where_and_parquet_options(shop, tmp_path):
     ({"delimiter": ";;"}, "delimiter=';;': use one ASCII character"),
     ({"format": "parqet"}, "format parqet: use csv, tsv, jsonl, parquet or arrow"),
     # The command line's bound: a huge limit overflowed the stall watch.
-    ({"stall_timeout": 1e30}, "stall_timeout=1000000000000000000000000000000: seconds"),
+    ({"stall_timeout": 1e30}, "stall_timeout: 1000000000000000000000000000000 seconds is longer than a year"),
+    ({"stall_timeout": -1}, "stall_timeout: -1 is not a number of seconds; give 0 (no limit) to 31622400"),
 ])
 def test_options_are_refused_as_the_command_line_refuses_them_in_python_words(
         shop, tmp_path, options, words):

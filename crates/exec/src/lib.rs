@@ -95,12 +95,32 @@ pub const MAX_STALL_TIMEOUT_SECS: u64 = 366 * 24 * 3600;
 /// more than [`MAX_STALL_TIMEOUT_SECS`] is refused.
 pub fn stall_timeout_from_secs(seconds: u64) -> Result<Option<Duration>, String> {
     if seconds > MAX_STALL_TIMEOUT_SECS {
-        return Err(format!(
-            "{seconds} seconds is longer than a year; give at most {MAX_STALL_TIMEOUT_SECS} \
-             (or 0: no limit)"
-        ));
+        return Err(longer_than_a_year(seconds));
     }
     Ok((seconds > 0).then(|| Duration::from_secs(seconds)))
+}
+
+/// [`stall_timeout_from_secs`] for a front end that takes fractions of a
+/// second (Python's `stall_timeout`): the same bound, and a negative
+/// number or NaN is refused.
+pub fn stall_timeout_from_secs_f64(seconds: f64) -> Result<Option<Duration>, String> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return Err(format!(
+            "{seconds} is not a number of seconds; give 0 (no limit) to \
+             {MAX_STALL_TIMEOUT_SECS}"
+        ));
+    }
+    if seconds > MAX_STALL_TIMEOUT_SECS as f64 {
+        return Err(longer_than_a_year(seconds));
+    }
+    Ok((seconds > 0.0).then(|| Duration::from_secs_f64(seconds)))
+}
+
+fn longer_than_a_year(seconds: impl std::fmt::Display) -> String {
+    format!(
+        "{seconds} seconds is longer than a year; give at most {MAX_STALL_TIMEOUT_SECS} \
+         (or 0: no limit)"
+    )
 }
 
 impl Default for RunOptions {
@@ -373,4 +393,36 @@ impl Prepared {
 /// `fbunload_client::Client::load` describes.
 pub fn load_client(explicit: Option<&std::path::Path>) -> Result<Arc<Client>, ExecError> {
     Client::load(explicit).map_err(ExecError::Client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stall_timeouts_in_seconds_and_fractions_have_one_bound() {
+        let most = MAX_STALL_TIMEOUT_SECS;
+        assert_eq!(stall_timeout_from_secs(0), Ok(None));
+        assert_eq!(stall_timeout_from_secs_f64(0.0), Ok(None));
+        assert_eq!(
+            stall_timeout_from_secs_f64(2.5),
+            Ok(Some(Duration::from_millis(2500)))
+        );
+        assert_eq!(
+            stall_timeout_from_secs_f64(most as f64),
+            stall_timeout_from_secs(most)
+        );
+        for refused in [
+            stall_timeout_from_secs(most + 1),
+            stall_timeout_from_secs(u64::MAX),
+            stall_timeout_from_secs_f64(most as f64 + 0.5),
+            stall_timeout_from_secs_f64(f64::INFINITY),
+        ] {
+            assert!(refused.unwrap_err().contains("longer than a year"));
+        }
+        for refused in [-1.0, f64::NAN, f64::NEG_INFINITY] {
+            let said = stall_timeout_from_secs_f64(refused).unwrap_err();
+            assert!(said.contains("not a number of seconds"), "{said}");
+        }
+    }
 }

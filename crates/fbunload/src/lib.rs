@@ -102,7 +102,10 @@ pub use fbunload_exec::{
     Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
     Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
 };
-pub use fbunload_exec::{stall_timeout_from_secs, DEFAULT_STALL_TIMEOUT, MAX_STALL_TIMEOUT_SECS};
+pub use fbunload_exec::{
+    stall_timeout_from_secs, stall_timeout_from_secs_f64, DEFAULT_STALL_TIMEOUT,
+    MAX_STALL_TIMEOUT_SECS,
+};
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
 pub use output::{FormatName, OutputOptions, FORMAT_OPTIONS};

@@ -595,19 +595,11 @@ fn unload<'py>(
     )?
     .to_format()
     .map_err(|e| UsageError::new_err(words::in_python_words(&e)))?;
-    let stall_timeout = match stall_timeout {
-        None => None,
-        // The command line's bound, so a huge value cannot overflow the watch.
-        Some(s) if s.is_finite() && (0.0..=fbunload::MAX_STALL_TIMEOUT_SECS as f64).contains(&s) => {
-            Some((s > 0.0).then(|| Duration::from_secs_f64(s)))
-        }
-        Some(s) => {
-            return Err(UsageError::new_err(format!(
-                "stall_timeout={s}: seconds, 0 for no limit, at most {} (a year)",
-                fbunload::MAX_STALL_TIMEOUT_SECS
-            )))
-        }
-    };
+    // The command line's bound, so a huge value cannot overflow the watch.
+    let stall_timeout = stall_timeout
+        .map(fbunload::stall_timeout_from_secs_f64)
+        .transpose()
+        .map_err(|e| UsageError::new_err(format!("stall_timeout: {e}")))?;
     let wire = fbunload::WireOptions {
         compression: wire_compression,
         crypt: match wire_crypt {
@@ -783,7 +775,7 @@ fn plan<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let unload = unload_for(
         database, tables, exclude, user, password, role, "UTF8", parallel, client_lib, false,
-        false, 128,
+        false, fbunload::DEFAULT_MEMORY_MB,
     )?;
     let prepared = py.detach(move || unload.prepare()).map_err(to_py)?;
     let dict = PyDict::new(py);
@@ -926,7 +918,7 @@ fn hold(
 ) -> PyResult<HeldSnapshot> {
     let unload = unload_for(
         database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
-        false, 128,
+        false, fbunload::DEFAULT_MEMORY_MB,
     )?;
     let unload = unload.clone().options(RunOptions {
         allow_inconsistent,
@@ -976,7 +968,7 @@ fn read_units<'py>(
         client_lib,
         decimal256,
         false,
-        128,
+        fbunload::DEFAULT_MEMORY_MB,
     )?;
     let ticket = ticket.map(
         |(number, holder_transaction, oldest_active)| SnapshotTicket {
@@ -1061,6 +1053,12 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VerifyError", py.get_type::<VerifyError>())?;
     m.add("Interrupted", py.get_type::<Interrupted>())?;
     m.add("SnapshotClosed", py.get_type::<SnapshotClosed>())?;
+    // The facade's defaults, for the Python signatures and their help.
+    m.add("DEFAULT_MEMORY_MB", fbunload::DEFAULT_MEMORY_MB)?;
+    m.add(
+        "DEFAULT_STALL_TIMEOUT_SECS",
+        fbunload::DEFAULT_STALL_TIMEOUT.as_secs(),
+    )?;
     m.add_class::<Stream>()?;
     m.add_class::<HeldSnapshot>()?;
     m.add_function(wrap_pyfunction!(hold, m)?)?;
