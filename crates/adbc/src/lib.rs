@@ -56,7 +56,7 @@ use adbc_core::options::{
 use adbc_core::{Optionable, PartitionedResult};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::Schema;
-use fbunload::{HeldSnapshot, RunOptions, TextDecoder, TypeOptions, Unload};
+use fbunload::{HeldSnapshot, RunOptions, TypeOptions, Unload};
 
 /// The C type of the entry points' error argument, for libraries that
 /// export them again (the Python extension).
@@ -140,14 +140,8 @@ impl Settings {
                 Status::InvalidState,
             )
         })?;
-        let none_text = TextDecoder::for_charset(&self.charset).ok_or_else(|| {
-            invalid(format!(
-                "{}: {} is not a character set fbunload can decode; use a Firebird name such \
-                 as UTF8, WIN1252 or ISO8859_1",
-                option::CHARSET,
-                self.charset
-            ))
-        })?;
+        let none_text = fbunload::none_text_decoder(&self.charset)
+            .map_err(|e| invalid(format!("{} {e}", option::CHARSET)))?;
         let defaults = RunOptions::default();
         let mut unload = Unload::new(database).options(RunOptions {
             parallel: self.parallel.unwrap_or(defaults.parallel),
@@ -157,17 +151,7 @@ impl Settings {
             },
             ..defaults
         });
-        let user = self.user.clone().or_else(|| std::env::var("ISC_USER").ok());
-        let password = self
-            .password
-            .clone()
-            .or_else(|| std::env::var("ISC_PASSWORD").ok());
-        if let Some(user) = user {
-            unload = unload.user(user);
-        }
-        if let Some(password) = password {
-            unload = unload.password(password);
-        }
+        unload = unload.login_or_environment(self.user.clone(), self.password.clone());
         if let Some(role) = &self.role {
             unload = unload.role(role.clone());
         }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use fbunload::{
     counted, printable, BatchLimits, Consistency, Error, Format, Kind, PlanOptions,
-    RunOptions, Summary, TextDecoder, TypeOptions, Unload,
+    RunOptions, Summary, TypeOptions, Unload,
 };
 
 use args::Args;
@@ -339,13 +339,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     let stall_timeout = fbunload::stall_timeout_from_secs(args.stall_timeout)?;
     let _wait_watch =
         wait_watch::WaitWatch::start(Duration::from_secs(args.lock_timeout), stall_timeout);
-    let none_text = TextDecoder::for_charset(&args.charset).ok_or_else(|| {
-        format!(
-            "--charset {}: not a character set fbunload can decode; use a Firebird name such as \
-             UTF8, WIN1252 or ISO8859_1",
-            args.charset
-        )
-    })?;
+    let none_text =
+        fbunload::none_text_decoder(&args.charset).map_err(|e| format!("--charset {e}"))?;
     let format = output_format(args)?;
     let part_limits = args.part_limits()?;
     // --plan and --fetch-only write nothing: they need no -o.

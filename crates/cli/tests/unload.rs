@@ -403,7 +403,7 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         (
             "unknown charset",
             vec!["--charset", "KLINGON", "-o", out_arg],
-            "--charset KLINGON",
+            "--charset KLINGON: not a character set fbunload can decode",
         ),
         // Without -o the files went into the current directory, unasked.
         ("no -o", vec!["-t", "BIG"], "say where the files go: -o DIR"),

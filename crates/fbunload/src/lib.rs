@@ -128,6 +128,19 @@ use fbunload_exec::Database;
 /// grow with `--parallel`.
 pub const DEFAULT_MEMORY_MB: usize = 128;
 
+/// The decoder of `CHARACTER SET NONE` text for the connection character
+/// set `charset` (`--charset`, Python's `charset`, ADBC's
+/// `adbc.fbunload.charset`), or why it is refused; each front end puts
+/// its own name of the option before the message.
+pub fn none_text_decoder(charset: &str) -> Result<TextDecoder, String> {
+    TextDecoder::for_charset(charset).ok_or_else(|| {
+        format!(
+            "{charset}: not a character set fbunload can decode; use a Firebird name such as \
+             UTF8, WIN1252 or ISO8859_1"
+        )
+    })
+}
+
 /// [`DEFAULT_MEMORY_MB`] in bytes ([`Unload::memory_budget`]).
 pub const DEFAULT_MEMORY_BUDGET: usize = DEFAULT_MEMORY_MB << 20;
 
@@ -238,6 +251,19 @@ impl Unload {
 
     pub fn password(mut self, password: impl Into<String>) -> Self {
         self.connect.password = Some(password.into());
+        self
+    }
+
+    /// [`Unload::user`] and [`Unload::password`] as the command line takes
+    /// them: each one not given comes from `ISC_USER` or `ISC_PASSWORD`
+    /// when set (what Python's and ADBC's front ends do too).
+    pub fn login_or_environment(mut self, user: Option<String>, password: Option<String>) -> Self {
+        if let Some(user) = user.or_else(|| std::env::var("ISC_USER").ok()) {
+            self = self.user(user);
+        }
+        if let Some(password) = password.or_else(|| std::env::var("ISC_PASSWORD").ok()) {
+            self = self.password(password);
+        }
         self
     }
 

@@ -41,7 +41,7 @@ use fbunload::format::csv::BinaryEncoding;
 use fbunload::format::Compression;
 use fbunload::{
     Error as RunError, FormatName, OutputOptions, PartLimits, Plan, PlanOptions, QuerySpec, RecordBatches, RunOptions,
-    SnapshotTicket, Summary, TextDecoder, TypeOptions, Unit, Unload,
+    SnapshotTicket, Summary, TypeOptions, Unit, Unload,
 };
 use fbunload_plan::CatalogError;
 use pyo3::create_exception;
@@ -113,12 +113,8 @@ fn unload_for(
     verify: bool,
     memory_mb: usize,
 ) -> PyResult<Unload> {
-    let none_text = TextDecoder::for_charset(charset).ok_or_else(|| {
-        UsageError::new_err(format!(
-            "charset {charset}: not a character set fbunload can decode; use a Firebird name \
-             such as UTF8, WIN1252 or ISO8859_1"
-        ))
-    })?;
+    let none_text = fbunload::none_text_decoder(charset)
+        .map_err(|e| UsageError::new_err(format!("charset {e}")))?;
     if parallel == Some(0) {
         return Err(UsageError::new_err("parallel must be at least 1"));
     }
@@ -135,15 +131,7 @@ fn unload_for(
             ..defaults
         })
         .memory_budget(memory_mb.saturating_mul(1 << 20));
-    // As the command line does: the environment when not given.
-    let user = user.or_else(|| std::env::var("ISC_USER").ok());
-    let password = password.or_else(|| std::env::var("ISC_PASSWORD").ok());
-    if let Some(user) = user {
-        unload = unload.user(user);
-    }
-    if let Some(password) = password {
-        unload = unload.password(password);
-    }
+    unload = unload.login_or_environment(user, password);
     if let Some(role) = role {
         unload = unload.role(role);
     }
