@@ -97,54 +97,91 @@ fn to_py(err: RunError) -> PyErr {
     }
 }
 
-/// What every entry point takes: where, who, what, how.
-#[allow(clippy::too_many_arguments)]
-fn unload_for(
+/// What the entry points take in common: where, who, what, how. Each
+/// names the keywords it has; the rest are the facade's defaults.
+struct Common {
     database: String,
     tables: Option<String>,
     exclude: Option<String>,
     user: Option<String>,
     password: Option<String>,
     role: Option<String>,
-    charset: &str,
+    charset: String,
     parallel: Option<usize>,
     client_lib: Option<PathBuf>,
     decimal256: bool,
     verify: bool,
     memory_mb: usize,
-) -> PyResult<Unload> {
-    let none_text = fbunload::none_text_decoder(charset)
-        .map_err(|e| UsageError::new_err(format!("charset {e}")))?;
-    if parallel == Some(0) {
-        return Err(UsageError::new_err("parallel must be at least 1"));
+}
+
+impl Default for Common {
+    fn default() -> Self {
+        Common {
+            database: String::new(),
+            tables: None,
+            exclude: None,
+            user: None,
+            password: None,
+            role: None,
+            charset: "UTF8".into(),
+            parallel: None,
+            client_lib: None,
+            decimal256: false,
+            verify: false,
+            memory_mb: fbunload::DEFAULT_MEMORY_MB,
+        }
     }
-    let defaults = RunOptions::default();
-    let mut unload = Unload::new(database)
-        .options(RunOptions {
-            parallel: parallel.unwrap_or(defaults.parallel),
-            plan: PlanOptions::default(),
-            types: TypeOptions {
-                none_text,
-                decimal256,
-            },
+}
+
+impl Common {
+    fn unload(self) -> PyResult<Unload> {
+        let Common {
+            database,
+            tables,
+            exclude,
+            user,
+            password,
+            role,
+            charset,
+            parallel,
+            client_lib,
+            decimal256,
             verify,
-            ..defaults
-        })
-        .memory_budget(memory_mb.saturating_mul(1 << 20));
-    unload = unload.login_or_environment(user, password);
-    if let Some(role) = role {
-        unload = unload.role(role);
+            memory_mb,
+        } = self;
+        let none_text = fbunload::none_text_decoder(&charset)
+            .map_err(|e| UsageError::new_err(format!("charset {e}")))?;
+        if parallel == Some(0) {
+            return Err(UsageError::new_err("parallel must be at least 1"));
+        }
+        let defaults = RunOptions::default();
+        let mut unload = Unload::new(database)
+            .options(RunOptions {
+                parallel: parallel.unwrap_or(defaults.parallel),
+                plan: PlanOptions::default(),
+                types: TypeOptions {
+                    none_text,
+                    decimal256,
+                },
+                verify,
+                ..defaults
+            })
+            .memory_budget(memory_mb.saturating_mul(1 << 20));
+        unload = unload.login_or_environment(user, password);
+        if let Some(role) = role {
+            unload = unload.role(role);
+        }
+        if let Some(tables) = tables {
+            unload = unload.tables(tables);
+        }
+        if let Some(exclude) = exclude {
+            unload = unload.exclude(exclude);
+        }
+        if let Some(path) = client_lib {
+            unload = unload.client_library(path);
+        }
+        Ok(unload)
     }
-    if let Some(tables) = tables {
-        unload = unload.tables(tables);
-    }
-    if let Some(exclude) = exclude {
-        unload = unload.exclude(exclude);
-    }
-    if let Some(path) = client_lib {
-        unload = unload.client_library(path);
-    }
-    Ok(unload)
 }
 
 /// Pushes a column list (of the one table read, names exactly as written)
@@ -393,10 +430,21 @@ fn open(
     views: Option<String>,
     queries: Vec<QueryArg>,
 ) -> PyResult<Stream> {
-    let unload = unload_for(
-        database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
-        verify, memory_mb,
-    )?;
+    let unload = Common {
+        database,
+        tables,
+        exclude,
+        user,
+        password,
+        role,
+        charset: charset.into(),
+        parallel,
+        client_lib,
+        decimal256,
+        verify,
+        memory_mb,
+    }
+    .unload()?;
     let unload = with_reads(choose(unload, select_columns, condition), views, queries);
     let batches = py.detach(move || unload.record_batches()).map_err(to_py)?;
     let plan = batches.plan();
@@ -602,10 +650,21 @@ fn unload<'py>(
             }
         },
     };
-    let mut unload = unload_for(
-        database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
-        verify, memory_mb,
-    )?;
+    let mut unload = Common {
+        database,
+        tables,
+        exclude,
+        user,
+        password,
+        role,
+        charset: charset.into(),
+        parallel,
+        client_lib,
+        decimal256,
+        verify,
+        memory_mb,
+    }
+    .unload()?;
     for spec in &columns {
         unload = unload.columns(spec);
     }
@@ -761,10 +820,18 @@ fn plan<'py>(
     parallel: Option<usize>,
     client_lib: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let unload = unload_for(
-        database, tables, exclude, user, password, role, "UTF8", parallel, client_lib, false,
-        false, fbunload::DEFAULT_MEMORY_MB,
-    )?;
+    let unload = Common {
+        database,
+        tables,
+        exclude,
+        user,
+        password,
+        role,
+        parallel,
+        client_lib,
+        ..Common::default()
+    }
+    .unload()?;
     let prepared = py.detach(move || unload.prepare()).map_err(to_py)?;
     let dict = PyDict::new(py);
     let tables = PyList::empty(py);
@@ -904,10 +971,20 @@ fn hold(
     decimal256: bool,
     allow_inconsistent: bool,
 ) -> PyResult<HeldSnapshot> {
-    let unload = unload_for(
-        database, tables, exclude, user, password, role, charset, parallel, client_lib, decimal256,
-        false, fbunload::DEFAULT_MEMORY_MB,
-    )?;
+    let unload = Common {
+        database,
+        tables,
+        exclude,
+        user,
+        password,
+        role,
+        charset: charset.into(),
+        parallel,
+        client_lib,
+        decimal256,
+        ..Common::default()
+    }
+    .unload()?;
     let unload = unload.clone().options(RunOptions {
         allow_inconsistent,
         ..unload.run_options().clone()
@@ -944,20 +1021,18 @@ fn read_units<'py>(
     decimal256: bool,
     columns: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let unload = unload_for(
+    let unload = Common {
         database,
-        None,
-        None,
         user,
         password,
         role,
-        charset,
-        Some(1),
+        charset: charset.into(),
+        parallel: Some(1),
         client_lib,
         decimal256,
-        false,
-        fbunload::DEFAULT_MEMORY_MB,
-    )?;
+        ..Common::default()
+    }
+    .unload()?;
     let ticket = ticket.map(
         |(number, holder_transaction, oldest_active)| SnapshotTicket {
             number,
