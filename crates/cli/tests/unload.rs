@@ -731,3 +731,41 @@ fn progress_json_is_one_event_per_line_and_the_summary_last() {
     let seconds: Vec<f64> = events.iter().map(|e| e["seconds"].as_f64().unwrap()).collect();
     assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "{seconds:?}");
 }
+
+/// Tests run side by side and start child processes; a database this
+/// process has just closed can then be locked for a moment by a child
+/// that is starting (common::connect says why). The helpers that make and
+/// fill test databases wait that moment out; without that, this failed
+/// within a few dozen databases.
+#[test]
+fn test_databases_can_be_made_while_children_start_beside_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+                        .arg("--version")
+                        .stdout(std::process::Stdio::null())
+                        .status();
+                    // As often as the tests beside each other start them.
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                }
+            });
+        }
+        // Stops the children's threads however this ends (a failure too).
+        struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let _stop = Stop(&stop);
+        for i in 0..60 {
+            let db = create_db(dir.path(), &format!("beside-{i}.fdb"), 4096);
+            execute(&db, &["CREATE TABLE T (I INTEGER)"]);
+            std::fs::remove_file(&db).unwrap();
+        }
+    });
+}

@@ -22,17 +22,50 @@ pub fn client() -> Arc<Client> {
 }
 
 pub fn connect(db: &Path) -> Attachment {
-    Attachment::connect(
-        &client(),
-        &ConnectOptions {
-            database: db.to_string_lossy().into_owned(),
-            user: Some("SYSDBA".into()),
-            password: Some("masterkey".into()),
-            charset: "UTF8".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    retrying_while_a_child_starts(&db.display().to_string(), || {
+        Attachment::connect(
+            &client(),
+            &ConnectOptions {
+                database: db.to_string_lossy().into_owned(),
+                user: Some("SYSDBA".into()),
+                password: Some("masterkey".into()),
+                charset: "UTF8".into(),
+                ..Default::default()
+            },
+        )
+    })
+}
+
+/// `attach()`, tried again while the engine finds the file locked.
+///
+/// Tests run side by side in one process, and each starts child processes.
+/// A child holds a copy of every open file of this process from its fork
+/// until its exec closes them, and the engine's lock on a database file
+/// (SuperServer: exclusive) belongs to the open file, not to the process:
+/// a database this process has just closed stays locked for that moment,
+/// and opening it again at once (as the helpers here do: create, then
+/// fill) is refused, "Database already opened with engine instance,
+/// incompatible with current" (reproduced: one child started after
+/// another beside a create-then-attach loop). That moment is short; a
+/// database held for longer, as a server holds it, still fails the test.
+fn retrying_while_a_child_starts<T>(
+    what: &str,
+    mut attach: impl FnMut() -> Result<T, fbunload_client::ClientError>,
+) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        match attach() {
+            Ok(done) => return done,
+            Err(fbunload_client::ClientError::Firebird(e))
+                if e.is_held_by_another_engine()
+                    && started.elapsed() < std::time::Duration::from_secs(10) =>
+            {
+                eprintln!("{what}: {e}; trying again (a child process was starting)");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
 }
 
 /// An empty database; a small page size gives many pointer pages from
@@ -44,7 +77,12 @@ pub fn create_db(dir: &Path, name: &str, page_size: u32) -> PathBuf {
          DEFAULT CHARACTER SET UTF8",
         path.display()
     );
-    drop(Attachment::create_database(&client(), &sql).unwrap());
+    let created = retrying_while_a_child_starts(&sql, || {
+        // What a refused create left is this test's own.
+        let _ = std::fs::remove_file(&path);
+        Attachment::create_database(&client(), &sql)
+    });
+    drop(created);
     path
 }
 
