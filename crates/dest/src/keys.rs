@@ -168,7 +168,11 @@ fn encode(column: &ArrayRef, row: usize, out: &mut Vec<u8>) {
         ($t:ty) => {
             signed(
                 out,
-                column.as_primitive::<$t>().value(row).to_be_bytes().to_vec(),
+                column
+                    .as_primitive::<$t>()
+                    .value(row)
+                    .to_be_bytes()
+                    .to_vec(),
             )
         };
     }
@@ -208,12 +212,20 @@ fn encode(column: &ArrayRef, row: usize, out: &mut Vec<u8>) {
         UInt64 => uint!(UInt64Type),
         Float32 => {
             let bits = column.as_primitive::<Float32Type>().value(row).to_bits();
-            let bits = if bits >> 31 == 1 { !bits } else { bits | 1 << 31 };
+            let bits = if bits >> 31 == 1 {
+                !bits
+            } else {
+                bits | 1 << 31
+            };
             out.extend_from_slice(&bits.to_be_bytes());
         }
         Float64 => {
             let bits = column.as_primitive::<Float64Type>().value(row).to_bits();
-            let bits = if bits >> 63 == 1 { !bits } else { bits | 1 << 63 };
+            let bits = if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits | 1 << 63
+            };
             out.extend_from_slice(&bits.to_be_bytes());
         }
         Decimal128(_, _) => int!(Decimal128Type),
@@ -297,8 +309,8 @@ impl SortedKeys {
                 pair[0]
             ));
         }
-        let all = arrow_select::concat::concat_batches(schema, batches)
-            .map_err(|e| e.to_string())?;
+        let all =
+            arrow_select::concat::concat_batches(schema, batches).map_err(|e| e.to_string())?;
         let mut sorted_bytes = Vec::with_capacity(bytes.len());
         let mut sorted_ends = Vec::with_capacity(ends.len());
         for &row in &order {
@@ -359,10 +371,7 @@ impl SortedKeys {
         }
         let (bytes, ends) = encode_all(std::slice::from_ref(&batch))?;
         for row in 1..ends.len() {
-            let (before, this) = (
-                encoded(&bytes, &ends, row - 1),
-                encoded(&bytes, &ends, row),
-            );
+            let (before, this) = (encoded(&bytes, &ends, row - 1), encoded(&bytes, &ends, row));
             if before >= this {
                 let what = if before == this {
                     "is there twice"
@@ -447,14 +456,26 @@ fn keys_file_properties(schema: &SchemaRef) -> parquet::file::properties::Writer
     for field in schema.fields() {
         use DataType::*;
         let encoding = match field.data_type() {
-            Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Date32 | Date64
-            | Time32(_) | Time64(_) | Timestamp(_, _) => Encoding::DELTA_BINARY_PACKED,
+            Int8
+            | Int16
+            | Int32
+            | Int64
+            | UInt8
+            | UInt16
+            | UInt32
+            | UInt64
+            | Date32
+            | Date64
+            | Time32(_)
+            | Time64(_)
+            | Timestamp(_, _) => Encoding::DELTA_BINARY_PACKED,
             // Stored as 32- or 64-bit integers.
             Decimal128(precision, _) if *precision <= 18 => Encoding::DELTA_BINARY_PACKED,
             Utf8 | LargeUtf8 | Binary | LargeBinary => Encoding::DELTA_BYTE_ARRAY,
             _ => continue,
         };
-        builder = builder.set_column_encoding(ColumnPath::new(vec![field.name().clone()]), encoding);
+        builder =
+            builder.set_column_encoding(ColumnPath::new(vec![field.name().clone()]), encoding);
     }
     builder.build()
 }
@@ -610,9 +631,12 @@ mod tests {
 
         let strings = batch(&[5, 1, 3], &["\0b", "a", ""]);
         let sorted = SortedKeys::sort(&strings.schema(), &[strings.clone()]).unwrap();
-        let back =
-            SortedKeys::read(sorted.write_to(Vec::new()).unwrap(), &columns(&strings), None)
-                .unwrap();
+        let back = SortedKeys::read(
+            sorted.write_to(Vec::new()).unwrap(),
+            &columns(&strings),
+            None,
+        )
+        .unwrap();
         assert_eq!(ids(&back.batch), [1, 3, 5]);
     }
 
@@ -636,7 +660,9 @@ mod tests {
         )
         .unwrap();
         assert!(refused(&nulls, None).contains("null"));
-        let other = SortedKeys::read(parquet_of(&ok), &cols[..1], None).err().unwrap();
+        let other = SortedKeys::read(parquet_of(&ok), &cols[..1], None)
+            .err()
+            .unwrap();
         assert!(other.contains("not the primary key"), "{other}");
     }
 }
