@@ -622,7 +622,7 @@ mod tests {
             vec![Arc::new(Int32Array::from(w)), Arc::new(Int32Array::from(i))],
         )
         .unwrap();
-        let sorted = SortedKeys::sort(&schema, &[b.clone()]).unwrap();
+        let sorted = SortedKeys::sort(&schema, std::slice::from_ref(&b)).unwrap();
         let file = sorted.write_to(Vec::new()).unwrap();
         assert!(file.len() < 20_000, "{} bytes", file.len());
         let back = SortedKeys::read(file, &columns(&b), Some(2_000_000)).unwrap();
@@ -630,7 +630,7 @@ mod tests {
         assert_eq!(back.missing_from(&sorted).unwrap().num_rows(), 0);
 
         let strings = batch(&[5, 1, 3], &["\0b", "a", ""]);
-        let sorted = SortedKeys::sort(&strings.schema(), &[strings.clone()]).unwrap();
+        let sorted = SortedKeys::sort(&strings.schema(), std::slice::from_ref(&strings)).unwrap();
         let back = SortedKeys::read(
             sorted.write_to(Vec::new()).unwrap(),
             &columns(&strings),
