@@ -200,8 +200,14 @@ fn forge_keys(dir: &Path, ids: &[i64]) {
 fn a_keys_file_out_of_order_repeated_or_miscounted_is_refused_whatever_its_digest() {
     let dir = tempfile::tempdir().unwrap();
     let (db, old) = base(dir.path());
-    execute(&db, &["INSERT INTO S VALUES (2, 3)", "INSERT INTO S VALUES (3, 4)"]);
-    run(&db, &["--since", path(&old), "-o", path(&dir.path().join("mid"))]);
+    execute(
+        &db,
+        &["INSERT INTO S VALUES (2, 3)", "INSERT INTO S VALUES (3, 4)"],
+    );
+    run(
+        &db,
+        &["--since", path(&old), "-o", path(&dir.path().join("mid"))],
+    );
     let old = dir.path().join("mid");
     let new = dir.path().join("new");
     for (ids, why) in [
@@ -356,4 +362,24 @@ fn apply_keeps_names_from_manifests_inside_its_directory() {
     let out = apply(&dir.path().join("state2"));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
+}
+
+#[test]
+fn apply_refuses_a_text_change_set_in_one_line_naming_what_it_reads_and_the_recipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    let new = dir.path().join("new");
+    run(&db, &["--since", path(&old), "-o", path(&new)]);
+    let state = dir.path().join("state");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(["apply", path(&old), path(&new), "-o", path(&state)])
+        .output()
+        .unwrap();
+    assert_refused_in_one_line(&out, "apply: reads Parquet and Arrow runs; this one is csv");
+    assert!(
+        stderr(&out).contains("docs/command-line.md"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!state.exists());
 }
