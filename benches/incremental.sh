@@ -60,7 +60,7 @@ EOF
 }
 
 printf 'STOCK, %d rows, %s%% changed, -j%s, %s cores, %s\n' "$rows" "$PCT" "$J" "$(nproc)" \
-  "${DSN:+over TCP}${DSN:-embedded}"
+  "${DSN:+over TCP, }${DSN:-embedded}"
 printf '%-8s %-12s %9s %11s %10s %10s %10s\n' \
   format run "median s" "min-max s" "output MB" "time/full" "bytes/full"
 for mode in $MODES; do

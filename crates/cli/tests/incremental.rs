@@ -163,6 +163,69 @@ fn a_previous_run_read_back_is_checked_before_it_is_trusted() {
     assert!(stderr(&out).contains("another run"), "{}", stderr(&out));
 }
 
+/// Replaces `S.keys.parquet` of the run in `dir` by `ids`, in that order,
+/// and lists it in the manifest with its size and SHA-256, as one who
+/// meant it would.
+fn forge_keys(dir: &Path, ids: &[i64]) {
+    use sha2::{Digest, Sha256};
+    use std::sync::Arc;
+    let batch = arrow_array::RecordBatch::try_from_iter([(
+        "ID",
+        Arc::new(arrow_array::Int64Array::from(ids.to_vec())) as arrow_array::ArrayRef,
+    )])
+    .unwrap();
+    let mut bytes = Vec::new();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(&mut bytes, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    std::fs::write(dir.join("S.keys.parquet"), &bytes).unwrap();
+    let sha256: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    edit_manifest(dir, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            for f in t["files"].as_array_mut().unwrap() {
+                if f["name"] == "S.keys.parquet" {
+                    f["bytes"] = bytes.len().into();
+                    f["sha256"] = sha256.clone().into();
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn a_keys_file_out_of_order_repeated_or_miscounted_is_refused_whatever_its_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    execute(
+        &db,
+        &["INSERT INTO S VALUES (2, 3)", "INSERT INTO S VALUES (3, 4)"],
+    );
+    run(
+        &db,
+        &["--since", path(&old), "-o", path(&dir.path().join("mid"))],
+    );
+    let old = dir.path().join("mid");
+    let new = dir.path().join("new");
+    for (ids, why) in [
+        (&[1, 3, 2][..], "out of order"),
+        (&[1, 1, 2][..], "twice"),
+        (&[1, 2][..], "manifest says 3"),
+    ] {
+        forge_keys(&old, ids);
+        let out = fbunload(&db, &["--since", path(&old), "-o", path(&new)]);
+        assert_refused_in_one_line(&out, "--since");
+        assert!(stderr(&out).contains(why), "{ids:?}: {}", stderr(&out));
+        assert!(!new.exists());
+    }
+    // In order, each once, as many as listed: read.
+    forge_keys(&old, &[1, 2, 3]);
+    run(&db, &["--since", path(&old), "-o", path(&new)]);
+}
+
 #[test]
 fn a_database_restored_or_replaced_since_is_unloaded_whole_saying_why() {
     let dir = tempfile::tempdir().unwrap();
@@ -299,4 +362,24 @@ fn apply_keeps_names_from_manifests_inside_its_directory() {
     let out = apply(&dir.path().join("state2"));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
+}
+
+#[test]
+fn apply_refuses_a_text_change_set_in_one_line_naming_what_it_reads_and_the_recipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    let new = dir.path().join("new");
+    run(&db, &["--since", path(&old), "-o", path(&new)]);
+    let state = dir.path().join("state");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(["apply", path(&old), path(&new), "-o", path(&state)])
+        .output()
+        .unwrap();
+    assert_refused_in_one_line(&out, "apply: reads Parquet and Arrow runs; this one is csv");
+    assert!(
+        stderr(&out).contains("docs/command-line.md"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!state.exists());
 }

@@ -43,7 +43,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use arrow_array::RecordBatch;
 use fbunload_plan::Role;
 
 use fbunload_exec::{Destination, ExecError, FileDigest, RunInfo, UnitWriter, Written};
@@ -52,7 +51,7 @@ use fbunload_plan::Unit;
 
 pub use check::{check_directory, CheckReport};
 pub use directory::{finish_interrupted_switch, OutputDir, Reuse, STAGING_PREFIX, SWITCH_DIR};
-pub use keys::{key_set, missing_from, read_keys, KeyEncoder, KeyOutcome};
+pub use keys::{key_set, KeyEncoder, KeyOutcome, SortedKeys};
 pub use manifest::{
     verified_listed_file, Manifest, ManifestChange, ManifestColumn, ManifestFile,
     ManifestIncremental, ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
@@ -77,7 +76,7 @@ pub struct FileOutput {
     /// `schema.sql` as published, for the manifest.
     schema_file: OnceLock<Vec<FileDigest>>,
     /// An incremental run's previous keys, by table name.
-    previous_keys: HashMap<String, Vec<RecordBatch>>,
+    previous_keys: HashMap<String, Arc<SortedKeys>>,
     /// The keys entries of the plan (index, name, its table's role, keys).
     key_tables: OnceLock<Vec<KeyEntry>>,
     /// What became of each table's keys, once finished.
@@ -215,7 +214,7 @@ impl FileOutput {
 
     /// The previous run's keys of each table read for its changes, by
     /// name: the deletes are those the new snapshot lacks.
-    pub fn with_previous_keys(mut self, keys: HashMap<String, Vec<RecordBatch>>) -> Self {
+    pub fn with_previous_keys(mut self, keys: HashMap<String, Arc<SortedKeys>>) -> Self {
         self.previous_keys = keys;
         self
     }
@@ -282,13 +281,15 @@ impl FileOutput {
                 reason: format!("the keys of table {}: {reason}", entry.name),
             };
             let batches = entry.keys.batches();
-            let schema = &entry.keys.schema;
+            let sorted = SortedKeys::sort(&entry.keys.schema, &batches).map_err(fail)?;
+            drop(batches);
             let keys_name = file_name_for(&entry.name, "keys.parquet");
-            let keys_files = keys::publish_keys(dir, &keys_name, schema, &batches)
+            let keys_files = sorted
+                .publish(dir, &keys_name)
                 .map_err(|e| fail(e.to_string()))?;
             let mut outcome = KeyOutcome {
                 of: entry.of,
-                keys: batches.iter().map(|b| b.num_rows() as u64).sum(),
+                keys: sorted.len() as u64,
                 keys_files,
                 ..KeyOutcome::default()
             };
@@ -297,9 +298,9 @@ impl FileOutput {
                     .previous_keys
                     .get(&entry.name)
                     .ok_or_else(|| fail("the previous run's keys were not given".into()))?;
-                let new = keys::key_set(&batches).map_err(fail)?;
-                let deletes = keys::missing_from(old, &new, schema).map_err(fail)?;
+                let deletes = old.missing_from(&sorted).map_err(fail)?;
                 outcome.deletes = Some(deletes.num_rows() as u64);
+                let schema = &entry.keys.schema;
                 let table = self.table(
                     &format!("{}.deletes", entry.name),
                     &entry.name,

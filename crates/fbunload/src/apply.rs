@@ -6,7 +6,7 @@
 //! Per table: the old rows whose keys are neither deleted nor upserted,
 //! then the upserts; a table the change set holds whole replaces the old
 //! one, and a table it does not have is gone. Parquet and Arrow runs are
-//! read back; text formats are for the DuckDB recipe of the README.
+//! read back; text formats are for the DuckDB recipe of docs/command-line.md.
 //!
 //! Both directories are read as untrusted: manifests must be plain files,
 //! and every file is read through its manifest entry, its size and SHA-256
@@ -55,8 +55,8 @@ fn format_of(manifest: &Manifest) -> Result<String, Error> {
     match format.as_str() {
         "parquet" | "arrow" => Ok(format),
         other => Err(fail(format!(
-            "reads Parquet and Arrow runs; this one is {other}: apply it with the README's \
-             DuckDB recipe, or unload with -f parquet"
+            "reads Parquet and Arrow runs; this one is {other}: apply it with DuckDB \
+             (docs/command-line.md, Incremental unloads), or unload with -f parquet"
         ))),
     }
 }

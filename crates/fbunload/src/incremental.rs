@@ -10,11 +10,11 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
+use std::sync::Arc;
 
-use arrow_array::RecordBatch;
 use fbunload_dest::{
-    read_keys, verified_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental,
-    PreviousRunRef, MANIFEST_NAME,
+    verified_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental,
+    PreviousRunRef, SortedKeys, MANIFEST_NAME,
 };
 use fbunload_plan::{Plan, PreviousTable, Role, Since};
 use sha2::{Digest, Sha256};
@@ -28,7 +28,7 @@ const MANIFEST_LIMIT: u64 = 256 << 20;
 pub(crate) struct Previous {
     pub since: Since,
     /// Each table's keys, by name.
-    pub keys: HashMap<String, Vec<RecordBatch>>,
+    pub keys: HashMap<String, Arc<SortedKeys>>,
     pub reference: PreviousRunRef,
     /// Its tables' names.
     pub tables: Vec<String>,
@@ -92,9 +92,9 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
                     format!("table {}: its key is not among its columns", table.name),
                 )
             })?;
-            let batches = read_keys(contents, &columns)
+            let sorted = SortedKeys::read(contents, &columns, change.and_then(|c| c.keys))
                 .map_err(|e| refuse(dir, format!("{}: {e}", file.name)))?;
-            keys.insert(table.name.clone(), batches);
+            keys.insert(table.name.clone(), Arc::new(sorted));
             has_keys = true;
         }
         tables.push(PreviousTable {
