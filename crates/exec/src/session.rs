@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
-use fbunload_plan::Unit;
+use fbunload_plan::{Plan, Unit};
 
 use crate::ExecError;
 
@@ -31,6 +31,11 @@ pub(crate) trait Session: Sync {
     /// connection was lost; an error if it cannot be sure to see the same
     /// data as the others.
     fn rejoin(&self) -> Result<Self::Reader, ExecError>;
+
+    /// The DDL of `plan`'s tables at the run's snapshot (`schema.sql`).
+    fn schema_sql(&self, _plan: &Plan) -> Result<Option<String>, ExecError> {
+        Ok(None)
+    }
 
     /// Fails once the run's snapshot is gone (its holder's connection).
     fn check(&self) -> Result<(), ExecError>;

@@ -101,7 +101,7 @@ impl PlanOptions {
 }
 
 /// What an entry of a plan reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Kind {
     Table,
     View,
@@ -137,7 +137,7 @@ pub struct Read {
 }
 
 /// One table's (or view's, or query's) part of a plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TablePlan {
     pub name: String,
     pub kind: Kind,
@@ -321,7 +321,7 @@ impl TablePlan {
 }
 
 /// A range of data-page slots of one table: the unit of work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Unit {
     /// Index into [`Plan::tables`].
     pub table: usize,
@@ -334,7 +334,7 @@ pub struct Unit {
 }
 
 /// What to unload and in which pieces.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub tables: Vec<TablePlan>,
     /// In dispatch order.
