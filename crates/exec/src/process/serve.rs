@@ -71,14 +71,20 @@ fn serve(input: &mut impl io::Read, out: &Output) -> Result<(), ExecError> {
             "this is fbunload's reader process, started by a run; it is not run by hand".into(),
         ));
     };
-    let setup: Setup = wire::from_json(&frame.payload).map_err(protocol)?;
-    if setup.protocol != wire::PROTOCOL {
+    // The version first: another build's setup may not parse.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        protocol: String,
+    }
+    let version: Version = wire::from_json(&frame.payload).map_err(protocol)?;
+    if version.protocol != wire::PROTOCOL {
         return Err(ExecError::Server(format!(
             "the reader process is another build of fbunload ({}) than the run ({})",
             wire::PROTOCOL,
-            setup.protocol
+            version.protocol
         )));
     }
+    let setup: Setup = wire::from_json(&frame.payload).map_err(protocol)?;
     let mut schemas = Vec::with_capacity(setup.plan.tables.len());
     for _ in 0..setup.plan.tables.len() {
         match wire::read_frame(input).map_err(protocol)? {
