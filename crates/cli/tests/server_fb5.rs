@@ -1036,3 +1036,42 @@ fn a_stopped_run_leaves_no_reader_process() {
         assert!(all_end(&readers), "{signal}: a reader process outlived the run");
     }
 }
+
+/// A server that stops answering while reader processes read: the run
+/// sees their slots wait past `--stall-timeout`, ends with the one line a
+/// run of threads ends with, keeps nothing, and leaves no reader process.
+#[test]
+fn a_stalled_server_ends_a_run_of_reader_processes_after_the_stall_timeout() {
+    let Some(private) = PrivateServer::start(
+        "a_stalled_server_ends_a_run_of_reader_processes_after_the_stall_timeout",
+    ) else {
+        return;
+    };
+    let SecondRun {
+        out,
+        before,
+        mut child,
+        _dir,
+        ..
+    } = second_run_under_way(
+        &private,
+        "procstalls",
+        &["--stall-timeout", "2", "--processes", "2"],
+    );
+    let readers = reader_processes(&mut child, 2);
+    private.signal("-STOP");
+    let waited = wait_for_end(&mut child, &private, Instant::now(), "its server stopped");
+    private.signal("-CONT");
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(1), "{err}");
+    assert!(waited >= Duration::from_secs(2), "{waited:?}: {err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {err}");
+    assert!(
+        errors[0].starts_with("fbunload: error: table WIDE: no answer from the database for 2 s"),
+        "{err}"
+    );
+    assert_eq!(files(&out), before, "{err}");
+    assert!(all_end(&readers), "a reader process outlived the run");
+}

@@ -47,6 +47,11 @@ pub fn serve_reader() -> i32 {
     let mut input = BufReader::with_capacity(1 << 16, io::stdin());
     match serve(&mut input, &out) {
         Ok(()) => 0,
+        // Started by hand: nobody reads the protocol.
+        Err(e @ ExecError::Usage(_)) => {
+            eprintln!("fbunload: {e}");
+            1
+        }
         Err(e) => {
             send_failure(
                 &out,
