@@ -83,6 +83,9 @@ impl Fb5 {
         command
             .args(["-d", &self.dsn(file), "-u", "SYSDBA"])
             .env("ISC_PASSWORD", &self.password)
+            // As a user's: the password only in ISC_PASSWORD, which
+            // reader processes must not inherit.
+            .env_remove("FBUNLOAD_TEST_FB5_PASSWORD")
             .args(args);
         command
     }
@@ -934,7 +937,15 @@ fn all_end(pids: &[u32]) -> bool {
 fn reader_processes(child: &mut std::process::Child, count: usize) -> Vec<u32> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let readers = children_of(child.id());
+        // Only those that have run the reader's program: between fork and
+        // exec a child still shows the run's command line and environment.
+        let readers: Vec<u32> = children_of(child.id())
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--fbunload-reader-process"))
+            })
+            .collect();
         if readers.len() >= count {
             return readers;
         }
@@ -965,7 +976,7 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
                INSERT INTO T VALUES (:I, 'name ' || :I, :I * 0.25, \
                  DATEADD(:I SECOND TO TIMESTAMP '2020-01-01 00:00:00'), \
                  IIF(MOD(:I, 100) = 0, 'note ' || :I, NULL), 'é' || MOD(:I, 10), \
-                 :I * 170141183460469231731687303715884105, :I / 7.0); \
+                 MOD(:I, 100) * 170141183460469231731687303715884105, :I / 7.0); \
                I = I + 1; END \
                INSERT INTO SMALL VALUES (7); END",
         ],
@@ -1095,7 +1106,12 @@ fn a_killed_reader_process_has_its_units_redone() {
         for (what, bytes) in [("command line", cmdline), ("environment", environ)] {
             assert!(
                 !String::from_utf8_lossy(&bytes).contains(&server.password),
-                "the password is in a reader process's {what}"
+                "the password is in a reader process's {what}: {:?}",
+                String::from_utf8_lossy(&bytes)
+                    .split('\0')
+                    .filter(|v| v.contains(&server.password))
+                    .map(|v| v.split('=').next().unwrap_or("").to_string())
+                    .collect::<Vec<_>>()
             );
         }
     }
