@@ -17,7 +17,14 @@ CARGO_ENV="${CARGO_HOME:-$HOME/.cargo}/env"
 stop_servers=
 # Stop the servers this run started, however it ends; one that was already
 # running belongs to someone else and stays.
-trap 'eval "${stop_servers:-true}"' EXIT
+# A failed run shows the Firebird 3.0 server's log first: a server that
+# crashed or refused shows there, not in the test's output.
+show_server_log() {
+  [ "$1" = 0 ] && return 0
+  echo "==> the run failed; the end of the Firebird 3.0 server's log:" >&2
+  tail -n 40 /var/log/firebird/firebird3.0.log >&2 2>/dev/null || true
+}
+trap 'rc=$?; show_server_log $rc; eval "${stop_servers:-true}"' EXIT
 if [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]; then
   eval "$(bash scripts/fb3-server.sh)"
   if [ -n "$FBUNLOAD_TEST_SERVER_STARTED_PID" ]; then

@@ -50,15 +50,30 @@ impl Server {
         let local = Path::new(&self.dir).join(&file);
         let _ = std::fs::remove_file(&local);
         let dsn = self.dsn(&file);
-        let att = Attachment::create_database(
-            &client(),
-            &format!(
-                "CREATE DATABASE '{dsn}' USER 'SYSDBA' PASSWORD '{}' SET NAMES 'UTF8' \
-                 DEFAULT CHARACTER SET UTF8",
-                self.password
-            ),
-        )
-        .unwrap();
+        let sql = format!(
+            "CREATE DATABASE '{dsn}' USER 'SYSDBA' PASSWORD '{}' SET NAMES 'UTF8' \
+             DEFAULT CHARACTER SET UTF8",
+            self.password
+        );
+        // Once in a CI run a connection broke mid-CREATE ("Error reading
+        // data from the connection") while other tests went on: a setup
+        // step, not what these tests check, so a broken connection is
+        // tried again (said on stderr) before the test gives up.
+        let mut attempt = 1;
+        let att = loop {
+            match Attachment::create_database(&client(), &sql) {
+                Ok(att) => break att,
+                Err(fbunload_client::ClientError::Firebird(e))
+                    if e.is_connection_failure() && attempt < 4 =>
+                {
+                    eprintln!("creating {file} (attempt {attempt}): {e}; trying again");
+                    let _ = std::fs::remove_file(&local);
+                    std::thread::sleep(std::time::Duration::from_secs(attempt));
+                    attempt += 1;
+                }
+                Err(e) => panic!("creating {file}: {e}"),
+            }
+        };
         for sql in statements {
             let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
             tr.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
