@@ -167,19 +167,6 @@ impl TextDecoder {
         }
     }
 
-    /// A Firebird character set name that [`Self::for_charset`] turns
-    /// back into this decoder (`UTF8` for UTF-8 and NONE): how a reader
-    /// process is told it.
-    pub fn charset(&self) -> &'static str {
-        if self.is_utf8() {
-            return "UTF8";
-        }
-        CHARACTER_SETS
-            .iter()
-            .find(|(id, _, _)| Self::for_charset_id(*id) == Some(*self))
-            .map_or("UTF8", |(_, name, _)| *name)
-    }
-
     /// Whether text of this character set id reaches fbunload as it is
     /// stored (NONE, OCTETS, or one we decode): otherwise the server must
     /// convert it.
@@ -498,11 +485,14 @@ mod tests {
 
     #[test]
     fn every_decoder_names_a_charset_that_gives_it_back() {
+        // How a reader process is told the run's --charset.
         for (id, _, _) in CHARACTER_SETS {
             if let Some(decoder) = TextDecoder::for_charset_id(*id) {
-                assert_eq!(TextDecoder::for_charset(decoder.charset()), Some(decoder));
+                assert_eq!(TextDecoder::for_charset(decoder.charset_name()), Some(decoder));
             }
         }
-        assert_eq!(TextDecoder::UTF8.charset(), "UTF8");
+        let none = TextDecoder::for_charset("NONE").unwrap();
+        assert_eq!(TextDecoder::for_charset(none.charset_name()), Some(none));
+        assert_eq!(TextDecoder::UTF8.charset_name(), "UTF8");
     }
 }

@@ -377,7 +377,7 @@ impl ProcessSession {
             wire_crypt: connect.wire.crypt.map(|c| format!("{c:?}")),
             slots: 0,
             plan: Plan::clone(&context.plan),
-            none_text: context.types.none_text.charset().into(),
+            none_text: context.types.none_text.charset_name().into(),
             decimal256: context.types.decimal256,
             batch_rows: context.batch.rows,
             batch_bytes: context.batch.bytes,

@@ -133,7 +133,9 @@ fn serve(input: &mut impl io::Read, out: &Output) -> Result<(), ExecError> {
         plan: Arc::new(setup.plan),
         schemas: Arc::new(schemas),
         types: TypeOptions {
-            none_text: TextDecoder::for_charset(&setup.none_text).unwrap_or(TextDecoder::UTF8),
+            none_text: TextDecoder::for_charset(&setup.none_text).ok_or_else(|| {
+                protocol(wire::corrupt(&format!("unknown character set {:?}", setup.none_text)))
+            })?,
             decimal256: setup.decimal256,
         },
         batch: BatchLimits {
