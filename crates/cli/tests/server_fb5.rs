@@ -956,8 +956,10 @@ fn reader_processes(child: &mut std::process::Child, count: usize) -> Vec<u32> {
 }
 
 /// Workers in reader processes write the bytes one worker thread writes,
-/// in every format, to files and to standard output, with parts, verified,
-/// and the run says where its workers were.
+/// in every format, to files and to standard output, with parts (of rows
+/// and of bytes), verified; the manifest lists the same tables, files and
+/// checksums, and says where the workers were, as the run and its
+/// `--progress json` do.
 #[test]
 fn reader_processes_write_what_one_thread_writes_in_every_format() {
     let Some(server) = fb5("reader_processes_write_what_one_thread_writes_in_every_format") else {
@@ -970,29 +972,28 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
         &[
             "CREATE TABLE T (ID INTEGER, NAME VARCHAR(30), AMOUNT NUMERIC(12,2), \
              STAMP TIMESTAMP, NOTE BLOB SUB_TYPE TEXT, W CHAR(4) CHARACTER SET WIN1252, \
-             BIG INT128, F DOUBLE PRECISION)",
+             BIG INT128, F DOUBLE PRECISION, RAW VARCHAR(8) CHARACTER SET NONE)",
             "CREATE TABLE SMALL (ID INTEGER)",
             "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 30000) DO BEGIN \
                INSERT INTO T VALUES (:I, 'name ' || :I, :I * 0.25, \
                  DATEADD(:I SECOND TO TIMESTAMP '2020-01-01 00:00:00'), \
                  IIF(MOD(:I, 100) = 0, 'note ' || :I, NULL), 'é' || MOD(:I, 10), \
-                 MOD(:I, 100) * 170141183460469231731687303715884105, :I / 7.0); \
+                 MOD(:I, 100) * 170141183460469231731687303715884105, :I / 7.0, \
+                 'é' || MOD(:I, 10)); \
                I = I + 1; END \
                INSERT INTO SMALL VALUES (7); END",
         ],
     ));
     let dir = tempfile::tempdir().unwrap();
-    let unload = |name: &str, args: &[&str]| -> (Vec<(String, Vec<u8>)>, String) {
+    let unload = |name: &str, args: &[&str]| -> (Vec<(String, Vec<u8>)>, serde_json::Value, String) {
         let out = dir.path().join(name);
         let mut all = vec!["--verify", "--unit-pages", "16", "-o", out.to_str().unwrap()];
         all.extend_from_slice(args);
         let run = server.fbunload(&file, &all);
         assert!(run.status.success(), "{args:?}: {}", stderr(&run));
-        let written = files(&out)
-            .into_iter()
-            .filter(|(name, _)| name != "manifest.json")
-            .collect();
-        (written, stderr(&run))
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+        (files(&out), manifest, stderr(&run))
     };
     for format in [
         &["-f", "csv", "--header"][..],
@@ -1001,15 +1002,28 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
         &["-f", "parquet", "--row-group-rows", "7000"],
         &["-f", "arrow"],
         &["-f", "csv", "--max-rows", "9000"],
+        &["-f", "jsonl", "--max-bytes", "1M"],
+        &["-f", "parquet", "--row-group-rows", "2000", "--max-bytes", "200K"],
+        // A column of CHARACTER SET NONE (é's UTF-8 bytes), decoded as
+        // the run is told.
+        &["-f", "csv", "--charset", "WIN1252"],
     ] {
         let threads = [&["-j", "1", "--processes", "0"][..], format].concat();
-        let (one, said) = unload("one", &threads);
+        let (one, one_manifest, said) = unload("one", &threads);
         assert!(said.contains("1 worker,"), "{said}");
         let processes = [&["-j", "3", "--processes", "2"][..], format].concat();
-        let (three, said) = unload("processes", &processes);
+        let (three, manifest, said) = unload("processes", &processes);
         assert!(said.contains("3 workers in 2 reader processes"), "{said}");
         assert!(one.len() >= 3, "{format:?}: {one:?}");
         assert!(three == one, "{format:?}: not the -j 1 files");
+        assert_eq!(manifest["tables"], one_manifest["tables"], "{format:?}");
+        assert!(
+            manifest["tables"].as_array().unwrap().iter().all(|t| t["verified"] == true),
+            "{format:?}: {manifest}"
+        );
+        assert_eq!(manifest["options"]["workers"], 3);
+        assert_eq!(manifest["options"]["processes"], 2);
+        assert_eq!(one_manifest["options"]["processes"], 0);
         std::fs::remove_dir_all(dir.path().join("one")).unwrap();
         std::fs::remove_dir_all(dir.path().join("processes")).unwrap();
     }
@@ -1020,7 +1034,19 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
     );
     assert!(from_processes.status.success(), "{}", stderr(&from_processes));
     assert!(from_processes.stdout == piped.stdout, "standard output differs");
-    assert!(stderr(&from_processes).contains("\"processes\":2"));
+    let events: Vec<serde_json::Value> = stderr(&from_processes)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let started = &events[0];
+    assert_eq!((&started["event"], &started["processes"]), (&"started".into(), &2.into()));
+    let units: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "unit").collect();
+    assert_eq!(units.len() as u64, started["units"].as_u64().unwrap());
+    let unit_rows: u64 = units.iter().map(|e| e["rows"].as_u64().unwrap()).sum();
+    let summary = events.last().unwrap();
+    assert_eq!(summary["event"], "summary");
+    assert_eq!((unit_rows, summary["rows"].as_u64()), (30_000, Some(30_000)));
+    assert_eq!((&summary["workers"], &summary["processes"]), (&4.into(), &2.into()));
 }
 
 /// Reader processes join the run's one snapshot: the books balance while
