@@ -2,6 +2,7 @@
 ``python -m fbunload._reader`` children, against the Firebird 5 server
 scripts/fb5-server.sh starts (skipped where none runs)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -67,3 +68,19 @@ def test_the_console_script_starts_python_reader_processes(server_db, tmp_path):
     spread, said = run("spread", "-j", "3", "--processes", "2", "--unit-pages", "16")
     assert "3 workers in 2 reader processes" in said
     assert spread == one
+
+
+def test_unload_with_reader_processes_writes_what_one_thread_writes(server_db, tmp_path):
+    dsn, password = server_db
+    options = dict(user="SYSDBA", password=password, format="parquet", row_group_rows=5000,
+                   verify=True, unit_pages=16)
+    one = fbunload.unload(dsn, tmp_path / "one", parallel=1, processes=0, **options)
+    spread = fbunload.unload(dsn, tmp_path / "spread", parallel=3, processes=2, **options)
+    assert (tmp_path / "spread" / "W.parquet").read_bytes() == (
+        tmp_path / "one" / "W.parquet").read_bytes()
+    assert spread["rows"] == one["rows"] == 60000
+    manifest = json.loads((tmp_path / "spread" / "manifest.json").read_text())
+    assert (manifest["options"]["workers"], manifest["options"]["processes"]) == (3, 2)
+    assert all(table["verified"] for table in manifest["tables"])
+    with pytest.raises(fbunload.UsageError):
+        fbunload.unload(dsn, tmp_path / "bad", processes="many", **options)
