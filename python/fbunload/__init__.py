@@ -126,7 +126,8 @@ def read_batches(
     ``columns`` (names as stored, in the order wanted) and ``where`` (an
     SQL condition, e.g. ``"S_W_ID = 7"``) are part of every worker's
     query: only those columns and rows are read, still in parallel, at one
-    snapshot."""
+    snapshot. From a server, ``processes`` ('auto', 0 or a number, as
+    for :func:`unload`) puts the workers in reader processes."""
     stream = _open_table(
         "read_batches",
         database,
@@ -353,6 +354,7 @@ def unload(
     stall_timeout: Optional[float] = None,
     since: Optional[str] = None,
     keep_keys: bool = False,
+    processes: Union[str, int, None] = None,
 ) -> Dict[str, Any]:
     """What the command line does: every selected table to a file in
     directory ``output``, then ``schema.sql`` (the tables' DDL) and
@@ -396,7 +398,11 @@ def unload(
       cores), ``unit_pages``, ``memory_mb`` (128), ``allow_inconsistent``
       (Firebird 3: tables in parallel, each in its own snapshot),
       ``stall_timeout`` (seconds a read may wait for the server; 1800 by
-      default, 0: no limit).
+      default, 0: no limit); ``processes`` ('auto', the default: threads
+      up to 4 workers, then a reader process per 2 workers; 0: threads
+      only; or a number): from a server, the workers' reader processes,
+      each this interpreter running ``python -m fbunload._reader``; the
+      embedded engine always reads with threads.
 
     Incremental runs (Firebird 4+):
       ``since=DIR``: of each table, the rows inserted or updated since the
@@ -415,7 +421,8 @@ def unload(
             views=views, queries=_queries(queries), max_rows=max_rows, max_bytes=max_bytes,
             schema=schema, allow_inconsistent=allow_inconsistent, stall_timeout=stall_timeout,
             wire_crypt=wire_crypt, wire_compression=wire_compression,
-            since=None if since is None else str(since), keep_keys=keep_keys)
+            since=None if since is None else str(since), keep_keys=keep_keys,
+            processes=processes)
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None

@@ -126,6 +126,9 @@ pub struct Args {
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub parallel: Option<u32>,
 
+    #[arg(long, value_name = "N|auto", default_value = "auto", help = fbunload::Processes::HELP)]
+    pub processes: fbunload::Processes,
+
     /// Output directory (created if missing; required, there is no default); one file per
     /// table, schema.sql and manifest.json. `-` writes the one
     /// selected table to standard output: csv, tsv and jsonl as the unload goes, unit by

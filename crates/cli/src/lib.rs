@@ -324,6 +324,15 @@ fn sample(
 }
 
 /// "1 table", "2 tables".
+/// `4 workers`, or `4 workers in 2 reader processes`.
+pub(crate) fn workers_text(start: &fbunload::RunStart) -> String {
+    match start.processes {
+        0 => count(start.workers, "worker"),
+        1 => format!("{} in 1 reader process", count(start.workers, "worker")),
+        n => format!("{} in {n} reader processes", count(start.workers, "worker")),
+    }
+}
+
 pub(crate) fn count(n: usize, noun: &str) -> String {
     counted(n as u64, noun)
 }
@@ -375,6 +384,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         allow_inconsistent: args.allow_inconsistent,
         schema: !args.no_schema,
         stall_timeout,
+        // Counted from --processes by the Unload below.
+        ..RunOptions::default()
     };
     // clap asks for it unless --generate, which never gets here.
     let database = args
@@ -396,6 +407,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     }
     let mut unload = Unload::new(database)
         .options(options)
+        .processes(args.processes)
         .memory_budget(args.memory_mb.saturating_mul(1 << 20))
         .overwrite(args.overwrite)
         .keep_keys(args.keep_keys)
@@ -450,7 +462,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             } else {
                 "the snapshot is taken when the unload starts"
             },
-            count(prepared.start.workers, "worker"),
+            workers_text(&prepared.start),
             client.source
         ))?;
         return Ok(());
@@ -548,7 +560,7 @@ fn summary_text(summary: &Summary) -> String {
         secs,
         summary.rows() as f64 / secs.max(1e-9),
         summary.bytes() as f64 / 1e6 / secs.max(1e-9),
-        count(summary.start.workers, "worker"),
+        workers_text(&summary.start),
         snapshot_text(&summary.start),
     );
     match summary.retries {
@@ -592,6 +604,7 @@ mod tests {
                 snapshot_number: Some(7),
                 snapshot_marks: None,
                 workers: 1,
+                processes: 0,
                 consistency: Consistency::SharedSnapshot,
             },
             tables: vec![fbunload::TableSummary {

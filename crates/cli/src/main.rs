@@ -2,7 +2,19 @@
 
 fn main() {
     limit_malloc_arenas();
-    fbunload_cli::exit(fbunload_cli::run(std::env::args_os().collect()));
+    let argv: Vec<_> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == fbunload::READER_ARG) {
+        // A run of this program started it to read units (see
+        // fbunload::Processes).
+        std::process::exit(fbunload::serve_reader());
+    }
+    if let Ok(program) = std::env::current_exe() {
+        fbunload::set_reader_command(Some(fbunload::ReaderCommand {
+            program,
+            args: vec![fbunload::READER_ARG.into()],
+        }));
+    }
+    fbunload_cli::exit(fbunload_cli::run(argv));
 }
 
 /// Caps glibc's malloc arenas at the core count before any thread starts.

@@ -94,7 +94,7 @@ impl Progress for Display {
             "{} in {}, {}, snapshot {}",
             crate::count(plan.tables.len(), "table"),
             crate::count(plan.units.len(), "unit"),
-            crate::count(start.workers, "worker"),
+            crate::workers_text(start),
             start.snapshot_number.map_or("-".into(), |n| n.to_string())
         ));
         self.refresh();
@@ -183,6 +183,7 @@ impl JsonLines {
             "rows": summary.rows(),
             "bytes": summary.bytes(),
             "workers": summary.start.workers,
+            "processes": summary.start.processes,
             "snapshot_number": summary.start.snapshot_number,
             "verified": summary.verified,
             "retries": summary.retries,
@@ -201,6 +202,7 @@ impl Progress for JsonLines {
             "tables": plan.tables.len(),
             "units": plan.units.len(),
             "workers": start.workers,
+            "processes": start.processes,
             "snapshot_number": start.snapshot_number,
             "server": start.server_version,
         }));

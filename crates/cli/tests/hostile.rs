@@ -852,3 +852,39 @@ fn a_comment_ended_by_a_carriage_return_cannot_widen_a_unit() {
     assert_eq!(big["rows"], 50);
     assert_eq!(big["where"], condition, "kept as given");
 }
+
+/// A reader process takes its orders only from its run, over its
+/// standard input: started by hand, or fed anything else (a length of
+/// 4 GiB, a setup of another build), it says so on standard error and
+/// ends with status 1, allocating nothing it was told to.
+#[test]
+fn a_reader_process_refuses_what_its_run_did_not_send() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let setup_of_another_build = {
+        let json = br#"{"protocol":"fbunload-reader/0 0.0.0"}"#;
+        let mut frame = ((json.len() + 5) as u32).to_le_bytes().to_vec();
+        frame.push(1);
+        frame.extend_from_slice(&u32::MAX.to_le_bytes());
+        frame.extend_from_slice(json);
+        frame
+    };
+    for (what, input, expected) in [
+        ("nothing", Vec::new(), "not run by hand"),
+        ("a huge frame", vec![0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0], "impossible length"),
+        ("another build", setup_of_another_build, "another build of fbunload"),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .arg("--fbunload-reader-process")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert!(err.contains(expected), "{what}: {err}");
+    }
+}

@@ -83,6 +83,9 @@ impl Fb5 {
         command
             .args(["-d", &self.dsn(file), "-u", "SYSDBA"])
             .env("ISC_PASSWORD", &self.password)
+            // As a user's: the password only in ISC_PASSWORD, which
+            // reader processes must not inherit.
+            .env_remove("FBUNLOAD_TEST_FB5_PASSWORD")
             .args(args);
         command
     }
@@ -898,4 +901,358 @@ fn incremental_change_sets_applied_equal_full_unloads() {
         fbunload: &|args| server.fbunload(&file, args),
         scratch: scratch.path(),
     });
+}
+
+/// The processes whose parent is `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+        let after = &stat[stat.rfind(')').unwrap_or(0) + 1..];
+        if after.split_whitespace().nth(1) == Some(&pid.to_string()) {
+            children.push(child);
+        }
+    }
+    children
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat[stat.rfind(')').unwrap_or(0) + 1..].trim_start().starts_with('Z'),
+    }
+}
+
+/// Waits until every process of `pids` has ended, at most 10 s.
+fn all_end(pids: &[u32]) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pids.iter().all(|pid| ended(*pid)) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// The reader processes of a running fbunload, once it has started them.
+fn reader_processes(child: &mut std::process::Child, count: usize) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // Only those that have run the reader's program: between fork and
+        // exec a child still shows the run's command line and environment.
+        let readers: Vec<u32> = children_of(child.id())
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--fbunload-reader-process"))
+            })
+            .collect();
+        if readers.len() >= count {
+            return readers;
+        }
+        assert!(Instant::now() < deadline, "no reader processes started");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Workers in reader processes write the bytes one worker thread writes,
+/// in every format, to files and to standard output, with parts (of rows
+/// and of bytes), verified; the manifest lists the same tables, files and
+/// checksums, and says where the workers were, as the run and its
+/// `--progress json` do.
+#[test]
+fn reader_processes_write_what_one_thread_writes_in_every_format() {
+    let Some(server) = fb5("reader_processes_write_what_one_thread_writes_in_every_format") else {
+        return;
+    };
+    let file = server.file("procs");
+    let _removed = Removed(file.clone());
+    drop(server.create(
+        &file,
+        &[
+            "CREATE TABLE T (ID INTEGER, NAME VARCHAR(30), AMOUNT NUMERIC(12,2), \
+             STAMP TIMESTAMP, NOTE BLOB SUB_TYPE TEXT, W CHAR(4) CHARACTER SET WIN1252, \
+             BIG INT128, F DOUBLE PRECISION, RAW VARCHAR(8) CHARACTER SET NONE)",
+            "CREATE TABLE SMALL (ID INTEGER)",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 30000) DO BEGIN \
+               INSERT INTO T VALUES (:I, 'name ' || :I, :I * 0.25, \
+                 DATEADD(:I SECOND TO TIMESTAMP '2020-01-01 00:00:00'), \
+                 IIF(MOD(:I, 100) = 0, 'note ' || :I, NULL), 'é' || MOD(:I, 10), \
+                 MOD(:I, 100) * 170141183460469231731687303715884105, :I / 7.0, \
+                 'é' || MOD(:I, 10)); \
+               I = I + 1; END \
+               INSERT INTO SMALL VALUES (7); END",
+        ],
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let unload = |name: &str, args: &[&str]| -> (Vec<(String, Vec<u8>)>, serde_json::Value, String) {
+        let out = dir.path().join(name);
+        let mut all = vec!["--verify", "--unit-pages", "16", "-o", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let run = server.fbunload(&file, &all);
+        assert!(run.status.success(), "{args:?}: {}", stderr(&run));
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+        (files(&out), manifest, stderr(&run))
+    };
+    for format in [
+        &["-f", "csv", "--header"][..],
+        &["-f", "tsv", "--compress", "zstd"],
+        &["-f", "jsonl"],
+        &["-f", "parquet", "--row-group-rows", "7000"],
+        &["-f", "arrow"],
+        &["-f", "csv", "--max-rows", "9000"],
+        &["-f", "jsonl", "--max-bytes", "1M"],
+        &["-f", "parquet", "--row-group-rows", "2000", "--max-bytes", "200K"],
+        // A column of CHARACTER SET NONE (é's UTF-8 bytes), decoded as
+        // the run is told.
+        &["-f", "csv", "--charset", "WIN1252"],
+    ] {
+        let threads = [&["-j", "1", "--processes", "0"][..], format].concat();
+        let (one, one_manifest, said) = unload("one", &threads);
+        assert!(said.contains("1 worker,"), "{said}");
+        let processes = [&["-j", "3", "--processes", "2"][..], format].concat();
+        let (three, manifest, said) = unload("processes", &processes);
+        assert!(said.contains("3 workers in 2 reader processes"), "{said}");
+        assert!(one.len() >= 3, "{format:?}: {one:?}");
+        assert!(three == one, "{format:?}: not the -j 1 files");
+        assert_eq!(manifest["tables"], one_manifest["tables"], "{format:?}");
+        assert!(
+            manifest["tables"].as_array().unwrap().iter().all(|t| t["verified"] == true),
+            "{format:?}: {manifest}"
+        );
+        assert_eq!(manifest["options"]["workers"], 3);
+        assert_eq!(manifest["options"]["processes"], 2);
+        assert_eq!(one_manifest["options"]["processes"], 0);
+        std::fs::remove_dir_all(dir.path().join("one")).unwrap();
+        std::fs::remove_dir_all(dir.path().join("processes")).unwrap();
+    }
+    let piped = server.fbunload(&file, &["-t", "T", "-j", "1", "-o", "-"]);
+    let from_processes = server.fbunload(
+        &file,
+        &["-t", "T", "-j", "4", "--processes", "2", "--progress", "json", "-o", "-"],
+    );
+    assert!(from_processes.status.success(), "{}", stderr(&from_processes));
+    assert!(from_processes.stdout == piped.stdout, "standard output differs");
+    let events: Vec<serde_json::Value> = stderr(&from_processes)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let started = &events[0];
+    assert_eq!((&started["event"], &started["processes"]), (&"started".into(), &2.into()));
+    let units: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "unit").collect();
+    assert_eq!(units.len() as u64, started["units"].as_u64().unwrap());
+    let unit_rows: u64 = units.iter().map(|e| e["rows"].as_u64().unwrap()).sum();
+    let summary = events.last().unwrap();
+    assert_eq!(summary["event"], "summary");
+    assert_eq!((unit_rows, summary["rows"].as_u64()), (30_000, Some(30_000)));
+    assert_eq!((&summary["workers"], &summary["processes"]), (&4.into(), &2.into()));
+}
+
+/// Reader processes join the run's one snapshot: the books balance while
+/// two writers move money through the same server.
+#[test]
+fn reader_processes_read_one_snapshot_while_others_write() {
+    let Some(server) = fb5("reader_processes_read_one_snapshot_while_others_write") else {
+        return;
+    };
+    let file = server.file("procbank");
+    let _removed = Removed(file.clone());
+    bank::create(&server.create(&file, &[])).unwrap();
+    let writers = Writers::start(&client(), &server.connect(&file, WireOptions::default()), 2);
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..2 {
+        let before = writers.committed();
+        let out = dir.path().join(format!("out{round}"));
+        let run = server.fbunload(
+            &file,
+            &[
+                "-j",
+                "4",
+                "--processes",
+                "2",
+                "--unit-pages",
+                "64",
+                "--verify",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert!(run.status.success(), "round {round}: {}", stderr(&run));
+        assert!(stderr(&run).contains("in 2 reader processes"));
+        if let Err(why) = bank::check_books(ledger_rows(&out), account_rows(&out)) {
+            panic!("round {round}: {why}");
+        }
+        assert!(
+            writers.committed() > before,
+            "round {round}: the writers must have committed during the unload"
+        );
+    }
+}
+
+/// A reader process killed mid-run: its units are redone on new
+/// connections at the same snapshot and the table is whole, the same
+/// bytes as a run of one worker; the password was never on a reader
+/// process's command line or in its environment.
+#[test]
+fn a_killed_reader_process_has_its_units_redone() {
+    let Some(server) = fb5("a_killed_reader_process_has_its_units_redone") else {
+        return;
+    };
+    let file = server.file("prockill");
+    let _removed = Removed(file.clone());
+    create_wide(&server, &file);
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    let run = server.fbunload(&file, &["-q", "-j", "1", "-o", one.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+
+    let out = dir.path().join("out");
+    let mut child = server
+        .command(
+            &file,
+            &[
+                "-j",
+                "4",
+                "--processes",
+                "2",
+                "--unit-pages",
+                "64",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let readers = reader_processes(&mut child, 2);
+    for reader in &readers {
+        let cmdline = std::fs::read(format!("/proc/{reader}/cmdline")).unwrap();
+        let environ = std::fs::read(format!("/proc/{reader}/environ")).unwrap();
+        for (what, bytes) in [("command line", cmdline), ("environment", environ)] {
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(&server.password),
+                "the password is in a reader process's {what}: {:?}",
+                String::from_utf8_lossy(&bytes)
+                    .split('\0')
+                    .filter(|v| v.contains(&server.password))
+                    .map(|v| v.split('=').next().unwrap_or("").to_string())
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+    wait_until_writing(&mut child, &out, "WIDE.csv");
+    let killed = Command::new("kill")
+        .args(["-KILL", &readers[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert!(ended.status.success(), "{err}");
+    assert!(err.contains("reader process") && err.contains("SIGKILL"), "{err}");
+    assert!(err.contains("redoing the unit"), "{err}");
+    assert!(
+        files(&out).into_iter().find(|(n, _)| n == "WIDE.csv")
+            == files(&one).into_iter().find(|(n, _)| n == "WIDE.csv"),
+        "not the -j 1 table"
+    );
+    assert!(all_end(&readers), "a reader process outlived the run");
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM to a run with reader processes: status 130,
+/// nothing published, and no reader process left; a run killed outright
+/// (SIGKILL) leaves none either.
+#[test]
+fn a_stopped_run_leaves_no_reader_process() {
+    let Some(server) = fb5("a_stopped_run_leaves_no_reader_process") else {
+        return;
+    };
+    let file = server.file("procstop");
+    let _removed = Removed(file.clone());
+    create_wide(&server, &file);
+    let dir = tempfile::tempdir().unwrap();
+    for signal in ["-INT", "-TERM", "-KILL"] {
+        let out = dir.path().join(format!("out{signal}"));
+        let mut child = server
+            .command(
+                &file,
+                &[
+                    "-j",
+                    "4",
+                    "--processes",
+                    "2",
+                    "--unit-pages",
+                    "64",
+                    "-o",
+                    out.to_str().unwrap(),
+                ],
+            )
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let readers = reader_processes(&mut child, 2);
+        wait_until_writing(&mut child, &out, "WIDE.csv");
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let ended = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&ended.stderr);
+        if signal != "-KILL" {
+            assert_eq!(ended.status.code(), Some(130), "{signal}: {err}");
+        }
+        assert!(!out.join("manifest.json").exists(), "{signal}: {err}");
+        assert!(!out.join("WIDE.csv").exists(), "{signal}: a half table was published");
+        assert!(all_end(&readers), "{signal}: a reader process outlived the run");
+    }
+}
+
+/// A server that stops answering while reader processes read: the run
+/// sees their slots wait past `--stall-timeout`, ends with the one line a
+/// run of threads ends with, keeps nothing, and leaves no reader process.
+#[test]
+fn a_stalled_server_ends_a_run_of_reader_processes_after_the_stall_timeout() {
+    let Some(private) = PrivateServer::start(
+        "a_stalled_server_ends_a_run_of_reader_processes_after_the_stall_timeout",
+    ) else {
+        return;
+    };
+    let SecondRun {
+        out,
+        before,
+        mut child,
+        _dir,
+        ..
+    } = second_run_under_way(
+        &private,
+        "procstalls",
+        &["--stall-timeout", "2", "--processes", "2"],
+    );
+    let readers = reader_processes(&mut child, 2);
+    private.signal("-STOP");
+    let waited = wait_for_end(&mut child, &private, Instant::now(), "its server stopped");
+    private.signal("-CONT");
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(1), "{err}");
+    assert!(waited >= Duration::from_secs(2), "{waited:?}: {err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {err}");
+    assert!(
+        errors[0].starts_with("fbunload: error: table WIDE: no answer from the database for 2 s"),
+        "{err}"
+    );
+    assert_eq!(files(&out), before, "{err}");
+    assert!(all_end(&readers), "a reader process outlived the run");
 }

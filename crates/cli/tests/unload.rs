@@ -769,3 +769,24 @@ fn test_databases_can_be_made_while_children_start_beside_them() {
         }
     });
 }
+
+/// The embedded engine cannot be shared by processes: asked for reader
+/// processes, a run on a plain path reads with threads, and says so by
+/// naming none.
+#[test]
+fn the_embedded_engine_reads_with_threads_whatever_processes_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let out = dir.path().join("out");
+    let run = fbunload(
+        &db,
+        &["-t", "BIG", "-j", "2", "--processes", "2", "-o", out.to_str().unwrap()],
+    );
+    let said = stderr(&run);
+    assert!(run.status.success(), "{said}");
+    assert!(said.contains("2 workers,") && !said.contains("process"), "{said}");
+    assert_eq!(csv_records(&out.join("BIG.csv")).len(), 120_000);
+    let refused = fbunload(&db, &["--processes", "many", "--plan"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("auto, 0 (threads only) or a number"), "{}", stderr(&refused));
+}

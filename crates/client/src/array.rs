@@ -39,7 +39,7 @@ pub mod element {
 }
 
 /// One element's type in a slice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ElementType {
     /// One of [`element`].
     pub code: u8,
@@ -71,7 +71,7 @@ impl ElementType {
 /// An ARRAY column as a slice reads it whole: its table and column (which
 /// the engine needs to store one), its element type and each dimension's
 /// bounds, outermost first.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ArrayShape {
     pub relation: String,
     pub field: String,

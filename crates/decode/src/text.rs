@@ -482,4 +482,17 @@ mod tests {
             assert_eq!(charset_name(*id), Some(*name));
         }
     }
+
+    #[test]
+    fn every_decoder_names_a_charset_that_gives_it_back() {
+        // How a reader process is told the run's --charset.
+        for (id, _, _) in CHARACTER_SETS {
+            if let Some(decoder) = TextDecoder::for_charset_id(*id) {
+                assert_eq!(TextDecoder::for_charset(decoder.charset_name()), Some(decoder));
+            }
+        }
+        let none = TextDecoder::for_charset("NONE").unwrap();
+        assert_eq!(TextDecoder::for_charset(none.charset_name()), Some(none));
+        assert_eq!(TextDecoder::UTF8.charset_name(), "UTF8");
+    }
 }

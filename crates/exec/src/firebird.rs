@@ -122,7 +122,7 @@ impl Database {
     /// Opens `count` attachments at once (remote attaches take a round trip
     /// or more each).
     /// Their calls are watched in `group` ([`fbunload_client::ReadWatch`]).
-    fn attach_readers(
+    pub(crate) fn attach_readers(
         &self,
         count: usize,
         group: u64,
@@ -542,6 +542,16 @@ fn output_columns(
         .collect()
 }
 
+/// A read-only transaction on `attachment` at snapshot `number`.
+pub(crate) fn start_at_snapshot(
+    attachment: &Attachment,
+    number: u64,
+) -> Result<Transaction, ExecError> {
+    attachment
+        .start_transaction(TransactionMode::ReadOnlyAtSnapshot(number))
+        .map_err(|e| ExecError::Server(format!("a reader cannot join snapshot {number}: {e}")))
+}
+
 /// Attempts at a snapshot whose readers all see what its holder sees.
 const JOIN_ATTEMPTS: usize = 20;
 
@@ -572,8 +582,8 @@ pub struct SnapshotMarks {
 
 /// A run's hold on a Firebird database.
 pub(crate) struct FirebirdSession {
-    db: Database,
-    context: Arc<ReadContext>,
+    pub(crate) db: Database,
+    pub(crate) context: Arc<ReadContext>,
     main: Attachment,
     consistency: Consistency,
     joined: OnceLock<Joined>,
@@ -638,6 +648,29 @@ impl FirebirdSession {
     /// its snapshot number, from this thread, until all of them see what
     /// the holder sees (module docs).
     fn join(&self, readers: &[Attachment]) -> Result<Vec<Transaction>, ExecError> {
+        self.join_with(readers.len(), |number| {
+            let transactions = readers
+                .iter()
+                .map(|att| start_at_snapshot(att, number))
+                .collect::<Result<Vec<_>, _>>()?;
+            let oldest = transactions
+                .iter()
+                .map(|tr| tr.oldest_interesting().map_err(ExecError::Client))
+                .collect::<Result<_, _>>()?;
+            Ok((transactions, oldest))
+        })
+    }
+
+    /// Takes the run's snapshot: starts the holder, then `start(number)`
+    /// starts the transactions of `readers` readers at its number (in this
+    /// process or in reader processes) and returns them with each one's
+    /// oldest interesting transaction; tried again until every reader sees
+    /// what the holder sees (module docs).
+    pub(crate) fn join_with<T>(
+        &self,
+        readers: usize,
+        mut start: impl FnMut(u64) -> Result<(T, Vec<u64>), ExecError>,
+    ) -> Result<T, ExecError> {
         for _ in 0..JOIN_ATTEMPTS {
             let holder = self
                 .main
@@ -649,21 +682,13 @@ impl FirebirdSession {
                 .map_err(ExecError::Client)?;
             let number = holder.snapshot_number().map_err(ExecError::Client)?;
             let oldest_active = holder.oldest_active().map_err(ExecError::Client)?;
-            let at_snapshot = |att: &Attachment| {
-                att.start_transaction(TransactionMode::ReadOnlyAtSnapshot(number))
-                    .map_err(|e| {
-                        ExecError::Server(format!("a reader cannot join snapshot {number}: {e}"))
-                    })
-            };
-            let transactions = readers
+            let (started, oldest) = start(number)?;
+            let reference = start_at_snapshot(&self.main, number)?;
+            let reference_oldest = reference.oldest_interesting().map_err(ExecError::Client)?;
+            let agree = oldest
                 .iter()
-                .map(at_snapshot)
-                .collect::<Result<Vec<_>, _>>()?;
-            let reference = at_snapshot(&self.main)?;
-            let mut agree = true;
-            for tr in transactions.iter().chain([&reference]) {
-                agree &= tr.oldest_interesting().map_err(ExecError::Client)? <= oldest_active;
-            }
+                .chain([&reference_oldest])
+                .all(|oit| *oit <= oldest_active);
             if agree {
                 let marks = SnapshotMarks {
                     oldest_interesting: holder.oldest_interesting().map_err(ExecError::Client)?,
@@ -676,14 +701,14 @@ impl FirebirdSession {
                     reference,
                     oldest_active,
                 });
-                return Ok(transactions);
+                return Ok(started);
             }
         }
         Err(ExecError::Server(format!(
             "could not start {} transactions that see the same snapshot in {JOIN_ATTEMPTS} \
              attempts: transactions that were running when the snapshot was taken keep \
              committing in between. Try again, or with fewer workers",
-            readers.len() + 1
+            readers + 1
         )))
     }
 
@@ -691,7 +716,7 @@ impl FirebirdSession {
     /// snapshot so that it describes the data read; where readers have
     /// snapshots of their own (Firebird 3, `--allow-inconsistent`), in one
     /// more.
-    pub fn schema_sql(&self, plan: &Plan) -> Result<Option<String>, ExecError> {
+    fn schema_sql_at_snapshot(&self, plan: &Plan) -> Result<Option<String>, ExecError> {
         let names: Vec<String> = plan
             .tables
             .iter()
@@ -830,6 +855,14 @@ impl Session for FirebirdSession {
 
     fn snapshot_number(&self) -> Option<u64> {
         self.joined.get().map(|j| j.number)
+    }
+
+    fn snapshot_marks(&self) -> Option<SnapshotMarks> {
+        self.joined.get().map(|j| j.marks)
+    }
+
+    fn schema_sql(&self, plan: &Plan) -> Result<Option<String>, ExecError> {
+        self.schema_sql_at_snapshot(plan)
     }
 
     fn check(&self) -> Result<(), ExecError> {

@@ -27,6 +27,7 @@ mod dispatch;
 mod error;
 pub mod firebird;
 mod held;
+mod process;
 mod session;
 
 use std::path::PathBuf;
@@ -43,9 +44,11 @@ pub use destination::{Destination, Discard, FileDigest, RunInfo, UnitWriter, Wri
 pub use error::{ExecError, OutputError};
 pub use firebird::{Consistency, Database, SnapshotMarks};
 pub use held::{HeldSnapshot, SnapshotReader, SnapshotTicket, OLDER_TRANSACTIONS_WAIT};
+pub use process::{reader_command, serve_reader, set_reader_command, ReaderCommand};
 
 use dispatch::{dispatch, DispatchOptions};
 use firebird::{FirebirdSession, ReadContext};
+use process::ProcessSession;
 use session::Session;
 
 /// How a run goes: everything but what it reads and where it writes.
@@ -80,6 +83,13 @@ pub struct RunOptions {
     /// fails: a server that stops answering without closing them would
     /// otherwise leave the run waiting for ever. `None`: no limit.
     pub stall_timeout: Option<Duration>,
+    /// Reader processes to spread the workers over when reading from a
+    /// server at a shared snapshot (see `process`); 0, or an embedded
+    /// database, or no [`ReaderCommand`]: the workers are threads.
+    pub processes: usize,
+    /// How to start a reader process; `None`: the one
+    /// [`set_reader_command`] set for this process, if any.
+    pub reader_command: Option<ReaderCommand>,
 }
 
 /// Long beside any one call of a unit's reads (a unit is a slice of one
@@ -137,6 +147,8 @@ impl Default for RunOptions {
             allow_inconsistent: false,
             schema: true,
             stall_timeout: Some(DEFAULT_STALL_TIMEOUT),
+            processes: 0,
+            reader_command: None,
         }
     }
 }
@@ -151,6 +163,8 @@ pub struct RunStart {
     /// The snapshot's transaction, where one is shared.
     pub snapshot_marks: Option<SnapshotMarks>,
     pub workers: usize,
+    /// Reader processes the workers live in; 0: threads of this process.
+    pub processes: usize,
     pub consistency: Consistency,
 }
 
@@ -269,6 +283,19 @@ impl Prepared {
             Consistency::OneTransaction => 1,
             _ => options.parallel.clamp(1, plan.units.len().max(1)),
         };
+        let mut options = options;
+        if options.reader_command.is_none() {
+            options.reader_command = process::reader_command();
+        }
+        // The embedded engine cannot be shared by processes.
+        let processes = match consistency {
+            Consistency::SharedSnapshot
+                if main.is_remote() && options.reader_command.is_some() =>
+            {
+                options.processes.min(workers)
+            }
+            _ => 0,
+        };
         Ok(Prepared {
             plan: Arc::new(plan),
             schemas: Arc::new(schemas),
@@ -277,6 +304,7 @@ impl Prepared {
                 snapshot_number: None,
                 snapshot_marks: None,
                 workers,
+                processes,
                 consistency,
             },
             db,
@@ -305,7 +333,7 @@ impl Prepared {
             main,
             options,
         } = self;
-        let mut session = FirebirdSession::new(
+        let session = FirebirdSession::new(
             db,
             main,
             start.consistency,
@@ -329,33 +357,22 @@ impl Prepared {
             stall_timeout: options.stall_timeout,
         };
         let read_schema = options.schema && !options.fetch_only && destination.keeps_schema();
-        let mut on_start = |session: &FirebirdSession| {
-            let snapshot_number = session.snapshot_number();
-            start.snapshot_number = snapshot_number;
-            start.snapshot_marks = session.snapshot_marks();
-            let schema_sql = match read_schema {
-                true => session.schema_sql(&plan)?,
-                false => None,
-            };
-            progress.started(&plan, &start);
-            if let Some(warning) = consistency_warning(&start, options.parallel) {
-                progress.warning(&warning);
-            }
-            destination.start(&RunInfo {
-                plan: &plan,
-                schemas: &schemas,
-                snapshot_number,
-                schema_sql: schema_sql.as_deref(),
-            })
-        };
-        let dispatched = dispatch(
-            &mut session,
-            &plan,
+        let run = Dispatching {
+            plan: &plan,
+            schemas: &schemas,
             destination,
-            &dispatch_options,
             progress,
-            &mut on_start,
-        )?;
+            options: &dispatch_options,
+            read_schema,
+            parallel: options.parallel,
+        };
+        let dispatched = match (start.processes, options.reader_command.clone()) {
+            (processes @ 1.., Some(command)) => run.dispatch(
+                &mut ProcessSession::new(session, command, processes),
+                &mut start,
+            )?,
+            _ => run.dispatch(&mut { session }, &mut start)?,
+        };
         let written = if options.fetch_only {
             Vec::new()
         } else {
@@ -386,6 +403,55 @@ impl Prepared {
             verified: options.verify,
             retries: dispatched.retries,
         })
+    }
+}
+
+/// What [`Prepared::run`] hands the dispatcher, whatever its session.
+struct Dispatching<'a> {
+    plan: &'a Arc<Plan>,
+    schemas: &'a Arc<Vec<SchemaRef>>,
+    destination: &'a dyn Destination,
+    progress: &'a dyn Progress,
+    options: &'a DispatchOptions,
+    read_schema: bool,
+    parallel: usize,
+}
+
+impl Dispatching<'_> {
+    fn dispatch<S: Session>(
+        &self,
+        session: &mut S,
+        start: &mut RunStart,
+    ) -> Result<dispatch::Dispatched, ExecError> {
+        let (plan, schemas, destination, progress) =
+            (self.plan, self.schemas, self.destination, self.progress);
+        let mut on_start = |session: &S| {
+            let snapshot_number = session.snapshot_number();
+            start.snapshot_number = snapshot_number;
+            start.snapshot_marks = session.snapshot_marks();
+            let schema_sql = match self.read_schema {
+                true => session.schema_sql(plan)?,
+                false => None,
+            };
+            progress.started(plan, start);
+            if let Some(warning) = consistency_warning(start, self.parallel) {
+                progress.warning(&warning);
+            }
+            destination.start(&RunInfo {
+                plan,
+                schemas,
+                snapshot_number,
+                schema_sql: schema_sql.as_deref(),
+            })
+        };
+        dispatch(
+            session,
+            plan,
+            destination,
+            self.options,
+            progress,
+            &mut on_start,
+        )
     }
 }
 

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
-use fbunload_plan::Unit;
+use fbunload_plan::{Plan, Unit};
 
 use crate::ExecError;
 
@@ -28,10 +28,20 @@ pub(crate) trait Session: Sync {
         None
     }
 
+    /// The shared snapshot's transaction's marks, once it is taken.
+    fn snapshot_marks(&self) -> Option<crate::SnapshotMarks> {
+        None
+    }
+
     /// A reader on a new connection, to redo a unit whose reader's
     /// connection was lost; an error if it cannot be sure to see the same
     /// data as the others.
     fn rejoin(&self) -> Result<Self::Reader, ExecError>;
+
+    /// The DDL of `plan`'s tables at the run's snapshot (`schema.sql`).
+    fn schema_sql(&self, _plan: &Plan) -> Result<Option<String>, ExecError> {
+        Ok(None)
+    }
 
     /// Fails once the run's snapshot is gone (its holder's connection).
     fn check(&self) -> Result<(), ExecError>;

@@ -118,6 +118,7 @@ fn options(request: &Request<'_>, plan: &Plan, summary: &Summary) -> BTreeMap<St
     let run = request.options;
     set("parallel", run.parallel.into());
     set("workers", summary.start.workers.into());
+    set("processes", summary.start.processes.into());
     set("unit_pages", plan.unit_pages.into());
     set("verify", run.verify.into());
     set("allow_inconsistent", run.allow_inconsistent.into());

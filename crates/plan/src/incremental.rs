@@ -77,7 +77,7 @@ pub struct Incremental {
 }
 
 /// How an entry of an incremental plan is read and written.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Role {
     /// An ordinary entry: the table, view or query whole.
     #[default]

@@ -107,7 +107,7 @@ impl PlanOptions {
 }
 
 /// What an entry of a plan reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Kind {
     Table,
     View,
@@ -143,7 +143,7 @@ pub struct Read {
 }
 
 /// One table's (or view's, or query's) part of a plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TablePlan {
     pub name: String,
     pub kind: Kind,
@@ -173,6 +173,7 @@ pub struct TablePlan {
     pub role: Role,
     select: String,
     /// The character set the condition's literals are sent in.
+    #[serde(with = "literals_by_name")]
     literals: TextDecoder,
     dp_per_pp: u64,
     /// The data-page slots its units cover; 0 for a table read whole.
@@ -338,7 +339,7 @@ impl TablePlan {
 }
 
 /// A range of data-page slots of one table: the unit of work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Unit {
     /// Index into [`Plan::tables`].
     pub table: usize,
@@ -351,7 +352,7 @@ pub struct Unit {
 }
 
 /// What to unload and in which pieces.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub tables: Vec<TablePlan>,
     /// In dispatch order.
@@ -1099,5 +1100,22 @@ mod tests {
         );
         assert_eq!(plan.units.len(), 1);
         assert!(!plan.tables[0].unit_sql(&plan.units[0]).contains("WHERE"));
+    }
+}
+
+/// A [`TextDecoder`] in a plan sent to a reader process: its character
+/// set's name.
+mod literals_by_name {
+    use fbunload_decode::TextDecoder;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(decoder: &TextDecoder, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(decoder.charset_name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<TextDecoder, D::Error> {
+        let name = String::deserialize(d)?;
+        TextDecoder::for_charset(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown character set {name:?}")))
     }
 }

@@ -56,7 +56,7 @@ pub struct QuerySpec {
 pub struct QueryError(pub String);
 
 /// The first table of a split query's FROM, and the query around it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DrivingTable {
     /// Its name in the catalog.
     pub table: String,

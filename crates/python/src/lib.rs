@@ -40,7 +40,8 @@ use fbunload::format::columnar::ParquetCompression;
 use fbunload::format::csv::BinaryEncoding;
 use fbunload::format::Compression;
 use fbunload::{
-    Error as RunError, FormatName, OutputOptions, PartLimits, Plan, PlanOptions, QuerySpec, RecordBatches, RunOptions,
+    Error as RunError, FormatName, OutputOptions, PartLimits, Plan, PlanOptions, Processes,
+    QuerySpec, RecordBatches, RunOptions,
     SnapshotTicket, Summary, TypeOptions, Unit, Unload,
 };
 use fbunload_plan::CatalogError;
@@ -181,6 +182,19 @@ impl Common {
             unload = unload.client_library(path);
         }
         Ok(unload)
+    }
+}
+
+/// `processes=`: `"auto"` (or `None`), or a number, as the command
+/// line's `--processes` (see `fbunload::Processes`).
+fn processes_arg(value: Option<Bound<'_, PyAny>>) -> PyResult<Processes> {
+    match value {
+        None => Ok(Processes::Auto),
+        Some(value) => value
+            .str()?
+            .to_string()
+            .parse()
+            .map_err(UsageError::new_err),
     }
 }
 
@@ -408,7 +422,7 @@ impl RecordBatchReader for TableReader {
 #[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None, role=None,
     charset="UTF8", parallel=None, columns=None, client_lib=None, decimal256=false,
     verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, select_columns=None, condition=None, views=None,
-    queries=Vec::new()))]
+    queries=Vec::new(), processes=None))]
 #[allow(clippy::too_many_arguments)]
 fn open(
     py: Python<'_>,
@@ -429,6 +443,7 @@ fn open(
     condition: Option<String>,
     views: Option<String>,
     queries: Vec<QueryArg>,
+    processes: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Stream> {
     let unload = Common {
         database,
@@ -444,7 +459,8 @@ fn open(
         verify,
         memory_mb,
     }
-    .unload()?;
+    .unload()?
+    .processes(processes_arg(processes)?);
     let unload = with_reads(choose(unload, select_columns, condition), views, queries);
     let batches = py.detach(move || unload.record_batches()).map_err(to_py)?;
     let plan = batches.plan();
@@ -575,7 +591,8 @@ fn output_options(
     password=None, role=None, charset="UTF8", parallel=None, unit_pages=None, client_lib=None,
     decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
-    stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false))]
+    stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
+    processes=None))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -616,6 +633,7 @@ fn unload<'py>(
     wire_compression: bool,
     since: Option<PathBuf>,
     keep_keys: bool,
+    processes: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     if max_rows == Some(0) || max_bytes == Some(0) {
         return Err(UsageError::new_err(
@@ -664,7 +682,8 @@ fn unload<'py>(
         verify,
         memory_mb,
     }
-    .unload()?;
+    .unload()?
+    .processes(processes_arg(processes)?);
     for spec in &columns {
         unload = unload.columns(spec);
     }
@@ -768,6 +787,13 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
     }
     run.join()
         .map_err(|_| Error::new_err("the command line panicked"))
+}
+
+/// Serves a run as its reader process (`python -m fbunload._reader`,
+/// started by the run); returns the exit status.
+#[pyfunction]
+fn serve_reader(py: Python<'_>) -> i32 {
+    py.detach(fbunload::serve_reader)
 }
 
 /// Creates the sample database (`fbunload sample`); returns its path.
@@ -1132,5 +1158,16 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(sample, m)?)?;
+    m.add_function(wrap_pyfunction!(serve_reader, m)?)?;
+    // A run's reader processes are this interpreter running
+    // fbunload._reader, whatever started the run (a script, the console
+    // script, Dask).
+    let executable: Option<PathBuf> = py.import("sys")?.getattr("executable")?.extract()?;
+    if let Some(program) = executable.filter(|p| !p.as_os_str().is_empty()) {
+        fbunload::set_reader_command(Some(fbunload::ReaderCommand {
+            program,
+            args: vec!["-m".into(), "fbunload._reader".into()],
+        }));
+    }
     Ok(())
 }
