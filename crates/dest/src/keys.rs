@@ -181,6 +181,19 @@ fn encode(column: &ArrayRef, row: usize, out: &mut Vec<u8>) {
             out.extend_from_slice(&column.as_primitive::<$t>().value(row).to_be_bytes())
         };
     }
+    // IEEE bits, big-endian: a negative's all flipped, a positive's sign
+    // bit set, so they order as the values.
+    macro_rules! float {
+        ($t:ty, $sign_bit:literal) => {{
+            let bits = column.as_primitive::<$t>().value(row).to_bits();
+            let bits = if bits >> $sign_bit == 1 {
+                !bits
+            } else {
+                bits | 1 << $sign_bit
+            };
+            out.extend_from_slice(&bits.to_be_bytes());
+        }};
+    }
     let var = |out: &mut Vec<u8>, bytes: &[u8]| {
         for &b in bytes {
             out.push(b);
@@ -210,24 +223,8 @@ fn encode(column: &ArrayRef, row: usize, out: &mut Vec<u8>) {
         UInt16 => uint!(UInt16Type),
         UInt32 => uint!(UInt32Type),
         UInt64 => uint!(UInt64Type),
-        Float32 => {
-            let bits = column.as_primitive::<Float32Type>().value(row).to_bits();
-            let bits = if bits >> 31 == 1 {
-                !bits
-            } else {
-                bits | 1 << 31
-            };
-            out.extend_from_slice(&bits.to_be_bytes());
-        }
-        Float64 => {
-            let bits = column.as_primitive::<Float64Type>().value(row).to_bits();
-            let bits = if bits >> 63 == 1 {
-                !bits
-            } else {
-                bits | 1 << 63
-            };
-            out.extend_from_slice(&bits.to_be_bytes());
-        }
+        Float32 => float!(Float32Type, 31),
+        Float64 => float!(Float64Type, 63),
         Decimal128(_, _) => int!(Decimal128Type),
         Decimal256(_, _) => {
             let mut bytes = column
@@ -495,7 +492,7 @@ pub struct KeyOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Float64Array, Int32Array, Int64Array, StringArray};
+    use arrow_array::{Float32Array, Float64Array, Int32Array, Int64Array, StringArray};
     use arrow_schema::{Field, Schema};
     use std::sync::Arc;
 
@@ -583,6 +580,15 @@ mod tests {
             1e-300,
             3.0,
             f64::INFINITY
+        ])))));
+        assert!(ascending(encoded(Arc::new(Float32Array::from(vec![
+            f32::NEG_INFINITY,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-30,
+            3.0,
+            f32::INFINITY
         ])))));
         assert!(ascending(encoded(Arc::new(StringArray::from(vec![
             "", "\0", "\0\0", "\u{1}", "a", "a\0", "a\0b", "ab", "b"
