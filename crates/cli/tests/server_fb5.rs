@@ -157,7 +157,14 @@ fn remote_workers_read_one_snapshot_while_others_write() {
     let Some(server) = fb5("remote_workers_read_one_snapshot_while_others_write") else {
         return;
     };
-    let file = server.file("bank");
+    books_balance_while_two_writers_run(&server, "bank", &["-j", "3"], "");
+}
+
+/// Two rounds of `fbunload ARGS --unit-pages 64 --verify` of a bank made in
+/// `name` while two writers move money: each round succeeds saying `said`,
+/// its books balance, and the writers committed during it.
+fn books_balance_while_two_writers_run(server: &Fb5, name: &str, args: &[&str], said: &str) {
+    let file = server.file(name);
     let _removed = Removed(file.clone());
     bank::create(&server.create(&file, &[])).unwrap();
     let writers = Writers::start(&client(), &server.connect(&file, WireOptions::default()), 2);
@@ -165,19 +172,12 @@ fn remote_workers_read_one_snapshot_while_others_write() {
     for round in 0..2 {
         let before = writers.committed();
         let out = dir.path().join(format!("out{round}"));
-        let run = server.fbunload(
-            &file,
-            &[
-                "-j",
-                "3",
-                "--unit-pages",
-                "64",
-                "--verify",
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        );
+        let out_arg = out.to_str().unwrap();
+        let mut run_args = args.to_vec();
+        run_args.extend(["--unit-pages", "64", "--verify", "-o", out_arg]);
+        let run = server.fbunload(&file, &run_args);
         assert!(run.status.success(), "round {round}: {}", stderr(&run));
+        assert!(stderr(&run).contains(said), "round {round}: {}", stderr(&run));
         if let Err(why) = bank::check_books(ledger_rows(&out), account_rows(&out)) {
             panic!("round {round}: {why}");
         }
@@ -1065,38 +1065,12 @@ fn reader_processes_read_one_snapshot_while_others_write() {
     let Some(server) = fb5("reader_processes_read_one_snapshot_while_others_write") else {
         return;
     };
-    let file = server.file("procbank");
-    let _removed = Removed(file.clone());
-    bank::create(&server.create(&file, &[])).unwrap();
-    let writers = Writers::start(&client(), &server.connect(&file, WireOptions::default()), 2);
-    let dir = tempfile::tempdir().unwrap();
-    for round in 0..2 {
-        let before = writers.committed();
-        let out = dir.path().join(format!("out{round}"));
-        let run = server.fbunload(
-            &file,
-            &[
-                "-j",
-                "4",
-                "--processes",
-                "2",
-                "--unit-pages",
-                "64",
-                "--verify",
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        );
-        assert!(run.status.success(), "round {round}: {}", stderr(&run));
-        assert!(stderr(&run).contains("in 2 reader processes"));
-        if let Err(why) = bank::check_books(ledger_rows(&out), account_rows(&out)) {
-            panic!("round {round}: {why}");
-        }
-        assert!(
-            writers.committed() > before,
-            "round {round}: the writers must have committed during the unload"
-        );
-    }
+    books_balance_while_two_writers_run(
+        &server,
+        "procbank",
+        &["-j", "4", "--processes", "2"],
+        "in 2 reader processes",
+    );
 }
 
 /// A reader process killed mid-run: its units are redone on new
