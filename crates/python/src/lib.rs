@@ -113,6 +113,7 @@ struct Common {
     decimal256: bool,
     verify: bool,
     memory_mb: usize,
+    processes: Processes,
 }
 
 impl Default for Common {
@@ -130,6 +131,7 @@ impl Default for Common {
             decimal256: false,
             verify: false,
             memory_mb: fbunload::DEFAULT_MEMORY_MB,
+            processes: Processes::default(),
         }
     }
 }
@@ -149,6 +151,7 @@ impl Common {
             decimal256,
             verify,
             memory_mb,
+            processes,
         } = self;
         let none_text = fbunload::none_text_decoder(&charset)
             .map_err(|e| UsageError::new_err(format!("charset {e}")))?;
@@ -167,7 +170,8 @@ impl Common {
                 verify,
                 ..defaults
             })
-            .memory_budget(memory_mb.saturating_mul(1 << 20));
+            .memory_budget(memory_mb.saturating_mul(1 << 20))
+            .processes(processes);
         unload = unload.login_or_environment(user, password);
         if let Some(role) = role {
             unload = unload.role(role);
@@ -458,9 +462,9 @@ fn open(
         decimal256,
         verify,
         memory_mb,
+        processes: processes_arg(processes)?,
     }
-    .unload()?
-    .processes(processes_arg(processes)?);
+    .unload()?;
     let unload = with_reads(choose(unload, select_columns, condition), views, queries);
     let batches = py.detach(move || unload.record_batches()).map_err(to_py)?;
     let plan = batches.plan();
@@ -681,9 +685,9 @@ fn unload<'py>(
         decimal256,
         verify,
         memory_mb,
+        processes: processes_arg(processes)?,
     }
-    .unload()?
-    .processes(processes_arg(processes)?);
+    .unload()?;
     for spec in &columns {
         unload = unload.columns(spec);
     }
