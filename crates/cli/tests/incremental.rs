@@ -164,15 +164,22 @@ fn a_previous_run_read_back_is_checked_before_it_is_trusted() {
 }
 
 /// Replaces `S.keys.parquet` of the run in `dir` by `ids`, in that order,
-/// and lists it in the manifest with its size and SHA-256, as one who
-/// meant it would.
+/// at made-up places, and lists it in the manifest with its size and
+/// SHA-256, as one who meant it would.
 fn forge_keys(dir: &Path, ids: &[i64]) {
     use sha2::{Digest, Sha256};
     use std::sync::Arc;
-    let batch = arrow_array::RecordBatch::try_from_iter([(
-        "ID",
-        Arc::new(arrow_array::Int64Array::from(ids.to_vec())) as arrow_array::ArrayRef,
-    )])
+    let places = (1..=ids.len() as u64).map(|n| n * 7);
+    let batch = arrow_array::RecordBatch::try_from_iter([
+        (
+            "ID",
+            Arc::new(arrow_array::Int64Array::from(ids.to_vec())) as arrow_array::ArrayRef,
+        ),
+        (
+            "RDB$DB_KEY",
+            Arc::new(arrow_array::UInt64Array::from_iter_values(places)) as arrow_array::ArrayRef,
+        ),
+    ])
     .unwrap();
     let mut bytes = Vec::new();
     let mut writer =

@@ -17,9 +17,12 @@ use std::sync::Mutex;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
+use std::sync::Arc;
+
 use arrow_array::{Array, ArrayRef, RecordBatch, UInt64Array};
-use arrow_schema::{DataType, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fbunload_exec::{ExecError, FileDigest, UnitWriter, Written};
+use fbunload_plan::{DbKeyLayout, Unit};
 
 use crate::directory::OutputDir;
 use crate::order::Table;
@@ -38,10 +41,68 @@ impl KeyTable {
         }
     }
 
-    /// Every key, in DB_KEY order.
+    /// Every batch, in DB_KEY order.
     pub fn batches(&self) -> Vec<RecordBatch> {
         let units = self.units.lock().unwrap();
         units.values().flatten().cloned().collect()
+    }
+
+    /// The batches of each unit, by its sequence number.
+    pub fn units(&self) -> BTreeMap<usize, Vec<RecordBatch>> {
+        self.units.lock().unwrap().clone()
+    }
+}
+
+/// A table that keeps its keys: of each batch its reads return, the key's
+/// columns and the DB_KEY go to `keys`, the table's columns to `file`.
+pub(crate) struct KeptKeys {
+    pub file: Box<dyn Table>,
+    pub keys: Arc<KeyTable>,
+    /// The key's columns, then the DB_KEY, in the batches read.
+    pub key_columns: Vec<usize>,
+    /// The table's own columns.
+    pub file_columns: Vec<usize>,
+}
+
+impl Table for KeptKeys {
+    fn begin_unit(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        Ok(Box::new(KeptKeysUnit {
+            file: self.file.begin_unit(seq)?,
+            keys: self.keys.begin_unit(seq)?,
+            table: self,
+        }))
+    }
+
+    fn finish(&self) -> Result<Written, ExecError> {
+        self.file.finish()
+    }
+}
+
+struct KeptKeysUnit<'a> {
+    file: Box<dyn UnitWriter + 'a>,
+    keys: Box<dyn UnitWriter + 'a>,
+    table: &'a KeptKeys,
+}
+
+impl UnitWriter for KeptKeysUnit<'_> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        let project = |columns: &[usize]| {
+            batch
+                .project(columns)
+                .map_err(|e| ExecError::Internal(e.to_string()))
+        };
+        self.keys.write(project(&self.table.key_columns)?)?;
+        self.file.write(project(&self.table.file_columns)?)
+    }
+
+    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        self.keys.finish()?;
+        self.file.finish()
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), ExecError> {
+        self.keys.abort()?;
+        self.file.abort()
     }
 }
 
@@ -257,23 +318,29 @@ pub fn key_set(batches: &[RecordBatch]) -> Result<HashSet<Vec<u8>>, String> {
     Ok(set)
 }
 
-/// A table's primary keys, each once, in ascending order: what a run
-/// writes to `<TABLE>.keys.parquet`, and what the next run reads back and
-/// compares its own keys with, in one pass over both.
+/// A table's primary keys, each once, in ascending order, each with the
+/// DB_KEY number of its row: what a run writes to `<TABLE>.keys.parquet`,
+/// and what the next run reads back and compares its own keys with.
 ///
 /// In order, a key column of integers is a run of small differences,
 /// which Parquet's delta encoding keeps in a few bits a row (strings
 /// share their prefixes), where its dictionary would spend a value and
 /// an index on each; so the keys file of a 2,000,000-row table with a
-/// two-integer key is a few kilobytes.
+/// two-integer key is a few kilobytes, and its rows' numbers, where rows
+/// lie in key order, as few.
 pub struct SortedKeys {
     /// The keys, a row each, in order.
     batch: RecordBatch,
+    /// Each row's DB_KEY number (see [`fbunload_plan::DbKeyLayout`]).
+    numbers: Vec<u64>,
     /// Each row's key as [`KeyEncoder`] writes it, one after another.
     bytes: Vec<u8>,
     /// Where each row's key ends in `bytes`.
     ends: Vec<usize>,
 }
+
+/// The column of a keys file that holds each row's DB_KEY number.
+const NUMBER_COLUMN: &str = fbunload_plan::DB_KEY_COLUMN;
 
 impl SortedKeys {
     /// How many keys there are.
@@ -289,10 +356,62 @@ impl SortedKeys {
         encoded(&self.bytes, &self.ends, row)
     }
 
-    /// The keys a run read (`batches`, of `schema`), sorted; fails if a
-    /// key is there twice.
-    pub fn sort(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Self, String> {
+    /// The row holding `key`, if one does.
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.key(mid).cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// The keys a run read as its tables' reads return them: the key's
+    /// columns, then the DB_KEY (laid out as `layout` says).
+    pub fn from_reads(
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+        layout: DbKeyLayout,
+    ) -> Result<Self, String> {
+        let last = schema.fields().len().checked_sub(1).ok_or("no DB_KEY column")?;
+        if batches.iter().all(|b| b.num_rows() == 0) {
+            let keys = schema
+                .project(&(0..last).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())?;
+            return Ok(Self::empty(Arc::new(keys)));
+        }
+        let mut keys = Vec::with_capacity(batches.len());
+        let mut numbers = Vec::new();
+        for batch in batches {
+            let last = batch.num_columns().checked_sub(1).ok_or("no DB_KEY column")?;
+            let db_keys = batch
+                .column(last)
+                .as_binary_opt::<i32>()
+                .ok_or("the DB_KEY column is not bytes")?;
+            for db_key in db_keys.iter() {
+                let number = db_key
+                    .and_then(|k| layout.number(k))
+                    .ok_or("a DB_KEY is not 8 bytes")?;
+                numbers.push(number);
+            }
+            keys.push(
+                batch
+                    .project(&(0..last).collect::<Vec<_>>())
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        Self::sort(&keys, numbers)
+    }
+
+    /// The keys `batches` hold, `numbers` their rows' DB_KEY numbers in the
+    /// same order, sorted; fails if a key is there twice.
+    pub fn sort(batches: &[RecordBatch], numbers: Vec<u64>) -> Result<Self, String> {
         let (bytes, ends) = encode_all(batches)?;
+        assert_eq!(ends.len(), numbers.len(), "a number per key");
         let key = |row: usize| encoded(&bytes, &ends, row);
         let mut order: Vec<u64> = (0..ends.len() as u64).collect();
         // Stable: the keys come mostly in order already, in runs.
@@ -306,27 +425,43 @@ impl SortedKeys {
                 pair[0]
             ));
         }
-        let all =
-            arrow_select::concat::concat_batches(schema, batches).map_err(|e| e.to_string())?;
+        let Some(first) = batches.first() else {
+            return Err("no keys were read".into());
+        };
+        let all = arrow_select::concat::concat_batches(&first.schema(), batches)
+            .map_err(|e| e.to_string())?;
         let mut sorted_bytes = Vec::with_capacity(bytes.len());
         let mut sorted_ends = Vec::with_capacity(ends.len());
         for &row in &order {
             sorted_bytes.extend_from_slice(key(row as usize));
             sorted_ends.push(sorted_bytes.len());
         }
+        let sorted_numbers = order.iter().map(|&row| numbers[row as usize]).collect();
         let batch = arrow_select::take::take_record_batch(&all, &UInt64Array::from(order))
             .map_err(|e| e.to_string())?;
         Ok(SortedKeys {
             batch,
+            numbers: sorted_numbers,
             bytes: sorted_bytes,
             ends: sorted_ends,
         })
     }
 
+    /// No keys, of `schema`.
+    fn empty(schema: SchemaRef) -> Self {
+        SortedKeys {
+            batch: RecordBatch::new_empty(schema),
+            numbers: Vec::new(),
+            bytes: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
+
     /// Reads a keys file back, as untrusted: its columns must be `columns`
-    /// (name, Arrow type as the manifest writes it), in order; its keys
-    /// not null, each once, in ascending order, and (where the manifest
-    /// says) `count` of them. Anything else is refused, never compared.
+    /// (name, Arrow type as the manifest writes it), in order, then the
+    /// rows' numbers; its keys not null, each once, in ascending order,
+    /// and (where the manifest says) `count` of them. Anything else is
+    /// refused, never compared.
     pub fn read(
         contents: Vec<u8>,
         columns: &[(String, String)],
@@ -336,9 +471,9 @@ impl SortedKeys {
         let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(contents))
             .map_err(|e| e.to_string())?;
         let schema = builder.schema().clone();
-        let same = schema.fields().len() == columns.len()
-            && schema
-                .fields()
+        let fields = schema.fields();
+        let same = fields.len() == columns.len() + 1
+            && fields
                 .iter()
                 .zip(columns)
                 .all(|(f, (name, arrow_type))| {
@@ -347,8 +482,16 @@ impl SortedKeys {
         if !same {
             let names: Vec<_> = columns.iter().map(|(n, t)| format!("{n} {t}")).collect();
             return Err(format!(
-                "its columns are not the primary key ({})",
+                "its columns are not the primary key ({}) and the rows' {NUMBER_COLUMN}",
                 names.join(", ")
+            ));
+        }
+        let last = fields.len() - 1;
+        if fields[last].name() != NUMBER_COLUMN || fields[last].data_type() != &DataType::UInt64 {
+            return Err(format!(
+                "it does not say where each row lies ({NUMBER_COLUMN} UInt64), as keys files \
+                 kept by earlier fbunload versions do not: start the chain again with \
+                 --keep-keys"
             ));
         }
         let reader = builder.build().map_err(|e| e.to_string())?;
@@ -366,6 +509,10 @@ impl SortedKeys {
                 batch.num_rows()
             ));
         }
+        let numbers = batch.column(last).as_primitive::<UInt64Type>().values().to_vec();
+        let batch = batch
+            .project(&(0..last).collect::<Vec<_>>())
+            .map_err(|e| e.to_string())?;
         let (bytes, ends) = encode_all(std::slice::from_ref(&batch))?;
         for row in 1..ends.len() {
             let (before, this) = (encoded(&bytes, &ends, row - 1), encoded(&bytes, &ends, row));
@@ -381,10 +528,78 @@ impl SortedKeys {
                 ));
             }
         }
-        Ok(SortedKeys { batch, bytes, ends })
+        Ok(SortedKeys {
+            batch,
+            numbers,
+            bytes,
+            ends,
+        })
     }
 
-    /// The keys of `self` that `new` has not, in order: the deletes.
+    /// The rows of `self` at `rows` (ascending), with `numbers` instead of
+    /// theirs.
+    fn take(&self, rows: &[usize], numbers: Vec<u64>) -> Result<Self, String> {
+        let indices = UInt64Array::from_iter_values(rows.iter().map(|&r| r as u64));
+        let batch = arrow_select::take::take_record_batch(&self.batch, &indices)
+            .map_err(|e| e.to_string())?;
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(rows.len());
+        for &row in rows {
+            bytes.extend_from_slice(self.key(row));
+            ends.push(bytes.len());
+        }
+        Ok(SortedKeys {
+            batch,
+            numbers,
+            bytes,
+            ends,
+        })
+    }
+
+    /// `self` and `other`, which share no key, as one sorted set.
+    fn merge(&self, other: &SortedKeys) -> Result<Self, String> {
+        let (mut i, mut j) = (0, 0);
+        // (from other, row), in key order.
+        let mut order = Vec::with_capacity(self.len() + other.len());
+        while i < self.len() || j < other.len() {
+            if j == other.len() || (i < self.len() && self.key(i) < other.key(j)) {
+                order.push((false, i));
+                i += 1;
+            } else {
+                order.push((true, j));
+                j += 1;
+            }
+        }
+        let both = arrow_select::concat::concat_batches(
+            &self.batch.schema(),
+            [&self.batch, &other.batch],
+        )
+        .map_err(|e| e.to_string())?;
+        let indices = UInt64Array::from_iter_values(
+            order
+                .iter()
+                .map(|&(theirs, row)| (row + if theirs { self.len() } else { 0 }) as u64),
+        );
+        let batch =
+            arrow_select::take::take_record_batch(&both, &indices).map_err(|e| e.to_string())?;
+        let mut bytes = Vec::with_capacity(self.bytes.len() + other.bytes.len());
+        let mut ends = Vec::with_capacity(order.len());
+        let mut numbers = Vec::with_capacity(order.len());
+        for &(theirs, row) in &order {
+            let from = if theirs { other } else { self };
+            bytes.extend_from_slice(from.key(row));
+            ends.push(bytes.len());
+            numbers.push(from.numbers[row]);
+        }
+        Ok(SortedKeys {
+            batch,
+            numbers,
+            bytes,
+            ends,
+        })
+    }
+
+    /// The keys of `self` that `new` has not, in order.
     pub fn missing_from(&self, new: &SortedKeys) -> Result<RecordBatch, String> {
         let mut gone = Vec::new();
         let mut j = 0;
@@ -411,12 +626,104 @@ impl SortedKeys {
 
     fn write_to<W: io::Write + Send>(&self, out: W) -> io::Result<W> {
         use parquet::arrow::ArrowWriter;
-        let properties = keys_file_properties(&self.batch.schema());
-        let mut writer = ArrowWriter::try_new(out, self.batch.schema(), Some(properties))
-            .map_err(io::Error::other)?;
-        writer.write(&self.batch).map_err(io::Error::other)?;
+        let mut fields: Vec<_> = self.batch.schema().fields().iter().cloned().collect();
+        fields.push(Arc::new(Field::new(NUMBER_COLUMN, DataType::UInt64, false)));
+        let schema = Arc::new(Schema::new(fields));
+        let mut columns = self.batch.columns().to_vec();
+        columns.push(Arc::new(UInt64Array::from(self.numbers.clone())));
+        let batch = RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)?;
+        let properties = keys_file_properties(&schema);
+        let mut writer =
+            ArrowWriter::try_new(out, schema, Some(properties)).map_err(io::Error::other)?;
+        writer.write(&batch).map_err(io::Error::other)?;
         writer.into_inner().map_err(io::Error::other)
     }
+}
+
+/// What an incremental run makes of a table's keys: the new set, and the
+/// previous run's keys that are gone.
+pub struct Changes {
+    pub keys: SortedKeys,
+    pub deletes: RecordBatch,
+}
+
+/// Which of the previous run's rows are still there, unchanged, and which
+/// are gone, from what a run read of a table (see `TableKeys`).
+///
+/// A row of the previous run whose key was read again (`upserts`) is
+/// there, as read. Else, where its row lay: a unit whose unchanged keys
+/// were read (`rechecked`, over `ranges` of DB_KEY numbers) has it if
+/// they hold its key; elsewhere a row changed since is the only one at
+/// its place, and the counts said that every other row of the previous
+/// run in the unit is still there.
+pub fn changes_since(
+    old: &SortedKeys,
+    upserts: &SortedKeys,
+    rechecked: &SortedKeys,
+    ranges: &[(u64, u64)],
+) -> Result<Changes, String> {
+    let taken: HashSet<u64> = upserts.numbers.iter().copied().collect();
+    let rechecked_place = |number: u64| ranges.iter().any(|&(lo, hi)| lo <= number && number < hi);
+    let (mut kept, mut numbers, mut gone) = (Vec::new(), Vec::new(), Vec::new());
+    for row in 0..old.len() {
+        let key = old.key(row);
+        if upserts.find(key).is_some() {
+            continue;
+        }
+        let number = old.numbers[row];
+        let now = match rechecked.find(key) {
+            Some(at) => Some(rechecked.numbers[at]),
+            None if rechecked_place(number) || taken.contains(&number) => None,
+            None => Some(number),
+        };
+        match now {
+            Some(number) => {
+                kept.push(row);
+                numbers.push(number);
+            }
+            None => gone.push(row as u64),
+        }
+    }
+    // An unchanged row is one the previous run read.
+    if let Some(row) = (0..rechecked.len()).find(|&row| old.find(rechecked.key(row)).is_none()) {
+        return Err(format!(
+            "a row unchanged since the previous run (its key's row {row} in this run) was not \
+             in it: start the chain again with --keep-keys"
+        ));
+    }
+    let unchanged = old.take(&kept, numbers)?;
+    let deletes = arrow_select::take::take_record_batch(&old.batch, &UInt64Array::from(gone))
+        .map_err(|e| e.to_string())?;
+    Ok(Changes {
+        keys: unchanged.merge(upserts)?,
+        deletes,
+    })
+}
+
+/// The units of a table to read the unchanged keys of: those where fewer
+/// (or more) rows are unchanged (`counted`, per unit and its range of
+/// DB_KEY numbers) than rows of the previous run lie there and are
+/// neither read again (`upserts`, by key) nor in a place a changed row
+/// took.
+pub fn units_to_recheck(
+    old: &SortedKeys,
+    upserts: &SortedKeys,
+    counted: &[(Unit, (u64, u64), u64)],
+) -> Vec<Unit> {
+    let taken: HashSet<u64> = upserts.numbers.iter().copied().collect();
+    let mut places: Vec<u64> = (0..old.len())
+        .filter(|&row| upserts.find(old.key(row)).is_none() && !taken.contains(&old.numbers[row]))
+        .map(|row| old.numbers[row])
+        .collect();
+    places.sort_unstable();
+    counted
+        .iter()
+        .filter(|(_, (lo, hi), count)| {
+            let there = places.partition_point(|&n| n < *hi) - places.partition_point(|&n| n < *lo);
+            there as u64 != *count
+        })
+        .map(|(unit, _, _)| *unit)
+        .collect()
 }
 
 /// Row `row`'s key among keys encoded one after another.
@@ -486,6 +793,8 @@ pub struct KeyOutcome {
     pub keys_files: Vec<FileDigest>,
     /// Rows deleted since the previous run, where it was compared with.
     pub deletes: Option<u64>,
+    /// Units whose unchanged keys were read, where it was compared with.
+    pub rechecked_units: Option<u64>,
     pub deletes_written: Written,
 }
 
@@ -532,12 +841,104 @@ mod tests {
         b.column(0).as_primitive::<Int32Type>().values().to_vec()
     }
 
+    /// `b`'s keys, its rows numbered from 1 in its order.
+    fn sorted_keys(b: &RecordBatch) -> SortedKeys {
+        let numbers = (1..=b.num_rows() as u64).collect();
+        SortedKeys::sort(std::slice::from_ref(b), numbers).unwrap()
+    }
+
+    /// `b` with a row number column after its own, as keys files have.
+    fn numbered(b: &RecordBatch) -> RecordBatch {
+        let mut fields: Vec<_> = b.schema().fields().iter().cloned().collect();
+        fields.push(Arc::new(Field::new(NUMBER_COLUMN, DataType::UInt64, false)));
+        let mut columns = b.columns().to_vec();
+        columns.push(Arc::new(UInt64Array::from_iter_values(1..=b.num_rows() as u64)));
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    }
+
+    /// Keys `ids` (one INTEGER column) at DB_KEY numbers `numbers`.
+    fn at(ids: &[i32], numbers: &[u64]) -> SortedKeys {
+        let b = RecordBatch::try_from_iter([(
+            "ID",
+            Arc::new(Int32Array::from(ids.to_vec())) as ArrayRef,
+        )])
+        .unwrap();
+        SortedKeys::sort(&[b], numbers.to_vec()).unwrap()
+    }
+
+    fn unit(seq: usize) -> Unit {
+        Unit {
+            table: 0,
+            seq,
+            first_slot: 0,
+            end_slot: None,
+        }
+    }
+
+    #[test]
+    fn counts_find_the_units_a_row_left_and_their_keys_tell_which() {
+        // Rows 1..=10 at numbers 1..=10. Since: 3 updated in place, 5's
+        // key changed to 20 in place, 21 inserted at 11, 8 deleted.
+        let old = at(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        let upserts = at(&[3, 20, 21], &[3, 5, 11]);
+        // Unit 0 holds numbers 1..6: 1, 2 and 4 unchanged, as many as the
+        // previous run's rows there that nothing took; unit 1 one short.
+        let counted = [(unit(0), (0, 6), 3), (unit(1), (6, u64::MAX), 4)];
+        let rechecks = units_to_recheck(&old, &upserts, &counted);
+        assert_eq!(rechecks, [unit(1)]);
+        let rechecked = at(&[6, 7, 9, 10], &[6, 7, 9, 10]);
+        let changes = changes_since(&old, &upserts, &rechecked, &[(6, u64::MAX)]).unwrap();
+        assert_eq!(ids(&changes.deletes), [5, 8]);
+        assert_eq!(ids(&changes.keys.batch), [1, 2, 3, 4, 6, 7, 9, 10, 20, 21]);
+        assert_eq!(changes.keys.numbers, [1, 2, 3, 4, 6, 7, 9, 10, 5, 11]);
+        // Without the recheck, 8 would be taken for there: the counts must
+        // be compared.
+        let unchecked = changes_since(&old, &upserts, &at(&[], &[]), &[]).unwrap();
+        assert_eq!(ids(&unchecked.deletes), [5]);
+    }
+
+    #[test]
+    fn an_unchanged_row_the_previous_run_lacked_is_refused() {
+        let old = at(&[1, 2], &[1, 2]);
+        let upserts = at(&[], &[]);
+        let rechecked = at(&[1, 2, 7], &[1, 2, 3]);
+        let refused = changes_since(&old, &upserts, &rechecked, &[(0, u64::MAX)])
+            .err()
+            .unwrap();
+        assert!(refused.contains("start the chain again"), "{refused}");
+    }
+
+    #[test]
+    fn db_keys_read_become_numbers() {
+        let db_key = |n: u64| {
+            let mut k = vec![0x80, 0, 0, (n >> 32) as u8];
+            k.extend_from_slice(&(n as u32).to_le_bytes());
+            k
+        };
+        let b = RecordBatch::try_from_iter([
+            ("ID", Arc::new(Int32Array::from(vec![2, 1])) as ArrayRef),
+            (
+                NUMBER_COLUMN,
+                Arc::new(arrow_array::BinaryArray::from_iter_values([
+                    db_key(7),
+                    db_key(5 << 32 | 9),
+                ])) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let keys = SortedKeys::from_reads(&b.schema(), &[b.clone()], DbKeyLayout::LittleEndian)
+            .unwrap();
+        assert_eq!(ids(&keys.batch), [1, 2]);
+        assert_eq!(keys.numbers, [5 << 32 | 9, 7]);
+        let none = SortedKeys::from_reads(&b.schema(), &[], DbKeyLayout::LittleEndian).unwrap();
+        assert!(none.is_empty());
+    }
+
     #[test]
     fn deletes_are_the_old_keys_the_new_set_lacks() {
         let old = batch(&[12, 2, 3, 1], &["", "y", "z", "x"]);
-        let old = SortedKeys::sort(&old.schema(), &[old]).unwrap();
-        let new = batch(&[3, 1, 1], &["z", "2", "x"]);
-        let new = SortedKeys::sort(&new.schema(), &[new]).unwrap();
+        let old = sorted_keys(&old);
+        let new = sorted_keys(&batch(&[3, 1, 1], &["z", "2", "x"]));
         assert_eq!(ids(&old.batch), [1, 2, 3, 12]);
         assert_eq!(ids(&old.missing_from(&new).unwrap()), [2, 12]);
         assert_eq!(new.missing_from(&new).unwrap().num_rows(), 0);
@@ -546,7 +947,7 @@ mod tests {
     #[test]
     fn a_key_read_twice_is_refused() {
         let b = batch(&[1, 2, 1], &["x", "y", "x"]);
-        assert!(SortedKeys::sort(&b.schema(), &[b]).is_err());
+        assert!(SortedKeys::sort(&[b], vec![1, 2, 3]).is_err());
     }
 
     #[test]
@@ -628,15 +1029,18 @@ mod tests {
             vec![Arc::new(Int32Array::from(w)), Arc::new(Int32Array::from(i))],
         )
         .unwrap();
-        let sorted = SortedKeys::sort(&schema, std::slice::from_ref(&b)).unwrap();
+        // Rows lie in the order they came, one page of them after another.
+        let numbers = (0..2_000_000u64).map(|n| n / 200 * 480 + n % 200 + 1).collect();
+        let sorted = SortedKeys::sort(std::slice::from_ref(&b), numbers).unwrap();
         let file = sorted.write_to(Vec::new()).unwrap();
-        assert!(file.len() < 20_000, "{} bytes", file.len());
+        assert!(file.len() < 100_000, "{} bytes", file.len());
         let back = SortedKeys::read(file, &columns(&b), Some(2_000_000)).unwrap();
         assert_eq!(back.batch, sorted.batch);
+        assert_eq!(back.numbers, sorted.numbers);
         assert_eq!(back.missing_from(&sorted).unwrap().num_rows(), 0);
 
         let strings = batch(&[5, 1, 3], &["\0b", "a", ""]);
-        let sorted = SortedKeys::sort(&strings.schema(), std::slice::from_ref(&strings)).unwrap();
+        let sorted = sorted_keys(&strings);
         let back = SortedKeys::read(
             sorted.write_to(Vec::new()).unwrap(),
             &columns(&strings),
@@ -650,9 +1054,9 @@ mod tests {
     fn a_keys_file_out_of_order_repeated_null_or_miscounted_is_refused() {
         let ok = batch(&[1, 2], &["a", "a"]);
         let cols = columns(&ok);
-        assert!(SortedKeys::read(parquet_of(&ok), &cols, Some(2)).is_ok());
+        assert!(SortedKeys::read(parquet_of(&numbered(&ok)), &cols, Some(2)).is_ok());
         let refused = |b: &RecordBatch, count: Option<u64>| {
-            SortedKeys::read(parquet_of(b), &columns(b), count)
+            SortedKeys::read(parquet_of(&numbered(b)), &columns(b), count)
                 .err()
                 .expect("refused")
         };
@@ -666,9 +1070,14 @@ mod tests {
         )
         .unwrap();
         assert!(refused(&nulls, None).contains("null"));
-        let other = SortedKeys::read(parquet_of(&ok), &cols[..1], None)
+        let other = SortedKeys::read(parquet_of(&numbered(&ok)), &cols[..1], None)
             .err()
             .unwrap();
         assert!(other.contains("not the primary key"), "{other}");
+        // As earlier versions kept them: keys without their rows' places.
+        let old = SortedKeys::read(parquet_of(&ok), &cols[..1], None)
+            .err()
+            .unwrap();
+        assert!(old.contains("start the chain again"), "{old}");
     }
 }

@@ -41,9 +41,9 @@ mod writeback;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use fbunload_plan::Role;
+use fbunload_plan::{Role, RowPlaces};
 
 use fbunload_exec::{Destination, ExecError, FileDigest, RunInfo, UnitWriter, Written};
 use fbunload_format::{Format, PartLimits};
@@ -82,15 +82,32 @@ pub struct FileOutput {
     /// What became of each table's keys, once finished.
     key_outcomes: OnceLock<Vec<KeyOutcome>>,
     snapshot_number: OnceLock<Option<u64>>,
+    /// Where rows lie, for a run that keeps keys.
+    row_places: OnceLock<Option<RowPlaces>>,
 }
 
+/// A table that keeps its keys (see `keys`).
 struct KeyEntry {
     of: usize,
     name: String,
-    /// Whether its table is read for its changes (then its deletes are
-    /// written).
-    changes: bool,
-    keys: Arc<keys::KeyTable>,
+    /// The key's columns and the DB_KEY of each row its reads returned.
+    read: Arc<keys::KeyTable>,
+    /// For a table read for its changes (then its deletes are written).
+    changes: Option<ChangeReads>,
+}
+
+/// What a table read for its changes reads besides.
+struct ChangeReads {
+    /// Its count entry's units, and what each counted.
+    units: Vec<Unit>,
+    counts: Arc<keys::KeyTable>,
+    /// Its unchanged-keys entry, and what it read.
+    recheck_entry: usize,
+    rechecks: Arc<keys::KeyTable>,
+    /// The ranges of DB_KEY numbers whose unchanged keys were asked for.
+    rechecked: Mutex<Vec<(u64, u64)>>,
+    /// The keys its rows changed since have, sorted once.
+    upserts: OnceLock<SortedKeys>,
 }
 
 impl order::Table for Arc<keys::KeyTable> {
@@ -130,6 +147,7 @@ impl FileOutput {
             key_tables: OnceLock::new(),
             key_outcomes: OnceLock::new(),
             snapshot_number: OnceLock::new(),
+            row_places: OnceLock::new(),
         }
     }
 
@@ -162,6 +180,7 @@ impl FileOutput {
             key_tables: OnceLock::new(),
             key_outcomes: OnceLock::new(),
             snapshot_number: OnceLock::new(),
+            row_places: OnceLock::new(),
         })
     }
 
@@ -268,6 +287,68 @@ impl FileOutput {
         }
     }
 
+    fn row_places(&self) -> Result<RowPlaces, ExecError> {
+        self.row_places
+            .get()
+            .copied()
+            .flatten()
+            .ok_or_else(|| ExecError::Internal("a run keeping keys without row places".into()))
+    }
+
+    /// The units of a table read for its changes whose unchanged keys must
+    /// be read (see `keys::units_to_recheck`).
+    fn rechecks_of(
+        &self,
+        entry: &KeyEntry,
+        changes: &ChangeReads,
+        places: RowPlaces,
+    ) -> Result<Vec<Unit>, String> {
+        let old = self
+            .previous_keys
+            .get(&entry.name)
+            .ok_or("the previous run's keys were not given")?;
+        let upserts = SortedKeys::from_reads(
+            &entry.read.schema,
+            &entry.read.batches(),
+            places.layout,
+        )?;
+        let upserts = changes.upserts.get_or_init(|| upserts);
+        let counts = changes.counts.units();
+        let mut counted = Vec::with_capacity(changes.units.len());
+        for unit in &changes.units {
+            let count = counts
+                .get(&unit.seq)
+                .and_then(|batches| batches.first())
+                .filter(|b| b.num_rows() == 1)
+                .and_then(|b| {
+                    use arrow_array::cast::AsArray;
+                    let counts = b.column(0).as_primitive_opt::<arrow_array::types::Int64Type>()?;
+                    Some(counts.value(0))
+                })
+                .ok_or_else(|| format!("unit {} counted no rows", unit.seq))?;
+            let lo = match unit.first_slot {
+                0 => 0,
+                slot => places.first_number_at(slot),
+            };
+            let hi = unit.end_slot.map_or(u64::MAX, |s| places.first_number_at(s));
+            counted.push((*unit, (lo, hi), count as u64));
+        }
+        let units = keys::units_to_recheck(old, upserts, &counted);
+        let mut rechecked = changes.rechecked.lock().unwrap();
+        for unit in &units {
+            if let Some((_, range, _)) = counted.iter().find(|(u, _, _)| u == unit) {
+                rechecked.push(*range);
+            }
+        }
+        Ok(units
+            .into_iter()
+            .map(|unit| Unit {
+                table: changes.recheck_entry,
+                ..unit
+            })
+            .collect())
+    }
+
     /// Publishes each table's keys and, for a table read for its changes,
     /// its deletes (see `keys`).
     fn finish_keys(&self, dir: &Arc<OutputDir>) -> Result<Vec<KeyOutcome>, ExecError> {
@@ -280,9 +361,39 @@ impl FileOutput {
                 path: dir.path().to_path_buf(),
                 reason: format!("the keys of table {}: {reason}", entry.name),
             };
-            let batches = entry.keys.batches();
-            let sorted = SortedKeys::sort(&entry.keys.schema, &batches).map_err(fail)?;
-            drop(batches);
+            let places = self.row_places()?;
+            let rechecked_units = entry
+                .changes
+                .as_ref()
+                .map(|c| c.rechecked.lock().unwrap().len() as u64);
+            let (sorted, deletes) = match &entry.changes {
+                None => {
+                    let batches = entry.read.batches();
+                    let sorted = SortedKeys::from_reads(&entry.read.schema, &batches, places.layout)
+                        .map_err(fail)?;
+                    (sorted, None)
+                }
+                Some(changes) => {
+                    let old = self
+                        .previous_keys
+                        .get(&entry.name)
+                        .ok_or_else(|| fail("the previous run's keys were not given".into()))?;
+                    let upserts = changes
+                        .upserts
+                        .get()
+                        .ok_or_else(|| fail("its changed rows were not compared".into()))?;
+                    let rechecked = SortedKeys::from_reads(
+                        &changes.rechecks.schema,
+                        &changes.rechecks.batches(),
+                        places.layout,
+                    )
+                    .map_err(fail)?;
+                    let ranges = changes.rechecked.lock().unwrap().clone();
+                    let keys::Changes { keys, deletes } =
+                        keys::changes_since(old, upserts, &rechecked, &ranges).map_err(fail)?;
+                    (keys, Some(deletes))
+                }
+            };
             let keys_name = file_name_for(&entry.name, "keys.parquet");
             let keys_files = sorted
                 .publish(dir, &keys_name)
@@ -291,22 +402,17 @@ impl FileOutput {
                 of: entry.of,
                 keys: sorted.len() as u64,
                 keys_files,
+                rechecked_units,
                 ..KeyOutcome::default()
             };
-            if entry.changes {
-                let old = self
-                    .previous_keys
-                    .get(&entry.name)
-                    .ok_or_else(|| fail("the previous run's keys were not given".into()))?;
-                let deletes = old.missing_from(&sorted).map_err(fail)?;
+            if let Some(deletes) = deletes {
                 outcome.deletes = Some(deletes.num_rows() as u64);
-                let schema = &entry.keys.schema;
                 let table = self.table(
                     &format!("{}.deletes", entry.name),
                     &entry.name,
                     plan_len + i,
                     1,
-                    schema,
+                    &deletes.schema(),
                     snapshot_number,
                 );
                 let mut unit = table.begin_unit(0)?;
@@ -345,42 +451,80 @@ impl Destination for FileOutput {
             }
         }
         let _ = self.snapshot_number.set(run.snapshot_number);
+        let _ = self.row_places.set(run.plan.row_places);
         let mut key_entries = Vec::new();
-        let tables = run
-            .plan
-            .tables
-            .iter()
-            .zip(run.schemas)
-            .enumerate()
-            .map(|(index, (table, schema))| match table.role {
-                Role::Keys { of } => {
-                    let keys = Arc::new(keys::KeyTable::new(schema.clone()));
-                    key_entries.push(KeyEntry {
-                        of,
-                        name: table.name.clone(),
-                        changes: run.plan.tables[of].role == Role::Upserts,
-                        keys: keys.clone(),
-                    });
-                    Box::new(keys) as Box<dyn Table>
-                }
-                Role::Upserts => self.table(
-                    &format!("{}.upserts", table.name),
+        let mut helpers = HashMap::new();
+        let internal = |e: arrow_schema::ArrowError| ExecError::Internal(e.to_string());
+        let mut tables: Vec<Box<dyn Table>> = Vec::with_capacity(run.plan.tables.len());
+        for (index, (table, schema)) in run.plan.tables.iter().zip(run.schemas).enumerate() {
+            if table.role.is_helper() {
+                let kept = Arc::new(keys::KeyTable::new(schema.clone()));
+                helpers.insert(index, kept.clone());
+                tables.push(Box::new(kept));
+                continue;
+            }
+            let stem = match table.role {
+                Role::Upserts => format!("{}.upserts", table.name),
+                _ => table.name.clone(),
+            };
+            if table.key_columns.is_empty() {
+                tables.push(self.table(
+                    &stem,
                     &table.name,
                     index,
                     table.unit_count,
                     schema,
                     run.snapshot_number,
-                ),
-                _ => self.table(
-                    &table.name,
+                ));
+                continue;
+            }
+            // The DB_KEY is the read's last column.
+            let db_key = schema.fields().len() - 1;
+            let file_columns: Vec<usize> = (0..db_key).collect();
+            let mut key_columns = table.key_columns.clone();
+            key_columns.push(db_key);
+            let read = Arc::new(keys::KeyTable::new(Arc::new(
+                schema.project(&key_columns).map_err(internal)?,
+            )));
+            key_entries.push(KeyEntry {
+                of: index,
+                name: table.name.clone(),
+                read: read.clone(),
+                changes: None,
+            });
+            let file_schema = Arc::new(schema.project(&file_columns).map_err(internal)?);
+            tables.push(Box::new(keys::KeptKeys {
+                file: self.table(
+                    &stem,
                     &table.name,
                     index,
                     table.unit_count,
-                    schema,
+                    &file_schema,
                     run.snapshot_number,
                 ),
-            })
-            .collect();
+                keys: read,
+                key_columns,
+                file_columns,
+            }));
+        }
+        for entry in &mut key_entries {
+            let helper = |wanted: &dyn Fn(&Role) -> bool| {
+                run.plan.tables.iter().position(|t| wanted(&t.role))
+            };
+            let of = entry.of;
+            let count = helper(&|r| *r == Role::UnchangedCount { of });
+            let recheck = helper(&|r| *r == Role::UnchangedKeys { of });
+            if let (Some(count), Some(recheck)) = (count, recheck) {
+                entry.changes = Some(ChangeReads {
+                    units: run.plan.units_of(count).copied().collect(),
+                    counts: helpers[&count].clone(),
+                    recheck_entry: recheck,
+                    rechecks: helpers[&recheck].clone(),
+                    rechecked: Mutex::default(),
+                    upserts: OnceLock::new(),
+                });
+            }
+        }
         let _ = self.key_tables.set(key_entries);
         self.tables
             .set(tables)
@@ -394,6 +538,21 @@ impl Destination for FileOutput {
     fn stop(&self) {
         // Workers waiting for room give up.
         self.budget.stop();
+    }
+
+    fn follow_ups(&self) -> Result<Vec<Unit>, ExecError> {
+        let mut units = Vec::new();
+        for entry in self.key_tables.get().map_or(&[][..], Vec::as_slice) {
+            let Some(changes) = &entry.changes else {
+                continue;
+            };
+            let places = self.row_places()?;
+            units.extend(
+                self.rechecks_of(entry, changes, places)
+                    .map_err(|reason| ExecError::table(&entry.name, format!("its keys: {reason}")))?,
+            );
+        }
+        Ok(units)
     }
 
     fn finish(&self) -> Result<Vec<Written>, ExecError> {

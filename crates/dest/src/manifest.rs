@@ -108,6 +108,11 @@ pub struct ManifestChange {
     /// Rows deleted since (`changes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletes: Option<u64>,
+    /// Of the units it was read in (`changes`), how many lost a row of
+    /// the previous run, by their counts, and had their unchanged keys
+    /// read to tell which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rechecked_units: Option<u64>,
 }
 
 /// One table of a run.

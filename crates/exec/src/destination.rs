@@ -57,6 +57,14 @@ pub trait Destination: Sync {
     /// a destination dropped without `finish` removes what is unfinished.
     fn finish(&self) -> Result<Vec<Written>, ExecError>;
 
+    /// Units to read once every planned one is written, on the same
+    /// readers and snapshot, before [`Destination::finish`]: reads that
+    /// depend on what the planned ones returned (an incremental run's
+    /// unchanged keys where a row is gone). Asked once.
+    fn follow_ups(&self) -> Result<Vec<Unit>, ExecError> {
+        Ok(Vec::new())
+    }
+
     /// The run is stopping (an error, a signal): a writer blocked waiting
     /// for room (a destination with bounded memory) must give up now.
     fn stop(&self) {}

@@ -52,6 +52,10 @@ const SNAPSHOT_CHECK: Duration = Duration::from_millis(250);
 /// How often it looks at the workers and the cancel flag in between.
 const WATCH_TICK: Duration = Duration::from_millis(20);
 
+/// How often a worker without a unit looks whether the last planned one
+/// was written (see `Run::next_follow_up`).
+const FOLLOW_UP_WAIT: Duration = Duration::from_millis(2);
+
 /// Batches a worker's fetcher may queue for its writer thread: enough to
 /// smooth out a slow write, few enough to keep memory bounded.
 const WRITER_QUEUE: usize = 4;
@@ -80,6 +84,8 @@ pub(crate) fn dispatch<S: Session>(
         rows: plan.tables.iter().map(|_| AtomicU64::new(0)).collect(),
         retries: AtomicU64::new(0),
         verifying: AtomicBool::new(false),
+        unwritten: AtomicUsize::new(plan.units.len()),
+        follow_ups: Mutex::new(None),
     };
     let busy = AtomicUsize::new(readers.len() + 1);
     // The read watch goes on until the coordinator's last check is done.
@@ -187,6 +193,12 @@ struct Run<'r, S: Session> {
     /// queue behind the count and block the watch, which must stay free
     /// to see a signal and interrupt a count blocked on a lock.
     verifying: AtomicBool,
+    /// Planned units not written yet.
+    unwritten: AtomicUsize,
+    /// The units the destination asked for once every planned one was
+    /// written ([`Destination::follow_ups`]), not yet taken; `None` until
+    /// then.
+    follow_ups: Mutex<Option<Vec<Unit>>>,
 }
 
 /// What a worker's fetcher tells the side that writes (its writer thread,
@@ -368,12 +380,45 @@ impl<'r, S: Session> Run<'r, S> {
     }
 
     fn next_unit(&self, resume: &mut Option<Unit>) -> Option<Unit> {
-        resume.take().or_else(|| {
-            self.plan
-                .units
-                .get(self.next_unit.fetch_add(1, Ordering::SeqCst))
-                .copied()
-        })
+        resume
+            .take()
+            .or_else(|| {
+                self.plan
+                    .units
+                    .get(self.next_unit.fetch_add(1, Ordering::SeqCst))
+                    .copied()
+            })
+            .or_else(|| self.next_follow_up())
+    }
+
+    /// Once the planned units are all taken, a worker waits for the last
+    /// of them to be written; then the destination says which units it
+    /// wants read besides, on the same readers (a new one could not always
+    /// join the snapshot any more), and the workers share them out.
+    fn next_follow_up(&self) -> Option<Unit> {
+        loop {
+            if self.should_stop() {
+                return None;
+            }
+            {
+                let mut follow_ups = self.follow_ups.lock().unwrap();
+                if let Some(units) = follow_ups.as_mut() {
+                    return units.pop();
+                }
+                if self.unwritten.load(Ordering::SeqCst) == 0 {
+                    let mut asked = Vec::new();
+                    self.guard(|| {
+                        asked = self.destination.follow_ups()?;
+                        Ok(())
+                    });
+                    // Taken from the end: the first asked is read first.
+                    asked.reverse();
+                    *follow_ups = Some(asked);
+                    continue;
+                }
+            }
+            std::thread::sleep(FOLLOW_UP_WAIT);
+        }
     }
 
     fn take_units(
@@ -449,6 +494,10 @@ impl<'r, S: Session> Run<'r, S> {
     }
 
     fn unit_done(&self, unit: &Unit, rows: u64, table_done: bool) {
+        // Follow-ups come after the count reached 0: it stays there.
+        let _ = self
+            .unwritten
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         let total = self.rows[unit.table].fetch_add(rows, Ordering::SeqCst) + rows;
         self.progress.unit_finished(unit, rows);
         if table_done {
@@ -492,6 +541,9 @@ impl<'r, S: Session> Run<'r, S> {
         for (i, table) in self.plan.tables.iter().enumerate() {
             if self.should_stop() {
                 return Ok(());
+            }
+            if table.role.is_helper() {
+                continue;
             }
             // A count that fails because the snapshot's holder is gone
             // says so, as the watch would have a moment later.

@@ -273,12 +273,7 @@ pub(crate) fn plan_in(
                         (None, _) => ExecError::from_client(&table.name, e),
                     }
                 })?;
-            let schema = Arc::new(Schema::new(
-                output_columns(table, &stmt, types)?
-                    .iter()
-                    .map(OutputColumn::arrow_field)
-                    .collect::<Vec<_>>(),
-            ));
+            let schema = schema_of(table, &stmt, types)?;
             if let Some(unit) = plan.units_of(index).find(|u| u.end_slot.is_some()) {
                 if table.kind == Kind::Query {
                     // A split query's units read it rewritten: Firebird
@@ -294,7 +289,9 @@ pub(crate) fn plan_in(
         })
         .collect::<Result<_, ExecError>>()?;
     match &filter.incremental {
-        Some(incremental) => plan_incremental(tr, incremental, &catalog, plan, schemas, options),
+        Some(incremental) => {
+            plan_incremental(tr, incremental, &catalog, plan, schemas, options, types)
+        }
         None => Ok((plan, schemas)),
     }
 }
@@ -311,6 +308,7 @@ fn plan_incremental(
     mut plan: Plan,
     mut schemas: Vec<SchemaRef>,
     options: PlanOptions,
+    types: &TypeOptions,
 ) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
     use fbunload_plan::incremental as inc;
     if !options.split_tables {
@@ -364,11 +362,6 @@ fn plan_incremental(
             .map(|name| table.columns.iter().find(|c| c.name == *name).cloned())
             .collect();
         if let Some(key_columns) = key_columns.filter(|k| !k.is_empty()) {
-            let fields: Vec<_> = key_columns
-                .iter()
-                .filter_map(|c| schemas[index].field_with_name(&c.name).ok().cloned())
-                .collect();
-            schemas.push(Arc::new(Schema::new(fields)));
             let key_table = fbunload_plan::Table {
                 columns: key_columns,
                 ..table.clone()
@@ -376,9 +369,56 @@ fn plan_incremental(
             keys.push((index, key_table));
         }
     }
-    let mut plan = plan.with_key_entries(keys, options);
+    let unchanged = incremental
+        .since
+        .as_ref()
+        .map(inc::unchanged_condition)
+        .unwrap_or_default();
+    let before = plan.tables.len();
+    let mut plan = plan.with_kept_keys(keys, &unchanged, options);
+    // Every entry that now reads a DB_KEY, or is new, is described again.
+    for (index, table) in plan.tables.iter().enumerate() {
+        if index >= before || !table.key_columns.is_empty() {
+            let stmt = tr
+                .prepare_for(&subject(table), &table.select_sql())
+                .map_err(|e| ExecError::from_client(&table.name, e))?;
+            let schema = schema_of(table, &stmt, types)?;
+            if index < before {
+                schemas[index] = schema;
+            } else {
+                schemas.push(schema);
+            }
+        }
+    }
     plan.database_guid = Some(guid);
+    plan.row_places = Some(row_places(tr)?);
     Ok((plan, schemas))
+}
+
+/// Where this server puts rows (see [`fbunload_plan::RowPlaces`]).
+fn row_places(tr: &Transaction) -> Result<fbunload_plan::RowPlaces, ExecError> {
+    let (places, probe) =
+        fbunload_plan::incremental::read_row_places(tr).map_err(ExecError::Client)?;
+    places.ok_or_else(|| {
+        ExecError::Server(format!(
+            "this server lays out its DB_KEYs in a way fbunload does not know ({probe:02x?}), \
+             so --since and --keep-keys cannot tell where rows lie"
+        ))
+    })
+}
+
+/// The Arrow schema of what `stmt` (the read of `table`) returns.
+fn schema_of(
+    table: &TablePlan,
+    stmt: &Statement<'_>,
+    types: &TypeOptions,
+) -> Result<SchemaRef, ExecError> {
+    Ok(Arc::new(Schema::new(
+        output_columns(table, stmt, types)?
+            .iter()
+            .map(OutputColumn::arrow_field)
+            .collect::<Vec<_>>(),
+    )))
 }
 
 /// How a prepare that waits names what it reads (see
@@ -518,25 +558,32 @@ fn output_columns(
     stmt: &Statement<'_>,
     types: &TypeOptions,
 ) -> Result<Vec<OutputColumn>, ExecError> {
-    if stmt.columns().len() != table.columns.len() {
+    // A table that keeps its keys reads its rows' DB_KEY last.
+    let db_key = !table.key_columns.is_empty();
+    if stmt.columns().len() != table.columns.len() + usize::from(db_key) {
         return Err(ExecError::table(
             &table.name,
             "the table's columns changed while it was being read; run fbunload again",
         ));
     }
+    let names = table
+        .columns
+        .iter()
+        .map(String::as_str)
+        .chain(db_key.then_some(fbunload_plan::DB_KEY_COLUMN));
     stmt.columns()
         .iter()
-        .zip(&table.columns)
-        .zip(&table.declared_types)
+        .zip(names)
         .enumerate()
-        .map(|(i, ((desc, column), declared))| {
+        .map(|(i, (desc, column))| {
+            let declared = table.declared_types.get(i).map(String::as_str);
             let array = table.arrays.get(i).and_then(Option::as_ref);
             // Read as bytes (CHARACTER SET NONE), decoded in its own.
             let mut desc = desc.clone();
             if let Some(Some(charset)) = table.byte_charsets.get(i) {
                 desc.subtype = i16::from(*charset);
             }
-            OutputColumn::with_array(column, &desc, Some(declared), array, types)
+            OutputColumn::with_array(column, &desc, declared, array, types)
                 .map_err(|m| ExecError::table(&table.name, format!("column {column}: {m}")))
         })
         .collect()
@@ -720,7 +767,7 @@ impl FirebirdSession {
         let names: Vec<String> = plan
             .tables
             .iter()
-            .filter(|t| t.kind == Kind::Table && !matches!(t.role, Role::Keys { .. }))
+            .filter(|t| t.kind == Kind::Table && !t.role.is_helper())
             .map(|t| t.name.clone())
             .collect();
         if names.is_empty() {

@@ -166,20 +166,22 @@ pub(crate) fn complete_manifest(
             primary_key: Vec::new(),
             keys: None,
             deletes: None,
+            rechecked_units: None,
         });
     }
     for outcome in outcomes {
         let of = outcome.of;
-        let key_entry = plan
-            .tables
-            .iter()
-            .find(|t| t.role == Role::Keys { of })
-            .expect("a keys entry per outcome");
+        let entry = &plan.tables[of];
         let table = &mut manifest.tables[of];
         let change = table.change.as_mut().expect("set above");
-        change.primary_key = key_entry.columns.clone();
+        change.primary_key = entry
+            .key_columns
+            .iter()
+            .map(|&i| entry.columns[i].clone())
+            .collect();
         change.keys = Some(outcome.keys);
         change.deletes = outcome.deletes;
+        change.rechecked_units = outcome.rechecked_units;
         for file in &outcome.deletes_written.files {
             let mut file: fbunload_dest::ManifestFile = file.clone().into();
             file.role = Some("deletes".into());
@@ -193,12 +195,8 @@ pub(crate) fn complete_manifest(
         }
         table.bytes += outcome.deletes_written.bytes;
     }
-    // The keys entries are their tables' now.
-    let keep: Vec<bool> = plan
-        .tables
-        .iter()
-        .map(|t| !matches!(t.role, Role::Keys { .. }))
-        .collect();
+    // The helper entries' reads are their tables'.
+    let keep: Vec<bool> = plan.tables.iter().map(|t| !t.role.is_helper()).collect();
     let mut index = 0;
     manifest.tables.retain(|_| {
         index += 1;

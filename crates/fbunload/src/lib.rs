@@ -710,10 +710,7 @@ impl Unload {
             let mut index = 0;
             summary.tables.retain(|_| {
                 index += 1;
-                !matches!(
-                    plan.tables[index - 1].role,
-                    fbunload_plan::Role::Keys { .. }
-                )
+                !plan.tables[index - 1].role.is_helper()
             });
         }
         output.publish_manifest(&manifest)?;

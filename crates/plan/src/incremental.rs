@@ -86,9 +86,91 @@ pub enum Role {
     WholeBecause(String),
     /// A table's rows changed since the earlier run (`T.upserts.<ext>`).
     Upserts,
-    /// The primary key of every row of table `of` (an index into the
-    /// plan's tables): the keys file, and the deletes.
-    Keys { of: usize },
+    /// Per unit of table `of` (an index into the plan's tables), how many
+    /// of its rows are unchanged since the earlier run: one `COUNT(*)`
+    /// row (module docs, "Deletes").
+    UnchangedCount { of: usize },
+    /// The keys and record numbers of the unchanged rows of table `of`,
+    /// read only for units whose count says a row is gone: it has no
+    /// planned units, the destination asks for them.
+    UnchangedKeys { of: usize },
+}
+
+impl Role {
+    /// Whether the entry is a helper read of another table's, which the
+    /// manifest and the summary do not list.
+    pub fn is_helper(&self) -> bool {
+        matches!(self, Role::UnchangedCount { .. } | Role::UnchangedKeys { .. })
+    }
+}
+
+/// The pseudo-column a table that keeps its keys also reads, last.
+pub const DB_KEY_COLUMN: &str = "RDB$DB_KEY";
+
+/// How this server lays out the bytes of a DB_KEY (Firebird's
+/// `RecordNumber::Packed`, in the server's byte order): a 16-bit relation
+/// id, a reserved byte and the top byte of a 40-bit record number, then
+/// its low 32 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum DbKeyLayout {
+    LittleEndian,
+    BigEndian,
+}
+
+impl DbKeyLayout {
+    /// The layout, told by where relation id 1 lies in `MAKE_DBKEY(1, 0)`.
+    pub fn from_probe(db_key: &[u8]) -> Option<DbKeyLayout> {
+        match db_key {
+            [1, 0, _, _, _, _, _, _] => Some(DbKeyLayout::LittleEndian),
+            [_, _, 0, 1, _, _, _, _] => Some(DbKeyLayout::BigEndian),
+            _ => None,
+        }
+    }
+
+    /// The number a DB_KEY holds: its record number plus one, as
+    /// `MAKE_DBKEY` makes it; `None` for anything but 8 bytes.
+    pub fn number(self, db_key: &[u8]) -> Option<u64> {
+        let bytes: [u8; 8] = db_key.try_into().ok()?;
+        let (up, low) = match self {
+            DbKeyLayout::LittleEndian => (
+                bytes[3],
+                u32::from_le_bytes(bytes[4..8].try_into().unwrap()),
+            ),
+            DbKeyLayout::BigEndian => (
+                bytes[0],
+                u32::from_be_bytes(bytes[4..8].try_into().unwrap()),
+            ),
+        };
+        Some(u64::from(up) << 32 | u64::from(low))
+    }
+}
+
+/// Where rows lie, to tell which of an earlier run's rows a unit holds:
+/// DB_KEY numbers of the rows of data-page slot `s` are from
+/// `s * records_per_page + 1` on (Firebird's `MAKE_DBKEY(r, 0, s)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RowPlaces {
+    pub layout: DbKeyLayout,
+    pub records_per_page: u64,
+}
+
+impl RowPlaces {
+    /// From `MAKE_DBKEY(1, 0, 1, 0)`, as the server returned it.
+    pub fn from_probe(db_key: &[u8]) -> Option<RowPlaces> {
+        let layout = DbKeyLayout::from_probe(db_key)?;
+        let records_per_page = layout.number(db_key)?.checked_sub(1)?;
+        (1..=1 << 20)
+            .contains(&records_per_page)
+            .then_some(RowPlaces {
+                layout,
+                records_per_page,
+            })
+    }
+
+    /// The first DB_KEY number at data-page slot `slot`.
+    pub fn first_number_at(&self, slot: u64) -> u64 {
+        slot.saturating_mul(self.records_per_page).saturating_add(1)
+    }
 }
 
 /// Whether a table of an incremental run is read for its changes or whole.
@@ -101,6 +183,11 @@ pub enum TableMode {
 /// The condition a changed row meets (module docs).
 pub fn changed_condition(since: &Since) -> String {
     format!("RDB$RECORD_VERSION >= {}", since.oldest_interesting)
+}
+
+/// The condition an unchanged row meets: every row meets one of the two.
+pub fn unchanged_condition(since: &Since) -> String {
+    format!("RDB$RECORD_VERSION < {}", since.oldest_interesting)
 }
 
 /// Why every table must be read whole, if it must: a database restored or
@@ -162,6 +249,16 @@ pub fn read_primary_keys(tr: &Transaction) -> Result<HashMap<String, Vec<String>
         |row| keys.entry(text(row, 0)).or_default().push(text(row, 1)),
     )?;
     Ok(keys)
+}
+
+/// Where this server puts rows, from the DB_KEY it makes of relation 1,
+/// slot 1; `None` (and the bytes) for a layout fbunload does not know.
+pub fn read_row_places(tr: &Transaction) -> Result<(Option<RowPlaces>, Vec<u8>), ClientError> {
+    let mut probe = Vec::new();
+    query(tr, "SELECT MAKE_DBKEY(1, 0, 1, 0) FROM RDB$DATABASE", |row| {
+        probe = row.value(0).unwrap_or_default().to_vec()
+    })?;
+    Ok((RowPlaces::from_probe(&probe), probe))
 }
 
 /// The database's GUID (Firebird 4+), which a restore from a backup

@@ -40,7 +40,7 @@ use fbunload_decode::TextDecoder;
 
 use crate::catalog::{Column, Table};
 use crate::identifier::quote_identifier;
-use crate::incremental::Role;
+use crate::incremental::{Role, DB_KEY_COLUMN};
 use crate::query::DrivingTable;
 use crate::sql_text::for_the_engine;
 
@@ -171,6 +171,12 @@ pub struct TablePlan {
     pub condition: Option<String>,
     /// Its part of an incremental run (`--since`, `--keep-keys`).
     pub role: Role,
+    /// Where it keeps its primary key (`--since`, `--keep-keys`): the
+    /// key's columns, as indices into `columns`; then its read returns
+    /// one more column after them, the rows' DB_KEY ([`DB_KEY_COLUMN`]).
+    /// Empty for a table that keeps none.
+    #[serde(default)]
+    pub key_columns: Vec<usize>,
     select: String,
     /// The character set the condition's literals are sent in.
     #[serde(with = "literals_by_name")]
@@ -361,6 +367,8 @@ pub struct Plan {
     pub unit_pages: u64,
     /// The database's GUID, read for an incremental run.
     pub database_guid: Option<String>,
+    /// Where rows lie, read for a run that keeps keys.
+    pub row_places: Option<crate::incremental::RowPlaces>,
 }
 
 impl Plan {
@@ -397,6 +405,7 @@ impl Plan {
                 unit_count: units.len(),
                 condition: None,
                 role: Role::Whole,
+                key_columns: Vec::new(),
                 select: select_list(table, options.trim_char_on_server),
                 literals: options.literals,
                 dp_per_pp,
@@ -418,6 +427,7 @@ impl Plan {
             units: per_table_units.into_iter().flatten().collect(),
             unit_pages,
             database_guid: None,
+            row_places: None,
         }
     }
 }
@@ -460,6 +470,7 @@ impl Plan {
                 unit_count: units.len(),
                 condition: None,
                 role: Role::Whole,
+                key_columns: Vec::new(),
                 // The query as Firebird will read it; `query` keeps it as
                 // given, for the plan and the manifest.
                 select: for_the_engine(&read.sql, &options.literals),
@@ -480,35 +491,64 @@ impl Plan {
         self
     }
 
-    /// Adds an entry that reads the primary key `key` of each table
-    /// `(index, table)` of the plan, over the same units (see
-    /// [`Role::Keys`]): for an incremental run, and a full one that keeps
-    /// its keys.
-    pub fn with_key_entries(mut self, keys: Vec<(usize, Table)>, options: PlanOptions) -> Plan {
+    /// Makes each table `(index, key)` keep its primary key (`key`: the
+    /// table with only those columns): it reads its rows' DB_KEY after its
+    /// columns, for the destination to keep with the keys (see
+    /// [`Role`]). A table read for its changes also gets its two helper
+    /// entries, whose rows meet `unchanged`: a count over each of its
+    /// units, and its unchanged keys, read only for the units the
+    /// destination asks for.
+    pub fn with_kept_keys(
+        mut self,
+        keys: Vec<(usize, Table)>,
+        unchanged: &str,
+        options: PlanOptions,
+    ) -> Plan {
         let mut per_entry: Vec<Vec<Unit>> = (0..self.tables.len())
             .map(|t| self.units_of(t).copied().collect())
             .collect();
-        for (of, table) in keys {
-            let index = self.tables.len();
-            let mut entry = self.tables[of].clone();
-            let units: Vec<Unit> = self
-                .units_of(of)
-                .map(|u| Unit { table: index, ..*u })
+        for (of, key) in keys {
+            let entry = &mut self.tables[of];
+            entry.key_columns = key
+                .columns
+                .iter()
+                .filter_map(|c| entry.columns.iter().position(|name| *name == c.name))
                 .collect();
-            entry.columns = table.columns.iter().map(|c| c.name.clone()).collect();
-            entry.declared_types = table.columns.iter().map(Column::declared_type).collect();
-            entry.arrays = vec![None; table.columns.len()];
-            entry.byte_charsets = table
+            entry.select = with_db_key(&entry.select, &entry.name);
+            if entry.role != Role::Upserts {
+                continue;
+            }
+            let units: Vec<Unit> = self.units_of(of).copied().collect();
+            let mut count = self.tables[of].clone();
+            count.columns = vec!["UNCHANGED".into()];
+            count.declared_types = vec!["BIGINT".into()];
+            count.arrays = vec![None];
+            count.byte_charsets = vec![None];
+            count.key_columns = Vec::new();
+            count.computed = Vec::new();
+            count.select = format!("SELECT COUNT(*) FROM {}", quote_identifier(&count.name));
+            count.condition = Some(unchanged.to_string());
+            count.role = Role::UnchangedCount { of };
+            let index = self.tables.len();
+            per_entry.push(units.iter().map(|u| Unit { table: index, ..*u }).collect());
+            self.tables.push(count);
+            let mut present = self.tables[of].clone();
+            present.columns = key.columns.iter().map(|c| c.name.clone()).collect();
+            present.declared_types = key.columns.iter().map(Column::declared_type).collect();
+            present.arrays = vec![None; key.columns.len()];
+            present.byte_charsets = key
                 .columns
                 .iter()
                 .map(|c| c.charset_id.filter(|_| read_as_bytes(c)))
                 .collect();
-            entry.select = select_list(&table, options.trim_char_on_server);
-            entry.condition = None;
-            entry.role = Role::Keys { of };
-            entry.unit_count = units.len();
-            self.tables.push(entry);
-            per_entry.push(units);
+            present.key_columns = (0..key.columns.len()).collect();
+            present.computed = Vec::new();
+            present.select = with_db_key(&select_list(&key, options.trim_char_on_server), &key.name);
+            present.condition = Some(unchanged.to_string());
+            present.role = Role::UnchangedKeys { of };
+            present.unit_count = 0;
+            per_entry.push(Vec::new());
+            self.tables.push(present);
         }
         per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));
         self.units = per_entry.into_iter().flatten().collect();
@@ -517,7 +557,12 @@ impl Plan {
 
     /// How many entries of the plan are of `kind`.
     pub fn count_of(&self, kind: Kind) -> usize {
-        self.tables.iter().filter(|t| t.kind == kind).count()
+        self.listed().filter(|t| t.kind == kind).count()
+    }
+
+    /// The entries but the helper reads of an incremental run.
+    fn listed(&self) -> impl Iterator<Item = &TablePlan> {
+        self.tables.iter().filter(|t| !t.role.is_helper())
     }
 
     /// The units of table `table`, in DB_KEY order.
@@ -595,6 +640,17 @@ fn select_list(table: &Table, trim_char: bool) -> String {
     )
 }
 
+/// A table's `select` (`SELECT ... FROM "T"`, see [`select_list`]) reading
+/// each row's DB_KEY last as well. The table's quoted name is cut off the
+/// end, not searched for: a name may hold ` FROM `.
+fn with_db_key(select: &str, table: &str) -> String {
+    let from = format!(" FROM {}", quote_identifier(table));
+    let list = select
+        .strip_suffix(&from)
+        .expect("a table's select ends with its FROM");
+    format!("{list}, {DB_KEY_COLUMN}{from}")
+}
+
 /// Whether the select reads a column as its bytes, `CHARACTER SET NONE`,
 /// to be decoded in its own character set by the client: a CHAR in a
 /// multi-byte character set the client decodes (UTF8, say).
@@ -669,7 +725,7 @@ impl fmt::Display for Plan {
             "{:width$}  {:>13}  {:>6}  columns",
             "table", "pointer pages", "units"
         )?;
-        for t in &self.tables {
+        for t in self.listed() {
             let pages = match (t.kind, &t.split_by) {
                 (Kind::Table, _) | (_, Some(_)) => t.pointer_pages.to_string(),
                 _ => "-".into(),
@@ -690,7 +746,7 @@ impl fmt::Display for Plan {
                 t.columns.len()
             )?;
         }
-        for t in self.tables.iter().filter(|t| t.condition.is_some()) {
+        for t in self.listed().filter(|t| t.condition.is_some()) {
             let condition = t.condition.as_deref().unwrap_or_default();
             writeln!(
                 f,
@@ -699,7 +755,7 @@ impl fmt::Display for Plan {
                 crate::printable(condition)
             )?;
         }
-        for t in &self.tables {
+        for t in self.listed() {
             if let Some(query) = &t.query {
                 writeln!(
                     f,

@@ -71,6 +71,9 @@ pub const SCHEMA: &[&str] = &[
     "CREATE TABLE S (ID BIGINT NOT NULL PRIMARY KEY, V DOUBLE PRECISION)",
     "CREATE TABLE NOPK (X INTEGER, Y VARCHAR(10))",
     "CREATE TABLE GONE (ID INTEGER NOT NULL PRIMARY KEY)",
+    // Over two pointer pages at 4 KiB pages: read in several units, whose
+    // counts find the rows deleted from them.
+    "CREATE TABLE WIDE (ID INTEGER NOT NULL PRIMARY KEY, PAD VARCHAR(400))",
 ];
 
 pub fn seed(t: &Target) {
@@ -84,6 +87,10 @@ pub fn seed(t: &Target) {
              INSERT INTO S VALUES (:I, :I * 1.5); INSERT INTO GONE VALUES (:I); \
              IF (MOD(:I, 5) = 0) THEN INSERT INTO NOPK VALUES (:I, 'y' || :I); \
              I = I + 1; END END",
+        // Padding the engine's run-length compression cannot shrink.
+        "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 9000) DO BEGIN \
+             INSERT INTO WIDE VALUES (:I, RPAD('', 400, 'w' || :I)); \
+             I = I + 1; END END",
     ]);
 }
 
@@ -92,7 +99,8 @@ pub fn seed(t: &Target) {
 fn statement(rng: &mut Rng, owner: u64, next_id: &mut u64) -> Vec<String> {
     let r = rng.below(97);
     let mine = format!("MOD(A, 4) = {owner}");
-    match rng.below(8) {
+    let wide = format!("MOD(ID, 4) = {owner}");
+    match rng.below(11) {
         0 | 1 => {
             *next_id += 4;
             let a = *next_id;
@@ -124,6 +132,19 @@ fn statement(rng: &mut Rng, owner: u64, next_id: &mut u64) -> Vec<String> {
             "UPDATE S SET V = V + 1 WHERE MOD(ID, 4) = {owner} AND MOD(ID, 13) = {}",
             r % 13
         )],
+        8 => vec![
+            // A few rows here and there: most units of WIDE lose one.
+            format!("DELETE FROM WIDE WHERE {wide} AND MOD(ID, 389) = {}", r % 97),
+            format!("UPDATE WIDE SET PAD = 'u' || ID WHERE {wide} AND MOD(ID, 211) = {r}"),
+        ],
+        9 => {
+            let id = (rng.below(9000) / 4) * 4 + owner;
+            vec![
+                format!("UPDATE WIDE SET ID = ID + 1000000 WHERE {wide} AND MOD(ID, 307) = {r}"),
+                format!("DELETE FROM WIDE WHERE ID = {id}"),
+                format!("INSERT INTO WIDE VALUES ({id}, 'again')"),
+            ]
+        }
         _ => vec![
             format!("DELETE FROM NOPK WHERE MOD(X, 4) = {owner} AND MOD(X, 7) = {}", r % 7),
             format!("INSERT INTO NOPK VALUES ({}, 'n')", rng.below(100_000) * 4 + owner),
@@ -316,6 +337,7 @@ pub fn chain(t: &Target) {
     let mut csv_state = csv_tables(&csv0);
     let mut pq_state = pq0.clone();
     let mut previous = (csv0, pq0);
+    let mut rechecked = 0;
     for round in 1..=4u64 {
         long.take().unwrap().commit().unwrap();
         write_round(t, round, seed_value);
@@ -364,6 +386,10 @@ pub fn chain(t: &Target) {
             );
             assert_eq!(manifest_entry(&manifest, "S")["change"]["mode"], "full");
         }
+        // WIDE is read in units, and its counts found some that lost a row.
+        let wide = manifest_entry(&manifest, "WIDE");
+        assert_eq!(wide["change"]["mode"], "changes", "{wide}");
+        rechecked += wide["change"]["rechecked_units"].as_u64().unwrap();
         // Far fewer rows than the table: the change, not a copy.
         let upserts = entry["rows"].as_u64().unwrap();
         assert!(upserts < Target::count(t, "T") / 2, "{upserts} upserts");
@@ -402,5 +428,6 @@ pub fn chain(t: &Target) {
         pq_state = state;
         previous = (csv, pq);
     }
+    assert!(rechecked > 0, "no unit of WIDE was rechecked");
     drop(long);
 }
