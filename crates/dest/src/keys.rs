@@ -536,69 +536,6 @@ impl SortedKeys {
         })
     }
 
-    /// The rows of `self` at `rows` (ascending), with `numbers` instead of
-    /// theirs.
-    fn take(&self, rows: &[usize], numbers: Vec<u64>) -> Result<Self, String> {
-        let indices = UInt64Array::from_iter_values(rows.iter().map(|&r| r as u64));
-        let batch = arrow_select::take::take_record_batch(&self.batch, &indices)
-            .map_err(|e| e.to_string())?;
-        let mut bytes = Vec::new();
-        let mut ends = Vec::with_capacity(rows.len());
-        for &row in rows {
-            bytes.extend_from_slice(self.key(row));
-            ends.push(bytes.len());
-        }
-        Ok(SortedKeys {
-            batch,
-            numbers,
-            bytes,
-            ends,
-        })
-    }
-
-    /// `self` and `other`, which share no key, as one sorted set.
-    fn merge(&self, other: &SortedKeys) -> Result<Self, String> {
-        let (mut i, mut j) = (0, 0);
-        // (from other, row), in key order.
-        let mut order = Vec::with_capacity(self.len() + other.len());
-        while i < self.len() || j < other.len() {
-            if j == other.len() || (i < self.len() && self.key(i) < other.key(j)) {
-                order.push((false, i));
-                i += 1;
-            } else {
-                order.push((true, j));
-                j += 1;
-            }
-        }
-        let both = arrow_select::concat::concat_batches(
-            &self.batch.schema(),
-            [&self.batch, &other.batch],
-        )
-        .map_err(|e| e.to_string())?;
-        let indices = UInt64Array::from_iter_values(
-            order
-                .iter()
-                .map(|&(theirs, row)| (row + if theirs { self.len() } else { 0 }) as u64),
-        );
-        let batch =
-            arrow_select::take::take_record_batch(&both, &indices).map_err(|e| e.to_string())?;
-        let mut bytes = Vec::with_capacity(self.bytes.len() + other.bytes.len());
-        let mut ends = Vec::with_capacity(order.len());
-        let mut numbers = Vec::with_capacity(order.len());
-        for &(theirs, row) in &order {
-            let from = if theirs { other } else { self };
-            bytes.extend_from_slice(from.key(row));
-            ends.push(bytes.len());
-            numbers.push(from.numbers[row]);
-        }
-        Ok(SortedKeys {
-            batch,
-            numbers,
-            bytes,
-            ends,
-        })
-    }
-
     /// The keys of `self` that `new` has not, in order.
     pub fn missing_from(&self, new: &SortedKeys) -> Result<RecordBatch, String> {
         let mut gone = Vec::new();
@@ -614,6 +551,38 @@ impl SortedKeys {
         }
         arrow_select::take::take_record_batch(&self.batch, &UInt64Array::from(gone))
             .map_err(|e| e.to_string())
+    }
+
+    /// The keys as a keys file holds them.
+    pub fn into_file(self) -> KeysFile {
+        KeysFile {
+            batch: self.batch,
+            numbers: self.numbers,
+        }
+    }
+}
+
+/// What an incremental run makes of a table's keys: the new set, and the
+/// previous run's keys that are gone.
+pub struct Changes {
+    pub keys: KeysFile,
+    pub deletes: RecordBatch,
+}
+
+/// Keys in ascending order and their rows' DB_KEY numbers, as a keys file
+/// holds them.
+pub struct KeysFile {
+    pub batch: RecordBatch,
+    pub numbers: Vec<u64>,
+}
+
+impl KeysFile {
+    pub fn len(&self) -> usize {
+        self.numbers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.numbers.is_empty()
     }
 
     /// Writes the keys as `name` (Parquet: zstd, no dictionary, integers
@@ -640,11 +609,41 @@ impl SortedKeys {
     }
 }
 
-/// What an incremental run makes of a table's keys: the new set, and the
-/// previous run's keys that are gone.
-pub struct Changes {
-    pub keys: SortedKeys,
-    pub deletes: RecordBatch,
+/// The keys a run read again (its changed rows') set against the previous
+/// run's: which of those rows were read again, and the places the changed
+/// rows are at.
+pub struct Compared {
+    pub upserts: SortedKeys,
+    /// Per row of the previous run, whether its key was read again.
+    upserted: Vec<bool>,
+    /// The changed rows' DB_KEY numbers, sorted.
+    taken: Vec<u64>,
+}
+
+impl Compared {
+    /// One pass over both sorted sets.
+    pub fn new(old: &SortedKeys, upserts: SortedKeys) -> Self {
+        let mut upserted = vec![false; old.len()];
+        let mut j = 0;
+        for (row, again) in upserted.iter_mut().enumerate() {
+            let key = old.key(row);
+            while j < upserts.len() && upserts.key(j) < key {
+                j += 1;
+            }
+            *again = j < upserts.len() && upserts.key(j) == key;
+        }
+        let mut taken = upserts.numbers.clone();
+        taken.sort_unstable();
+        Compared {
+            upserts,
+            upserted,
+            taken,
+        }
+    }
+
+    fn taken(&self, number: u64) -> bool {
+        self.taken.binary_search(&number).is_ok()
+    }
 }
 
 /// Which of the previous run's rows are still there, unchanged, and which
@@ -658,22 +657,26 @@ pub struct Changes {
 /// run in the unit is still there.
 pub fn changes_since(
     old: &SortedKeys,
-    upserts: &SortedKeys,
+    compared: &Compared,
     rechecked: &SortedKeys,
     ranges: &[(u64, u64)],
 ) -> Result<Changes, String> {
-    let taken: HashSet<u64> = upserts.numbers.iter().copied().collect();
     let rechecked_place = |number: u64| ranges.iter().any(|&(lo, hi)| lo <= number && number < hi);
     let (mut kept, mut numbers, mut gone) = (Vec::new(), Vec::new(), Vec::new());
+    let mut j = 0;
     for row in 0..old.len() {
         let key = old.key(row);
-        if upserts.find(key).is_some() {
+        while j < rechecked.len() && rechecked.key(j) < key {
+            j += 1;
+        }
+        let found = (j < rechecked.len() && rechecked.key(j) == key).then_some(j);
+        if compared.upserted[row] {
             continue;
         }
         let number = old.numbers[row];
-        let now = match rechecked.find(key) {
+        let now = match found {
             Some(at) => Some(rechecked.numbers[at]),
-            None if rechecked_place(number) || taken.contains(&number) => None,
+            None if rechecked_place(number) || compared.taken(number) => None,
             None => Some(number),
         };
         match now {
@@ -691,11 +694,31 @@ pub fn changes_since(
              in it: start the chain again with --keep-keys"
         ));
     }
-    let unchanged = old.take(&kept, numbers)?;
     let deletes = arrow_select::take::take_record_batch(&old.batch, &UInt64Array::from(gone))
         .map_err(|e| e.to_string())?;
+    // The rows kept and the upserts, merged in key order.
+    let upserts = &compared.upserts;
+    let mut order = Vec::with_capacity(kept.len() + upserts.len());
+    let mut merged_numbers = Vec::with_capacity(kept.len() + upserts.len());
+    let (mut i, mut j) = (0, 0);
+    while i < kept.len() || j < upserts.len() {
+        if j == upserts.len() || (i < kept.len() && old.key(kept[i]) < upserts.key(j)) {
+            order.push((0, kept[i]));
+            merged_numbers.push(numbers[i]);
+            i += 1;
+        } else {
+            order.push((1, j));
+            merged_numbers.push(upserts.numbers[j]);
+            j += 1;
+        }
+    }
+    let batch = arrow_select::interleave::interleave_record_batch(&[&old.batch, &upserts.batch], &order)
+        .map_err(|e| e.to_string())?;
     Ok(Changes {
-        keys: unchanged.merge(upserts)?,
+        keys: KeysFile {
+            batch,
+            numbers: merged_numbers,
+        },
         deletes,
     })
 }
@@ -703,16 +726,14 @@ pub fn changes_since(
 /// The units of a table to read the unchanged keys of: those where fewer
 /// (or more) rows are unchanged (`counted`, per unit and its range of
 /// DB_KEY numbers) than rows of the previous run lie there and are
-/// neither read again (`upserts`, by key) nor in a place a changed row
-/// took.
+/// neither read again (by key) nor in a place a changed row took.
 pub fn units_to_recheck(
     old: &SortedKeys,
-    upserts: &SortedKeys,
+    compared: &Compared,
     counted: &[(Unit, (u64, u64), u64)],
 ) -> Vec<Unit> {
-    let taken: HashSet<u64> = upserts.numbers.iter().copied().collect();
     let mut places: Vec<u64> = (0..old.len())
-        .filter(|&row| upserts.find(old.key(row)).is_none() && !taken.contains(&old.numbers[row]))
+        .filter(|&row| !compared.upserted[row] && !compared.taken(old.numbers[row]))
         .map(|row| old.numbers[row])
         .collect();
     places.sort_unstable();
@@ -841,6 +862,15 @@ mod tests {
         b.column(0).as_primitive::<Int32Type>().values().to_vec()
     }
 
+    /// The keys file of `keys`.
+    fn file_of(keys: &SortedKeys) -> Vec<u8> {
+        let file = KeysFile {
+            batch: keys.batch.clone(),
+            numbers: keys.numbers.clone(),
+        };
+        file.write_to(Vec::new()).unwrap()
+    }
+
     /// `b`'s keys, its rows numbered from 1 in its order.
     fn sorted_keys(b: &RecordBatch) -> SortedKeys {
         let numbers = (1..=b.num_rows() as u64).collect();
@@ -884,25 +914,26 @@ mod tests {
         // Unit 0 holds numbers 1..6: 1, 2 and 4 unchanged, as many as the
         // previous run's rows there that nothing took; unit 1 one short.
         let counted = [(unit(0), (0, 6), 3), (unit(1), (6, u64::MAX), 4)];
-        let rechecks = units_to_recheck(&old, &upserts, &counted);
+        let compared = Compared::new(&old, upserts);
+        let rechecks = units_to_recheck(&old, &compared, &counted);
         assert_eq!(rechecks, [unit(1)]);
         let rechecked = at(&[6, 7, 9, 10], &[6, 7, 9, 10]);
-        let changes = changes_since(&old, &upserts, &rechecked, &[(6, u64::MAX)]).unwrap();
+        let changes = changes_since(&old, &compared, &rechecked, &[(6, u64::MAX)]).unwrap();
         assert_eq!(ids(&changes.deletes), [5, 8]);
         assert_eq!(ids(&changes.keys.batch), [1, 2, 3, 4, 6, 7, 9, 10, 20, 21]);
         assert_eq!(changes.keys.numbers, [1, 2, 3, 4, 6, 7, 9, 10, 5, 11]);
         // Without the recheck, 8 would be taken for there: the counts must
         // be compared.
-        let unchecked = changes_since(&old, &upserts, &at(&[], &[]), &[]).unwrap();
+        let unchecked = changes_since(&old, &compared, &at(&[], &[]), &[]).unwrap();
         assert_eq!(ids(&unchecked.deletes), [5]);
     }
 
     #[test]
     fn an_unchanged_row_the_previous_run_lacked_is_refused() {
         let old = at(&[1, 2], &[1, 2]);
-        let upserts = at(&[], &[]);
+        let compared = Compared::new(&old, at(&[], &[]));
         let rechecked = at(&[1, 2, 7], &[1, 2, 3]);
-        let refused = changes_since(&old, &upserts, &rechecked, &[(0, u64::MAX)])
+        let refused = changes_since(&old, &compared, &rechecked, &[(0, u64::MAX)])
             .err()
             .unwrap();
         assert!(refused.contains("start the chain again"), "{refused}");
@@ -1032,7 +1063,7 @@ mod tests {
         // Rows lie in the order they came, one page of them after another.
         let numbers = (0..2_000_000u64).map(|n| n / 200 * 480 + n % 200 + 1).collect();
         let sorted = SortedKeys::sort(std::slice::from_ref(&b), numbers).unwrap();
-        let file = sorted.write_to(Vec::new()).unwrap();
+        let file = file_of(&sorted);
         assert!(file.len() < 100_000, "{} bytes", file.len());
         let back = SortedKeys::read(file, &columns(&b), Some(2_000_000)).unwrap();
         assert_eq!(back.batch, sorted.batch);
@@ -1042,7 +1073,7 @@ mod tests {
         let strings = batch(&[5, 1, 3], &["\0b", "a", ""]);
         let sorted = sorted_keys(&strings);
         let back = SortedKeys::read(
-            sorted.write_to(Vec::new()).unwrap(),
+            file_of(&sorted),
             &columns(&strings),
             None,
         )

@@ -106,8 +106,9 @@ struct ChangeReads {
     rechecks: Arc<keys::KeyTable>,
     /// The ranges of DB_KEY numbers whose unchanged keys were asked for.
     rechecked: Mutex<Vec<(u64, u64)>>,
-    /// The keys its rows changed since have, sorted once.
-    upserts: OnceLock<SortedKeys>,
+    /// The keys its rows changed since have, set against the previous
+    /// run's once.
+    compared: OnceLock<keys::Compared>,
 }
 
 impl order::Table for Arc<keys::KeyTable> {
@@ -312,7 +313,9 @@ impl FileOutput {
             &entry.read.batches(),
             places.layout,
         )?;
-        let upserts = changes.upserts.get_or_init(|| upserts);
+        let compared = changes
+            .compared
+            .get_or_init(|| keys::Compared::new(old, upserts));
         let counts = changes.counts.units();
         let mut counted = Vec::with_capacity(changes.units.len());
         for unit in &changes.units {
@@ -333,7 +336,7 @@ impl FileOutput {
             let hi = unit.end_slot.map_or(u64::MAX, |s| places.first_number_at(s));
             counted.push((*unit, (lo, hi), count as u64));
         }
-        let units = keys::units_to_recheck(old, upserts, &counted);
+        let units = keys::units_to_recheck(old, compared, &counted);
         let mut rechecked = changes.rechecked.lock().unwrap();
         for unit in &units {
             if let Some((_, range, _)) = counted.iter().find(|(u, _, _)| u == unit) {
@@ -352,6 +355,7 @@ impl FileOutput {
     /// Publishes each table's keys and, for a table read for its changes,
     /// its deletes (see `keys`).
     fn finish_keys(&self, dir: &Arc<OutputDir>) -> Result<Vec<KeyOutcome>, ExecError> {
+
         let entries = self.key_tables.get().map_or(&[][..], Vec::as_slice);
         let plan_len = self.tables().len();
         let snapshot_number = self.snapshot_number.get().copied().flatten();
@@ -371,15 +375,15 @@ impl FileOutput {
                     let batches = entry.read.batches();
                     let sorted = SortedKeys::from_reads(&entry.read.schema, &batches, places.layout)
                         .map_err(fail)?;
-                    (sorted, None)
+                    (sorted.into_file(), None)
                 }
                 Some(changes) => {
                     let old = self
                         .previous_keys
                         .get(&entry.name)
                         .ok_or_else(|| fail("the previous run's keys were not given".into()))?;
-                    let upserts = changes
-                        .upserts
+                    let compared = changes
+                        .compared
                         .get()
                         .ok_or_else(|| fail("its changed rows were not compared".into()))?;
                     let rechecked = SortedKeys::from_reads(
@@ -390,7 +394,7 @@ impl FileOutput {
                     .map_err(fail)?;
                     let ranges = changes.rechecked.lock().unwrap().clone();
                     let keys::Changes { keys, deletes } =
-                        keys::changes_since(old, upserts, &rechecked, &ranges).map_err(fail)?;
+                        keys::changes_since(old, compared, &rechecked, &ranges).map_err(fail)?;
                     (keys, Some(deletes))
                 }
             };
@@ -521,7 +525,7 @@ impl Destination for FileOutput {
                     recheck_entry: recheck,
                     rechecks: helpers[&recheck].clone(),
                     rechecked: Mutex::default(),
-                    upserts: OnceLock::new(),
+                    compared: OnceLock::new(),
                 });
             }
         }
