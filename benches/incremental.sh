@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Incremental unloads (--since) against full ones, on a generated STOCK
 # table (W x 100,000 rows) of which PCT percent of the rows are updated
-# (and a tenth as many deleted and inserted again under new keys) after
+# (and a tenth as many deleted and inserted again under new keys; with
+# CHANGE=deletes, deleted: spread over every unit, the costly case) after
 # a full run that kept its keys: seconds (median of RUNS) and output
 # bytes of a full unload, of the full unload that keeps its keys
 # (--keep-keys, the start of a chain), and of the incremental one, with
@@ -10,6 +11,7 @@
 #
 #   benches/incremental.sh                          # W=20 (2,000,000 rows), 1% changed, -j2, csv parquet
 #   W=5 RUNS=1 benches/incremental.sh               # smaller, quicker
+#   CHANGE=deletes MODES=csv benches/incremental.sh  # rows deleted all over the table
 #   DSN=localhost/3055:/data/stock.fdb FB_PASSWORD=... benches/incremental.sh   # over TCP: a database
 #                                                   # the server holds, made as below with fbunload-gen
 #
@@ -22,6 +24,7 @@ PCT=${PCT:-1}
 RUNS=${RUNS:-3}
 J=${J:-2}
 MODES=${MODES:-"csv parquet"}
+CHANGE=${CHANGE:-newkeys}
 DATA=${DATA:-bench-data}
 . benches/lib.sh
 release_binaries
@@ -35,9 +38,10 @@ fi
 rows=$((W * 100000))
 
 # change PERCENT: updates PERCENT% of STOCK's rows, deletes a tenth as many
-# and inserts them again under new keys, in one transaction.
+# and inserts them again under new keys (CHANGE=deletes: only deletes
+# them), in one transaction.
 change() {
-  python3 - "$DB" "$1" <<'EOF'
+  python3 - "$DB" "$1" "$CHANGE" <<'EOF'
 import ctypes, os, sys
 root = os.environ.get("FIREBIRD")
 if not root:
@@ -48,18 +52,21 @@ if not root:
         ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
 from firebird.driver import connect, driver_config
 driver_config.fb_client_library.value = os.path.join(root, "libfbclient.so.2")
-db, pct = sys.argv[1], float(sys.argv[2])
+db, pct, kind = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 every = max(1, round(100 / pct))
 con = connect(db, user="SYSDBA", password=os.environ.get("FB_PASSWORD", "masterkey"))
 cur = con.cursor()
 cur.execute(f"UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1 WHERE MOD(S_I_ID, {every}) = 1")
-cur.execute(f"UPDATE STOCK SET S_I_ID = S_I_ID + 10000000 WHERE MOD(S_I_ID, {every * 10}) = 2")
+if kind == "deletes":
+    cur.execute(f"DELETE FROM STOCK WHERE MOD(S_I_ID, {every * 10}) = 2")
+else:
+    cur.execute(f"UPDATE STOCK SET S_I_ID = S_I_ID + 10000000 WHERE MOD(S_I_ID, {every * 10}) = 2")
 con.commit()
 con.close()
 EOF
 }
 
-printf 'STOCK, %d rows, %s%% changed, -j%s, %s cores, %s\n' "$rows" "$PCT" "$J" "$(nproc)" \
+printf 'STOCK, %d rows, %s%% changed (%s), -j%s, %s cores, %s\n' "$rows" "$PCT" "$CHANGE" "$J" "$(nproc)" \
   "${DSN:+over TCP, }${DSN:-embedded}"
 printf '%-8s %-12s %9s %11s %10s %10s %10s\n' \
   format run "median s" "min-max s" "output MB" "time/full" "bytes/full"

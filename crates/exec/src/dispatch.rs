@@ -819,6 +819,10 @@ mod tests {
         started: Mutex<Option<u64>>,
         /// A unit whose writing panics (a bug in a destination).
         panic_on: Option<(usize, usize)>,
+        /// Units to ask for once the planned ones are written, and how many
+        /// units were written each time it was asked.
+        follow_ups: Vec<Unit>,
+        asked: Mutex<Vec<usize>>,
     }
 
     struct RecordingUnit<'a> {
@@ -843,6 +847,12 @@ mod tests {
 
         fn finish(&self) -> Result<Vec<Written>, ExecError> {
             Ok(Vec::new())
+        }
+
+        fn follow_ups(&self) -> Result<Vec<Unit>, ExecError> {
+            let written = self.finished.lock().unwrap().len();
+            self.asked.lock().unwrap().push(written);
+            Ok(self.follow_ups.clone())
         }
     }
 
@@ -941,6 +951,45 @@ mod tests {
             assert_eq!(done.rows, expected);
             assert_eq!(done.retries, 0);
             assert_eq!(*recorder.started.lock().unwrap(), Some(42));
+        }
+    }
+
+    #[test]
+    fn follow_ups_are_asked_once_every_planned_unit_is_written_and_read_as_any() {
+        let plan = plan(&[("BIG", 4), ("HELPER", 1)], 400);
+        let planned = plan.units.len();
+        let extra = |seq| Unit {
+            table: 1,
+            seq,
+            first_slot: 0,
+            end_slot: None,
+        };
+        for (workers, pipelined) in [(1, false), (3, true)] {
+            let mut session = FakeSession::new(
+                &plan,
+                Script {
+                    // A follow-up whose connection is lost is redone too.
+                    lose_once: Mutex::new([(1, 11)].into()),
+                    ..Script::default()
+                },
+            );
+            let recorder = Recorder {
+                follow_ups: vec![extra(10), extra(11), extra(12)],
+                ..Recorder::default()
+            };
+            let options = DispatchOptions {
+                verify: false,
+                ..options(workers, pipelined)
+            };
+            let done = run(&mut session, &plan, &recorder, &options).unwrap();
+            assert_eq!(*recorder.asked.lock().unwrap(), [planned]);
+            let finished = recorder.finished.lock().unwrap();
+            assert_eq!(finished.len(), planned + 3);
+            for seq in [10, 11, 12] {
+                assert!(finished.contains_key(&(1, seq)), "{seq}");
+            }
+            assert_eq!(done.rows[1], 4 * ROWS_PER_UNIT as u64);
+            assert_eq!(done.retries, 1);
         }
     }
 

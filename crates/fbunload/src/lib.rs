@@ -666,7 +666,7 @@ impl Unload {
         if incremental {
             self.refuse_with_incremental()?;
         }
-        let previous = match &self.since {
+        let mut previous = match &self.since {
             Some(since) => Some(incremental::read_previous(since)?),
             None => None,
         };
@@ -681,12 +681,10 @@ impl Unload {
         let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
         let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
             .with_part_limits(self.part_limits)?
-            .with_previous_keys(
-                previous
-                    .as_ref()
-                    .map(|p| p.keys.clone())
-                    .unwrap_or_default(),
-            );
+            .with_previous_keys(match previous.as_mut() {
+                Some(previous) => previous.keys()?,
+                None => std::collections::HashMap::new(),
+            });
         let mut summary = prepared.run(&files, progress)?;
         let request = describe::Request {
             database: &self.connect.database,

@@ -938,6 +938,53 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_table_keeping_keys_reads_its_db_key_and_one_read_for_changes_gets_helpers() {
+        // A name that holds what a select is cut at.
+        let name = "A FROM B";
+        let mut plan = Plan::new(&[table(name, 140, 2)], options(Some(1000), 2));
+        plan.tables[0].role = Role::Upserts;
+        plan.tables[0].condition = Some("RDB$RECORD_VERSION >= 90".into());
+        let key = Table {
+            columns: table(name, 140, 2).columns[..1].to_vec(),
+            ..table(name, 140, 2)
+        };
+        let plan = plan.with_kept_keys(
+            vec![(0, key)],
+            "RDB$RECORD_VERSION < 90",
+            options(Some(1000), 2),
+        );
+        let t = &plan.tables[0];
+        assert_eq!(t.key_columns, [0]);
+        assert!(t.unit_sql(&plan.units[0]).starts_with(
+            "SELECT \"ID\", CAST(\"Amount \"\"x\"\"\" AS VARCHAR(64)) AS \"Amount \"\"x\"\"\", \
+             RDB$DB_KEY FROM \"A FROM B\" WHERE (\nRDB$RECORD_VERSION >= 90\n) AND"
+        ));
+        // The count covers the same units; the unchanged keys have none
+        // until the destination asks.
+        let (count, keys) = (&plan.tables[1], &plan.tables[2]);
+        assert_eq!(count.role, Role::UnchangedCount { of: 0 });
+        assert_eq!(keys.role, Role::UnchangedKeys { of: 0 });
+        let slots = |table| {
+            plan.units_of(table)
+                .map(|u| (u.seq, u.first_slot, u.end_slot))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(slots(1), slots(0));
+        assert!(slots(2).is_empty());
+        assert_eq!(
+            count.unit_sql(&plan.units_of(1).next().copied().unwrap()),
+            "SELECT COUNT(*) FROM \"A FROM B\" WHERE (\nRDB$RECORD_VERSION < 90\n) \
+             AND RDB$DB_KEY < MAKE_DBKEY(140, 0, 1000, 0)"
+        );
+        assert!(keys
+            .select_sql()
+            .starts_with("SELECT \"ID\", RDB$DB_KEY FROM \"A FROM B\" WHERE"));
+        // Helpers are not listed as tables of their own.
+        assert_eq!(plan.count_of(Kind::Table), 1);
+        assert!(!plan.to_string().contains("RDB$RECORD_VERSION < 90"));
+    }
+
     /// Table "T" of one pointer page.
     fn one_page_table(columns: Vec<Column>) -> Table {
         Table {
