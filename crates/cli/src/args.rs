@@ -151,12 +151,14 @@ pub struct Args {
     /// whose columns changed is unloaded whole (T.<ext>), as is every table of a database
     /// restored from a backup since; manifest.json says which and why. DIR must have kept its
     /// keys (--keep-keys, or an earlier --since); this run keeps its own (T.keys.parquet).
-    /// Every page is still read on the server. `fbunload apply` makes the new state
+    /// Every page is still read on the server: for the changed rows, and for a count of the
+    /// unchanged ones per unit, which finds the units that lost rows (only their keys are read
+    /// again). `fbunload apply` makes the new state from DIR and this run
     #[arg(long, value_name = "DIR")]
     pub since: Option<PathBuf>,
 
-    /// Keep every table's primary keys (T.keys.parquet) so that a later run can start from
-    /// this one with --since (Firebird 4+)
+    /// Keep every table's primary keys, and where each row lies (T.keys.parquet), so that a
+    /// later run can start from this one with --since (Firebird 4+)
     #[arg(long)]
     pub keep_keys: bool,
 

@@ -84,7 +84,7 @@ impl Display {
 
 impl Progress for Display {
     fn started(&self, plan: &Plan, start: &RunStart) {
-        self.tables.store(plan.tables.len(), Ordering::Relaxed);
+        self.tables.store(plan.listed_len(), Ordering::Relaxed);
         self.units.store(plan.units.len(), Ordering::Relaxed);
         // Percent and ETA by data pages, which hold the rows: the last
         // units of a run are small, so counting units ran ahead of rows.
@@ -92,7 +92,7 @@ impl Progress for Display {
         self.bar.set_length(plan.units.iter().map(|u| unit_weight(u, plan.unit_pages)).sum());
         self.bar.println(format!(
             "{} in {}, {}, snapshot {}",
-            crate::count(plan.tables.len(), "table"),
+            crate::count(plan.listed_len(), "table"),
             crate::count(plan.units.len(), "unit"),
             crate::workers_text(start),
             start.snapshot_number.map_or("-".into(), |n| n.to_string())
@@ -199,7 +199,7 @@ impl Progress for JsonLines {
         self.emit(json!({
             "event": "started",
             "seconds": self.seconds(),
-            "tables": plan.tables.len(),
+            "tables": plan.listed_len(),
             "units": plan.units.len(),
             "workers": start.workers,
             "processes": start.processes,

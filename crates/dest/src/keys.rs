@@ -377,7 +377,11 @@ impl SortedKeys {
         batches: &[RecordBatch],
         layout: DbKeyLayout,
     ) -> Result<Self, String> {
-        let last = schema.fields().len().checked_sub(1).ok_or("no DB_KEY column")?;
+        let last = schema
+            .fields()
+            .len()
+            .checked_sub(1)
+            .ok_or("no DB_KEY column")?;
         if batches.iter().all(|b| b.num_rows() == 0) {
             let keys = schema
                 .project(&(0..last).collect::<Vec<_>>())
@@ -387,7 +391,10 @@ impl SortedKeys {
         let mut keys = Vec::with_capacity(batches.len());
         let mut numbers = Vec::new();
         for batch in batches {
-            let last = batch.num_columns().checked_sub(1).ok_or("no DB_KEY column")?;
+            let last = batch
+                .num_columns()
+                .checked_sub(1)
+                .ok_or("no DB_KEY column")?;
             let db_keys = batch
                 .column(last)
                 .as_binary_opt::<i32>()
@@ -473,12 +480,9 @@ impl SortedKeys {
         let schema = builder.schema().clone();
         let fields = schema.fields();
         let same = fields.len() == columns.len() + 1
-            && fields
-                .iter()
-                .zip(columns)
-                .all(|(f, (name, arrow_type))| {
-                    f.name() == name && f.data_type().to_string() == *arrow_type
-                });
+            && fields.iter().zip(columns).all(|(f, (name, arrow_type))| {
+                f.name() == name && f.data_type().to_string() == *arrow_type
+            });
         if !same {
             let names: Vec<_> = columns.iter().map(|(n, t)| format!("{n} {t}")).collect();
             return Err(format!(
@@ -509,7 +513,11 @@ impl SortedKeys {
                 batch.num_rows()
             ));
         }
-        let numbers = batch.column(last).as_primitive::<UInt64Type>().values().to_vec();
+        let numbers = batch
+            .column(last)
+            .as_primitive::<UInt64Type>()
+            .values()
+            .to_vec();
         let batch = batch
             .project(&(0..last).collect::<Vec<_>>())
             .map_err(|e| e.to_string())?;
@@ -712,8 +720,9 @@ pub fn changes_since(
             j += 1;
         }
     }
-    let batch = arrow_select::interleave::interleave_record_batch(&[&old.batch, &upserts.batch], &order)
-        .map_err(|e| e.to_string())?;
+    let batch =
+        arrow_select::interleave::interleave_record_batch(&[&old.batch, &upserts.batch], &order)
+            .map_err(|e| e.to_string())?;
     Ok(Changes {
         keys: KeysFile {
             batch,
@@ -882,7 +891,9 @@ mod tests {
         let mut fields: Vec<_> = b.schema().fields().iter().cloned().collect();
         fields.push(Arc::new(Field::new(NUMBER_COLUMN, DataType::UInt64, false)));
         let mut columns = b.columns().to_vec();
-        columns.push(Arc::new(UInt64Array::from_iter_values(1..=b.num_rows() as u64)));
+        columns.push(Arc::new(UInt64Array::from_iter_values(
+            1..=b.num_rows() as u64,
+        )));
         RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
     }
 
@@ -909,7 +920,10 @@ mod tests {
     fn counts_find_the_units_a_row_left_and_their_keys_tell_which() {
         // Rows 1..=10 at numbers 1..=10. Since: 3 updated in place, 5's
         // key changed to 20 in place, 21 inserted at 11, 8 deleted.
-        let old = at(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        let old = at(
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        );
         let upserts = at(&[3, 20, 21], &[3, 5, 11]);
         // Unit 0 holds numbers 1..6: 1, 2 and 4 unchanged, as many as the
         // previous run's rows there that nothing took; unit 1 one short.
@@ -957,8 +971,12 @@ mod tests {
             ),
         ])
         .unwrap();
-        let keys = SortedKeys::from_reads(&b.schema(), &[b.clone()], DbKeyLayout::LittleEndian)
-            .unwrap();
+        let keys = SortedKeys::from_reads(
+            &b.schema(),
+            std::slice::from_ref(&b),
+            DbKeyLayout::LittleEndian,
+        )
+        .unwrap();
         assert_eq!(ids(&keys.batch), [1, 2]);
         assert_eq!(keys.numbers, [5 << 32 | 9, 7]);
         let none = SortedKeys::from_reads(&b.schema(), &[], DbKeyLayout::LittleEndian).unwrap();
@@ -1061,7 +1079,9 @@ mod tests {
         )
         .unwrap();
         // Rows lie in the order they came, one page of them after another.
-        let numbers = (0..2_000_000u64).map(|n| n / 200 * 480 + n % 200 + 1).collect();
+        let numbers = (0..2_000_000u64)
+            .map(|n| n / 200 * 480 + n % 200 + 1)
+            .collect();
         let sorted = SortedKeys::sort(std::slice::from_ref(&b), numbers).unwrap();
         let file = file_of(&sorted);
         assert!(file.len() < 100_000, "{} bytes", file.len());
@@ -1072,12 +1092,7 @@ mod tests {
 
         let strings = batch(&[5, 1, 3], &["\0b", "a", ""]);
         let sorted = sorted_keys(&strings);
-        let back = SortedKeys::read(
-            file_of(&sorted),
-            &columns(&strings),
-            None,
-        )
-        .unwrap();
+        let back = SortedKeys::read(file_of(&sorted), &columns(&strings), None).unwrap();
         assert_eq!(ids(&back.batch), [1, 3, 5]);
     }
 

@@ -93,8 +93,12 @@ fn lines_from(message: &str, first: usize) -> String {
 fn in_condition(message: &str, first: usize, lines: usize) -> String {
     let past_end = message.match_indices("line ").any(|(at, _)| {
         let rest = &message[at + 5..];
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-        rest[..digits].parse::<usize>().is_ok_and(|line| line >= first + lines)
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        rest[..digits]
+            .parse::<usize>()
+            .is_ok_and(|line| line >= first + lines)
     });
     if past_end {
         return "it ends before it is complete (Firebird expected more after its last word)".into();
@@ -806,8 +810,9 @@ impl FirebirdSession {
     fn start_readers(&self, count: usize) -> Result<Vec<FirebirdReader>, ExecError> {
         match self.consistency {
             Consistency::SharedSnapshot => {
-                let attachments = self.db
-                    .attach_readers(count, self.context.read_group, &self.aborted)?;
+                let attachments =
+                    self.db
+                        .attach_readers(count, self.context.read_group, &self.aborted)?;
                 self.attachments
                     .lock()
                     .unwrap()
@@ -828,8 +833,9 @@ impl FirebirdSession {
                 Ok(vec![self.reader(tr)])
             }
             Consistency::SnapshotPerReader => {
-                let attachments = self.db
-                    .attach_readers(count, self.context.read_group, &self.aborted)?;
+                let attachments =
+                    self.db
+                        .attach_readers(count, self.context.read_group, &self.aborted)?;
                 self.attachments
                     .lock()
                     .unwrap()
@@ -1067,7 +1073,8 @@ mod tests {
     #[test]
     fn a_condition_cut_short_is_not_shown_the_query_around_it() {
         // `--where 'S_QUANTITY <'`: Firebird meets fbunload's `)` on line 3.
-        let message = "Dynamic SQL Error; SQL error code = -104; Token unknown - line 3, column 1; )";
+        let message =
+            "Dynamic SQL Error; SQL error code = -104; Token unknown - line 3, column 1; )";
         let said = in_condition(message, 2, 1);
         assert!(said.contains("ends before it is complete"), "{said}");
         assert!(!said.contains("; )") && !said.contains("line"), "{said}");

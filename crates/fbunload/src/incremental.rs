@@ -112,7 +112,13 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
                 )
             })?;
             let count = change.and_then(|c| c.keys);
-            to_read.push((table.name.clone(), file.name.clone(), contents, columns, count));
+            to_read.push((
+                table.name.clone(),
+                file.name.clone(),
+                contents,
+                columns,
+                count,
+            ));
             has_keys = true;
         }
         tables.push(PreviousTable {

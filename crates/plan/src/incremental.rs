@@ -115,7 +115,10 @@ impl Role {
     /// Whether the entry is a helper read of another table's, which the
     /// manifest and the summary do not list.
     pub fn is_helper(&self) -> bool {
-        matches!(self, Role::UnchangedCount { .. } | Role::UnchangedKeys { .. })
+        matches!(
+            self,
+            Role::UnchangedCount { .. } | Role::UnchangedKeys { .. }
+        )
     }
 }
 
@@ -270,9 +273,11 @@ pub fn read_primary_keys(tr: &Transaction) -> Result<HashMap<String, Vec<String>
 /// slot 1; `None` (and the bytes) for a layout fbunload does not know.
 pub fn read_row_places(tr: &Transaction) -> Result<(Option<RowPlaces>, Vec<u8>), ClientError> {
     let mut probe = Vec::new();
-    query(tr, "SELECT MAKE_DBKEY(1, 0, 1, 0) FROM RDB$DATABASE", |row| {
-        probe = row.value(0).unwrap_or_default().to_vec()
-    })?;
+    query(
+        tr,
+        "SELECT MAKE_DBKEY(1, 0, 1, 0) FROM RDB$DATABASE",
+        |row| probe = row.value(0).unwrap_or_default().to_vec(),
+    )?;
     Ok((RowPlaces::from_probe(&probe), probe))
 }
 
@@ -322,11 +327,20 @@ mod tests {
         assert_eq!(places.records_per_page, 480);
         assert_eq!(places.first_number_at(1632), 1632 * 480 + 1);
         let big = [0, 0, 0, 1, 0, 0, 1, 0xe1];
-        assert_eq!(RowPlaces::from_probe(&big), Some(RowPlaces { layout: DbKeyLayout::BigEndian, records_per_page: 480 }));
+        assert_eq!(
+            RowPlaces::from_probe(&big),
+            Some(RowPlaces {
+                layout: DbKeyLayout::BigEndian,
+                records_per_page: 480
+            })
+        );
         // The top byte of a 40-bit record number.
         let key = [0x80, 0, 0, 5, 9, 0, 0, 0];
         assert_eq!(DbKeyLayout::LittleEndian.number(&key), Some(5 << 32 | 9));
-        assert_eq!(DbKeyLayout::BigEndian.number(&[5, 0, 0, 0x80, 0, 0, 0, 9]), Some(5 << 32 | 9));
+        assert_eq!(
+            DbKeyLayout::BigEndian.number(&[5, 0, 0, 0x80, 0, 0, 0, 9]),
+            Some(5 << 32 | 9)
+        );
         // Anything else is not guessed at.
         assert_eq!(RowPlaces::from_probe(&[7; 8]), None);
         assert_eq!(RowPlaces::from_probe(&[1, 0, 0, 0, 1, 0, 0, 0]), None);

@@ -543,7 +543,8 @@ impl Plan {
                 .collect();
             present.key_columns = (0..key.columns.len()).collect();
             present.computed = Vec::new();
-            present.select = with_db_key(&select_list(&key, options.trim_char_on_server), &key.name);
+            present.select =
+                with_db_key(&select_list(&key, options.trim_char_on_server), &key.name);
             present.condition = Some(unchanged.to_string());
             present.role = Role::UnchangedKeys { of };
             present.unit_count = 0;
@@ -558,6 +559,12 @@ impl Plan {
     /// How many entries of the plan are of `kind`.
     pub fn count_of(&self, kind: Kind) -> usize {
         self.listed().filter(|t| t.kind == kind).count()
+    }
+
+    /// How many tables, views and queries it reads (not counting the
+    /// helper reads of an incremental run).
+    pub fn listed_len(&self) -> usize {
+        self.listed().count()
     }
 
     /// The entries but the helper reads of an incremental run.
