@@ -1058,6 +1058,65 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
     assert_eq!((&summary["workers"], &summary["processes"]), (&4.into(), &2.into()));
 }
 
+/// An incremental run in reader processes writes the change set one
+/// worker thread writes: the counts of unchanged rows, and the keys read
+/// again in the units that lost rows, come from the children too.
+#[test]
+fn reader_processes_write_the_change_set_one_thread_writes() {
+    let Some(server) = fb5("reader_processes_write_the_change_set_one_thread_writes") else {
+        return;
+    };
+    let file = server.file("procsince");
+    let _removed = Removed(file.clone());
+    // Over two pointer pages at 4 KiB pages: several units.
+    let att = server.create(
+        &file,
+        &[
+            "CREATE TABLE K (ID INTEGER NOT NULL PRIMARY KEY, PAD VARCHAR(400))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 9000) DO BEGIN \
+               INSERT INTO K VALUES (:I, RPAD('', 400, 'k' || :I)); I = I + 1; END END",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str| dir.path().join(name);
+    let unload = |name: &str, args: &[&str]| {
+        // CSV: Parquet files name the run's snapshot, which differs.
+        let mut all = vec!["-f", "csv", "--unit-pages", "64", "-o"];
+        let target = out(name);
+        all.push(target.to_str().unwrap());
+        all.extend_from_slice(args);
+        let run = server.fbunload(&file, &all);
+        assert!(run.status.success(), "{args:?}: {}", stderr(&run));
+    };
+    unload("base", &["--keep-keys"]);
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    for sql in [
+        // Deletes in the first rows only: some units lose rows, not all.
+        "DELETE FROM K WHERE ID < 2000 AND MOD(ID, 97) = 3",
+        "UPDATE K SET PAD = 'changed' WHERE MOD(ID, 501) = 1",
+        "UPDATE K SET ID = ID + 100000 WHERE MOD(ID, 703) = 2",
+        "INSERT INTO K VALUES (200000, 'new')",
+    ] {
+        tr.execute(sql).unwrap();
+    }
+    tr.commit().unwrap();
+    let base = out("base");
+    let since = ["--since", base.to_str().unwrap()];
+    unload("threads", &[&since[..], &["-j", "1", "--processes", "0"]].concat());
+    unload("processes", &[&since[..], &["-j", "3", "--processes", "2"]].concat());
+    assert!(files(&out("processes")) == files(&out("threads")), "the change sets differ");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out("processes").join("manifest.json")).unwrap())
+            .unwrap();
+    let change = &manifest["tables"][0]["change"];
+    assert_eq!(change["mode"], "changes", "{change}");
+    // 21 rows deleted, and 13 whose key changed.
+    assert_eq!(change["deletes"], 21 + 13, "{change}");
+    let rechecked = change["rechecked_units"].as_u64().unwrap();
+    let units = manifest["tables"][0]["units"].as_u64().unwrap_or(u64::MAX);
+    assert!(rechecked > 0 && rechecked < units, "{rechecked} of {units} units: {change}");
+}
+
 /// Reader processes join the run's one snapshot: the books balance while
 /// two writers move money through the same server.
 #[test]
