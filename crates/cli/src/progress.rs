@@ -114,6 +114,14 @@ impl Progress for Display {
         self.refresh();
     }
 
+    fn more_units(&self, units: &[Unit]) {
+        let unit_pages = self.unit_pages.load(Ordering::Relaxed);
+        self.units.fetch_add(units.len(), Ordering::Relaxed);
+        self.bar
+            .inc_length(units.iter().map(|u| unit_weight(u, unit_pages)).sum());
+        self.refresh();
+    }
+
     fn warning(&self, message: &str) {
         self.bar
             .suspend(|| eprintln!("fbunload: warning: {message}"));
@@ -224,6 +232,16 @@ impl Progress for JsonLines {
             "units_done": done,
             "units": self.units.load(Ordering::Relaxed),
             "rows_read": self.rows.load(Ordering::Relaxed),
+        }));
+    }
+
+    fn more_units(&self, units: &[Unit]) {
+        let total = self.units.fetch_add(units.len(), Ordering::Relaxed) + units.len();
+        self.emit(json!({
+            "event": "more_units",
+            "seconds": self.seconds(),
+            "units": units.len(),
+            "units_total": total,
         }));
     }
 

@@ -70,6 +70,39 @@ fn base(dir: &Path) -> (PathBuf, PathBuf) {
     (db, old)
 }
 
+/// A unit whose count of unchanged rows falls short has its keys read
+/// again: the progress says so, and counts those units in.
+#[test]
+fn a_unit_that_lost_a_row_is_rechecked_and_the_progress_counts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    execute(&db, &["DELETE FROM S WHERE ID = 1"]);
+    let new = dir.path().join("new");
+    let out = fbunload(
+        &db,
+        &["--since", path(&old), "--progress", "json", "-o", path(&new)],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<serde_json::Value> = stderr(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let of = |kind: &'static str| events.iter().filter(move |e| e["event"] == kind);
+    let planned = of("started").next().unwrap()["units"].as_u64().unwrap();
+    let more: u64 = of("more_units").map(|e| e["units"].as_u64().unwrap()).sum();
+    assert!(more >= 1, "no unit rechecked: {}", stderr(&out));
+    assert_eq!(of("unit").count() as u64, planned + more);
+    let manifest = read_manifest(&new);
+    let s = manifest["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "S")
+        .unwrap();
+    assert_eq!(s["change"]["deletes"], 1, "{s}");
+    assert_eq!(s["change"]["rechecked_units"], 1, "{s}");
+}
+
 fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let mut manifest = read_manifest(dir);
     edit(&mut manifest);

@@ -355,7 +355,6 @@ impl FileOutput {
     /// Publishes each table's keys and, for a table read for its changes,
     /// its deletes (see `keys`).
     fn finish_keys(&self, dir: &Arc<OutputDir>) -> Result<Vec<KeyOutcome>, ExecError> {
-
         let entries = self.key_tables.get().map_or(&[][..], Vec::as_slice);
         let plan_len = self.tables().len();
         let snapshot_number = self.snapshot_number.get().copied().flatten();

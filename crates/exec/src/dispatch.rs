@@ -411,6 +411,9 @@ impl<'r, S: Session> Run<'r, S> {
                         asked = self.destination.follow_ups()?;
                         Ok(())
                     });
+                    if !asked.is_empty() {
+                        self.progress.more_units(&asked);
+                    }
                     // Taken from the end: the first asked is read first.
                     asked.reverse();
                     *follow_ups = Some(asked);

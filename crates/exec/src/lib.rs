@@ -210,6 +210,9 @@ pub trait Progress: Sync {
     /// Rows read, as batches arrive (a redone unit counts again).
     fn rows_read(&self, _rows: u64) {}
     fn unit_finished(&self, _unit: &Unit, _rows: u64) {}
+    /// Units the destination asked for once the planned ones were written
+    /// ([`Destination::follow_ups`]): more work than `started` said.
+    fn more_units(&self, _units: &[Unit]) {}
     fn table_finished(&self, _table: &str, _rows: u64) {}
     /// Something went wrong and was recovered from (a unit redone).
     fn warning(&self, _message: &str) {}
