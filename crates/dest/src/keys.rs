@@ -544,23 +544,6 @@ impl SortedKeys {
         })
     }
 
-    /// The keys of `self` that `new` has not, in order.
-    pub fn missing_from(&self, new: &SortedKeys) -> Result<RecordBatch, String> {
-        let mut gone = Vec::new();
-        let mut j = 0;
-        for row in 0..self.len() {
-            let key = self.key(row);
-            while j < new.len() && new.key(j) < key {
-                j += 1;
-            }
-            if j == new.len() || new.key(j) != key {
-                gone.push(row as u64);
-            }
-        }
-        arrow_select::take::take_record_batch(&self.batch, &UInt64Array::from(gone))
-            .map_err(|e| e.to_string())
-    }
-
     /// The keys as a keys file holds them.
     pub fn into_file(self) -> KeysFile {
         KeysFile {
@@ -732,15 +715,15 @@ pub fn changes_since(
     })
 }
 
-/// The units of a table to read the unchanged keys of: those where fewer
-/// (or more) rows are unchanged (`counted`, per unit and its range of
-/// DB_KEY numbers) than rows of the previous run lie there and are
-/// neither read again (by key) nor in a place a changed row took.
+/// The units of a table to read the unchanged keys of, with their ranges:
+/// those where fewer (or more) rows are unchanged (`counted`, per unit and
+/// its range of DB_KEY numbers) than rows of the previous run lie there
+/// and are neither read again (by key) nor in a place a changed row took.
 pub fn units_to_recheck(
     old: &SortedKeys,
     compared: &Compared,
     counted: &[(Unit, (u64, u64), u64)],
-) -> Vec<Unit> {
+) -> Vec<(Unit, (u64, u64))> {
     let mut places: Vec<u64> = (0..old.len())
         .filter(|&row| !compared.upserted[row] && !compared.taken(old.numbers[row]))
         .map(|row| old.numbers[row])
@@ -752,7 +735,7 @@ pub fn units_to_recheck(
             let there = places.partition_point(|&n| n < *hi) - places.partition_point(|&n| n < *lo);
             there as u64 != *count
         })
-        .map(|(unit, _, _)| *unit)
+        .map(|(unit, range, _)| (*unit, *range))
         .collect()
 }
 
@@ -930,7 +913,7 @@ mod tests {
         let counted = [(unit(0), (0, 6), 3), (unit(1), (6, u64::MAX), 4)];
         let compared = Compared::new(&old, upserts);
         let rechecks = units_to_recheck(&old, &compared, &counted);
-        assert_eq!(rechecks, [unit(1)]);
+        assert_eq!(rechecks, [(unit(1), (6, u64::MAX))]);
         let rechecked = at(&[6, 7, 9, 10], &[6, 7, 9, 10]);
         let changes = changes_since(&old, &compared, &rechecked, &[(6, u64::MAX)]).unwrap();
         assert_eq!(ids(&changes.deletes), [5, 8]);
@@ -987,10 +970,21 @@ mod tests {
     fn deletes_are_the_old_keys_the_new_set_lacks() {
         let old = batch(&[12, 2, 3, 1], &["", "y", "z", "x"]);
         let old = sorted_keys(&old);
-        let new = sorted_keys(&batch(&[3, 1, 1], &["z", "2", "x"]));
         assert_eq!(ids(&old.batch), [1, 2, 3, 12]);
-        assert_eq!(ids(&old.missing_from(&new).unwrap()), [2, 12]);
-        assert_eq!(new.missing_from(&new).unwrap().num_rows(), 0);
+        // The new set: (1, "2") new, at a place of its own; the rest
+        // unchanged where they were, every place rechecked.
+        let keys = |ids: &[i32], names: &[&str], numbers: &[u64]| {
+            SortedKeys::sort(&[batch(ids, names)], numbers.to_vec()).unwrap()
+        };
+        let upserts = Compared::new(&old, keys(&[1], &["2"], &[9]));
+        let unchanged = keys(&[3, 1], &["z", "x"], &[3, 4]);
+        let everywhere = [(0, u64::MAX)];
+        let changes = changes_since(&old, &upserts, &unchanged, &everywhere).unwrap();
+        assert_eq!(ids(&changes.deletes), [2, 12]);
+        let new = keys(&[3, 1, 1], &["z", "2", "x"], &[3, 9, 4]);
+        let nothing = Compared::new(&new, keys(&[], &[], &[]));
+        let same = changes_since(&new, &nothing, &new, &everywhere).unwrap();
+        assert_eq!(same.deletes.num_rows(), 0);
     }
 
     #[test]
@@ -1088,7 +1082,7 @@ mod tests {
         let back = SortedKeys::read(file, &columns(&b), Some(2_000_000)).unwrap();
         assert_eq!(back.batch, sorted.batch);
         assert_eq!(back.numbers, sorted.numbers);
-        assert_eq!(back.missing_from(&sorted).unwrap().num_rows(), 0);
+        assert_eq!((&back.bytes, &back.ends), (&sorted.bytes, &sorted.ends));
 
         let strings = batch(&[5, 1, 3], &["\0b", "a", ""]);
         let sorted = sorted_keys(&strings);

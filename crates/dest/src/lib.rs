@@ -338,16 +338,14 @@ impl FileOutput {
         }
         let units = keys::units_to_recheck(old, compared, &counted);
         let mut rechecked = changes.rechecked.lock().unwrap();
-        for unit in &units {
-            if let Some((_, range, _)) = counted.iter().find(|(u, _, _)| u == unit) {
-                rechecked.push(*range);
-            }
-        }
         Ok(units
             .into_iter()
-            .map(|unit| Unit {
-                table: changes.recheck_entry,
-                ..unit
+            .map(|(unit, range)| {
+                rechecked.push(range);
+                Unit {
+                    table: changes.recheck_entry,
+                    ..unit
+                }
             })
             .collect())
     }
@@ -511,12 +509,10 @@ impl Destination for FileOutput {
             }));
         }
         for entry in &mut key_entries {
-            let helper = |wanted: &dyn Fn(&Role) -> bool| {
-                run.plan.tables.iter().position(|t| wanted(&t.role))
-            };
+            let entry_of = |role: Role| run.plan.tables.iter().position(|t| t.role == role);
             let of = entry.of;
-            let count = helper(&|r| *r == Role::UnchangedCount { of });
-            let recheck = helper(&|r| *r == Role::UnchangedKeys { of });
+            let count = entry_of(Role::UnchangedCount { of });
+            let recheck = entry_of(Role::UnchangedKeys { of });
             if let (Some(count), Some(recheck)) = (count, recheck) {
                 entry.changes = Some(ChangeReads {
                     units: run.plan.units_of(count).copied().collect(),

@@ -412,11 +412,7 @@ impl Plan {
                 slots,
                 driving: None,
                 casts: Vec::new(),
-                byte_charsets: table
-                    .columns
-                    .iter()
-                    .map(|c| c.charset_id.filter(|_| read_as_bytes(c)))
-                    .collect(),
+                byte_charsets: byte_charsets(&table.columns),
             });
             per_table_units.push(units);
         }
@@ -536,11 +532,7 @@ impl Plan {
             present.columns = key.columns.iter().map(|c| c.name.clone()).collect();
             present.declared_types = key.columns.iter().map(Column::declared_type).collect();
             present.arrays = vec![None; key.columns.len()];
-            present.byte_charsets = key
-                .columns
-                .iter()
-                .map(|c| c.charset_id.filter(|_| read_as_bytes(c)))
-                .collect();
+            present.byte_charsets = byte_charsets(&key.columns);
             present.key_columns = (0..key.columns.len()).collect();
             present.computed = Vec::new();
             present.select =
@@ -656,6 +648,15 @@ fn with_db_key(select: &str, table: &str) -> String {
         .strip_suffix(&from)
         .expect("a table's select ends with its FROM");
     format!("{list}, {DB_KEY_COLUMN}{from}")
+}
+
+/// For each column, the character set to decode it in where the select
+/// reads it as its bytes (see [`read_as_bytes`]).
+fn byte_charsets(columns: &[Column]) -> Vec<Option<u8>> {
+    columns
+        .iter()
+        .map(|c| c.charset_id.filter(|_| read_as_bytes(c)))
+        .collect()
 }
 
 /// Whether the select reads a column as its bytes, `CHARACTER SET NONE`,
