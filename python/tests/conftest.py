@@ -40,6 +40,16 @@ def make_database(path, statements, page_size=None, password=PASSWORD):
     return str(path)
 
 
+def fb5_server():
+    """(address, directory, password) of the Firebird 5 server
+    scripts/fb5-server.sh starts; the test is skipped where none runs."""
+    names = ["FBUNLOAD_TEST_FB5", "FBUNLOAD_TEST_FB5_DIR", "FBUNLOAD_TEST_FB5_PASSWORD"]
+    address, directory, password = [os.environ.get(name) for name in names]
+    if password is None:
+        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; docs/server.md)")
+    return address, directory, password
+
+
 def connection(database: str, password: str = PASSWORD):
     return connect(database, user=USER, password=password, charset="UTF8")
 

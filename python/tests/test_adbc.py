@@ -13,7 +13,7 @@ import pytest
 
 import fbunload
 import fbunload.adbc
-from conftest import PASSWORD, USER, connection, make_database
+from conftest import PASSWORD, USER, connection, fb5_server, make_database
 
 adbc_errors = pytest.importorskip("adbc_driver_manager")
 AUTH = dict(user=USER, password=PASSWORD)
@@ -180,12 +180,7 @@ def test_partitions_read_in_two_processes_join_one_snapshot_on_a_firebird_5_serv
     holder and both readers attach over TCP; skipped where none runs."""
     import json
 
-    address, directory, password = [
-        os.environ.get(name)
-        for name in ["FBUNLOAD_TEST_FB5", "FBUNLOAD_TEST_FB5_DIR", "FBUNLOAD_TEST_FB5_PASSWORD"]
-    ]
-    if password is None:
-        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; docs/server.md)")
+    address, directory, password = fb5_server()
     dsn = f"{address}:{directory}/adbc-bank-{os.getpid()}.fdb"
     script = os.path.join(os.path.dirname(__file__), "adbc_partitions.py")
     try:

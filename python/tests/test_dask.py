@@ -13,7 +13,7 @@ from pandas.testing import assert_frame_equal
 
 import fbunload
 import fbunload.dask
-from conftest import PASSWORD, USER, connection, make_database
+from conftest import PASSWORD, USER, connection, fb5_server, make_database
 
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
@@ -315,10 +315,7 @@ def test_worker_processes_join_one_snapshot_on_a_superclassic_engine(tmp_path):
 def fb5_bank():
     """The bank on the Firebird 5 server scripts/fb5-server.sh starts, as
     (dsn, password); skipped where none runs."""
-    names = ["FBUNLOAD_TEST_FB5", "FBUNLOAD_TEST_FB5_DIR", "FBUNLOAD_TEST_FB5_PASSWORD"]
-    address, directory, password = [os.environ.get(name) for name in names]
-    if password is None:
-        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; docs/server.md)")
+    address, directory, password = fb5_server()
     dsn = f"{address}:{directory}/dask-bank-{os.getpid()}.fdb"
     make_database(dsn, BANK, page_size=4096, password=password)
     yield dsn, password

@@ -10,17 +10,12 @@ import sys
 import pytest
 
 import fbunload
-from conftest import connection, make_database
+from conftest import connection, fb5_server, make_database
 
 
 @pytest.fixture(scope="module")
 def server_db():
-    address, directory, password = [
-        os.environ.get(name)
-        for name in ["FBUNLOAD_TEST_FB5", "FBUNLOAD_TEST_FB5_DIR", "FBUNLOAD_TEST_FB5_PASSWORD"]
-    ]
-    if password is None:
-        pytest.skip("no Firebird 5 server (scripts/fb5-server.sh; README: Against a real server)")
+    address, directory, password = fb5_server()
     dsn = f"{address}:{directory}/py-procs-{os.getpid()}.fdb"
     make_database(
         dsn,

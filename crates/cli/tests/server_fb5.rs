@@ -942,6 +942,15 @@ fn all_end(pids: &[u32]) -> bool {
     true
 }
 
+/// fbunload reading `file` into `out` with 4 workers in 2 reader processes
+/// (units of 64 pages, so there is time to act meanwhile), its stderr
+/// piped.
+fn spawn_in_two_reader_processes(server: &Fb5, file: &Path, out: &Path) -> std::process::Child {
+    let args = ["-j", "4", "--processes", "2", "--unit-pages", "64", "-o"];
+    let mut command = server.command(file, &args);
+    command.arg(out).stderr(Stdio::piped()).spawn().unwrap()
+}
+
 /// The reader processes of a running fbunload, once it has started them.
 fn reader_processes(child: &mut std::process::Child, count: usize) -> Vec<u32> {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -1150,23 +1159,7 @@ fn a_killed_reader_process_has_its_units_redone() {
     assert!(run.status.success(), "{}", stderr(&run));
 
     let out = dir.path().join("out");
-    let mut child = server
-        .command(
-            &file,
-            &[
-                "-j",
-                "4",
-                "--processes",
-                "2",
-                "--unit-pages",
-                "64",
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        )
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_in_two_reader_processes(&server, &file, &out);
     let readers = reader_processes(&mut child, 2);
     for reader in &readers {
         let cmdline = std::fs::read(format!("/proc/{reader}/cmdline")).unwrap();
@@ -1216,23 +1209,7 @@ fn a_stopped_run_leaves_no_reader_process() {
     let dir = tempfile::tempdir().unwrap();
     for signal in ["-INT", "-TERM", "-KILL"] {
         let out = dir.path().join(format!("out{signal}"));
-        let mut child = server
-            .command(
-                &file,
-                &[
-                    "-j",
-                    "4",
-                    "--processes",
-                    "2",
-                    "--unit-pages",
-                    "64",
-                    "-o",
-                    out.to_str().unwrap(),
-                ],
-            )
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_in_two_reader_processes(&server, &file, &out);
         let readers = reader_processes(&mut child, 2);
         wait_until_writing(&mut child, &out, "WIDE.csv");
         let sent = Command::new("kill")
