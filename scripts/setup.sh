@@ -20,6 +20,9 @@ missing_debs=()
 for pkg in libtommath1 libicu72 firebird3.0-examples; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
+# postgresql-15: the private cluster the PostgreSQL destination's tests
+# run against (scripts/pg-cluster.sh).
+[ -x /usr/lib/postgresql/15/bin/initdb ] || missing_debs+=(postgresql-15)
 # Rust links through the system's C compiler (and zstd's C code needs it).
 command -v cc >/dev/null 2>&1 || missing_debs+=(gcc libc6-dev)
 if [ "${FBUNLOAD_SKIP_WINE:-}" != 1 ]; then

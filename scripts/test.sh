@@ -42,6 +42,17 @@ if [ -x "$fb5_home/bin/firebird" ] && [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]
 else
   echo "==> no Firebird 5 server in $fb5_home: its tests are skipped (docs/server.md)" >&2
 fi
+# A private PostgreSQL 15 cluster for the PostgreSQL destination's tests
+# (scripts/pg-cluster.sh), stopped at the end; where it cannot start, they
+# say they are skipped.
+if [ -z "${FBUNLOAD_TEST_PG_URI:-}" ]; then
+  if pg_env=$(bash scripts/pg-cluster.sh start); then
+    eval "$pg_env"
+    stop_servers="${stop_servers:-true}; bash scripts/pg-cluster.sh stop $FBUNLOAD_TEST_PG_DIR"
+  else
+    echo "==> the private PostgreSQL cluster did not start: its tests are skipped" >&2
+  fi
+fi
 # The embedded engine's lock files go to a directory of this run's own:
 # in the shared default (/tmp/firebird) a lock file another engine left
 # for a deleted database can meet a new test database that got the same
