@@ -33,6 +33,9 @@ pub struct RunInfo<'a> {
     /// The DDL of the plan's tables, read at the snapshot, where the
     /// destination [keeps one](Destination::keeps_schema).
     pub schema_sql: Option<&'a str>,
+    /// The catalog model `schema_sql` is written from: a database
+    /// destination makes its own DDL of it.
+    pub schema: Option<&'a fbunload_plan::schema::Schema>,
 }
 
 /// Receives the units of a run.

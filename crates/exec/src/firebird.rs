@@ -767,7 +767,10 @@ impl FirebirdSession {
     /// snapshot so that it describes the data read; where readers have
     /// snapshots of their own (Firebird 3, `--allow-inconsistent`), in one
     /// more.
-    fn schema_sql_at_snapshot(&self, plan: &Plan) -> Result<Option<String>, ExecError> {
+    fn schema_at_snapshot(
+        &self,
+        plan: &Plan,
+    ) -> Result<Option<fbunload_plan::schema::Schema>, ExecError> {
         let names: Vec<String> = plan
             .tables
             .iter()
@@ -794,7 +797,7 @@ impl FirebirdSession {
                 "reading the tables' DDL for schema.sql failed ({e}); --no-schema skips it"
             ))
         })?;
-        Ok(Some(schema.to_sql()))
+        Ok(Some(schema))
     }
 
     /// The transaction `--verify` counts in.
@@ -914,8 +917,8 @@ impl Session for FirebirdSession {
         self.joined.get().map(|j| j.marks)
     }
 
-    fn schema_sql(&self, plan: &Plan) -> Result<Option<String>, ExecError> {
-        self.schema_sql_at_snapshot(plan)
+    fn schema(&self, plan: &Plan) -> Result<Option<fbunload_plan::schema::Schema>, ExecError> {
+        self.schema_at_snapshot(plan)
     }
 
     fn check(&self) -> Result<(), ExecError> {

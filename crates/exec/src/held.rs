@@ -308,8 +308,13 @@ impl SnapshotReader {
                 .start_transaction(TransactionMode::ReadOnlySnapshot)
                 .map_err(ExecError::Client)?,
         };
-        let (plan, schemas) =
-            firebird::plan_in(&tr, filter, PlanOptions::default(), ticket.is_some(), &types)?;
+        let (plan, schemas) = firebird::plan_in(
+            &tr,
+            filter,
+            PlanOptions::default(),
+            ticket.is_some(),
+            &types,
+        )?;
         let schema = schemas[0].clone();
         let context = ReadContext {
             plan: Arc::new(plan),

@@ -292,9 +292,7 @@ impl Prepared {
         }
         // The embedded engine cannot be shared by processes.
         let processes = match consistency {
-            Consistency::SharedSnapshot
-                if main.is_remote() && options.reader_command.is_some() =>
-            {
+            Consistency::SharedSnapshot if main.is_remote() && options.reader_command.is_some() => {
                 options.processes.min(workers)
             }
             _ => 0,
@@ -432,10 +430,11 @@ impl Dispatching<'_> {
             let snapshot_number = session.snapshot_number();
             start.snapshot_number = snapshot_number;
             start.snapshot_marks = session.snapshot_marks();
-            let schema_sql = match self.read_schema {
-                true => session.schema_sql(plan)?,
+            let schema = match self.read_schema {
+                true => session.schema(plan)?,
                 false => None,
             };
+            let schema_sql = schema.as_ref().map(|s| s.to_sql());
             progress.started(plan, start);
             if let Some(warning) = consistency_warning(start, self.parallel) {
                 progress.warning(&warning);
@@ -445,6 +444,7 @@ impl Dispatching<'_> {
                 schemas,
                 snapshot_number,
                 schema_sql: schema_sql.as_deref(),
+                schema: schema.as_ref(),
             })
         };
         dispatch(

@@ -38,8 +38,9 @@ pub(crate) trait Session: Sync {
     /// data as the others.
     fn rejoin(&self) -> Result<Self::Reader, ExecError>;
 
-    /// The DDL of `plan`'s tables at the run's snapshot (`schema.sql`).
-    fn schema_sql(&self, _plan: &Plan) -> Result<Option<String>, ExecError> {
+    /// The catalog model of `plan`'s tables at the run's snapshot (what
+    /// `schema.sql` and a database destination's DDL are written from).
+    fn schema(&self, _plan: &Plan) -> Result<Option<fbunload_plan::schema::Schema>, ExecError> {
         Ok(None)
     }
 

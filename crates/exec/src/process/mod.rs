@@ -234,9 +234,16 @@ impl Child {
         let reason = match ended {
             Some(broken) => {
                 self.kill();
-                format!("reader process {} sent what is not fbunload's: {broken}", self.number)
+                format!(
+                    "reader process {} sent what is not fbunload's: {broken}",
+                    self.number
+                )
             }
-            None => format!("reader process {} ended ({})", self.number, self.exit_status()),
+            None => format!(
+                "reader process {} ended ({})",
+                self.number,
+                self.exit_status()
+            ),
         };
         for tx in &slots {
             let _ = tx.send(FromSlot::Gone(reason.clone()));
@@ -453,7 +460,9 @@ impl Session for ProcessSession {
             for child in &children {
                 match child.control() {
                     Control::Joined(found) => oldest.extend(found),
-                    other => return Err(process_failed(child, "could not join the snapshot", other)),
+                    other => {
+                        return Err(process_failed(child, "could not join the snapshot", other))
+                    }
                 }
             }
             Ok(((), oldest))
@@ -497,8 +506,8 @@ impl Session for ProcessSession {
         self.inner.count(table)
     }
 
-    fn schema_sql(&self, plan: &Plan) -> Result<Option<String>, ExecError> {
-        self.inner.schema_sql(plan)
+    fn schema(&self, plan: &Plan) -> Result<Option<fbunload_plan::schema::Schema>, ExecError> {
+        self.inner.schema(plan)
     }
 
     /// Reader processes are killed: their calls end with them.

@@ -93,9 +93,10 @@ fn serve(input: &mut impl io::Read, out: &Output) -> Result<(), ExecError> {
     let mut schemas = Vec::with_capacity(setup.plan.tables.len());
     for _ in 0..setup.plan.tables.len() {
         match wire::read_frame(input).map_err(protocol)? {
-            Some(f) if f.tag == Tag::Schema => {
-                schemas.push(wire::schema_from(&f.payload).map_err(|e| protocol(wire::corrupt(&e.to_string())))?)
-            }
+            Some(f) if f.tag == Tag::Schema => schemas.push(
+                wire::schema_from(&f.payload)
+                    .map_err(|e| protocol(wire::corrupt(&e.to_string())))?,
+            ),
             _ => return Err(protocol(wire::corrupt("a schema was expected"))),
         }
     }
@@ -134,7 +135,10 @@ fn serve(input: &mut impl io::Read, out: &Output) -> Result<(), ExecError> {
         schemas: Arc::new(schemas),
         types: TypeOptions {
             none_text: TextDecoder::for_charset(&setup.none_text).ok_or_else(|| {
-                protocol(wire::corrupt(&format!("unknown character set {:?}", setup.none_text)))
+                protocol(wire::corrupt(&format!(
+                    "unknown character set {:?}",
+                    setup.none_text
+                )))
             })?,
             decimal256: setup.decimal256,
         },

@@ -72,7 +72,12 @@ pub(crate) struct Frame {
     pub payload: Vec<u8>,
 }
 
-pub(crate) fn write_frame(out: &mut impl Write, tag: Tag, slot: u32, payload: &[u8]) -> io::Result<()> {
+pub(crate) fn write_frame(
+    out: &mut impl Write,
+    tag: Tag,
+    slot: u32,
+    payload: &[u8],
+) -> io::Result<()> {
     let len = u32::try_from(payload.len() + 5)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too big"))?;
     let mut head = [0u8; 9];
@@ -106,7 +111,10 @@ pub(crate) fn read_frame(input: &mut impl Read) -> io::Result<Option<Frame>> {
 }
 
 pub(crate) fn corrupt(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("reader process protocol: {what}"))
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("reader process protocol: {what}"),
+    )
 }
 
 /// What a reader process needs to attach and read units like a worker
@@ -168,7 +176,9 @@ pub(crate) fn u64_payload(value: u64) -> [u8; 8] {
 
 pub(crate) fn payload_u64(bytes: &[u8]) -> io::Result<u64> {
     Ok(u64::from_le_bytes(
-        bytes.try_into().map_err(|_| corrupt("a number of the wrong size"))?,
+        bytes
+            .try_into()
+            .map_err(|_| corrupt("a number of the wrong size"))?,
     ))
 }
 
@@ -208,7 +218,10 @@ mod tests {
         write_frame(&mut bytes, Tag::Ack, WHOLE, b"").unwrap();
         let mut input = bytes.as_slice();
         let first = read_frame(&mut input).unwrap().unwrap();
-        assert_eq!((first.tag, first.slot, first.payload.as_slice()), (Tag::Read, 3, &b"{}"[..]));
+        assert_eq!(
+            (first.tag, first.slot, first.payload.as_slice()),
+            (Tag::Read, 3, &b"{}"[..])
+        );
         let second = read_frame(&mut input).unwrap().unwrap();
         assert_eq!((second.tag, second.slot), (Tag::Ack, WHOLE));
         assert!(read_frame(&mut input).unwrap().is_none());

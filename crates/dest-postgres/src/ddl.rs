@@ -1,0 +1,461 @@
+//! PostgreSQL DDL from the catalog model that `schema.sql` is written
+//! from ([`Schema`]): what is added once the rows are in (NOT NULL,
+//! constant defaults, primary and unique keys, indices, foreign keys,
+//! sequences and identity columns at Firebird's values), and what does
+//! not translate, with its Firebird source, for the report.
+
+use fbunload_plan::schema::{ConstraintKind, Schema, SequenceValues, TableSchema};
+
+use crate::{ident, pg_name};
+
+/// One statement to run on the staging schema, and what it makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    pub what: String,
+    pub sql: String,
+}
+
+/// What was not carried over, with its Firebird source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untranslated {
+    /// `view`, `trigger`, `procedure`, `check constraint`, `computed
+    /// column`, `index`, `default`, `foreign key`.
+    pub kind: String,
+    pub table: Option<String>,
+    pub name: String,
+    pub source: String,
+    pub why: String,
+}
+
+/// The DDL in the order it runs (each step after the one it needs):
+/// column clauses, keys, indices, foreign keys, sequences; `loaded`
+/// says which columns of each table were loaded (a `--columns` run),
+/// so that nothing names a column that is not there.
+pub fn after_load(
+    schema: &Schema,
+    staging: &str,
+    loaded: &dyn Fn(&str) -> Option<Vec<String>>,
+) -> (Vec<Statement>, Vec<Untranslated>) {
+    let mut statements = Vec::new();
+    let mut foreign = Vec::new();
+    let mut report = Vec::new();
+    let qualified = |table: &str| format!("{}.{}", ident(staging), ident(&pg_name(table)));
+    for table in &schema.tables {
+        let Some(columns) = loaded(&table.name) else {
+            continue;
+        };
+        let has = |c: &String| columns.contains(c);
+        let name = qualified(&table.name);
+        // One ALTER TABLE for every column clause: one scan of the table.
+        let mut clauses = Vec::new();
+        for column in table.columns.iter().filter(|c| has(&c.name)) {
+            let col = ident(&pg_name(&column.name));
+            if column.not_null {
+                clauses.push(format!("ALTER COLUMN {col} SET NOT NULL"));
+            }
+            if let Some(default) = &column.default {
+                match constant_default(default) {
+                    Some(value) => clauses.push(format!("ALTER COLUMN {col} SET DEFAULT {value}")),
+                    None => report.push(Untranslated {
+                        kind: "default".into(),
+                        table: Some(table.name.clone()),
+                        name: column.name.clone(),
+                        source: default.clone(),
+                        why: "not a constant".into(),
+                    }),
+                }
+            }
+        }
+        if !clauses.is_empty() {
+            statements.push(Statement {
+                what: format!("NOT NULL and defaults of {}", table.name),
+                sql: format!("ALTER TABLE {name} {}", clauses.join(", ")),
+            });
+        }
+        for column in table.columns.iter().filter(|c| c.computed_by.is_some()) {
+            report.push(Untranslated {
+                kind: "computed column".into(),
+                table: Some(table.name.clone()),
+                name: column.name.clone(),
+                source: column.computed_by.clone().unwrap_or_default(),
+                why: "its expression is Firebird's SQL; not loaded".into(),
+            });
+        }
+        for constraint in &table.constraints {
+            let label = constraint
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{:?} key", constraint.kind).to_lowercase());
+            if !constraint.columns.iter().all(has) {
+                report.push(Untranslated {
+                    kind: "constraint".into(),
+                    table: Some(table.name.clone()),
+                    name: label,
+                    source: constraint.columns.join(", "),
+                    why: "uses columns not loaded (--columns)".into(),
+                });
+                continue;
+            }
+            let named = match &constraint.name {
+                Some(n) => format!("CONSTRAINT {} ", ident(&pg_name(n))),
+                None => String::new(),
+            };
+            let columns = column_list(&constraint.columns);
+            let (sql, is_foreign) = match &constraint.kind {
+                ConstraintKind::PrimaryKey => (format!("PRIMARY KEY ({columns})"), false),
+                ConstraintKind::Unique => (format!("UNIQUE ({columns})"), false),
+                ConstraintKind::ForeignKey {
+                    table: parent,
+                    columns: referenced,
+                    on_update,
+                    on_delete,
+                } => {
+                    if loaded(parent).is_none_or(|c| !referenced.iter().all(|r| c.contains(r))) {
+                        report.push(Untranslated {
+                            kind: "foreign key".into(),
+                            table: Some(table.name.clone()),
+                            name: label,
+                            source: format!("REFERENCES {parent}"),
+                            why: "its table or columns were not loaded".into(),
+                        });
+                        continue;
+                    }
+                    let mut sql = format!(
+                        "FOREIGN KEY ({columns}) REFERENCES {} ({})",
+                        qualified(parent),
+                        column_list(referenced)
+                    );
+                    for (on, rule) in [("UPDATE", on_update), ("DELETE", on_delete)] {
+                        if let Some(rule) = rule {
+                            sql += &format!(" ON {on} {rule}");
+                        }
+                    }
+                    (sql, true)
+                }
+            };
+            let statement = Statement {
+                what: format!("{label} of {}", table.name),
+                sql: format!("ALTER TABLE {name} ADD {named}{sql}"),
+            };
+            if is_foreign {
+                foreign.push(statement);
+            } else {
+                statements.push(statement);
+            }
+        }
+        indices(table, &name, &has, &mut statements, &mut report);
+        identities(table, staging, &has, &mut statements);
+    }
+    statements.extend(foreign);
+    for (table, constraint) in &schema.skipped_foreign_keys {
+        report.push(Untranslated {
+            kind: "foreign key".into(),
+            table: Some(table.clone()),
+            name: constraint.clone(),
+            source: String::new(),
+            why: "references a table not loaded".into(),
+        });
+    }
+    for sequence in &schema.sequences {
+        let name = format!("{}.{}", ident(staging), ident(&pg_name(&sequence.name)));
+        statements.push(Statement {
+            what: format!("sequence {}", sequence.name),
+            sql: format!(
+                "CREATE SEQUENCE {name} AS bigint {}; {}",
+                sequence_clauses(sequence.values),
+                set_value(&sql_literal(&name), sequence.values)
+            ),
+        });
+    }
+    (statements, report)
+}
+
+fn indices(
+    table: &TableSchema,
+    name: &str,
+    has: &dyn Fn(&String) -> bool,
+    statements: &mut Vec<Statement>,
+    report: &mut Vec<Untranslated>,
+) {
+    for index in &table.indices {
+        let untranslated = |why: &str, source: String| Untranslated {
+            kind: "index".into(),
+            table: Some(table.name.clone()),
+            name: index.name.clone(),
+            source,
+            why: why.into(),
+        };
+        if let Some(expression) = &index.expression {
+            report.push(untranslated(
+                "an expression index: its SQL is Firebird's",
+                expression.clone(),
+            ));
+            continue;
+        }
+        if let Some(condition) = &index.condition {
+            report.push(untranslated(
+                "a partial index: its condition is Firebird's SQL",
+                condition.clone(),
+            ));
+            continue;
+        }
+        if index.inactive {
+            report.push(untranslated(
+                "inactive in Firebird",
+                index.columns.join(", "),
+            ));
+            continue;
+        }
+        if !index.columns.iter().all(has) {
+            report.push(untranslated(
+                "uses columns not loaded (--columns)",
+                index.columns.join(", "),
+            ));
+            continue;
+        }
+        let order = if index.descending { " DESC" } else { "" };
+        let columns: Vec<String> = index
+            .columns
+            .iter()
+            .map(|c| format!("{}{order}", ident(&pg_name(c))))
+            .collect();
+        statements.push(Statement {
+            what: format!("index {} of {}", index.name, table.name),
+            sql: format!(
+                "CREATE {}INDEX {} ON {name} ({})",
+                if index.unique { "UNIQUE " } else { "" },
+                ident(&pg_name(&index.name)),
+                columns.join(", ")
+            ),
+        });
+    }
+}
+
+/// Identity columns, their sequence at Firebird's value.
+fn identities(
+    table: &TableSchema,
+    staging: &str,
+    has: &dyn Fn(&String) -> bool,
+    statements: &mut Vec<Statement>,
+) {
+    for column in table.columns.iter().filter(|c| has(&c.name)) {
+        let Some(identity) = column.identity else {
+            continue;
+        };
+        let name = format!("{}.{}", ident(staging), ident(&pg_name(&table.name)));
+        let sequence = format!(
+            "pg_get_serial_sequence({}, {})",
+            sql_literal(&name),
+            sql_literal(&pg_name(&column.name))
+        );
+        statements.push(Statement {
+            what: format!("identity column {} of {}", column.name, table.name),
+            sql: format!(
+                "ALTER TABLE {name} ALTER COLUMN {} ADD GENERATED {} AS IDENTITY ({}); {}",
+                ident(&pg_name(&column.name)),
+                if identity.always {
+                    "ALWAYS"
+                } else {
+                    "BY DEFAULT"
+                },
+                sequence_clauses(identity.sequence),
+                set_value(&sequence, identity.sequence)
+            ),
+        });
+    }
+}
+
+/// START, INCREMENT and a bound that lets the current value be set.
+fn sequence_clauses(v: SequenceValues) -> String {
+    let increment = if v.increment == 0 { 1 } else { v.increment };
+    let bound = if increment > 0 {
+        format!("MINVALUE {}", v.start.min(v.current))
+    } else {
+        format!("MAXVALUE {}", v.start.max(v.current))
+    };
+    format!("START WITH {} INCREMENT BY {increment} {bound}", v.start)
+}
+
+/// `setval(seq, current, true)`: the next value is current + increment,
+/// what Firebird 4+ gives next.
+fn set_value(sequence: &str, v: SequenceValues) -> String {
+    format!("SELECT setval({sequence}, {}, true)", v.current)
+}
+
+fn column_list(columns: &[String]) -> String {
+    columns
+        .iter()
+        .map(|c| ident(&pg_name(c)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(crate) fn sql_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// A Firebird default that means the same in PostgreSQL: a number, a
+/// plain string, NULL, TRUE/FALSE, or the current date or time.
+pub fn constant_default(default: &str) -> Option<String> {
+    let text = default.trim();
+    let value = match text.get(..7) {
+        Some(k) if k.eq_ignore_ascii_case("DEFAULT") => text[7..].trim(),
+        _ => text,
+    };
+    let upper = value.to_ascii_uppercase();
+    match upper.as_str() {
+        "NULL" | "TRUE" | "FALSE" | "CURRENT_DATE" | "CURRENT_TIMESTAMP" | "CURRENT_TIME"
+        | "LOCALTIMESTAMP" | "LOCALTIME" | "CURRENT_USER" => return Some(upper),
+        "'NOW'" => return Some("CURRENT_TIMESTAMP".into()),
+        _ => {}
+    }
+    let number = value.strip_prefix('-').unwrap_or(value);
+    if !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && number.bytes().filter(|b| *b == b'.').count() <= 1
+        && number != "."
+    {
+        return Some(value.to_string());
+    }
+    // One plain string literal: quotes doubled inside, nothing after.
+    let inner = value.strip_prefix('\'')?.strip_suffix('\'')?;
+    if inner.replace("''", "").contains('\'') || inner.contains('\0') {
+        return None;
+    }
+    Some(value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fbunload_plan::schema::{ColumnSchema, Constraint, Index, Sequence};
+
+    #[test]
+    fn only_constant_defaults_translate() {
+        assert_eq!(constant_default("DEFAULT 0").as_deref(), Some("0"));
+        assert_eq!(constant_default("default -1.50").as_deref(), Some("-1.50"));
+        assert_eq!(
+            constant_default("DEFAULT 'it''s'").as_deref(),
+            Some("'it''s'")
+        );
+        assert_eq!(
+            constant_default("DEFAULT current_timestamp").as_deref(),
+            Some("CURRENT_TIMESTAMP")
+        );
+        assert_eq!(
+            constant_default("DEFAULT 'NOW'").as_deref(),
+            Some("CURRENT_TIMESTAMP")
+        );
+        assert_eq!(constant_default("DEFAULT GEN_ID(G, 1)"), None);
+        assert_eq!(constant_default("DEFAULT 'a' || 'b'"), None);
+        assert_eq!(constant_default("DEFAULT _UTF8 'x'"), None);
+    }
+
+    #[test]
+    fn keys_indices_sequences_and_what_is_reported() {
+        let column = |name: &str, not_null: bool| ColumnSchema {
+            name: name.into(),
+            data_type: "INTEGER".into(),
+            not_null,
+            ..ColumnSchema::default()
+        };
+        let schema = Schema {
+            tables: vec![
+                TableSchema {
+                    name: "ORDERS".into(),
+                    columns: vec![
+                        column("ID", true),
+                        column("CUST", false),
+                        ColumnSchema {
+                            computed_by: Some("(ID * 2)".into()),
+                            ..column("TWICE", false)
+                        },
+                    ],
+                    constraints: vec![
+                        Constraint {
+                            name: Some("PK_ORDERS".into()),
+                            kind: ConstraintKind::PrimaryKey,
+                            columns: vec!["ID".into()],
+                            index: None,
+                        },
+                        Constraint {
+                            name: None,
+                            kind: ConstraintKind::ForeignKey {
+                                table: "CUSTOMERS".into(),
+                                columns: vec!["ID".into()],
+                                on_update: None,
+                                on_delete: Some("CASCADE".into()),
+                            },
+                            columns: vec!["CUST".into()],
+                            index: None,
+                        },
+                    ],
+                    indices: vec![
+                        Index {
+                            name: "BY_CUST".into(),
+                            descending: true,
+                            columns: vec!["CUST".into()],
+                            ..Index::default()
+                        },
+                        Index {
+                            name: "UP".into(),
+                            expression: Some("(UPPER(CUST))".into()),
+                            ..Index::default()
+                        },
+                    ],
+                },
+                TableSchema {
+                    name: "CUSTOMERS".into(),
+                    columns: vec![column("ID", true)],
+                    ..TableSchema::default()
+                },
+            ],
+            sequences: vec![Sequence {
+                name: "GEN_ORDERS".into(),
+                values: SequenceValues {
+                    start: 1,
+                    increment: 1,
+                    current: 41,
+                },
+            }],
+            ..Schema::default()
+        };
+        let loaded = |t: &str| -> Option<Vec<String>> {
+            match t {
+                "ORDERS" => Some(vec!["ID".into(), "CUST".into()]),
+                "CUSTOMERS" => Some(vec!["ID".into()]),
+                _ => None,
+            }
+        };
+        let (statements, report) = after_load(&schema, "stage", &loaded);
+        let sql: Vec<&str> = statements.iter().map(|s| s.sql.as_str()).collect();
+        assert_eq!(
+            sql[0],
+            r#"ALTER TABLE "stage"."orders" ALTER COLUMN "id" SET NOT NULL"#
+        );
+        assert_eq!(
+            sql[1],
+            r#"ALTER TABLE "stage"."orders" ADD CONSTRAINT "pk_orders" PRIMARY KEY ("id")"#
+        );
+        assert_eq!(
+            sql[2],
+            r#"CREATE INDEX "by_cust" ON "stage"."orders" ("cust" DESC)"#
+        );
+        // Foreign keys after every table's keys, sequences last.
+        assert!(
+            sql[4].contains(
+                r#"FOREIGN KEY ("cust") REFERENCES "stage"."customers" ("id") ON DELETE CASCADE"#
+            ),
+            "{}",
+            sql[4]
+        );
+        assert!(
+            sql[5].contains("MINVALUE 1") && sql[5].ends_with("41, true)"),
+            "{}",
+            sql[5]
+        );
+        let kinds: Vec<&str> = report.iter().map(|r| r.kind.as_str()).collect();
+        assert_eq!(kinds, ["computed column", "index"]);
+        assert_eq!(report[1].source, "(UPPER(CUST))");
+    }
+}

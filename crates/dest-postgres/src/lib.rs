@@ -1,0 +1,932 @@
+//! The PostgreSQL destination: every selected table loaded into a
+//! PostgreSQL schema at the run's one snapshot, all or nothing.
+//!
+//! - Each worker's units go over a PostgreSQL connection of their own
+//!   (a *lane*: a thread holding the connection), as binary COPY written
+//!   with rust-postgres's `BinaryCopyInWriter`, encoded from the Arrow
+//!   batches as [`types`] says. A unit is one COPY: one that fails or is
+//!   read again is aborted, and nothing of it stays.
+//! - The rows go into a staging schema. Once every unit is in, the keys,
+//!   indices, foreign keys (validated), NOT NULL, defaults and sequences
+//!   are added there ([`ddl`], from the catalog model `schema.sql` is
+//!   written from), the run is recorded in `_fbunload_runs`, and one
+//!   transaction swaps the staging schema in for the target. Readers of
+//!   the target see the old tables or the new ones, never a mix.
+//! - A run that fails or is interrupted drops its staging schema; one
+//!   killed outright leaves it, and the next run into the same schema
+//!   drops it first. Runs into one schema take turns (an advisory lock).
+//! - With `--no-schema` the tables must exist: their columns are matched
+//!   by name before any row moves, the rows are loaded into staging
+//!   copies, and one transaction replaces the tables' rows.
+
+pub mod ddl;
+mod target;
+pub mod types;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
+use fbunload_plan::schema::{ConstraintKind, Schema};
+use fbunload_plan::{Kind, Plan, Unit};
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::ToSql;
+use postgres::{Client, GenericClient};
+
+pub use ddl::Untranslated;
+pub use target::{is_postgres_uri, Target};
+use types::{Cell, Encoding, PgColumn};
+
+/// The schema a run loads into unless told otherwise.
+pub const DEFAULT_SCHEMA: &str = "public";
+/// The table of fbunload's own in the target that records each run.
+pub const RUNS_TABLE: &str = "_fbunload_runs";
+/// The table of what did not translate, with its Firebird source.
+pub const REPORT_TABLE: &str = "_fbunload_untranslated";
+
+/// How a run loads into PostgreSQL (the command line's `--pg-schema`,
+/// `--overwrite`, `--no-schema`, `--verify`; Python's keywords).
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    pub schema: String,
+    /// Replace a target schema that holds tables (or, with
+    /// `create_tables` false, tables that hold rows).
+    pub overwrite: bool,
+    /// Create the tables, keys and sequences (`false`: `--no-schema`,
+    /// load into the tables that exist).
+    pub create_tables: bool,
+    /// Count every loaded table in PostgreSQL against the rows read.
+    pub verify: bool,
+    /// What the run records of itself in `_fbunload_runs`: the source
+    /// database (as given, without password) and its options.
+    pub source: String,
+    pub options_json: serde_json::Value,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            schema: DEFAULT_SCHEMA.into(),
+            overwrite: false,
+            create_tables: true,
+            verify: false,
+            source: String::new(),
+            options_json: serde_json::Value::Null,
+        }
+    }
+}
+
+/// The PostgreSQL name of a Firebird name: an unquoted (regular) name,
+/// upper case in Firebird's catalog, becomes the lower case that the same
+/// unquoted name means in PostgreSQL; any other name is kept as it is.
+pub fn pg_name(name: &str) -> String {
+    let regular = name.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_' || b == b'$');
+    if regular {
+        name.to_ascii_lowercase()
+    } else {
+        name.to_string()
+    }
+}
+
+/// A quoted PostgreSQL identifier.
+pub fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn pg_error(context: &str, e: postgres::Error) -> ExecError {
+    let reason = match e.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{} ({detail})", db.message()),
+            None => db.message().to_string(),
+        },
+        None => e.to_string(),
+    };
+    ExecError::Server(format!("PostgreSQL: {context}: {reason}"))
+}
+
+/// One table's load.
+struct TableLoad {
+    name: String,
+    pg: String,
+    columns: Arc<Vec<PgColumn>>,
+    /// Indices of the primary key's columns in the batch, to name a row.
+    key: Vec<usize>,
+    units_left: usize,
+    rows: u64,
+    /// Whether the catalog model describes it (a table, not a view or
+    /// query), so keys and indices can follow.
+    from_table: bool,
+}
+
+/// What a lane is asked to do.
+enum ToLane {
+    Begin(Arc<UnitCopy>),
+    Batch(RecordBatch),
+    End,
+    Abort,
+}
+
+/// One unit's COPY.
+struct UnitCopy {
+    sql: String,
+    table: String,
+    columns: Arc<Vec<PgColumn>>,
+    key: Vec<usize>,
+}
+
+/// A PostgreSQL connection on a thread of its own, taking units.
+struct Lane {
+    to: SyncSender<ToLane>,
+    done: Receiver<Result<u64, String>>,
+    /// The lane's first error in this unit, so the worker stops early.
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+impl Lane {
+    fn open(client: Client) -> Lane {
+        // A few batches ahead: the worker fetches while the lane encodes.
+        let (to, from) = sync_channel(2);
+        let (done_tx, done) = sync_channel(1);
+        let failed = Arc::new(Mutex::new(None));
+        let failed_in = failed.clone();
+        std::thread::spawn(move || lane(client, from, done_tx, failed_in));
+        Lane { to, done, failed }
+    }
+}
+
+fn lane(
+    mut client: Client,
+    from: Receiver<ToLane>,
+    done: SyncSender<Result<u64, String>>,
+    failed: Arc<Mutex<Option<String>>>,
+) {
+    while let Ok(message) = from.recv() {
+        let ToLane::Begin(copy) = message else {
+            continue;
+        };
+        *failed.lock().unwrap() = None;
+        let outcome = copy_unit(&mut client, &copy, &from, &failed);
+        let Some(result) = outcome else {
+            // Aborted: the COPY was dropped, which cancels it.
+            if done.send(Ok(0)).is_err() || client.is_closed() {
+                return;
+            }
+            continue;
+        };
+        if done.send(result).is_err() || client.is_closed() {
+            return;
+        }
+    }
+}
+
+/// Copies one unit's batches until its end (`Some`: rows or error) or
+/// an abort (`None`).
+fn copy_unit(
+    client: &mut Client,
+    copy: &UnitCopy,
+    from: &Receiver<ToLane>,
+    failed: &Mutex<Option<String>>,
+) -> Option<Result<u64, String>> {
+    let types: Vec<_> = copy.columns.iter().map(PgColumn::pg_type).collect();
+    let mut error = None;
+    let mut writer = match client.copy_in(&copy.sql) {
+        Ok(sink) => Some(BinaryCopyInWriter::new(sink, &types)),
+        Err(e) => {
+            error = Some(message(&copy.table, e));
+            None
+        }
+    };
+    let fail = |e: String, error: &mut Option<String>| {
+        *failed.lock().unwrap() = Some(e.clone());
+        *error = Some(e);
+    };
+    if let Some(e) = error.take() {
+        fail(e, &mut error);
+    }
+    loop {
+        match from.recv() {
+            Ok(ToLane::Batch(batch)) => {
+                if let Some(w) = writer.as_mut() {
+                    if let Err(e) = write_batch(w, &batch, copy) {
+                        // Dropping the writer cancels the COPY.
+                        writer = None;
+                        fail(e, &mut error);
+                    }
+                }
+            }
+            Ok(ToLane::End) => {
+                return Some(match (error, writer) {
+                    (Some(e), _) => Err(e),
+                    (None, Some(w)) => w.finish().map_err(|e| message(&copy.table, e)),
+                    (None, None) => Err(format!("table {}: the COPY was lost", copy.table)),
+                });
+            }
+            Ok(ToLane::Abort) | Err(_) => return None,
+            Ok(ToLane::Begin(_)) => return Some(Err("a unit began inside another".into())),
+        }
+    }
+}
+
+fn message(table: &str, e: postgres::Error) -> String {
+    let reason = match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => {
+            std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| format!("{e}: {s}"))
+        }
+    };
+    format!("table {table}: PostgreSQL COPY failed: {reason}")
+}
+
+fn write_batch(
+    writer: &mut BinaryCopyInWriter<'_>,
+    batch: &RecordBatch,
+    copy: &UnitCopy,
+) -> Result<(), String> {
+    refuse_nul(batch, copy)?;
+    let columns = batch.columns();
+    let mut cells: Vec<Cell> = copy
+        .columns
+        .iter()
+        .zip(columns)
+        .map(|(c, array)| Cell {
+            array,
+            encoding: &c.encoding,
+            row: 0,
+        })
+        .collect();
+    for row in 0..batch.num_rows() {
+        for cell in &mut cells {
+            cell.row = row;
+        }
+        let values: Vec<&(dyn ToSql + Sync)> =
+            cells.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
+        writer.write(&values).map_err(|e| message(&copy.table, e))?;
+    }
+    Ok(())
+}
+
+/// PostgreSQL text cannot hold a NUL character: the first row with one
+/// is named by its key, before anything of it is sent.
+fn refuse_nul(batch: &RecordBatch, copy: &UnitCopy) -> Result<(), String> {
+    for (i, column) in copy.columns.iter().enumerate() {
+        if column.encoding != Encoding::Text {
+            continue;
+        }
+        let strings = batch.column(i).as_string::<i32>();
+        if memchr::memchr(0, strings.values().as_slice()).is_none() {
+            continue;
+        }
+        for row in 0..strings.len() {
+            if strings.is_valid(row) && strings.value(row).contains('\0') {
+                return Err(format!(
+                    "table {}, column {}, row {}: the text holds a NUL character (U+0000), \
+                     which PostgreSQL text cannot hold; leave the column out (--columns) or \
+                     its rows (--where)",
+                    copy.table,
+                    column.name,
+                    row_key(batch, &copy.key, row)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `ID = 7` of the row's primary key, or its position in the batch.
+fn row_key(batch: &RecordBatch, key: &[usize], row: usize) -> String {
+    let schema = batch.schema();
+    let parts: Vec<String> = key
+        .iter()
+        .map(|&i| {
+            let array = batch.column(i);
+            let value = if array.is_null(row) {
+                "NULL".to_string()
+            } else {
+                match array.data_type() {
+                    DataType::Int16 => array
+                        .as_primitive::<arrow_array::types::Int16Type>()
+                        .value(row)
+                        .to_string(),
+                    DataType::Int32 => array
+                        .as_primitive::<arrow_array::types::Int32Type>()
+                        .value(row)
+                        .to_string(),
+                    DataType::Int64 => array
+                        .as_primitive::<arrow_array::types::Int64Type>()
+                        .value(row)
+                        .to_string(),
+                    DataType::Utf8 => format!("{:?}", array.as_string::<i32>().value(row)),
+                    _ => "…".to_string(),
+                }
+            };
+            format!("{} = {value}", schema.field(i).name())
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("{} of its batch (the table has no primary key)", row + 1)
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Loads a run's tables into a PostgreSQL schema (see the crate's docs).
+pub struct PostgresDestination {
+    target: Target,
+    options: PostgresOptions,
+    staging: String,
+    /// Holds the run's advisory lock; runs the DDL and the publish.
+    control: Mutex<Client>,
+    tables: Mutex<Vec<TableLoad>>,
+    schema: Mutex<Option<Schema>>,
+    snapshot: Mutex<Option<u64>>,
+    idle: Mutex<Vec<Lane>>,
+    published: AtomicBool,
+    started: AtomicBool,
+    report: Mutex<Vec<Untranslated>>,
+    started_at: std::time::SystemTime,
+}
+
+/// Names of fbunload's own in the target database, at most 63 bytes.
+fn own_name(prefix: &str, schema: &str) -> String {
+    let mut name = format!("{prefix}{schema}");
+    while name.len() > 63 {
+        name.pop();
+    }
+    name
+}
+
+impl PostgresDestination {
+    /// Connects, takes the target's turn and checks that it may be loaded
+    /// into: all before Firebird is attached, so a wrong URI, password,
+    /// host or an existing schema fails at once, in one line.
+    pub fn open(target: Target, options: PostgresOptions) -> Result<Self, ExecError> {
+        if options.schema.is_empty() || options.schema.len() > 63 {
+            return Err(ExecError::Usage(
+                "--pg-schema: a PostgreSQL schema name of 1 to 63 bytes".into(),
+            ));
+        }
+        let mut control = target.connect().map_err(ExecError::Server)?;
+        let schema = &options.schema;
+        let locked: bool = control
+            .query_one(
+                "SELECT pg_try_advisory_lock(hashtext('fbunload ' || $1))",
+                &[schema],
+            )
+            .map_err(|e| pg_error("taking the target's lock", e))?
+            .get(0);
+        if !locked {
+            return Err(ExecError::Usage(format!(
+                "another fbunload run is loading schema {schema} of {}; wait for it to end",
+                target.shown()
+            )));
+        }
+        let staging = own_name("_fbunload_staging_", schema);
+        // A staging schema left by a run that was killed outright.
+        control
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {} CASCADE",
+                ident(&staging)
+            ))
+            .map_err(|e| pg_error("removing an earlier run's staging schema", e))?;
+        let tables: i64 = control
+            .query_one(
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+                &[schema],
+            )
+            .map_err(|e| pg_error("looking at the target schema", e))?
+            .get(0);
+        if options.create_tables && tables > 0 && !options.overwrite {
+            return Err(ExecError::Usage(format!(
+                "schema {schema} of {} already holds {tables} tables or views: --overwrite \
+                 replaces it whole (in one transaction, once the new tables are complete), \
+                 --pg-schema NAME loads into another",
+                target.shown()
+            )));
+        }
+        Ok(PostgresDestination {
+            target,
+            options,
+            staging,
+            control: Mutex::new(control),
+            tables: Mutex::new(Vec::new()),
+            schema: Mutex::new(None),
+            snapshot: Mutex::new(None),
+            idle: Mutex::new(Vec::new()),
+            published: AtomicBool::new(false),
+            started: AtomicBool::new(false),
+            report: Mutex::new(Vec::new()),
+            started_at: std::time::SystemTime::now(),
+        })
+    }
+
+    /// What did not translate (after a run): also in the target's
+    /// `_fbunload_untranslated`.
+    pub fn untranslated(&self) -> Vec<Untranslated> {
+        self.report.lock().unwrap().clone()
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    fn run_sql(
+        &self,
+        client: &mut impl GenericClient,
+        context: &str,
+        sql: &str,
+    ) -> Result<(), ExecError> {
+        client.batch_execute(sql).map_err(|e| pg_error(context, e))
+    }
+
+    /// The plan's tables as PostgreSQL columns; refuses before any row
+    /// moves a column that has no PostgreSQL type, or (`--no-schema`) a
+    /// table or column the target lacks.
+    fn prepare_tables(&self, plan: &Plan, run: &RunInfo<'_>) -> Result<Vec<TableLoad>, ExecError> {
+        let mut loads = Vec::new();
+        for (i, table) in plan.tables.iter().enumerate() {
+            let schema = &run.schemas[i];
+            let columns = schema
+                .fields()
+                .iter()
+                .map(|f| {
+                    types::pg_column(f).map_err(|e| ExecError::Table {
+                        table: table.name.clone(),
+                        message: format!("column {}: {e}", f.name()),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let model = run
+                .schema
+                .and_then(|s| s.tables.iter().find(|t| t.name == table.name));
+            let key = model
+                .and_then(|t| {
+                    t.constraints
+                        .iter()
+                        .find(|c| c.kind == ConstraintKind::PrimaryKey)
+                })
+                .map(|pk| {
+                    pk.columns
+                        .iter()
+                        .filter_map(|c| schema.index_of(c).ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            loads.push(TableLoad {
+                name: table.name.clone(),
+                pg: pg_name(&table.name),
+                columns: Arc::new(columns),
+                key,
+                units_left: table.unit_count,
+                rows: 0,
+                from_table: table.kind == Kind::Table && model.is_some(),
+            });
+        }
+        Ok(loads)
+    }
+
+    /// `--no-schema`: every table and column must be in the target.
+    fn check_existing(&self, client: &mut Client, loads: &[TableLoad]) -> Result<(), ExecError> {
+        for load in loads {
+            let rows = client
+                .query(
+                    "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid \
+                     JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 \
+                     AND c.relname = $2 AND c.relkind IN ('r', 'p') AND a.attnum > 0 \
+                     AND NOT a.attisdropped",
+                    &[&self.options.schema, &load.pg],
+                )
+                .map_err(|e| pg_error("reading the target's columns", e))?;
+            if rows.is_empty() {
+                return Err(ExecError::Usage(format!(
+                    "--no-schema: table {} has no table {}.{} to load into in {}; create it, or \
+                     leave out --no-schema",
+                    load.name,
+                    self.options.schema,
+                    load.pg,
+                    self.target.shown()
+                )));
+            }
+            let existing: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            let missing: Vec<String> = load
+                .columns
+                .iter()
+                .map(|c| pg_name(&c.name))
+                .filter(|c| !existing.contains(c))
+                .collect();
+            if !missing.is_empty() {
+                return Err(ExecError::Usage(format!(
+                    "--no-schema: table {}.{} has no column {} (columns are matched by name); \
+                     nothing was loaded",
+                    self.options.schema,
+                    load.pg,
+                    missing.join(", ")
+                )));
+            }
+            if !self.options.overwrite {
+                let any: bool = client
+                    .query_one(
+                        &format!(
+                            "SELECT EXISTS (SELECT 1 FROM {}.{})",
+                            ident(&self.options.schema),
+                            ident(&load.pg)
+                        ),
+                        &[],
+                    )
+                    .map_err(|e| pg_error("looking at the target's rows", e))?
+                    .get(0);
+                if any {
+                    return Err(ExecError::Usage(format!(
+                        "--no-schema: table {}.{} already holds rows: --overwrite replaces \
+                         them (in one transaction, once every table is loaded)",
+                        self.options.schema, load.pg
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn lane(&self) -> Result<Lane, ExecError> {
+        if let Some(lane) = self.idle.lock().unwrap().pop() {
+            return Ok(lane);
+        }
+        let client = self.target.connect().map_err(ExecError::Server)?;
+        Ok(Lane::open(client))
+    }
+
+    /// Keys, indices, foreign keys, NOT NULL, defaults, sequences.
+    fn build_schema(&self, client: &mut Client) -> Result<(), ExecError> {
+        let schema = self.schema.lock().unwrap().clone();
+        let Some(schema) = schema else {
+            return Ok(());
+        };
+        let tables = self.tables.lock().unwrap();
+        let loaded = |name: &str| -> Option<Vec<String>> {
+            tables
+                .iter()
+                .find(|t| t.from_table && t.name == name)
+                .map(|t| t.columns.iter().map(|c| c.name.clone()).collect())
+        };
+        let (statements, report) = ddl::after_load(&schema, &self.staging, &loaded);
+        drop(tables);
+        for statement in statements {
+            self.run_sql(client, &statement.what, &statement.sql)?;
+        }
+        *self.report.lock().unwrap() = report;
+        Ok(())
+    }
+
+    /// `_fbunload_runs` and `_fbunload_untranslated`, in `schema`.
+    fn record(&self, client: &mut impl GenericClient, schema: &str) -> Result<(), ExecError> {
+        let runs = format!("{}.{}", ident(schema), ident(RUNS_TABLE));
+        let tables = self.tables.lock().unwrap();
+        let listed: Vec<serde_json::Value> = tables
+            .iter()
+            .map(|t| serde_json::json!({"firebird": t.name, "table": t.pg, "rows": t.rows}))
+            .collect();
+        drop(tables);
+        let started = self
+            .started_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let snapshot = self.snapshot.lock().unwrap().map(|n| n as i64);
+        self.run_sql(
+            client,
+            "recording the run",
+            &format!(
+                "CREATE TABLE IF NOT EXISTS {runs} (started timestamptz NOT NULL, \
+                 finished timestamptz NOT NULL, fbunload text NOT NULL, source text NOT NULL, \
+                 snapshot bigint, tables jsonb NOT NULL, options jsonb NOT NULL)"
+            ),
+        )?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {runs} VALUES (to_timestamp($1), now(), $2, $3, $4, \
+                     $5::text::jsonb, $6::text::jsonb)"
+                ),
+                &[
+                    &started,
+                    &env!("CARGO_PKG_VERSION"),
+                    &self.options.source,
+                    &snapshot,
+                    &serde_json::Value::Array(listed).to_string(),
+                    &self.options.options_json.to_string(),
+                ],
+            )
+            .map_err(|e| pg_error("recording the run", e))?;
+        let report_table = format!("{}.{}", ident(schema), ident(REPORT_TABLE));
+        self.run_sql(
+            client,
+            "recording what did not translate",
+            &format!(
+                "DROP TABLE IF EXISTS {report_table}; CREATE TABLE {report_table} (kind text \
+                 NOT NULL, firebird_table text, name text NOT NULL, firebird_source text NOT \
+                 NULL, why text NOT NULL)"
+            ),
+        )?;
+        for u in self.report.lock().unwrap().iter() {
+            client
+                .execute(
+                    &format!("INSERT INTO {report_table} VALUES ($1, $2, $3, $4, $5)"),
+                    &[&u.kind, &u.table, &u.name, &u.source, &u.why],
+                )
+                .map_err(|e| pg_error("recording what did not translate", e))?;
+        }
+        Ok(())
+    }
+
+    /// `--verify`: each loaded table counted in PostgreSQL.
+    fn verify(&self, client: &mut Client) -> Result<(), ExecError> {
+        let tables = self.tables.lock().unwrap();
+        let mut differ = Vec::new();
+        for t in tables.iter() {
+            let n: i64 = client
+                .query_one(
+                    &format!(
+                        "SELECT count(*) FROM {}.{}",
+                        ident(&self.staging),
+                        ident(&t.pg)
+                    ),
+                    &[],
+                )
+                .map_err(|e| pg_error("counting for --verify", e))?
+                .get(0);
+            if n as u64 != t.rows {
+                differ.push(format!(
+                    "{}: {} rows read, {n} in PostgreSQL",
+                    t.name, t.rows
+                ));
+            }
+        }
+        if differ.is_empty() {
+            Ok(())
+        } else {
+            Err(ExecError::Verify(differ.join("; ")))
+        }
+    }
+
+    /// The one transaction that makes the run visible.
+    fn publish(&self, client: &mut Client) -> Result<(), ExecError> {
+        let target = ident(&self.options.schema);
+        let staging = ident(&self.staging);
+        let mut tx = client
+            .transaction()
+            .map_err(|e| pg_error("publishing", e))?;
+        let exists: bool = tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+                &[&self.options.schema],
+            )
+            .map_err(|e| pg_error("publishing", e))?
+            .get(0);
+        let had_runs: bool = tx
+            .query_one(
+                "SELECT to_regclass($1) IS NOT NULL",
+                &[&format!("{target}.{}", ident(RUNS_TABLE))],
+            )
+            .map_err(|e| pg_error("publishing", e))?
+            .get(0);
+        if self.options.create_tables {
+            self.record(&mut tx, &self.staging)?;
+            let runs = ident(RUNS_TABLE);
+            let mut sql = String::new();
+            if had_runs {
+                // The target's history goes on.
+                sql += &format!(
+                    "INSERT INTO {staging}.{runs} SELECT * FROM {target}.{runs} \
+                     ORDER BY started;"
+                );
+            }
+            if exists {
+                let old = ident(&own_name("_fbunload_old_", &self.options.schema));
+                sql += &format!(
+                    "ALTER SCHEMA {target} RENAME TO {old}; ALTER SCHEMA {staging} RENAME TO \
+                     {target}; DROP SCHEMA {old} CASCADE;"
+                );
+            } else {
+                sql += &format!("ALTER SCHEMA {staging} RENAME TO {target};");
+            }
+            tx.batch_execute(&sql)
+                .map_err(|e| pg_error("publishing", e))?;
+        } else {
+            let tables = self.tables.lock().unwrap();
+            let names: Vec<String> = tables
+                .iter()
+                .map(|t| format!("{target}.{}", ident(&t.pg)))
+                .collect();
+            let mut sql = format!("TRUNCATE {};", names.join(", "));
+            for t in tables.iter() {
+                let columns: Vec<String> =
+                    t.columns.iter().map(|c| ident(&pg_name(&c.name))).collect();
+                let columns = columns.join(", ");
+                sql += &format!(
+                    "INSERT INTO {target}.{table} ({columns}) SELECT {columns} FROM \
+                     {staging}.{table};",
+                    table = ident(&t.pg)
+                );
+            }
+            drop(tables);
+            // Foreign keys between the tables are checked at commit.
+            tx.batch_execute("SET CONSTRAINTS ALL DEFERRED")
+                .map_err(|e| pg_error("publishing", e))?;
+            tx.batch_execute(&sql)
+                .map_err(|e| pg_error("replacing the tables' rows", e))?;
+            self.record(&mut tx, &self.options.schema)?;
+            tx.batch_execute(&format!("DROP SCHEMA {staging} CASCADE"))
+                .map_err(|e| pg_error("publishing", e))?;
+        }
+        tx.commit().map_err(|e| pg_error("publishing", e))?;
+        self.published.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl Destination for PostgresDestination {
+    fn keeps_schema(&self) -> bool {
+        self.options.create_tables
+    }
+
+    fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
+        let loads = self.prepare_tables(run.plan, run)?;
+        let mut client = self.control.lock().unwrap();
+        if !self.options.create_tables {
+            self.check_existing(&mut client, &loads)?;
+        }
+        let mut sql = format!("CREATE SCHEMA {};", ident(&self.staging));
+        for load in &loads {
+            let columns: Vec<String> = load
+                .columns
+                .iter()
+                .map(|c| format!("{} {}", ident(&pg_name(&c.name)), c.sql_type))
+                .collect();
+            sql += &format!(
+                "CREATE TABLE {}.{} ({});",
+                ident(&self.staging),
+                ident(&load.pg),
+                columns.join(", ")
+            );
+        }
+        self.started.store(true, Ordering::SeqCst);
+        self.run_sql(&mut *client, "creating the staging tables", &sql)?;
+        *self.schema.lock().unwrap() = run.schema.cloned();
+        *self.snapshot.lock().unwrap() = run.snapshot_number;
+        *self.tables.lock().unwrap() = loads;
+        Ok(())
+    }
+
+    fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        let copy = {
+            let tables = self.tables.lock().unwrap();
+            let t = &tables[unit.table];
+            let columns: Vec<String> = t.columns.iter().map(|c| ident(&pg_name(&c.name))).collect();
+            Arc::new(UnitCopy {
+                sql: format!(
+                    "COPY {}.{} ({}) FROM STDIN (FORMAT binary)",
+                    ident(&self.staging),
+                    ident(&t.pg),
+                    columns.join(", ")
+                ),
+                table: t.name.clone(),
+                columns: t.columns.clone(),
+                key: t.key.clone(),
+            })
+        };
+        let lane = self.lane()?;
+        let table = copy.table.clone();
+        lane.to
+            .send(ToLane::Begin(copy))
+            .map_err(|_| lost(&table))?;
+        Ok(Box::new(PgUnit {
+            destination: self,
+            lane: Some(lane),
+            table: unit.table,
+            name: table,
+        }))
+    }
+
+    fn finish(&self) -> Result<Vec<Written>, ExecError> {
+        // Idle lanes close their connections.
+        self.idle.lock().unwrap().clear();
+        let mut client = self.control.lock().unwrap();
+        if self.options.verify {
+            self.verify(&mut client)?;
+        }
+        if self.options.create_tables {
+            self.build_schema(&mut client)?;
+        }
+        self.publish(&mut client)?;
+        Ok(self
+            .tables
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|_| Written::default())
+            .collect())
+    }
+}
+
+impl Drop for PostgresDestination {
+    fn drop(&mut self) {
+        self.idle.lock().unwrap().clear();
+        if self.started.load(Ordering::SeqCst) && !self.published.load(Ordering::SeqCst) {
+            if let Ok(mut client) = self.control.lock() {
+                // A lane still cancelling its COPY holds a lock: wait a
+                // little, else leave the schema for the next run to drop.
+                let _ = client.batch_execute(&format!(
+                    "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
+                    ident(&self.staging)
+                ));
+            }
+        }
+    }
+}
+
+fn lost(table: &str) -> ExecError {
+    ExecError::Server(format!(
+        "table {table}: the connection to PostgreSQL was lost; nothing of this run was kept"
+    ))
+}
+
+/// One unit on its lane.
+struct PgUnit<'a> {
+    destination: &'a PostgresDestination,
+    lane: Option<Lane>,
+    table: usize,
+    name: String,
+}
+
+impl PgUnit<'_> {
+    fn failed(&self) -> Option<String> {
+        self.lane.as_ref()?.failed.lock().unwrap().clone()
+    }
+}
+
+impl UnitWriter for PgUnit<'_> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        if let Some(e) = self.failed() {
+            return Err(ExecError::Server(e));
+        }
+        let lane = self.lane.as_ref().ok_or_else(|| lost(&self.name))?;
+        lane.to
+            .send(ToLane::Batch(batch))
+            .map_err(|_| lost(&self.name))
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<bool, ExecError> {
+        let lane = self.lane.take().ok_or_else(|| lost(&self.name))?;
+        lane.to.send(ToLane::End).map_err(|_| lost(&self.name))?;
+        let rows = lane
+            .done
+            .recv()
+            .map_err(|_| lost(&self.name))?
+            .map_err(ExecError::Server)?;
+        self.destination.idle.lock().unwrap().push(lane);
+        let mut tables = self.destination.tables.lock().unwrap();
+        let t = &mut tables[self.table];
+        t.rows += rows;
+        t.units_left = t.units_left.saturating_sub(1);
+        Ok(t.units_left == 0)
+    }
+
+    fn abort(mut self: Box<Self>) -> Result<(), ExecError> {
+        if let Some(lane) = self.lane.take() {
+            if lane.to.send(ToLane::Abort).is_ok() && lane.done.recv().is_ok() {
+                self.destination.idle.lock().unwrap().push(lane);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The loaded tables' names in PostgreSQL, by Firebird name.
+pub fn table_names(plan: &Plan) -> HashMap<String, String> {
+    plan.tables
+        .iter()
+        .map(|t| (t.name.clone(), pg_name(&t.name)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unquoted_firebird_names_become_unquoted_postgresql_names() {
+        assert_eq!(pg_name("EMPLOYEE"), "employee");
+        assert_eq!(pg_name("EMP_NO$2"), "emp_no$2");
+        assert_eq!(pg_name("Mixed"), "Mixed");
+        assert_eq!(pg_name("WITH SPACE"), "WITH SPACE");
+        assert_eq!(pg_name("9LIVES"), "9LIVES");
+        assert_eq!(ident("a\"b"), "\"a\"\"b\"");
+    }
+}
