@@ -136,6 +136,9 @@ pub struct Args {
     #[arg(short = 'o', long, value_name = "DIR")]
     pub output: Option<PathBuf>,
 
+    #[arg(long, value_name = "NAME", help = fbunload::postgres::PG_SCHEMA_HELP)]
+    pub pg_schema: Option<String>,
+
     /// Replace the run already in the output directory, once the new one is complete: until
     /// then the old run stays whole (a rerun that fails or is killed leaves it), then the new
     /// files replace it and what its manifest.json lists beyond them is removed; files it does
@@ -697,6 +700,14 @@ impl Args {
             compression: self.typed("compression").then(|| self.compression.into()),
             decimal256: self.decimal256,
         }
+    }
+
+    /// The PostgreSQL database `-o postgresql://...` loads into.
+    pub fn pg_uri(&self) -> Option<&str> {
+        self.output
+            .as_deref()
+            .and_then(|p| p.to_str())
+            .filter(|o| fbunload::postgres::is_postgres_uri(o))
     }
 
     /// Whether `-o -` sends the table to standard output.

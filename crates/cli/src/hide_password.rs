@@ -29,6 +29,39 @@ fn password_ranges(args: &[&[u8]], password: &[u8]) -> Vec<(usize, std::ops::Ran
     ranges
 }
 
+/// Where the password of a `postgresql://USER:PASSWORD@HOST/DB` argument
+/// (`-o`) is, as typed (percent-encoded or not).
+#[cfg(any(test, all(target_os = "linux", target_env = "gnu")))]
+fn uri_password_ranges(args: &[&[u8]]) -> Vec<(usize, std::ops::Range<usize>)> {
+    let mut ranges = Vec::new();
+    for (i, arg) in args.iter().enumerate().skip(1) {
+        let Some(scheme_end) = arg.windows(3).position(|w| w == b"://") else {
+            continue;
+        };
+        let scheme = &arg[..scheme_end];
+        // `-opostgresql://...` and `--output=postgresql://...` too.
+        if !(scheme.ends_with(b"postgresql") || scheme.ends_with(b"postgres")) {
+            continue;
+        }
+        let rest = scheme_end + 3;
+        let authority_end = arg[rest..]
+            .iter()
+            .position(|&b| b == b'/' || b == b'?')
+            .map_or(arg.len(), |p| rest + p);
+        let Some(at) = arg[rest..authority_end].iter().rposition(|&b| b == b'@') else {
+            continue;
+        };
+        let userinfo = rest..rest + at;
+        if let Some(colon) = arg[userinfo.clone()].iter().position(|&b| b == b':') {
+            let start = userinfo.start + colon + 1;
+            if start < userinfo.end {
+                ranges.push((i, start..userinfo.end));
+            }
+        }
+    }
+    ranges
+}
+
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod original_argv {
     use std::ffi::{c_char, c_int, CStr};
@@ -48,6 +81,17 @@ mod original_argv {
 
     /// Overwrites the password wherever it stands in the original argv.
     pub fn hide(password: &str) {
+        overwrite(&|args| super::password_ranges(args, password.as_bytes()));
+    }
+
+    /// Overwrites the passwords of PostgreSQL URIs in the original argv.
+    pub fn hide_uri_passwords() {
+        overwrite(&super::uri_password_ranges);
+    }
+
+    type Ranges = Vec<(usize, std::ops::Range<usize>)>;
+
+    fn overwrite(find: &dyn Fn(&[&[u8]]) -> Ranges) {
         let argv = ARGV.load(Ordering::Relaxed);
         let argc = ARGC.load(Ordering::Relaxed);
         if argv.is_null() || argc <= 0 {
@@ -68,7 +112,7 @@ mod original_argv {
                     }
                 })
                 .collect();
-            let ranges = super::password_ranges(&args, password.as_bytes());
+            let ranges = find(&args);
             drop(args);
             for (i, range) in ranges {
                 let start = pointers[i].cast::<u8>().add(range.start);
@@ -76,6 +120,13 @@ mod original_argv {
             }
         }
     }
+}
+
+/// Hides the password of a `postgresql://` argument from the process's
+/// visible command line, where the platform allows it.
+pub fn hide_uri_passwords() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    original_argv::hide_uri_passwords();
 }
 
 /// Hides `password` from the process's visible command line, where the
@@ -112,6 +163,18 @@ mod tests {
             ranges(&["fbunload", "--password", "pw1"], "pw1"),
             [(2, 0..3)]
         );
+    }
+
+    #[test]
+    fn finds_the_password_of_a_postgresql_uri() {
+        let r = |args: &[&str]| {
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            super::uri_password_ranges(&args)
+        };
+        assert_eq!(r(&["f", "-o", "postgresql://u:p%40w@h:5/db"]), [(2, 15..20)]);
+        assert_eq!(r(&["f", "--output=postgres://u:pw@h/db"]), [(1, 23..25)]);
+        assert!(r(&["f", "-o", "postgresql://u@h/db"]).is_empty());
+        assert!(r(&["f", "-o", "out:dir@x"]).is_empty());
     }
 
     #[test]

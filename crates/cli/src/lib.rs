@@ -130,6 +130,7 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
     if let Some(password) = &args.password {
         hide_password::hide(password);
     }
+    hide_password::hide_uri_passwords();
     let done = match (&args.command, args.generate) {
         (Some(args::Command::Check { dir, finish }), _) => check(dir, *finish),
         (
@@ -473,6 +474,15 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     } else {
         args.output_dir()?
     };
+    if args.pg_schema.is_some() && args.pg_uri().is_none() {
+        return Err(Failure::Error(
+            "--pg-schema is for a PostgreSQL output: -o postgresql://USER@HOST:PORT/DBNAME".into(),
+        ));
+    }
+    if let Some(uri) = args.pg_uri() {
+        fbunload::postgres::refuse_file_options(&args.output_options())?;
+        return load_postgres(args, &unload, uri);
+    }
     let run = |progress: &dyn fbunload::Progress| {
         if args.to_stdout() {
             unload.to_stdout(format.clone(), progress)
@@ -492,6 +502,52 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     display.finish();
     if !args.quiet {
         eprint!("{}", summary_text(&summary));
+    }
+    Ok(())
+}
+
+/// `-o postgresql://...`: the run, then what it loaded and what did not
+/// translate.
+fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure> {
+    let run = |progress: &dyn fbunload::Progress| {
+        unload
+            .to_postgres(uri, args.pg_schema.as_deref(), progress)
+            .map_err(describe)
+    };
+    let loaded = if args.progress == args::ProgressMode::Json && !args.quiet {
+        let events = progress::JsonLines::new();
+        let loaded = run(&events)?;
+        events.summary(&loaded.summary);
+        loaded
+    } else {
+        let display = progress::Display::new(args.quiet);
+        let loaded = run(&display)?;
+        display.finish();
+        loaded
+    };
+    if !args.quiet {
+        eprint!("{}", summary_text(&loaded.summary));
+        eprintln!(
+            "loaded into schema {} of {}",
+            printable(&loaded.schema),
+            loaded.target
+        );
+        if !loaded.untranslated.is_empty() {
+            eprintln!(
+                "{} not translated (listed with their Firebird source in {}.{}):",
+                count(loaded.untranslated.len(), "object"),
+                printable(&loaded.schema),
+                fbunload::postgres::REPORT_TABLE
+            );
+            for u in &loaded.untranslated {
+                let table = u
+                    .table
+                    .as_deref()
+                    .map(|t| format!(" of {}", printable(t)))
+                    .unwrap_or_default();
+                eprintln!("  {} {}{table}: {}", u.kind, printable(&u.name), u.why);
+            }
+        }
     }
     Ok(())
 }

@@ -62,6 +62,7 @@ pub mod apply;
 mod describe;
 mod incremental;
 pub mod output;
+pub mod postgres;
 pub mod sample;
 
 use std::path::{Path, PathBuf};

@@ -161,6 +161,14 @@ impl OutputOptions {
         }
     }
 
+    /// The first format option given, if any (its flag without `--`).
+    pub fn first_given(&self) -> Option<&'static str> {
+        FORMAT_OPTIONS
+            .iter()
+            .map(|o| o.flag)
+            .find(|flag| self.given(flag))
+    }
+
     /// The first option given that the format does not take, as the line
     /// that refuses it: "--header is for --format csv or tsv, not parquet".
     pub fn misplaced(&self) -> Option<String> {
