@@ -501,7 +501,10 @@ fn man_page(command: clap::Command, out: &mut dyn std::io::Write) -> std::io::Re
             .get_positionals()
             .map(|a| format!(" \\fI{}\\fR", roff_text(a.get_id().as_str()).to_uppercase()))
             .collect();
-        let about = sub.get_long_about().or(sub.get_about()).map(|a| a.to_string());
+        let about = sub
+            .get_long_about()
+            .or(sub.get_about())
+            .map(|a| a.to_string());
         page.push_str(&format!(
             ".TP\n\\fBfbunload {}\\fR{}\n{}\n",
             sub.get_name(),
@@ -513,24 +516,42 @@ fn man_page(command: clap::Command, out: &mut dyn std::io::Write) -> std::io::Re
     for (status, meaning) in EXIT_STATUSES {
         page.push_str(&format!(".TP\n{status}\n{}\n", roff_text(meaning)));
     }
-    let after = command.get_after_help().map(|a| a.to_string()).unwrap_or_default();
+    let after = command
+        .get_after_help()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     let (examples, rest) = after.split_once("\n\n").unwrap_or((&after, ""));
     page.push_str(".SH EXAMPLES\n.nf\n");
     for line in examples.lines().skip(1) {
         page.push_str(&format!("{}\n", roff_text(line.trim())));
     }
-    page.push_str(&format!(".fi\n.SH ENVIRONMENT\n{}\n", roff_text(rest.trim())));
+    page.push_str(&format!(
+        ".fi\n.SH ENVIRONMENT\n{}\n",
+        roff_text(rest.trim())
+    ));
     out.write_all(page.as_bytes())?;
     man.render_version_section(out)
 }
 
 /// What each exit status means, for the man page.
 const EXIT_STATUSES: &[(u8, &str)] = &[
-    (0, "every table was written (check: every file matches its manifest)"),
-    (1, "an error, on one line of standard error that says what to do; no manifest.json is written"),
+    (
+        0,
+        "every table was written (check: every file matches its manifest)",
+    ),
+    (
+        1,
+        "an error, on one line of standard error that says what to do; no manifest.json is written",
+    ),
     (2, "the options could not be parsed"),
-    (130, "stopped by Ctrl-C or SIGTERM; unfinished files are removed"),
-    (141, "the reader of standard output went away (fbunload -o - | head), as for a death by SIGPIPE"),
+    (
+        130,
+        "stopped by Ctrl-C or SIGTERM; unfinished files are removed",
+    ),
+    (
+        141,
+        "the reader of standard output went away (fbunload -o - | head), as for a death by SIGPIPE",
+    ),
 ];
 
 /// Text as roff prints it: backslashes and hyphens escaped, and no line
@@ -1012,7 +1033,12 @@ mod tests {
 
     #[test]
     fn delimiters() {
-        let format = |d: &str| parse(&["--delimiter", d]).unwrap().output_options().to_format();
+        let format = |d: &str| {
+            parse(&["--delimiter", d])
+                .unwrap()
+                .output_options()
+                .to_format()
+        };
         assert!(format("tab").is_ok() && format(";").is_ok());
         assert!(format("\"").is_err() && format(";;").is_err());
         // A tab given to tsv is still a delimiter typed for the wrong format.

@@ -171,7 +171,10 @@ mod tests {
             let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
             super::uri_password_ranges(&args)
         };
-        assert_eq!(r(&["f", "-o", "postgresql://u:p%40w@h:5/db"]), [(2, 15..20)]);
+        assert_eq!(
+            r(&["f", "-o", "postgresql://u:p%40w@h:5/db"]),
+            [(2, 15..20)]
+        );
         assert_eq!(r(&["f", "--output=postgres://u:pw@h/db"]), [(1, 23..25)]);
         assert!(r(&["f", "-o", "postgresql://u@h/db"]).is_empty());
         assert!(r(&["f", "-o", "out:dir@x"]).is_empty());

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fbunload::{
-    counted, printable, BatchLimits, Consistency, Error, Format, Kind, PlanOptions,
-    RunOptions, Summary, TypeOptions, Unload,
+    counted, printable, BatchLimits, Consistency, Error, Format, Kind, PlanOptions, RunOptions,
+    Summary, TypeOptions, Unload,
 };
 
 use args::Args;
@@ -228,7 +228,9 @@ fn generate(what: args::Generate) -> Result<(), Failure> {
 fn check(dir: &std::path::Path, finish: bool) -> Result<(), Failure> {
     // `check out/manifest.json` names the directory by its manifest.
     let dir = match dir.parent() {
-        Some(parent) if dir.file_name() == Some(fbunload::MANIFEST_NAME.as_ref()) && dir.is_file() => {
+        Some(parent)
+            if dir.file_name() == Some(fbunload::MANIFEST_NAME.as_ref()) && dir.is_file() =>
+        {
             if parent.as_os_str().is_empty() {
                 std::path::Path::new(".")
             } else {

@@ -69,7 +69,8 @@ impl Display {
         let secs = self.bar.elapsed().as_secs_f64().max(1e-3);
         let units = self.units.load(Ordering::Relaxed).max(1);
         let done = self.units_done.load(Ordering::Relaxed);
-        self.bar.set_position(self.pages_done.load(Ordering::Relaxed));
+        self.bar
+            .set_position(self.pages_done.load(Ordering::Relaxed));
         self.bar.set_message(format!(
             "{}/{} tables · {}/{} units · {} · {:.0} rows/s",
             self.tables_done.load(Ordering::Relaxed),
@@ -88,8 +89,14 @@ impl Progress for Display {
         self.units.store(plan.units.len(), Ordering::Relaxed);
         // Percent and ETA by data pages, which hold the rows: the last
         // units of a run are small, so counting units ran ahead of rows.
-        self.unit_pages.store(plan.unit_pages.max(1), Ordering::Relaxed);
-        self.bar.set_length(plan.units.iter().map(|u| unit_weight(u, plan.unit_pages)).sum());
+        self.unit_pages
+            .store(plan.unit_pages.max(1), Ordering::Relaxed);
+        self.bar.set_length(
+            plan.units
+                .iter()
+                .map(|u| unit_weight(u, plan.unit_pages))
+                .sum(),
+        );
         self.bar.println(format!(
             "{} in {}, {}, snapshot {}",
             crate::count(plan.listed_len(), "table"),
@@ -108,7 +115,8 @@ impl Progress for Display {
     fn unit_finished(&self, unit: &Unit, _rows: u64) {
         let pages = unit_weight(unit, self.unit_pages.load(Ordering::Relaxed));
         if self.units_done.fetch_add(1, Ordering::Relaxed) == 0 {
-            self.bar.set_style(ProgressStyle::with_template(RUNNING).unwrap());
+            self.bar
+                .set_style(ProgressStyle::with_template(RUNNING).unwrap());
         }
         self.pages_done.fetch_add(pages, Ordering::Relaxed);
         self.refresh();

@@ -111,11 +111,22 @@ fn the_man_page_is_valid_roff_and_names_every_option() {
         "ENVIRONMENT",
     ] {
         let shown = part.replace('-', "\u{2010}");
-        assert!(text.contains(part) || text.contains(&shown), "{part} not in: {text}");
+        assert!(
+            text.contains(part) || text.contains(&shown),
+            "{part} not in: {text}"
+        );
     }
-    for bogus in ["fbunload-check(1)", "fbunload-sample(1)", "fbunload-help(1)", "EXTRA"] {
+    for bogus in [
+        "fbunload-check(1)",
+        "fbunload-sample(1)",
+        "fbunload-help(1)",
+        "EXTRA",
+    ] {
         let shown = bogus.replace('-', "\u{2010}");
-        assert!(!text.contains(bogus) && !text.contains(&shown), "{bogus} in: {text}");
+        assert!(
+            !text.contains(bogus) && !text.contains(&shown),
+            "{bogus} in: {text}"
+        );
     }
     let options = long_options();
     assert!(options.len() > 20, "{options:?}");
@@ -148,7 +159,12 @@ fn fbunload_alone_names_its_first_commands() {
     let out = fbunload(&[]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    for command in ["fbunload -d DATABASE -o DIR", "fbunload sample", "fbunload check", "--help"] {
+    for command in [
+        "fbunload -d DATABASE -o DIR",
+        "fbunload sample",
+        "fbunload check",
+        "--help",
+    ] {
         assert!(err.contains(command), "{err}");
     }
 }

@@ -871,8 +871,16 @@ fn a_reader_process_refuses_what_its_run_did_not_send() {
     };
     for (what, input, expected) in [
         ("nothing", Vec::new(), "not run by hand"),
-        ("a huge frame", vec![0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0], "impossible length"),
-        ("another build", setup_of_another_build, "another build of fbunload"),
+        (
+            "a huge frame",
+            vec![0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0],
+            "impossible length",
+        ),
+        (
+            "another build",
+            setup_of_another_build,
+            "another build of fbunload",
+        ),
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
             .arg("--fbunload-reader-process")

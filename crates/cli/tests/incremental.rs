@@ -80,7 +80,14 @@ fn a_unit_that_lost_a_row_is_rechecked_and_the_progress_counts_it() {
     let new = dir.path().join("new");
     let out = fbunload(
         &db,
-        &["--since", path(&old), "--progress", "json", "-o", path(&new)],
+        &[
+            "--since",
+            path(&old),
+            "--progress",
+            "json",
+            "-o",
+            path(&new),
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let events: Vec<serde_json::Value> = stderr(&out)

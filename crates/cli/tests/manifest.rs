@@ -101,7 +101,10 @@ fn the_manifest_lists_every_file_with_its_hash_rows_and_types() {
     assert_eq!(options["header"], true);
     assert_eq!(options["parallel"], 2);
     assert_eq!(options["unit_pages"], 8);
-    assert_eq!(options["processes"], 0, "the embedded engine reads with threads");
+    assert_eq!(
+        options["processes"], 0,
+        "the embedded engine reads with threads"
+    );
     assert_eq!(options["verify"], true);
 
     let mut listed = Vec::new();

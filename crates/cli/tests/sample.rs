@@ -48,7 +48,10 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
     let checked = fbunload_in(dir.path(), &["check", "out/manifest.json"]);
     assert!(checked.status.success(), "{}", stderr(&checked));
     // --fetch-only writes nothing, so it needs no -o.
-    let fetched = fbunload_in(dir.path(), &["-d", "try.fdb", "-t", "ITEM", "--fetch-only", "-q"]);
+    let fetched = fbunload_in(
+        dir.path(),
+        &["-d", "try.fdb", "-t", "ITEM", "--fetch-only", "-q"],
+    );
     assert!(fetched.status.success(), "{}", stderr(&fetched));
 
     // Any password opens a file: the embedded engine checks none, and says

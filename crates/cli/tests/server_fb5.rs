@@ -177,7 +177,11 @@ fn books_balance_while_two_writers_run(server: &Fb5, name: &str, args: &[&str], 
         run_args.extend(["--unit-pages", "64", "--verify", "-o", out_arg]);
         let run = server.fbunload(&file, &run_args);
         assert!(run.status.success(), "round {round}: {}", stderr(&run));
-        assert!(stderr(&run).contains(said), "round {round}: {}", stderr(&run));
+        assert!(
+            stderr(&run).contains(said),
+            "round {round}: {}",
+            stderr(&run)
+        );
         if let Err(why) = bank::check_books(ledger_rows(&out), account_rows(&out)) {
             panic!("round {round}: {why}");
         }
@@ -718,9 +722,11 @@ fn a_rollback_the_server_never_answers_ends_the_run_after_the_stall_timeout() {
     };
     wait_until_writing(&mut child, &out, "WIDE.csv");
     // The newest attachment of the database is a worker's.
-    let killer = Attachment::connect(&client(), &server.connect(&file, WireOptions::default()))
+    let killer =
+        Attachment::connect(&client(), &server.connect(&file, WireOptions::default())).unwrap();
+    let tr = killer
+        .start_transaction(TransactionMode::ReadWrite)
         .unwrap();
-    let tr = killer.start_transaction(TransactionMode::ReadWrite).unwrap();
     tr.execute(
         "DELETE FROM MON$ATTACHMENTS WHERE MON$ATTACHMENT_ID <> CURRENT_CONNECTION \
          AND MON$SYSTEM_FLAG = 0 ORDER BY MON$ATTACHMENT_ID DESC ROWS 1",
@@ -926,7 +932,9 @@ fn children_of(pid: u32) -> Vec<u32> {
 fn ended(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(stat) => stat[stat.rfind(')').unwrap_or(0) + 1..].trim_start().starts_with('Z'),
+        Ok(stat) => stat[stat.rfind(')').unwrap_or(0) + 1..]
+            .trim_start()
+            .starts_with('Z'),
     }
 }
 
@@ -960,8 +968,9 @@ fn reader_processes(child: &mut std::process::Child, count: usize) -> Vec<u32> {
         let readers: Vec<u32> = children_of(child.id())
             .into_iter()
             .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--fbunload-reader-process"))
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                    String::from_utf8_lossy(&c).contains("--fbunload-reader-process")
+                })
             })
             .collect();
         if readers.len() >= count {
@@ -1003,16 +1012,23 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
         ],
     ));
     let dir = tempfile::tempdir().unwrap();
-    let unload = |name: &str, args: &[&str]| -> (Vec<(String, Vec<u8>)>, serde_json::Value, String) {
-        let out = dir.path().join(name);
-        let mut all = vec!["--verify", "--unit-pages", "16", "-o", out.to_str().unwrap()];
-        all.extend_from_slice(args);
-        let run = server.fbunload(&file, &all);
-        assert!(run.status.success(), "{args:?}: {}", stderr(&run));
-        let manifest: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
-        (files(&out), manifest, stderr(&run))
-    };
+    let unload =
+        |name: &str, args: &[&str]| -> (Vec<(String, Vec<u8>)>, serde_json::Value, String) {
+            let out = dir.path().join(name);
+            let mut all = vec![
+                "--verify",
+                "--unit-pages",
+                "16",
+                "-o",
+                out.to_str().unwrap(),
+            ];
+            all.extend_from_slice(args);
+            let run = server.fbunload(&file, &all);
+            assert!(run.status.success(), "{args:?}: {}", stderr(&run));
+            let manifest: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+            (files(&out), manifest, stderr(&run))
+        };
     for format in [
         &["-f", "csv", "--header"][..],
         &["-f", "tsv", "--compress", "zstd"],
@@ -1021,7 +1037,14 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
         &["-f", "arrow"],
         &["-f", "csv", "--max-rows", "9000"],
         &["-f", "jsonl", "--max-bytes", "1M"],
-        &["-f", "parquet", "--row-group-rows", "2000", "--max-bytes", "200K"],
+        &[
+            "-f",
+            "parquet",
+            "--row-group-rows",
+            "2000",
+            "--max-bytes",
+            "200K",
+        ],
         // A column of CHARACTER SET NONE (é's UTF-8 bytes), decoded as
         // the run is told.
         &["-f", "csv", "--charset", "WIN1252"],
@@ -1036,7 +1059,11 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
         assert!(three == one, "{format:?}: not the -j 1 files");
         assert_eq!(manifest["tables"], one_manifest["tables"], "{format:?}");
         assert!(
-            manifest["tables"].as_array().unwrap().iter().all(|t| t["verified"] == true),
+            manifest["tables"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["verified"] == true),
             "{format:?}: {manifest}"
         );
         assert_eq!(manifest["options"]["workers"], 3);
@@ -1048,23 +1075,50 @@ fn reader_processes_write_what_one_thread_writes_in_every_format() {
     let piped = server.fbunload(&file, &["-t", "T", "-j", "1", "-o", "-"]);
     let from_processes = server.fbunload(
         &file,
-        &["-t", "T", "-j", "4", "--processes", "2", "--progress", "json", "-o", "-"],
+        &[
+            "-t",
+            "T",
+            "-j",
+            "4",
+            "--processes",
+            "2",
+            "--progress",
+            "json",
+            "-o",
+            "-",
+        ],
     );
-    assert!(from_processes.status.success(), "{}", stderr(&from_processes));
-    assert!(from_processes.stdout == piped.stdout, "standard output differs");
+    assert!(
+        from_processes.status.success(),
+        "{}",
+        stderr(&from_processes)
+    );
+    assert!(
+        from_processes.stdout == piped.stdout,
+        "standard output differs"
+    );
     let events: Vec<serde_json::Value> = stderr(&from_processes)
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     let started = &events[0];
-    assert_eq!((&started["event"], &started["processes"]), (&"started".into(), &2.into()));
+    assert_eq!(
+        (&started["event"], &started["processes"]),
+        (&"started".into(), &2.into())
+    );
     let units: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "unit").collect();
     assert_eq!(units.len() as u64, started["units"].as_u64().unwrap());
     let unit_rows: u64 = units.iter().map(|e| e["rows"].as_u64().unwrap()).sum();
     let summary = events.last().unwrap();
     assert_eq!(summary["event"], "summary");
-    assert_eq!((unit_rows, summary["rows"].as_u64()), (30_000, Some(30_000)));
-    assert_eq!((&summary["workers"], &summary["processes"]), (&4.into(), &2.into()));
+    assert_eq!(
+        (unit_rows, summary["rows"].as_u64()),
+        (30_000, Some(30_000))
+    );
+    assert_eq!(
+        (&summary["workers"], &summary["processes"]),
+        (&4.into(), &2.into())
+    );
 }
 
 /// An incremental run in reader processes writes the change set one
@@ -1111,9 +1165,18 @@ fn reader_processes_write_the_change_set_one_thread_writes() {
     tr.commit().unwrap();
     let base = out("base");
     let since = ["--since", base.to_str().unwrap()];
-    unload("threads", &[&since[..], &["-j", "1", "--processes", "0"]].concat());
-    unload("processes", &[&since[..], &["-j", "3", "--processes", "2"]].concat());
-    assert!(files(&out("processes")) == files(&out("threads")), "the change sets differ");
+    unload(
+        "threads",
+        &[&since[..], &["-j", "1", "--processes", "0"]].concat(),
+    );
+    unload(
+        "processes",
+        &[&since[..], &["-j", "3", "--processes", "2"]].concat(),
+    );
+    assert!(
+        files(&out("processes")) == files(&out("threads")),
+        "the change sets differ"
+    );
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out("processes").join("manifest.json")).unwrap())
             .unwrap();
@@ -1123,7 +1186,10 @@ fn reader_processes_write_the_change_set_one_thread_writes() {
     assert_eq!(change["deletes"], 21 + 13, "{change}");
     let rechecked = change["rechecked_units"].as_u64().unwrap();
     let units = manifest["tables"][0]["units"].as_u64().unwrap_or(u64::MAX);
-    assert!(rechecked > 0 && rechecked < units, "{rechecked} of {units} units: {change}");
+    assert!(
+        rechecked > 0 && rechecked < units,
+        "{rechecked} of {units} units: {change}"
+    );
 }
 
 /// Reader processes join the run's one snapshot: the books balance while
@@ -1185,7 +1251,10 @@ fn a_killed_reader_process_has_its_units_redone() {
     let ended = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&ended.stderr);
     assert!(ended.status.success(), "{err}");
-    assert!(err.contains("reader process") && err.contains("SIGKILL"), "{err}");
+    assert!(
+        err.contains("reader process") && err.contains("SIGKILL"),
+        "{err}"
+    );
     assert!(err.contains("redoing the unit"), "{err}");
     assert!(
         files(&out).into_iter().find(|(n, _)| n == "WIDE.csv")
@@ -1223,8 +1292,14 @@ fn a_stopped_run_leaves_no_reader_process() {
             assert_eq!(ended.status.code(), Some(130), "{signal}: {err}");
         }
         assert!(!out.join("manifest.json").exists(), "{signal}: {err}");
-        assert!(!out.join("WIDE.csv").exists(), "{signal}: a half table was published");
-        assert!(all_end(&readers), "{signal}: a reader process outlived the run");
+        assert!(
+            !out.join("WIDE.csv").exists(),
+            "{signal}: a half table was published"
+        );
+        assert!(
+            all_end(&readers),
+            "{signal}: a reader process outlived the run"
+        );
     }
 }
 

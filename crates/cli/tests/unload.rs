@@ -728,7 +728,10 @@ fn progress_json_is_one_event_per_line_and_the_summary_last() {
         .sum();
     assert_eq!(Some(unit_rows), summary["rows"].as_u64());
     // Every event's seconds are on one clock: the summary's is the last.
-    let seconds: Vec<f64> = events.iter().map(|e| e["seconds"].as_f64().unwrap()).collect();
+    let seconds: Vec<f64> = events
+        .iter()
+        .map(|e| e["seconds"].as_f64().unwrap())
+        .collect();
     assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "{seconds:?}");
 }
 
@@ -780,13 +783,29 @@ fn the_embedded_engine_reads_with_threads_whatever_processes_asks() {
     let out = dir.path().join("out");
     let run = fbunload(
         &db,
-        &["-t", "BIG", "-j", "2", "--processes", "2", "-o", out.to_str().unwrap()],
+        &[
+            "-t",
+            "BIG",
+            "-j",
+            "2",
+            "--processes",
+            "2",
+            "-o",
+            out.to_str().unwrap(),
+        ],
     );
     let said = stderr(&run);
     assert!(run.status.success(), "{said}");
-    assert!(said.contains("2 workers,") && !said.contains("process"), "{said}");
+    assert!(
+        said.contains("2 workers,") && !said.contains("process"),
+        "{said}"
+    );
     assert_eq!(csv_records(&out.join("BIG.csv")).len(), 120_000);
     let refused = fbunload(&db, &["--processes", "many", "--plan"]);
     assert!(!refused.status.success());
-    assert!(stderr(&refused).contains("auto, 0 (threads only) or a number"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("auto, 0 (threads only) or a number"),
+        "{}",
+        stderr(&refused)
+    );
 }

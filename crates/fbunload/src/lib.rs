@@ -77,6 +77,8 @@ use fbunload_client::{Client, ConnectOptions};
 /// Whether an embedded engine may have started in this process, so that
 /// the client library's shutdown must run at exit.
 pub use fbunload_client::embedded_engine_may_run;
+/// Whether `-d` names a file, opened by the embedded engine (no server).
+pub use fbunload_client::is_plain_path;
 /// For a program that is itself Python: where its interpreter finds
 /// `firebird-embedded`'s runtime, asked before starting a new `python3`.
 pub use fbunload_client::set_embedded_runtime_lookup;
@@ -86,8 +88,6 @@ pub use fbunload_client::set_embedded_runtime_lookup;
 /// not wait without bound watches this and gives up (the command line's
 /// `--lock-timeout` ends the process).
 pub use fbunload_client::{longest_prepare, Preparing, WireCrypt, WireOptions};
-/// Whether `-d` names a file, opened by the embedded engine (no server).
-pub use fbunload_client::is_plain_path;
 /// Watches the calls of the threads that read units: how long the one
 /// that has waited longest for the database's answer has waited. A run
 /// bounds its own workers' calls ([`RunOptions::stall_timeout`]); this is
@@ -96,30 +96,31 @@ pub use fbunload_client::{ReadWatch, StalledRead};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
-    check_directory, file_name_for, finish_interrupted_switch, part_file_name, CheckReport, Manifest, ManifestColumn,
-    ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME, SWITCH_DIR,
-};
-pub use fbunload_exec::{
-    Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
-    Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
-};
-pub use fbunload_exec::{
-    stall_timeout_from_secs, stall_timeout_from_secs_f64, DEFAULT_STALL_TIMEOUT,
-    MAX_STALL_TIMEOUT_SECS,
+    check_directory, file_name_for, finish_interrupted_switch, part_file_name, CheckReport,
+    Manifest, ManifestColumn, ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch,
+    MANIFEST_NAME, SWITCH_DIR,
 };
 /// Reader processes (see [`Processes`]): how this program starts one,
 /// and what such a process runs. A program that lets its runs use them
 /// sets the command at start and, when started with it, calls
 /// [`serve_reader`] instead of doing anything else.
 pub use fbunload_exec::{reader_command, serve_reader, set_reader_command, ReaderCommand};
+pub use fbunload_exec::{
+    stall_timeout_from_secs, stall_timeout_from_secs_f64, DEFAULT_STALL_TIMEOUT,
+    MAX_STALL_TIMEOUT_SECS,
+};
+pub use fbunload_exec::{
+    Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
+    Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
+};
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
-pub use output::{FormatName, OutputOptions, FORMAT_OPTIONS};
 pub use fbunload_plan::{
     counted, parameter_markers, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions,
     QuerySpec, TableFilter, TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};
+pub use output::{FormatName, OutputOptions, FORMAT_OPTIONS};
 
 use fbunload_dest::{BatchStream, FileOutput, StreamReceiver};
 use fbunload_exec::Database;

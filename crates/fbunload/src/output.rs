@@ -78,7 +78,13 @@ use FormatName::{Arrow, Csv, Jsonl, Parquet, Tsv};
 /// Every option that only some formats take.
 pub const FORMAT_OPTIONS: &[FormatOption] = &[
     option("header", "header", true, &[Csv, Tsv], ""),
-    option("delimiter", "delimiter", false, &[Csv], "tsv always uses a tab"),
+    option(
+        "delimiter",
+        "delimiter",
+        false,
+        &[Csv],
+        "tsv always uses a tab",
+    ),
     option("null", "null", false, &[Csv, Tsv], ""),
     option("crlf", "crlf", true, &[Csv, Tsv], ""),
     option("binary", "binary", false, &[Csv, Tsv, Jsonl], ""),
@@ -317,7 +323,10 @@ mod tests {
                 other => panic!("{other} is not an OutputOptions field"),
             }
             let refusal = given.misplaced().unwrap();
-            assert!(refusal.starts_with(&format!("--{} ", option.flag)), "{refusal}");
+            assert!(
+                refusal.starts_with(&format!("--{} ", option.flag)),
+                "{refusal}"
+            );
         }
     }
 
@@ -332,7 +341,11 @@ mod tests {
             delimiter: Some("ab".into()),
             ..OutputOptions::default()
         };
-        assert!(bad.to_format().err().unwrap().starts_with("--delimiter 'ab': "));
+        assert!(bad
+            .to_format()
+            .err()
+            .unwrap()
+            .starts_with("--delimiter 'ab': "));
         let null = OutputOptions {
             null: Some("a,b".into()),
             ..OutputOptions::default()

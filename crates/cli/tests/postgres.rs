@@ -1,0 +1,668 @@
+//! `-o postgresql://...` against a real PostgreSQL 15 (the private cluster
+//! of scripts/pg-cluster.sh, whose environment scripts/test.sh sets):
+//! every value of every type equal to what fbunload reads from Firebird,
+//! EMPLOYEE's arrays, keys and sequences; one snapshot under writers; a
+//! run that fails or is stopped leaves the target as it was; bad input is
+//! refused in one line. Skipped, saying so, without
+//! `FBUNLOAD_TEST_PG_URI`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field};
+use common::*;
+use fbunload_gen::{arrays, bank, GenOptions, Table};
+
+/// The cluster's URI for database `db`, made empty for this test; `None`
+/// (the test says it is skipped) without a cluster.
+fn pg_database(db: &str) -> Option<String> {
+    let Ok(uri) = std::env::var("FBUNLOAD_TEST_PG_URI") else {
+        eprintln!(
+            "SKIPPED: FBUNLOAD_TEST_PG_URI is not set: start a private PostgreSQL with \
+             eval \"$(bash scripts/pg-cluster.sh start)\" (scripts/test.sh does)"
+        );
+        return None;
+    };
+    let mut admin = postgres::Client::connect(&uri, postgres::NoTls).expect("the test cluster");
+    // Each its own statement: neither runs in a transaction block.
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .unwrap();
+    let base = uri.rsplit_once('/').unwrap().0;
+    Some(format!("{base}/{db}"))
+}
+
+fn pg(uri: &str) -> postgres::Client {
+    postgres::Client::connect(uri, postgres::NoTls).unwrap()
+}
+
+fn load(db: &Path, uri: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["-o", uri];
+    all.extend_from_slice(args);
+    fbunload(db, &all)
+}
+
+fn assert_loaded(out: &std::process::Output) {
+    assert!(out.status.success(), "{}", stderr(out));
+}
+
+/// Every table's rows as fbunload reads them from Firebird (decimals as
+/// the PostgreSQL load reads them: 39 digits).
+fn firebird_tables(db: &Path) -> Vec<(String, Vec<RecordBatch>)> {
+    let mut options = fbunload::RunOptions::default();
+    options.types.decimal256 = true;
+    let unload = fbunload::Unload::new(db.to_str().unwrap())
+        .user("SYSDBA")
+        .password("masterkey")
+        .options(options)
+        .parallel(2);
+    let batches = unload.record_batches().unwrap();
+    let names: Vec<String> = batches
+        .plan()
+        .tables
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    let mut tables: Vec<(String, Vec<RecordBatch>)> =
+        names.iter().map(|n| (n.clone(), Vec::new())).collect();
+    for item in batches {
+        let item = item.unwrap();
+        tables[item.table].1.push(item.batch);
+    }
+    tables
+}
+
+fn declared(field: &Field) -> String {
+    field
+        .metadata()
+        .get("fbunload.type")
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The SQL that gives a column's value in the text both sides compare.
+fn canon_sql(column: &str, field: &Field) -> String {
+    match field.data_type() {
+        DataType::Date32 => format!("({column} - date '1970-01-01')::text"),
+        DataType::Time64(_) if declared(field).contains("TIME ZONE") => format!(
+            "(extract(epoch from {column}) * 1000000)::bigint::text || '@' || \
+             extract(timezone from {column})::int::text"
+        ),
+        DataType::Time64(_) | DataType::Timestamp(_, _) => {
+            format!("(extract(epoch from {column}) * 1000000)::bigint::text")
+        }
+        DataType::Binary => format!("encode({column}, 'hex')"),
+        DataType::List(_) => {
+            let mut leaf_type = field.data_type().clone();
+            while let DataType::List(item) = leaf_type {
+                leaf_type = item.data_type().clone();
+            }
+            let leaf = Field::new("x", leaf_type, false).with_metadata(field.metadata().clone());
+            format!(
+                "array_dims({column}) || '=' || array_to_string(ARRAY(SELECT {} FROM \
+                 unnest({column}) AS u(x)), '|')",
+                canon_sql("x", &leaf)
+            )
+        }
+        _ => format!("{column}::text"),
+    }
+}
+
+/// Value `row` of `array` in the same text.
+fn canon_arrow(array: &ArrayRef, field: &Field, row: usize) -> Option<String> {
+    if array.is_null(row) {
+        return None;
+    }
+    Some(match array.data_type() {
+        DataType::Int16 => array.as_primitive::<Int16Type>().value(row).to_string(),
+        DataType::Int32 => array.as_primitive::<Int32Type>().value(row).to_string(),
+        DataType::Int64 => array.as_primitive::<Int64Type>().value(row).to_string(),
+        DataType::Decimal128(_, _) => array.as_primitive::<Decimal128Type>().value_as_string(row),
+        DataType::Decimal256(_, _) => array.as_primitive::<Decimal256Type>().value_as_string(row),
+        DataType::Float32 => array.as_primitive::<Float32Type>().value(row).to_string(),
+        DataType::Float64 => array.as_primitive::<Float64Type>().value(row).to_string(),
+        DataType::Boolean => array.as_boolean().value(row).to_string(),
+        DataType::Date32 => array.as_primitive::<Date32Type>().value(row).to_string(),
+        DataType::Time64(_) => {
+            let micros = array.as_primitive::<Time64MicrosecondType>().value(row);
+            if declared(field).contains("TIME ZONE") {
+                format!("{micros}@0")
+            } else {
+                micros.to_string()
+            }
+        }
+        DataType::Timestamp(_, _) => array
+            .as_primitive::<TimestampMicrosecondType>()
+            .value(row)
+            .to_string(),
+        DataType::Utf8 => array.as_string::<i32>().value(row).to_string(),
+        DataType::Binary => array
+            .as_binary::<i32>()
+            .value(row)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        DataType::List(_) => {
+            let bounds = field.metadata()["fbunload.array_bounds"]
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|b| format!("[{}]", b.trim()))
+                .collect::<String>();
+            let mut leaves = Vec::new();
+            flatten(&array.as_list::<i32>().value(row), field, &mut leaves);
+            format!("{bounds}={}", leaves.join("|"))
+        }
+        other => panic!("no comparison for {other}"),
+    })
+}
+
+fn flatten(values: &ArrayRef, field: &Field, out: &mut Vec<String>) {
+    for i in 0..values.len() {
+        match values.data_type() {
+            DataType::List(_) => flatten(&values.as_list::<i32>().value(i), field, out),
+            _ => {
+                let leaf = Field::new("x", values.data_type().clone(), false)
+                    .with_metadata(field.metadata().clone());
+                out.push(normal(&leaf, canon_arrow(values, &leaf, i).unwrap()));
+            }
+        }
+    }
+}
+
+/// What both sides' texts are compared as: floats by their bits, DECFLOAT
+/// as sign, digits and exponent (`1.50E+3` is PostgreSQL's `1500`).
+fn normal(field: &Field, text: String) -> String {
+    match field.data_type() {
+        DataType::Float32 => {
+            let v: f32 = text.parse().unwrap_or_else(|_| panic!("float {text}"));
+            if v.is_nan() {
+                "NaN".into()
+            } else {
+                format!("{:08x}", v.to_bits())
+            }
+        }
+        DataType::Float64 => {
+            let v: f64 = text.parse().unwrap_or_else(|_| panic!("double {text}"));
+            if v.is_nan() {
+                "NaN".into()
+            } else {
+                format!("{:016x}", v.to_bits())
+            }
+        }
+        DataType::Utf8 if declared(field).starts_with("DECFLOAT") => decimal_parts(&text),
+        _ => text,
+    }
+}
+
+fn decimal_parts(text: &str) -> String {
+    let (negative, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    match body.to_ascii_lowercase().as_str() {
+        "nan" | "snan" => return "NaN".into(),
+        "infinity" | "inf" => return format!("{}inf", if negative { "-" } else { "" }),
+        _ => {}
+    }
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(at) => (&body[..at], body[at + 1..].parse::<i64>().unwrap()),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{int}{frac}");
+    let mut exponent = exponent - frac.len() as i64;
+    let digits = digits.trim_start_matches('0');
+    let trimmed = digits.trim_end_matches('0');
+    exponent += (digits.len() - trimmed.len()) as i64;
+    if trimmed.is_empty() {
+        return "0".into();
+    }
+    format!("{}{trimmed}e{exponent}", if negative { "-" } else { "" })
+}
+
+/// Every table of `db` has, in schema `schema` of `uri`, the same rows
+/// (as multisets) with the same values; returns the rows compared.
+fn assert_same_values(db: &Path, uri: &str, schema: &str) -> usize {
+    let mut client = pg(uri);
+    let mut compared = 0;
+    for (name, batches) in firebird_tables(db) {
+        let Some(first) = batches.first() else {
+            continue;
+        };
+        let arrow_schema = first.schema();
+        let fields = arrow_schema.fields();
+        let mut expected: Vec<Vec<Option<String>>> = Vec::new();
+        for batch in &batches {
+            for row in 0..batch.num_rows() {
+                expected.push(
+                    fields
+                        .iter()
+                        .zip(batch.columns())
+                        .map(|(f, a)| canon_arrow(a, f, row).map(|t| normal(f, t)))
+                        .collect(),
+                );
+            }
+        }
+        let select: Vec<String> = fields
+            .iter()
+            .map(|f| canon_sql(&ident(&fbunload::postgres::pg_name(f.name())), f))
+            .collect();
+        let sql = format!(
+            "SELECT {} FROM {}.{}",
+            select.join(", "),
+            ident(schema),
+            ident(&fbunload::postgres::pg_name(&name))
+        );
+        let mut actual: Vec<Vec<Option<String>>> = client
+            .query(&sql, &[])
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .iter()
+            .map(|r| {
+                fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| r.get::<_, Option<String>>(i).map(|t| normal(f, t)))
+                    .collect()
+            })
+            .collect();
+        expected.sort();
+        actual.sort();
+        assert_eq!(expected.len(), actual.len(), "rows of {name}");
+        for (e, a) in expected.iter().zip(&actual) {
+            for (i, f) in fields.iter().enumerate() {
+                assert_eq!(e[i], a[i], "{name}.{} ({})", f.name(), declared(f));
+            }
+        }
+        compared += expected.len();
+    }
+    compared
+}
+
+/// Failed with one line on stderr that says `expected`.
+fn refused_in_one_line(out: &std::process::Output, expected: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("fbunload: error: ") && err.contains(expected),
+        "expected {expected:?}: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn query_one_i64(uri: &str, sql: &str) -> i64 {
+    pg(uri)
+        .query_one(sql, &[])
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .get(0)
+}
+
+fn schemas(uri: &str) -> Vec<String> {
+    pg(uri)
+        .query("SELECT nspname::text FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' ORDER BY 1", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+fn sample(dir: &Path) -> PathBuf {
+    let path = dir.join("sample.fdb");
+    let options = GenOptions {
+        items: 500,
+        tables: vec![
+            Table::AllTypes,
+            Table::Mixed,
+            Table::EmptyTable,
+            Table::Item,
+            Table::Warehouse,
+        ],
+        ..GenOptions::new(&path)
+    };
+    fbunload_gen::generate(&client(), &options).unwrap();
+    path
+}
+
+#[test]
+fn every_type_of_the_sample_equals_what_firebird_holds() {
+    let Some(uri) = pg_database("fbu_types") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = sample(dir.path());
+    let out = load(&db, &uri, &["-j", "2", "--verify"]);
+    assert_loaded(&out);
+    let rows = assert_same_values(&db, &uri, "public");
+    assert!(rows > 500, "{rows} rows compared");
+    // Keys, NOT NULL, the record of the run, no staging left.
+    assert_eq!(
+        query_one_i64(&uri, "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid = 'public.all_types'::regclass"),
+        1
+    );
+    let runs = query_one_i64(&uri, "SELECT count(*) FROM public._fbunload_runs");
+    assert_eq!(runs, 1);
+    assert_eq!(schemas(&uri), ["public"]);
+    // Another run into it is refused, then --overwrite replaces it whole.
+    let again = load(&db, &uri, &["-j", "2"]);
+    refused_in_one_line(&again, "already holds");
+    let again = load(&db, &uri, &["-j", "2", "--overwrite", "-t", "ITEM"]);
+    assert_loaded(&again);
+    assert_eq!(
+        query_one_i64(&uri, "SELECT count(*) FROM public._fbunload_runs"),
+        2
+    );
+    assert_eq!(
+        query_one_i64(&uri, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '\\_fbunload%'"),
+        1
+    );
+}
+
+/// Firebird's own script of the EMPLOYEE example (arrays, foreign keys,
+/// sequences, computed columns, triggers), as arrays.rs builds it.
+fn employee(dir: &Path) -> Option<PathBuf> {
+    let path = PathBuf::from("/usr/share/doc/firebird3.0-common-doc/examples/employee.sql.gz");
+    if !path.is_file() {
+        eprintln!(
+            "SKIPPED: {} not found (scripts/setup.sh installs it)",
+            path.display()
+        );
+        return None;
+    }
+    let mut script = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(&std::fs::read(&path).unwrap()[..]),
+        &mut script,
+    )
+    .unwrap();
+    let db = create_db(dir, "employee.fdb", 8192);
+    let statements = arrays::script_statements(&script);
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    execute(&db, &statements);
+    arrays::fill_employee(&connect(&db)).unwrap();
+    Some(db)
+}
+
+#[test]
+fn employee_loads_with_arrays_keys_sequences_and_a_report() {
+    let Some(uri) = pg_database("fbu_employee") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Some(db) = employee(dir.path()) else {
+        return;
+    };
+    let out = load(&db, &uri, &["-j", "2", "--pg-schema", "emp"]);
+    assert_loaded(&out);
+    let text = stderr(&out);
+    assert!(text.contains("not translated"), "{text}");
+    assert!(
+        text.contains("computed column FULL_NAME of EMPLOYEE"),
+        "{text}"
+    );
+    assert_same_values(&db, &uri, "emp");
+    // Arrays keep their bounds.
+    let dims: String = pg(&uri)
+        .query_one(
+            "SELECT array_dims(language_req) FROM emp.job WHERE language_req IS NOT NULL LIMIT 1",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(dims, "[1:5]");
+    // Foreign keys, validated.
+    let fks = query_one_i64(&uri, "SELECT count(*) FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'emp' AND contype = 'f' AND convalidated");
+    assert!(fks >= 8, "{fks} foreign keys");
+    // A sequence's next value is Firebird's next value.
+    let firebird_next = {
+        let att = connect(&db);
+        let tr = att
+            .start_transaction(fbunload_client::TransactionMode::ReadOnlySnapshot)
+            .unwrap();
+        let mut stmt = tr
+            .prepare("SELECT GEN_ID(EMP_NO_GEN, 0) FROM RDB$DATABASE")
+            .unwrap();
+        stmt.execute().unwrap();
+        assert!(stmt.fetch().unwrap());
+        i64::from_ne_bytes(stmt.row().value(0).unwrap().try_into().unwrap()) + 1
+    };
+    assert_eq!(
+        query_one_i64(&uri, "SELECT nextval('emp.emp_no_gen')"),
+        firebird_next
+    );
+    let reported = query_one_i64(
+        &uri,
+        "SELECT count(*) FROM emp._fbunload_untranslated WHERE kind = 'computed column'",
+    );
+    assert!(reported >= 1);
+}
+
+#[test]
+fn one_snapshot_under_writers_keeps_the_books_balanced_in_postgresql() {
+    let Some(uri) = pg_database("fbu_bank") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "bank.fdb", 4096);
+    bank::create(&connect(&db)).unwrap();
+    let connect_options = fbunload_client::ConnectOptions {
+        database: db.to_str().unwrap().into(),
+        user: Some("SYSDBA".into()),
+        password: Some("masterkey".into()),
+        role: None,
+        charset: "UTF8".into(),
+        no_garbage_collect: false,
+        wire: Default::default(),
+    };
+    let writers = bank::Writers::start(&client(), &connect_options, 2);
+    // In this process: the writers' embedded engine holds the file.
+    let mut options = fbunload::RunOptions::default();
+    options.plan.unit_pages = Some(16);
+    let loaded = fbunload::Unload::new(db.to_str().unwrap())
+        .user("SYSDBA")
+        .options(options)
+        .parallel(2)
+        .to_postgres(&uri, None, &fbunload::Silent)
+        .unwrap();
+    writers.wait_for(20);
+    drop(writers);
+    assert!(
+        loaded.summary.tables.iter().any(|t| t.units > 1),
+        "LEDGER in one unit"
+    );
+    let mut c = pg(&uri);
+    let ledger: Vec<(i64, i64, i64)> = c
+        .query(
+            "SELECT from_id::bigint, to_id::bigint, amount FROM public.ledger",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let accounts: Vec<(i64, i64)> = c
+        .query("SELECT id::bigint, balance FROM public.accounts", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(ledger.iter().any(|l| l.2 > 0), "no transfer was loaded");
+    bank::check_books(ledger, accounts).unwrap();
+}
+
+#[test]
+fn a_failed_or_stopped_run_leaves_the_previous_target() {
+    let Some(uri) = pg_database("fbu_fail") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "fail.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, S VARCHAR(20))",
+            "INSERT INTO T VALUES (1, 'one')",
+            "CREATE TABLE BIG (ID INTEGER, PAD VARCHAR(200))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 200000) DO BEGIN \
+             INSERT INTO BIG VALUES (:I, RPAD('', 200, 'x')); I = I + 1; END END",
+        ],
+    );
+    assert_loaded(&load(&db, &uri, &["-t", "T"]));
+    let before = || query_one_i64(&uri, "SELECT count(*) FROM public.t");
+    assert_eq!(before(), 1);
+
+    // A NUL in text: one line naming table, column and key; the target stays.
+    execute(
+        &db,
+        &["INSERT INTO T VALUES (2, 'a' || ASCII_CHAR(0) || 'b')"],
+    );
+    let out = load(&db, &uri, &["-t", "T", "--overwrite"]);
+    refused_in_one_line(&out, "table T, column S, row ID = 2: the text holds a NUL");
+    assert_eq!(before(), 1);
+    assert_eq!(schemas(&uri), ["public"]);
+    execute(&db, &["DELETE FROM T WHERE ID = 2"]);
+
+    // SIGTERM while rows move: stopped, nothing kept, no staging left.
+    let stop = |signal: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args([
+                "-d",
+                db.to_str().unwrap(),
+                "-u",
+                "SYSDBA",
+                "-p",
+                "masterkey",
+                "-j",
+                "2",
+            ])
+            .args(["--overwrite", "-o", &uri])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !schemas(&uri)
+            .iter()
+            .any(|s| s.starts_with("_fbunload_staging"))
+        {
+            assert!(
+                started.elapsed() < SLOW_MACHINE * 3,
+                "the run never began loading"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "the run ended before it was stopped");
+    };
+    stop("-TERM");
+    assert_eq!(before(), 1);
+    assert_eq!(
+        schemas(&uri),
+        ["public"],
+        "a stopped run left its staging schema"
+    );
+    // SIGKILL leaves the staging schema; the next run removes it first.
+    stop("-KILL");
+    assert_eq!(before(), 1);
+    assert_loaded(&load(&db, &uri, &["-t", "T", "--overwrite", "-j", "2"]));
+    assert_eq!(schemas(&uri), ["public"]);
+    assert_eq!(before(), 1);
+}
+
+#[test]
+fn bad_targets_are_refused_in_one_line_before_firebird_is_read() {
+    let Some(uri) = pg_database("fbu_bad") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = small_db(dir.path());
+    let (base, _) = uri.rsplit_once('/').unwrap();
+    let wrong_password = uri.replacen(":fbunload-test@", ":wrong-secret@", 1);
+    let out = load(&db, &wrong_password, &[]);
+    refused_in_one_line(&out, "password authentication failed");
+    assert!(!stderr(&out).contains("wrong-secret"), "{}", stderr(&out));
+    let out = load(&db, "postgresql://u@127.0.0.1:notaport/x", &[]);
+    refused_in_one_line(&out, "not a PostgreSQL URI");
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = load(&db, &format!("postgresql://u:p@127.0.0.1:{port}/x"), &[]);
+    refused_in_one_line(&out, "cannot connect to postgresql://u@127.0.0.1");
+    let out = load(&db, &format!("{base}/no_such_db"), &[]);
+    refused_in_one_line(&out, "no_such_db");
+    // A schema that holds a table.
+    pg(&uri)
+        .batch_execute("CREATE SCHEMA taken; CREATE TABLE taken.x (a int)")
+        .unwrap();
+    let out = load(&db, &uri, &["--pg-schema", "taken"]);
+    refused_in_one_line(&out, "schema taken of");
+    let out = load(&db, &uri, &["-f", "parquet"]);
+    refused_in_one_line(&out, "--format is for files");
+}
+
+#[test]
+fn no_schema_loads_into_existing_tables_matched_by_name() {
+    let Some(uri) = pg_database("fbu_noschema") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "n.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, S VARCHAR(20), N NUMERIC(9,2))",
+            "INSERT INTO T VALUES (1, 'one', 1.25)",
+            "INSERT INTO T VALUES (2, NULL, -3.5)",
+        ],
+    );
+    let mut c = pg(&uri);
+    c.batch_execute(
+        "CREATE TABLE public.t (extra text DEFAULT 'x', n numeric, s text, id bigint PRIMARY KEY)",
+    )
+    .unwrap();
+    assert_loaded(&load(&db, &uri, &["--no-schema"]));
+    let rows: Vec<(i64, Option<String>, String, String)> = c
+        .query(
+            "SELECT id, s, n::text, extra FROM public.t ORDER BY id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, Some("one".into()), "1.25".into(), "x".into()),
+            (2, None, "-3.50".into(), "x".into())
+        ]
+    );
+    // Rows there: refused unless --overwrite; a missing column refused.
+    refused_in_one_line(&load(&db, &uri, &["--no-schema"]), "already holds rows");
+    assert_loaded(&load(&db, &uri, &["--no-schema", "--overwrite"]));
+    assert_eq!(query_one_i64(&uri, "SELECT count(*) FROM public.t"), 2);
+    c.batch_execute("ALTER TABLE public.t DROP COLUMN n")
+        .unwrap();
+    let out = load(&db, &uri, &["--no-schema", "--overwrite"]);
+    refused_in_one_line(&out, "has no column n");
+    assert_eq!(query_one_i64(&uri, "SELECT count(*) FROM public.t"), 2);
+}
