@@ -355,6 +355,7 @@ def unload(
     since: Optional[str] = None,
     keep_keys: bool = False,
     processes: Union[str, int, None] = None,
+    pg_schema: Optional[str] = None,
 ) -> Dict[str, Any]:
     """What the command line does: every selected table to a file in
     directory ``output``, then ``schema.sql`` (the tables' DDL) and
@@ -408,7 +409,18 @@ def unload(
       ``since=DIR``: of each table, the rows inserted or updated since the
       run in ``DIR`` (``T.upserts.<ext>``) and the keys of those deleted
       since (``T.deletes.<ext>``), as ``--since`` does; ``keep_keys=True``
-      keeps a full run's keys so that a later run can start from it."""
+      keeps a full run's keys so that a later run can start from it.
+
+    Into PostgreSQL (docs/postgresql.md):
+      ``output='postgresql://USER[:PASSWORD]@HOST:PORT/DBNAME'`` loads every
+      selected table into schema ``pg_schema`` (default 'public') with
+      binary COPY, at one snapshot, then its keys, indices, foreign keys
+      and sequences, and puts it in place in one transaction, as
+      ``-o postgresql://...`` does. The password comes from the URI,
+      ``PGPASSWORD`` or ``~/.pgpass``. ``overwrite=True`` replaces a schema
+      that holds tables; ``schema=False`` loads into existing tables. The
+      summary adds ``target``, ``pg_schema`` and ``untranslated`` (what
+      did not translate, with its Firebird source)."""
     try:
         return _fbunload.unload(
             database, str(output), format=format, compression=compression, header=header,
@@ -422,7 +434,7 @@ def unload(
             schema=schema, allow_inconsistent=allow_inconsistent, stall_timeout=stall_timeout,
             wire_crypt=wire_crypt, wire_compression=wire_compression,
             since=None if since is None else str(since), keep_keys=keep_keys,
-            processes=processes)
+            processes=processes, pg_schema=pg_schema)
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None

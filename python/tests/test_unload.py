@@ -32,7 +32,7 @@ def test_the_signature_and_help_show_every_option():
                  "row_group_rows", "decimal256", "max_rows", "max_bytes", "schema", "overwrite",
                  "verify", "user", "password", "role", "charset", "parallel", "unit_pages",
                  "memory_mb", "client_lib", "wire_crypt", "wire_compression",
-                 "allow_inconsistent", "stall_timeout", "since", "keep_keys", "processes"]:
+                 "allow_inconsistent", "stall_timeout", "since", "keep_keys", "processes", "pg_schema"]:
         assert name in parameters, name
         assert name in fbunload.unload.__doc__, name
     assert not any(p.kind == p.VAR_KEYWORD for p in parameters.values())

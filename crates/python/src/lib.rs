@@ -41,8 +41,7 @@ use fbunload::format::csv::BinaryEncoding;
 use fbunload::format::Compression;
 use fbunload::{
     Error as RunError, FormatName, OutputOptions, PartLimits, Plan, PlanOptions, Processes,
-    QuerySpec, RecordBatches, RunOptions,
-    SnapshotTicket, Summary, TypeOptions, Unit, Unload,
+    QuerySpec, RecordBatches, RunOptions, SnapshotTicket, Summary, TypeOptions, Unit, Unload,
 };
 use fbunload_plan::CatalogError;
 use pyo3::create_exception;
@@ -596,7 +595,7 @@ fn output_options(
     decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
-    processes=None))]
+    processes=None, pg_schema=None))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -638,7 +637,18 @@ fn unload<'py>(
     since: Option<PathBuf>,
     keep_keys: bool,
     processes: Option<Bound<'py, PyAny>>,
+    pg_schema: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    // `output` may be a PostgreSQL database rather than a directory.
+    let pg_uri = output
+        .to_str()
+        .filter(|o| fbunload::postgres::is_postgres_uri(o))
+        .map(str::to_string);
+    if pg_schema.is_some() && pg_uri.is_none() {
+        return Err(UsageError::new_err(
+            "pg_schema is for a PostgreSQL output: 'postgresql://USER@HOST:PORT/DBNAME'",
+        ));
+    }
     if max_rows == Some(0) || max_bytes == Some(0) {
         return Err(UsageError::new_err(
             "max_rows and max_bytes must be at least 1",
@@ -647,12 +657,25 @@ fn unload<'py>(
     if unit_pages == Some(0) {
         return Err(UsageError::new_err("unit_pages must be at least 1"));
     }
-    let format = output_options(
-        format, compression, header, delimiter, null, binary, crlf, split, row_group_rows,
+    let output_options = output_options(
+        format,
+        compression,
+        header,
+        delimiter,
+        null,
+        binary,
+        crlf,
+        split,
+        row_group_rows,
         decimal256,
-    )?
-    .to_format()
-    .map_err(|e| UsageError::new_err(words::in_python_words(&e)))?;
+    )?;
+    if pg_uri.is_some() {
+        fbunload::postgres::refuse_file_options(&output_options)
+            .map_err(|e| UsageError::new_err(words::in_python_words(&e)))?;
+    }
+    let format = output_options
+        .to_format()
+        .map_err(|e| UsageError::new_err(words::in_python_words(&e)))?;
     // The command line's bound, so a huge value cannot overflow the watch.
     let stall_timeout = stall_timeout
         .map(fbunload::stall_timeout_from_secs_f64)
@@ -719,7 +742,19 @@ fn unload<'py>(
             bytes: max_bytes,
         });
     let cancel: Arc<AtomicBool> = unload.run_options().cancel.clone();
-    let run = std::thread::spawn(move || unload.to_directory(output, format, &fbunload::Silent));
+    let run = std::thread::spawn(move || match pg_uri {
+        Some(uri) => unload
+            .to_postgres(&uri, pg_schema.as_deref(), &fbunload::Silent)
+            .map(|loaded| {
+                (
+                    loaded.summary,
+                    Some((loaded.target, loaded.schema, loaded.untranslated)),
+                )
+            }),
+        None => unload
+            .to_directory(output, format, &fbunload::Silent)
+            .map(|summary| (summary, None)),
+    });
     loop {
         py.detach(|| std::thread::sleep(SIGNAL_CHECK));
         if run.is_finished() {
@@ -739,11 +774,28 @@ fn unload<'py>(
             return Err(e);
         }
     }
-    let summary = run
+    let (summary, postgres) = run
         .join()
         .map_err(|_| Error::new_err("the run panicked"))?
         .map_err(to_py)?;
-    summary_dict(py, &summary)
+    let dict = summary_dict(py, &summary)?;
+    if let Some((target, schema, untranslated)) = postgres {
+        // What a load into PostgreSQL adds: where, and what did not translate.
+        dict.set_item("target", target)?;
+        dict.set_item("pg_schema", schema)?;
+        let report = PyList::empty(py);
+        for u in untranslated {
+            let item = PyDict::new(py);
+            item.set_item("kind", u.kind)?;
+            item.set_item("table", u.table)?;
+            item.set_item("name", u.name)?;
+            item.set_item("firebird_source", u.source)?;
+            item.set_item("why", u.why)?;
+            report.append(item)?;
+        }
+        dict.set_item("untranslated", report)?;
+    }
+    Ok(dict)
 }
 
 /// A change set applied to the run it was taken since (`fbunload

@@ -72,7 +72,11 @@ pub fn in_python_words(message: &str) -> String {
             .iter()
             .find(|(f, _)| *f == flag)
             .map(|(_, k)| k.to_string())
-            .or_else(|| output.filter(|o| o.switch).map(|o| format!("{}=True", o.keyword)));
+            .or_else(|| {
+                output
+                    .filter(|o| o.switch)
+                    .map(|o| format!("{}=True", o.keyword))
+            });
         match (starts_word, valued, switch) {
             (true, Some(keyword), _) => {
                 out.push_str(&keyword);

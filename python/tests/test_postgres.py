@@ -1,0 +1,76 @@
+"""fbunload.unload(db, "postgresql://...") loads into PostgreSQL as the
+command line does: against the private cluster scripts/pg-cluster.sh
+starts (scripts/test.sh sets FBUNLOAD_TEST_PG_URI); values compared with
+what firebird-driver reads."""
+
+import os
+import subprocess
+
+import pytest
+
+import fbunload
+
+from conftest import connection
+
+AUTH = {"user": "SYSDBA", "password": "masterkey"}
+
+
+@pytest.fixture()
+def pg_uri():
+    uri = os.environ.get("FBUNLOAD_TEST_PG_URI")
+    if not uri:
+        pytest.skip("no PostgreSQL cluster: eval \"$(bash scripts/pg-cluster.sh start)\"")
+    for sql in ["DROP DATABASE IF EXISTS fbu_python WITH (FORCE)", "CREATE DATABASE fbu_python"]:
+        psql(uri, sql)
+    return uri.rsplit("/", 1)[0] + "/fbu_python"
+
+
+def psql(uri, sql):
+    out = subprocess.run(["psql", uri, "-v", "ON_ERROR_STOP=1", "-AtX", "-F", "\t", "-c", sql],
+                         capture_output=True, text=True, check=True, timeout=60)
+    return [line.split("\t") for line in out.stdout.splitlines()]
+
+
+def test_unload_into_postgresql_gives_firebirds_values(types_db, pg_uri):
+    summary = fbunload.unload(types_db, pg_uri, pg_schema="py", parallel=2, verify=True, **AUTH)
+    assert summary["pg_schema"] == "py"
+    assert "fbunload-test" not in summary["target"]
+    assert [t["rows"] for t in summary["tables"]] == [3]
+    with connection(types_db) as con:
+        cur = con.cursor()
+        cur.execute("SELECT ID, S, B, N, N9, V, C, DT, BO, BL, TX, I128 FROM T ORDER BY ID")
+        expected = []
+        for row in cur.fetchall():
+            text = []
+            for value in row:
+                if value is None:
+                    text.append("")
+                elif isinstance(value, bool):
+                    text.append("t" if value else "f")
+                elif isinstance(value, bytes):
+                    text.append(value.hex())
+                elif hasattr(value, "isoformat"):
+                    text.append(value.isoformat())
+                else:
+                    text.append(str(value).rstrip(" "))
+            expected.append(text)
+    actual = psql(pg_uri, "SELECT id, s, b, n, n9, v, c::text, dt, bo, encode(bl, 'hex'), tx, "
+                          "i128 FROM py.t ORDER BY id")
+    assert actual == expected
+    assert psql(pg_uri, "SELECT count(*) FROM py._fbunload_runs") == [["1"]]
+
+
+def test_refusals_are_the_command_lines(types_db, pg_uri):
+    with pytest.raises(fbunload.UsageError, match="is for files"):
+        fbunload.unload(types_db, pg_uri, compression="gzip", **AUTH)
+    with pytest.raises(fbunload.UsageError, match="pg_schema is for a PostgreSQL output"):
+        fbunload.unload(types_db, "out", pg_schema="x", **AUTH)
+    wrong = pg_uri.replace(":fbunload-test@", ":not-it@")
+    with pytest.raises(fbunload.Error, match="password authentication failed") as error:
+        fbunload.unload(types_db, wrong, **AUTH)
+    assert "not-it" not in str(error.value)
+    fbunload.unload(types_db, pg_uri, **AUTH)
+    with pytest.raises(fbunload.UsageError, match="already holds"):
+        fbunload.unload(types_db, pg_uri, **AUTH)
+    fbunload.unload(types_db, pg_uri, overwrite=True, **AUTH)
+    assert psql(pg_uri, "SELECT count(*) FROM public.t") == [["3"]]
