@@ -441,11 +441,32 @@ fn employee_loads_with_arrays_keys_sequences_and_a_report() {
         query_one_i64(&uri, "SELECT nextval('emp.emp_no_gen')"),
         firebird_next
     );
-    let reported = query_one_i64(
-        &uri,
-        "SELECT count(*) FROM emp._fbunload_untranslated WHERE kind = 'computed column'",
-    );
-    assert!(reported >= 1);
+    // Triggers, CHECK constraints, the view and the procedures that read
+    // the tables: reported with their Firebird source.
+    for kind in [
+        "computed column",
+        "trigger",
+        "check constraint",
+        "view",
+        "procedure",
+    ] {
+        let reported = query_one_i64(
+            &uri,
+            &format!(
+                "SELECT count(*) FROM emp._fbunload_untranslated WHERE kind = '{kind}' \
+                 AND firebird_source <> ''"
+            ),
+        );
+        assert!(reported >= 1, "no {kind} reported");
+    }
+    let view: String = pg(&uri)
+        .query_one(
+            "SELECT firebird_source FROM emp._fbunload_untranslated WHERE name = 'PHONE_LIST'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(view.to_uppercase().contains("SELECT"), "{view}");
 }
 
 #[test]

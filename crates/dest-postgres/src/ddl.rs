@@ -143,6 +143,28 @@ pub fn after_load(
                 statements.push(statement);
             }
         }
+        let mut comments = Vec::new();
+        if let Some(comment) = &table.comment {
+            comments.push(format!(
+                "COMMENT ON TABLE {name} IS {}",
+                sql_literal(comment)
+            ));
+        }
+        for column in table.columns.iter().filter(|c| has(&c.name)) {
+            if let Some(comment) = &column.comment {
+                comments.push(format!(
+                    "COMMENT ON COLUMN {name}.{} IS {}",
+                    ident(&pg_name(&column.name)),
+                    sql_literal(comment)
+                ));
+            }
+        }
+        if !comments.is_empty() {
+            statements.push(Statement {
+                what: format!("comments of {}", table.name),
+                sql: comments.join("; "),
+            });
+        }
         indices(table, &name, &has, &mut statements, &mut report);
         identities(table, staging, &has, &mut statements);
     }
@@ -154,6 +176,15 @@ pub fn after_load(
             name: constraint.clone(),
             source: String::new(),
             why: "references a table not loaded".into(),
+        });
+    }
+    for object in &schema.sources {
+        report.push(Untranslated {
+            kind: object.kind.clone(),
+            table: object.table.clone(),
+            name: object.name.clone(),
+            source: object.source.clone(),
+            why: "Firebird's own SQL".into(),
         });
     }
     for sequence in &schema.sequences {
@@ -403,6 +434,7 @@ mod tests {
                             ..Index::default()
                         },
                     ],
+                    comment: Some("it's orders".into()),
                 },
                 TableSchema {
                     name: "CUSTOMERS".into(),
@@ -439,20 +471,24 @@ mod tests {
         );
         assert_eq!(
             sql[2],
+            r#"COMMENT ON TABLE "stage"."orders" IS 'it''s orders'"#
+        );
+        assert_eq!(
+            sql[3],
             r#"CREATE INDEX "by_cust" ON "stage"."orders" ("cust" DESC)"#
         );
         // Foreign keys after every table's keys, sequences last.
         assert!(
-            sql[4].contains(
+            sql[5].contains(
                 r#"FOREIGN KEY ("cust") REFERENCES "stage"."customers" ("id") ON DELETE CASCADE"#
             ),
             "{}",
-            sql[4]
+            sql[5]
         );
         assert!(
-            sql[5].contains("MINVALUE 1") && sql[5].ends_with("41, true)"),
+            sql[6].contains("MINVALUE 1") && sql[6].ends_with("41, true)"),
             "{}",
-            sql[5]
+            sql[6]
         );
         let kinds: Vec<&str> = report.iter().map(|r| r.kind.as_str()).collect();
         assert_eq!(kinds, ["computed column", "index"]);

@@ -66,6 +66,22 @@ pub struct Schema {
     /// Foreign keys that reference tables not in the schema, as
     /// `(table, constraint)`: noted in the file instead.
     pub skipped_foreign_keys: Vec<(String, String)>,
+    /// What reads or guards the tables and is Firebird's own SQL: their
+    /// triggers and CHECK constraints, and the views and procedures that
+    /// read them. Not in `schema.sql`; a database destination reports it.
+    pub sources: Vec<SourceObject>,
+}
+
+/// A trigger, CHECK constraint, view or procedure and its source text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceObject {
+    /// `trigger`, `check constraint`, `view`, `procedure`.
+    pub kind: String,
+    /// The table it belongs to (triggers, CHECK constraints).
+    pub table: Option<String>,
+    pub name: String,
+    /// As the catalog keeps it; empty where it keeps none.
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,6 +92,8 @@ pub struct TableSchema {
     pub constraints: Vec<Constraint>,
     /// Indices that belong to no constraint.
     pub indices: Vec<Index>,
+    /// `COMMENT ON TABLE` (RDB$DESCRIPTION).
+    pub comment: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -91,6 +109,8 @@ pub struct ColumnSchema {
     /// The expression, in its parentheses: `(A * 2)`.
     pub computed_by: Option<String>,
     pub identity: Option<Identity>,
+    /// `COMMENT ON COLUMN` (RDB$DESCRIPTION).
+    pub comment: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -220,6 +240,7 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
     let generators = read_generators(tr)?;
     read_columns(tr, &position, &generators, &mut schema)?;
     read_keys_and_indices(tr, &position, &mut schema)?;
+    read_sources(tr, &position, &mut schema)?;
     let collations: HashSet<&str> = schema
         .tables
         .iter()
@@ -271,6 +292,88 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
         }
     }
     Ok(schema)
+}
+
+/// Table comments, the tables' triggers and CHECK constraints, and the
+/// views and procedures that read them (`RDB$DEPENDENCIES`).
+fn read_sources(
+    tr: &Transaction,
+    position: &HashMap<String, usize>,
+    schema: &mut Schema,
+) -> Result<(), ClientError> {
+    each_row(
+        tr,
+        "SELECT RDB$RELATION_NAME, RDB$DESCRIPTION FROM RDB$RELATIONS \
+         WHERE RDB$DESCRIPTION IS NOT NULL",
+        |row| {
+            if let Some(&table) = position.get(&text(row, 0)) {
+                schema.tables[table].comment = blob_text(row, 1)?;
+            }
+            Ok(())
+        },
+    )?;
+    let mut found = Vec::new();
+    // Firebird's CHECK constraints are pairs of system triggers (before
+    // insert, type 1, and before update): the first holds the source.
+    each_row(
+        tr,
+        "SELECT 'trigger', t.RDB$RELATION_NAME, t.RDB$TRIGGER_NAME, t.RDB$TRIGGER_SOURCE \
+         FROM RDB$TRIGGERS t WHERE COALESCE(t.RDB$SYSTEM_FLAG, 0) = 0 \
+         AND t.RDB$RELATION_NAME IS NOT NULL \
+         UNION ALL SELECT 'check constraint', rc.RDB$RELATION_NAME, rc.RDB$CONSTRAINT_NAME, \
+         t.RDB$TRIGGER_SOURCE FROM RDB$RELATION_CONSTRAINTS rc \
+         JOIN RDB$CHECK_CONSTRAINTS cc ON cc.RDB$CONSTRAINT_NAME = rc.RDB$CONSTRAINT_NAME \
+         JOIN RDB$TRIGGERS t ON t.RDB$TRIGGER_NAME = cc.RDB$TRIGGER_NAME \
+         AND t.RDB$TRIGGER_TYPE = 1 WHERE rc.RDB$CONSTRAINT_TYPE = 'CHECK'",
+        |row| {
+            let table = text(row, 1);
+            if position.contains_key(&table) {
+                found.push(SourceObject {
+                    kind: text(row, 0),
+                    table: Some(table),
+                    name: text(row, 2),
+                    source: blob_text(row, 3)?.unwrap_or_default(),
+                });
+            }
+            Ok(())
+        },
+    )?;
+    // Views (dependent type 1) and procedures (5) that read a table here.
+    let mut readers = BTreeSet::new();
+    each_row(
+        tr,
+        "SELECT DISTINCT RDB$DEPENDENT_TYPE, RDB$DEPENDENT_NAME, RDB$DEPENDED_ON_NAME \
+         FROM RDB$DEPENDENCIES WHERE RDB$DEPENDED_ON_TYPE = 0 AND RDB$DEPENDENT_TYPE IN (1, 5)",
+        |row| {
+            if position.contains_key(&text(row, 2)) {
+                readers.insert((int(row, 0).unwrap_or(0), text(row, 1)));
+            }
+            Ok(())
+        },
+    )?;
+    if !readers.is_empty() {
+        each_row(
+            tr,
+            "SELECT 1, RDB$RELATION_NAME, RDB$VIEW_SOURCE FROM RDB$RELATIONS \
+             WHERE RDB$VIEW_BLR IS NOT NULL \
+             UNION ALL SELECT 5, RDB$PROCEDURE_NAME, RDB$PROCEDURE_SOURCE FROM RDB$PROCEDURES",
+            |row| {
+                let kind = int(row, 0).unwrap_or(0);
+                let name = text(row, 1);
+                if readers.contains(&(kind, name.clone())) {
+                    found.push(SourceObject {
+                        kind: if kind == 1 { "view" } else { "procedure" }.into(),
+                        table: None,
+                        name,
+                        source: blob_text(row, 2)?.unwrap_or_default(),
+                    });
+                }
+                Ok(())
+            },
+        )?;
+    }
+    schema.sources = found;
+    Ok(())
 }
 
 /// A generator of the catalog, with its value now.
@@ -423,7 +526,8 @@ fn read_columns(
          COALESCE(rf.RDB$NULL_FLAG, 0) + COALESCE(f.RDB$NULL_FLAG, 0), \
          COALESCE(rf.RDB$DEFAULT_SOURCE, f.RDB$DEFAULT_SOURCE), f.RDB$COMPUTED_SOURCE, \
          c.RDB$COLLATION_NAME, {identity}, f.RDB$SEGMENT_LENGTH, \
-         COALESCE(f.RDB$DIMENSIONS, 0), f.RDB$FIELD_LENGTH, rf.RDB$FIELD_SOURCE \
+         COALESCE(f.RDB$DIMENSIONS, 0), f.RDB$FIELD_LENGTH, rf.RDB$FIELD_SOURCE, \
+         rf.RDB$DESCRIPTION \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
          LEFT JOIN RDB$COLLATIONS c ON c.RDB$CHARACTER_SET_ID = f.RDB$CHARACTER_SET_ID \
          AND c.RDB$COLLATION_ID = COALESCE(rf.RDB$COLLATION_ID, f.RDB$COLLATION_ID, 0) \
@@ -475,6 +579,7 @@ fn read_columns(
             computed_by: blob_text(row, 10)?,
             collation: row.value(11).map(|_| text(row, 11)),
             identity,
+            comment: blob_text(row, 18)?,
         });
         Ok(())
     })
@@ -1222,6 +1327,7 @@ mod tests {
                 index: None,
             }],
             indices: vec![],
+            comment: None,
         };
         let child = TableSchema {
             name: "c".into(),
@@ -1270,6 +1376,7 @@ mod tests {
                     ..Index::default()
                 },
             ],
+            comment: None,
         };
         let schema = Schema {
             collations: vec![Collation {
@@ -1291,6 +1398,7 @@ mod tests {
                 },
             }],
             skipped_foreign_keys: vec![("c".into(), "FK_GONE".into())],
+            sources: Vec::new(),
         };
         let sql = schema.to_sql();
         let body: String = sql

@@ -258,7 +258,11 @@ pub fn for_the_engine(sql: &str, literals: &TextDecoder) -> String {
         let encoded = if literals.is_utf8() {
             None
         } else {
-            literals.encode(&run.iter().map(|t| literal_value(t.text)).collect::<String>())
+            literals.encode(
+                &run.iter()
+                    .map(|t| literal_value(t.text))
+                    .collect::<String>(),
+            )
         };
         match encoded {
             Some(bytes) => {
@@ -736,7 +740,12 @@ mod tests {
         let utf8 = TextDecoder::UTF8;
         let win1252 = TextDecoder::for_charset("WIN1252").unwrap();
         // ASCII literals, hex strings, introduced ones and names: as written.
-        for sql in ["W = 'cafe'", "X'C3A9' = B", "W = _WIN1252 'café'", "\"Ж\" = 1"] {
+        for sql in [
+            "W = 'cafe'",
+            "X'C3A9' = B",
+            "W = _WIN1252 'café'",
+            "\"Ж\" = 1",
+        ] {
             assert_eq!(for_the_engine(sql, &utf8), sql);
             assert_eq!(for_the_engine(sql, &win1252), sql);
         }
@@ -758,10 +767,7 @@ mod tests {
             "W STARTING WITH _WIN1252 X'4DFC' AND _WIN1252 X'E9' = W"
         );
         // What WIN1252 cannot hold goes in UTF8, as written.
-        assert_eq!(
-            for_the_engine("W = 'Жé'", &win1252),
-            "W = _UTF8 'Жé'"
-        );
+        assert_eq!(for_the_engine("W = 'Жé'", &win1252), "W = _UTF8 'Жé'");
         // Text that does not cut into tokens was refused before; as it is.
         assert_eq!(for_the_engine("'é", &utf8), "'é");
     }
