@@ -132,7 +132,9 @@ pub struct Args {
     /// Output directory (created if missing; required, there is no default); one file per
     /// table, schema.sql and manifest.json. `-` writes the one
     /// selected table to standard output: csv, tsv and jsonl as the unload goes, unit by
-    /// unit in order; parquet and arrow once the file is complete
+    /// unit in order; parquet and arrow once the file is complete.
+    /// `postgresql://USER@HOST:PORT/DBNAME` loads the tables into PostgreSQL instead, with their
+    /// keys, indices and sequences, in one transaction (docs/postgresql.md)
     #[arg(short = 'o', long, value_name = "DIR")]
     pub output: Option<PathBuf>,
 
@@ -280,7 +282,8 @@ pub struct Args {
 
     /// Do not write schema.sql, the DDL that recreates the unloaded tables (types, defaults,
     /// keys, indices, sequences at their values), read at the same snapshot as the data. Only
-    /// an output directory gets one, never -o -
+    /// an output directory gets one, never -o -. With -o postgresql://...: load into the tables
+    /// that exist there (columns matched by name) instead of creating them
     #[arg(long)]
     pub no_schema: bool,
 

@@ -23,7 +23,6 @@ pub mod ddl;
 mod target;
 pub mod types;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -906,14 +905,6 @@ impl UnitWriter for PgUnit<'_> {
         }
         Ok(())
     }
-}
-
-/// The loaded tables' names in PostgreSQL, by Firebird name.
-pub fn table_names(plan: &Plan) -> HashMap<String, String> {
-    plan.tables
-        .iter()
-        .map(|t| (t.name.clone(), pg_name(&t.name)))
-        .collect()
 }
 
 #[cfg(test)]
