@@ -687,3 +687,64 @@ fn no_schema_loads_into_existing_tables_matched_by_name() {
     refused_in_one_line(&out, "has no column n");
     assert_eq!(query_one_i64(&uri, "SELECT count(*) FROM public.t"), 2);
 }
+
+#[test]
+fn selection_options_choose_what_is_loaded() {
+    let Some(uri) = pg_database("fbu_select") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "s.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, A VARCHAR(5), B DOUBLE PRECISION)",
+            "CREATE TABLE OTHER (ID INTEGER)",
+            "INSERT INTO T VALUES (1, 'a', 1.5)",
+            "INSERT INTO T VALUES (2, 'b', 2.5)",
+            "INSERT INTO T VALUES (3, 'c', 3.5)",
+            "CREATE VIEW V AS SELECT ID, A FROM T WHERE ID <> 2",
+        ],
+    );
+    let out = load(
+        &db,
+        &uri,
+        &[
+            "-t",
+            "T",
+            "--columns",
+            "ID,A",
+            "--where",
+            "ID > 1",
+            "--views",
+            "V",
+            "--query",
+            "SELECT ID * 10 AS X FROM T",
+            "--name",
+            "Q",
+        ],
+    );
+    assert_loaded(&out);
+    let mut c = pg(&uri);
+    let t: Vec<(i32, String)> = c
+        .query("SELECT id, a FROM public.t ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(t, [(2, "b".to_string()), (3, "c".to_string())]);
+    let columns = query_one_i64(
+        &uri,
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 't'",
+    );
+    assert_eq!(columns, 2, "--columns left B out");
+    assert_eq!(query_one_i64(&uri, "SELECT count(*) FROM public.v"), 2);
+    assert_eq!(query_one_i64(&uri, "SELECT sum(x)::bigint FROM public.q"), 60);
+    assert_eq!(
+        query_one_i64(
+            &uri,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = 'other'"
+        ),
+        0
+    );
+}
