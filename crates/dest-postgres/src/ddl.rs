@@ -35,7 +35,14 @@ pub fn after_load(
     schema: &Schema,
     staging: &str,
     loaded: &dyn Fn(&str) -> Option<Vec<String>>,
+    tables: &[String],
 ) -> (Vec<Statement>, Vec<Untranslated>) {
+    // Tables, indices (a key's too) and sequences share one namespace in
+    // PostgreSQL, not in Firebird: a name taken gets a suffix.
+    let mut names = Names::default();
+    for table in tables {
+        names.take(table);
+    }
     let mut statements = Vec::new();
     let mut foreign = Vec::new();
     let mut report = Vec::new();
@@ -97,6 +104,9 @@ pub fn after_load(
                 continue;
             }
             let named = match &constraint.name {
+                Some(n) if !matches!(constraint.kind, ConstraintKind::ForeignKey { .. }) => {
+                    format!("CONSTRAINT {} ", ident(&names.take(&pg_name(n))))
+                }
                 Some(n) => format!("CONSTRAINT {} ", ident(&pg_name(n))),
                 None => String::new(),
             };
@@ -165,7 +175,7 @@ pub fn after_load(
                 sql: comments.join("; "),
             });
         }
-        indices(table, &name, &has, &mut statements, &mut report);
+        indices(table, &name, &has, &mut names, &mut statements, &mut report);
         identities(table, staging, &has, &mut statements);
     }
     statements.extend(foreign);
@@ -188,7 +198,11 @@ pub fn after_load(
         });
     }
     for sequence in &schema.sequences {
-        let name = format!("{}.{}", ident(staging), ident(&pg_name(&sequence.name)));
+        let name = format!(
+            "{}.{}",
+            ident(staging),
+            ident(&names.take(&pg_name(&sequence.name)))
+        );
         statements.push(Statement {
             what: format!("sequence {}", sequence.name),
             sql: format!(
@@ -201,10 +215,34 @@ pub fn after_load(
     (statements, report)
 }
 
+/// Relation names given out in the schema.
+#[derive(Default)]
+struct Names(std::collections::HashSet<String>);
+
+impl Names {
+    /// `name`, or `name_2`, `name_3`, ... where it is taken.
+    fn take(&mut self, name: &str) -> String {
+        let mut candidate = name.to_string();
+        let mut n = 1;
+        while !self.0.insert(candidate.clone()) {
+            n += 1;
+            let suffix = format!("_{n}");
+            let mut stem = name.to_string();
+            // PostgreSQL cuts names at 63 bytes.
+            while stem.len() + suffix.len() > 63 {
+                stem.pop();
+            }
+            candidate = format!("{stem}{suffix}");
+        }
+        candidate
+    }
+}
+
 fn indices(
     table: &TableSchema,
     name: &str,
     has: &dyn Fn(&String) -> bool,
+    names: &mut Names,
     statements: &mut Vec<Statement>,
     report: &mut Vec<Untranslated>,
 ) {
@@ -255,7 +293,7 @@ fn indices(
             sql: format!(
                 "CREATE {}INDEX {} ON {name} ({})",
                 if index.unique { "UNIQUE " } else { "" },
-                ident(&pg_name(&index.name)),
+                ident(&names.take(&pg_name(&index.name))),
                 columns.join(", ")
             ),
         });
@@ -459,7 +497,12 @@ mod tests {
                 _ => None,
             }
         };
-        let (statements, report) = after_load(&schema, "stage", &loaded);
+        let tables = [
+            "orders".to_string(),
+            "customers".to_string(),
+            "by_cust".to_string(),
+        ];
+        let (statements, report) = after_load(&schema, "stage", &loaded, &tables);
         let sql: Vec<&str> = statements.iter().map(|s| s.sql.as_str()).collect();
         assert_eq!(
             sql[0],
@@ -475,7 +518,7 @@ mod tests {
         );
         assert_eq!(
             sql[3],
-            r#"CREATE INDEX "by_cust" ON "stage"."orders" ("cust" DESC)"#
+            r#"CREATE INDEX "by_cust_2" ON "stage"."orders" ("cust" DESC)"#
         );
         // Foreign keys after every table's keys, sequences last.
         assert!(

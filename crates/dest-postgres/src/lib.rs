@@ -575,7 +575,12 @@ impl PostgresDestination {
                 .find(|t| t.from_table && t.name == name)
                 .map(|t| t.columns.iter().map(|c| c.name.clone()).collect())
         };
-        let (statements, report) = ddl::after_load(&schema, &self.staging, &loaded);
+        let relations: Vec<String> = tables
+            .iter()
+            .map(|t| t.pg.clone())
+            .chain([RUNS_TABLE.to_string(), REPORT_TABLE.to_string()])
+            .collect();
+        let (statements, report) = ddl::after_load(&schema, &self.staging, &loaded, &relations);
         drop(tables);
         for statement in statements {
             self.run_sql(client, &statement.what, &statement.sql)?;
