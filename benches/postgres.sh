@@ -20,7 +20,7 @@
 #   BIN=/path/to/release benches/postgres.sh
 #
 # Starts a private cluster (scripts/pg-cluster.sh) unless
-# FBUNLOAD_TEST_PG_URI names one. Needs /usr/bin/time, bc and psql.
+# FBUNLOAD_TEST_PG_URI names one. Needs bc, psql and pg_dump.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${ROWS:-2000000}
@@ -29,7 +29,7 @@ RUNS=${RUNS:-3}
 DATA=${DATA:-bench-data}
 . benches/lib.sh
 release_binaries
-need_time_and_bc
+command -v bc >/dev/null || { echo "needs bc" >&2; exit 1; }
 mkdir -p "$DATA"
 
 stop_cluster=
@@ -39,7 +39,7 @@ if [ -z "${FBUNLOAD_TEST_PG_URI:-}" ]; then
 fi
 trap 'eval "${stop_cluster:-true}"' EXIT
 URI=$FBUNLOAD_TEST_PG_URI
-q() { psql "$URI" -X -q -v ON_ERROR_STOP=1 "$@"; }
+q() { PGOPTIONS='-c client_min_messages=warning' psql "$URI" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 STOCK_DB=$DATA/stock-$ROWS.fdb
 [ -f "$STOCK_DB" ] || $BIN/fbunload-gen --database "$STOCK_DB" --tables STOCK \
@@ -48,10 +48,13 @@ SAMPLE_DB=$DATA/sample.fdb
 [ -f "$SAMPLE_DB" ] || $BIN/fbunload sample -q "$SAMPLE_DB"
 TPCC='WAREHOUSE|DISTRICT|CUSTOMER|ITEM|STOCK|ORDERS|ORDER_LINE'
 
-# secs CMD... : wall seconds of one run of CMD
+# secs CMD... : wall seconds of one run of CMD (a shell function too)
 secs() {
-  /usr/bin/time -f %e -o "$DATA/time.txt" "$@" >/dev/null
-  cat "$DATA/time.txt"
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >/dev/null
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc
 }
 
 # median_of N CMD... : median wall seconds of N runs
@@ -112,4 +115,4 @@ for case in stock sample; do
   printf '%-14s %8.1f %8.1f %8.1f %8.1f %8.1f %10.2f %10.2f\n' "$case" "$fetch" "$csv" "$pg" \
     "$keys" "$pipe" "$(echo "$pg / $csv" | bc -l)" "$(echo "$pipe / $pg" | bc -l)"
 done
-q -c 'DROP SCHEMA IF EXISTS pipe CASCADE' -c 'DROP SCHEMA IF EXISTS bench CASCADE' >/dev/null
+q -c 'DROP SCHEMA IF EXISTS pipe CASCADE' -c 'DROP SCHEMA IF EXISTS bench CASCADE' >/dev/null 2>&1
