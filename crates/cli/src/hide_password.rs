@@ -175,7 +175,7 @@ mod tests {
             r(&["f", "-o", "postgresql://u:p%40w@h:5/db"]),
             [(2, 15..20)]
         );
-        assert_eq!(r(&["f", "--output=postgres://u:pw@h/db"]), [(1, 23..25)]);
+        assert_eq!(r(&["f", "--output=postgres://u:pw@h/db"]), [(1, 22..24)]);
         assert!(r(&["f", "-o", "postgresql://u@h/db"]).is_empty());
         assert!(r(&["f", "-o", "out:dir@x"]).is_empty());
     }

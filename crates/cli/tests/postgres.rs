@@ -739,7 +739,10 @@ fn selection_options_choose_what_is_loaded() {
     );
     assert_eq!(columns, 2, "--columns left B out");
     assert_eq!(query_one_i64(&uri, "SELECT count(*) FROM public.v"), 2);
-    assert_eq!(query_one_i64(&uri, "SELECT sum(x)::bigint FROM public.q"), 60);
+    assert_eq!(
+        query_one_i64(&uri, "SELECT sum(x)::bigint FROM public.q"),
+        60
+    );
     assert_eq!(
         query_one_i64(
             &uri,
