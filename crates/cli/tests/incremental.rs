@@ -80,7 +80,14 @@ fn a_unit_that_lost_a_row_is_rechecked_and_the_progress_counts_it() {
     let new = dir.path().join("new");
     let out = fbunload(
         &db,
-        &["--since", path(&old), "--progress", "json", "-o", path(&new)],
+        &[
+            "--since",
+            path(&old),
+            "--progress",
+            "json",
+            "-o",
+            path(&new),
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let events: Vec<serde_json::Value> = stderr(&out)
@@ -422,4 +429,179 @@ fn apply_refuses_a_text_change_set_in_one_line_naming_what_it_reads_and_the_reci
         stderr(&out)
     );
     assert!(!state.exists());
+}
+
+/// The schema (names, types, field metadata) of a table's one file.
+fn file_schema(path: &Path) -> arrow_schema::Schema {
+    let file = std::fs::File::open(path).unwrap();
+    if path.extension().is_some_and(|e| e == "parquet") {
+        let reader =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        reader.schema().as_ref().clone()
+    } else {
+        let reader = arrow_ipc::reader::FileReader::try_new(file, None).unwrap();
+        reader.schema().as_ref().clone()
+    }
+}
+
+/// A table's rows from its one Parquet file, as (ID, V) sorted.
+fn id_text_rows(path: &Path) -> Vec<(i32, Option<String>)> {
+    use arrow_array::{Array, Int32Array, StringArray};
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let ids = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        let texts = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        for i in 0..batch.num_rows() {
+            rows.push((
+                ids.value(i),
+                texts.is_valid(i).then(|| texts.value(i).to_string()),
+            ));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+fn apply_cmd(old: &Path, changes: &Path, state: &Path) -> std::process::Output {
+    fbunload_alone(&["apply", path(old), path(changes), "-o", path(state)])
+}
+
+/// issue 41, 1: a table empty before and after a link kept no columns in
+/// the state (its schema came from its first batch). It keeps the base's
+/// columns and field metadata, link after link, and the state has the
+/// change set's schema.sql as a run does.
+#[test]
+fn apply_keeps_the_columns_of_a_table_empty_before_and_after() {
+    superclassic();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "empty.fdb", 4096);
+    execute(
+        &db,
+        &["CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(10))"],
+    );
+    for format in ["parquet", "arrow"] {
+        let at = |name: &str| dir.path().join(format!("{format}-{name}"));
+        let file = format!("T.{format}");
+        run(&db, &["--keep-keys", "-f", format, "-o", path(&at("r0"))]);
+        run(
+            &db,
+            &[
+                "--since",
+                path(&at("r0")),
+                "-f",
+                format,
+                "-o",
+                path(&at("r1")),
+            ],
+        );
+        run(
+            &db,
+            &[
+                "--since",
+                path(&at("r1")),
+                "-f",
+                format,
+                "-o",
+                path(&at("r2")),
+            ],
+        );
+        let out = apply_cmd(&at("r0"), &at("r1"), &at("s1"));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let out = apply_cmd(&at("s1"), &at("r2"), &at("s2"));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let base = file_schema(&at("r0").join(&file));
+        assert_eq!(base.fields().len(), 2);
+        for state in [at("s1"), at("s2")] {
+            let applied = file_schema(&state.join(&file));
+            assert_eq!(
+                applied.fields(),
+                base.fields(),
+                "{format}: {}",
+                state.display()
+            );
+            check(&state);
+            assert_eq!(
+                std::fs::read(state.join("schema.sql")).unwrap(),
+                std::fs::read(at("r1").join("schema.sql")).unwrap()
+            );
+        }
+    }
+}
+
+/// issue 41, 2: a change set given as OLD made a state without every row
+/// it did not change, and exit 0. Refused in one line; so is a state of
+/// another chain and a base of another database.
+#[test]
+fn apply_refuses_a_change_set_as_old_and_a_base_of_another_chain() {
+    superclassic();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "chain.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(10))",
+            "INSERT INTO T VALUES (1, 'a')",
+            "INSERT INTO T VALUES (2, 'b')",
+            "INSERT INTO T VALUES (3, 'c')",
+        ],
+    );
+    let at = |name: &str| dir.path().join(name);
+    let pq = ["-f", "parquet"];
+    let unload = |args: &[&str]| run(&db, &[args, &pq[..]].concat());
+    unload(&["--keep-keys", "-o", path(&at("c0"))]);
+    execute(&db, &["UPDATE T SET V = 'B' WHERE ID = 2"]);
+    unload(&["--since", path(&at("c0")), "-o", path(&at("c1"))]);
+    execute(&db, &["UPDATE T SET V = 'C' WHERE ID = 3"]);
+    unload(&["--since", path(&at("c1")), "-o", path(&at("c2"))]);
+
+    let out = apply_cmd(&at("c1"), &at("c2"), &at("cs"));
+    assert_refused_in_one_line(&out, "apply: ");
+    assert!(
+        stderr(&out).contains("is a change set; apply it to its base's state first"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!at("cs").exists());
+
+    // The way the message gives: state after state.
+    let out = apply_cmd(&at("c0"), &at("c1"), &at("s1"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = apply_cmd(&at("s1"), &at("c2"), &at("s2"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = vec![
+        (1, Some("a".to_string())),
+        (2, Some("B".to_string())),
+        (3, Some("C".to_string())),
+    ];
+    assert_eq!(id_text_rows(&at("s2").join("T.parquet")), expected);
+
+    // A state of the chain's other link, and a base of another database.
+    let out = apply_cmd(&at("s2"), &at("c2"), &at("x1"));
+    assert_refused_in_one_line(&out, "apply: ");
+    let other = create_db(dir.path(), "other.fdb", 4096);
+    execute(
+        &other,
+        &["CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(10))"],
+    );
+    run(
+        &other,
+        &["--keep-keys", "-f", "parquet", "-o", path(&at("o0"))],
+    );
+    let out = apply_cmd(&at("o0"), &at("c1"), &at("x2"));
+    assert_refused_in_one_line(&out, "apply: ");
+    assert!(!at("x1").exists() && !at("x2").exists());
 }
