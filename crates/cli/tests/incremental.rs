@@ -605,3 +605,183 @@ fn apply_refuses_a_change_set_as_old_and_a_base_of_another_chain() {
     assert_refused_in_one_line(&out, "apply: ");
     assert!(!at("x1").exists() && !at("x2").exists());
 }
+
+/// issue 45, 3 and 12: a link whose options differ from its base's where
+/// they change what is in its files is refused in one line: a narrower
+/// --tables marked the tables it left out dropped (and apply removed
+/// them), a --charset mixed decodings in one state. The charset is in
+/// the manifest.
+#[test]
+fn a_link_with_another_selection_or_charset_than_its_base_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    assert_eq!(read_manifest(&old)["options"]["charset"], "UTF8");
+    let new = dir.path().join("new");
+    for (args, what) in [
+        (&["-t", "S"][..], "--tables"),
+        (&["-x", "GONE"][..], "--exclude"),
+        (&["--charset", "WIN1252"][..], "--charset WIN1252"),
+        (&["-f", "jsonl"][..], "--format"),
+    ] {
+        let out = fbunload(
+            &db,
+            &[&["--since", path(&old), "-o", path(&new)], args].concat(),
+        );
+        assert_refused_in_one_line(&out, "--since");
+        assert!(stderr(&out).contains(what), "{args:?}: {}", stderr(&out));
+        assert!(!new.exists());
+    }
+    // The base's own selection: a link.
+    run(&db, &["--since", path(&old), "-o", path(&new)]);
+    assert!(read_manifest(&new)["incremental"].get("dropped").is_none());
+}
+
+/// issue 45, 13: `--since DIR -o DIR --overwrite` replaced the chain's
+/// base with its change set.
+#[test]
+fn a_change_set_into_its_own_base_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    let before = std::fs::read(old.join("manifest.json")).unwrap();
+    for overwrite in [&["--overwrite"][..], &[]] {
+        let out = fbunload(
+            &db,
+            &[&["--since", path(&old), "-o", path(&old)], overwrite].concat(),
+        );
+        assert_refused_in_one_line(&out, "--since");
+        assert!(
+            stderr(&out).contains("also the output directory"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(std::fs::read(old.join("manifest.json")).unwrap(), before);
+    check(&old);
+}
+
+/// issue 45, 14: numbers read back from a previous run's manifest are
+/// checked for coherence before they decide what changed: an
+/// oldest_interesting of 2^64-1 made every row "unchanged".
+#[test]
+fn numbers_of_a_previous_run_that_no_run_writes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    let new = dir.path().join("new");
+    let saved = std::fs::read(old.join("manifest.json")).unwrap();
+    let edits: [(&dyn Fn(&mut serde_json::Value), &str); 4] = [
+        (
+            &|m| m["incremental"]["oldest_interesting"] = u64::MAX.into(),
+            "oldest interesting transaction",
+        ),
+        (
+            &|m| m["incremental"]["transaction"] = (1u64 << 60).into(),
+            "not a Firebird transaction number",
+        ),
+        (
+            &|m| {
+                for t in m["tables"].as_array_mut().unwrap() {
+                    if t["name"] == "S" {
+                        t["change"]["keys"] = serde_json::Value::Null;
+                    }
+                }
+            },
+            "no count of its keys",
+        ),
+        (
+            &|m| {
+                for t in m["tables"].as_array_mut().unwrap() {
+                    if t["name"] == "S" {
+                        t["rows"] = 7.into();
+                    }
+                }
+            },
+            "has 7 rows and 1 keys",
+        ),
+    ];
+    for (edit, why) in edits {
+        edit_manifest(&old, edit);
+        let out = fbunload(&db, &["--since", path(&old), "-o", path(&new)]);
+        assert_refused_in_one_line(&out, "--since");
+        assert!(stderr(&out).contains(why), "{why}: {}", stderr(&out));
+        assert!(!new.exists());
+        std::fs::write(old.join("manifest.json"), &saved).unwrap();
+    }
+}
+
+/// issue 45, 14, in apply: a change set's manifest whose counts are not
+/// its files' is refused, and the state left nothing behind.
+#[test]
+fn apply_refuses_counts_that_are_not_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = base(dir.path());
+    let old = dir.path().join("pq0");
+    let new = dir.path().join("pq1");
+    run(&db, &["--keep-keys", "-f", "parquet", "-o", path(&old)]);
+    execute(&db, &["UPDATE S SET V = 3"]);
+    run(
+        &db,
+        &["--since", path(&old), "-f", "parquet", "-o", path(&new)],
+    );
+    edit_manifest(&new, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["name"] == "S" {
+                t["rows"] = 5.into();
+            }
+        }
+    });
+    let state = dir.path().join("state");
+    let out = apply_cmd(&old, &new, &state);
+    assert_refused_in_one_line(
+        &out,
+        "apply: table S: its files hold 1 upserts, its manifest says 5",
+    );
+    assert!(!state.exists());
+}
+
+/// issue 45, 11: tables T and "T.keys" (or "T.upserts", "T.deletes") in
+/// one incremental run: their files would take one name. Refused up
+/// front, naming both.
+#[test]
+fn a_table_named_like_another_tables_role_file_is_refused_up_front() {
+    superclassic();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "roles.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY)",
+            "CREATE TABLE \"T.keys\" (ID INTEGER NOT NULL PRIMARY KEY)",
+            "CREATE TABLE \"T.upserts\" (ID INTEGER NOT NULL PRIMARY KEY)",
+            "INSERT INTO T VALUES (1)",
+        ],
+    );
+    let out_dir = dir.path().join("r0");
+    let out = fbunload(&db, &["--keep-keys", "-f", "parquet", "-o", path(&out_dir)]);
+    assert_refused_in_one_line(&out, "tables T and ");
+    assert!(stderr(&out).contains("--exclude"), "{}", stderr(&out));
+    assert!(!out_dir.exists());
+    let out = fbunload(
+        &db,
+        &[
+            "--keep-keys",
+            "-x",
+            "T.keys",
+            "-f",
+            "parquet",
+            "-o",
+            path(&out_dir),
+        ],
+    );
+    assert_refused_in_one_line(&out, "tables T and T.upserts");
+    // Without them, a chain.
+    let only = ["-t", "T", "-f", "parquet"];
+    run(
+        &db,
+        &[&["--keep-keys", "-o", path(&out_dir)], &only[..]].concat(),
+    );
+    let next = dir.path().join("r1");
+    run(
+        &db,
+        &[&["--since", path(&out_dir), "-o", path(&next)], &only[..]].concat(),
+    );
+}
