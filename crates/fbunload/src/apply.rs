@@ -112,9 +112,7 @@ impl<'a> Link<'a> {
             .is_some_and(|i| i.since.is_some())
         {
             return Err(fail(format!(
-                "{} is a change set; apply it to its base's state first (fbunload apply BASE {} \
-                 -o STATE), then {} to that state",
-                old.display(),
+                "{} is a change set; apply it to its base's state first, then {} to that state",
                 old.display(),
                 changes.display()
             )));

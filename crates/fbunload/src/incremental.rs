@@ -346,7 +346,7 @@ pub(crate) fn refuse_other_options(
             let shown = |v: &Option<serde_json::Value>| match v {
                 Some(serde_json::Value::String(v)) => format!("--{name} {}", crate::printable(v)),
                 Some(v) => format!("--{name} {v}"),
-                None => format!("no --{name}"),
+                None => format!("without --{name}"),
             };
             return Err(refuse(
                 &previous_dir(previous),
