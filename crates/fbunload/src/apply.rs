@@ -85,6 +85,8 @@ struct Link<'a> {
     change_manifest: Manifest,
     change_digest: String,
     format: String,
+    /// Bytes the keys of a link may take ([`passes_for`]).
+    memory_budget: usize,
 }
 
 impl<'a> Link<'a> {
@@ -146,6 +148,7 @@ impl<'a> Link<'a> {
             change_manifest,
             change_digest,
             format,
+            memory_budget: crate::DEFAULT_MEMORY_BUDGET,
         })
     }
 
@@ -179,38 +182,62 @@ impl<'a> Link<'a> {
                                 "table {} is not in the old run",
                                 crate::printable(&table.name)
                             ))
-                        })?;
-                    // The keys that leave the old rows: every upsert's and
-                    // every delete's; what is held of the link.
-                    let mut gone: HashSet<Vec<u8>> = HashSet::new();
-                    let (upsert_schema, upserts) = read_role(self.changes, table, Some("upserts"))?;
-                    let upserts = counted(upserts, table.rows, &table.name, "upserts");
-                    add_keys(&mut gone, upserts, Some(&key), cancel)?;
-                    let (_, deletes) = read_role(self.changes, table, Some("deletes"))?;
-                    let deletes = match change.and_then(|c| c.deletes) {
-                        Some(count) => counted(deletes, count, &table.name, "deletes"),
-                        None => deletes,
+                        })?
+                        .clone();
+                    let deletes = change.and_then(|c| c.deletes);
+                    // The keys that leave the old rows (every upsert's and
+                    // every delete's) are what is held of a link: in as
+                    // many passes over the old rows as the memory budget
+                    // needs, each holding one share of the keys.
+                    let passes = passes_for(
+                        table.rows.saturating_add(deletes.unwrap_or(0)),
+                        self.memory_budget,
+                    );
+                    let (changes, old) = (self.changes, self.old);
+                    let this = table.clone();
+                    let pass = move |pass: u64| -> Result<(Option<SchemaRef>, Batches<'a>), Error> {
+                        let share = (pass, passes);
+                        let mut gone: HashSet<Vec<u8>> = HashSet::new();
+                        let (upsert_schema, upserts) = read_role(changes, &this, Some("upserts"))?;
+                        let upserts = counted(upserts, this.rows, &this.name, "upserts");
+                        add_keys(&mut gone, upserts, Some(&key), share, cancel)?;
+                        let (_, removed) = read_role(changes, &this, Some("deletes"))?;
+                        let removed = match deletes {
+                            Some(count) => counted(removed, count, &this.name, "deletes"),
+                            None => removed,
+                        };
+                        add_keys(&mut gone, removed, None, share, cancel)?;
+                        let (old_schema, old_rows) = read_role(old, &previous, None)?;
+                        let old_rows = counted(old_rows, previous.rows, &this.name, "rows");
+                        let key = key.clone();
+                        let mut encoded = Vec::new();
+                        let kept = old_rows.map(move |batch| {
+                            let batch = batch?;
+                            let keys = key_columns(&batch, &key)?;
+                            let encoder = KeyEncoder::new(&keys).map_err(fail)?;
+                            let keep: BooleanArray = (0..batch.num_rows())
+                                .map(|row| {
+                                    encoder.key(row, &mut encoded);
+                                    Some(in_share(&encoded, share) && !gone.contains(&encoded))
+                                })
+                                .collect();
+                            arrow_select::filter::filter_record_batch(&batch, &keep).map_err(fail)
+                        });
+                        Ok((old_schema.or(upsert_schema), Box::new(kept)))
                     };
-                    add_keys(&mut gone, deletes, None, cancel)?;
-                    let (old_schema, old_rows) = read_role(self.old, previous, None)?;
-                    let old_rows = counted(old_rows, previous.rows, &table.name, "rows");
-                    let mut encoded = Vec::new();
-                    let kept = old_rows.map(move |batch| {
-                        let batch = batch?;
-                        let keys = key_columns(&batch, &key)?;
-                        let encoder = KeyEncoder::new(&keys).map_err(fail)?;
-                        let keep: BooleanArray = (0..batch.num_rows())
-                            .map(|row| {
-                                encoder.key(row, &mut encoded);
-                                Some(!gone.contains(&encoded))
-                            })
-                            .collect();
-                        arrow_select::filter::filter_record_batch(&batch, &keep).map_err(fail)
+                    let pass = std::rc::Rc::new(pass);
+                    let (schema, first) = pass(0)?;
+                    let later = pass.clone();
+                    let more = (1..passes).flat_map(move |n| -> Batches<'a> {
+                        match later(n) {
+                            Ok((_, kept)) => kept,
+                            Err(e) => Box::new(std::iter::once(Err(e))),
+                        }
                     });
                     // The upserts read again after the old rows, rather
                     // than held meanwhile.
                     let (_, upserts) = read_role(self.changes, table, Some("upserts"))?;
-                    (old_schema.or(upsert_schema), Box::new(kept.chain(upserts)))
+                    (schema, Box::new(first.chain(more).chain(upserts)))
                 }
                 _ => {
                     let (schema, batches) = read_role(self.changes, table, None)?;
@@ -287,24 +314,57 @@ type Batches<'a> = Box<dyn Iterator<Item = Result<RecordBatch, Error>> + 'a>;
 
 /// The batches of `table`'s files with role `role` in `dir`, one file
 /// after the other, each checked against its manifest entry as it is
-/// opened, and the schema of the first.
+/// opened (the first now, for its schema).
 fn read_role<'a>(
-    dir: &Path,
+    dir: &'a Path,
     table: &ManifestTable,
     role: Option<&str>,
 ) -> Result<(Option<SchemaRef>, Batches<'a>), Error> {
-    let mut schema = None;
-    let mut readers: Vec<Batches<'a>> = Vec::new();
-    for file in table.files.iter().filter(|f| f.role.as_deref() == role) {
-        let (file_schema, batches) = open_file(dir, file)?;
-        schema.get_or_insert(file_schema);
-        readers.push(batches);
+    let mut files = table
+        .files
+        .iter()
+        .filter(|f| f.role.as_deref() == role)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into_iter();
+    let Some(first) = files.next() else {
+        return Ok((None, Box::new(std::iter::empty())));
+    };
+    let (schema, batches) = open_file(dir, &first)?;
+    let rest = files.flat_map(move |file| -> Batches<'a> {
+        match open_file(dir, &file) {
+            Ok((_, batches)) => batches,
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        }
+    });
+    Ok((Some(schema), Box::new(batches.chain(rest))))
+}
+
+/// Bytes a key of the link takes in memory, about: its encoding (a few
+/// bytes a column), the vector's allocation and the set's slot.
+const KEY_BYTES: u64 = 100;
+
+/// Passes over a table's old rows that keep the keys of `changed` rows
+/// within `budget` bytes (one, for most links).
+fn passes_for(changed: u64, budget: usize) -> u64 {
+    let budget = (budget as u64).max(1 << 20);
+    changed.saturating_mul(KEY_BYTES).div_ceil(budget).max(1)
+}
+
+/// Whether an encoded key falls in pass `share.0` of `share.1`: by an
+/// FNV-1a hash of its bytes, the same in every pass.
+fn in_share(key: &[u8], (pass, passes): (u64, u64)) -> bool {
+    if passes <= 1 {
+        return true;
     }
-    Ok((schema, Box::new(readers.into_iter().flatten())))
+    let hash = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    hash % passes == pass
 }
 
 /// One Parquet or Arrow file of a run: its schema and batches.
-fn open_file<'a>(dir: &Path, file: &ManifestFile) -> Result<(SchemaRef, Batches<'a>), Error> {
+fn open_file<'a>(dir: &'a Path, file: &ManifestFile) -> Result<(SchemaRef, Batches<'a>), Error> {
     let handle = open_verified_listed_file(dir, file).map_err(fail)?;
     let name = file.name.clone();
     let bad = move |e: ArrowError| fail(format!("{name}: {e}"));
@@ -387,6 +447,7 @@ fn add_keys(
     keys: &mut HashSet<Vec<u8>>,
     batches: Batches<'_>,
     key: Option<&[String]>,
+    share: (u64, u64),
     cancel: &AtomicBool,
 ) -> Result<(), Error> {
     let mut encoded = Vec::new();
@@ -402,7 +463,9 @@ fn add_keys(
         let encoder = KeyEncoder::new(&batch).map_err(fail)?;
         for row in 0..batch.num_rows() {
             encoder.key(row, &mut encoded);
-            keys.insert(encoded.clone());
+            if in_share(&encoded, share) {
+                keys.insert(encoded.clone());
+            }
         }
     }
     Ok(())
@@ -475,9 +538,11 @@ pub fn apply_to_directory(
     old: &Path,
     changes: &Path,
     out: &Path,
+    memory_budget: usize,
     cancel: &AtomicBool,
 ) -> Result<Vec<(String, u64)>, Error> {
-    let link = Link::open(old, changes)?;
+    let mut link = Link::open(old, changes)?;
+    link.memory_budget = memory_budget;
     let format = link.writer_format()?;
     let output = OutputDir::open(out, Reuse::Refuse).map_err(|e| match e {
         Error::OutputDir { path, reason } => fail(format!("{}: {reason}", path.display())),
