@@ -88,12 +88,28 @@ fn apply_stopped_by_its_first_signal_leaves_nothing_and_a_whole_one_is_compresse
         assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
         assert!(!state.exists(), "signal {signal}: {}", stderr(&out));
     }
+    // A full disk (a file-size limit below the table's file; SIGXFSZ
+    // ignored so the write fails with EFBIG): one line, nothing left.
+    let size = |d: &Path| std::fs::metadata(d.join("W.parquet")).unwrap().len();
+    let full = dir.path().join("full");
+    let script = format!(
+        "ulimit -f {}; trap '' XFSZ; exec '{}' apply '{}' '{}' -o '{}'",
+        size(&base) / 2 / 512,
+        env!("CARGO_BIN_EXE_fbunload"),
+        base.display(),
+        changes.display(),
+        full.display()
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("File too large"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(!full.exists());
     let state = dir.path().join("state");
     let out = apply(&base, &changes, &state).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     common::oracle::check(&state);
     // The run's zstd, not plain pages: about the base's size.
-    let size = |d: &Path| std::fs::metadata(d.join("W.parquet")).unwrap().len();
     assert!(
         size(&state) < size(&base) * 3 / 2,
         "state {} bytes, base {}",

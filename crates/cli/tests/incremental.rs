@@ -588,6 +588,14 @@ fn apply_refuses_a_change_set_as_old_and_a_base_of_another_chain() {
         (3, Some("C".to_string())),
     ];
     assert_eq!(id_text_rows(&at("s2").join("T.parquet")), expected);
+    // A state is not a link to take the next change set since.
+    let out = fbunload(&db, &["--since", path(&at("s2")), "-o", path(&at("c3"))]);
+    assert_refused_in_one_line(&out, "--since");
+    assert!(
+        stderr(&out).contains("the chain's last link"),
+        "{}",
+        stderr(&out)
+    );
 
     // A state of the chain's other link, and a base of another database.
     let out = apply_cmd(&at("s2"), &at("c2"), &at("x1"));

@@ -76,6 +76,13 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<(Manifest, String), String> {
 /// Reads and checks the manifest and keys files of the run in `dir`.
 pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
     let (manifest, digest) = read_manifest(dir).map_err(|e| refuse(dir, e))?;
+    if manifest.state_of.is_some() {
+        return Err(refuse(
+            dir,
+            "it holds a state that fbunload apply made; give --since the change set that state \
+             was made from (the chain's last link)",
+        ));
+    }
     let (Some(snapshot_number), Some(marks)) = (manifest.snapshot_number, &manifest.incremental)
     else {
         return Err(refuse(
