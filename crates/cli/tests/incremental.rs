@@ -730,6 +730,27 @@ fn apply_refuses_counts_that_are_not_the_files() {
         &db,
         &["--since", path(&old), "-f", "parquet", "-o", path(&new)],
     );
+    let saved = std::fs::read(new.join("manifest.json")).unwrap();
+    let state = dir.path().join("state");
+    // A mode edited: a table of changes said to be read whole would be
+    // replaced by nothing.
+    for (mode, why) in [
+        ("full", "read whole, and lists files of changes"),
+        ("odd", "mode odd"),
+    ] {
+        edit_manifest(&new, |m| {
+            for t in m["tables"].as_array_mut().unwrap() {
+                if t["name"] == "S" {
+                    t["change"]["mode"] = mode.into();
+                }
+            }
+        });
+        let out = apply_cmd(&old, &new, &state);
+        assert_refused_in_one_line(&out, "apply: table S: ");
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        assert!(!state.exists());
+        std::fs::write(new.join("manifest.json"), &saved).unwrap();
+    }
     edit_manifest(&new, |m| {
         for t in m["tables"].as_array_mut().unwrap() {
             if t["name"] == "S" {
@@ -737,7 +758,6 @@ fn apply_refuses_counts_that_are_not_the_files() {
             }
         }
     });
-    let state = dir.path().join("state");
     let out = apply_cmd(&old, &new, &state);
     assert_refused_in_one_line(
         &out,

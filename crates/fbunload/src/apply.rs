@@ -239,9 +239,30 @@ impl<'a> Link<'a> {
                     let (_, upserts) = read_role(self.changes, table, Some("upserts"))?;
                     (schema, Box::new(first.chain(more).chain(upserts)))
                 }
-                _ => {
+                Some("full") | None => {
+                    // A table read whole has its one file (or parts), and
+                    // no file of a change: a mode edited to `full` would
+                    // otherwise replace the table with what is not it.
+                    if table
+                        .files
+                        .iter()
+                        .any(|f| f.role.is_some() && f.role.as_deref() != Some("keys"))
+                    {
+                        return Err(fail(format!(
+                            "table {}: its manifest says it was read whole, and lists files of \
+                             changes",
+                            crate::printable(&table.name)
+                        )));
+                    }
                     let (schema, batches) = read_role(self.changes, table, None)?;
                     (schema, counted(batches, table.rows, &table.name, "rows"))
+                }
+                Some(other) => {
+                    return Err(fail(format!(
+                        "table {}: mode {} is not one fbunload writes",
+                        crate::printable(&table.name),
+                        crate::printable(other)
+                    )))
                 }
             };
         let schema = match schema {
