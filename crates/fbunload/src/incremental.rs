@@ -351,14 +351,16 @@ pub(crate) fn refuse_other_options(
         let ours = mine.get(*name).cloned().or(default);
         if theirs != ours {
             let shown = |v: &Option<serde_json::Value>| match v {
-                Some(serde_json::Value::String(v)) => format!("--{name} {}", crate::printable(v)),
-                Some(v) => format!("--{name} {v}"),
+                Some(serde_json::Value::String(v)) => {
+                    format!("with --{name} {}", crate::printable(v))
+                }
+                Some(v) => format!("with --{name} {v}"),
                 None => format!("without --{name}"),
             };
             return Err(refuse(
                 &previous_dir(previous),
                 format!(
-                    "that run was made with {}, this one with {}; the links of a chain take \
+                    "that run was made {}, this one {}; the links of a chain take \
                      the same --tables, --exclude, --format, --charset, --decimal256, --null and \
                      --binary (start a new chain with --keep-keys to change them)",
                     shown(&theirs),
