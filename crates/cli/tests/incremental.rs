@@ -577,6 +577,20 @@ fn apply_refuses_a_change_set_as_old_and_a_base_of_another_chain() {
     );
     assert!(!at("cs").exists());
 
+    // Nor into a run's directory (its own change set's, here).
+    let before = std::fs::read(at("c1").join("manifest.json")).unwrap();
+    let out = apply_cmd(&at("c0"), &at("c1"), &at("c1"));
+    assert_refused_in_one_line(&out, "apply: ");
+    assert!(
+        stderr(&out).contains("holds a run already"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read(at("c1").join("manifest.json")).unwrap(),
+        before
+    );
+
     // The way the message gives: state after state.
     let out = apply_cmd(&at("c0"), &at("c1"), &at("s1"));
     assert!(out.status.success(), "{}", stderr(&out));

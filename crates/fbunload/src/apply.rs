@@ -25,6 +25,7 @@
 //! nothing. Parquet keeps the change set's compression and row groups.
 
 use std::collections::HashSet;
+use std::fs;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -33,7 +34,7 @@ use arrow_array::{BooleanArray, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use fbunload_dest::{
     file_name_for, open_verified_listed_file, verified_listed_file, KeyEncoder, Manifest,
-    ManifestFile, ManifestTable, OutputDir, Reuse, SCHEMA_FILE,
+    ManifestFile, ManifestTable, OutputDir, Reuse, MANIFEST_NAME, SCHEMA_FILE,
 };
 use serde_json::Value;
 
@@ -565,6 +566,14 @@ pub fn apply_to_directory(
     let mut link = Link::open(old, changes)?;
     link.memory_budget = memory_budget;
     let format = link.writer_format()?;
+    // A state never replaces a run (OLD and CHANGES among them): apply has
+    // no --overwrite.
+    if fs::symlink_metadata(out.join(MANIFEST_NAME)).is_ok() {
+        return Err(fail(format!(
+            "{} holds a run already; give a new directory",
+            out.display()
+        )));
+    }
     let output = OutputDir::open(out, Reuse::Refuse).map_err(|e| match e {
         Error::OutputDir { path, reason } => fail(format!("{}: {reason}", path.display())),
         other => other,
