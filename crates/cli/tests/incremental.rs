@@ -690,7 +690,8 @@ fn numbers_of_a_previous_run_that_no_run_writes_are_refused() {
     let (db, old) = base(dir.path());
     let new = dir.path().join("new");
     let saved = std::fs::read(old.join("manifest.json")).unwrap();
-    let edits: [(&dyn Fn(&mut serde_json::Value), &str); 4] = [
+    type Edit<'e> = &'e dyn Fn(&mut serde_json::Value);
+    let edits: [(Edit, &str); 4] = [
         (
             &|m| m["incremental"]["oldest_interesting"] = u64::MAX.into(),
             "oldest interesting transaction",
