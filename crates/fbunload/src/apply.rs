@@ -18,8 +18,9 @@
 //! checked, and the rows each file holds must be the manifest's count.
 //!
 //! A table is read and written a batch at a time: what is held is the
-//! keys of the link's upserts and deletes (never the old rows), and a
-//! row group being encoded. The state is written as a run's output is
+//! keys of the link's upserts and deletes (never the old rows), within
+//! the memory budget (beyond it, one pass over the old rows per share of
+//! the keys), and a row group being encoded. The state is written as a run's output is
 //! (`fbunload_dest::OutputDir`): in a staging directory, each file synced,
 //! then moved in with the manifest last; a failure or a signal leaves
 //! nothing. Parquet keeps the change set's compression and row groups.
