@@ -431,8 +431,12 @@ def unload(
 def apply(old: str, changes: str) -> Dict[str, pa.Table]:
     """The change set in directory ``changes`` (an unload with ``since=old``)
     applied to the run in ``old`` (or to the state an earlier apply made):
-    every table as it was at the change set's snapshot, by name. Parquet
-    and Arrow runs; every file is checked against its manifest first."""
+    every table as it was at the change set's snapshot, by name, each with
+    its columns and their metadata even when it has no rows. Parquet and
+    Arrow runs; every file is checked against its manifest first. ``old``
+    is the chain's base (``keep_keys=True``) or a state ``fbunload apply``
+    wrote, never a change set itself (it holds only what changed): that,
+    or a ``changes`` taken since another run, raises ``UsageError``."""
     return {
         name: pa.Table.from_batches(batches, schema=schema)
         for name, schema, batches in _fbunload.apply(str(old), str(changes))

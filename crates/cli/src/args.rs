@@ -239,7 +239,8 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub unit_pages: Option<u64>,
 
-    #[arg(long = "memory", default_value_t = fbunload::DEFAULT_MEMORY_MB, value_name = "MB",
+    // Global: `fbunload apply --memory MB` bounds the keys it holds too.
+    #[arg(long = "memory", global = true, default_value_t = fbunload::DEFAULT_MEMORY_MB, value_name = "MB",
           help = fbunload::MEMORY_HELP)]
     pub memory_mb: usize,
 
@@ -363,9 +364,11 @@ pub enum Command {
     /// Apply a change set (a run with --since) to the run it was taken since: every table's
     /// state at the change set's snapshot, written to a new directory in the same format, with
     /// a manifest that `fbunload check` verifies and a later apply starts from. Parquet and
-    /// Arrow runs; both directories' files are checked against their manifests first
+    /// Arrow runs; both directories' files are checked against their manifests first. The keys
+    /// of the change set are held within --memory (more passes over OLD's rows beyond it)
     Apply {
-        /// The earlier run (or the state an earlier apply made)
+        /// The chain's base (the run with --keep-keys) or the state an earlier apply made; never
+        /// a change set (apply that to its own OLD first)
         #[arg(value_name = "OLD")]
         old: PathBuf,
         /// The change set: the run made with --since OLD

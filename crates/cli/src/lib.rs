@@ -139,7 +139,7 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 output,
             }),
             _,
-        ) => apply(old, changes, output),
+        ) => apply(old, changes, output, args.memory_mb.saturating_mul(1 << 20), &cancel),
         (
             Some(args::Command::Sample {
                 path,
@@ -274,8 +274,11 @@ fn apply(
     old: &std::path::Path,
     changes: &std::path::Path,
     output: &std::path::Path,
+    memory_budget: usize,
+    cancel: &AtomicBool,
 ) -> Result<(), Failure> {
-    let tables = fbunload::apply::apply_to_directory(old, changes, output).map_err(describe)?;
+    let tables = fbunload::apply::apply_to_directory(old, changes, output, memory_budget, cancel)
+        .map_err(describe)?;
     for (name, rows) in &tables {
         print_out(format_args!(
             "{}: {}",

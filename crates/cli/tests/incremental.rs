@@ -80,7 +80,14 @@ fn a_unit_that_lost_a_row_is_rechecked_and_the_progress_counts_it() {
     let new = dir.path().join("new");
     let out = fbunload(
         &db,
-        &["--since", path(&old), "--progress", "json", "-o", path(&new)],
+        &[
+            "--since",
+            path(&old),
+            "--progress",
+            "json",
+            "-o",
+            path(&new),
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let events: Vec<serde_json::Value> = stderr(&out)
@@ -422,4 +429,402 @@ fn apply_refuses_a_text_change_set_in_one_line_naming_what_it_reads_and_the_reci
         stderr(&out)
     );
     assert!(!state.exists());
+}
+
+/// The schema (names, types, field metadata) of a table's one file.
+fn file_schema(path: &Path) -> arrow_schema::Schema {
+    let file = std::fs::File::open(path).unwrap();
+    if path.extension().is_some_and(|e| e == "parquet") {
+        let reader =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        reader.schema().as_ref().clone()
+    } else {
+        let reader = arrow_ipc::reader::FileReader::try_new(file, None).unwrap();
+        reader.schema().as_ref().clone()
+    }
+}
+
+/// A table's rows from its one Parquet file, as (ID, V) sorted.
+fn id_text_rows(path: &Path) -> Vec<(i32, Option<String>)> {
+    use arrow_array::{Array, Int32Array, StringArray};
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let ids = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        let texts = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        for i in 0..batch.num_rows() {
+            rows.push((
+                ids.value(i),
+                texts.is_valid(i).then(|| texts.value(i).to_string()),
+            ));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+fn apply_cmd(old: &Path, changes: &Path, state: &Path) -> std::process::Output {
+    fbunload_alone(&["apply", path(old), path(changes), "-o", path(state)])
+}
+
+/// issue 41, 1: a table empty before and after a link kept no columns in
+/// the state (its schema came from its first batch). It keeps the base's
+/// columns and field metadata, link after link, and the state has the
+/// change set's schema.sql as a run does.
+#[test]
+fn apply_keeps_the_columns_of_a_table_empty_before_and_after() {
+    superclassic();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "empty.fdb", 4096);
+    execute(
+        &db,
+        &["CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(10))"],
+    );
+    for format in ["parquet", "arrow"] {
+        let at = |name: &str| dir.path().join(format!("{format}-{name}"));
+        let file = format!("T.{format}");
+        run(&db, &["--keep-keys", "-f", format, "-o", path(&at("r0"))]);
+        run(
+            &db,
+            &[
+                "--since",
+                path(&at("r0")),
+                "-f",
+                format,
+                "-o",
+                path(&at("r1")),
+            ],
+        );
+        run(
+            &db,
+            &[
+                "--since",
+                path(&at("r1")),
+                "-f",
+                format,
+                "-o",
+                path(&at("r2")),
+            ],
+        );
+        let out = apply_cmd(&at("r0"), &at("r1"), &at("s1"));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let out = apply_cmd(&at("s1"), &at("r2"), &at("s2"));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let base = file_schema(&at("r0").join(&file));
+        assert_eq!(base.fields().len(), 2);
+        for state in [at("s1"), at("s2")] {
+            let applied = file_schema(&state.join(&file));
+            assert_eq!(
+                applied.fields(),
+                base.fields(),
+                "{format}: {}",
+                state.display()
+            );
+            check(&state);
+            assert_eq!(
+                std::fs::read(state.join("schema.sql")).unwrap(),
+                std::fs::read(at("r1").join("schema.sql")).unwrap()
+            );
+        }
+    }
+}
+
+/// issue 41, 2: a change set given as OLD made a state without every row
+/// it did not change, and exit 0. Refused in one line; so is a state of
+/// another chain and a base of another database.
+#[test]
+fn apply_refuses_a_change_set_as_old_and_a_base_of_another_chain() {
+    superclassic();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "chain.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(10))",
+            "INSERT INTO T VALUES (1, 'a')",
+            "INSERT INTO T VALUES (2, 'b')",
+            "INSERT INTO T VALUES (3, 'c')",
+        ],
+    );
+    let at = |name: &str| dir.path().join(name);
+    let pq = ["-f", "parquet"];
+    let unload = |args: &[&str]| run(&db, &[args, &pq[..]].concat());
+    unload(&["--keep-keys", "-o", path(&at("c0"))]);
+    execute(&db, &["UPDATE T SET V = 'B' WHERE ID = 2"]);
+    unload(&["--since", path(&at("c0")), "-o", path(&at("c1"))]);
+    execute(&db, &["UPDATE T SET V = 'C' WHERE ID = 3"]);
+    unload(&["--since", path(&at("c1")), "-o", path(&at("c2"))]);
+
+    let out = apply_cmd(&at("c1"), &at("c2"), &at("cs"));
+    assert_refused_in_one_line(&out, "apply: ");
+    assert!(
+        stderr(&out).contains("is a change set; apply it to its base's state first"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!at("cs").exists());
+
+    // Nor into a run's directory (its own change set's, here).
+    let before = std::fs::read(at("c1").join("manifest.json")).unwrap();
+    let out = apply_cmd(&at("c0"), &at("c1"), &at("c1"));
+    assert_refused_in_one_line(&out, "apply: ");
+    assert!(
+        stderr(&out).contains("holds a run already"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read(at("c1").join("manifest.json")).unwrap(),
+        before
+    );
+
+    // The way the message gives: state after state.
+    let out = apply_cmd(&at("c0"), &at("c1"), &at("s1"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = apply_cmd(&at("s1"), &at("c2"), &at("s2"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = vec![
+        (1, Some("a".to_string())),
+        (2, Some("B".to_string())),
+        (3, Some("C".to_string())),
+    ];
+    assert_eq!(id_text_rows(&at("s2").join("T.parquet")), expected);
+    // A state is not a link to take the next change set since.
+    let out = fbunload(&db, &["--since", path(&at("s2")), "-o", path(&at("c3"))]);
+    assert_refused_in_one_line(&out, "--since");
+    assert!(
+        stderr(&out).contains("the chain's last link"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A state of the chain's other link, and a base of another database.
+    let out = apply_cmd(&at("s2"), &at("c2"), &at("x1"));
+    assert_refused_in_one_line(&out, "apply: ");
+    let other = create_db(dir.path(), "other.fdb", 4096);
+    execute(
+        &other,
+        &["CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(10))"],
+    );
+    run(
+        &other,
+        &["--keep-keys", "-f", "parquet", "-o", path(&at("o0"))],
+    );
+    let out = apply_cmd(&at("o0"), &at("c1"), &at("x2"));
+    assert_refused_in_one_line(&out, "apply: ");
+    assert!(!at("x1").exists() && !at("x2").exists());
+}
+
+/// issue 45, 3 and 12: a link whose options differ from its base's where
+/// they change what is in its files is refused in one line: a narrower
+/// --tables marked the tables it left out dropped (and apply removed
+/// them), a --charset mixed decodings in one state. The charset is in
+/// the manifest.
+#[test]
+fn a_link_with_another_selection_or_charset_than_its_base_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    assert_eq!(read_manifest(&old)["options"]["charset"], "UTF8");
+    let new = dir.path().join("new");
+    for (args, what) in [
+        (&["-t", "S"][..], "--tables"),
+        (&["-x", "GONE"][..], "--exclude"),
+        (&["--charset", "WIN1252"][..], "--charset WIN1252"),
+        (&["-f", "jsonl"][..], "--format"),
+    ] {
+        let out = fbunload(
+            &db,
+            &[&["--since", path(&old), "-o", path(&new)], args].concat(),
+        );
+        assert_refused_in_one_line(&out, "--since");
+        assert!(stderr(&out).contains(what), "{args:?}: {}", stderr(&out));
+        assert!(!new.exists());
+    }
+    // The base's own selection: a link.
+    run(&db, &["--since", path(&old), "-o", path(&new)]);
+    assert!(read_manifest(&new)["incremental"].get("dropped").is_none());
+}
+
+/// issue 45, 13: `--since DIR -o DIR --overwrite` replaced the chain's
+/// base with its change set.
+#[test]
+fn a_change_set_into_its_own_base_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    let before = std::fs::read(old.join("manifest.json")).unwrap();
+    for overwrite in [&["--overwrite"][..], &[]] {
+        let out = fbunload(
+            &db,
+            &[&["--since", path(&old), "-o", path(&old)], overwrite].concat(),
+        );
+        assert_refused_in_one_line(&out, "--since");
+        assert!(
+            stderr(&out).contains("also the output directory"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(std::fs::read(old.join("manifest.json")).unwrap(), before);
+    check(&old);
+}
+
+/// issue 45, 14: numbers read back from a previous run's manifest are
+/// checked for coherence before they decide what changed: an
+/// oldest_interesting of 2^64-1 made every row "unchanged".
+#[test]
+fn numbers_of_a_previous_run_that_no_run_writes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    let new = dir.path().join("new");
+    let saved = std::fs::read(old.join("manifest.json")).unwrap();
+    type Edit<'e> = &'e dyn Fn(&mut serde_json::Value);
+    let edits: [(Edit, &str); 4] = [
+        (
+            &|m| m["incremental"]["oldest_interesting"] = u64::MAX.into(),
+            "oldest interesting transaction",
+        ),
+        (
+            &|m| m["incremental"]["transaction"] = (1u64 << 60).into(),
+            "not a Firebird transaction number",
+        ),
+        (
+            &|m| {
+                for t in m["tables"].as_array_mut().unwrap() {
+                    if t["name"] == "S" {
+                        t["change"]["keys"] = serde_json::Value::Null;
+                    }
+                }
+            },
+            "no count of its keys",
+        ),
+        (
+            &|m| {
+                for t in m["tables"].as_array_mut().unwrap() {
+                    if t["name"] == "S" {
+                        t["rows"] = 7.into();
+                    }
+                }
+            },
+            "has 7 rows and 1 keys",
+        ),
+    ];
+    for (edit, why) in edits {
+        edit_manifest(&old, edit);
+        let out = fbunload(&db, &["--since", path(&old), "-o", path(&new)]);
+        assert_refused_in_one_line(&out, "--since");
+        assert!(stderr(&out).contains(why), "{why}: {}", stderr(&out));
+        assert!(!new.exists());
+        std::fs::write(old.join("manifest.json"), &saved).unwrap();
+    }
+}
+
+/// issue 45, 14, in apply: a change set's manifest whose counts are not
+/// its files' is refused, and the state left nothing behind.
+#[test]
+fn apply_refuses_counts_that_are_not_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = base(dir.path());
+    let old = dir.path().join("pq0");
+    let new = dir.path().join("pq1");
+    run(&db, &["--keep-keys", "-f", "parquet", "-o", path(&old)]);
+    execute(&db, &["UPDATE S SET V = 3"]);
+    run(
+        &db,
+        &["--since", path(&old), "-f", "parquet", "-o", path(&new)],
+    );
+    let saved = std::fs::read(new.join("manifest.json")).unwrap();
+    let state = dir.path().join("state");
+    // A mode edited: a table of changes said to be read whole would be
+    // replaced by nothing.
+    for (mode, why) in [
+        ("full", "read whole, and lists files of changes"),
+        ("odd", "mode odd"),
+    ] {
+        edit_manifest(&new, |m| {
+            for t in m["tables"].as_array_mut().unwrap() {
+                if t["name"] == "S" {
+                    t["change"]["mode"] = mode.into();
+                }
+            }
+        });
+        let out = apply_cmd(&old, &new, &state);
+        assert_refused_in_one_line(&out, "apply: table S: ");
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        assert!(!state.exists());
+        std::fs::write(new.join("manifest.json"), &saved).unwrap();
+    }
+    edit_manifest(&new, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["name"] == "S" {
+                t["rows"] = 5.into();
+            }
+        }
+    });
+    let out = apply_cmd(&old, &new, &state);
+    assert_refused_in_one_line(
+        &out,
+        "apply: table S: its files hold 1 upserts, its manifest says 5",
+    );
+    assert!(!state.exists());
+}
+
+/// issue 45, 11: tables T and "T.keys" (or "T.upserts", "T.deletes") in
+/// one incremental run: their files would take one name. Refused up
+/// front, naming both.
+#[test]
+fn a_table_named_like_another_tables_role_file_is_refused_up_front() {
+    superclassic();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "roles.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY)",
+            "CREATE TABLE \"T.keys\" (ID INTEGER NOT NULL PRIMARY KEY)",
+            "CREATE TABLE \"T.upserts\" (ID INTEGER NOT NULL PRIMARY KEY)",
+            "INSERT INTO T VALUES (1)",
+        ],
+    );
+    let out_dir = dir.path().join("r0");
+    let out = fbunload(&db, &["--keep-keys", "-f", "parquet", "-o", path(&out_dir)]);
+    assert_refused_in_one_line(&out, "tables T and ");
+    assert!(stderr(&out).contains("--exclude"), "{}", stderr(&out));
+    assert!(!out_dir.exists());
+    let out = fbunload(
+        &db,
+        &[
+            "--keep-keys",
+            "-x",
+            "T.keys",
+            "-f",
+            "parquet",
+            "-o",
+            path(&out_dir),
+        ],
+    );
+    assert_refused_in_one_line(&out, "tables T and T.upserts");
+    // Without them, a chain.
+    let only = ["-t", "T", "-f", "parquet"];
+    run(
+        &db,
+        &[&["--keep-keys", "-o", path(&out_dir)], &only[..]].concat(),
+    );
+    let next = dir.path().join("r1");
+    run(
+        &db,
+        &[&["--since", path(&out_dir), "-o", path(&next)], &only[..]].concat(),
+    );
 }

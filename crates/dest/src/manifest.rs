@@ -207,6 +207,28 @@ pub fn verified_listed_file(dir: &Path, file: &ManifestFile) -> Result<Vec<u8>, 
     Ok(contents)
 }
 
+/// [`verified_listed_file`] for a file too big to hold in memory: the file
+/// opened once (as a plain file, never through a link), hashed through to
+/// its end, and given back at its start once its size and SHA-256 are the
+/// manifest's. The handle stays on what was hashed if the name is
+/// replaced meanwhile; only a writer into that very file could change it.
+pub fn open_verified_listed_file(dir: &Path, file: &ManifestFile) -> Result<fs::File, String> {
+    let path = listed_path(dir, &file.name).map_err(|r| format!("{}: {r}", file.name))?;
+    let mut handle = open_plain_file(&path).map_err(|e| format!("{}: {e}", file.name))?;
+    let (bytes, sha256) =
+        crate::digest::sha256(&mut handle).map_err(|e| format!("{}: {e}", file.name))?;
+    if bytes != file.bytes || sha256 != file.sha256 {
+        return Err(format!(
+            "{}: its size or SHA-256 differs from the manifest's (fbunload check names what \
+             changed)",
+            file.name
+        ));
+    }
+    io::Seek::seek(&mut handle, io::SeekFrom::Start(0))
+        .map_err(|e| format!("{}: {e}", file.name))?;
+    Ok(handle)
+}
+
 /// What a reader of a manifest needs of it: the files. Read on its own so
 /// that a manifest of a later version, with fields this one does not know,
 /// can still be checked and replaced.

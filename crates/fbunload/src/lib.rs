@@ -666,26 +666,13 @@ impl Unload {
         if incremental {
             self.refuse_with_incremental()?;
         }
+        if let Some(since) = &self.since {
+            incremental::refuse_same_directory(since, dir.as_ref())?;
+        }
         let mut previous = match &self.since {
             Some(since) => Some(incremental::read_previous(since)?),
             None => None,
         };
-        let output = OutputDir::open(dir.as_ref(), self.reuse)?;
-        let mut this = self.clone();
-        if incremental {
-            this.filter.incremental = Some(fbunload_plan::Incremental {
-                since: previous.as_ref().map(|p| p.since.clone()),
-            });
-        }
-        let prepared = this.prepare_for(&format)?;
-        let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
-        let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
-            .with_part_limits(self.part_limits)?
-            .with_previous_keys(match previous.as_mut() {
-                Some(previous) => previous.keys()?,
-                None => std::collections::HashMap::new(),
-            });
-        let mut summary = prepared.run(&files, progress)?;
         let request = describe::Request {
             database: &self.connect.database,
             filter: &filter,
@@ -694,6 +681,28 @@ impl Unload {
             part_limits: self.part_limits,
             started,
         };
+        if let Some(previous) = &previous {
+            incremental::refuse_other_options(previous, &describe::requested(&request))?;
+        }
+        let output = OutputDir::open(dir.as_ref(), self.reuse)?;
+        let mut this = self.clone();
+        if incremental {
+            this.filter.incremental = Some(fbunload_plan::Incremental {
+                since: previous.as_ref().map(|p| p.since.clone()),
+            });
+        }
+        let prepared = this.prepare_for(&format)?;
+        if incremental {
+            incremental::refuse_names_of_role_files(&prepared.plan)?;
+        }
+        let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
+        let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
+            .with_part_limits(self.part_limits)?
+            .with_previous_keys(match previous.as_mut() {
+                Some(previous) => previous.keys()?,
+                None => std::collections::HashMap::new(),
+            });
+        let mut summary = prepared.run(&files, progress)?;
         let mut manifest = describe::manifest(&request, &plan, &schemas, &summary);
         manifest.files = files.run_files().into_iter().map(Into::into).collect();
         if incremental {

@@ -39,6 +39,7 @@ const SWITCHES: &[(&str, &str)] = &[
     ("allow-inconsistent", "allow_inconsistent=True"),
     ("no-schema", "schema=False"),
     ("wire-compression", "wire_compression=True"),
+    ("keep-keys", "keep_keys=True"),
     // A query is named by its key in `queries=` (or is read_sql's own).
     ("query", "query"),
     ("name", "the query's name"),
@@ -72,7 +73,11 @@ pub fn in_python_words(message: &str) -> String {
             .iter()
             .find(|(f, _)| *f == flag)
             .map(|(_, k)| k.to_string())
-            .or_else(|| output.filter(|o| o.switch).map(|o| format!("{}=True", o.keyword)));
+            .or_else(|| {
+                output
+                    .filter(|o| o.switch)
+                    .map(|o| format!("{}=True", o.keyword))
+            });
         match (starts_word, valued, switch) {
             (true, Some(keyword), _) => {
                 out.push_str(&keyword);
@@ -81,6 +86,11 @@ pub fn in_python_words(message: &str) -> String {
             (true, None, None) if flag == "database" => {
                 out.push_str("database");
                 rest = value_after(rest, &mut out, |v| v.contains([':', '/']));
+            }
+            // A directory, as messages print it.
+            (true, None, None) if flag == "since" => {
+                out.push_str("since");
+                rest = value_after(rest, &mut out, |v| v.contains(['/', '\\']));
             }
             (true, None, Some(words)) => out.push_str(&words),
             _ => {
