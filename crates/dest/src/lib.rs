@@ -54,7 +54,7 @@ pub use directory::{finish_interrupted_switch, OutputDir, Reuse, STAGING_PREFIX,
 pub use keys::{key_set, KeyEncoder, KeyOutcome, SortedKeys};
 pub use manifest::{
     verified_listed_file, Manifest, ManifestChange, ManifestColumn, ManifestFile,
-    ManifestIncremental, ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
+    CommitMark, ManifestIncremental, ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
 };
 pub use names::{file_name_for, part_file_name};
 pub use budget::MemoryBudget;

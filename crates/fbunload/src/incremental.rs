@@ -136,6 +136,7 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
                 .collect(),
             primary_key,
             keys: has_keys,
+            format: change.and_then(|c| c.relation_id.zip(c.format)),
         });
     }
     let dir_shown = dir.to_path_buf();
@@ -148,12 +149,29 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
         }
         Ok(keys)
     });
+    // A bound above the snapshot's own transaction, or below the oldest
+    // interesting one, is no run's (module docs of
+    // fbunload_plan::incremental, "The bound").
+    let oldest_unseen = marks.oldest_unseen.unwrap_or(marks.oldest_interesting);
+    if !(marks.oldest_interesting..=marks.transaction).contains(&oldest_unseen) {
+        return Err(refuse(
+            dir,
+            format!(
+                "{MANIFEST_NAME}: oldest_unseen {oldest_unseen} is not between oldest_interesting \
+                 {} and transaction {}; it was edited",
+                marks.oldest_interesting, marks.transaction
+            ),
+        ));
+    }
     Ok(Previous {
         since: Since {
             snapshot_number,
             oldest_interesting: marks.oldest_interesting,
+            oldest_unseen,
             transaction: marks.transaction,
             database_guid: marks.database_guid.clone(),
+            database_file_id: marks.database_file_id.clone(),
+            commit_mark: marks.commit_mark.map(|m| (m.transaction, m.commit_number)),
             tables: tables.clone(),
         },
         keys: Some(reading),
@@ -201,7 +219,14 @@ pub(crate) fn complete_manifest(
             keys: None,
             deletes: None,
             rechecked_units: None,
+            relation_id: None,
+            format: None,
         });
+        if let Some(&(id, format)) = plan.table_formats.get(&entry.name) {
+            let change = table.change.as_mut().expect("set above");
+            change.relation_id = Some(id);
+            change.format = Some(format);
+        }
     }
     for outcome in outcomes {
         let of = outcome.of;
@@ -239,8 +264,14 @@ pub(crate) fn complete_manifest(
     let present: Vec<&str> = manifest.tables.iter().map(|t| t.name.as_str()).collect();
     manifest.incremental = Some(ManifestIncremental {
         oldest_interesting: marks.oldest_interesting,
+        oldest_unseen: Some(marks.oldest_unseen),
         transaction: marks.transaction,
         database_guid: plan.database_guid.clone().unwrap_or_default(),
+        database_file_id: plan.database_file_id.clone(),
+        commit_mark: Some(fbunload_dest::CommitMark {
+            transaction: marks.probe,
+            commit_number: marks.probe_commit_number,
+        }),
         since: previous.map(|p| p.reference.clone()),
         dropped: previous
             .map(|p| {
