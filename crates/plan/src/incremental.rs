@@ -232,9 +232,9 @@ pub fn unchanged_condition(since: &Since) -> String {
 }
 
 /// Transactions at most this many are asked about one by one to narrow
-/// the bound (about 0.1 s a million in PSQL); past them it stays where
-/// the asking stopped.
-pub const UNSEEN_SCAN_LIMIT: u64 = 1_000_000;
+/// the bound (a PSQL loop asks about 400,000 a second, embedded); past
+/// them it stays where the asking stopped.
+pub const UNSEEN_SCAN_LIMIT: u64 = 100_000;
 
 /// What a run's snapshot holder knows of the transactions around its
 /// snapshot, to bound the next run's change set (module docs, "The
