@@ -666,3 +666,87 @@ fn a_copy_of_the_database_with_its_own_history_is_read_whole_saying_why() {
         "{rows:?}"
     );
 }
+
+/// The summary of a `--since` run says per table what it did: its
+/// upserts and deletes and the units rechecked, or that it read the
+/// table whole and why; `--progress json` says the same.
+#[test]
+fn the_summary_says_what_a_link_did_with_each_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    execute(
+        &db,
+        &[
+            "INSERT INTO S VALUES (2, 3)",
+            "DELETE FROM S WHERE ID = 1",
+            "ALTER TABLE GONE ADD X INTEGER",
+        ],
+    );
+    let text = dir.path().join("text");
+    let out = fbunload(&db, &["--since", path(&old), "-o", path(&text)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let line = |table: &str| {
+        err.lines()
+            .find(|l| l.split_whitespace().next() == Some(table))
+            .unwrap_or_else(|| panic!("no line for {table}: {err}"))
+            .to_string()
+    };
+    assert!(
+        line("S").ends_with("changes: +1 -1, 1 unit rechecked"),
+        "{err}"
+    );
+    assert!(line("T").ends_with("changes: +0 -0"), "{err}");
+    assert!(
+        line("GONE").contains("read whole: its columns changed"),
+        "{err}"
+    );
+    assert!(
+        line("NOPK").contains("read whole: it has no primary key"),
+        "{err}"
+    );
+
+    let json = dir.path().join("json");
+    let out = fbunload(
+        &db,
+        &["--since", path(&old), "--progress", "json", "-o", path(&json)],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<serde_json::Value> = stderr(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let table_event = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == "table" && e["table"] == name)
+            .unwrap_or_else(|| panic!("no table event for {name}: {events:?}"))
+            .clone()
+    };
+    assert_eq!(
+        table_event("S")["change"],
+        serde_json::json!({"mode": "changes", "upserts": 1})
+    );
+    assert_eq!(table_event("NOPK")["change"]["mode"], "full");
+    let summary = events.iter().find(|e| e["event"] == "summary").unwrap();
+    let of = |name: &str| {
+        summary["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()["change"]
+            .clone()
+    };
+    assert_eq!(
+        of("S"),
+        serde_json::json!({"mode": "changes", "upserts": 1, "deletes": 1, "rechecked_units": 1})
+    );
+    assert!(
+        of("GONE")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("columns changed"),
+        "{summary}"
+    );
+}

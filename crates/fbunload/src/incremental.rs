@@ -188,6 +188,27 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Says in each table of `summary` what a `--since` run did with it, as
+/// its `manifest` (completed) records.
+pub(crate) fn describe_changes(summary: &mut Summary, manifest: &Manifest) {
+    for table in &mut summary.tables {
+        let Some(change) = manifest
+            .tables
+            .iter()
+            .find(|t| t.name == table.name)
+            .and_then(|t| t.change.as_ref())
+        else {
+            continue;
+        };
+        table.change = Some(crate::TableChange {
+            whole_because: (change.mode != "changes")
+                .then(|| change.reason.clone().unwrap_or_default()),
+            deletes: change.deletes.unwrap_or(0),
+            rechecked_units: change.rechecked_units.unwrap_or(0),
+        });
+    }
+}
+
 /// Makes the manifest of a run with keys: the keys entries' files go to
 /// their tables, each table says how it was read, and the run says what
 /// the next `--since` needs.
