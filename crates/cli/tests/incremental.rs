@@ -750,3 +750,64 @@ fn the_summary_says_what_a_link_did_with_each_table() {
         "{summary}"
     );
 }
+
+/// A run kept by an fbunload before the bound and formats were recorded
+/// still starts a link: from its oldest interesting transaction, its
+/// tables read whole as their format cannot be compared. A bound no run
+/// could have written is refused.
+#[test]
+fn a_run_without_the_bound_or_formats_is_read_as_before_and_a_forged_bound_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, old) = base(dir.path());
+    let copy = |name: &str| {
+        let copy = dir.path().join(name);
+        std::fs::create_dir(&copy).unwrap();
+        for entry in std::fs::read_dir(&old).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+        }
+        copy
+    };
+    let earlier = copy("earlier");
+    edit_manifest(&earlier, |m| {
+        let marks = m["incremental"].as_object_mut().unwrap();
+        for field in ["oldest_unseen", "database_file_id", "commit_mark"] {
+            assert!(marks.remove(field).is_some(), "{field}");
+        }
+        for t in m["tables"].as_array_mut().unwrap() {
+            let change = t["change"].as_object_mut().unwrap();
+            change.remove("format");
+            change.remove("relation_id");
+        }
+    });
+    let new = dir.path().join("new");
+    run(&db, &["--since", path(&earlier), "-o", path(&new)]);
+    let manifest = read_manifest(&new);
+    let change = &manifest_entry(&manifest, "T")["change"];
+    assert_eq!(change["mode"], "full", "{change}");
+    assert!(
+        change["reason"]
+            .as_str()
+            .unwrap()
+            .contains("did not record its format"),
+        "{change}"
+    );
+    // Its own run records both: the next link reads changes.
+    let next = dir.path().join("next");
+    run(&db, &["--since", path(&new), "-o", path(&next)]);
+    assert_eq!(
+        manifest_entry(&read_manifest(&next), "T")["change"]["mode"],
+        "changes"
+    );
+
+    let forged = copy("forged");
+    edit_manifest(&forged, |m| {
+        m["incremental"]["oldest_unseen"] = serde_json::json!(u64::MAX);
+    });
+    let out = fbunload(
+        &db,
+        &["--since", path(&forged), "-o", path(&dir.path().join("f"))],
+    );
+    assert_refused_in_one_line(&out, "--since");
+    assert!(stderr(&out).contains("oldest_unseen"), "{}", stderr(&out));
+}
