@@ -655,9 +655,10 @@ pub struct SnapshotMarks {
     pub transaction: u64,
     /// A transaction of the run that committed, and its commit number
     /// then: the same database in the same engine lifetime gives the
-    /// same again; another history another.
+    /// same again; another history another. `None` unless the engine
+    /// gave a number of this lifetime (2 or more).
     pub probe: u64,
-    pub probe_commit_number: i64,
+    pub probe_commit_number: Option<i64>,
 }
 
 /// A run's hold on a Firebird database.
@@ -825,7 +826,7 @@ impl FirebirdSession {
         probe.commit().map_err(client)?;
         let probe_commit_number = inc::read_commit_number(holder, around.probe)
             .map_err(client)?
-            .unwrap_or(0);
+            .filter(|cn| *cn >= 2);
         let oldest_interesting = holder.oldest_interesting().map_err(client)?;
         Ok(SnapshotMarks {
             oldest_interesting,

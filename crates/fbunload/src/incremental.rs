@@ -289,10 +289,12 @@ pub(crate) fn complete_manifest(
         transaction: marks.transaction,
         database_guid: plan.database_guid.clone().unwrap_or_default(),
         database_file_id: plan.database_file_id.clone(),
-        commit_mark: Some(fbunload_dest::CommitMark {
-            transaction: marks.probe,
-            commit_number: marks.probe_commit_number,
-        }),
+        commit_mark: marks
+            .probe_commit_number
+            .map(|commit_number| fbunload_dest::CommitMark {
+                transaction: marks.probe,
+                commit_number,
+            }),
         since: previous.map(|p| p.reference.clone()),
         dropped: previous
             .map(|p| {

@@ -338,7 +338,7 @@ pub fn whole_database_reason(since: &Since, now: &DatabaseNow) -> Option<String>
             ));
         }
     }
-    if let Some((mark, then)) = since.commit_mark {
+    if let Some((mark, then)) = since.commit_mark.filter(|(_, then)| *then >= 2) {
         // 1 says only "committed before the engine's oldest kept state"
         // (or before it last opened the database): no proof either way.
         let differs = match now.mark_commit_number {
