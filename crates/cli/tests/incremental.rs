@@ -811,3 +811,44 @@ fn a_run_without_the_bound_or_formats_is_read_as_before_and_a_forged_bound_refus
     assert_refused_in_one_line(&out, "--since");
     assert!(stderr(&out).contains("oldest_unseen"), "{}", stderr(&out));
 }
+
+/// A transaction running when the previous snapshot was taken widens the
+/// next change set by its own rows only: the transactions that started
+/// after it and committed before that snapshot are not read again.
+#[test]
+fn a_transaction_running_at_the_previous_snapshot_adds_only_its_own_rows() {
+    superclassic();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "running.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(20))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 200) DO BEGIN \
+             INSERT INTO T VALUES (:I, 'v'); I = I + 1; END END",
+        ],
+    );
+    let att = connect(&db);
+    let running = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    running
+        .execute("UPDATE T SET V = 'late' WHERE ID = 1")
+        .unwrap();
+    for i in 2..=51 {
+        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+        tr.execute(&format!("UPDATE T SET V = 'c{i}' WHERE ID = {i}"))
+            .unwrap();
+        tr.commit().unwrap();
+    }
+    let r0 = dir.path().join("r0");
+    run(&db, &["--keep-keys", "-o", path(&r0)]);
+    running.commit().unwrap();
+    execute(&db, &["UPDATE T SET V = 'new' WHERE ID = 100"]);
+    let r1 = dir.path().join("r1");
+    run(&db, &["--since", path(&r0), "-o", path(&r1)]);
+    assert_eq!(
+        csv_ids(&r1.join("T.upserts.csv")),
+        vec![1, 100],
+        "{}",
+        read_manifest(&r0)["incremental"]
+    );
+}

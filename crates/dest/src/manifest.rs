@@ -74,6 +74,10 @@ pub struct ManifestIncremental {
     /// `oldest_interesting`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oldest_unseen: Option<u64>,
+    /// Transactions below `oldest_unseen` that the snapshot did not see
+    /// committed either (running then): their rows are read too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseen_below: Vec<u64>,
     /// The snapshot's transaction's number.
     pub transaction: u64,
     /// The database's GUID (a restore changes it).

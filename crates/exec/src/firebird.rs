@@ -643,7 +643,7 @@ struct Joined {
 
 /// The transaction that holds a run's shared snapshot: what an
 /// incremental run after it needs (see [`fbunload_plan::incremental`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotMarks {
     /// The oldest interesting transaction it saw when it started, before
     /// its snapshot was taken.
@@ -651,6 +651,8 @@ pub struct SnapshotMarks {
     /// The oldest transaction the snapshot may not have seen committed
     /// ("The bound" in [`fbunload_plan::incremental`]).
     pub oldest_unseen: u64,
+    /// Transactions below it the snapshot did not see committed either.
+    pub unseen_below: Vec<u64>,
     /// Its own number.
     pub transaction: u64,
     /// A transaction of the run that committed, and its commit number
@@ -707,7 +709,7 @@ impl FirebirdSession {
 
     /// The shared snapshot's transaction's marks, once it is taken.
     pub(crate) fn snapshot_marks(&self) -> Option<SnapshotMarks> {
-        self.joined.get().and_then(|j| j.marks)
+        self.joined.get().and_then(|j| j.marks.clone())
     }
 
     fn reader(&self, tr: Arc<Transaction>) -> FirebirdReader {
@@ -822,15 +824,22 @@ impl FirebirdSession {
             transaction,
             snapshot_number: number,
         };
-        let oldest_unseen = inc::read_oldest_unseen(holder, &around).map_err(client)?;
+        let (oldest_unseen, unseen_below) = inc::read_unseen(holder, &around).map_err(client)?;
         probe.commit().map_err(client)?;
         let probe_commit_number = inc::read_commit_number(holder, around.probe)
             .map_err(client)?
             .filter(|cn| *cn >= 2);
         let oldest_interesting = holder.oldest_interesting().map_err(client)?;
+        // Below the oldest interesting transaction every one committed
+        // before the snapshot was taken.
+        let unseen_below = unseen_below
+            .into_iter()
+            .filter(|t| *t >= oldest_interesting)
+            .collect();
         Ok(SnapshotMarks {
             oldest_interesting,
             oldest_unseen: oldest_unseen.max(oldest_interesting),
+            unseen_below,
             transaction,
             probe: around.probe,
             probe_commit_number,
@@ -985,7 +994,7 @@ impl Session for FirebirdSession {
     }
 
     fn snapshot_marks(&self) -> Option<SnapshotMarks> {
-        self.joined.get().and_then(|j| j.marks)
+        self.joined.get().and_then(|j| j.marks.clone())
     }
 
     fn schema_sql(&self, plan: &Plan) -> Result<Option<String>, ExecError> {

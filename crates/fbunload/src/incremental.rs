@@ -153,6 +153,17 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
     // interesting one, is no run's (module docs of
     // fbunload_plan::incremental, "The bound").
     let oldest_unseen = marks.oldest_unseen.unwrap_or(marks.oldest_interesting);
+    let listed = marks.unseen_below.iter().all(|t| *t < oldest_unseen)
+        && marks.unseen_below.len() <= fbunload_plan::incremental::UNSEEN_LISTED;
+    if !listed {
+        return Err(refuse(
+            dir,
+            format!(
+                "{MANIFEST_NAME}: unseen_below lists transactions at or above oldest_unseen \
+                 {oldest_unseen}, or more than a run lists; it was edited"
+            ),
+        ));
+    }
     if !(marks.oldest_interesting..=marks.transaction).contains(&oldest_unseen) {
         return Err(refuse(
             dir,
@@ -168,6 +179,7 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
             snapshot_number,
             oldest_interesting: marks.oldest_interesting,
             oldest_unseen,
+            unseen_below: marks.unseen_below.clone(),
             transaction: marks.transaction,
             database_guid: marks.database_guid.clone(),
             database_file_id: marks.database_file_id.clone(),
@@ -219,7 +231,7 @@ pub(crate) fn complete_manifest(
     outcomes: &[KeyOutcome],
     previous: Option<&Previous>,
 ) -> Result<(), Error> {
-    let marks = summary.start.snapshot_marks.ok_or_else(|| {
+    let marks = summary.start.snapshot_marks.clone().ok_or_else(|| {
         Error::Server("the run's snapshot has no transaction to record for --since".into())
     })?;
     for (table, entry) in manifest.tables.iter_mut().zip(&plan.tables) {
@@ -286,6 +298,7 @@ pub(crate) fn complete_manifest(
     manifest.incremental = Some(ManifestIncremental {
         oldest_interesting: marks.oldest_interesting,
         oldest_unseen: Some(marks.oldest_unseen),
+        unseen_below: marks.unseen_below.clone(),
         transaction: marks.transaction,
         database_guid: plan.database_guid.clone().unwrap_or_default(),
         database_file_id: plan.database_file_id.clone(),

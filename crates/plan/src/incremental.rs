@@ -32,10 +32,13 @@
 //! one process killed inside a transaction made every later run read
 //! almost every row written since. From that oldest snapshot up to the
 //! snapshot's transaction, the run then asks each transaction's commit
-//! number ([`oldest_unseen_sql`]) while the probe lives, and keeps the
-//! first it cannot show committed at or before the snapshot: the next
-//! run reads every row written from there on. Transactions above it
-//! that were seen are read again (a superset), never fewer. A
+//! number ([`oldest_unseen_sql`]) while the probe lives, and lists those
+//! it cannot show committed at or before the snapshot (running then, in
+//! limbo, or committed after it): the next run reads the rows of those
+//! and of every transaction from the snapshot's own on (or, past
+//! [`UNSEEN_LISTED`] of them, every row from the oldest on; past
+//! [`UNSEEN_SCAN_LIMIT`] asked, every row from where the asking
+//! stopped). A superset of the changed rows, never fewer. A
 //! transaction left in limbo by a two-phase commit whose coordinator
 //! died (no process holds it) below the oldest snapshot, committed later
 //! by `gfix -commit`, would be missed; the oldest interesting
@@ -79,6 +82,9 @@ pub struct Since {
     /// (module docs, "The bound"): rows written from it on are read.
     /// A manifest from before it was kept gives `oldest_interesting`.
     pub oldest_unseen: u64,
+    /// Transactions below `oldest_unseen` that its snapshot did not see
+    /// committed either (running then): their rows are read too.
+    pub unseen_below: Vec<u64>,
     /// Its snapshot transaction's own number: a database whose numbers
     /// are below it now was restored or replaced since.
     pub transaction: u64,
@@ -223,13 +229,37 @@ pub enum TableMode {
 
 /// The condition a changed row meets (module docs).
 pub fn changed_condition(since: &Since) -> String {
-    format!("RDB$RECORD_VERSION >= {}", since.oldest_unseen)
+    match since.unseen_below.as_slice() {
+        [] => format!("RDB$RECORD_VERSION >= {}", since.oldest_unseen),
+        below => format!(
+            "RDB$RECORD_VERSION >= {} OR RDB$RECORD_VERSION IN ({})",
+            since.oldest_unseen,
+            list(below)
+        ),
+    }
 }
 
 /// The condition an unchanged row meets: every row meets one of the two.
 pub fn unchanged_condition(since: &Since) -> String {
-    format!("RDB$RECORD_VERSION < {}", since.oldest_unseen)
+    match since.unseen_below.as_slice() {
+        [] => format!("RDB$RECORD_VERSION < {}", since.oldest_unseen),
+        below => format!(
+            "RDB$RECORD_VERSION < {} AND RDB$RECORD_VERSION NOT IN ({})",
+            since.oldest_unseen,
+            list(below)
+        ),
+    }
 }
+
+fn list(numbers: &[u64]) -> String {
+    let numbers: Vec<String> = numbers.iter().map(u64::to_string).collect();
+    numbers.join(", ")
+}
+
+/// At most this many transactions unseen by a snapshot are listed (an
+/// `IN` list takes 1,500 on Firebird 4); with more, the next run reads
+/// every row from the oldest of them on.
+pub const UNSEEN_LISTED: usize = 1000;
 
 /// Transactions at most this many are asked about one by one to narrow
 /// the bound (a PSQL loop asks about 400,000 a second, embedded); past
@@ -251,10 +281,11 @@ pub struct Around {
     pub snapshot_number: u64,
 }
 
-/// One row, `R`: the oldest transaction from `around.probe_oldest_snapshot`
-/// on that the snapshot may not have seen committed, or the snapshot's
-/// transaction when there is none, asked of `RDB$GET_TRANSACTION_CN` one
-/// by one (at most [`UNSEEN_SCAN_LIMIT`]). Run while the probe lives.
+/// A row `X` for each transaction from `around.probe_oldest_snapshot` on
+/// that the snapshot may not have seen committed, in order, asked of
+/// `RDB$GET_TRANSACTION_CN` one by one up to the snapshot's transaction
+/// or [`UNSEEN_SCAN_LIMIT`] of them ([`unseen_until`]), and at most
+/// [`UNSEEN_LISTED`] + 1 rows. Run while the probe lives.
 ///
 /// A commit number of 0 (active), -1 (limbo) or above the snapshot's
 /// (committed after it) is unseen; -2 (dead) never commits; 1
@@ -271,27 +302,45 @@ pub fn oldest_unseen_sql(around: &Around) -> String {
         snapshot_number,
     } = *around;
     let from = probe_oldest_snapshot.min(transaction);
-    let until = transaction.min(from.saturating_add(UNSEEN_SCAN_LIMIT));
+    let until = unseen_until(around);
+    let most = UNSEEN_LISTED + 1;
     format!(
-        "EXECUTE BLOCK RETURNS (R BIGINT) AS \
-         DECLARE X BIGINT = {from}; DECLARE C BIGINT; \
+        "EXECUTE BLOCK RETURNS (X BIGINT) AS \
+         DECLARE N INTEGER = 0; DECLARE C BIGINT; \
          BEGIN \
-           R = {transaction}; \
-           WHILE (X < {until}) DO \
+           X = {from}; \
+           WHILE (X < {until} AND N < {most}) DO \
            BEGIN \
              IF (X <> {probe}) THEN \
              BEGIN \
                C = RDB$GET_TRANSACTION_CN(X); \
                IF (C IS NULL OR C = 0 OR C = -1 OR C > {snapshot_number} \
                    OR (C = 1 AND X < {probe_oldest_active})) THEN \
-               BEGIN R = X; LEAVE; END \
+               BEGIN N = N + 1; SUSPEND; END \
              END \
              X = X + 1; \
            END \
-           IF (X = {until} AND X < {transaction}) THEN R = X; \
-           SUSPEND; \
          END"
     )
+}
+
+/// Where [`oldest_unseen_sql`] stops asking: the snapshot's transaction,
+/// or [`UNSEEN_SCAN_LIMIT`] transactions on.
+pub fn unseen_until(around: &Around) -> u64 {
+    let from = around.probe_oldest_snapshot.min(around.transaction);
+    around
+        .transaction
+        .min(from.saturating_add(UNSEEN_SCAN_LIMIT))
+}
+
+/// The next run's bound from the unseen transactions found below
+/// `until`: `(oldest_unseen, unseen_below)` (module docs, "The bound").
+pub fn unseen_bound(unseen: &[u64], until: u64) -> (u64, Vec<u64>) {
+    if unseen.len() > UNSEEN_LISTED {
+        (unseen[0], Vec::new())
+    } else {
+        (until, unseen.to_vec())
+    }
 }
 
 /// The database as a run finds it, to compare with the earlier run's.
@@ -455,13 +504,23 @@ pub fn read_row_places(tr: &Transaction) -> Result<(Option<RowPlaces>, Vec<u8>),
     Ok((RowPlaces::from_probe(&probe), probe))
 }
 
-/// [`oldest_unseen_sql`]'s answer, in `tr` (the snapshot's holder).
-pub fn read_oldest_unseen(tr: &Transaction, around: &Around) -> Result<u64, ClientError> {
-    let mut unseen = None;
+/// The next run's bound, `(oldest_unseen, unseen_below)`, asked in `tr`
+/// (the snapshot's holder) while the probe lives.
+pub fn read_unseen(tr: &Transaction, around: &Around) -> Result<(u64, Vec<u64>), ClientError> {
+    let mut unseen = Vec::new();
+    let mut bad = false;
     query(tr, &oldest_unseen_sql(around), |row| {
-        unseen = int(row, 0).and_then(|n| u64::try_from(n).ok())
+        match int(row, 0).and_then(|n| u64::try_from(n).ok()) {
+            Some(n) => unseen.push(n),
+            None => bad = true,
+        }
     })?;
-    unseen.ok_or_else(|| ClientError::Invalid("no oldest unseen transaction came back".into()))
+    if bad {
+        return Err(ClientError::Invalid(
+            "the unseen transactions came back unreadable".into(),
+        ));
+    }
+    Ok(unseen_bound(&unseen, unseen_until(around)))
 }
 
 /// `RDB$GET_TRANSACTION_CN(number)` now: `None` for a number the
@@ -509,6 +568,7 @@ mod tests {
             snapshot_number: 500,
             oldest_interesting: 90,
             oldest_unseen: 90,
+            unseen_below: Vec::new(),
             transaction: 120,
             database_guid: "{G}".into(),
             database_file_id: Some("F".into()),
@@ -615,8 +675,8 @@ mod tests {
             snapshot_number: 500,
         };
         let sql = oldest_unseen_sql(&around);
-        assert!(sql.contains("X BIGINT = 95"), "{sql}");
-        assert!(sql.contains("WHILE (X < 120)"), "{sql}");
+        assert!(sql.contains("X = 95;"), "{sql}");
+        assert!(sql.contains("WHILE (X < 120 AND N < 1001)"), "{sql}");
         assert!(sql.contains("X <> 117") && sql.contains("C > 500"), "{sql}");
         assert!(sql.contains("X < 100"), "{sql}");
         // Far below: asked up to the limit only.
@@ -627,8 +687,29 @@ mod tests {
         };
         let sql = oldest_unseen_sql(&far);
         assert!(
-            sql.contains(&format!("WHILE (X < {})", 3 + UNSEEN_SCAN_LIMIT)),
+            sql.contains(&format!("WHILE (X < {} ", 3 + UNSEEN_SCAN_LIMIT)),
             "{sql}"
+        );
+        // Few unseen: listed, the rest from where the asking stopped;
+        // many: everything from the oldest of them.
+        assert_eq!(unseen_bound(&[97, 110], 120), (120, vec![97, 110]));
+        assert_eq!(unseen_bound(&[], 120), (120, vec![]));
+        let many: Vec<u64> = (10..10 + UNSEEN_LISTED as u64 + 1).collect();
+        assert_eq!(unseen_bound(&many, 5000), (10, vec![]));
+    }
+
+    #[test]
+    fn transactions_unseen_below_the_bound_are_read_too() {
+        let mut s = since();
+        s.oldest_unseen = 120;
+        s.unseen_below = vec![97, 110];
+        assert_eq!(
+            changed_condition(&s),
+            "RDB$RECORD_VERSION >= 120 OR RDB$RECORD_VERSION IN (97, 110)"
+        );
+        assert_eq!(
+            unchanged_condition(&s),
+            "RDB$RECORD_VERSION < 120 AND RDB$RECORD_VERSION NOT IN (97, 110)"
         );
     }
 
