@@ -810,6 +810,18 @@ fn a_run_without_the_bound_or_formats_is_read_as_before_and_a_forged_bound_refus
     );
     assert_refused_in_one_line(&out, "--since");
     assert!(stderr(&out).contains("oldest_unseen"), "{}", stderr(&out));
+    // A transaction listed as unseen at or above the bound.
+    let forged = copy("forged-list");
+    edit_manifest(&forged, |m| {
+        let at = m["incremental"]["oldest_unseen"].clone();
+        m["incremental"]["unseen_below"] = serde_json::json!([at]);
+    });
+    let out = fbunload(
+        &db,
+        &["--since", path(&forged), "-o", path(&dir.path().join("g"))],
+    );
+    assert_refused_in_one_line(&out, "--since");
+    assert!(stderr(&out).contains("unseen_below"), "{}", stderr(&out));
 }
 
 /// A transaction running when the previous snapshot was taken widens the
