@@ -709,7 +709,14 @@ fn the_summary_says_what_a_link_did_with_each_table() {
     let json = dir.path().join("json");
     let out = fbunload(
         &db,
-        &["--since", path(&old), "--progress", "json", "-o", path(&json)],
+        &[
+            "--since",
+            path(&old),
+            "--progress",
+            "json",
+            "-o",
+            path(&json),
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let events: Vec<serde_json::Value> = stderr(&out)
