@@ -148,8 +148,10 @@ pub struct Args {
     /// Incremental unload (Firebird 4+): of each table, the rows inserted or updated since the
     /// snapshot of the run in DIR (T.upserts.<ext>) and the primary keys of the rows deleted
     /// since (T.deletes.<ext>), at one new snapshot. A table without a primary key, new, or
-    /// whose columns changed is unloaded whole (T.<ext>), as is every table of a database
-    /// restored from a backup since; manifest.json says which and why. DIR must have kept its
+    /// altered (its columns or record format) is unloaded whole (T.<ext>), as is every table
+    /// of a database restored from a backup or copied to another file since; the summary and
+    /// manifest.json say which and why. A file-level copy put back in the database's own file
+    /// is not told apart: start a new chain (--keep-keys) after one. DIR must have kept its
     /// keys (--keep-keys, or an earlier --since); this run keeps its own (T.keys.parquet).
     /// Every page is still read on the server: for the changed rows, and for a count of the
     /// unchanged ones per unit, which finds the units that lost rows (only their keys are read

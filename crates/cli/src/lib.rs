@@ -510,6 +510,20 @@ fn snapshot_text(start: &fbunload::RunStart) -> String {
     }
 }
 
+/// What a `--since` run did with a table, after its line of the summary.
+fn change_text(upserts: u64, change: &fbunload::TableChange) -> String {
+    match &change.whole_because {
+        Some(why) => format!("  read whole: {why}"),
+        None => {
+            let rechecked = match change.rechecked_units {
+                0 => String::new(),
+                n => format!(", {} rechecked", count(n as usize, "unit")),
+            };
+            format!("  changes: +{upserts} -{}{rechecked}", change.deletes)
+        }
+    }
+}
+
 /// The summary printed on stderr after a run.
 fn summary_text(summary: &Summary) -> String {
     use std::fmt::Write;
@@ -530,10 +544,14 @@ fn summary_text(summary: &Summary) -> String {
         };
         let _ = writeln!(
             text,
-            "{:width$}  {:>12}  {:>10.1}{kind}",
+            "{:width$}  {:>12}  {:>10.1}{kind}{}",
             printable(&t.name),
             t.rows,
-            t.bytes as f64 / 1e6
+            t.bytes as f64 / 1e6,
+            t.change
+                .as_ref()
+                .map(|c| change_text(t.rows, c))
+                .unwrap_or_default()
         );
     }
     let mut what = count(
@@ -618,6 +636,7 @@ mod tests {
                 bytes: 2,
                 units: 1,
                 files: Vec::new(),
+                change: None,
             }],
             elapsed: std::time::Duration::from_millis(10),
             verified: false,

@@ -146,6 +146,7 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
                 .collect(),
             primary_key,
             keys: has_keys,
+            format: change.and_then(|c| c.relation_id.zip(c.format)),
         });
     }
     let dir_shown = dir.to_path_buf();
@@ -158,12 +159,41 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
         }
         Ok(keys)
     });
+    // A bound above the snapshot's own transaction, or below the oldest
+    // interesting one, is no run's (module docs of
+    // fbunload_plan::incremental, "The bound").
+    let oldest_unseen = marks.oldest_unseen.unwrap_or(marks.oldest_interesting);
+    let listed = marks.unseen_below.iter().all(|t| *t < oldest_unseen)
+        && marks.unseen_below.len() <= fbunload_plan::incremental::UNSEEN_LISTED;
+    if !listed {
+        return Err(refuse(
+            dir,
+            format!(
+                "{MANIFEST_NAME}: unseen_below lists transactions at or above oldest_unseen \
+                 {oldest_unseen}, or more than a run lists; it was edited"
+            ),
+        ));
+    }
+    if !(marks.oldest_interesting..=marks.transaction).contains(&oldest_unseen) {
+        return Err(refuse(
+            dir,
+            format!(
+                "{MANIFEST_NAME}: oldest_unseen {oldest_unseen} is not between oldest_interesting \
+                 {} and transaction {}; it was edited",
+                marks.oldest_interesting, marks.transaction
+            ),
+        ));
+    }
     Ok(Previous {
         since: Since {
             snapshot_number,
             oldest_interesting: marks.oldest_interesting,
+            oldest_unseen,
+            unseen_below: marks.unseen_below.clone(),
             transaction: marks.transaction,
             database_guid: marks.database_guid.clone(),
+            database_file_id: marks.database_file_id.clone(),
+            commit_mark: marks.commit_mark.map(|m| (m.transaction, m.commit_number)),
             tables: tables.clone(),
         },
         keys: Some(reading),
@@ -233,6 +263,27 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Says in each table of `summary` what a `--since` run did with it, as
+/// its `manifest` (completed) records.
+pub(crate) fn describe_changes(summary: &mut Summary, manifest: &Manifest) {
+    for table in &mut summary.tables {
+        let Some(change) = manifest
+            .tables
+            .iter()
+            .find(|t| t.name == table.name)
+            .and_then(|t| t.change.as_ref())
+        else {
+            continue;
+        };
+        table.change = Some(crate::TableChange {
+            whole_because: (change.mode != "changes")
+                .then(|| change.reason.clone().unwrap_or_default()),
+            deletes: change.deletes.unwrap_or(0),
+            rechecked_units: change.rechecked_units.unwrap_or(0),
+        });
+    }
+}
+
 /// Makes the manifest of a run with keys: the keys entries' files go to
 /// their tables, each table says how it was read, and the run says what
 /// the next `--since` needs.
@@ -243,7 +294,7 @@ pub(crate) fn complete_manifest(
     outcomes: &[KeyOutcome],
     previous: Option<&Previous>,
 ) -> Result<(), Error> {
-    let marks = summary.start.snapshot_marks.ok_or_else(|| {
+    let marks = summary.start.snapshot_marks.clone().ok_or_else(|| {
         Error::Server("the run's snapshot has no transaction to record for --since".into())
     })?;
     for (table, entry) in manifest.tables.iter_mut().zip(&plan.tables) {
@@ -264,7 +315,14 @@ pub(crate) fn complete_manifest(
             keys: None,
             deletes: None,
             rechecked_units: None,
+            relation_id: None,
+            format: None,
         });
+        if let Some(&(id, format)) = plan.table_formats.get(&entry.name) {
+            let change = table.change.as_mut().expect("set above");
+            change.relation_id = Some(id);
+            change.format = Some(format);
+        }
     }
     for outcome in outcomes {
         let of = outcome.of;
@@ -302,8 +360,17 @@ pub(crate) fn complete_manifest(
     let present: Vec<&str> = manifest.tables.iter().map(|t| t.name.as_str()).collect();
     manifest.incremental = Some(ManifestIncremental {
         oldest_interesting: marks.oldest_interesting,
+        oldest_unseen: Some(marks.oldest_unseen),
+        unseen_below: marks.unseen_below.clone(),
         transaction: marks.transaction,
         database_guid: plan.database_guid.clone().unwrap_or_default(),
+        database_file_id: plan.database_file_id.clone(),
+        commit_mark: marks
+            .probe_commit_number
+            .map(|commit_number| fbunload_dest::CommitMark {
+                transaction: marks.probe,
+                commit_number,
+            }),
         since: previous.map(|p| p.reference.clone()),
         dropped: previous
             .map(|p| {

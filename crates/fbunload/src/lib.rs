@@ -100,7 +100,8 @@ pub use fbunload_dest::{
 };
 pub use fbunload_exec::{
     Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
-    Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
+    Silent, SnapshotReader, SnapshotTicket, Summary, TableChange, TableSummary,
+    OLDER_TRANSACTIONS_WAIT,
 };
 pub use fbunload_exec::{
     stall_timeout_from_secs, stall_timeout_from_secs_f64, DEFAULT_STALL_TIMEOUT,
@@ -116,7 +117,7 @@ pub use fbunload_format::{Format, PartLimits};
 pub use output::{FormatName, OutputOptions, FORMAT_OPTIONS};
 pub use fbunload_plan::{
     counted, parameter_markers, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions,
-    QuerySpec, TableFilter, TablePlan, Unit,
+    QuerySpec, Role, TableFilter, TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};
 
@@ -719,6 +720,9 @@ impl Unload {
                 index += 1;
                 !plan.tables[index - 1].role.is_helper()
             });
+            if previous.is_some() {
+                incremental::describe_changes(&mut summary, &manifest);
+            }
         }
         output.publish_manifest(&manifest)?;
         Ok(summary)
