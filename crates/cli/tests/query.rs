@@ -811,12 +811,7 @@ fn views_and_computed_columns_that_change_a_sequence_are_refused() {
              sequence S",
         ),
         (
-            vec![
-                "-t",
-                "BIG",
-                "--where",
-                "ID IN (SELECT \"ID\" FROM \"V_SEQ\")",
-            ],
+            vec!["-t", "BIG", "--where", "ID IN (SELECT \"ID\" FROM \"V_SEQ\")"],
             "--where for table BIG: V_SEQ changes sequence S",
         ),
         (
@@ -909,11 +904,7 @@ fn non_ascii_literals_read_as_the_engine_reads_them() {
             "{charset}"
         );
         assert_eq!(
-            run(
-                "u",
-                &with(&["-t", "T", "--where", "U = 'café' OR U = 'Müller'"])
-            )
-            .len(),
+            run("u", &with(&["-t", "T", "--where", "U = 'café' OR U = 'Müller'"])).len(),
             2,
             "{charset}: UTF8 columns as before"
         );
