@@ -28,8 +28,8 @@ fn send(out: &Output, tag: Tag, slot: u32, payload: &[u8]) -> io::Result<()> {
     wire::write_frame(&mut *out.lock().unwrap(), tag, slot, payload)
 }
 
-fn send_failure(out: &Output, slot: u32, failure: &Failure) {
-    let _ = send(out, Tag::Failed, slot, &wire::to_json(failure));
+fn send_failure(out: &Output, slot: u32, failure: &Failure) -> io::Result<()> {
+    send(out, Tag::Failed, slot, &wire::to_json(failure))
 }
 
 /// What a slot's thread is told.
@@ -53,16 +53,19 @@ pub fn serve_reader() -> i32 {
             1
         }
         Err(e) => {
-            send_failure(
-                &out,
-                WHOLE,
-                &Failure {
-                    lost: false,
-                    table: String::new(),
-                    text: e.to_string(),
-                },
-            );
-            eprintln!("fbunload reader process: {e}");
+            let failure = Failure {
+                lost: false,
+                table: String::new(),
+                text: e.to_string(),
+            };
+            match send_failure(&out, WHOLE, &failure) {
+                // The run says it, as its own error.
+                Ok(()) => {}
+                // The run is gone (it stopped, was interrupted or killed),
+                // and says why itself: nothing for the terminal.
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                Err(_) => eprintln!("fbunload reader process: {}", failure.text),
+            }
             1
         }
     }
@@ -212,7 +215,7 @@ fn serve_slot(
         };
         let table = &context.plan.tables[read.unit.table];
         let Some(reader) = reader.as_mut() else {
-            send_failure(
+            let _ = send_failure(
                 out,
                 slot,
                 &Failure {
@@ -248,24 +251,28 @@ fn serve_slot(
             Ok(rows) => {
                 let _ = send(out, Tag::Done, slot, &wire::u64_payload(rows));
             }
-            Err(ExecError::ConnectionLost { table, message }) => send_failure(
-                out,
-                slot,
-                &Failure {
-                    lost: true,
-                    table,
-                    text: message,
-                },
-            ),
-            Err(e) => send_failure(
-                out,
-                slot,
-                &Failure {
-                    lost: false,
-                    table: table.name.clone(),
-                    text: e.to_string(),
-                },
-            ),
+            Err(ExecError::ConnectionLost { table, message }) => {
+                let _ = send_failure(
+                    out,
+                    slot,
+                    &Failure {
+                        lost: true,
+                        table,
+                        text: message,
+                    },
+                );
+            }
+            Err(e) => {
+                let _ = send_failure(
+                    out,
+                    slot,
+                    &Failure {
+                        lost: false,
+                        table: table.name.clone(),
+                        text: e.to_string(),
+                    },
+                );
+            }
         }
     }
 }
