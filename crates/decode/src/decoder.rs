@@ -1026,6 +1026,42 @@ mod tests {
         );
     }
 
+    /// Bounds the catalog gives that multiply past any buffer (or past
+    /// `usize`) are refused with a message, never an overflow or an
+    /// allocation.
+    #[test]
+    fn an_array_too_big_to_read_is_refused() {
+        use fbunload_client::{ColumnDesc, ElementType};
+        for bounds in [
+            vec![(i32::MIN, i32::MAX); 3],
+            vec![(1, 70_000), (1, 70_000)],
+            vec![(-2_000_000_000, 2_000_000_000)],
+        ] {
+            let shape = ArrayShape {
+                relation: "T".into(),
+                field: "A".into(),
+                element: ElementType {
+                    code: element::INT64,
+                    scale: 0,
+                    length: 8,
+                    charset: 0,
+                },
+                bounds,
+            };
+            let desc = ColumnDesc {
+                name: "A".into(),
+                sql_type: fbunload_client::sql_type::ARRAY,
+                scale: 0,
+                subtype: 0,
+                length: 8,
+                nullable: true,
+            };
+            let options = crate::types::TypeOptions::default();
+            let err = OutputColumn::with_array("A", &desc, None, Some(&shape), &options).unwrap_err();
+            assert!(err.contains("more than 2 GiB"), "{err}");
+        }
+    }
+
     #[test]
     fn arrays_become_one_list_per_dimension_and_null_stays_null() {
         use fbunload_client::{ColumnDesc, ElementType};

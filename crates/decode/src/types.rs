@@ -217,6 +217,20 @@ impl OutputColumn {
         shape: &ArrayShape,
         options: &TypeOptions,
     ) -> Result<Self, String> {
+        // The slice call takes its length as a 32-bit number; bounds that
+        // multiply past it are refused here, before a buffer is sized.
+        if shape.slice_size() > i32::MAX as usize {
+            let bounds: Vec<String> = shape
+                .bounds
+                .iter()
+                .map(|(lower, upper)| format!("{lower}:{upper}"))
+                .collect();
+            return Err(format!(
+                "ARRAY [{}] holds more than 2 GiB, more than one read of it can; leave the \
+                 column out",
+                bounds.join(", ")
+            ));
+        }
         let element_desc = element_desc(&shape.element).ok_or_else(|| {
             format!(
                 "ARRAY of element type {} is not supported",
