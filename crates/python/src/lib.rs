@@ -807,7 +807,7 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
         .map_err(|_| Error::new_err("the command line panicked"))
 }
 
-/// Serves a run as its reader process (`python -m fbunload._reader`,
+/// Serves a run as its reader process (`python -I .../fbunload/_reader.py`,
 /// started by the run); returns the exit status.
 #[pyfunction]
 fn serve_reader(py: Python<'_>) -> i32 {

@@ -32,7 +32,18 @@
 //!   stops them; they leave as soon as their standard input closes, so
 //!   even a run killed outright leaves none behind.
 //! - **The password** goes to them over that pipe, never on their command
-//!   line or in their environment (`ISC_PASSWORD` is removed from it).
+//!   line or in their environment (`ISC_PASSWORD` is removed from it). So
+//!   they run only what the run trusts: the image the run runs
+//!   ([`ReaderCommand::this_program`]), never a file put at its path
+//!   since, in `/`, never the run's working directory (a Python reader
+//!   would import from it; it also runs isolated, see `_reader.py`).
+//! - **No wait without end.** Sending a reader process its setup, its
+//!   attach and its snapshot join are watched as reads are
+//!   ([`Session::longest_read`], so `--stall-timeout` ends a reader that
+//!   never answers, stopped or waiting on a server that stopped), and end
+//!   at once when the run stops (a signal): the run kills its reader
+//!   processes, which ends a send blocked on one. A stopped reader
+//!   process is named in the error, not the database.
 
 mod serve;
 mod wire;
@@ -66,7 +77,7 @@ const LEAVE_GRACE: Duration = Duration::from_secs(2);
 
 /// How to start a reader process: a program that calls [`serve_reader`]
 /// when given these arguments (the `fbunload` binary with a hidden
-/// argument; a Python interpreter with `-m fbunload._reader`).
+/// argument; a Python interpreter with `-I .../fbunload/_reader.py`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReaderCommand {
     pub program: PathBuf,
@@ -511,7 +522,11 @@ impl ProcessSession {
         let context = &self.inner.context;
         let client_library = match &self.inner.db.client.source {
             LibrarySource::System(_) => None,
-            source => Some(PathBuf::from(source.library())),
+            // Absolute: reader processes run elsewhere (in `/`).
+            source => {
+                let path = PathBuf::from(source.library());
+                Some(std::path::absolute(&path).unwrap_or(path))
+            }
         };
         Setup {
             protocol: wire::PROTOCOL.into(),
