@@ -93,6 +93,26 @@ with open({marker!r}, "a") as f:
 """
 
 
+def test_the_reader_command_imports_nothing_from_the_working_directory(tmp_path):
+    """The command a run starts its reader processes with, run in a
+    directory holding ./fbunload and ./pyarrow: it imports neither (even
+    before the run's own move to ``/``), and reaches the real reader, which
+    refuses to be run by hand. No server needed."""
+    from fbunload import _reader
+
+    marker = tmp_path / "planted-code-ran"
+    planted = tmp_path / "planted"
+    for package, module in [("fbunload", "__init__"), ("fbunload", "_reader"),
+                            ("pyarrow", "__init__")]:
+        (planted / package).mkdir(parents=True, exist_ok=True)
+        (planted / package / f"{module}.py").write_text(PLANTED.format(marker=str(marker)))
+    done = subprocess.run([sys.executable, *_reader.command()], cwd=planted, input=b"",
+                          capture_output=True, timeout=60)
+    assert not marker.exists(), marker.read_text()
+    assert b"it is not run by hand" in done.stderr, done.stderr
+    assert done.returncode == 1
+
+
 def test_a_reader_process_imports_nothing_from_the_working_directory(server_db, tmp_path):
     """A run started in a directory holding ./fbunload and ./pyarrow (another
     user's, say): its reader processes, which get the password, import
