@@ -5,7 +5,7 @@
 //! |-------------------------------|--------------------------------|------|
 //! | SMALLINT / INTEGER / BIGINT   | Int16 / Int32 / Int64          | |
 //! | INT128                        | Decimal128(38, 0)              | Decimal256(39, 0) with [`TypeOptions::decimal256`]: INT128 holds 39 digits |
-//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19), or 38 for INT128-backed (p > 18); Decimal256(39, s) with [`TypeOptions::decimal256`] |
+//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19), or 38 for INT128-backed (p > 18); Decimal256(39, s) with [`TypeOptions::decimal256`]; P = s where s is more (Decimal256 past 38), more than 76 decimals refused |
 //!
 //! The Arrow type follows the declared type, never the data, so every
 //! unload of a table has one schema. Integers and NUMERIC/DECIMAL get the
