@@ -853,6 +853,34 @@ fn a_comment_ended_by_a_carriage_return_cannot_widen_a_unit() {
     assert_eq!(big["where"], condition, "kept as given");
 }
 
+/// A reader process whose run is gone (its output pipe closed: the run
+/// was interrupted or ended) says nothing on the terminal, where it
+/// printed its failure ("Broken pipe" after a Ctrl-C), and ends with
+/// status 1.
+#[test]
+fn a_reader_process_whose_run_is_gone_says_nothing() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("--fbunload-reader-process")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run's end of the reader's output goes first.
+    drop(child.stdout.take());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&[0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0])
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "");
+}
+
 /// A reader process takes its orders only from its run, over its
 /// standard input: started by hand, or fed anything else (a length of
 /// 4 GiB, a setup of another build), it says so on standard error and

@@ -40,8 +40,10 @@ enum SlotCommand {
 }
 
 /// Serves one run on standard input and output; returns the process's
-/// exit status. Whatever it cannot say over the protocol goes to
-/// standard error.
+/// exit status. A failure is sent to the run and said on standard error
+/// too (for one started by hand), but when the run is gone: it stopped
+/// (a signal, an error) and says why itself, so nothing of it ("Broken
+/// pipe") reaches the terminal.
 pub fn serve_reader() -> i32 {
     let out: Output = Arc::new(Mutex::new(BufWriter::with_capacity(1 << 16, io::stdout())));
     let mut input = BufReader::with_capacity(1 << 16, io::stdin());
@@ -52,6 +54,8 @@ pub fn serve_reader() -> i32 {
             eprintln!("fbunload: {e}");
             1
         }
+        // Its output closed: the run is gone.
+        Err(ExecError::Interrupted) => 1,
         Err(e) => {
             let failure = Failure {
                 lost: false,
@@ -59,12 +63,8 @@ pub fn serve_reader() -> i32 {
                 text: e.to_string(),
             };
             match send_failure(&out, WHOLE, &failure) {
-                // The run says it, as its own error.
-                Ok(()) => {}
-                // The run is gone (it stopped, was interrupted or killed),
-                // and says why itself: nothing for the terminal.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-                Err(_) => eprintln!("fbunload reader process: {}", failure.text),
+                _ => eprintln!("fbunload reader process: {}", failure.text),
             }
             1
         }
@@ -72,7 +72,11 @@ pub fn serve_reader() -> i32 {
 }
 
 fn serve(input: &mut impl io::Read, out: &Output) -> Result<(), ExecError> {
-    let protocol = |e: io::Error| ExecError::Server(e.to_string());
+    let protocol = |e: io::Error| match e.kind() {
+        // What it writes has nobody to read it: the run is gone.
+        io::ErrorKind::BrokenPipe => ExecError::Interrupted,
+        _ => ExecError::Server(e.to_string()),
+    };
     let frame = wire::read_frame(input).map_err(protocol)?;
     let Some(frame) = frame.filter(|f| f.tag == Tag::Setup) else {
         return Err(ExecError::Usage(
