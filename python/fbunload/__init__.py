@@ -401,7 +401,7 @@ def unload(
       default, 0: no limit); ``processes`` ('auto', the default: threads
       up to 4 workers, then a reader process per 2 workers; 0: threads
       only; or a number): from a server, the workers' reader processes,
-      each this interpreter running ``python -m fbunload._reader``; the
+      each this interpreter running the package's ``_reader.py`` isolated; the
       embedded engine always reads with threads.
 
     Incremental runs (Firebird 4+):

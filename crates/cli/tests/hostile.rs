@@ -853,6 +853,67 @@ fn a_comment_ended_by_a_carriage_return_cannot_widen_a_unit() {
     assert_eq!(big["where"], condition, "kept as given");
 }
 
+/// The client library is found by asking Python where `firebird-embedded`
+/// keeps it, with `python3 -c`, which imports from its working directory
+/// first: a `./firebird/embedded/provider.py` planted where fbunload runs
+/// chose the library fbunload loaded (and gave the password). It is
+/// asked from `/`: the planted code never runs and the run completes.
+#[test]
+fn the_client_library_lookup_imports_nothing_from_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "lookup.fdb", 4096);
+    execute(&db, &["CREATE TABLE T (ID INTEGER)", "INSERT INTO T VALUES (1)"]);
+    let planted = dir.path().join("planted");
+    let package = planted.join("firebird").join("embedded");
+    std::fs::create_dir_all(&package).unwrap();
+    let marker = dir.path().join("planted-code-ran");
+    let code = format!("open({:?}, 'a').write('ran')\n", marker.to_str().unwrap());
+    std::fs::write(planted.join("firebird").join("__init__.py"), &code).unwrap();
+    std::fs::write(package.join("__init__.py"), &code).unwrap();
+    std::fs::write(package.join("provider.py"), &code).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(&db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "-o", out_dir.to_str().unwrap()])
+        // As a user's: no FIREBIRD (this test process set it when it
+        // loaded the library), so the library is looked for.
+        .env_remove("FIREBIRD")
+        .current_dir(&planted)
+        .output()
+        .unwrap();
+    assert!(!marker.exists(), "the planted firebird package ran");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// A reader process whose run is gone (its output pipe closed: the run
+/// was interrupted or ended) says nothing on the terminal, where it
+/// printed its failure ("Broken pipe" after a Ctrl-C), and ends with
+/// status 1.
+#[test]
+fn a_reader_process_whose_run_is_gone_says_nothing() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("--fbunload-reader-process")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run's end of the reader's output goes first.
+    drop(child.stdout.take());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&[0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0])
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "");
+}
+
 /// A reader process takes its orders only from its run, over its
 /// standard input: started by hand, or fed anything else (a length of
 /// 4 GiB, a setup of another build), it says so on standard error and

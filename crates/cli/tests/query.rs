@@ -954,3 +954,57 @@ fn non_ascii_literals_read_as_the_engine_reads_them() {
         [row(&["1", "café"])]
     );
 }
+
+/// Firebird allows more decimals than digits: a literal of 20 decimals
+/// is a BIGINT of scale -20 (fbunload panicked: "scale 20 is greater
+/// than precision 19"), one of 38 an INT128 of scale -38. Each is
+/// written exactly, in every format.
+#[test]
+fn literals_with_more_decimals_than_digits_are_written_exactly() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "lit.fdb", 4096);
+    let literals = [
+        "0.00000000000000000001",
+        "-0.000000000000000000000000000000000001",
+        "0.00000000000000000000000000000000000012",
+        "0.99999999999999999999",
+    ];
+    let sql = format!(
+        "SELECT {} FROM RDB$DATABASE",
+        literals
+            .iter()
+            .enumerate()
+            .map(|(i, l)| format!("{l} AS X{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for format in ["jsonl", "parquet", "csv"] {
+        let out_dir = dir.path().join(format);
+        let out = fbunload(
+            &db,
+            &[
+                "--query",
+                &sql,
+                "--name",
+                "Q",
+                "-f",
+                format,
+                "--verify",
+                "-o",
+                out_dir.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{format}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+    let text = std::fs::read_to_string(dir.path().join("jsonl/Q.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    for (i, literal) in literals.iter().enumerate() {
+        assert_eq!(rows[0][format!("X{i}")], *literal, "X{i}: {text}");
+    }
+}

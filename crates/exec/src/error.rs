@@ -56,6 +56,19 @@ pub enum ExecError {
          server and try again, or wait longer with --stall-timeout SECONDS (0: no limit)"
     )]
     Stalled { subject: String, seconds: u64 },
+    /// A reader process that is stopped (SIGSTOP, job control, a
+    /// debugger) answered nothing for the stall limit.
+    #[error(
+        "{process} is stopped (by a signal or a debugger) and answered nothing for {seconds} s \
+         ({subject} waited on it), so fbunload ended its reader processes and kept nothing of \
+         this run. Run fbunload again and let its readers run (no SIGSTOP); --processes 0 \
+         reads with threads only"
+    )]
+    ReaderStopped {
+        process: String,
+        subject: String,
+        seconds: u64,
+    },
     #[error(
         "snapshot {number} is closed (its holder closed it or lost its connection), so \
          nothing can be read at it any more; read again at a new snapshot"

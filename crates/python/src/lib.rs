@@ -313,8 +313,7 @@ impl Stream {
             match item {
                 None => {
                     if let Err(e) = py.check_signals() {
-                        batches.cancel();
-                        drop(batches);
+                        stop_within_grace(py, batches);
                         return Err(e);
                     }
                 }
@@ -356,9 +355,9 @@ impl Stream {
     }
 
     /// Stops the run; what is read so far stays valid.
-    fn cancel(&self) {
+    fn cancel(&self, py: Python<'_>) {
         if let Some(batches) = self.batches.lock().unwrap().take() {
-            batches.cancel();
+            stop_within_grace(py, batches);
         }
     }
 
@@ -367,6 +366,21 @@ impl Stream {
         let summary = self.summary.lock().unwrap();
         summary.as_ref().map(|s| summary_dict(py, s)).transpose()
     }
+}
+
+/// Stops a run and waits for it with the GIL released (so that other
+/// signals are seen), at most the command line's grace: not every wait
+/// ends when cancelled (see `fbunload_cli::STOP_GRACE`), and such a run
+/// is left to end on its own.
+fn stop_within_grace(py: Python<'_>, batches: RecordBatches) {
+    batches.cancel();
+    let stopping = std::thread::spawn(move || drop(batches));
+    let deadline = std::time::Instant::now() + fbunload_cli::STOP_GRACE;
+    py.detach(|| {
+        while !stopping.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
 }
 
 fn arrow_err(e: ArrowError) -> PyErr {
@@ -793,7 +807,7 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
         .map_err(|_| Error::new_err("the command line panicked"))
 }
 
-/// Serves a run as its reader process (`python -m fbunload._reader`,
+/// Serves a run as its reader process (`python -I .../fbunload/_reader.py`,
 /// started by the run); returns the exit status.
 #[pyfunction]
 fn serve_reader(py: Python<'_>) -> i32 {
@@ -1163,15 +1177,18 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(sample, m)?)?;
     m.add_function(wrap_pyfunction!(serve_reader, m)?)?;
-    // A run's reader processes are this interpreter running
-    // fbunload._reader, whatever started the run (a script, the console
-    // script, Dask).
+    // A run's reader processes are this interpreter running this
+    // package's _reader.py, whatever started the run (a script, the
+    // console script, Dask): isolated, by path, so that nothing in the
+    // working directory is imported by a process that gets the password
+    // (fbunload._reader.command).
     let executable: Option<PathBuf> = py.import("sys")?.getattr("executable")?.extract()?;
     if let Some(program) = executable.filter(|p| !p.as_os_str().is_empty()) {
-        fbunload::set_reader_command(Some(fbunload::ReaderCommand {
-            program,
-            args: vec!["-m".into(), "fbunload._reader".into()],
-        }));
+        let args: Vec<std::ffi::OsString> = py
+            .import("fbunload._reader")?
+            .call_method0("command")?
+            .extract()?;
+        fbunload::set_reader_command(Some(fbunload::ReaderCommand::this_program(program, args)));
     }
     Ok(())
 }

@@ -28,6 +28,7 @@ const VALUED: &[(&str, &str)] = &[
     ("format", "format"),
     ("unit-pages", "unit_pages"),
     ("stall-timeout", "stall_timeout"),
+    ("processes", "processes"),
     ("wire-crypt", "wire_crypt"),
 ];
 
