@@ -21,13 +21,14 @@
 #
 #   scripts/release.sh [OUT]
 #   COMPATIBILITY=manylinux_2_28 scripts/release.sh   # another glibc floor
-#   ZIG=0 scripts/release.sh   # no zig: the wheel needs this machine's glibc
+#   ZIG=0 scripts/release.sh   # no zig: the wheel needs this machine's glibc or newer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-dist}
 PYTHON=${PYTHON:-python3}
-COMPATIBILITY=${COMPATIBILITY:-manylinux2014}
 ZIG=${ZIG:-1}
+# Without zig maturin picks the tag this machine's glibc allows.
+[ "$ZIG" = 1 ] && COMPATIBILITY=${COMPATIBILITY:-manylinux2014}
 . scripts/windows-build.sh # windows_exe
 
 fail() { echo "release: $1" >&2; exit 1; }
@@ -54,7 +55,8 @@ rm -f "$out"/fbunload-*.whl "$out"/fbunload-*.zip "$out/SHA256SUMS"
 
 # --- the Linux wheel ---------------------------------------------------------------
 start=$(date +%s)
-linux=(--compatibility "$COMPATIBILITY")
+linux=()
+[ -n "${COMPATIBILITY:-}" ] && linux+=(--compatibility "$COMPATIBILITY")
 [ "$ZIG" = 1 ] && linux+=(--zig --target x86_64-unknown-linux-gnu)
 # maturin's auditwheel check fails the build where the library needs a
 # newer glibc symbol than the tag allows, or a library outside the
