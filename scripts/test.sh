@@ -87,7 +87,7 @@ installed=$(($(date +%s) - start))
 (
   mkdir "$fresh/try" && cd "$fresh/try"
   fb() { env -u FIREBIRD "$fresh/bin/fbunload" "$@"; }
-  fb sample shop.fdb >/dev/null
+  said=$(fb sample shop.fdb 2>&1) || { echo "$said" >&2; exit 1; }
   fb -d shop.fdb -q -o out
   fb -d shop.fdb -q -f parquet --verify -o lake
   fb check lake >/dev/null
