@@ -5,7 +5,8 @@
 # server where one was built (scripts/fb5-server.sh), each stopped at the
 # end if this run started it; golden files; Apache Arrow ADBC's validation
 # suite against the ADBC driver, where built (scripts/adbc-validation.sh);
-# then the Python package's pytest suite; then the Windows build under Wine
+# then the Python package's pytest suite, and its wheel installed into a
+# fresh virtual environment running the Quick start; then the Windows build under Wine
 # (scripts/wine-smoke.sh), where Wine and Rust's Windows target are
 # installed (setup.sh installs them).
 # FBUNLOAD_SKIP_SERVER_TESTS=1 skips the server part on purpose.
