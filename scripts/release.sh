@@ -22,11 +22,13 @@
 #   scripts/release.sh [OUT]
 #   COMPATIBILITY=manylinux_2_28 scripts/release.sh   # another glibc floor
 #   ZIG=0 scripts/release.sh   # no zig: the wheel needs this machine's glibc or newer
+#   PROFILE=dev scripts/release.sh   # a quick trial of the script itself, not a release
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-dist}
 PYTHON=${PYTHON:-python3}
 ZIG=${ZIG:-1}
+PROFILE=${PROFILE:-dist}
 # Without zig maturin picks the tag this machine's glibc allows.
 [ "$ZIG" = 1 ] && COMPATIBILITY=${COMPATIBILITY:-manylinux2014}
 . scripts/windows-build.sh # windows_exe
@@ -61,7 +63,7 @@ linux=()
 # maturin's auditwheel check fails the build where the library needs a
 # newer glibc symbol than the tag allows, or a library outside the
 # manylinux policy (none is bundled).
-"$PYTHON" -m maturin build --quiet --profile dist "${linux[@]}" --auditwheel check -o "$out" ||
+"$PYTHON" -m maturin build --quiet --profile "$PROFILE" "${linux[@]}" --auditwheel check -o "$out" ||
   fail "the Linux wheel"
 wheel=$(ls "$out"/fbunload-"$version"-*.whl)
 echo "wheel: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB, $(seconds "$start") s)"
@@ -71,7 +73,7 @@ fi
 
 # --- the Windows zip ---------------------------------------------------------------
 start=$(date +%s)
-exe=$(windows_exe dist) || fail "the Windows build"
+exe=$(windows_exe "$PROFILE") || fail "the Windows build"
 # What the .exe loads at start: Windows' own DLLs only (MinGW's runtime is
 # linked in statically); a libgcc or winpthread DLL here would be missing
 # on the user's machine.
