@@ -2,7 +2,7 @@
 # Builds what a user installs without a Rust toolchain, into one directory
 # (dist/ unless given):
 #
-#   fbunload-VERSION-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+#   fbunload-VERSION-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 #       the Python module and the fbunload command, for any CPython 3.9+
 #       on x86_64 Linux with glibc 2.17 or later: linked by zig against
 #       that glibc's symbols, and checked by maturin's own auditwheel
