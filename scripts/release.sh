@@ -77,7 +77,7 @@ exe=$(windows_exe "$PROFILE") || fail "the Windows build"
 # What the .exe loads at start: Windows' own DLLs only (MinGW's runtime is
 # linked in statically); a libgcc or winpthread DLL here would be missing
 # on the user's machine.
-dlls=$(x86_64-w64-mingw32-objdump -p "$exe" | sed -n 's/^\s*DLL Name: //p' | tr '\n' ' ')
+dlls=$(x86_64-w64-mingw32-objdump -p "$exe" | sed -n 's/^\s*DLL Name: //p' | sort -uf | tr '\n' ' ')
 if grep -qiE 'libgcc|libwinpthread|libstdc' <<<"$dlls"; then
   fail "fbunload.exe needs a MinGW DLL: $dlls"
 fi
