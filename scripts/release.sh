@@ -17,7 +17,7 @@
 # thin LTO). Needs what scripts/setup.sh installs (maturin, mingw-w64, the
 # Rust target x86_64-pc-windows-gnu) and zig, from PyPI:
 # `python3 -m pip install ziglang`. On 2 cores each build takes a while
-# (docs/developing.md has the times).
+# (docs/install.md has the times).
 #
 #   scripts/release.sh [OUT]
 #   COMPATIBILITY=manylinux_2_28 scripts/release.sh   # another glibc floor
