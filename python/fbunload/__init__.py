@@ -327,7 +327,7 @@ def unload(
     queries: Optional[Mapping[str, Query]] = None,
     format: str = "csv",
     compression: Optional[str] = None,
-    header: bool = False,
+    header: bool = True,
     delimiter: Optional[str] = None,
     null: Optional[str] = None,
     binary: Optional[str] = None,
@@ -376,7 +376,8 @@ def unload(
       ``format``: csv (default), tsv, jsonl, parquet or arrow.
       ``compression``: gzip, zstd or none for csv, tsv and jsonl (the whole
       file); zstd (default), snappy, gzip or none for parquet (its columns).
-      csv and tsv: ``header=True`` (a first line of column names),
+      csv and tsv: ``header=False`` (no first line of column names, which
+      is written by default),
       ``null`` (text for NULL, default empty), ``crlf=True``; csv:
       ``delimiter`` (one ASCII character, or 'tab'; default ',').
       csv, tsv, jsonl: ``binary`` ('hex', the default, or 'base64').

@@ -111,7 +111,7 @@ def test_every_tested_example_runs_as_written(block, tmp_path):
 def test_the_readme_quick_start_writes_each_format():
     code = readme_block("shell")
     assert code.splitlines()[0].startswith("fbunload sample"), code
-    for flag in ["--header", "-f parquet", "--compress zstd", "-o -", "--plan", "fbunload check",
+    for flag in ["--no-header", "-f parquet", "--compress zstd", "-o -", "--plan", "fbunload check",
                  "--overwrite"]:
         assert flag in code, flag
 

@@ -27,13 +27,13 @@ use fbunload::PartLimits;
         directory that holds another run's files is refused unless --overwrite.",
     after_help = "Examples:\n  \
         fbunload -d /data/horses.fdb -u SYSDBA -p masterkey -o ./out\n  \
-        fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 --header -o ./out\n  \
+        fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 -o ./out\n  \
         fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify -o ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify --overwrite -o ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb --tables ORDERS --max-bytes 1G --compress zstd -o ./out\n  \
         fbunload check ./lake\n  \
-        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n  \
+        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv header'\n  \
         fbunload -d dbhost:/data/erp.fdb -t '%' --views --query 'SELECT o.ID, c.NAME FROM ORDERS o JOIN CUSTOMERS c ON c.ID = o.CUST' --name ORDER_NAMES --split-by ORDERS -o ./out\n\n\
         The password can also come from ISC_PASSWORD, the user from ISC_USER.",
     // `fbunload check DIR` stands alone; every unload keeps its flags.
@@ -212,9 +212,15 @@ pub struct Args {
     #[arg(long)]
     pub decimal256: bool,
 
-    /// Write a header line with the column names (csv, tsv)
-    #[arg(long)]
+    /// csv, tsv: a first line with the column names is written by default (readers such as
+    /// pyarrow, polars, pandas and DuckDB take the first line as the names); --header says so
+    /// again
+    #[arg(long, overrides_with = "no_header")]
     pub header: bool,
+
+    /// csv, tsv: no header line, for loaders that take every line as a row
+    #[arg(long, overrides_with = "header")]
+    pub no_header: bool,
 
     /// Field delimiter (csv): one ASCII character, or 'tab'
     #[arg(long, default_value = ",", value_name = "CHAR")]
@@ -683,7 +689,11 @@ impl Args {
     pub fn output_options(&self) -> fbunload::OutputOptions {
         fbunload::OutputOptions {
             format: self.format.into(),
-            header: self.header,
+            header: if self.no_header {
+                Some(false)
+            } else {
+                self.header.then_some(true)
+            },
             delimiter: self.typed("delimiter").then(|| self.delimiter.clone()),
             null: self.typed("null").then(|| self.null.clone()),
             crlf: self.crlf,
@@ -917,7 +927,21 @@ mod tests {
         // Defaults are not typed options; options of the format are fine.
         assert_eq!(refused(&["-f", "parquet"]), None);
         assert_eq!(refused(&["--header", "--delimiter", "tab", "--crlf"]), None);
+        assert_eq!(
+            refused(&["-f", "jsonl", "--no-header"]).as_deref(),
+            Some("--no-header is for --format csv or tsv, not jsonl")
+        );
         assert_eq!(refused(&["-f", "parquet", "--split", "--decimal256"]), None);
+    }
+
+    #[test]
+    fn a_header_is_the_default_and_the_last_of_header_and_no_header_counts() {
+        let header = |extra: &[&str]| parse(extra).unwrap().output_options().header;
+        assert_eq!(header(&[]), None);
+        assert_eq!(header(&["--header"]), Some(true));
+        assert_eq!(header(&["--no-header"]), Some(false));
+        assert_eq!(header(&["--no-header", "--header"]), Some(true));
+        assert_eq!(header(&["--header", "--no-header"]), Some(false));
     }
 
     #[test]

@@ -536,7 +536,8 @@ fn output_options(
     let format = FormatName::parse(name).map_err(bad)?;
     let mut options = OutputOptions {
         format,
-        header,
+        // `header=True` is the default, so only `False` is an option given.
+        header: (!header).then_some(false),
         delimiter,
         null,
         crlf,
@@ -589,7 +590,7 @@ fn output_options(
 
 /// What the command line does: every selected table to a file in `output`.
 #[pyfunction]
-#[pyo3(signature = (database, output, *, format="csv", compression=None, header=false,
+#[pyo3(signature = (database, output, *, format="csv", compression=None, header=true,
     delimiter=None, null=None, binary=None, crlf=false, split=false, row_group_rows=None,
     tables=None, exclude=None, columns=Vec::new(), rows_where=Vec::new(), user=None,
     password=None, role=None, charset="UTF8", parallel=None, unit_pages=None, client_lib=None,

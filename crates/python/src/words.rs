@@ -34,6 +34,7 @@ const VALUED: &[(&str, &str)] = &[
 /// Switches, and the keyword argument that means the same.
 const SWITCHES: &[(&str, &str)] = &[
     ("decimal256", "decimal256=True"),
+    ("no-header", "header=False"),
     ("overwrite", "overwrite=True"),
     ("verify", "verify=True"),
     ("allow-inconsistent", "allow_inconsistent=True"),
