@@ -6,6 +6,30 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use fbunload::PartLimits;
 
+/// The options `-h` shows, those most runs use, each in a line; `--help`
+/// shows every option with its whole text.
+pub const SHORT_HELP: &[(&str, &str)] = &[
+    ("database", "Database: a file path (embedded engine), host:path or inet://host:port/path"),
+    ("user", "User name"),
+    ("password", "Password (or ISC_PASSWORD; never printed)"),
+    ("tables", "Tables: an SQL SIMILAR TO pattern, e.g. 'ORDER%' or 'STOCK|ITEM' [default: all]"),
+    ("exclude", "Tables to leave out: a pattern as for --tables"),
+    ("where_", "Rows: an SQL condition, e.g. 'S_W_ID = 7', or 'TABLE:COND'"),
+    ("output", "Output directory (required), or - for standard output"),
+    ("format", "Output format: csv (its first line the column names), tsv, jsonl, parquet, arrow"),
+    ("parallel", "Worker attachments [default: number of CPU cores]"),
+    ("plan", "Print what would be read, and how it is cut, without reading a row"),
+    ("help", ""),
+    ("version", ""),
+];
+
+/// Each subcommand in a line, for `-h`.
+const SHORT_COMMANDS: &[(&str, &str)] = &[
+    ("check", "Check an output directory's files against its manifest.json"),
+    ("apply", "Apply a change set (a run with --since) to the run it was taken since"),
+    ("sample", "Create a sample database to try fbunload on"),
+];
+
 #[derive(Parser, Debug)]
 #[command(
     name = "fbunload",
@@ -26,6 +50,12 @@ use fbunload::PartLimits;
         files with their SHA-256; `fbunload check <output>` compares the files with it later. A \
         directory that holds another run's files is refused unless --overwrite.",
     after_help = "Examples:\n  \
+        fbunload sample shop.fdb\n  \
+        fbunload -d shop.fdb -o out\n  \
+        fbunload -d inet://dbhost/erp -u SYSDBA -t 'ORDER%' -f parquet -o lake\n\n\
+        That is the short page: fbunload --help shows every option (incremental runs, parts, \
+        queries, servers, output details), as do `man fbunload` and docs/command-line.md.",
+    after_long_help = "Examples:\n  \
         fbunload -d /data/horses.fdb -u SYSDBA -p masterkey -o ./out\n  \
         fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 -o ./out\n  \
         fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n  \
@@ -596,12 +626,45 @@ impl From<Binary> for fbunload::format::csv::BinaryEncoding {
 impl Args {
     /// Parses a command line (program name first) as clap's `parse_from`
     /// does, remembering which options were typed.
+    /// The command with `-h`'s short page: only [`SHORT_HELP`]'s options,
+    /// each in a line; `--help` keeps every option's whole text.
+    pub fn command_with_short_help() -> clap::Command {
+        let mut command = Args::command();
+        let ids: Vec<String> = command.get_arguments().map(|a| a.get_id().to_string()).collect();
+        for id in ids {
+            let short = SHORT_HELP.iter().find(|(shown, _)| *shown == id);
+            command = command.mut_arg(id, |arg| match short {
+                None => arg.hide_short_help(true),
+                Some((_, "")) => arg,
+                Some((_, line)) => {
+                    let whole = arg.get_long_help().or(arg.get_help()).cloned();
+                    let arg = arg.help(*line);
+                    match whole {
+                        Some(whole) => arg.long_help(whole),
+                        None => arg,
+                    }
+                }
+            });
+        }
+        for (name, line) in SHORT_COMMANDS {
+            command = command.mut_subcommand(*name, |sub| {
+                let whole = sub.get_long_about().or(sub.get_about()).cloned();
+                let sub = sub.about(*line);
+                match whole {
+                    Some(whole) => sub.long_about(whole),
+                    None => sub,
+                }
+            });
+        }
+        command
+    }
+
     pub fn try_parse_from_argv<I, T>(argv: I) -> Result<Args, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let matches: ArgMatches = Args::command().try_get_matches_from(argv)?;
+        let matches: ArgMatches = Args::command_with_short_help().try_get_matches_from(argv)?;
         let mut args = Args::from_arg_matches(&matches)?;
         args.typed = matches
             .ids()
@@ -932,6 +995,24 @@ mod tests {
             Some("--no-header is for --format csv or tsv, not jsonl")
         );
         assert_eq!(refused(&["-f", "parquet", "--split", "--decimal256"]), None);
+    }
+
+    #[test]
+    fn dash_h_is_one_short_page_and_dash_dash_help_the_whole() {
+        let mut command = Args::command_with_short_help();
+        let short = command.render_help().to_string();
+        let long = command.render_long_help().to_string();
+        assert!(short.lines().count() <= 40, "{short}");
+        for flag in ["--database", "--tables", "--output", "--format", "--parallel", "--help"] {
+            assert!(short.contains(flag), "{flag}: {short}");
+        }
+        let words = short.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("fbunload --help shows every option"), "{short}");
+        assert!(!short.contains("--since <DIR>") && !short.contains("--no-header"), "{short}");
+        for flag in ["--since", "--no-header", "--max-bytes", "--wire-crypt", "Examples:"] {
+            assert!(long.contains(flag), "{flag}");
+        }
+        assert!(!long.contains("That is the short page"));
     }
 
     #[test]
