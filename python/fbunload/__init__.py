@@ -36,6 +36,9 @@ from fbunload._fbunload import (
 from fbunload import _fbunload
 from fbunload._snapshot import Snapshot
 
+#: The package's version, the command line's ``fbunload --version``.
+__version__: str = _fbunload.__version__
+
 __all__ = [
     "read_arrow",
     "read_batches",

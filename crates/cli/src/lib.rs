@@ -163,13 +163,27 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
         (None, Some(what)) => generate(what),
         (None, None) => execute(&args, cancel),
     };
+    // An unload's failure under --progress json ends its events.
+    let json = args.progress == args::ProgressMode::Json
+        && !args.quiet
+        && args.command.is_none()
+        && args.generate.is_none();
     match done {
         Ok(()) => 0,
+        Err(Failure::Error(message, kind)) if json => {
+            // One JSON object per line to the end, for what reads them.
+            progress::error_event(&message, kind, 1);
+            1
+        }
+        Err(Failure::Interrupted(message)) if json => {
+            progress::error_event(&message, "interrupted", EXIT_INTERRUPTED);
+            EXIT_INTERRUPTED
+        }
         Err(Failure::Interrupted(message)) => {
             eprintln!("fbunload: {message}");
             EXIT_INTERRUPTED
         }
-        Err(Failure::Error(message)) => {
+        Err(Failure::Error(message, _)) => {
             eprintln!("fbunload: error: {message}");
             1
         }
@@ -178,7 +192,8 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
 }
 
 enum Failure {
-    Error(String),
+    /// The message, and its kind ([`fbunload::Error::kind`]'s words).
+    Error(String, &'static str),
     Interrupted(String),
     /// Standard output's reader went away: nothing to print.
     BrokenPipe,
@@ -186,7 +201,7 @@ enum Failure {
 
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        Failure::Error(message)
+        Failure::Error(message, "usage")
     }
 }
 
@@ -194,7 +209,7 @@ fn describe(err: Error) -> Failure {
     match err {
         Error::Interrupted => Failure::Interrupted(err.to_string()),
         other if other.is_broken_pipe() => Failure::BrokenPipe,
-        other => Failure::Error(other.to_string()),
+        other => Failure::Error(other.to_string(), other.kind()),
     }
 }
 
@@ -208,7 +223,7 @@ fn stdout_failure(e: std::io::Error) -> Failure {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         Failure::BrokenPipe
     } else {
-        Failure::Error(format!("writing standard output: {e}"))
+        Failure::Error(format!("writing standard output: {e}"), "output")
     }
 }
 
@@ -261,12 +276,15 @@ fn check(dir: &std::path::Path, finish: bool) -> Result<(), Failure> {
         ))?;
         return Ok(());
     }
-    Err(Failure::Error(format!(
-        "check failed: {} from {} ({} checked)",
-        count(report.differences.len(), "difference"),
-        dir.join(fbunload::MANIFEST_NAME).display(),
-        count(report.files, "file")
-    )))
+    Err(Failure::Error(
+        format!(
+            "check failed: {} from {} ({} checked)",
+            count(report.differences.len(), "difference"),
+            dir.join(fbunload::MANIFEST_NAME).display(),
+            count(report.files, "file")
+        ),
+        "output",
+    ))
 }
 
 /// `fbunload apply OLD CHANGES -o STATE`: a line per table.
@@ -308,7 +326,7 @@ fn sample(
             );
         }
     })
-    .map_err(|e| Failure::Error(format!("sample: {e}")))?;
+    .map_err(|e| Failure::Error(format!("sample: {e}"), "database"))?;
     let rows: u64 = report.tables.iter().map(|t| t.rows).sum();
     if !quiet {
         eprintln!(
@@ -357,8 +375,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         args.output_dir()?;
     }
     if args.overwrite && args.to_stdout() {
-        return Err(Failure::Error(
-            "--overwrite is for an output directory; -o - writes to standard output".into(),
+        return Err(Failure::from(
+            "--overwrite is for an output directory; -o - writes to standard output".to_string(),
         ));
     }
     let options = RunOptions {
@@ -391,7 +409,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     let database = args
         .database
         .clone()
-        .ok_or_else(|| Failure::Error("-d/--database is required".into()))?;
+        .ok_or_else(|| Failure::from("-d/--database is required".to_string()))?;
     if args.typed("password")
         && fbunload::is_plain_path(&database)
         && !args.quiet

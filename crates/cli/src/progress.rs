@@ -133,6 +133,14 @@ impl Progress for Display {
     }
 }
 
+/// `--progress json`'s last line when a run fails: what failed, its kind
+/// (`usage`, `database`, `output`, `verify`, `interrupted`, ...) and the
+/// exit status that follows, in place of the plain `fbunload: error:` line.
+pub fn error_event(message: &str, kind: &str, exit_code: i32) {
+    let event = json!({"event": "error", "message": message, "kind": kind, "exit_code": exit_code});
+    let _ = writeln!(std::io::stderr().lock(), "{event}");
+}
+
 /// `--progress json`: one JSON object per line on stderr for every event,
 /// and the summary last. Lines are whole: workers write under a lock.
 pub struct JsonLines {

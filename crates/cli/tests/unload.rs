@@ -732,6 +732,50 @@ fn progress_json_is_one_event_per_line_and_the_summary_last() {
     assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "{seconds:?}");
 }
 
+/// A failed run under `--progress json` ends with an error event, not a
+/// line of plain text, and keeps its exit status: a table that is not
+/// there, a bad condition, an output directory that cannot be made.
+#[test]
+fn progress_json_ends_a_failed_run_with_an_error_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let out_dir = dir.path().join("out");
+    let blocked = dir.path().join("a-file");
+    std::fs::write(&blocked, b"").unwrap();
+    let inside = blocked.join("out");
+    for (args, kind, says) in [
+        (vec!["-t", "NOPE"], "usage", "NOPE is not the name of a table"),
+        (vec!["-t", "BIG", "--where", "ID < (1"], "usage", "is not closed"),
+        (
+            vec!["-t", "BIG", "-o", inside.to_str().unwrap()],
+            "output",
+            "a-file",
+        ),
+    ] {
+        let mut all = args.clone();
+        if !all.contains(&"-o") {
+            all.extend(["-o", out_dir.to_str().unwrap()]);
+        }
+        all.extend(["--progress", "json"]);
+        let run = fbunload(&db, &all);
+        assert_eq!(run.status.code(), Some(1), "{args:?}");
+        let err = stderr(&run);
+        let last = err.lines().last().unwrap_or_default();
+        let event: serde_json::Value =
+            serde_json::from_str(last).unwrap_or_else(|e| panic!("{args:?}: {e}: {err}"));
+        assert_eq!(event["event"], "error", "{err}");
+        assert_eq!(event["kind"], kind, "{args:?}: {err}");
+        assert_eq!(event["exit_code"], 1);
+        let message = event["message"].as_str().unwrap();
+        assert!(message.contains(says), "{args:?}: {message}");
+        // Every line of stderr is JSON.
+        for line in err.lines() {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("{e}: {line}"));
+        }
+    }
+}
+
 /// Tests run side by side and start child processes; a database this
 /// process has just closed can then be locked for a moment by a child
 /// that is starting (common::connect says why). The helpers that make and

@@ -44,7 +44,6 @@ use fbunload::{
     QuerySpec, RecordBatches, RunOptions,
     SnapshotTicket, Summary, TypeOptions, Unit, Unload,
 };
-use fbunload_plan::CatalogError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -85,15 +84,13 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 /// in Python's words.
 fn to_py(err: RunError) -> PyErr {
     let message = words::in_python_words(&err.to_string());
-    match err {
-        RunError::Usage(_)
-        | RunError::Catalog(CatalogError::BadPattern { .. } | CatalogError::NoTables(_)) => {
-            UsageError::new_err(message)
-        }
-        RunError::OutputDir { .. } | RunError::Output { .. } => OutputError::new_err(message),
-        RunError::Verify(_) => VerifyError::new_err(message),
-        RunError::Interrupted => Interrupted::new_err(message),
-        RunError::SnapshotClosed { .. } => SnapshotClosed::new_err(message),
+    // The kinds the command line's `--progress json` names too.
+    match err.kind() {
+        "usage" => UsageError::new_err(message),
+        "output" => OutputError::new_err(message),
+        "verify" => VerifyError::new_err(message),
+        "interrupted" => Interrupted::new_err(message),
+        "snapshot_closed" => SnapshotClosed::new_err(message),
         _ => DatabaseError::new_err(message),
     }
 }
@@ -1149,6 +1146,8 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SnapshotClosed", py.get_type::<SnapshotClosed>())?;
     // The facade's defaults, for the Python signatures and their help.
     m.add("DEFAULT_MEMORY_MB", fbunload::DEFAULT_MEMORY_MB)?;
+    // The version the command line's --version prints: one workspace version.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "DEFAULT_STALL_TIMEOUT_SECS",
         fbunload::DEFAULT_STALL_TIMEOUT.as_secs(),
