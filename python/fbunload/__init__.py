@@ -449,8 +449,11 @@ def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool =
     CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) scaled by ``warehouses`` and
     ``items``, and ALL_TYPES, ``Mixed Case "Quoted"`` and EMPTY_TABLE with every Firebird type
     and its edge values; about 370,000 rows by default, in seconds. Needs
-    the embedded engine (``pip install firebird-embedded``). An existing
-    file is refused unless ``force=True``. Returns the absolute path."""
+    the embedded engine (``pip install firebird-embedded``). A file that
+    is already this sample (every table, with the rows these options make:
+    the Quick start's ``fbunload sample shop.fdb``) is kept as it is, so
+    examples run after it, and twice; any other existing file is refused
+    unless ``force=True``, which makes it again. Returns the absolute path."""
     return str(_fbunload.sample(str(path), warehouses=warehouses, items=items, force=force, **options))
 
 

@@ -128,3 +128,18 @@ def test_another_runs_directory_is_refused_without_command_line_words(shop, tmp_
         fbunload.unload(shop, tmp_path / "out", tables="ITEM", **AUTH)
     message = str(caught.value)
     assert "overwrite=True" in message and " -o" not in message, message
+
+
+def test_sample_keeps_the_same_sample_and_refuses_another_file(shop, tmp_path):
+    # The README's examples call sample() after the Quick start made the
+    # file, and may run twice: the same sample is kept.
+    assert fbunload.sample(shop, items=100) == shop
+    with pytest.raises(fbunload.UsageError) as caught:
+        fbunload.sample(shop, items=200)
+    assert "is not the sample these options make" in str(caught.value)
+    assert "pass force=True" in str(caught.value) and "--" not in str(caught.value)
+    mine = tmp_path / "mine.fdb"
+    mine.write_bytes(b"not a database")
+    with pytest.raises(fbunload.UsageError):
+        fbunload.sample(str(mine), items=100)
+    assert mine.read_bytes() == b"not a database"

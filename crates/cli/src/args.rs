@@ -428,7 +428,8 @@ pub enum Command {
         /// Rows of ITEM (and of STOCK per warehouse)
         #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
         items: u32,
-        /// Replace PATH if it exists
+        /// Make PATH again if it exists. Without it, a PATH that is already this sample (every
+        /// table, with the rows these options make) is kept, and any other file is refused
         #[arg(long)]
         force: bool,
         /// Print nothing but errors

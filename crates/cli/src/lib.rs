@@ -316,7 +316,7 @@ fn sample(
         unload = unload.client_library(path);
     }
     let client = unload.load_client().map_err(describe)?;
-    let report = fbunload::sample::create_sample(&client, options, |table| {
+    let sample = fbunload::sample::create_sample(&client, options, |table| {
         if !quiet {
             eprintln!(
                 "  {:<19} {:>12}  {:.1} s",
@@ -326,9 +326,25 @@ fn sample(
             );
         }
     })
-    .map_err(|e| Failure::Error(format!("sample: {e}"), "database"))?;
+    .map_err(|e| match e {
+        fbunload::sample::SampleError::Exists(path) => Failure::from(format!(
+            "sample: {} already exists and is not the sample these options make (another \
+             database, or other --warehouses or --items): use --force to replace it",
+            path.display()
+        )),
+        e => Failure::Error(format!("sample: {e}"), "database"),
+    })?;
+    let report = sample.report;
     let rows: u64 = report.tables.iter().map(|t| t.rows).sum();
-    if !quiet {
+    if !quiet && sample.reused {
+        eprintln!(
+            "{}: already this sample ({}, {}), kept as it is (--force makes it again). Try:\n  {}",
+            report.database.display(),
+            count(report.tables.len(), "table"),
+            counted(rows, "row"),
+            fbunload::sample::sample_command(&options.database, "out")
+        );
+    } else if !quiet {
         eprintln!(
             "{}: {}, {} in {:.1} s. Try:\n  {}",
             report.database.display(),

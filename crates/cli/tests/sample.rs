@@ -69,14 +69,28 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
     let quiet = fbunload_in(dir.path(), &["-d", "try.fdb", "-t", "ITEM", "-o", "o3"]);
     assert!(!stderr(&quiet).contains("password"), "{}", stderr(&quiet));
 
+    // The same sample again is kept, so that a tutorial runs twice.
     let again = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300"]);
+    let said = stderr(&again);
+    assert!(again.status.success(), "{said}");
+    assert!(said.contains("already this sample") && said.contains("kept"), "{said}");
+    assert!(std::fs::metadata(dir.path().join("out/ITEM.csv")).is_ok());
+    // Another size, or another database, is refused.
+    let other = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "200"]);
     let path = dir.path().canonicalize().unwrap().join("try.fdb");
     assert_refused_in_one_line(
-        &again,
+        &other,
         &format!(
-            "sample: {} already exists (use --force to replace it)",
+            "sample: {} already exists and is not the sample these options make",
             path.display()
         ),
+    );
+    std::fs::write(dir.path().join("mine.fdb"), b"not a database").unwrap();
+    let mine = fbunload_in(dir.path(), &["sample", "mine.fdb", "--items", "300"]);
+    assert!(!mine.status.success());
+    assert_eq!(
+        std::fs::read(dir.path().join("mine.fdb")).unwrap(),
+        b"not a database"
     );
     let forced = fbunload_in(
         dir.path(),

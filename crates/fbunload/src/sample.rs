@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use fbunload_client::Client;
+use fbunload_client::{Attachment, Client, TransactionMode};
 use fbunload_gen::{GenOptions, Table};
 
 pub use fbunload_gen::{GenError as SampleError, GenReport as SampleReport, PASSWORD, USER};
@@ -41,14 +41,26 @@ impl SampleOptions {
     }
 }
 
+/// A sample database, made or found.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub report: SampleReport,
+    /// The file was already this sample (every table, as many rows as
+    /// these options make), so it was kept as it is.
+    pub reused: bool,
+}
+
 /// Creates the sample database with `client` (it must have an engine: a
 /// plain path is created by the embedded engine), calling `each_table`
-/// as each table is filled.
+/// as each table is filled. A file that is already the sample these
+/// options make is kept (`reused`), so that examples run twice, and after
+/// the README's Quick start made it, still work; any other file is
+/// refused unless `force`.
 pub fn create_sample(
     client: &Arc<Client>,
     options: &SampleOptions,
     each_table: impl FnMut(&fbunload_gen::TableReport),
-) -> Result<SampleReport, SampleError> {
+) -> Result<Sample, SampleError> {
     let gen = GenOptions {
         warehouses: options.warehouses,
         items: options.items,
@@ -56,7 +68,53 @@ pub fn create_sample(
         force: options.force,
         ..GenOptions::new(&options.database)
     };
-    fbunload_gen::generate_with(client, &gen, each_table)
+    if !options.force && options.database.exists() {
+        if let Some(report) = same_sample(client, &gen) {
+            return Ok(Sample {
+                report,
+                reused: true,
+            });
+        }
+    }
+    let report = fbunload_gen::generate_with(client, &gen, each_table)?;
+    Ok(Sample {
+        report,
+        reused: false,
+    })
+}
+
+/// The report of the sample at `gen.database` when it holds every table
+/// with the rows `gen` makes; `None` for any other file (or one that does
+/// not open).
+fn same_sample(client: &Arc<Client>, gen: &GenOptions) -> Option<SampleReport> {
+    let started = std::time::Instant::now();
+    let database = std::path::absolute(&gen.database).ok()?;
+    let attachment =
+        Attachment::connect(client, &fbunload_gen::connect_options(&database)).ok()?;
+    let tr = attachment.start_transaction(TransactionMode::ReadOnlySnapshot).ok()?;
+    let mut tables = Vec::new();
+    for &table in &gen.tables {
+        let name = table.db_name().replace('"', "\"\"");
+        let mut stmt = tr
+            .prepare(&format!("SELECT CAST(COUNT(*) AS BIGINT) FROM \"{name}\""))
+            .ok()?;
+        stmt.execute().ok()?;
+        stmt.fetch().ok()?.then_some(())?;
+        let rows = i64::from_ne_bytes(stmt.row().value(0)?.try_into().ok()?);
+        if rows as u64 != gen.rows(table) {
+            return None;
+        }
+        tables.push(fbunload_gen::TableReport {
+            table,
+            rows: rows as u64,
+            seconds: 0.0,
+        });
+    }
+    Some(SampleReport {
+        database,
+        tables,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// The command that unloads the sample at `database` into `out` (the

@@ -824,12 +824,13 @@ fn sample(
         .detach(|| fbunload::sample::create_sample(&client, &options, |_| {}))
         .map_err(|e| match e {
             fbunload::sample::SampleError::Exists(path) => UsageError::new_err(format!(
-                "{} already exists; pass force=True to replace it",
+                "{} already exists and is not the sample these options make (another database, \
+                 or other warehouses= or items=); pass force=True to replace it",
                 path.display()
             )),
             other => DatabaseError::new_err(other.to_string()),
         })?;
-    Ok(report.database)
+    Ok(report.report.database)
 }
 
 /// Attaches and plans without reading a row.
