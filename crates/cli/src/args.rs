@@ -413,8 +413,8 @@ pub enum Command {
     },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,
-    /// Mixed Case "Quoted" and EMPTY_TABLE with every Firebird type and its edge values.
-    /// The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
+    /// Mixed Case "Quoted" and EMPTY_TABLE with every Firebird column type but ARRAY and its edge
+    /// values. The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
     /// engine checks no password, so -d PATH needs none (a server serving the file would
     /// check it)
     Sample {

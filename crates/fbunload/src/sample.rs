@@ -4,7 +4,7 @@
 //!
 //! It is the generator the tests use (`fbunload-gen`): TPC-C-like tables
 //! whose size scales with the warehouses, and ALL_TYPES, `Mixed Case "Quoted"` and
-//! EMPTY_TABLE with every Firebird type and its edge values, so what a user
+//! EMPTY_TABLE with every Firebird column type but ARRAY and its edge values, so what a user
 //! tries first is what the tests check.
 
 use std::path::{Path, PathBuf};
