@@ -487,6 +487,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
 
     if args.plan {
         let prepared = unload.prepare().map_err(describe)?;
+        if args.progress == args::ProgressMode::Json {
+            // For schedulers: the plan as one JSON object on standard output.
+            let plan =
+                progress::plan_json(&prepared.plan, &prepared.start, &client.source.to_string());
+            return print_out(format_args!("{plan}"));
+        }
         print_out(format_args!("{}", prepared.plan))?;
         print_out(format_args!(
             "server {}, {}, {}, client {}",

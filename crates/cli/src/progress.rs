@@ -133,6 +133,37 @@ impl Progress for Display {
     }
 }
 
+/// `--plan --progress json`: the plan as one JSON object, every table (or
+/// view, query) with its pointer pages, units and columns.
+pub fn plan_json(plan: &Plan, start: &RunStart, client: &str) -> serde_json::Value {
+    let tables: Vec<_> = plan
+        .tables
+        .iter()
+        .filter(|t| !t.role.is_helper())
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "kind": t.kind.as_str(),
+                "pointer_pages": t.pointer_pages,
+                "units": t.unit_count,
+                "columns": t.columns,
+                "condition": t.condition,
+                "split_by": t.split_by,
+            })
+        })
+        .collect();
+    json!({
+        "event": "plan",
+        "tables": tables,
+        "units": plan.units.len(),
+        "unit_pages": plan.unit_pages,
+        "server": start.server_version,
+        "workers": start.workers,
+        "processes": start.processes,
+        "client": client,
+    })
+}
+
 /// `--progress json`'s last line when a run fails: what failed, its kind
 /// (`usage`, `database`, `output`, `verify`, `interrupted`, ...) and the
 /// exit status that follows, in place of the plain `fbunload: error:` line.

@@ -732,6 +732,27 @@ fn progress_json_is_one_event_per_line_and_the_summary_last() {
     assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "{seconds:?}");
 }
 
+/// `--plan --progress json`: the plan as one JSON object on stdout.
+#[test]
+fn plan_with_progress_json_is_one_json_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let out = fbunload(&db, &["--plan", "--progress", "json", "-j", "2", "--unit-pages", "8"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(plan["event"], "plan");
+    let tables = plan["tables"].as_array().unwrap();
+    let names: Vec<&str> = tables.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["BIG", "MID", "My \"odd\" table", "SMALL", "lower case"]);
+    let big = &tables[0];
+    assert!(big["pointer_pages"].as_u64().unwrap() > 1, "{big}");
+    assert_eq!(big["columns"][0], "ID");
+    let units: u64 = tables.iter().map(|t| t["units"].as_u64().unwrap()).sum();
+    assert_eq!(plan["units"].as_u64(), Some(units));
+    assert!(big["units"].as_u64().unwrap() > 1, "{big}");
+}
+
 /// A failed run under `--progress json` ends with an error event, not a
 /// line of plain text, and keeps its exit status: a table that is not
 /// there, a bad condition, an output directory that cannot be made.
