@@ -432,6 +432,11 @@ pub enum Command {
         /// table, with the rows these options make) is kept, and any other file is refused
         #[arg(long)]
         force: bool,
+        /// Change about N % of the rows of the sample at PATH (made first if it is not there),
+        /// to try incremental runs: STOCK and CUSTOMER rows updated, ORDER_LINE rows deleted,
+        /// ITEM rows inserted, chosen at random. Then `--since` a run before writes them
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+        changes: Option<u32>,
         /// Print nothing but errors
         #[arg(short, long)]
         quiet: bool,

@@ -146,6 +146,7 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 warehouses,
                 items,
                 force,
+                changes,
                 quiet,
                 client_lib,
             }),
@@ -157,6 +158,7 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 items: *items,
                 force: *force,
             },
+            *changes,
             client_lib.as_deref(),
             *quiet,
         ),
@@ -308,6 +310,7 @@ fn apply(
 /// the command to try next.
 fn sample(
     options: &fbunload::sample::SampleOptions,
+    changes: Option<u32>,
     client_lib: Option<&std::path::Path>,
     quiet: bool,
 ) -> Result<(), Failure> {
@@ -316,7 +319,28 @@ fn sample(
         unload = unload.client_library(path);
     }
     let client = unload.load_client().map_err(describe)?;
-    let sample = fbunload::sample::create_sample(&client, options, |table| {
+    if let Some(percent) = changes {
+        if !options.database.exists() || options.force {
+            make_sample(&client, options, quiet)?;
+        }
+        let done = fbunload::sample::change_sample(&client, &options.database, percent)
+            .map_err(|e| Failure::Error(format!("sample --changes: {e}"), "database"))?;
+        if !quiet {
+            for line in done {
+                eprintln!("  {line}");
+            }
+        }
+        return Ok(());
+    }
+    make_sample(&client, options, quiet)
+}
+
+fn make_sample(
+    client: &std::sync::Arc<fbunload::sample::Client>,
+    options: &fbunload::sample::SampleOptions,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let sample = fbunload::sample::create_sample(client, options, |table| {
         if !quiet {
             eprintln!(
                 "  {:<19} {:>12}  {:.1} s",

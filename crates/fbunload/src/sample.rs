@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use fbunload_client::{Attachment, Client, TransactionMode};
+/// The client library handle [`create_sample`] takes (from `Unload::load_client`).
+pub use fbunload_client::Client;
+use fbunload_client::{Attachment, TransactionMode};
 use fbunload_gen::{GenOptions, Table};
 
 pub use fbunload_gen::{GenError as SampleError, GenReport as SampleReport, PASSWORD, USER};
@@ -81,6 +83,54 @@ pub fn create_sample(
         report,
         reused: false,
     })
+}
+
+/// Changes about `percent` % of the sample's rows, as a day of work would,
+/// for trying incremental runs (`--since`) with fbunload alone: updates
+/// STOCK and CUSTOMER rows, deletes ORDER_LINE rows, and inserts ITEM
+/// rows (copies of chosen ones under new keys). Rows are chosen at random,
+/// so every call changes others. Returns a line per statement.
+pub fn change_sample(
+    client: &Arc<Client>,
+    database: &Path,
+    percent: u32,
+) -> Result<Vec<String>, SampleError> {
+    let fb = |context: &str| {
+        let context = context.to_string();
+        move |source| SampleError::Firebird { context, source }
+    };
+    let attachment = Attachment::connect(client, &fbunload_gen::connect_options(database))
+        .map_err(fb(&format!("attaching {}", database.display())))?;
+    let tr = attachment
+        .start_transaction(TransactionMode::ReadWrite)
+        .map_err(fb("starting a transaction"))?;
+    let chosen = format!("RAND() * 100 < {percent}");
+    let statements = [
+        (
+            "STOCK: rows updated",
+            format!("UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1, S_YTD = S_YTD + 1 WHERE {chosen}"),
+        ),
+        (
+            "CUSTOMER: rows updated",
+            format!("UPDATE CUSTOMER SET C_BALANCE = C_BALANCE - 1 WHERE {chosen}"),
+        ),
+        ("ORDER_LINE: rows deleted", format!("DELETE FROM ORDER_LINE WHERE {chosen}")),
+        (
+            "ITEM: rows inserted",
+            format!(
+                "INSERT INTO ITEM (I_ID, I_IM_ID, I_NAME, I_PRICE, I_DATA) \
+                 SELECT I_ID + (SELECT MAX(I_ID) FROM ITEM), I_IM_ID, I_NAME, I_PRICE, I_DATA \
+                 FROM ITEM WHERE {chosen}"
+            ),
+        ),
+    ];
+    let mut done = Vec::new();
+    for (what, sql) in statements {
+        tr.execute(&sql).map_err(fb(what))?;
+        done.push(format!("{what}: about {percent} %"));
+    }
+    tr.commit().map_err(fb("committing the changes"))?;
+    Ok(done)
 }
 
 /// The report of the sample at `gen.database` when it holds every table
