@@ -146,6 +146,7 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 warehouses,
                 items,
                 force,
+                changes,
                 quiet,
                 client_lib,
             }),
@@ -157,19 +158,34 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 items: *items,
                 force: *force,
             },
+            *changes,
             client_lib.as_deref(),
             *quiet,
         ),
         (None, Some(what)) => generate(what),
         (None, None) => execute(&args, cancel),
     };
+    // An unload's failure under --progress json ends its events.
+    let json = args.progress == args::ProgressMode::Json
+        && !args.quiet
+        && args.command.is_none()
+        && args.generate.is_none();
     match done {
         Ok(()) => 0,
+        Err(Failure::Error(message, kind)) if json => {
+            // One JSON object per line to the end, for what reads them.
+            progress::error_event(&message, kind, 1);
+            1
+        }
+        Err(Failure::Interrupted(message)) if json => {
+            progress::error_event(&message, "interrupted", EXIT_INTERRUPTED);
+            EXIT_INTERRUPTED
+        }
         Err(Failure::Interrupted(message)) => {
             eprintln!("fbunload: {message}");
             EXIT_INTERRUPTED
         }
-        Err(Failure::Error(message)) => {
+        Err(Failure::Error(message, _)) => {
             eprintln!("fbunload: error: {message}");
             1
         }
@@ -178,7 +194,8 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
 }
 
 enum Failure {
-    Error(String),
+    /// The message, and its kind ([`fbunload::Error::kind`]'s words).
+    Error(String, &'static str),
     Interrupted(String),
     /// Standard output's reader went away: nothing to print.
     BrokenPipe,
@@ -186,7 +203,7 @@ enum Failure {
 
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        Failure::Error(message)
+        Failure::Error(message, "usage")
     }
 }
 
@@ -194,7 +211,7 @@ fn describe(err: Error) -> Failure {
     match err {
         Error::Interrupted => Failure::Interrupted(err.to_string()),
         other if other.is_broken_pipe() => Failure::BrokenPipe,
-        other => Failure::Error(other.to_string()),
+        other => Failure::Error(other.to_string(), other.kind()),
     }
 }
 
@@ -208,7 +225,7 @@ fn stdout_failure(e: std::io::Error) -> Failure {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         Failure::BrokenPipe
     } else {
-        Failure::Error(format!("writing standard output: {e}"))
+        Failure::Error(format!("writing standard output: {e}"), "output")
     }
 }
 
@@ -261,12 +278,15 @@ fn check(dir: &std::path::Path, finish: bool) -> Result<(), Failure> {
         ))?;
         return Ok(());
     }
-    Err(Failure::Error(format!(
-        "check failed: {} from {} ({} checked)",
-        count(report.differences.len(), "difference"),
-        dir.join(fbunload::MANIFEST_NAME).display(),
-        count(report.files, "file")
-    )))
+    Err(Failure::Error(
+        format!(
+            "check failed: {} from {} ({} checked)",
+            count(report.differences.len(), "difference"),
+            dir.join(fbunload::MANIFEST_NAME).display(),
+            count(report.files, "file")
+        ),
+        "output",
+    ))
 }
 
 /// `fbunload apply OLD CHANGES -o STATE`: a line per table.
@@ -293,6 +313,7 @@ fn apply(
 /// the command to try next.
 fn sample(
     options: &fbunload::sample::SampleOptions,
+    changes: Option<u32>,
     client_lib: Option<&std::path::Path>,
     quiet: bool,
 ) -> Result<(), Failure> {
@@ -301,7 +322,28 @@ fn sample(
         unload = unload.client_library(path);
     }
     let client = unload.load_client().map_err(describe)?;
-    let report = fbunload::sample::create_sample(&client, options, |table| {
+    if let Some(percent) = changes {
+        if !options.database.exists() || options.force {
+            make_sample(&client, options, quiet)?;
+        }
+        let done = fbunload::sample::change_sample(&client, &options.database, percent)
+            .map_err(|e| Failure::Error(format!("sample --changes: {e}"), "database"))?;
+        if !quiet {
+            for line in done {
+                eprintln!("  {line}");
+            }
+        }
+        return Ok(());
+    }
+    make_sample(&client, options, quiet)
+}
+
+fn make_sample(
+    client: &std::sync::Arc<fbunload::sample::Client>,
+    options: &fbunload::sample::SampleOptions,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let sample = fbunload::sample::create_sample(client, options, |table| {
         if !quiet {
             eprintln!(
                 "  {:<19} {:>12}  {:.1} s",
@@ -311,9 +353,25 @@ fn sample(
             );
         }
     })
-    .map_err(|e| Failure::Error(format!("sample: {e}")))?;
+    .map_err(|e| match e {
+        fbunload::sample::SampleError::Exists(path) => Failure::from(format!(
+            "sample: {} already exists and is not the sample these options make (another \
+             database, or other --warehouses or --items): use --force to replace it",
+            path.display()
+        )),
+        e => Failure::Error(format!("sample: {e}"), "database"),
+    })?;
+    let report = sample.report;
     let rows: u64 = report.tables.iter().map(|t| t.rows).sum();
-    if !quiet {
+    if !quiet && sample.reused {
+        eprintln!(
+            "{}: already this sample ({}, {}), kept as it is (--force makes it again). Try:\n  {}",
+            report.database.display(),
+            count(report.tables.len(), "table"),
+            counted(rows, "row"),
+            fbunload::sample::sample_command(&options.database, "out")
+        );
+    } else if !quiet {
         eprintln!(
             "{}: {}, {} in {:.1} s. Try:\n  {}",
             report.database.display(),
@@ -360,8 +418,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         args.output_dir()?;
     }
     if args.overwrite && args.to_stdout() {
-        return Err(Failure::Error(
-            "--overwrite is for an output directory; -o - writes to standard output".into(),
+        return Err(Failure::from(
+            "--overwrite is for an output directory; -o - writes to standard output".to_string(),
         ));
     }
     let options = RunOptions {
@@ -394,7 +452,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     let database = args
         .database
         .clone()
-        .ok_or_else(|| Failure::Error("-d/--database is required".into()))?;
+        .ok_or_else(|| Failure::from("-d/--database is required".to_string()))?;
     if args.typed("password")
         && fbunload::is_plain_path(&database)
         && !args.quiet
@@ -456,6 +514,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
 
     if args.plan {
         let prepared = unload.prepare().map_err(describe)?;
+        if args.progress == args::ProgressMode::Json {
+            // For schedulers: the plan as one JSON object on standard output.
+            let plan =
+                progress::plan_json(&prepared.plan, &prepared.start, &client.source.to_string());
+            return print_out(format_args!("{plan}"));
+        }
         print_out(format_args!("{}", prepared.plan))?;
         print_out(format_args!(
             "server {}, {}, {}, client {}",

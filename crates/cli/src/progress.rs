@@ -133,6 +133,45 @@ impl Progress for Display {
     }
 }
 
+/// `--plan --progress json`: the plan as one JSON object, every table (or
+/// view, query) with its pointer pages, units and columns.
+pub fn plan_json(plan: &Plan, start: &RunStart, client: &str) -> serde_json::Value {
+    let tables: Vec<_> = plan
+        .tables
+        .iter()
+        .filter(|t| !t.role.is_helper())
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "kind": t.kind.as_str(),
+                "pointer_pages": t.pointer_pages,
+                "units": t.unit_count,
+                "columns": t.columns,
+                "condition": t.condition,
+                "split_by": t.split_by,
+            })
+        })
+        .collect();
+    json!({
+        "event": "plan",
+        "tables": tables,
+        "units": plan.units.len(),
+        "unit_pages": plan.unit_pages,
+        "server": start.server_version,
+        "workers": start.workers,
+        "processes": start.processes,
+        "client": client,
+    })
+}
+
+/// `--progress json`'s last line when a run fails: what failed, its kind
+/// (`usage`, `database`, `output`, `verify`, `interrupted`, ...) and the
+/// exit status that follows, in place of the plain `fbunload: error:` line.
+pub fn error_event(message: &str, kind: &str, exit_code: i32) {
+    let event = json!({"event": "error", "message": message, "kind": kind, "exit_code": exit_code});
+    let _ = writeln!(std::io::stderr().lock(), "{event}");
+}
+
 /// `--progress json`: one JSON object per line on stderr for every event,
 /// and the summary last. Lines are whole: workers write under a lock.
 pub struct JsonLines {

@@ -131,7 +131,7 @@ fn a_null_text_that_would_break_records_is_refused() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(out_dir.join("T.tsv")).unwrap(),
-        "a,b\t1\n"
+        "A\tB\na,b\t1\n"
     );
 }
 
@@ -307,7 +307,7 @@ fn none_text_is_decoded_as_the_user_says() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(out_dir.join("LEGACY.csv")).unwrap(),
-        "café\n"
+        "N\ncafé\n"
     );
 }
 
@@ -340,7 +340,9 @@ fn int128_values_of_39_digits_are_refused_or_written_whole() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(csv_dir.join("WIDE.csv")).unwrap(),
-        format!("1,{max_text},1701411834604692317316873037158841057.27\n2,-{max_text},12.34\n")
+        format!(
+            "ID,I,N\n1,{max_text},1701411834604692317316873037158841057.27\n2,-{max_text},12.34\n"
+        )
     );
     for format in ["parquet", "arrow"] {
         let out_dir = dir.path().join(format!("{format}-refused"));
@@ -454,7 +456,7 @@ fn a_second_run_into_the_same_directory_is_refused_not_mixed() {
     );
     assert!(first.wait_with_output().unwrap().status.success());
     let text = std::fs::read_to_string(out.join("BIG.csv")).unwrap();
-    assert_eq!(text.lines().count(), 300000);
+    assert_eq!(text.lines().count(), 1 + 300000, "a header and every row");
     assert_eq!(
         files(&out).into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
         ["BIG.csv", "schema.sql"],
@@ -528,7 +530,7 @@ fn what_a_killed_run_left_is_cleaned_up_by_the_next() {
     assert!(run.status.success(), "{}", stderr(&run));
     assert!(!dead.exists());
     let left = files(&out);
-    assert_eq!(left[0], ("TINY.csv".to_string(), b"1\n".to_vec()));
+    assert_eq!(left[0], ("TINY.csv".to_string(), b"ID\n1\n".to_vec()));
     assert_eq!(left.len(), 2, "TINY.csv and schema.sql only");
 }
 
@@ -609,7 +611,7 @@ fn names_too_long_for_a_file_system_get_a_short_unique_file() {
         })
         .collect();
     contents.sort();
-    assert_eq!(contents, [b"1\n".to_vec(), b"2\n".to_vec()]);
+    assert_eq!(contents, [b"V\n1\n".to_vec(), b"V\n2\n".to_vec()]);
 }
 
 /// Table names with ESC or newline reached the terminal raw in `--plan`,

@@ -251,14 +251,14 @@ fn views_are_unloaded_verified_and_listed_with_tables_when_asked() {
     );
     let names: Vec<String> = files(&out_dir).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["V_JOINED.csv", "V_RICH.csv"]);
-    let joined = csv_records(&out_dir.join("V_JOINED.csv"));
+    let joined = csv_lines(&out_dir.join("V_JOINED.csv"));
     assert_eq!(joined[0], ["BIG_ID", "CUSTOMER"]);
     assert_eq!(
         joined[1..].to_vec(),
         engine_rows(&db, "SELECT BIG_ID, CUSTOMER FROM V_JOINED")
     );
     // DECFLOAT is cast to text by the server, as a table's column is.
-    let rich = csv_records(&out_dir.join("V_RICH.csv"));
+    let rich = csv_lines(&out_dir.join("V_RICH.csv"));
     assert_eq!(rich.len(), 7, "{rich:?}");
     assert!(rich[1][2].starts_with("2"), "{rich:?}");
     let manifest = read_manifest(&out_dir);

@@ -165,6 +165,27 @@ impl ExecError {
         }
     }
 
+    /// What kind of failure this is, in one word every front end uses:
+    /// Python's exception class, `--progress json`'s error event.
+    /// `usage`: options, names or patterns to fix; `output`: the output
+    /// directory or a file in it; `verify`: `--verify` counted otherwise;
+    /// `interrupted`; `snapshot_closed`; `internal`: a bug; `database`:
+    /// attaching, reading, the server.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ExecError::Usage(_)
+            | ExecError::Catalog(CatalogError::BadPattern { .. } | CatalogError::NoTables(_)) => {
+                "usage"
+            }
+            ExecError::OutputDir { .. } | ExecError::Output { .. } => "output",
+            ExecError::Verify(_) => "verify",
+            ExecError::Interrupted => "interrupted",
+            ExecError::SnapshotClosed { .. } => "snapshot_closed",
+            ExecError::Internal(_) => "internal",
+            _ => "database",
+        }
+    }
+
     pub fn is_connection_lost(&self) -> bool {
         matches!(self, ExecError::ConnectionLost { .. })
     }

@@ -44,7 +44,6 @@ use fbunload::{
     QuerySpec, RecordBatches, RunOptions,
     SnapshotTicket, Summary, TypeOptions, Unit, Unload,
 };
-use fbunload_plan::CatalogError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -85,15 +84,13 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 /// in Python's words.
 fn to_py(err: RunError) -> PyErr {
     let message = words::in_python_words(&err.to_string());
-    match err {
-        RunError::Usage(_)
-        | RunError::Catalog(CatalogError::BadPattern { .. } | CatalogError::NoTables(_)) => {
-            UsageError::new_err(message)
-        }
-        RunError::OutputDir { .. } | RunError::Output { .. } => OutputError::new_err(message),
-        RunError::Verify(_) => VerifyError::new_err(message),
-        RunError::Interrupted => Interrupted::new_err(message),
-        RunError::SnapshotClosed { .. } => SnapshotClosed::new_err(message),
+    // The kinds the command line's `--progress json` names too.
+    match err.kind() {
+        "usage" => UsageError::new_err(message),
+        "output" => OutputError::new_err(message),
+        "verify" => VerifyError::new_err(message),
+        "interrupted" => Interrupted::new_err(message),
+        "snapshot_closed" => SnapshotClosed::new_err(message),
         _ => DatabaseError::new_err(message),
     }
 }
@@ -550,7 +547,8 @@ fn output_options(
     let format = FormatName::parse(name).map_err(bad)?;
     let mut options = OutputOptions {
         format,
-        header,
+        // `header=True` is the default, so only `False` is an option given.
+        header: (!header).then_some(false),
         delimiter,
         null,
         crlf,
@@ -603,7 +601,7 @@ fn output_options(
 
 /// What the command line does: every selected table to a file in `output`.
 #[pyfunction]
-#[pyo3(signature = (database, output, *, format="csv", compression=None, header=false,
+#[pyo3(signature = (database, output, *, format="csv", compression=None, header=true,
     delimiter=None, null=None, binary=None, crlf=false, split=false, row_group_rows=None,
     tables=None, exclude=None, columns=Vec::new(), rows_where=Vec::new(), user=None,
     password=None, role=None, charset="UTF8", parallel=None, unit_pages=None, client_lib=None,
@@ -840,12 +838,13 @@ fn sample(
         .detach(|| fbunload::sample::create_sample(&client, &options, |_| {}))
         .map_err(|e| match e {
             fbunload::sample::SampleError::Exists(path) => UsageError::new_err(format!(
-                "{} already exists; pass force=True to replace it",
+                "{} already exists and is not the sample these options make (another database, \
+                 or other warehouses= or items=); pass force=True to replace it",
                 path.display()
             )),
             other => DatabaseError::new_err(other.to_string()),
         })?;
-    Ok(report.database)
+    Ok(report.report.database)
 }
 
 /// Attaches and plans without reading a row.
@@ -1162,6 +1161,8 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SnapshotClosed", py.get_type::<SnapshotClosed>())?;
     // The facade's defaults, for the Python signatures and their help.
     m.add("DEFAULT_MEMORY_MB", fbunload::DEFAULT_MEMORY_MB)?;
+    // The version the command line's --version prints: one workspace version.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "DEFAULT_STALL_TIMEOUT_SECS",
         fbunload::DEFAULT_STALL_TIMEOUT.as_secs(),

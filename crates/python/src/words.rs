@@ -35,6 +35,7 @@ const VALUED: &[(&str, &str)] = &[
 /// Switches, and the keyword argument that means the same.
 const SWITCHES: &[(&str, &str)] = &[
     ("decimal256", "decimal256=True"),
+    ("no-header", "header=False"),
     ("overwrite", "overwrite=True"),
     ("verify", "verify=True"),
     ("allow-inconsistent", "allow_inconsistent=True"),
@@ -48,9 +49,11 @@ const SWITCHES: &[(&str, &str)] = &[
 
 /// `message` with the flags that have a keyword written as keywords.
 pub fn in_python_words(message: &str) -> String {
+    // The login's flags in any spelling: a caller gave `user=`, `password=`.
     let message = message
-        .replace("-u/--user", "--user")
-        .replace("-p/--password", "--password")
+        .replace("-u/-p", "user=/password=")
+        .replace("-u/--user", "user=")
+        .replace("-p/--password", "password=")
         .replace(" -d ", " --database ")
         .replace("choose another -o", "choose another output directory");
     let mut out = String::with_capacity(message.len());
