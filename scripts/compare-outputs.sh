@@ -13,7 +13,7 @@ for format in csv tsv jsonl parquet arrow "csv --compress gzip" "parquet --split
     for side in old new; do
       bin=${!side}
       # shellcheck disable=SC2086
-      "$bin" -d "$db" -u SYSDBA -p masterkey -q --header --unit-pages 8 \
+      "$bin" -d "$db" -u SYSDBA -p masterkey -q --unit-pages 8 \
         -j "$parallel" --format $format -o "$work/$side-$tag" --decimal256
     done
     # manifest.json records times: every other file must be the same.

@@ -20,7 +20,7 @@ say "generating demo/sample.fdb (${WAREHOUSES:-1} warehouse(s))"
 
 say "unloading every table with 2 workers into demo/out"
 rm -rf demo/out
-./target/release/fbunload -d demo/sample.fdb -u SYSDBA -p masterkey --parallel 2 --header -o demo/out
+./target/release/fbunload -d demo/sample.fdb -u SYSDBA -p masterkey --parallel 2 -o demo/out
 
 say "the files"
 ls -l demo/out

@@ -5,7 +5,8 @@
 # server where one was built (scripts/fb5-server.sh), each stopped at the
 # end if this run started it; golden files; Apache Arrow ADBC's validation
 # suite against the ADBC driver, where built (scripts/adbc-validation.sh);
-# then the Python package's pytest suite; then the Windows build under Wine
+# then the Python package's pytest suite, and its wheel installed into a
+# fresh virtual environment running the Quick start; then the Windows build under Wine
 # (scripts/wine-smoke.sh), where Wine and Rust's Windows target are
 # installed (setup.sh installs them).
 # FBUNLOAD_SKIP_SERVER_TESTS=1 skips the server part on purpose.
@@ -84,6 +85,30 @@ PYTHON=${PYTHON:-python3}
 wheel=$(ls -t target/python-wheel/fbunload-*.whl | head -1)
 target/python-env/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel"
 (cd python/tests && ../../target/python-env/bin/python -m pytest -q -p no:cacheprovider)
+
+# The same wheel as a user installs one (README's Install): into a fresh
+# virtual environment that sees none of this machine's Python packages,
+# its dependencies and the engine from PyPI, then the Quick start from it.
+# FIREBIRD is dropped so that the engine found is the environment's own.
+fresh=$PWD/target/python-fresh
+rm -rf "$fresh"
+start=$(date +%s)
+"$PYTHON" -m venv "$fresh"
+"$fresh/bin/python" -m pip install --quiet "$wheel[embedded]"
+installed=$(($(date +%s) - start))
+(
+  mkdir "$fresh/try" && cd "$fresh/try"
+  fb() { env -u FIREBIRD "$fresh/bin/fbunload" "$@"; }
+  said=$(fb sample shop.fdb 2>&1) || { echo "$said" >&2; exit 1; }
+  fb -d shop.fdb -q -o out
+  fb -d shop.fdb -q -f parquet --verify -o lake
+  fb check lake >/dev/null
+  plan=$(fb -d shop.fdb --plan)
+  grep -q "python-fresh/.*(Python package firebird-embedded)" <<<"$plan" ||
+    { echo "the fresh environment's fbunload did not load its own engine: $plan" >&2; exit 1; }
+  env -u FIREBIRD "$fresh/bin/python" -c 'import fbunload; assert fbunload.read_arrow("shop.fdb", "STOCK").num_rows > 0'
+)
+echo "==> the wheel in a fresh virtual environment: installed in ${installed} s, Quick start in $(($(date +%s) - start - installed)) s"
 
 # The Windows build, for real, under Wine: against the Linux tools built
 # above (a release build of them would take minutes more).

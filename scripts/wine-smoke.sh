@@ -50,7 +50,8 @@ mkdir -p "$root"
 export WINEDEBUG=-all WINEPREFIX=$root/prefix
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1}
 PROFILE=${PROFILE:-dev}
-TARGET=x86_64-pc-windows-gnu
+. scripts/windows-build.sh # windows_exe
+TARGET=$WINDOWS_TARGET
 LOCK_DRIVE=l:
 
 passed=()
@@ -73,9 +74,7 @@ rustup target list --installed 2>/dev/null | grep -qx $TARGET ||
 
 # --- builds ------------------------------------------------------------------
 start=$(date +%s)
-cargo build --quiet --profile "$PROFILE" --target $TARGET -p fbunload-cli
-profile_dir=$PROFILE; [ "$PROFILE" = dev ] && profile_dir=debug
-exe=$repo/target/$TARGET/$profile_dir/fbunload.exe
+exe=$(windows_exe "$PROFILE") || fail "the Windows build"
 if [ -z "${LINUX_BIN:-}" ]; then
   LINUX_BIN=$repo/target/release
   cargo build --quiet --release -p fbunload-cli -p fbunload-gen

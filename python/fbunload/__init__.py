@@ -36,6 +36,9 @@ from fbunload._fbunload import (
 from fbunload import _fbunload
 from fbunload._snapshot import Snapshot
 
+#: The package's version, the command line's ``fbunload --version``.
+__version__: str = _fbunload.__version__
+
 __all__ = [
     "read_arrow",
     "read_batches",
@@ -327,7 +330,7 @@ def unload(
     queries: Optional[Mapping[str, Query]] = None,
     format: str = "csv",
     compression: Optional[str] = None,
-    header: bool = False,
+    header: bool = True,
     delimiter: Optional[str] = None,
     null: Optional[str] = None,
     binary: Optional[str] = None,
@@ -377,7 +380,8 @@ def unload(
       ``format``: csv (default), tsv, jsonl, parquet or arrow.
       ``compression``: gzip, zstd or none for csv, tsv and jsonl (the whole
       file); zstd (default), snappy, gzip or none for parquet (its columns).
-      csv and tsv: ``header=True`` (a first line of column names),
+      csv and tsv: ``header=False`` (no first line of column names, which
+      is written by default),
       ``null`` (text for NULL, default empty), ``crlf=True``; csv:
       ``delimiter`` (one ASCII character, or 'tab'; default ',').
       csv, tsv, jsonl: ``binary`` ('hex', the default, or 'base64').
@@ -402,7 +406,7 @@ def unload(
       default, 0: no limit); ``processes`` ('auto', the default: threads
       up to 4 workers, then a reader process per 2 workers; 0: threads
       only; or a number): from a server, the workers' reader processes,
-      each this interpreter running ``python -m fbunload._reader``; the
+      each this interpreter running the package's ``_reader.py`` isolated; the
       embedded engine always reads with threads.
 
     Incremental runs (Firebird 4+):
@@ -443,8 +447,12 @@ def unload(
 def apply(old: str, changes: str) -> Dict[str, pa.Table]:
     """The change set in directory ``changes`` (an unload with ``since=old``)
     applied to the run in ``old`` (or to the state an earlier apply made):
-    every table as it was at the change set's snapshot, by name. Parquet
-    and Arrow runs; every file is checked against its manifest first."""
+    every table as it was at the change set's snapshot, by name, each with
+    its columns and their metadata even when it has no rows. Parquet and
+    Arrow runs; every file is checked against its manifest first. ``old``
+    is the chain's base (``keep_keys=True``) or a state ``fbunload apply``
+    wrote, never a change set itself (it holds only what changed): that,
+    or a ``changes`` taken since another run, raises ``UsageError``."""
     return {
         name: pa.Table.from_batches(batches, schema=schema)
         for name, schema, batches in _fbunload.apply(str(old), str(changes))
@@ -455,10 +463,13 @@ def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool =
     """Creates a sample database at ``path`` to try fbunload on (what
     ``fbunload sample PATH`` makes): TPC-C-like tables (WAREHOUSE, DISTRICT,
     CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) scaled by ``warehouses`` and
-    ``items``, and ALL_TYPES, ``Mixed Case "Quoted"`` and EMPTY_TABLE with every Firebird type
-    and its edge values; about 370,000 rows by default, in seconds. Needs
-    the embedded engine (``pip install firebird-embedded``). An existing
-    file is refused unless ``force=True``. Returns the absolute path."""
+    ``items``, and ALL_TYPES, ``Mixed Case "Quoted"`` and EMPTY_TABLE with
+    every Firebird column type but ARRAY and its edge values; about 370,000 rows by default, in seconds. Needs
+    the embedded engine (``pip install firebird-embedded``). A file that
+    is already this sample (every table, with the rows these options make:
+    the Quick start's ``fbunload sample shop.fdb``) is kept as it is, so
+    examples run after it, and twice; any other existing file is refused
+    unless ``force=True``, which makes it again. Returns the absolute path."""
     return str(_fbunload.sample(str(path), warehouses=warehouses, items=items, force=force, **options))
 
 

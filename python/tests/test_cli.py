@@ -40,9 +40,10 @@ def test_the_console_script_unloads_a_database(big_db, tmp_path):
     result = fbunload("-d", big_db, "-u", USER, "-p", PASSWORD, "-j", "2", "--verify", "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["SMALL.csv", "WIDE.csv", "manifest.json", "schema.sql"]
-    assert (out / "SMALL.csv").read_text() == "42\n"
+    assert (out / "SMALL.csv").read_text() == "ID\n42\n"
     with open(out / "WIDE.csv", newline="") as f:
-        rows = list(csv.reader(f))
+        header, *rows = list(csv.reader(f))
+    assert header == ["ID", "A", "N"]
     con = connection(big_db)
     cur = con.cursor()
     cur.execute("SELECT ID, A, N FROM WIDE ORDER BY ID")
@@ -67,7 +68,7 @@ def test_the_console_script_finds_the_engine_through_its_own_python(types_db, tm
     out = tmp_path / "out"
     result = fbunload("-d", types_db, "-u", USER, "-p", PASSWORD, "--tables", "T", "-o", str(out), env=env)
     assert result.returncode == 0, result.stderr
-    assert (out / "T.csv").read_text().count("\n") == 3
+    assert (out / "T.csv").read_text().count("\n") == 1 + 3  # the header and three rows
 
 
 

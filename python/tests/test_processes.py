@@ -1,11 +1,14 @@
 """Reader processes started from Python: the run's workers in
-``python -m fbunload._reader`` children, against the Firebird 5 server
-scripts/fb5-server.sh starts (skipped where none runs)."""
+``python -I .../fbunload/_reader.py`` children, against the Firebird 5
+server scripts/fb5-server.sh starts (skipped where none runs)."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 
 import pytest
 
@@ -79,3 +82,136 @@ def test_unload_with_reader_processes_writes_what_one_thread_writes(server_db, t
     assert all(table["verified"] for table in manifest["tables"])
     with pytest.raises(fbunload.UsageError):
         fbunload.unload(dsn, tmp_path / "bad", processes="many", **options)
+
+
+PLANTED = """
+import sys
+with open({marker!r}, "a") as f:
+    f.write(__name__ + " ran\\n")
+    if __name__.endswith("_reader") or __name__ == "__main__":
+        f.write(repr(sys.stdin.buffer.read(4096)))
+"""
+
+
+def test_the_reader_command_imports_nothing_from_the_working_directory(tmp_path):
+    """The command a run starts its reader processes with, run in a
+    directory holding ./fbunload and ./pyarrow: it imports neither (even
+    before the run's own move to ``/``), and reaches the real reader, which
+    refuses to be run by hand. No server needed."""
+    from fbunload import _reader
+
+    marker = tmp_path / "planted-code-ran"
+    planted = tmp_path / "planted"
+    for package, module in [("fbunload", "__init__"), ("fbunload", "_reader"),
+                            ("pyarrow", "__init__")]:
+        (planted / package).mkdir(parents=True, exist_ok=True)
+        (planted / package / f"{module}.py").write_text(PLANTED.format(marker=str(marker)))
+    done = subprocess.run([sys.executable, *_reader.command()], cwd=planted, input=b"",
+                          capture_output=True, timeout=60)
+    assert not marker.exists(), marker.read_text()
+    assert b"it is not run by hand" in done.stderr, done.stderr
+    assert done.returncode == 1
+
+
+def test_a_reader_process_imports_nothing_from_the_working_directory(server_db, tmp_path):
+    """A run started in a directory holding ./fbunload and ./pyarrow (another
+    user's, say): its reader processes, which get the password, import
+    neither (``python -m`` put the working directory first on sys.path)."""
+    dsn, password = server_db
+    marker = tmp_path / "planted-code-ran"
+    planted = tmp_path / "planted"
+    for package, module in [("fbunload", "__init__"), ("fbunload", "_reader"),
+                            ("pyarrow", "__init__")]:
+        (planted / package).mkdir(parents=True, exist_ok=True)
+        (planted / package / f"{module}.py").write_text(PLANTED.format(marker=str(marker)))
+    script = tmp_path / "scripts" / "read.py"
+    script.parent.mkdir()
+    script.write_text(textwrap.dedent(f"""
+        import fbunload
+        table = fbunload.read_arrow({dsn!r}, "W", parallel=3, processes=2,
+                                    user="SYSDBA", password={password!r})
+        print(table.num_rows)
+    """))
+    done = subprocess.run([sys.executable, str(script)], cwd=planted, capture_output=True,
+                          text=True, timeout=300)
+    assert not marker.exists(), marker.read_text()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["60000"]
+
+
+def _stop_readers_at_birth(parent, count):
+    """SIGSTOPs the reader processes of ``parent`` as soon as each runs,
+    before it can attach; returns their pids."""
+    stopped = []
+    deadline = time.monotonic() + 60
+    while len(stopped) < count:
+        assert time.monotonic() < deadline, "no reader processes started"
+        assert parent.poll() is None, parent.communicate()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in stopped:
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == parent.pid and b"_reader" in cmdline:
+                os.kill(int(entry), signal.SIGSTOP)
+                stopped.append(int(entry))
+        time.sleep(0.001)
+    return stopped
+
+
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("how", ["read_arrow SIGINT", "console script SIGTERM"])
+def test_a_signal_ends_a_run_whose_reader_processes_are_stopped(server_db, tmp_path, how):
+    """Reader processes stopped at birth never attach: Ctrl-C (or SIGTERM
+    to the console script) still ends the run at once, and no reader is
+    left. It waited for them with the GIL held: signals were not seen,
+    kill -9 was needed."""
+    dsn, password = server_db
+    if how.startswith("read_arrow"):
+        script = tmp_path / "read.py"
+        script.write_text(textwrap.dedent(f"""
+            import fbunload
+            fbunload.read_arrow({dsn!r}, "W", parallel=4, processes=2,
+                                user="SYSDBA", password={password!r})
+        """))
+        argv, sent = [sys.executable, str(script)], signal.SIGINT
+    else:
+        argv = [sys.executable, "-m", "fbunload", "-d", dsn, "-u", "SYSDBA", "-p", password,
+                "-j", "4", "--processes", "2", "--stall-timeout", "0",
+                "-o", str(tmp_path / "out")]
+        sent = signal.SIGTERM
+    parent = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    readers = _stop_readers_at_birth(parent, 2)
+    try:
+        time.sleep(0.5)
+        parent.send_signal(sent)
+        since = time.monotonic()
+        _, err = parent.communicate(timeout=30)
+        waited = time.monotonic() - since
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for pid in readers:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert parent.returncode != 0, err
+    assert waited < 3, f"{waited:.1f} s: {err}"
+    # Not after the 10 s grace, blaming the server.
+    assert "did not end a wait" not in err and "no answer" not in err, err
+    assert "Broken pipe" not in err, err
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pid in readers):
+        assert time.monotonic() < deadline, "a reader process outlived the run"
+        time.sleep(0.02)

@@ -3,6 +3,8 @@
 import datetime
 import decimal
 import os
+import pathlib
+import re
 import subprocess
 import sys
 import threading
@@ -449,7 +451,8 @@ def test_views_queries_and_parts_through_unload_and_read_tables(tmp_path):
         "BIG.000001.csv", "EVEN_T.000001.csv", "EVEN_T.000002.csv", "ONE.000001.csv",
         "T.000001.csv", "T.000002.csv", "T.000003.csv", "manifest.json",
     ]
-    assert (out / "T.000003.csv").read_text().splitlines() == [f"{i},n{i}" for i in range(20, 25)]
+    lines = (out / "T.000003.csv").read_text().splitlines()
+    assert lines == ["ID,NAME"] + [f"{i},n{i}" for i in range(20, 25)]
     with pytest.raises(fbunload.UsageError):
         fbunload.unload(db, tmp_path / "zero", max_bytes=0, **AUTH)
 
@@ -530,3 +533,35 @@ def test_array_columns_read_as_firebird_driver_reads_them(tmp_path):
     arrays = table.select(["ID", "GRID", "WORDS"])  # noqa: F841
     words = duckdb.sql("SELECT WORDS[2] AS W FROM arrays ORDER BY ID").fetchall()
     assert words == [("日本",), (None,)]
+
+
+def test_the_version_is_the_command_lines():
+    command = pathlib.Path(sys.executable).parent / "fbunload"
+    done = subprocess.run([str(command), "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", fbunload.__version__), fbunload.__version__
+    assert done.stdout.split() == ["fbunload", fbunload.__version__]
+
+
+def test_login_errors_name_the_keywords_not_the_flags():
+    """Against a server (embedded logins take any password): a wrong or
+    missing password is told in user=/password=, not -u/-p."""
+    address, directory = (os.environ.get(n) for n in
+                          ["FBUNLOAD_TEST_SERVER", "FBUNLOAD_TEST_SERVER_DIR"])
+    if address is None or directory is None:
+        pytest.skip('no test server: eval "$(scripts/fb3-server.sh)"')
+    dsn = f"{address}:{directory}/no-such-{os.getpid()}.fdb"
+    env_password = os.environ.pop("ISC_PASSWORD", None)
+    try:
+        for options, words in [
+            (dict(user=USER, password="not-the-password"), "(check user=/password= or ISC_USER"),
+            (dict(user=USER), "use password= or ISC_PASSWORD"),
+        ]:
+            with pytest.raises(fbunload.DatabaseError) as caught:
+                fbunload.read_arrow(dsn, "T", **options)
+            message = str(caught.value)
+            assert words in message, message
+            assert not re.search(r"(^|[\s(])-[a-z]\b|--", message), message
+    finally:
+        if env_password is not None:
+            os.environ["ISC_PASSWORD"] = env_password

@@ -108,10 +108,45 @@ def test_every_tested_example_runs_as_written(block, tmp_path):
         assert (work / directory / "manifest.json").exists(), f"{page.name}:{line}: {directory}"
 
 
+def run_block(page, line, language, code, work, env):
+    """Runs one tested block in ``work`` as a reader would."""
+    if language == "python":
+        done = subprocess.run([sys.executable, "-c", code], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{page.name}:{line}\n{done.stderr}"
+        return
+    for command in [l for l in code.splitlines() if l.strip()]:
+        done = subprocess.run(["bash", "-c", command], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{page.name}:{line}: {command}\n{done.stderr}"
+
+
+def test_the_examples_run_in_sequence_in_one_directory_and_again(tmp_path):
+    """As a reader goes: the Quick start, then every Python example (README,
+    then the book: Python, ADBC, Dask) in the same directory, right after
+    it, then every Python example again: the database the Quick start made
+    is the one they use, and what they write they may write twice."""
+    env = newcomer_env(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    blocks = unique_blocks()
+    quick = [b for b in blocks if b[0] == README and b[3] == "sh"]
+    assert len(quick) == 1
+    run_block(quick[0][0], quick[0][1], quick[0][3], quick[0][4], work, env)
+    python = [b for b in blocks if b[3] == "python"]
+    order = ["README.md", "python.md", "adbc.md", "dask.md"]
+    python.sort(key=lambda b: (order.index(b[0].name) if b[0].name in order else len(order), b[1]))
+    assert {b[0].name for b in python} >= set(order), [b[0].name for b in python]
+    for _ in range(2):
+        for page, line, _, language, code in python:
+            run_block(page, line, language, code, work, env)
+
+
 def test_the_readme_quick_start_writes_each_format():
     code = readme_block("shell")
     assert code.splitlines()[0].startswith("fbunload sample"), code
-    for flag in ["--header", "-f parquet", "--compress zstd", "-o -", "--plan", "fbunload check",
+    for flag in ["--no-header", "-f parquet", "--compress zstd", "-o -", "--plan", "fbunload check",
                  "--overwrite"]:
         assert flag in code, flag
 

@@ -47,16 +47,26 @@ def test_the_signature_and_help_show_every_option():
 
 def test_columns_where_and_csv_options_write_what_the_command_line_writes(shop, tmp_path):
     fbunload.unload(shop, tmp_path / "py", tables="STOCK", columns=["S_I_ID", "S_QUANTITY"],
-                    where="S_QUANTITY < 20", delimiter=";", null="\\N", header=True, crlf=True,
-                    **AUTH)
+                    where="S_QUANTITY < 20", delimiter=";", null="\\N", crlf=True, **AUTH)
     done = cli("-q", "-d", shop, "-u", "SYSDBA", "-p", "masterkey",
                "-t", "STOCK", "--columns", "S_I_ID,S_QUANTITY", "--where", "S_QUANTITY < 20",
-               "--delimiter", ";", "--null", "\\N", "--header", "--crlf",
+               "--delimiter", ";", "--null", "\\N", "--crlf",
                "-o", str(tmp_path / "cli"))
     assert done.returncode == 0, done.stderr
     ours = (tmp_path / "py" / "STOCK.csv").read_bytes()
     assert ours == (tmp_path / "cli" / "STOCK.csv").read_bytes()
+    # A header line by default, in both.
     assert ours.startswith(b"S_I_ID;S_QUANTITY\r\n") and ours.count(b"\r\n") > 1
+
+
+def test_header_false_writes_what_no_header_writes(shop, tmp_path):
+    fbunload.unload(shop, tmp_path / "py", tables="WAREHOUSE", format="tsv", header=False, **AUTH)
+    done = cli("-q", "-d", shop, "-u", "SYSDBA", "-p", "masterkey", "-t", "WAREHOUSE",
+               "-f", "tsv", "--no-header", "-o", str(tmp_path / "cli"))
+    assert done.returncode == 0, done.stderr
+    ours = (tmp_path / "py" / "WAREHOUSE.tsv").read_bytes()
+    assert ours == (tmp_path / "cli" / "WAREHOUSE.tsv").read_bytes()
+    assert not ours.startswith(b"W_ID") and ours.count(b"\n") == 1
 
 
 def test_per_table_columns_and_where_and_parquet_options(shop, tmp_path):
@@ -72,7 +82,7 @@ def test_per_table_columns_and_where_and_parquet_options(shop, tmp_path):
 
 
 @pytest.mark.parametrize("options, words", [
-    ({"format": "parquet", "header": True}, "header=True is for format csv or tsv, not parquet"),
+    ({"format": "parquet", "header": False}, "header=False is for format csv or tsv, not parquet"),
     ({"format": "tsv", "delimiter": ";"}, "delimiter is for format csv, not tsv"),
     ({"format": "jsonl", "null": "N"}, "null is for format csv or tsv, not jsonl"),
     ({"format": "csv", "row_group_rows": 5}, "row_group_rows is for format parquet, not csv"),
@@ -118,3 +128,18 @@ def test_another_runs_directory_is_refused_without_command_line_words(shop, tmp_
         fbunload.unload(shop, tmp_path / "out", tables="ITEM", **AUTH)
     message = str(caught.value)
     assert "overwrite=True" in message and " -o" not in message, message
+
+
+def test_sample_keeps_the_same_sample_and_refuses_another_file(shop, tmp_path):
+    # The README's examples call sample() after the Quick start made the
+    # file, and may run twice: the same sample is kept.
+    assert fbunload.sample(shop, items=100) == shop
+    with pytest.raises(fbunload.UsageError) as caught:
+        fbunload.sample(shop, items=200)
+    assert "is not the sample these options make" in str(caught.value)
+    assert "pass force=True" in str(caught.value) and "--" not in str(caught.value)
+    mine = tmp_path / "mine.fdb"
+    mine.write_bytes(b"not a database")
+    with pytest.raises(fbunload.UsageError):
+        fbunload.sample(str(mine), items=100)
+    assert mine.read_bytes() == b"not a database"

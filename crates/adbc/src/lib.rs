@@ -576,13 +576,17 @@ impl adbc_core::Statement for FbStatement {
         self.held = None;
         self.none_bound()?;
         let reads = self.reads()?;
-        let (reader, cancel) = match reads.as_slice() {
-            [read] => read.execute(&self.settings)?,
-            _ => read::execute_rows(&reads, &self.settings)?,
-        };
-        self.operations.add(&cancel);
-        *self.running.lock().unwrap() = Some(cancel);
-        Ok(reader)
+        if let [read] = reads.as_slice() {
+            let (reader, cancel) = read.execute(&self.settings)?;
+            self.operations.add(&cancel);
+            *self.running.lock().unwrap() = Some(cancel);
+            return Ok(reader);
+        }
+        // Several rows are read before execute returns: their cancel flag
+        // is given out first, so a cancel from another thread stops them.
+        let cancel = self.operations.start();
+        *self.running.lock().unwrap() = Some(cancel.clone());
+        read::execute_rows(&reads, &self.settings, cancel)
     }
 
     fn get_cancel_handle(&self) -> Box<dyn adbc_core::CancelHandle> {

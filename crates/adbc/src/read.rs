@@ -14,7 +14,7 @@
 //! them is read as the query split by itself, still in parallel at one
 //! snapshot, and its computed columns come as the engine computes them.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use adbc_core::error::{Error, Result, Status};
@@ -106,13 +106,18 @@ impl Read {
         &self,
         settings: &Settings,
     ) -> Result<(Box<dyn RecordBatchReader + Send>, Arc<AtomicBool>)> {
-        let batches = match self.plan(settings)? {
-            Planned::Table(unload, prepared) => unload.record_batches_of(prepared),
-            Planned::Other(unload) => unload.record_batches().map_err(from_run)?,
-        };
+        let batches = self.start(settings)?;
         let schema = batches.schema(0);
         let cancel = batches.cancel_flag();
         Ok((Box::new(RunReader { batches, schema }), cancel))
+    }
+
+    /// Starts the run: its batches as they come.
+    fn start(&self, settings: &Settings) -> Result<RecordBatches> {
+        Ok(match self.plan(settings)? {
+            Planned::Table(unload, prepared) => unload.record_batches_of(prepared),
+            Planned::Other(unload) => unload.record_batches().map_err(from_run)?,
+        })
     }
 
     /// The result's schema, from the catalog or the server's description
@@ -135,19 +140,39 @@ impl Read {
 /// all NULL in a row (a bound NULL is a text NULL to Firebird) takes the
 /// type the other rows give it, and integers of different widths the
 /// widest; other differences are refused. So the rows are read before the
-/// result is handed out, and held in memory; the flag returned ends the
-/// result with a cancel.
+/// result is handed out, and held in memory. `cancel` (set from another
+/// thread) stops the reading between rows and inside one, whose run it
+/// stops, and later ends the result.
 pub fn execute_rows(
     reads: &[Read],
     settings: &Settings,
-) -> Result<(Box<dyn RecordBatchReader + Send>, Arc<AtomicBool>)> {
+    cancel: Arc<AtomicBool>,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let cancelled = || cancel.load(Ordering::SeqCst);
     let mut results = Vec::with_capacity(reads.len());
     for read in reads {
-        let (reader, _) = read.execute(settings)?;
-        let schema = reader.schema();
-        let batches = reader
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| Error::with_message_and_status(e.to_string(), Status::IO))?;
+        if cancelled() {
+            return Err(crate::cancel::cancelled());
+        }
+        let mut run = read.start(settings)?;
+        let schema = run.schema(0);
+        let mut batches = Vec::new();
+        loop {
+            // A row's run may wait long for its first batch (a slow
+            // query): look at the cancel in between.
+            match run.next_within(CANCEL_LOOK) {
+                None if cancelled() => {
+                    // Dropping the run stops it (its connections are
+                    // interrupted) and waits for it.
+                    run.cancel();
+                    return Err(crate::cancel::cancelled());
+                }
+                None => {}
+                Some(None) => break,
+                Some(Some(Ok(streamed))) => batches.push(streamed.batch),
+                Some(Some(Err(e))) => return Err(from_run(e)),
+            }
+        }
         results.push((schema, batches));
     }
     let schema = Arc::new(common_schema(&results)?);
@@ -158,14 +183,15 @@ pub fn execute_rows(
         }
     }
     let reader = arrow_array::RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
-    let cancel = Arc::new(AtomicBool::new(false));
     let inner = Box::new(reader);
-    let reader = crate::cancel::Cancellable {
+    Ok(Box::new(crate::cancel::Cancellable {
         inner,
-        flag: cancel.clone(),
-    };
-    Ok((Box::new(reader), cancel))
+        flag: cancel,
+    }))
 }
+
+/// How often reading bound rows looks at a cancel while it waits.
+const CANCEL_LOOK: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The schema every row's result is given (see [`execute_rows`]).
 fn common_schema(results: &[(SchemaRef, Vec<RecordBatch>)]) -> Result<Schema> {

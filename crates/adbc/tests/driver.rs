@@ -368,6 +368,57 @@ fn a_statement_cancelled_while_its_rows_are_read_stops_them() {
     }
 }
 
+/// A cancel while several bound rows are read (they are all read before
+/// `execute` returns): the row being read stops at once, with an error
+/// of status Cancelled, and no further row starts; by the statement's
+/// cancel and by the connection's. Each row here takes the engine far
+/// longer than the test waits.
+#[test]
+fn a_cancel_stops_several_bound_rows_inside_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = connect(&database(dir.path()));
+    for statement_cancel in [true, false] {
+        let mut statement = conn.new_statement().unwrap();
+        statement
+            .set_sql_query("SELECT COUNT(*) FROM ACCOUNTS a, ACCOUNTS b, ACCOUNTS c WHERE a.ID > ?")
+            .unwrap();
+        let ids = RecordBatch::try_from_iter([(
+            "id",
+            Arc::new(Int32Array::from(vec![1, 2, 3, 4])) as ArrayRef,
+        )])
+        .unwrap();
+        statement.bind(ids).unwrap();
+        let cancel = if statement_cancel {
+            statement.get_cancel_handle()
+        } else {
+            conn.get_cancel_handle()
+        };
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(
+                statement
+                    .execute()
+                    .map(drop)
+                    .map_err(|e| (e.status, e.message)),
+            );
+        });
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let cancelled_at = std::time::Instant::now();
+        cancel.try_cancel().unwrap();
+        let result = result
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("execute ends soon after the cancel");
+        let waited = cancelled_at.elapsed();
+        let (status, message) = result.expect_err("a cancelled execute fails");
+        assert_eq!(status, Status::Cancelled, "{message}");
+        assert!(message.contains("the read was cancelled"), "{message}");
+        assert!(
+            waited < std::time::Duration::from_secs(5),
+            "execute ended {waited:?} after the cancel"
+        );
+    }
+}
+
 #[test]
 fn autocommit_is_on_and_commit_has_nothing_to_do() {
     let dir = tempfile::tempdir().unwrap();
@@ -647,6 +698,44 @@ fn ids(batches: &[RecordBatch]) -> Vec<i32> {
         .collect();
     ids.sort();
     ids
+}
+
+/// Firebird allows more decimals than digits: a bound 1E-36 is a literal
+/// of 36 decimals, whose result reads back exactly (it panicked: "scale
+/// 36 is greater than precision 19"), as do literals of 20 and 38.
+#[test]
+fn a_bound_decimal_with_more_decimals_than_digits_reads_back_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = connect(&database(dir.path()));
+    for (value, scale) in [(1i128, 36i8), (1, 20), (-7, 38), (123_456_789, 30)] {
+        let bound = arrow_array::Decimal128Array::from(vec![value])
+            .with_precision_and_scale(38, scale)
+            .unwrap();
+        let expected = bound.value_as_string(0);
+        let batches = run_bound(
+            &mut conn,
+            "SELECT ? AS X FROM RDB$DATABASE",
+            vec![("x", Arc::new(bound) as ArrayRef)],
+        )
+        .unwrap_or_else(|e| panic!("{expected}: {e}"));
+        let column = batches[0].column(0);
+        let read = match column.data_type() {
+            arrow_schema::DataType::Decimal128(_, s) => {
+                assert_eq!(*s, scale);
+                column
+                    .as_primitive::<arrow_array::types::Decimal128Type>()
+                    .value_as_string(0)
+            }
+            arrow_schema::DataType::Decimal256(_, s) => {
+                assert_eq!(*s, scale);
+                column
+                    .as_primitive::<arrow_array::types::Decimal256Type>()
+                    .value_as_string(0)
+            }
+            other => panic!("{expected} read as {other}"),
+        };
+        assert_eq!(read, expected);
+    }
 }
 
 /// `SELECT * FROM T` returns the columns the engine returns for it,

@@ -6,6 +6,30 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use fbunload::PartLimits;
 
+/// The options `-h` shows, those most runs use, each in a line; `--help`
+/// shows every option with its whole text.
+pub const SHORT_HELP: &[(&str, &str)] = &[
+    ("database", "Database: a file path (embedded engine), host:path or inet://host:port/path"),
+    ("user", "User name"),
+    ("password", "Password (or ISC_PASSWORD; never printed)"),
+    ("tables", "Tables: an SQL SIMILAR TO pattern, e.g. 'ORDER%' or 'STOCK|ITEM' [default: all]"),
+    ("exclude", "Tables to leave out: a pattern as for --tables"),
+    ("where_", "Rows: an SQL condition, e.g. 'S_W_ID = 7', or 'TABLE:COND'"),
+    ("output", "Output directory (required), or - for standard output"),
+    ("format", "Output format: csv (its first line the column names), tsv, jsonl, parquet, arrow"),
+    ("parallel", "Worker attachments [default: number of CPU cores]"),
+    ("plan", "Print what would be read, and how it is cut, without reading a row"),
+    ("help", ""),
+    ("version", ""),
+];
+
+/// Each subcommand in a line, for `-h`.
+const SHORT_COMMANDS: &[(&str, &str)] = &[
+    ("check", "Check an output directory's files against its manifest.json"),
+    ("apply", "Apply a change set (a run with --since) to the run it was taken since"),
+    ("sample", "Create a sample database to try fbunload on"),
+];
+
 #[derive(Parser, Debug)]
 #[command(
     name = "fbunload",
@@ -26,14 +50,20 @@ use fbunload::PartLimits;
         files with their SHA-256; `fbunload check <output>` compares the files with it later. A \
         directory that holds another run's files is refused unless --overwrite.",
     after_help = "Examples:\n  \
+        fbunload sample shop.fdb\n  \
+        fbunload -d shop.fdb -o out\n  \
+        fbunload -d inet://dbhost/erp -u SYSDBA -t 'ORDER%' -f parquet -o lake\n\n\
+        That is the short page: fbunload --help shows every option (incremental runs, parts, \
+        queries, servers, output details), as do `man fbunload` and docs/command-line.md.",
+    after_long_help = "Examples:\n  \
         fbunload -d /data/horses.fdb -u SYSDBA -p masterkey -o ./out\n  \
-        fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 --header -o ./out\n  \
+        fbunload -d inet://dbhost:3050/horses -u SYSDBA --tables 'COLOR|BREED|HORSE' --parallel 6 -o ./out\n  \
         fbunload -d dbhost:/data/erp.fdb --exclude 'TMP\\_%' --plan\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify -o ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb -f parquet --verify --overwrite -o ./lake\n  \
         fbunload -d dbhost:/data/erp.fdb --tables ORDERS --max-bytes 1G --compress zstd -o ./out\n  \
         fbunload check ./lake\n  \
-        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv'\n  \
+        fbunload -d dbhost:/data/erp.fdb --tables ORDERS -o - | psql -c '\\copy orders from pstdin csv header'\n  \
         fbunload -d dbhost:/data/erp.fdb -t '%' --views --query 'SELECT o.ID, c.NAME FROM ORDERS o JOIN CUSTOMERS c ON c.ID = o.CUST' --name ORDER_NAMES --split-by ORDERS -o ./out\n\n\
         The password can also come from ISC_PASSWORD, the user from ISC_USER.",
     // `fbunload check DIR` stands alone; every unload keeps its flags.
@@ -153,8 +183,10 @@ pub struct Args {
     /// Incremental unload (Firebird 4+): of each table, the rows inserted or updated since the
     /// snapshot of the run in DIR (T.upserts.<ext>) and the primary keys of the rows deleted
     /// since (T.deletes.<ext>), at one new snapshot. A table without a primary key, new, or
-    /// whose columns changed is unloaded whole (T.<ext>), as is every table of a database
-    /// restored from a backup since; manifest.json says which and why. DIR must have kept its
+    /// altered (its columns or record format) is unloaded whole (T.<ext>), as is every table
+    /// of a database restored from a backup or copied to another file since; the summary and
+    /// manifest.json say which and why. A file-level copy put back in the database's own file
+    /// is not told apart: start a new chain (--keep-keys) after one. DIR must have kept its
     /// keys (--keep-keys, or an earlier --since); this run keeps its own (T.keys.parquet).
     /// Every page is still read on the server: for the changed rows, and for a count of the
     /// unchanged ones per unit, which finds the units that lost rows (only their keys are read
@@ -217,9 +249,15 @@ pub struct Args {
     #[arg(long)]
     pub decimal256: bool,
 
-    /// Write a header line with the column names (csv, tsv)
-    #[arg(long)]
+    /// csv, tsv: a first line with the column names is written by default (readers such as
+    /// pyarrow, polars, pandas and DuckDB take the first line as the names); --header says so
+    /// again
+    #[arg(long, overrides_with = "no_header")]
     pub header: bool,
+
+    /// csv, tsv: no header line, for loaders that take every line as a row
+    #[arg(long, overrides_with = "header")]
+    pub no_header: bool,
 
     /// Field delimiter (csv): one ASCII character, or 'tab'
     #[arg(long, default_value = ",", value_name = "CHAR")]
@@ -244,7 +282,8 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub unit_pages: Option<u64>,
 
-    #[arg(long = "memory", default_value_t = fbunload::DEFAULT_MEMORY_MB, value_name = "MB",
+    // Global: `fbunload apply --memory MB` bounds the keys it holds too.
+    #[arg(long = "memory", global = true, default_value_t = fbunload::DEFAULT_MEMORY_MB, value_name = "MB",
           help = fbunload::MEMORY_HELP)]
     pub memory_mb: usize,
 
@@ -369,9 +408,11 @@ pub enum Command {
     /// Apply a change set (a run with --since) to the run it was taken since: every table's
     /// state at the change set's snapshot, written to a new directory in the same format, with
     /// a manifest that `fbunload check` verifies and a later apply starts from. Parquet and
-    /// Arrow runs; both directories' files are checked against their manifests first
+    /// Arrow runs; both directories' files are checked against their manifests first. The keys
+    /// of the change set are held within --memory (more passes over OLD's rows beyond it)
     Apply {
-        /// The earlier run (or the state an earlier apply made)
+        /// The chain's base (the run with --keep-keys) or the state an earlier apply made; never
+        /// a change set (apply that to its own OLD first)
         #[arg(value_name = "OLD")]
         old: PathBuf,
         /// The change set: the run made with --since OLD
@@ -383,8 +424,8 @@ pub enum Command {
     },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,
-    /// Mixed Case "Quoted" and EMPTY_TABLE with every Firebird type and its edge values.
-    /// The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
+    /// Mixed Case "Quoted" and EMPTY_TABLE with every Firebird column type but ARRAY and its edge
+    /// values. The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
     /// engine checks no password, so -d PATH needs none (a server serving the file would
     /// check it)
     Sample {
@@ -398,9 +439,15 @@ pub enum Command {
         /// Rows of ITEM (and of STOCK per warehouse)
         #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
         items: u32,
-        /// Replace PATH if it exists
+        /// Make PATH again if it exists. Without it, a PATH that is already this sample (every
+        /// table, with the rows these options make) is kept, and any other file is refused
         #[arg(long)]
         force: bool,
+        /// Change about N % of the rows of the sample at PATH (made first if it is not there),
+        /// to try incremental runs: STOCK and CUSTOMER rows updated, ORDER_LINE rows deleted,
+        /// ITEM rows inserted, chosen at random. Then `--since` a run before writes them
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+        changes: Option<u32>,
         /// Print nothing but errors
         #[arg(short, long)]
         quiet: bool,
@@ -617,12 +664,45 @@ impl From<Binary> for fbunload::format::csv::BinaryEncoding {
 impl Args {
     /// Parses a command line (program name first) as clap's `parse_from`
     /// does, remembering which options were typed.
+    /// The command with `-h`'s short page: only [`SHORT_HELP`]'s options,
+    /// each in a line; `--help` keeps every option's whole text.
+    pub fn command_with_short_help() -> clap::Command {
+        let mut command = Args::command();
+        let ids: Vec<String> = command.get_arguments().map(|a| a.get_id().to_string()).collect();
+        for id in ids {
+            let short = SHORT_HELP.iter().find(|(shown, _)| *shown == id);
+            command = command.mut_arg(id, |arg| match short {
+                None => arg.hide_short_help(true),
+                Some((_, "")) => arg,
+                Some((_, line)) => {
+                    let whole = arg.get_long_help().or(arg.get_help()).cloned();
+                    let arg = arg.help(*line);
+                    match whole {
+                        Some(whole) => arg.long_help(whole),
+                        None => arg,
+                    }
+                }
+            });
+        }
+        for (name, line) in SHORT_COMMANDS {
+            command = command.mut_subcommand(*name, |sub| {
+                let whole = sub.get_long_about().or(sub.get_about()).cloned();
+                let sub = sub.about(*line);
+                match whole {
+                    Some(whole) => sub.long_about(whole),
+                    None => sub,
+                }
+            });
+        }
+        command
+    }
+
     pub fn try_parse_from_argv<I, T>(argv: I) -> Result<Args, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let matches: ArgMatches = Args::command().try_get_matches_from(argv)?;
+        let matches: ArgMatches = Args::command_with_short_help().try_get_matches_from(argv)?;
         let mut args = Args::from_arg_matches(&matches)?;
         args.typed = matches
             .ids()
@@ -710,7 +790,11 @@ impl Args {
     pub fn output_options(&self) -> fbunload::OutputOptions {
         fbunload::OutputOptions {
             format: self.format.into(),
-            header: self.header,
+            header: if self.no_header {
+                Some(false)
+            } else {
+                self.header.then_some(true)
+            },
             delimiter: self.typed("delimiter").then(|| self.delimiter.clone()),
             null: self.typed("null").then(|| self.null.clone()),
             crlf: self.crlf,
@@ -952,7 +1036,39 @@ mod tests {
         // Defaults are not typed options; options of the format are fine.
         assert_eq!(refused(&["-f", "parquet"]), None);
         assert_eq!(refused(&["--header", "--delimiter", "tab", "--crlf"]), None);
+        assert_eq!(
+            refused(&["-f", "jsonl", "--no-header"]).as_deref(),
+            Some("--no-header is for --format csv or tsv, not jsonl")
+        );
         assert_eq!(refused(&["-f", "parquet", "--split", "--decimal256"]), None);
+    }
+
+    #[test]
+    fn dash_h_is_one_short_page_and_dash_dash_help_the_whole() {
+        let mut command = Args::command_with_short_help();
+        let short = command.render_help().to_string();
+        let long = command.render_long_help().to_string();
+        assert!(short.lines().count() <= 40, "{short}");
+        for flag in ["--database", "--tables", "--output", "--format", "--parallel", "--help"] {
+            assert!(short.contains(flag), "{flag}: {short}");
+        }
+        let words = short.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("fbunload --help shows every option"), "{short}");
+        assert!(!short.contains("--since <DIR>") && !short.contains("--no-header"), "{short}");
+        for flag in ["--since", "--no-header", "--max-bytes", "--wire-crypt", "Examples:"] {
+            assert!(long.contains(flag), "{flag}");
+        }
+        assert!(!long.contains("That is the short page"));
+    }
+
+    #[test]
+    fn a_header_is_the_default_and_the_last_of_header_and_no_header_counts() {
+        let header = |extra: &[&str]| parse(extra).unwrap().output_options().header;
+        assert_eq!(header(&[]), None);
+        assert_eq!(header(&["--header"]), Some(true));
+        assert_eq!(header(&["--no-header"]), Some(false));
+        assert_eq!(header(&["--no-header", "--header"]), Some(true));
+        assert_eq!(header(&["--header", "--no-header"]), Some(false));
     }
 
     #[test]

@@ -140,13 +140,14 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 output,
             }),
             _,
-        ) => apply(old, changes, output),
+        ) => apply(old, changes, output, args.memory_mb.saturating_mul(1 << 20), &cancel),
         (
             Some(args::Command::Sample {
                 path,
                 warehouses,
                 items,
                 force,
+                changes,
                 quiet,
                 client_lib,
             }),
@@ -158,19 +159,34 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 items: *items,
                 force: *force,
             },
+            *changes,
             client_lib.as_deref(),
             *quiet,
         ),
         (None, Some(what)) => generate(what),
         (None, None) => execute(&args, cancel),
     };
+    // An unload's failure under --progress json ends its events.
+    let json = args.progress == args::ProgressMode::Json
+        && !args.quiet
+        && args.command.is_none()
+        && args.generate.is_none();
     match done {
         Ok(()) => 0,
+        Err(Failure::Error(message, kind)) if json => {
+            // One JSON object per line to the end, for what reads them.
+            progress::error_event(&message, kind, 1);
+            1
+        }
+        Err(Failure::Interrupted(message)) if json => {
+            progress::error_event(&message, "interrupted", EXIT_INTERRUPTED);
+            EXIT_INTERRUPTED
+        }
         Err(Failure::Interrupted(message)) => {
             eprintln!("fbunload: {message}");
             EXIT_INTERRUPTED
         }
-        Err(Failure::Error(message)) => {
+        Err(Failure::Error(message, _)) => {
             eprintln!("fbunload: error: {message}");
             1
         }
@@ -179,7 +195,8 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
 }
 
 enum Failure {
-    Error(String),
+    /// The message, and its kind ([`fbunload::Error::kind`]'s words).
+    Error(String, &'static str),
     Interrupted(String),
     /// Standard output's reader went away: nothing to print.
     BrokenPipe,
@@ -187,7 +204,7 @@ enum Failure {
 
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        Failure::Error(message)
+        Failure::Error(message, "usage")
     }
 }
 
@@ -195,7 +212,7 @@ fn describe(err: Error) -> Failure {
     match err {
         Error::Interrupted => Failure::Interrupted(err.to_string()),
         other if other.is_broken_pipe() => Failure::BrokenPipe,
-        other => Failure::Error(other.to_string()),
+        other => Failure::Error(other.to_string(), other.kind()),
     }
 }
 
@@ -209,7 +226,7 @@ fn stdout_failure(e: std::io::Error) -> Failure {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         Failure::BrokenPipe
     } else {
-        Failure::Error(format!("writing standard output: {e}"))
+        Failure::Error(format!("writing standard output: {e}"), "output")
     }
 }
 
@@ -264,12 +281,15 @@ fn check(dir: &std::path::Path, finish: bool) -> Result<(), Failure> {
         ))?;
         return Ok(());
     }
-    Err(Failure::Error(format!(
-        "check failed: {} from {} ({} checked)",
-        count(report.differences.len(), "difference"),
-        dir.join(fbunload::MANIFEST_NAME).display(),
-        count(report.files, "file")
-    )))
+    Err(Failure::Error(
+        format!(
+            "check failed: {} from {} ({} checked)",
+            count(report.differences.len(), "difference"),
+            dir.join(fbunload::MANIFEST_NAME).display(),
+            count(report.files, "file")
+        ),
+        "output",
+    ))
 }
 
 /// `fbunload apply OLD CHANGES -o STATE`: a line per table.
@@ -277,8 +297,11 @@ fn apply(
     old: &std::path::Path,
     changes: &std::path::Path,
     output: &std::path::Path,
+    memory_budget: usize,
+    cancel: &AtomicBool,
 ) -> Result<(), Failure> {
-    let tables = fbunload::apply::apply_to_directory(old, changes, output).map_err(describe)?;
+    let tables = fbunload::apply::apply_to_directory(old, changes, output, memory_budget, cancel)
+        .map_err(describe)?;
     for (name, rows) in &tables {
         print_out(format_args!(
             "{}: {}",
@@ -293,6 +316,7 @@ fn apply(
 /// the command to try next.
 fn sample(
     options: &fbunload::sample::SampleOptions,
+    changes: Option<u32>,
     client_lib: Option<&std::path::Path>,
     quiet: bool,
 ) -> Result<(), Failure> {
@@ -301,7 +325,28 @@ fn sample(
         unload = unload.client_library(path);
     }
     let client = unload.load_client().map_err(describe)?;
-    let report = fbunload::sample::create_sample(&client, options, |table| {
+    if let Some(percent) = changes {
+        if !options.database.exists() || options.force {
+            make_sample(&client, options, quiet)?;
+        }
+        let done = fbunload::sample::change_sample(&client, &options.database, percent)
+            .map_err(|e| Failure::Error(format!("sample --changes: {e}"), "database"))?;
+        if !quiet {
+            for line in done {
+                eprintln!("  {line}");
+            }
+        }
+        return Ok(());
+    }
+    make_sample(&client, options, quiet)
+}
+
+fn make_sample(
+    client: &std::sync::Arc<fbunload::sample::Client>,
+    options: &fbunload::sample::SampleOptions,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let sample = fbunload::sample::create_sample(client, options, |table| {
         if !quiet {
             eprintln!(
                 "  {:<19} {:>12}  {:.1} s",
@@ -311,9 +356,25 @@ fn sample(
             );
         }
     })
-    .map_err(|e| Failure::Error(format!("sample: {e}")))?;
+    .map_err(|e| match e {
+        fbunload::sample::SampleError::Exists(path) => Failure::from(format!(
+            "sample: {} already exists and is not the sample these options make (another \
+             database, or other --warehouses or --items): use --force to replace it",
+            path.display()
+        )),
+        e => Failure::Error(format!("sample: {e}"), "database"),
+    })?;
+    let report = sample.report;
     let rows: u64 = report.tables.iter().map(|t| t.rows).sum();
-    if !quiet {
+    if !quiet && sample.reused {
+        eprintln!(
+            "{}: already this sample ({}, {}), kept as it is (--force makes it again). Try:\n  {}",
+            report.database.display(),
+            count(report.tables.len(), "table"),
+            counted(rows, "row"),
+            fbunload::sample::sample_command(&options.database, "out")
+        );
+    } else if !quiet {
         eprintln!(
             "{}: {}, {} in {:.1} s. Try:\n  {}",
             report.database.display(),
@@ -360,8 +421,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         args.output_dir()?;
     }
     if args.overwrite && args.to_stdout() {
-        return Err(Failure::Error(
-            "--overwrite is for an output directory; -o - writes to standard output".into(),
+        return Err(Failure::from(
+            "--overwrite is for an output directory; -o - writes to standard output".to_string(),
         ));
     }
     let options = RunOptions {
@@ -394,7 +455,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     let database = args
         .database
         .clone()
-        .ok_or_else(|| Failure::Error("-d/--database is required".into()))?;
+        .ok_or_else(|| Failure::from("-d/--database is required".to_string()))?;
     if args.typed("password")
         && fbunload::is_plain_path(&database)
         && !args.quiet
@@ -456,6 +517,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
 
     if args.plan {
         let prepared = unload.prepare().map_err(describe)?;
+        if args.progress == args::ProgressMode::Json {
+            // For schedulers: the plan as one JSON object on standard output.
+            let plan =
+                progress::plan_json(&prepared.plan, &prepared.start, &client.source.to_string());
+            return print_out(format_args!("{plan}"));
+        }
         print_out(format_args!("{}", prepared.plan))?;
         print_out(format_args!(
             "server {}, {}, {}, client {}",
@@ -479,6 +546,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     if args.pg_schema.is_some() && args.pg_uri().is_none() {
         return Err(Failure::Error(
             "--pg-schema is for a PostgreSQL output: -o postgresql://USER@HOST:PORT/DBNAME".into(),
+            "usage",
         ));
     }
     if let Some(uri) = args.pg_uri() {
@@ -565,6 +633,20 @@ fn snapshot_text(start: &fbunload::RunStart) -> String {
     }
 }
 
+/// What a `--since` run did with a table, after its line of the summary.
+fn change_text(upserts: u64, change: &fbunload::TableChange) -> String {
+    match &change.whole_because {
+        Some(why) => format!("  read whole: {why}"),
+        None => {
+            let rechecked = match change.rechecked_units {
+                0 => String::new(),
+                n => format!(", {} rechecked", count(n as usize, "unit")),
+            };
+            format!("  changes: +{upserts} -{}{rechecked}", change.deletes)
+        }
+    }
+}
+
 /// The summary printed on stderr after a run.
 fn summary_text(summary: &Summary) -> String {
     use std::fmt::Write;
@@ -585,10 +667,14 @@ fn summary_text(summary: &Summary) -> String {
         };
         let _ = writeln!(
             text,
-            "{:width$}  {:>12}  {:>10.1}{kind}",
+            "{:width$}  {:>12}  {:>10.1}{kind}{}",
             printable(&t.name),
             t.rows,
-            t.bytes as f64 / 1e6
+            t.bytes as f64 / 1e6,
+            t.change
+                .as_ref()
+                .map(|c| change_text(t.rows, c))
+                .unwrap_or_default()
         );
     }
     let mut what = count(
@@ -673,6 +759,7 @@ mod tests {
                 bytes: 2,
                 units: 1,
                 files: Vec::new(),
+                change: None,
             }],
             elapsed: std::time::Duration::from_millis(10),
             verified: false,

@@ -9,10 +9,12 @@ fn main() {
         std::process::exit(fbunload::serve_reader());
     }
     if let Ok(program) = std::env::current_exe() {
-        fbunload::set_reader_command(Some(fbunload::ReaderCommand {
+        // Reader processes run this very program, even if its file is
+        // replaced during the run.
+        fbunload::set_reader_command(Some(fbunload::ReaderCommand::this_program(
             program,
-            args: vec![fbunload::READER_ARG.into()],
-        }));
+            vec![fbunload::READER_ARG.into()],
+        )));
     }
     fbunload_cli::exit(fbunload_cli::run(argv));
 }

@@ -141,6 +141,45 @@ impl Progress for Display {
     }
 }
 
+/// `--plan --progress json`: the plan as one JSON object, every table (or
+/// view, query) with its pointer pages, units and columns.
+pub fn plan_json(plan: &Plan, start: &RunStart, client: &str) -> serde_json::Value {
+    let tables: Vec<_> = plan
+        .tables
+        .iter()
+        .filter(|t| !t.role.is_helper())
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "kind": t.kind.as_str(),
+                "pointer_pages": t.pointer_pages,
+                "units": t.unit_count,
+                "columns": t.columns,
+                "condition": t.condition,
+                "split_by": t.split_by,
+            })
+        })
+        .collect();
+    json!({
+        "event": "plan",
+        "tables": tables,
+        "units": plan.units.len(),
+        "unit_pages": plan.unit_pages,
+        "server": start.server_version,
+        "workers": start.workers,
+        "processes": start.processes,
+        "client": client,
+    })
+}
+
+/// `--progress json`'s last line when a run fails: what failed, its kind
+/// (`usage`, `database`, `output`, `verify`, `interrupted`, ...) and the
+/// exit status that follows, in place of the plain `fbunload: error:` line.
+pub fn error_event(message: &str, kind: &str, exit_code: i32) {
+    let event = json!({"event": "error", "message": message, "kind": kind, "exit_code": exit_code});
+    let _ = writeln!(std::io::stderr().lock(), "{event}");
+}
+
 /// `--progress json`: one JSON object per line on stderr for every event,
 /// and the summary last. Lines are whole: workers write under a lock.
 pub struct JsonLines {
@@ -150,6 +189,10 @@ pub struct JsonLines {
     units: AtomicUsize,
     /// Table names by index, for unit events.
     tables: Mutex<Vec<String>>,
+    /// Of an incremental run (`--since`), how each table is read, by
+    /// name, for table events: why it is read whole, or `None` for its
+    /// changes.
+    modes: Mutex<Vec<(String, Option<String>)>>,
     out: Mutex<std::io::Stderr>,
 }
 
@@ -161,6 +204,7 @@ impl JsonLines {
             units_done: AtomicUsize::new(0),
             units: AtomicUsize::new(0),
             tables: Mutex::new(Vec::new()),
+            modes: Mutex::new(Vec::new()),
             out: Mutex::new(std::io::stderr()),
         }
     }
@@ -183,13 +227,22 @@ impl JsonLines {
             .tables
             .iter()
             .map(|t| {
-                json!({
+                let mut table = json!({
                     "name": t.name,
                     "rows": t.rows,
                     "bytes": t.bytes,
                     "units": t.units,
                     "path": t.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
-                })
+                });
+                if let Some(change) = &t.change {
+                    let mut described = mode_json(change.whole_because.as_deref(), t.rows);
+                    if change.whole_because.is_none() {
+                        described["deletes"] = json!(change.deletes);
+                        described["rechecked_units"] = json!(change.rechecked_units);
+                    }
+                    table["change"] = described;
+                }
+                table
             })
             .collect();
         self.emit(json!({
@@ -208,10 +261,28 @@ impl JsonLines {
     }
 }
 
+/// How an incremental run reads a table: its changes, `rows` upserts,
+/// or whole, and why.
+fn mode_json(whole_because: Option<&str>, rows: u64) -> serde_json::Value {
+    match whole_because {
+        Some(why) => json!({"mode": "full", "reason": why}),
+        None => json!({"mode": "changes", "upserts": rows}),
+    }
+}
+
 impl Progress for JsonLines {
     fn started(&self, plan: &Plan, start: &RunStart) {
         self.units.store(plan.units.len(), Ordering::Relaxed);
         *self.tables.lock().unwrap() = plan.tables.iter().map(|t| t.name.clone()).collect();
+        *self.modes.lock().unwrap() = plan
+            .tables
+            .iter()
+            .filter_map(|t| match &t.role {
+                fbunload::Role::Upserts => Some((t.name.clone(), None)),
+                fbunload::Role::WholeBecause(why) => Some((t.name.clone(), Some(why.clone()))),
+                _ => None,
+            })
+            .collect();
         self.emit(json!({
             "event": "started",
             "seconds": self.seconds(),
@@ -254,12 +325,20 @@ impl Progress for JsonLines {
     }
 
     fn table_finished(&self, table: &str, rows: u64) {
-        self.emit(json!({
+        let mut event = json!({
             "event": "table",
             "seconds": self.seconds(),
             "table": table,
             "rows": rows,
-        }));
+        });
+        let modes = self.modes.lock().unwrap();
+        if let Some((_, why)) = modes.iter().find(|(name, _)| name == table) {
+            // Its deletes and rechecked units are known once the run
+            // ends: in the summary event.
+            event["change"] = mode_json(why.as_deref(), rows);
+        }
+        drop(modes);
+        self.emit(event);
     }
 
     fn warning(&self, message: &str) {

@@ -381,7 +381,11 @@ fn employee_unloads_with_defaults_and_its_schema_sql_makes_the_same_arrays() {
         std::fs::read_to_string(target.join("ARRAYS.csv")).unwrap()
     };
     let source = arrays_of(&db);
-    assert_eq!(source.lines().count(), 2, "{source}");
+    assert_eq!(
+        source.lines().count(),
+        3,
+        "a header and two arrays: {source}"
+    );
     assert_eq!(source, arrays_of(&copy));
 }
 

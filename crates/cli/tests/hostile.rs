@@ -131,7 +131,7 @@ fn a_null_text_that_would_break_records_is_refused() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(out_dir.join("T.tsv")).unwrap(),
-        "a,b\t1\n"
+        "A\tB\na,b\t1\n"
     );
 }
 
@@ -307,7 +307,7 @@ fn none_text_is_decoded_as_the_user_says() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(out_dir.join("LEGACY.csv")).unwrap(),
-        "café\n"
+        "N\ncafé\n"
     );
 }
 
@@ -340,7 +340,9 @@ fn int128_values_of_39_digits_are_refused_or_written_whole() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(csv_dir.join("WIDE.csv")).unwrap(),
-        format!("1,{max_text},1701411834604692317316873037158841057.27\n2,-{max_text},12.34\n")
+        format!(
+            "ID,I,N\n1,{max_text},1701411834604692317316873037158841057.27\n2,-{max_text},12.34\n"
+        )
     );
     for format in ["parquet", "arrow"] {
         let out_dir = dir.path().join(format!("{format}-refused"));
@@ -454,7 +456,7 @@ fn a_second_run_into_the_same_directory_is_refused_not_mixed() {
     );
     assert!(first.wait_with_output().unwrap().status.success());
     let text = std::fs::read_to_string(out.join("BIG.csv")).unwrap();
-    assert_eq!(text.lines().count(), 300000);
+    assert_eq!(text.lines().count(), 1 + 300000, "a header and every row");
     assert_eq!(
         files(&out).into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
         ["BIG.csv", "schema.sql"],
@@ -528,7 +530,7 @@ fn what_a_killed_run_left_is_cleaned_up_by_the_next() {
     assert!(run.status.success(), "{}", stderr(&run));
     assert!(!dead.exists());
     let left = files(&out);
-    assert_eq!(left[0], ("TINY.csv".to_string(), b"1\n".to_vec()));
+    assert_eq!(left[0], ("TINY.csv".to_string(), b"ID\n1\n".to_vec()));
     assert_eq!(left.len(), 2, "TINY.csv and schema.sql only");
 }
 
@@ -609,7 +611,7 @@ fn names_too_long_for_a_file_system_get_a_short_unique_file() {
         })
         .collect();
     contents.sort();
-    assert_eq!(contents, [b"1\n".to_vec(), b"2\n".to_vec()]);
+    assert_eq!(contents, [b"V\n1\n".to_vec(), b"V\n2\n".to_vec()]);
 }
 
 /// Table names with ESC or newline reached the terminal raw in `--plan`,
@@ -851,6 +853,67 @@ fn a_comment_ended_by_a_carriage_return_cannot_widen_a_unit() {
     let big = manifest_entry(&manifest, "BIG");
     assert_eq!(big["rows"], 50);
     assert_eq!(big["where"], condition, "kept as given");
+}
+
+/// The client library is found by asking Python where `firebird-embedded`
+/// keeps it, with `python3 -c`, which imports from its working directory
+/// first: a `./firebird/embedded/provider.py` planted where fbunload runs
+/// chose the library fbunload loaded (and gave the password). It is
+/// asked from `/`: the planted code never runs and the run completes.
+#[test]
+fn the_client_library_lookup_imports_nothing_from_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "lookup.fdb", 4096);
+    execute(&db, &["CREATE TABLE T (ID INTEGER)", "INSERT INTO T VALUES (1)"]);
+    let planted = dir.path().join("planted");
+    let package = planted.join("firebird").join("embedded");
+    std::fs::create_dir_all(&package).unwrap();
+    let marker = dir.path().join("planted-code-ran");
+    let code = format!("open({:?}, 'a').write('ran')\n", marker.to_str().unwrap());
+    std::fs::write(planted.join("firebird").join("__init__.py"), &code).unwrap();
+    std::fs::write(package.join("__init__.py"), &code).unwrap();
+    std::fs::write(package.join("provider.py"), &code).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(&db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "-o", out_dir.to_str().unwrap()])
+        // As a user's: no FIREBIRD (this test process set it when it
+        // loaded the library), so the library is looked for.
+        .env_remove("FIREBIRD")
+        .current_dir(&planted)
+        .output()
+        .unwrap();
+    assert!(!marker.exists(), "the planted firebird package ran");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// A reader process whose run is gone (its output pipe closed: the run
+/// was interrupted or ended) says nothing on the terminal, where it
+/// printed its failure ("Broken pipe" after a Ctrl-C), and ends with
+/// status 1.
+#[test]
+fn a_reader_process_whose_run_is_gone_says_nothing() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("--fbunload-reader-process")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run's end of the reader's output goes first.
+    drop(child.stdout.take());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&[0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0])
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "");
 }
 
 /// A reader process takes its orders only from its run, over its

@@ -122,7 +122,7 @@ fn the_manifest_lists_every_file_with_its_hash_rows_and_types() {
         let bytes = std::fs::metadata(&path).unwrap().len();
         assert_eq!(files[0]["bytes"], bytes);
         assert_eq!(t["bytes"], bytes);
-        let rows = csv_records(&path).len() as i64 - 1;
+        let rows = csv_records(&path).len() as i64;
         assert_eq!(t["rows"].as_i64(), Some(rows), "{name}");
         assert_eq!(rows, count(&db, name), "{name}");
         assert_eq!(t["verified"], true);
@@ -394,7 +394,7 @@ fn overwrite_removes_only_what_the_old_manifest_lists() {
     std::fs::write(legacy.join("GONE.csv"), b"old\n").unwrap();
     let run = unload_into(&db, &legacy, &["--overwrite", "-t", "OTHER"]);
     assert!(run.status.success(), "{}", stderr(&run));
-    assert_eq!(std::fs::read(legacy.join("OTHER.csv")).unwrap(), b"7\n");
+    assert_eq!(std::fs::read(legacy.join("OTHER.csv")).unwrap(), b"K\n7\n");
     assert_eq!(std::fs::read(legacy.join("GONE.csv")).unwrap(), b"old\n");
     let m = read_manifest(&legacy);
     assert_eq!(m["tables"].as_array().unwrap().len(), 1);
@@ -406,7 +406,7 @@ fn standard_output_writes_no_manifest_and_takes_no_overwrite() {
     let db = shop(dir.path());
     let run = fbunload(&db, &["-t", "OTHER", "-o", "-"]);
     assert!(run.status.success(), "{}", stderr(&run));
-    assert_eq!(run.stdout, b"7\n");
+    assert_eq!(run.stdout, b"K\n7\n");
     let run = fbunload(&db, &["-t", "OTHER", "-o", "-", "--overwrite"]);
     assert_eq!(run.status.code(), Some(1));
     assert!(stderr(&run).contains("--overwrite is for an output directory"));

@@ -251,14 +251,14 @@ fn views_are_unloaded_verified_and_listed_with_tables_when_asked() {
     );
     let names: Vec<String> = files(&out_dir).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["V_JOINED.csv", "V_RICH.csv"]);
-    let joined = csv_records(&out_dir.join("V_JOINED.csv"));
+    let joined = csv_lines(&out_dir.join("V_JOINED.csv"));
     assert_eq!(joined[0], ["BIG_ID", "CUSTOMER"]);
     assert_eq!(
         joined[1..].to_vec(),
         engine_rows(&db, "SELECT BIG_ID, CUSTOMER FROM V_JOINED")
     );
     // DECFLOAT is cast to text by the server, as a table's column is.
-    let rich = csv_records(&out_dir.join("V_RICH.csv"));
+    let rich = csv_lines(&out_dir.join("V_RICH.csv"));
     assert_eq!(rich.len(), 7, "{rich:?}");
     assert!(rich[1][2].starts_with("2"), "{rich:?}");
     let manifest = read_manifest(&out_dir);
@@ -962,4 +962,58 @@ fn non_ascii_literals_read_as_the_engine_reads_them() {
         ),
         [row(&["1", "café"])]
     );
+}
+
+/// Firebird allows more decimals than digits: a literal of 20 decimals
+/// is a BIGINT of scale -20 (fbunload panicked: "scale 20 is greater
+/// than precision 19"), one of 38 an INT128 of scale -38. Each is
+/// written exactly, in every format.
+#[test]
+fn literals_with_more_decimals_than_digits_are_written_exactly() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "lit.fdb", 4096);
+    let literals = [
+        "0.00000000000000000001",
+        "-0.000000000000000000000000000000000001",
+        "0.00000000000000000000000000000000000012",
+        "0.99999999999999999999",
+    ];
+    let sql = format!(
+        "SELECT {} FROM RDB$DATABASE",
+        literals
+            .iter()
+            .enumerate()
+            .map(|(i, l)| format!("{l} AS X{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for format in ["jsonl", "parquet", "csv"] {
+        let out_dir = dir.path().join(format);
+        let out = fbunload(
+            &db,
+            &[
+                "--query",
+                &sql,
+                "--name",
+                "Q",
+                "-f",
+                format,
+                "--verify",
+                "-o",
+                out_dir.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{format}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+    let text = std::fs::read_to_string(dir.path().join("jsonl/Q.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    for (i, literal) in literals.iter().enumerate() {
+        assert_eq!(rows[0][format!("X{i}")], *literal, "X{i}: {text}");
+    }
 }

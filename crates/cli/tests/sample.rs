@@ -72,14 +72,28 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
     let quiet = fbunload_in(dir.path(), &["-d", "try.fdb", "-t", "ITEM", "-o", "o3"]);
     assert!(!stderr(&quiet).contains("password"), "{}", stderr(&quiet));
 
+    // The same sample again is kept, so that a tutorial runs twice.
     let again = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300"]);
+    let said = stderr(&again);
+    assert!(again.status.success(), "{said}");
+    assert!(said.contains("already this sample") && said.contains("kept"), "{said}");
+    assert!(std::fs::metadata(dir.path().join("out/ITEM.csv")).is_ok());
+    // Another size, or another database, is refused.
+    let other = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "200"]);
     let path = dir.path().canonicalize().unwrap().join("try.fdb");
     assert_refused_in_one_line(
-        &again,
+        &other,
         &format!(
-            "sample: {} already exists (use --force to replace it)",
+            "sample: {} already exists and is not the sample these options make",
             path.display()
         ),
+    );
+    std::fs::write(dir.path().join("mine.fdb"), b"not a database").unwrap();
+    let mine = fbunload_in(dir.path(), &["sample", "mine.fdb", "--items", "300"]);
+    assert!(!mine.status.success());
+    assert_eq!(
+        std::fs::read(dir.path().join("mine.fdb")).unwrap(),
+        b"not a database"
     );
     let forced = fbunload_in(
         dir.path(),
@@ -87,4 +101,38 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
     );
     assert!(forced.status.success(), "{}", stderr(&forced));
     assert_eq!(stderr(&forced), "", "-q says nothing");
+}
+
+/// `fbunload sample DB --changes N` changes rows so that an incremental
+/// run (`--since`) has updates, deletes and inserts to write, with
+/// fbunload alone.
+#[test]
+fn sample_changes_make_an_incremental_run_find_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300", "-q"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let tables = ["-t", "STOCK|CUSTOMER|ORDER_LINE|ITEM"];
+    let mut full = vec!["-d", "try.fdb", "-q", "--keep-keys", "-o", "night0"];
+    full.extend(tables);
+    let night0 = fbunload_in(dir.path(), &full);
+    assert!(night0.status.success(), "{}", stderr(&night0));
+    let changed = fbunload_in(dir.path(), &["sample", "try.fdb", "--changes", "20"]);
+    let said = stderr(&changed);
+    assert!(changed.status.success(), "{said}");
+    assert!(said.contains("ORDER_LINE: rows deleted"), "{said}");
+    let mut since = vec!["-d", "try.fdb", "-q", "--since", "night0", "-o", "night1"];
+    since.extend(tables);
+    let night1 = fbunload_in(dir.path(), &since);
+    assert!(night1.status.success(), "{}", stderr(&night1));
+    let rows = |name: &str| csv_records(&dir.path().join("night1").join(name)).len();
+    // 20 % of 300 STOCK rows and of 300 ITEM rows, of 30,000 customers and
+    // about 300,000 order lines: far from none, far from all.
+    assert!((20..150).contains(&rows("STOCK.upserts.csv")), "{}", rows("STOCK.upserts.csv"));
+    assert!((20..150).contains(&rows("ITEM.upserts.csv")), "{}", rows("ITEM.upserts.csv"));
+    assert!(rows("CUSTOMER.upserts.csv") > 3000);
+    assert!(rows("ORDER_LINE.deletes.csv") > 30_000);
+    assert_eq!(rows("ORDER_LINE.upserts.csv"), 0);
+    // A changed sample is no longer the sample: making it is refused.
+    let again = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300"]);
+    assert!(!again.status.success());
 }

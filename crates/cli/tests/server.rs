@@ -328,7 +328,7 @@ fn firebird_3_is_unloaded_in_one_consistent_transaction() {
     assert_eq!(a[123], vec!["123", "n123", "1.23"]);
     assert_eq!(
         std::fs::read_to_string(out_dir.join("B.csv")).unwrap(),
-        "7\n"
+        "ID\n7\n"
     );
 }
 

@@ -1341,3 +1341,199 @@ fn a_stalled_server_ends_a_run_of_reader_processes_after_the_stall_timeout() {
     assert_eq!(files(&out), before, "{err}");
     assert!(all_end(&readers), "a reader process outlived the run");
 }
+
+/// The reader processes of `child` (the run), each stopped (SIGSTOP) as
+/// soon as it runs the reader's program, before it can attach: looked for
+/// every millisecond. Returns them once `count` are stopped.
+fn stop_readers_at_birth(child: &mut std::process::Child, count: usize, arg: &str) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut stopped: Vec<u32> = Vec::new();
+    while stopped.len() < count {
+        for pid in children_of(child.id()) {
+            let runs_reader = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(arg));
+            if runs_reader && !stopped.contains(&pid) {
+                // SAFETY: kill(2) with a pid and a signal.
+                assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0);
+                stopped.push(pid);
+            }
+        }
+        assert!(Instant::now() < deadline, "no reader processes started");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    stopped
+}
+
+/// Reader processes stopped at birth (SIGSTOP) never attach: the run
+/// ends at --stall-timeout with one error line naming the stopped reader
+/// process (not "no answer from the database"), keeps nothing and leaves
+/// no reader process; without a stall timeout, Ctrl-C ends it at once
+/// (status 130), not after 10 s blaming the server. Both hung for ever.
+#[test]
+fn reader_processes_stopped_at_birth_end_at_the_stall_timeout_or_a_signal() {
+    let Some(server) = fb5("reader_processes_stopped_at_birth_end_at_the_stall_timeout_or_a_signal")
+    else {
+        return;
+    };
+    let file = server.file("procbirth");
+    let _removed = Removed(file.clone());
+    create_wide(&server, &file);
+    let dir = tempfile::tempdir().unwrap();
+    for (name, stall) in [("stall", "3"), ("signal", "0")] {
+        let out = dir.path().join(name);
+        let args = ["-j", "4", "--processes", "2", "--stall-timeout", stall, "-o"];
+        let mut child = server
+            .command(&file, &args)
+            .arg(&out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let readers = stop_readers_at_birth(&mut child, 2, "--fbunload-reader-process");
+        let since = Instant::now();
+        if stall == "0" {
+            std::thread::sleep(Duration::from_millis(500));
+            // SAFETY: kill(2) with a pid and a signal.
+            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        }
+        let deadline = since + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                for pid in &readers {
+                    // SAFETY: kill(2) with a pid and a signal.
+                    unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+                }
+                panic!("{name}: the run still runs 30 s after its readers were stopped");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let waited = since.elapsed();
+        let ended = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&ended.stderr);
+        let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+        if stall == "3" {
+            assert_eq!(ended.status.code(), Some(1), "{err}");
+            assert!(waited < Duration::from_secs(10), "{waited:?}: {err}");
+            assert_eq!(errors.len(), 1, "one error line: {err}");
+            assert!(
+                errors[0].contains("reader process") && errors[0].contains("is stopped"),
+                "{err}"
+            );
+            assert!(!err.contains("no answer from the database"), "{err}");
+        } else {
+            assert_eq!(ended.status.code(), Some(130), "{err}");
+            assert!(waited < Duration::from_secs(3), "{waited:?}: {err}");
+            // Not after the 10 s grace, blaming the server.
+            assert!(!err.contains("did not end a wait") && !err.contains("no answer"), "{err}");
+        }
+        assert!(!err.contains("Broken pipe"), "{err}");
+        assert!(!out.join("manifest.json").exists(), "{err}");
+        assert!(all_end(&readers), "{name}: a reader process outlived the run");
+    }
+}
+
+/// The server stops answering (SIGSTOP) as the reader processes start,
+/// before they attach: the run ends at --stall-timeout, as a run of
+/// threads does, instead of waiting for ever.
+#[test]
+fn a_server_stopped_as_reader_processes_start_ends_the_run_at_the_stall_timeout() {
+    let Some(private) = PrivateServer::start(
+        "a_server_stopped_as_reader_processes_start_ends_the_run_at_the_stall_timeout",
+    ) else {
+        return;
+    };
+    let server = private.as_fb5();
+    let file = server.file("procsrvstop");
+    create_wide(&server, &file);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let args = ["-j", "6", "--processes", "3", "--stall-timeout", "3", "-o"];
+    let mut child = server
+        .command(&file, &args)
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As soon as the first reader process runs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !children_of(child.id()).iter().any(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--fbunload-reader-process"))
+    }) {
+        assert!(Instant::now() < deadline, "no reader processes started");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    private.signal("-STOP");
+    let waited = wait_for_end(&mut child, &private, Instant::now(), "its server stopped");
+    private.signal("-CONT");
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(1), "{err}");
+    assert!(waited < Duration::from_secs(15), "{waited:?}: {err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {err}");
+    assert!(errors[0].contains("no answer from the database for 3 s"), "{err}");
+    assert!(!out.join("manifest.json").exists(), "{err}");
+}
+
+/// The program's file replaced (an upgrade, `mv` over it) or deleted
+/// while a run starts: its reader processes still run the program that
+/// runs, never the new file, which would get the password.
+#[test]
+fn reader_processes_run_the_running_program_not_its_replaced_file() {
+    let Some(server) = fb5("reader_processes_run_the_running_program_not_its_replaced_file") else {
+        return;
+    };
+    let file = server.file("procexe");
+    let _removed = Removed(file.clone());
+    create_wide(&server, &file);
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    let run = server.fbunload(&file, &["-q", "-j", "1", "-o", one.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let wide = |out: &Path| files(out).into_iter().find(|(n, _)| n == "WIDE.csv");
+    for replace in [true, false] {
+        let bin = dir.path().join(format!("bin-{replace}"));
+        std::fs::create_dir(&bin).unwrap();
+        let program = bin.join("fbunload");
+        std::fs::copy(env!("CARGO_BIN_EXE_fbunload"), &program).unwrap();
+        let marker = dir.path().join(format!("planted-ran-{replace}"));
+        let out = dir.path().join(format!("out-{replace}"));
+        // The test's command line, run from the copy.
+        let command = server.command(&file, &["-j", "4", "--processes", "2", "-o"]);
+        let child = Command::new(&program)
+            .args(command.get_args())
+            .arg(&out)
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env_remove("FBUNLOAD_TEST_FB5_PASSWORD")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Held before it can start a reader process (it has yet to attach
+        // and plan), while its file changes.
+        // SAFETY: kill(2) with a pid and a signal.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) }, 0);
+        if replace {
+            let planted = bin.join("fbunload.new");
+            std::fs::write(
+                &planted,
+                format!("#!/bin/sh\ncat > '{}'\n", marker.display()),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&planted, &program).unwrap();
+        } else {
+            std::fs::remove_file(&program).unwrap();
+        }
+        // SAFETY: kill(2) with a pid and a signal.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGCONT) }, 0);
+        let ended = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&ended.stderr);
+        assert!(!marker.exists(), "the new file ran as a reader process and was sent the setup");
+        assert!(ended.status.success(), "replaced: {replace}: {err}");
+        assert!(err.contains("in 2 reader processes"), "{err}");
+        assert!(wide(&out) == wide(&one), "not the -j 1 table");
+    }
+}

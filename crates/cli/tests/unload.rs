@@ -98,7 +98,7 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
         for table in ["BIG", "MID", "SMALL", "lower case", "My \"odd\" table"] {
             let records = csv_records(&out_dir.join(format!("{table}.csv")));
             assert_eq!(
-                records.len() as i64 - 1,
+                records.len() as i64,
                 count(&db, table),
                 "{label}, {table}: rows vs COUNT(*)"
             );
@@ -123,7 +123,7 @@ fn output_is_complete_and_byte_identical_for_any_parallelism() {
     }
 
     let out_dir = dir.path().join("2_workers");
-    let ids: std::collections::BTreeSet<i64> = csv_records(&out_dir.join("BIG.csv"))[1..]
+    let ids: std::collections::BTreeSet<i64> = csv_records(&out_dir.join("BIG.csv"))
         .iter()
         .map(|r| r[0].parse().unwrap())
         .collect();
@@ -591,12 +591,12 @@ fn columns_and_where_keep_the_units_parallel_and_the_output_identical() {
         outputs[0] == outputs[1],
         "--where must not depend on the units"
     );
-    let big = csv_records(&dir.path().join("chosen-0/BIG.csv"));
+    let big = csv_lines(&dir.path().join("chosen-0/BIG.csv"));
     assert_eq!(big[0], ["C", "ID"]);
     let ids: Vec<i64> = big[1..].iter().map(|r| r[1].parse().unwrap()).collect();
     let expected: Vec<i64> = (0..120_000).filter(|i| i % 7 == 3).collect();
     assert_eq!(ids, expected, "every chosen row once, in DB_KEY order");
-    let mid = csv_records(&dir.path().join("chosen-0/MID.csv"));
+    let mid = csv_lines(&dir.path().join("chosen-0/MID.csv"));
     assert_eq!(mid.len(), 11, "header and rows with ID < 10: {mid:?}");
     assert!(mid.iter().all(|r| r.len() == 1));
 
@@ -733,6 +733,71 @@ fn progress_json_is_one_event_per_line_and_the_summary_last() {
         .map(|e| e["seconds"].as_f64().unwrap())
         .collect();
     assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "{seconds:?}");
+}
+
+/// `--plan --progress json`: the plan as one JSON object on stdout.
+#[test]
+fn plan_with_progress_json_is_one_json_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let out = fbunload(&db, &["--plan", "--progress", "json", "-j", "2", "--unit-pages", "8"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(plan["event"], "plan");
+    let tables = plan["tables"].as_array().unwrap();
+    let names: Vec<&str> = tables.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["BIG", "MID", "My \"odd\" table", "SMALL", "lower case"]);
+    let big = &tables[0];
+    assert!(big["pointer_pages"].as_u64().unwrap() > 1, "{big}");
+    assert_eq!(big["columns"][0], "ID");
+    let units: u64 = tables.iter().map(|t| t["units"].as_u64().unwrap()).sum();
+    assert_eq!(plan["units"].as_u64(), Some(units));
+    assert!(big["units"].as_u64().unwrap() > 1, "{big}");
+}
+
+/// A failed run under `--progress json` ends with an error event, not a
+/// line of plain text, and keeps its exit status: a table that is not
+/// there, a bad condition, an output directory that cannot be made.
+#[test]
+fn progress_json_ends_a_failed_run_with_an_error_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = multi_page_db(dir.path());
+    let out_dir = dir.path().join("out");
+    let blocked = dir.path().join("a-file");
+    std::fs::write(&blocked, b"").unwrap();
+    let inside = blocked.join("out");
+    for (args, kind, says) in [
+        (vec!["-t", "NOPE"], "usage", "NOPE is not the name of a table"),
+        (vec!["-t", "BIG", "--where", "ID < (1"], "usage", "is not closed"),
+        (
+            vec!["-t", "BIG", "-o", inside.to_str().unwrap()],
+            "output",
+            "a-file",
+        ),
+    ] {
+        let mut all = args.clone();
+        if !all.contains(&"-o") {
+            all.extend(["-o", out_dir.to_str().unwrap()]);
+        }
+        all.extend(["--progress", "json"]);
+        let run = fbunload(&db, &all);
+        assert_eq!(run.status.code(), Some(1), "{args:?}");
+        let err = stderr(&run);
+        let last = err.lines().last().unwrap_or_default();
+        let event: serde_json::Value =
+            serde_json::from_str(last).unwrap_or_else(|e| panic!("{args:?}: {e}: {err}"));
+        assert_eq!(event["event"], "error", "{err}");
+        assert_eq!(event["kind"], kind, "{args:?}: {err}");
+        assert_eq!(event["exit_code"], 1);
+        let message = event["message"].as_str().unwrap();
+        assert!(message.contains(says), "{args:?}: {message}");
+        // Every line of stderr is JSON.
+        for line in err.lines() {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("{e}: {line}"));
+        }
+    }
 }
 
 /// Tests run side by side and start child processes; a database this

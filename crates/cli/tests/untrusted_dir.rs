@@ -208,7 +208,7 @@ fn an_output_directory_named_through_a_link_is_resolved_once() {
     for args in [&["-o", l][..], &["--overwrite", "-o", l]] {
         let run = fbunload(&db, args);
         assert!(run.status.success(), "{args:?}: {}", stderr(&run));
-        assert_eq!(fs::read(real.join("TINY.csv")).unwrap(), b"1\n");
+        assert_eq!(fs::read(real.join("TINY.csv")).unwrap(), b"ID\n1\n");
         assert!(!real.join(SWITCH).exists());
         let checked = fbunload_check(&link);
         assert!(

@@ -97,8 +97,9 @@ mod sdl {
 
 impl ArrayShape {
     /// Elements in a whole array.
+    /// Saturates: the catalog's bounds may multiply past `usize`.
     pub fn len(&self) -> usize {
-        self.dimension_lengths().product()
+        self.dimension_lengths().fold(1, usize::saturating_mul)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -114,7 +115,7 @@ impl ArrayShape {
 
     /// Bytes of a whole array's slice.
     pub fn slice_size(&self) -> usize {
-        self.len() * self.element.size()
+        self.len().saturating_mul(self.element.size())
     }
 
     /// The SDL that reads or writes the whole array, elements in row-major

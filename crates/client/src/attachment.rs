@@ -471,6 +471,19 @@ impl Transaction {
             })
     }
 
+    /// The oldest snapshot when this transaction started: the least of
+    /// what every transaction alive then took as its oldest active one
+    /// (its own included), so no transaction alive then, active or
+    /// prepared, is below it.
+    pub fn oldest_snapshot(&self) -> Result<u64, ClientError> {
+        let reply = self.info(&[item::INFO_TRA_OLDEST_SNAPSHOT])?;
+        info_value(&reply, item::INFO_TRA_OLDEST_SNAPSHOT)
+            .map(le_uint)
+            .ok_or_else(|| {
+                ClientError::Invalid("the server did not report the oldest snapshot".into())
+            })
+    }
+
     fn info(&self, items: &[u8]) -> Result<Vec<u8>, ClientError> {
         info(
             self.client(),

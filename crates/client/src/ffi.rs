@@ -113,6 +113,7 @@ pub mod item {
     pub const INFO_TRA_ID: u8 = 4;
     pub const INFO_TRA_SNAPSHOT_NUMBER: u8 = 12;
     pub const INFO_TRA_OLDEST_INTERESTING: u8 = 5;
+    pub const INFO_TRA_OLDEST_SNAPSHOT: u8 = 6;
     pub const INFO_TRA_OLDEST_ACTIVE: u8 = 7;
 }
 

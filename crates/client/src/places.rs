@@ -196,11 +196,18 @@ fn embedded_runtime_root() -> Option<PathBuf> {
         &["python3", "python"]
     };
     for python in interpreters {
-        let Ok(out) = std::process::Command::new(python)
+        let mut command = std::process::Command::new(python);
+        command
             .args(["-c", script])
-            .stderr(std::process::Stdio::null())
-            .output()
-        else {
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        // `python -c` imports from its working directory first: a
+        // `./firebird/embedded/provider.py` planted there would choose the
+        // client library this process loads (and hands the password).
+        // From `/` nothing can be planted.
+        #[cfg(unix)]
+        command.current_dir("/");
+        let Some(out) = output_within(command, PYTHON_LOOKUP_LIMIT) else {
             continue;
         };
         if out.status.success() {
@@ -211,6 +218,32 @@ fn embedded_runtime_root() -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// How long the interpreter asked where `firebird-embedded` is may take.
+const PYTHON_LOOKUP_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `command`'s output, if it ends within `limit` (else it is killed: a
+/// lookup must not hang the run).
+fn output_within(
+    mut command: std::process::Command,
+    limit: std::time::Duration,
+) -> Option<std::process::Output> {
+    let mut child = command.spawn().ok()?;
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return child.wait_with_output().ok(),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
 }
 
 /// The folder of the default Firebird server instance, as the Windows

@@ -395,7 +395,16 @@ fn append_scalar(
                 }
             })
         }
-        (Builder::Decimal256(b), _) => b.append_value(arrow_buffer::i256::from_i128(ne!(i128))),
+        // INT128, or a narrower integer with more decimals than Decimal128
+        // holds.
+        (Builder::Decimal256(b), ColumnKind::Decimal { width, .. }) => {
+            b.append_value(arrow_buffer::i256::from_i128(match width {
+                2 => ne!(i16) as i128,
+                4 => ne!(i32) as i128,
+                8 => ne!(i64) as i128,
+                _ => ne!(i128),
+            }))
+        }
         (Builder::Float32(b), _) => b.append_value(ne!(f32)),
         (Builder::Float64(b), _) => b.append_value(ne!(f64)),
         (Builder::Date(b), _) => b.append_value(ne!(i32) - MJD_UNIX_EPOCH),
@@ -582,14 +591,14 @@ fn new_builder(column: &OutputColumn, rows: usize) -> Builder {
         } if precision > crate::types::DECIMAL128_DIGITS => Builder::Decimal256(
             Decimal256Builder::with_capacity(rows)
                 .with_precision_and_scale(precision, scale)
-                .expect("precision and scale come from the storage type"),
+                .expect("types.rs makes precision and scale that Arrow takes"),
         ),
         ColumnKind::Decimal {
             precision, scale, ..
         } => Builder::Decimal(
             Decimal128Builder::with_capacity(rows)
                 .with_precision_and_scale(precision, scale)
-                .expect("precision and scale come from the storage type"),
+                .expect("types.rs makes precision and scale that Arrow takes"),
         ),
         ColumnKind::Float32 => Builder::Float32(Float32Builder::with_capacity(rows)),
         ColumnKind::Float64 => Builder::Float64(Float64Builder::with_capacity(rows)),
@@ -777,6 +786,86 @@ mod tests {
         );
     }
 
+    /// Whatever scale the server describes an integer with (Firebird
+    /// allows more decimals than digits: `0.00000000000000000001` is a
+    /// BIGINT of scale -20), the column maps exactly or is refused with
+    /// a message: never a panic, and every storage value decodes.
+    #[test]
+    fn every_scale_the_server_gives_maps_exactly_or_is_refused() {
+        use crate::types::{TypeOptions, DECIMAL256_MAX_SCALE};
+        use arrow_array::types::Decimal256Type;
+        use fbunload_client::{sql_type, ColumnDesc};
+        for (sql, width) in [
+            (sql_type::SHORT, 2usize),
+            (sql_type::LONG, 4),
+            (sql_type::INT64, 8),
+            (sql_type::INT128, 16),
+        ] {
+            for decimal256 in [false, true] {
+                for scale in -200i16..=200 {
+                    let desc = ColumnDesc {
+                        name: "C".into(),
+                        sql_type: sql,
+                        scale,
+                        subtype: 1,
+                        length: width as u16,
+                        nullable: true,
+                    };
+                    let options = TypeOptions {
+                        none_text: TextDecoder::UTF8,
+                        decimal256,
+                    };
+                    let column = match OutputColumn::new("C", &desc, None, &options) {
+                        Ok(column) => column,
+                        Err(e) => {
+                            assert!(
+                                scale > 0 || -scale > DECIMAL256_MAX_SCALE as i16,
+                                "{sql} scale {scale}: {e}"
+                            );
+                            assert!(!e.contains('\n'), "{e}");
+                            continue;
+                        }
+                    };
+                    let mut dec = decoder(vec![column]);
+                    // The largest magnitude the storage holds (Decimal128
+                    // refuses a 39-digit INT128 with a message instead).
+                    let mut value = vec![0x7fu8; width];
+                    value[..width - 1].fill(0xff);
+                    if cfg!(target_endian = "big") {
+                        value.reverse();
+                    }
+                    let appended = dec.append_with(|_| Some(&value[..]), no_blobs);
+                    let batch = dec.take_batch().unwrap();
+                    let expected = match width {
+                        2 => i16::MAX as i128,
+                        4 => i32::MAX as i128,
+                        8 => i64::MAX as i128,
+                        _ => i128::MAX,
+                    };
+                    match batch.schema().field(0).data_type() {
+                        DataType::Int16 | DataType::Int32 | DataType::Int64 => assert_eq!(scale, 0),
+                        DataType::Decimal128(_, s) => {
+                            assert_eq!(*s as i16, -scale);
+                            if appended.is_ok() {
+                                let got = batch.column(0).as_primitive::<Decimal128Type>();
+                                assert_eq!(got.value(0), expected, "{sql} scale {scale}");
+                            } else {
+                                assert_eq!(width, 16);
+                            }
+                        }
+                        DataType::Decimal256(_, s) => {
+                            assert_eq!(*s as i16, -scale);
+                            appended.unwrap();
+                            let got = batch.column(0).as_primitive::<Decimal256Type>();
+                            assert_eq!(got.value(0).as_i128(), expected, "{sql} scale {scale}");
+                        }
+                        other => panic!("{sql} scale {scale}: {other}"),
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn padding_is_trimmed_at_every_length() {
         for value in ["", "a", " a", "abcdefgh", "abcdefghi"] {
@@ -935,6 +1024,42 @@ mod tests {
             text.contains("LEGACY") && text.contains("--charset"),
             "{text}"
         );
+    }
+
+    /// Bounds the catalog gives that multiply past any buffer (or past
+    /// `usize`) are refused with a message, never an overflow or an
+    /// allocation.
+    #[test]
+    fn an_array_too_big_to_read_is_refused() {
+        use fbunload_client::{ColumnDesc, ElementType};
+        for bounds in [
+            vec![(i32::MIN, i32::MAX); 3],
+            vec![(1, 70_000), (1, 70_000)],
+            vec![(-2_000_000_000, 2_000_000_000)],
+        ] {
+            let shape = ArrayShape {
+                relation: "T".into(),
+                field: "A".into(),
+                element: ElementType {
+                    code: element::INT64,
+                    scale: 0,
+                    length: 8,
+                    charset: 0,
+                },
+                bounds,
+            };
+            let desc = ColumnDesc {
+                name: "A".into(),
+                sql_type: fbunload_client::sql_type::ARRAY,
+                scale: 0,
+                subtype: 0,
+                length: 8,
+                nullable: true,
+            };
+            let options = crate::types::TypeOptions::default();
+            let err = OutputColumn::with_array("A", &desc, None, Some(&shape), &options).unwrap_err();
+            assert!(err.contains("more than 2 GiB"), "{err}");
+        }
     }
 
     #[test]

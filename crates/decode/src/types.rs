@@ -5,7 +5,7 @@
 //! |-------------------------------|--------------------------------|------|
 //! | SMALLINT / INTEGER / BIGINT   | Int16 / Int32 / Int64          | |
 //! | INT128                        | Decimal128(38, 0)              | Decimal256(39, 0) with [`TypeOptions::decimal256`]: INT128 holds 39 digits |
-//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19), or 38 for INT128-backed (p > 18); Decimal256(39, s) with [`TypeOptions::decimal256`] |
+//! | NUMERIC/DECIMAL(p, s)         | Decimal128(P, s)               | P = digits the storage type can hold (5, 10, 19), or 38 for INT128-backed (p > 18); Decimal256(39, s) with [`TypeOptions::decimal256`]; P = s where s is more (Decimal256 past 38), more than 76 decimals refused |
 //!
 //! The Arrow type follows the declared type, never the data, so every
 //! unload of a table has one schema. Integers and NUMERIC/DECIMAL get the
@@ -54,6 +54,8 @@ pub const ARRAY_BOUNDS_METADATA_KEY: &str = "fbunload.array_bounds";
 
 /// Digits Arrow's Decimal128 holds.
 pub const DECIMAL128_DIGITS: u8 = 38;
+/// Decimals Arrow's Decimal256 holds.
+pub const DECIMAL256_MAX_SCALE: u8 = arrow_schema::DECIMAL256_MAX_SCALE as u8;
 /// Digits INT128 needs: its largest value,
 /// 170141183460469231731687303715884105727, has 39.
 pub const INT128_DIGITS: u8 = 39;
@@ -178,7 +180,7 @@ impl OutputColumn {
                 width: 16, scale, ..
             } if options.decimal256 => ColumnKind::Decimal {
                 width: 16,
-                precision: INT128_DIGITS,
+                precision: INT128_DIGITS.max(scale.max(0) as u8),
                 scale,
             },
             kind => kind,
@@ -215,6 +217,20 @@ impl OutputColumn {
         shape: &ArrayShape,
         options: &TypeOptions,
     ) -> Result<Self, String> {
+        // The slice call takes its length as a 32-bit number; bounds that
+        // multiply past it are refused here, before a buffer is sized.
+        if shape.slice_size() > i32::MAX as usize {
+            let bounds: Vec<String> = shape
+                .bounds
+                .iter()
+                .map(|(lower, upper)| format!("{lower}:{upper}"))
+                .collect();
+            return Err(format!(
+                "ARRAY [{}] holds more than 2 GiB, more than one read of it can; leave the \
+                 column out",
+                bounds.join(", ")
+            ));
+        }
         let element_desc = element_desc(&shape.element).ok_or_else(|| {
             format!(
                 "ARRAY of element type {} is not supported",
@@ -356,10 +372,34 @@ fn text_charset(desc: &ColumnDesc) -> u8 {
 
 fn kind_of(desc: &ColumnDesc) -> Result<ColumnKind, String> {
     let scale = desc.scale;
-    let decimal = |width: u8, precision: u8| ColumnKind::Decimal {
-        width,
-        precision,
-        scale: (-scale) as i8,
+    let integer = matches!(
+        desc.sql_type,
+        sql_type::SHORT | sql_type::LONG | sql_type::INT64 | sql_type::INT128
+    );
+    if integer && scale > 0 {
+        return Err(format!(
+            "{}: a positive scale is not Firebird's; cast the column in the query",
+            type_name_of(desc)
+        ));
+    }
+    if integer && -i32::from(scale) > i32::from(DECIMAL256_MAX_SCALE) {
+        return Err(format!(
+            "{} has more decimals than Arrow's decimal holds ({DECIMAL256_MAX_SCALE}); cast it \
+             to fewer decimals or to VARCHAR in the query",
+            type_name_of(desc)
+        ));
+    }
+    // Firebird allows more decimals than digits (a literal 0.000…001 of
+    // 20 decimals is a BIGINT of scale -20); Arrow does not, so such a
+    // decimal is as wide as its decimals: every value of the storage
+    // still fits, all after the point.
+    let decimal = |width: u8, precision: u8| {
+        let scale = (-scale) as u8;
+        ColumnKind::Decimal {
+            width,
+            precision: precision.max(scale),
+            scale: scale as i8,
+        }
     };
     Ok(match desc.sql_type {
         sql_type::SHORT if scale < 0 => decimal(2, 5),

@@ -228,7 +228,7 @@ impl OutputDir {
     }
 
     /// A new file `name` in the staging directory.
-    pub(crate) fn create(&self, name: &str) -> io::Result<File> {
+    pub fn create(&self, name: &str) -> io::Result<File> {
         OpenOptions::new()
             .read(true)
             .write(true)
@@ -257,7 +257,7 @@ impl OutputDir {
     /// complete and switched in (module docs). Refuses now, before the
     /// directory is touched, a name that could not replace what is there.
     /// Returns its final path and its files.
-    pub(crate) fn publish(&self, name: &str) -> io::Result<(PathBuf, Vec<FileDigest>)> {
+    pub fn publish(&self, name: &str) -> io::Result<(PathBuf, Vec<FileDigest>)> {
         self.publish_hashed(name, None)
     }
 

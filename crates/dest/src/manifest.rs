@@ -68,10 +68,29 @@ pub struct ManifestIncremental {
     /// The oldest interesting transaction the snapshot's transaction saw
     /// when it started: the next run reads every row written from it on.
     pub oldest_interesting: u64,
+    /// The oldest transaction the snapshot may not have seen committed:
+    /// the next run reads every row written from it on. Runs before it
+    /// was kept have none (the next run then starts from
+    /// `oldest_interesting`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_unseen: Option<u64>,
+    /// Transactions below `oldest_unseen` that the snapshot did not see
+    /// committed either (running then): their rows are read too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseen_below: Vec<u64>,
     /// The snapshot's transaction's number.
     pub transaction: u64,
     /// The database's GUID (a restore changes it).
     pub database_guid: String,
+    /// The database file's id on its server (`DB_FILE_ID`: a copy of the
+    /// file has another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_file_id: Option<String>,
+    /// A transaction of the run that committed, and its commit number:
+    /// the same database asked later in the same engine lifetime gives
+    /// the same number; a copy with another history, another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_mark: Option<CommitMark>,
     /// The run this one holds the changes since; none for a full run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<PreviousRunRef>,
@@ -79,6 +98,13 @@ pub struct ManifestIncremental {
     /// longer selected): gone from the state the changes make.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+}
+
+/// A transaction and its commit number (`RDB$GET_TRANSACTION_CN`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitMark {
+    pub transaction: u64,
+    pub commit_number: i64,
 }
 
 /// The run an incremental run started from.
@@ -113,6 +139,12 @@ pub struct ManifestChange {
     /// read to tell which.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rechecked_units: Option<u64>,
+    /// Its relation id and format number (`RDB$FORMAT`) at the run: the
+    /// next run reads it whole if either moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relation_id: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<u32>,
 }
 
 /// One table of a run.
@@ -205,6 +237,28 @@ pub fn verified_listed_file(dir: &Path, file: &ManifestFile) -> Result<Vec<u8>, 
         ));
     }
     Ok(contents)
+}
+
+/// [`verified_listed_file`] for a file too big to hold in memory: the file
+/// opened once (as a plain file, never through a link), hashed through to
+/// its end, and given back at its start once its size and SHA-256 are the
+/// manifest's. The handle stays on what was hashed if the name is
+/// replaced meanwhile; only a writer into that very file could change it.
+pub fn open_verified_listed_file(dir: &Path, file: &ManifestFile) -> Result<fs::File, String> {
+    let path = listed_path(dir, &file.name).map_err(|r| format!("{}: {r}", file.name))?;
+    let mut handle = open_plain_file(&path).map_err(|e| format!("{}: {e}", file.name))?;
+    let (bytes, sha256) =
+        crate::digest::sha256(&mut handle).map_err(|e| format!("{}: {e}", file.name))?;
+    if bytes != file.bytes || sha256 != file.sha256 {
+        return Err(format!(
+            "{}: its size or SHA-256 differs from the manifest's (fbunload check names what \
+             changed)",
+            file.name
+        ));
+    }
+    io::Seek::seek(&mut handle, io::SeekFrom::Start(0))
+        .map_err(|e| format!("{}: {e}", file.name))?;
+    Ok(handle)
 }
 
 /// What a reader of a manifest needs of it: the files. Read on its own so

@@ -255,6 +255,8 @@ mod tests {
             units: vec![unit(0, 0), unit(0, 1), unit(1, 0)],
             unit_pages: 1,
             database_guid: None,
+            database_file_id: None,
+            table_formats: Default::default(),
             row_places: None,
         };
         let (stream, receiver) = BatchStream::new(1 << 20);

@@ -139,24 +139,36 @@ pub(crate) fn dispatch<S: Session>(
 }
 
 /// The session's readers, failing as a stalled read does when one of its
-/// calls (an attach, the snapshot's start and checks) waits the stall
-/// timeout: the workers' watch does not run yet.
+/// calls (an attach, the snapshot's start and checks, a reader process's
+/// start) waits the stall timeout, and stopping at once on a signal: the
+/// workers' watch does not run yet.
 fn readers_within<S: Session>(
     session: &S,
     options: &DispatchOptions,
 ) -> Result<Vec<S::Reader>, ExecError> {
-    let Some(limit) = options.stall_timeout else {
-        return session.readers(options.workers);
-    };
     let done = AtomicBool::new(false);
-    let stalled: Mutex<Option<String>> = Mutex::new(None);
+    // Why the watch stopped the start, if it did.
+    let stopped: Mutex<Option<ExecError>> = Mutex::new(None);
     let readers = std::thread::scope(|scope| {
         let watch = scope.spawn(|| {
             while !done.load(Ordering::SeqCst) {
                 std::thread::park_timeout(WATCH_TICK);
+                // A signal ends the start too (attaches, reader processes
+                // starting): nothing here can go on once it is given.
+                if options.cancel.load(Ordering::SeqCst) {
+                    *stopped.lock().unwrap() = Some(ExecError::Interrupted);
+                    session.abort();
+                    return;
+                }
+                let Some(limit) = options.stall_timeout else {
+                    continue;
+                };
                 if let Some((subject, waited)) = session.longest_read() {
                     if waited >= limit {
-                        *stalled.lock().unwrap() = Some(subject);
+                        // Asked before the abort, which ends the processes
+                        // it may look at.
+                        *stopped.lock().unwrap() =
+                            Some(session.stalled(subject, limit.as_secs()));
                         session.abort();
                         return;
                     }
@@ -168,11 +180,8 @@ fn readers_within<S: Session>(
         watch.thread().unpark();
         readers
     });
-    match stalled.into_inner().unwrap() {
-        Some(subject) => Err(ExecError::Stalled {
-            subject,
-            seconds: limit.as_secs(),
-        }),
+    match stopped.into_inner().unwrap() {
+        Some(err) => Err(err),
         None => readers,
     }
 }
@@ -293,10 +302,7 @@ impl<'r, S: Session> Run<'r, S> {
                 continue;
             };
             if waited >= limit {
-                self.fail(ExecError::Stalled {
-                    subject,
-                    seconds: limit.as_secs(),
-                });
+                self.fail(self.session.stalled(subject, limit.as_secs()));
                 self.session.abort();
                 return;
             }

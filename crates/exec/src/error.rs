@@ -56,6 +56,19 @@ pub enum ExecError {
          server and try again, or wait longer with --stall-timeout SECONDS (0: no limit)"
     )]
     Stalled { subject: String, seconds: u64 },
+    /// A reader process that is stopped (SIGSTOP, job control, a
+    /// debugger) answered nothing for the stall limit.
+    #[error(
+        "{process} is stopped (by a signal or a debugger) and answered nothing for {seconds} s \
+         ({subject} waited on it), so fbunload ended its reader processes and kept nothing of \
+         this run. Run fbunload again and let its readers run (no SIGSTOP); --processes 0 \
+         reads with threads only"
+    )]
+    ReaderStopped {
+        process: String,
+        subject: String,
+        seconds: u64,
+    },
     #[error(
         "snapshot {number} is closed (its holder closed it or lost its connection), so \
          nothing can be read at it any more; read again at a new snapshot"
@@ -149,6 +162,27 @@ impl ExecError {
                 message: fb.message.clone(),
             },
             _ => Self::table(table, err),
+        }
+    }
+
+    /// What kind of failure this is, in one word every front end uses:
+    /// Python's exception class, `--progress json`'s error event.
+    /// `usage`: options, names or patterns to fix; `output`: the output
+    /// directory or a file in it; `verify`: `--verify` counted otherwise;
+    /// `interrupted`; `snapshot_closed`; `internal`: a bug; `database`:
+    /// attaching, reading, the server.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ExecError::Usage(_)
+            | ExecError::Catalog(CatalogError::BadPattern { .. } | CatalogError::NoTables(_)) => {
+                "usage"
+            }
+            ExecError::OutputDir { .. } | ExecError::Output { .. } => "output",
+            ExecError::Verify(_) => "verify",
+            ExecError::Interrupted => "interrupted",
+            ExecError::SnapshotClosed { .. } => "snapshot_closed",
+            ExecError::Internal(_) => "internal",
+            _ => "database",
         }
     }
 

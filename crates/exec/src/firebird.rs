@@ -325,11 +325,24 @@ fn plan_incremental(
     let client = |e| ExecError::Client(e);
     let primary_keys = inc::read_primary_keys(tr).map_err(client)?;
     let guid = inc::read_database_guid(tr).map_err(client)?;
-    let transaction = tr.number().map_err(client)?;
-    let whole_database = incremental
-        .since
-        .as_ref()
-        .and_then(|since| inc::whole_database_reason(since, &guid, transaction));
+    let file_id = inc::read_database_file_id(tr).map_err(client)?;
+    let formats = inc::read_table_formats(tr).map_err(client)?;
+    let whole_database = match &incremental.since {
+        Some(since) => {
+            let mark_commit_number = match since.commit_mark {
+                Some((mark, _)) => inc::read_commit_number(tr, mark).map_err(client)?,
+                None => None,
+            };
+            let now = inc::DatabaseNow {
+                guid: guid.clone(),
+                file_id: file_id.clone(),
+                transaction: tr.number().map_err(client)?,
+                mark_commit_number,
+            };
+            inc::whole_database_reason(since, &now)
+        }
+        None => None,
+    };
     let mut keys = Vec::new();
     for (index, table) in catalog.iter().enumerate() {
         let entry = &mut plan.tables[index];
@@ -351,7 +364,13 @@ fn plan_incremental(
                 .collect();
             let mode = match &whole_database {
                 Some(reason) => inc::TableMode::Whole(reason.clone()),
-                None => inc::table_mode(since, &table.name, &columns, &primary_key),
+                None => inc::table_mode(
+                    since,
+                    &table.name,
+                    &columns,
+                    &primary_key,
+                    formats.get(&table.name).copied(),
+                ),
             };
             match mode {
                 inc::TableMode::Changes => {
@@ -395,6 +414,8 @@ fn plan_incremental(
         }
     }
     plan.database_guid = Some(guid);
+    plan.database_file_id = Some(file_id);
+    plan.table_formats = formats;
     plan.row_places = Some(row_places(tr)?);
     Ok((plan, schemas))
 }
@@ -616,19 +637,30 @@ struct Joined {
     /// The holder's oldest active transaction: no reader may take a
     /// transaction from there on as committed (module docs).
     oldest_active: u64,
-    /// What the next incremental run needs of this one.
-    marks: SnapshotMarks,
+    /// What the next incremental run needs of this one, if it keeps keys.
+    marks: Option<SnapshotMarks>,
 }
 
 /// The transaction that holds a run's shared snapshot: what an
 /// incremental run after it needs (see [`fbunload_plan::incremental`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotMarks {
     /// The oldest interesting transaction it saw when it started, before
     /// its snapshot was taken.
     pub oldest_interesting: u64,
+    /// The oldest transaction the snapshot may not have seen committed
+    /// ("The bound" in [`fbunload_plan::incremental`]).
+    pub oldest_unseen: u64,
+    /// Transactions below it the snapshot did not see committed either.
+    pub unseen_below: Vec<u64>,
     /// Its own number.
     pub transaction: u64,
+    /// A transaction of the run that committed, and its commit number
+    /// then: the same database in the same engine lifetime gives the
+    /// same again; another history another. `None` unless the engine
+    /// gave a number of this lifetime (2 or more).
+    pub probe: u64,
+    pub probe_commit_number: Option<i64>,
 }
 
 /// A run's hold on a Firebird database.
@@ -677,7 +709,7 @@ impl FirebirdSession {
 
     /// The shared snapshot's transaction's marks, once it is taken.
     pub(crate) fn snapshot_marks(&self) -> Option<SnapshotMarks> {
-        self.joined.get().map(|j| j.marks)
+        self.joined.get().and_then(|j| j.marks.clone())
     }
 
     fn reader(&self, tr: Arc<Transaction>) -> FirebirdReader {
@@ -723,6 +755,17 @@ impl FirebirdSession {
         mut start: impl FnMut(u64) -> Result<(T, Vec<u64>), ExecError>,
     ) -> Result<T, ExecError> {
         for _ in 0..JOIN_ATTEMPTS {
+            // An incremental run's probe: started before the snapshot,
+            // alive until its bound is known (module docs of
+            // fbunload_plan::incremental, "The bound").
+            let probe = match self.context.plan.row_places {
+                Some(_) => Some(
+                    self.main
+                        .start_transaction(TransactionMode::ReadOnlySnapshot)
+                        .map_err(ExecError::Client)?,
+                ),
+                None => None,
+            };
             let holder = self
                 .main
                 .start_transaction(TransactionMode::HoldingSnapshot)
@@ -741,9 +784,9 @@ impl FirebirdSession {
                 .chain([&reference_oldest])
                 .all(|oit| *oit <= oldest_active);
             if agree {
-                let marks = SnapshotMarks {
-                    oldest_interesting: holder.oldest_interesting().map_err(ExecError::Client)?,
-                    transaction: holder.number().map_err(ExecError::Client)?,
+                let marks = match probe {
+                    Some(probe) => Some(self.marks(&holder, probe, number)?),
+                    None => None,
                 };
                 let _ = self.joined.set(Joined {
                     marks,
@@ -761,6 +804,46 @@ impl FirebirdSession {
              committing in between. Try again, or with fewer workers",
             readers + 1
         )))
+    }
+
+    /// What the next incremental run needs of the snapshot `holder` took
+    /// (number `number`), with `probe` started right before it.
+    fn marks(
+        &self,
+        holder: &Transaction,
+        probe: Transaction,
+        number: u64,
+    ) -> Result<SnapshotMarks, ExecError> {
+        use fbunload_plan::incremental as inc;
+        let client = ExecError::Client;
+        let transaction = holder.number().map_err(client)?;
+        let around = inc::Around {
+            probe: probe.number().map_err(client)?,
+            probe_oldest_active: probe.oldest_active().map_err(client)?,
+            probe_oldest_snapshot: probe.oldest_snapshot().map_err(client)?,
+            transaction,
+            snapshot_number: number,
+        };
+        let (oldest_unseen, unseen_below) = inc::read_unseen(holder, &around).map_err(client)?;
+        probe.commit().map_err(client)?;
+        let probe_commit_number = inc::read_commit_number(holder, around.probe)
+            .map_err(client)?
+            .filter(|cn| *cn >= 2);
+        let oldest_interesting = holder.oldest_interesting().map_err(client)?;
+        // Below the oldest interesting transaction every one committed
+        // before the snapshot was taken.
+        let unseen_below = unseen_below
+            .into_iter()
+            .filter(|t| *t >= oldest_interesting)
+            .collect();
+        Ok(SnapshotMarks {
+            oldest_interesting,
+            oldest_unseen: oldest_unseen.max(oldest_interesting),
+            unseen_below,
+            transaction,
+            probe: around.probe,
+            probe_commit_number,
+        })
     }
 
     /// The DDL of the plan's tables (`schema.sql`), read at the run's
@@ -914,7 +997,7 @@ impl Session for FirebirdSession {
     }
 
     fn snapshot_marks(&self) -> Option<SnapshotMarks> {
-        self.joined.get().map(|j| j.marks)
+        self.joined.get().and_then(|j| j.marks.clone())
     }
 
     fn schema(&self, plan: &Plan) -> Result<Option<fbunload_plan::schema::Schema>, ExecError> {

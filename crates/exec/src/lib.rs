@@ -180,6 +180,20 @@ pub struct TableSummary {
     pub units: usize,
     /// The files written into an output directory, with their SHA-256.
     pub files: Vec<FileDigest>,
+    /// What an incremental run (`--since`) did with it.
+    pub change: Option<TableChange>,
+}
+
+/// What an incremental run did with a table: read its changes (its rows
+/// are the upserts) or read it whole, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableChange {
+    /// Why it was read whole; `None` when its changes were read.
+    pub whole_because: Option<String>,
+    /// Rows deleted since the previous run.
+    pub deletes: u64,
+    /// Units whose unchanged keys were read to find the deleted rows.
+    pub rechecked_units: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -394,6 +408,7 @@ impl Prepared {
                     bytes: written.bytes,
                     units: t.unit_count,
                     files: written.files,
+                    change: None,
                 }
             })
             .collect();

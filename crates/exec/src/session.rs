@@ -64,6 +64,12 @@ pub(crate) trait Session: Sync {
     /// Closes every connection of the run, so that calls the database will
     /// never answer fail now. The run cannot go on after it.
     fn abort(&self) {}
+
+    /// The error of a run whose `subject` waited `seconds` (the stall
+    /// limit) for an answer; asked before [`Self::abort`].
+    fn stalled(&self, subject: String, seconds: u64) -> ExecError {
+        ExecError::Stalled { subject, seconds }
+    }
 }
 
 /// One worker's connection.

@@ -84,8 +84,36 @@ pub(crate) fn manifest(
     }
 }
 
+/// The options the links of a chain of incremental runs must agree on:
+/// those that change a value as written (a --charset decodes text
+/// otherwise) or which tables a run holds (a table a narrower --tables
+/// leaves out is not dropped). Absent from a manifest, each is as the
+/// command line's default.
+pub(crate) const CHAIN_OPTIONS: &[(&str, Option<&str>)] = &[
+    ("format", None),
+    ("charset", Some("\"UTF8\"")),
+    ("decimal256", Some("false")),
+    ("null", None),
+    ("binary", None),
+    ("tables", None),
+    ("exclude", None),
+];
+
 /// The run's options, named as on the command line.
 fn options(request: &Request<'_>, plan: &Plan, summary: &Summary) -> BTreeMap<String, Value> {
+    let mut options = requested(request);
+    let mut set = |name: &str, value: Value| {
+        options.insert(name.to_string(), value);
+    };
+    set("workers", summary.start.workers.into());
+    set("processes", summary.start.processes.into());
+    set("unit_pages", plan.unit_pages.into());
+    options
+}
+
+/// The options a run was asked for, as [`options`] records them: known
+/// before it starts.
+pub(crate) fn requested(request: &Request<'_>) -> BTreeMap<String, Value> {
     let mut options = BTreeMap::new();
     let mut set = |name: &str, value: Value| {
         options.insert(name.to_string(), value);
@@ -117,12 +145,10 @@ fn options(request: &Request<'_>, plan: &Plan, summary: &Summary) -> BTreeMap<St
     }
     let run = request.options;
     set("parallel", run.parallel.into());
-    set("workers", summary.start.workers.into());
-    set("processes", summary.start.processes.into());
-    set("unit_pages", plan.unit_pages.into());
     set("verify", run.verify.into());
     set("allow_inconsistent", run.allow_inconsistent.into());
     set("decimal256", run.types.decimal256.into());
+    set("charset", run.types.none_text.charset_name().into());
     options
 }
 

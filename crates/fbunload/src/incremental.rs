@@ -33,6 +33,8 @@ pub(crate) struct Previous {
     pub reference: PreviousRunRef,
     /// Its tables' names.
     pub tables: Vec<String>,
+    /// The options it was run with, as its manifest records them.
+    pub options: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 type KeysByTable = HashMap<String, Arc<SortedKeys>>;
@@ -74,6 +76,13 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<(Manifest, String), String> {
 /// Reads and checks the manifest and keys files of the run in `dir`.
 pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
     let (manifest, digest) = read_manifest(dir).map_err(|e| refuse(dir, e))?;
+    if manifest.state_of.is_some() {
+        return Err(refuse(
+            dir,
+            "it holds a state that fbunload apply made; give --since the change set that state \
+             was made from (the chain's last link)",
+        ));
+    }
     let (Some(snapshot_number), Some(marks)) = (manifest.snapshot_number, &manifest.incremental)
     else {
         return Err(refuse(
@@ -82,6 +91,7 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
              of incremental runs",
         ));
     };
+    check_marks(&manifest).map_err(|e| refuse(dir, e))?;
     // (table, keys file contents, key columns, count), read below.
     let mut to_read = Vec::new();
     let mut tables = Vec::new();
@@ -136,6 +146,7 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
                 .collect(),
             primary_key,
             keys: has_keys,
+            format: change.and_then(|c| c.relation_id.zip(c.format)),
         });
     }
     let dir_shown = dir.to_path_buf();
@@ -148,12 +159,41 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
         }
         Ok(keys)
     });
+    // A bound above the snapshot's own transaction, or below the oldest
+    // interesting one, is no run's (module docs of
+    // fbunload_plan::incremental, "The bound").
+    let oldest_unseen = marks.oldest_unseen.unwrap_or(marks.oldest_interesting);
+    let listed = marks.unseen_below.iter().all(|t| *t < oldest_unseen)
+        && marks.unseen_below.len() <= fbunload_plan::incremental::UNSEEN_LISTED;
+    if !listed {
+        return Err(refuse(
+            dir,
+            format!(
+                "{MANIFEST_NAME}: unseen_below lists transactions at or above oldest_unseen \
+                 {oldest_unseen}, or more than a run lists; it was edited"
+            ),
+        ));
+    }
+    if !(marks.oldest_interesting..=marks.transaction).contains(&oldest_unseen) {
+        return Err(refuse(
+            dir,
+            format!(
+                "{MANIFEST_NAME}: oldest_unseen {oldest_unseen} is not between oldest_interesting \
+                 {} and transaction {}; it was edited",
+                marks.oldest_interesting, marks.transaction
+            ),
+        ));
+    }
     Ok(Previous {
         since: Since {
             snapshot_number,
             oldest_interesting: marks.oldest_interesting,
+            oldest_unseen,
+            unseen_below: marks.unseen_below.clone(),
             transaction: marks.transaction,
             database_guid: marks.database_guid.clone(),
+            database_file_id: marks.database_file_id.clone(),
+            commit_mark: marks.commit_mark.map(|m| (m.transaction, m.commit_number)),
             tables: tables.clone(),
         },
         keys: Some(reading),
@@ -163,11 +203,85 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
             manifest_sha256: digest,
         },
         tables: tables.into_iter().map(|t| t.name).collect(),
+        options: manifest.options.clone(),
     })
+}
+
+/// The highest transaction number Firebird gives (48 bits, since 3.0).
+const MAX_TRANSACTION: u64 = (1 << 48) - 1;
+
+/// Refuses numbers read back from a run's manifest that no run writes,
+/// before they decide which rows count as changed: an oldest interesting
+/// transaction above the snapshot's own transaction (2^64-1 would make
+/// every row unchanged), a transaction number Firebird never gives, a
+/// table with a keys file but no count of its keys.
+fn check_marks(manifest: &Manifest) -> Result<(), String> {
+    let Some(marks) = &manifest.incremental else {
+        return Ok(());
+    };
+    let edited =
+        |what: String| format!("{MANIFEST_NAME}: {what}; it was edited, not written by a run");
+    if marks.transaction == 0 || marks.transaction > MAX_TRANSACTION {
+        return Err(edited(format!(
+            "transaction {} is not a Firebird transaction number",
+            marks.transaction
+        )));
+    }
+    if marks.oldest_interesting > marks.transaction {
+        return Err(edited(format!(
+            "its oldest interesting transaction {} is above its own transaction {}",
+            marks.oldest_interesting, marks.transaction
+        )));
+    }
+    for table in manifest.tables.iter().filter(|t| t.kind == "table") {
+        let has_keys = table
+            .files
+            .iter()
+            .any(|f| f.role.as_deref() == Some("keys"));
+        let change = table.change.as_ref();
+        if has_keys && change.and_then(|c| c.keys).is_none() {
+            return Err(edited(format!(
+                "table {} has a keys file and no count of its keys",
+                crate::printable(&table.name)
+            )));
+        }
+        if change.is_some_and(|c| c.mode == "full")
+            && change.and_then(|c| c.keys).is_some_and(|k| k != table.rows)
+        {
+            return Err(edited(format!(
+                "table {}, read whole, has {} rows and {} keys",
+                crate::printable(&table.name),
+                table.rows,
+                change.and_then(|c| c.keys).unwrap_or_default()
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Says in each table of `summary` what a `--since` run did with it, as
+/// its `manifest` (completed) records.
+pub(crate) fn describe_changes(summary: &mut Summary, manifest: &Manifest) {
+    for table in &mut summary.tables {
+        let Some(change) = manifest
+            .tables
+            .iter()
+            .find(|t| t.name == table.name)
+            .and_then(|t| t.change.as_ref())
+        else {
+            continue;
+        };
+        table.change = Some(crate::TableChange {
+            whole_because: (change.mode != "changes")
+                .then(|| change.reason.clone().unwrap_or_default()),
+            deletes: change.deletes.unwrap_or(0),
+            rechecked_units: change.rechecked_units.unwrap_or(0),
+        });
+    }
 }
 
 /// Makes the manifest of a run with keys: the keys entries' files go to
@@ -180,7 +294,7 @@ pub(crate) fn complete_manifest(
     outcomes: &[KeyOutcome],
     previous: Option<&Previous>,
 ) -> Result<(), Error> {
-    let marks = summary.start.snapshot_marks.ok_or_else(|| {
+    let marks = summary.start.snapshot_marks.clone().ok_or_else(|| {
         Error::Server("the run's snapshot has no transaction to record for --since".into())
     })?;
     for (table, entry) in manifest.tables.iter_mut().zip(&plan.tables) {
@@ -201,7 +315,14 @@ pub(crate) fn complete_manifest(
             keys: None,
             deletes: None,
             rechecked_units: None,
+            relation_id: None,
+            format: None,
         });
+        if let Some(&(id, format)) = plan.table_formats.get(&entry.name) {
+            let change = table.change.as_mut().expect("set above");
+            change.relation_id = Some(id);
+            change.format = Some(format);
+        }
     }
     for outcome in outcomes {
         let of = outcome.of;
@@ -239,8 +360,17 @@ pub(crate) fn complete_manifest(
     let present: Vec<&str> = manifest.tables.iter().map(|t| t.name.as_str()).collect();
     manifest.incremental = Some(ManifestIncremental {
         oldest_interesting: marks.oldest_interesting,
+        oldest_unseen: Some(marks.oldest_unseen),
+        unseen_below: marks.unseen_below.clone(),
         transaction: marks.transaction,
         database_guid: plan.database_guid.clone().unwrap_or_default(),
+        database_file_id: plan.database_file_id.clone(),
+        commit_mark: marks
+            .probe_commit_number
+            .map(|commit_number| fbunload_dest::CommitMark {
+                transaction: marks.probe,
+                commit_number,
+            }),
         since: previous.map(|p| p.reference.clone()),
         dropped: previous
             .map(|p| {
@@ -252,5 +382,91 @@ pub(crate) fn complete_manifest(
             })
             .unwrap_or_default(),
     });
+    Ok(())
+}
+
+/// `--since DIR -o DIR`: the change set would replace (with --overwrite)
+/// the run it is taken since, or be refused for a reason that does not
+/// say so.
+pub(crate) fn refuse_same_directory(since: &Path, output: &Path) -> Result<(), Error> {
+    let same = match (fs::canonicalize(since), fs::canonicalize(output)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        return Err(refuse(
+            since,
+            "it is also the output directory (-o): the change set would replace the run it is \
+             taken since; give another -o",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a link whose options differ from its base's where they change
+/// what is in the files ([`crate::describe::CHAIN_OPTIONS`]): a state
+/// made of links decoded with two --charset, or a table that a narrower
+/// --tables leaves out marked dropped, would be wrong without a word.
+pub(crate) fn refuse_other_options(
+    previous: &Previous,
+    mine: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> Result<(), Error> {
+    for (name, default) in crate::describe::CHAIN_OPTIONS {
+        let default: Option<serde_json::Value> =
+            default.map(|d| serde_json::from_str(d).expect("a JSON default"));
+        let theirs = previous.options.get(*name).cloned().or(default.clone());
+        let ours = mine.get(*name).cloned().or(default);
+        if theirs != ours {
+            let shown = |v: &Option<serde_json::Value>| match v {
+                Some(serde_json::Value::String(v)) => {
+                    format!("with --{name} {}", crate::printable(v))
+                }
+                Some(v) => format!("with --{name} {v}"),
+                None => format!("without --{name}"),
+            };
+            return Err(refuse(
+                &previous_dir(previous),
+                format!(
+                    "that run was made {}, this one {}; the links of a chain take \
+                     the same --tables, --exclude, --format, --charset, --decimal256, --null and \
+                     --binary (start a new chain with --keep-keys to change them)",
+                    shown(&theirs),
+                    shown(&ours)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn previous_dir(previous: &Previous) -> std::path::PathBuf {
+    std::path::PathBuf::from(&previous.reference.directory)
+}
+
+/// The files of an incremental run's tables are named after them with a
+/// role (`T.keys.parquet`, `T.upserts.csv`, `T.deletes.csv`): a table
+/// named so would take another's file. Refused up front, naming both.
+pub(crate) fn refuse_names_of_role_files(plan: &Plan) -> Result<(), Error> {
+    let folded = |name: &str| name.to_lowercase();
+    let names: HashMap<String, &str> = plan
+        .tables
+        .iter()
+        .filter(|t| !t.role.is_helper())
+        .map(|t| (folded(&t.name), t.name.as_str()))
+        .collect();
+    for table in plan.tables.iter().filter(|t| !t.role.is_helper()) {
+        for role in ["keys", "upserts", "deletes"] {
+            if let Some(other) = names.get(&folded(&format!("{}.{role}", table.name))) {
+                return Err(Error::Usage(format!(
+                    "tables {} and {}: an incremental run names {}'s {role} file after it, \
+                     and {} would have the same file name; leave one out (--exclude)",
+                    crate::printable(&table.name),
+                    crate::printable(other),
+                    crate::printable(&table.name),
+                    crate::printable(other),
+                )));
+            }
+        }
+    }
     Ok(())
 }

@@ -96,28 +96,28 @@ pub use fbunload_client::{ReadWatch, StalledRead};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
-    check_directory, file_name_for, finish_interrupted_switch, part_file_name, CheckReport,
-    Manifest, ManifestColumn, ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch,
-    MANIFEST_NAME, SWITCH_DIR,
+    check_directory, file_name_for, finish_interrupted_switch, part_file_name, CheckReport, Manifest, ManifestColumn,
+    ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME, SWITCH_DIR,
+};
+pub use fbunload_exec::{
+    Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
+    Silent, SnapshotReader, SnapshotTicket, Summary, TableChange, TableSummary,
+    OLDER_TRANSACTIONS_WAIT,
+};
+pub use fbunload_exec::{
+    stall_timeout_from_secs, stall_timeout_from_secs_f64, DEFAULT_STALL_TIMEOUT,
+    MAX_STALL_TIMEOUT_SECS,
 };
 /// Reader processes (see [`Processes`]): how this program starts one,
 /// and what such a process runs. A program that lets its runs use them
 /// sets the command at start and, when started with it, calls
 /// [`serve_reader`] instead of doing anything else.
 pub use fbunload_exec::{reader_command, serve_reader, set_reader_command, ReaderCommand};
-pub use fbunload_exec::{
-    stall_timeout_from_secs, stall_timeout_from_secs_f64, DEFAULT_STALL_TIMEOUT,
-    MAX_STALL_TIMEOUT_SECS,
-};
-pub use fbunload_exec::{
-    Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
-    Silent, SnapshotReader, SnapshotTicket, Summary, TableSummary, OLDER_TRANSACTIONS_WAIT,
-};
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
 pub use fbunload_plan::{
     counted, parameter_markers, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions,
-    QuerySpec, TableFilter, TablePlan, Unit,
+    QuerySpec, Role, TableFilter, TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};
 pub use output::{FormatName, OutputOptions, FORMAT_OPTIONS};
@@ -668,26 +668,13 @@ impl Unload {
         if incremental {
             self.refuse_with_incremental()?;
         }
+        if let Some(since) = &self.since {
+            incremental::refuse_same_directory(since, dir.as_ref())?;
+        }
         let mut previous = match &self.since {
             Some(since) => Some(incremental::read_previous(since)?),
             None => None,
         };
-        let output = OutputDir::open(dir.as_ref(), self.reuse)?;
-        let mut this = self.clone();
-        if incremental {
-            this.filter.incremental = Some(fbunload_plan::Incremental {
-                since: previous.as_ref().map(|p| p.since.clone()),
-            });
-        }
-        let prepared = this.prepare_for(&format)?;
-        let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
-        let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
-            .with_part_limits(self.part_limits)?
-            .with_previous_keys(match previous.as_mut() {
-                Some(previous) => previous.keys()?,
-                None => std::collections::HashMap::new(),
-            });
-        let mut summary = prepared.run(&files, progress)?;
         let request = describe::Request {
             database: &self.connect.database,
             filter: &filter,
@@ -696,6 +683,28 @@ impl Unload {
             part_limits: self.part_limits,
             started,
         };
+        if let Some(previous) = &previous {
+            incremental::refuse_other_options(previous, &describe::requested(&request))?;
+        }
+        let output = OutputDir::open(dir.as_ref(), self.reuse)?;
+        let mut this = self.clone();
+        if incremental {
+            this.filter.incremental = Some(fbunload_plan::Incremental {
+                since: previous.as_ref().map(|p| p.since.clone()),
+            });
+        }
+        let prepared = this.prepare_for(&format)?;
+        if incremental {
+            incremental::refuse_names_of_role_files(&prepared.plan)?;
+        }
+        let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
+        let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
+            .with_part_limits(self.part_limits)?
+            .with_previous_keys(match previous.as_mut() {
+                Some(previous) => previous.keys()?,
+                None => std::collections::HashMap::new(),
+            });
+        let mut summary = prepared.run(&files, progress)?;
         let mut manifest = describe::manifest(&request, &plan, &schemas, &summary);
         manifest.files = files.run_files().into_iter().map(Into::into).collect();
         if incremental {
@@ -712,6 +721,9 @@ impl Unload {
                 index += 1;
                 !plan.tables[index - 1].role.is_helper()
             });
+            if previous.is_some() {
+                incremental::describe_changes(&mut summary, &manifest);
+            }
         }
         output.publish_manifest(&manifest)?;
         Ok(summary)

@@ -1,7 +1,7 @@
 //! The output options of an unload, defined once for every front end.
 //!
-//! The command line (`--header`, `--delimiter`, ...) and the Python
-//! package (`header=True`, `delimiter=`, ...) offer the same options with
+//! The command line (`--no-header`, `--delimiter`, ...) and the Python
+//! package (`header=False`, `delimiter=`, ...) offer the same options with
 //! the same checks: which formats take which option, what a delimiter may
 //! be, what the text for NULL may hold. Both fill an [`OutputOptions`] and
 //! ask it for the [`Format`]; its refusals are one line in the command
@@ -63,7 +63,7 @@ impl FormatName {
 }
 
 /// An option that only some formats take: its flag (without `--`), its
-/// Python keyword, whether it is a switch (`--header`, `header=True`), the
+/// Python keyword, whether it is a switch (`--crlf`, `crlf=True`), the
 /// formats that take it, and what to use instead where there is something.
 pub struct FormatOption {
     pub flag: &'static str,
@@ -77,14 +77,11 @@ use FormatName::{Arrow, Csv, Jsonl, Parquet, Tsv};
 
 /// Every option that only some formats take.
 pub const FORMAT_OPTIONS: &[FormatOption] = &[
+    // A header line is the default: `--header` says so again, `--no-header`
+    // (Python's `header=False`) leaves it out.
     option("header", "header", true, &[Csv, Tsv], ""),
-    option(
-        "delimiter",
-        "delimiter",
-        false,
-        &[Csv],
-        "tsv always uses a tab",
-    ),
+    option("no-header", "header", true, &[Csv, Tsv], ""),
+    option("delimiter", "delimiter", false, &[Csv], "tsv always uses a tab"),
     option("null", "null", false, &[Csv, Tsv], ""),
     option("crlf", "crlf", true, &[Csv, Tsv], ""),
     option("binary", "binary", false, &[Csv, Tsv, Jsonl], ""),
@@ -130,7 +127,10 @@ const fn option(
 #[derive(Debug, Clone, Default)]
 pub struct OutputOptions {
     pub format: FormatName,
-    pub header: bool,
+    /// csv, tsv: a first line of column names (`None`: the default, yes).
+    /// Readers (pyarrow, polars, pandas, DuckDB) take a first line as the
+    /// names, so a file without one loses a row to them.
+    pub header: Option<bool>,
     /// One ASCII character, or `tab` (default `,`).
     pub delimiter: Option<String>,
     /// The text for NULL (default empty).
@@ -153,7 +153,8 @@ pub struct OutputOptions {
 impl OutputOptions {
     fn given(&self, flag: &str) -> bool {
         match flag {
-            "header" => self.header,
+            "header" => self.header == Some(true),
+            "no-header" => self.header == Some(false),
             "delimiter" => self.delimiter.is_some(),
             "null" => self.null.is_some(),
             "crlf" => self.crlf,
@@ -212,7 +213,7 @@ impl OutputOptions {
                 (_, Some(d)) => delimiter_byte(d)?,
                 (_, None) => b',',
             },
-            header: self.header,
+            header: self.header.unwrap_or(true),
             null: self.null.clone().unwrap_or_default(),
             binary,
             crlf: self.crlf,
@@ -272,12 +273,21 @@ mod tests {
     fn an_option_of_another_format_is_refused_in_one_line() {
         let header = OutputOptions {
             format: FormatName::Parquet,
-            header: true,
+            header: Some(true),
             ..OutputOptions::default()
         };
         assert_eq!(
             header.to_format().err().unwrap(),
             "--header is for --format csv or tsv, not parquet"
+        );
+        let no_header = OutputOptions {
+            format: FormatName::Arrow,
+            header: Some(false),
+            ..OutputOptions::default()
+        };
+        assert_eq!(
+            no_header.misplaced().unwrap(),
+            "--no-header is for --format csv or tsv, not arrow"
         );
         let delimiter = OutputOptions {
             format: FormatName::Tsv,
@@ -310,7 +320,8 @@ mod tests {
                 ..OutputOptions::default()
             };
             match option.flag {
-                "header" => given.header = true,
+                "header" => given.header = Some(true),
+                "no-header" => given.header = Some(false),
                 "delimiter" => given.delimiter = Some(";".into()),
                 "null" => given.null = Some("N".into()),
                 "crlf" => given.crlf = true,
@@ -328,6 +339,38 @@ mod tests {
                 "{refusal}"
             );
         }
+    }
+
+    /// The header line `format` opens a table of columns A and B with.
+    fn header_of(options: OutputOptions) -> String {
+        let schema = arrow_schema::Schema::new(vec![
+            arrow_schema::Field::new("A", arrow_schema::DataType::Int32, true),
+            arrow_schema::Field::new("B", arrow_schema::DataType::Utf8, true),
+        ]);
+        match options.to_format().unwrap() {
+            Format::Bytes { format, .. } => String::from_utf8(format.header(&schema)).unwrap(),
+            Format::Batches(_) => panic!("not a text format"),
+        }
+    }
+
+    #[test]
+    fn csv_and_tsv_have_a_header_unless_told_not_to() {
+        assert_eq!(header_of(OutputOptions::default()), "A,B\n");
+        let tsv = OutputOptions {
+            format: FormatName::Tsv,
+            ..OutputOptions::default()
+        };
+        assert_eq!(header_of(tsv.clone()), "A\tB\n");
+        let said = OutputOptions {
+            header: Some(true),
+            ..tsv.clone()
+        };
+        assert_eq!(header_of(said), "A\tB\n");
+        let none = OutputOptions {
+            header: Some(false),
+            ..tsv
+        };
+        assert_eq!(header_of(none), "");
     }
 
     #[test]

@@ -4,13 +4,15 @@
 //!
 //! It is the generator the tests use (`fbunload-gen`): TPC-C-like tables
 //! whose size scales with the warehouses, and ALL_TYPES, `Mixed Case "Quoted"` and
-//! EMPTY_TABLE with every Firebird type and its edge values, so what a user
+//! EMPTY_TABLE with every Firebird column type but ARRAY and its edge values, so what a user
 //! tries first is what the tests check.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use fbunload_client::Client;
+/// The client library handle [`create_sample`] takes (from `Unload::load_client`).
+pub use fbunload_client::Client;
+use fbunload_client::{Attachment, TransactionMode};
 use fbunload_gen::{GenOptions, Table};
 
 pub use fbunload_gen::{GenError as SampleError, GenReport as SampleReport, PASSWORD, USER};
@@ -41,14 +43,26 @@ impl SampleOptions {
     }
 }
 
+/// A sample database, made or found.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub report: SampleReport,
+    /// The file was already this sample (every table, as many rows as
+    /// these options make), so it was kept as it is.
+    pub reused: bool,
+}
+
 /// Creates the sample database with `client` (it must have an engine: a
 /// plain path is created by the embedded engine), calling `each_table`
-/// as each table is filled.
+/// as each table is filled. A file that is already the sample these
+/// options make is kept (`reused`), so that examples run twice, and after
+/// the README's Quick start made it, still work; any other file is
+/// refused unless `force`.
 pub fn create_sample(
     client: &Arc<Client>,
     options: &SampleOptions,
     each_table: impl FnMut(&fbunload_gen::TableReport),
-) -> Result<SampleReport, SampleError> {
+) -> Result<Sample, SampleError> {
     let gen = GenOptions {
         warehouses: options.warehouses,
         items: options.items,
@@ -56,7 +70,101 @@ pub fn create_sample(
         force: options.force,
         ..GenOptions::new(&options.database)
     };
-    fbunload_gen::generate_with(client, &gen, each_table)
+    if !options.force && options.database.exists() {
+        if let Some(report) = same_sample(client, &gen) {
+            return Ok(Sample {
+                report,
+                reused: true,
+            });
+        }
+    }
+    let report = fbunload_gen::generate_with(client, &gen, each_table)?;
+    Ok(Sample {
+        report,
+        reused: false,
+    })
+}
+
+/// Changes about `percent` % of the sample's rows, as a day of work would,
+/// for trying incremental runs (`--since`) with fbunload alone: updates
+/// STOCK and CUSTOMER rows, deletes ORDER_LINE rows, and inserts ITEM
+/// rows (copies of chosen ones under new keys). Rows are chosen at random,
+/// so every call changes others. Returns a line per statement.
+pub fn change_sample(
+    client: &Arc<Client>,
+    database: &Path,
+    percent: u32,
+) -> Result<Vec<String>, SampleError> {
+    let fb = |context: &str| {
+        let context = context.to_string();
+        move |source| SampleError::Firebird { context, source }
+    };
+    let attachment = Attachment::connect(client, &fbunload_gen::connect_options(database))
+        .map_err(fb(&format!("attaching {}", database.display())))?;
+    let tr = attachment
+        .start_transaction(TransactionMode::ReadWrite)
+        .map_err(fb("starting a transaction"))?;
+    let chosen = format!("RAND() * 100 < {percent}");
+    let statements = [
+        (
+            "STOCK: rows updated",
+            format!("UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1, S_YTD = S_YTD + 1 WHERE {chosen}"),
+        ),
+        (
+            "CUSTOMER: rows updated",
+            format!("UPDATE CUSTOMER SET C_BALANCE = C_BALANCE - 1 WHERE {chosen}"),
+        ),
+        ("ORDER_LINE: rows deleted", format!("DELETE FROM ORDER_LINE WHERE {chosen}")),
+        (
+            "ITEM: rows inserted",
+            format!(
+                "INSERT INTO ITEM (I_ID, I_IM_ID, I_NAME, I_PRICE, I_DATA) \
+                 SELECT I_ID + (SELECT MAX(I_ID) FROM ITEM), I_IM_ID, I_NAME, I_PRICE, I_DATA \
+                 FROM ITEM WHERE {chosen}"
+            ),
+        ),
+    ];
+    let mut done = Vec::new();
+    for (what, sql) in statements {
+        tr.execute(&sql).map_err(fb(what))?;
+        done.push(format!("{what}: about {percent} %"));
+    }
+    tr.commit().map_err(fb("committing the changes"))?;
+    Ok(done)
+}
+
+/// The report of the sample at `gen.database` when it holds every table
+/// with the rows `gen` makes; `None` for any other file (or one that does
+/// not open).
+fn same_sample(client: &Arc<Client>, gen: &GenOptions) -> Option<SampleReport> {
+    let started = std::time::Instant::now();
+    let database = std::path::absolute(&gen.database).ok()?;
+    let attachment =
+        Attachment::connect(client, &fbunload_gen::connect_options(&database)).ok()?;
+    let tr = attachment.start_transaction(TransactionMode::ReadOnlySnapshot).ok()?;
+    let mut tables = Vec::new();
+    for &table in &gen.tables {
+        let name = table.db_name().replace('"', "\"\"");
+        let mut stmt = tr
+            .prepare(&format!("SELECT CAST(COUNT(*) AS BIGINT) FROM \"{name}\""))
+            .ok()?;
+        stmt.execute().ok()?;
+        stmt.fetch().ok()?.then_some(())?;
+        let rows = i64::from_ne_bytes(stmt.row().value(0)?.try_into().ok()?);
+        if rows as u64 != gen.rows(table) {
+            return None;
+        }
+        tables.push(fbunload_gen::TableReport {
+            table,
+            rows: rows as u64,
+            seconds: 0.0,
+        });
+    }
+    Some(SampleReport {
+        database,
+        tables,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// The command that unloads the sample at `database` into `out` (the

@@ -56,8 +56,12 @@ fn unload(db: &Path, parallel: usize) -> Unload {
         })
 }
 
+/// CSV without its header line: every line is a row to these tests.
 fn csv() -> Format {
-    Format::bytes(CsvFormat::new(CsvOptions::default()))
+    Format::bytes(CsvFormat::new(CsvOptions {
+        header: false,
+        ..CsvOptions::default()
+    }))
 }
 
 fn to_directory(unload: &Unload, out: &Path, progress: &dyn Progress) -> Result<Summary, Error> {

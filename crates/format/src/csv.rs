@@ -60,7 +60,8 @@ use crate::{BatchEncoder, ByteFormat, FormatError, RecordScanner, Setting};
 pub struct CsvOptions {
     /// Field separator, one byte (default `,`).
     pub delimiter: u8,
-    /// Write a first line with the column names (default no).
+    /// Write a first line with the column names (default yes: readers
+    /// take a first line as the names).
     pub header: bool,
     /// The text written for NULL, unquoted (default empty).
     pub null: String,
@@ -104,7 +105,7 @@ impl Default for CsvOptions {
     fn default() -> Self {
         CsvOptions {
             delimiter: b',',
-            header: false,
+            header: true,
             null: String::new(),
             binary: BinaryEncoding::Hex,
             crlf: false,
@@ -328,8 +329,12 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::Arc;
 
+    /// CSV without the header line, so that a test sees only the values.
     fn csv() -> CsvFormat {
-        CsvFormat::new(CsvOptions::default())
+        CsvFormat::new(CsvOptions {
+            header: false,
+            ..CsvOptions::default()
+        })
     }
 
     /// Header (if any) plus the encoding of one batch of these columns.
@@ -618,6 +623,7 @@ mod tests {
         // An explicit null text holds for one column too.
         let marked = CsvFormat::new(CsvOptions {
             null: "\\N".into(),
+            header: false,
             ..CsvOptions::default()
         });
         assert_eq!(
@@ -652,6 +658,7 @@ mod tests {
         ] {
             let format = CsvFormat::new(CsvOptions {
                 delimiter,
+                header: false,
                 ..Default::default()
             });
             assert_eq!(
@@ -667,6 +674,7 @@ mod tests {
     fn a_value_equal_to_the_null_text_is_quoted() {
         let format = CsvFormat::new(CsvOptions {
             null: "\\N".into(),
+            header: false,
             ..Default::default()
         });
         assert_eq!(
@@ -684,6 +692,7 @@ mod tests {
         // A NULL text that is a number makes that number quoted.
         let format = CsvFormat::new(CsvOptions {
             null: "0".into(),
+            header: false,
             ..Default::default()
         });
         assert_eq!(
@@ -711,11 +720,13 @@ mod tests {
                     ("b", strings(&[Some("1"), None])),
                 ]
             ),
-            "\"a\tb\"\t1\nx,y\t\n"
+            // The default: a header line of the column names.
+            "a\tb\n\"a\tb\"\t1\nx,y\t\n"
         );
         // Options spelled out with a tab delimiter are the same format.
         let spelled = CsvFormat::new(CsvOptions {
             delimiter: b'\t',
+            header: false,
             ..Default::default()
         });
         assert_eq!(spelled.extension(), "tsv");
@@ -766,6 +777,7 @@ mod tests {
     fn binary_as_hex_or_base64() {
         let base64 = CsvFormat::new(CsvOptions {
             binary: BinaryEncoding::Base64,
+            header: false,
             ..Default::default()
         });
         let columns = || -> Vec<(&str, ArrayRef)> {

@@ -45,6 +45,7 @@ pub use crate::compress::Compression;
 pub use crate::csv::{BinaryEncoding, CsvFormat, CsvOptions};
 pub use crate::groups::GroupCutter;
 pub use crate::parts::{PartLimits, RecordScanner};
+pub use crate::values::TYPE_METADATA_KEY;
 
 /// A text format whose units are encoded independently, in parallel.
 pub trait ByteFormat: Send + Sync {

@@ -16,7 +16,7 @@ use crate::text;
 use crate::FormatError;
 
 /// The Firebird type recorded by the decoder in field metadata.
-pub(crate) const TYPE_METADATA_KEY: &str = "fbunload.type";
+pub const TYPE_METADATA_KEY: &str = "fbunload.type";
 pub(crate) const TIME_WITH_TIME_ZONE: &str = "TIME WITH TIME ZONE";
 const UTC_SUFFIX: &[u8] = b"+00:00";
 

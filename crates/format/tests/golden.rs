@@ -252,9 +252,8 @@ fn csv_with_defaults() {
 }
 
 #[test]
-fn tsv_with_header_null_marker_and_base64() {
+fn tsv_with_null_marker_and_base64() {
     let format = CsvFormat::tsv(CsvOptions {
-        header: true,
         null: "\\N".into(),
         binary: BinaryEncoding::Base64,
         ..Default::default()

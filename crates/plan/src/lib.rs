@@ -23,7 +23,8 @@ mod sql_text;
 pub use catalog::{read_catalog, read_views, CatalogError, Column, Table, TableFilter, View};
 pub use identifier::{printable, quote_identifier};
 pub use incremental::{
-    DbKeyLayout, Incremental, PreviousTable, Role, RowPlaces, Since, TableMode, DB_KEY_COLUMN,
+    DatabaseNow, DbKeyLayout, Incremental, PreviousTable, Role, RowPlaces, Since, TableMode,
+    DB_KEY_COLUMN,
 };
 pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit};
 pub use query::{QueryError, QuerySpec};

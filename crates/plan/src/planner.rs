@@ -367,6 +367,14 @@ pub struct Plan {
     pub unit_pages: u64,
     /// The database's GUID, read for an incremental run.
     pub database_guid: Option<String>,
+    /// The database file's id, read for an incremental run.
+    #[serde(default)]
+    pub database_file_id: Option<String>,
+    /// Each table's relation id and format number (`RDB$FORMAT`, which
+    /// every change of its record layout moves), read for an incremental
+    /// run.
+    #[serde(default)]
+    pub table_formats: std::collections::BTreeMap<String, (u16, u32)>,
     /// Where rows lie, read for a run that keeps keys.
     pub row_places: Option<crate::incremental::RowPlaces>,
 }
@@ -423,6 +431,8 @@ impl Plan {
             units: per_table_units.into_iter().flatten().collect(),
             unit_pages,
             database_guid: None,
+            database_file_id: None,
+            table_formats: Default::default(),
             row_places: None,
         }
     }

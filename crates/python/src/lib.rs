@@ -43,7 +43,6 @@ use fbunload::{
     Error as RunError, FormatName, OutputOptions, PartLimits, Plan, PlanOptions, Processes,
     QuerySpec, RecordBatches, RunOptions, SnapshotTicket, Summary, TypeOptions, Unit, Unload,
 };
-use fbunload_plan::CatalogError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -84,15 +83,13 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 /// in Python's words.
 fn to_py(err: RunError) -> PyErr {
     let message = words::in_python_words(&err.to_string());
-    match err {
-        RunError::Usage(_)
-        | RunError::Catalog(CatalogError::BadPattern { .. } | CatalogError::NoTables(_)) => {
-            UsageError::new_err(message)
-        }
-        RunError::OutputDir { .. } | RunError::Output { .. } => OutputError::new_err(message),
-        RunError::Verify(_) => VerifyError::new_err(message),
-        RunError::Interrupted => Interrupted::new_err(message),
-        RunError::SnapshotClosed { .. } => SnapshotClosed::new_err(message),
+    // The kinds the command line's `--progress json` names too.
+    match err.kind() {
+        "usage" => UsageError::new_err(message),
+        "output" => OutputError::new_err(message),
+        "verify" => VerifyError::new_err(message),
+        "interrupted" => Interrupted::new_err(message),
+        "snapshot_closed" => SnapshotClosed::new_err(message),
         _ => DatabaseError::new_err(message),
     }
 }
@@ -312,8 +309,7 @@ impl Stream {
             match item {
                 None => {
                     if let Err(e) = py.check_signals() {
-                        batches.cancel();
-                        drop(batches);
+                        stop_within_grace(py, batches);
                         return Err(e);
                     }
                 }
@@ -355,9 +351,9 @@ impl Stream {
     }
 
     /// Stops the run; what is read so far stays valid.
-    fn cancel(&self) {
+    fn cancel(&self, py: Python<'_>) {
         if let Some(batches) = self.batches.lock().unwrap().take() {
-            batches.cancel();
+            stop_within_grace(py, batches);
         }
     }
 
@@ -366,6 +362,21 @@ impl Stream {
         let summary = self.summary.lock().unwrap();
         summary.as_ref().map(|s| summary_dict(py, s)).transpose()
     }
+}
+
+/// Stops a run and waits for it with the GIL released (so that other
+/// signals are seen), at most the command line's grace: not every wait
+/// ends when cancelled (see `fbunload_cli::STOP_GRACE`), and such a run
+/// is left to end on its own.
+fn stop_within_grace(py: Python<'_>, batches: RecordBatches) {
+    batches.cancel();
+    let stopping = std::thread::spawn(move || drop(batches));
+    let deadline = std::time::Instant::now() + fbunload_cli::STOP_GRACE;
+    py.detach(|| {
+        while !stopping.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
 }
 
 fn arrow_err(e: ArrowError) -> PyErr {
@@ -535,7 +546,8 @@ fn output_options(
     let format = FormatName::parse(name).map_err(bad)?;
     let mut options = OutputOptions {
         format,
-        header,
+        // `header=True` is the default, so only `False` is an option given.
+        header: (!header).then_some(false),
         delimiter,
         null,
         crlf,
@@ -588,7 +600,7 @@ fn output_options(
 
 /// What the command line does: every selected table to a file in `output`.
 #[pyfunction]
-#[pyo3(signature = (database, output, *, format="csv", compression=None, header=false,
+#[pyo3(signature = (database, output, *, format="csv", compression=None, header=true,
     delimiter=None, null=None, binary=None, crlf=false, split=false, row_group_rows=None,
     tables=None, exclude=None, columns=Vec::new(), rows_where=Vec::new(), user=None,
     password=None, role=None, charset="UTF8", parallel=None, unit_pages=None, client_lib=None,
@@ -845,7 +857,7 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
         .map_err(|_| Error::new_err("the command line panicked"))
 }
 
-/// Serves a run as its reader process (`python -m fbunload._reader`,
+/// Serves a run as its reader process (`python -I .../fbunload/_reader.py`,
 /// started by the run); returns the exit status.
 #[pyfunction]
 fn serve_reader(py: Python<'_>) -> i32 {
@@ -878,12 +890,13 @@ fn sample(
         .detach(|| fbunload::sample::create_sample(&client, &options, |_| {}))
         .map_err(|e| match e {
             fbunload::sample::SampleError::Exists(path) => UsageError::new_err(format!(
-                "{} already exists; pass force=True to replace it",
+                "{} already exists and is not the sample these options make (another database, \
+                 or other warehouses= or items=); pass force=True to replace it",
                 path.display()
             )),
             other => DatabaseError::new_err(other.to_string()),
         })?;
-    Ok(report.database)
+    Ok(report.report.database)
 }
 
 /// Attaches and plans without reading a row.
@@ -1200,6 +1213,8 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SnapshotClosed", py.get_type::<SnapshotClosed>())?;
     // The facade's defaults, for the Python signatures and their help.
     m.add("DEFAULT_MEMORY_MB", fbunload::DEFAULT_MEMORY_MB)?;
+    // The version the command line's --version prints: one workspace version.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "DEFAULT_STALL_TIMEOUT_SECS",
         fbunload::DEFAULT_STALL_TIMEOUT.as_secs(),
@@ -1215,15 +1230,18 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(sample, m)?)?;
     m.add_function(wrap_pyfunction!(serve_reader, m)?)?;
-    // A run's reader processes are this interpreter running
-    // fbunload._reader, whatever started the run (a script, the console
-    // script, Dask).
+    // A run's reader processes are this interpreter running this
+    // package's _reader.py, whatever started the run (a script, the
+    // console script, Dask): isolated, by path, so that nothing in the
+    // working directory is imported by a process that gets the password
+    // (fbunload._reader.command).
     let executable: Option<PathBuf> = py.import("sys")?.getattr("executable")?.extract()?;
     if let Some(program) = executable.filter(|p| !p.as_os_str().is_empty()) {
-        fbunload::set_reader_command(Some(fbunload::ReaderCommand {
-            program,
-            args: vec!["-m".into(), "fbunload._reader".into()],
-        }));
+        let args: Vec<std::ffi::OsString> = py
+            .import("fbunload._reader")?
+            .call_method0("command")?
+            .extract()?;
+        fbunload::set_reader_command(Some(fbunload::ReaderCommand::this_program(program, args)));
     }
     Ok(())
 }

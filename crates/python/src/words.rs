@@ -28,17 +28,20 @@ const VALUED: &[(&str, &str)] = &[
     ("format", "format"),
     ("unit-pages", "unit_pages"),
     ("stall-timeout", "stall_timeout"),
+    ("processes", "processes"),
     ("wire-crypt", "wire_crypt"),
 ];
 
 /// Switches, and the keyword argument that means the same.
 const SWITCHES: &[(&str, &str)] = &[
     ("decimal256", "decimal256=True"),
+    ("no-header", "header=False"),
     ("overwrite", "overwrite=True"),
     ("verify", "verify=True"),
     ("allow-inconsistent", "allow_inconsistent=True"),
     ("no-schema", "schema=False"),
     ("wire-compression", "wire_compression=True"),
+    ("keep-keys", "keep_keys=True"),
     // A query is named by its key in `queries=` (or is read_sql's own).
     ("query", "query"),
     ("name", "the query's name"),
@@ -46,9 +49,11 @@ const SWITCHES: &[(&str, &str)] = &[
 
 /// `message` with the flags that have a keyword written as keywords.
 pub fn in_python_words(message: &str) -> String {
+    // The login's flags in any spelling: a caller gave `user=`, `password=`.
     let message = message
-        .replace("-u/--user", "--user")
-        .replace("-p/--password", "--password")
+        .replace("-u/-p", "user=/password=")
+        .replace("-u/--user", "user=")
+        .replace("-p/--password", "password=")
         .replace(" -d ", " --database ")
         .replace("choose another -o", "choose another output directory");
     let mut out = String::with_capacity(message.len());
@@ -85,6 +90,11 @@ pub fn in_python_words(message: &str) -> String {
             (true, None, None) if flag == "database" => {
                 out.push_str("database");
                 rest = value_after(rest, &mut out, |v| v.contains([':', '/']));
+            }
+            // A directory, as messages print it.
+            (true, None, None) if flag == "since" => {
+                out.push_str("since");
+                rest = value_after(rest, &mut out, |v| v.contains(['/', '\\']));
             }
             (true, None, Some(words)) => out.push_str(&words),
             _ => {

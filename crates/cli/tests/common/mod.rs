@@ -151,8 +151,18 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Records in a CSV file, parsed properly (values may contain newlines).
+/// The rows of a CSV file written with the default header line, parsed
+/// properly (values may contain newlines); the header is not one of them.
 pub fn csv_records(path: &Path) -> Vec<Vec<String>> {
+    let mut records = csv_lines(path);
+    assert!(!records.is_empty(), "{}: no header line", path.display());
+    records.remove(0);
+    records
+}
+
+/// Every record of a CSV file, its header line first.
+#[allow(dead_code)] // not every test binary uses it
+pub fn csv_lines(path: &Path) -> Vec<Vec<String>> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .from_path(path)

@@ -28,8 +28,8 @@ fn send(out: &Output, tag: Tag, slot: u32, payload: &[u8]) -> io::Result<()> {
     wire::write_frame(&mut *out.lock().unwrap(), tag, slot, payload)
 }
 
-fn send_failure(out: &Output, slot: u32, failure: &Failure) {
-    let _ = send(out, Tag::Failed, slot, &wire::to_json(failure));
+fn send_failure(out: &Output, slot: u32, failure: &Failure) -> io::Result<()> {
+    send(out, Tag::Failed, slot, &wire::to_json(failure))
 }
 
 /// What a slot's thread is told.
@@ -40,8 +40,10 @@ enum SlotCommand {
 }
 
 /// Serves one run on standard input and output; returns the process's
-/// exit status. Whatever it cannot say over the protocol goes to
-/// standard error.
+/// exit status. A failure is sent to the run and said on standard error
+/// too (for one started by hand), but when the run is gone: it stopped
+/// (a signal, an error) and says why itself, so nothing of it ("Broken
+/// pipe") reaches the terminal.
 pub fn serve_reader() -> i32 {
     let out: Output = Arc::new(Mutex::new(BufWriter::with_capacity(1 << 16, io::stdout())));
     let mut input = BufReader::with_capacity(1 << 16, io::stdin());
@@ -52,24 +54,29 @@ pub fn serve_reader() -> i32 {
             eprintln!("fbunload: {e}");
             1
         }
+        // Its output closed: the run is gone.
+        Err(ExecError::Interrupted) => 1,
         Err(e) => {
-            send_failure(
-                &out,
-                WHOLE,
-                &Failure {
-                    lost: false,
-                    table: String::new(),
-                    text: e.to_string(),
-                },
-            );
-            eprintln!("fbunload reader process: {e}");
+            let failure = Failure {
+                lost: false,
+                table: String::new(),
+                text: e.to_string(),
+            };
+            match send_failure(&out, WHOLE, &failure) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                _ => eprintln!("fbunload reader process: {}", failure.text),
+            }
             1
         }
     }
 }
 
 fn serve(input: &mut impl io::Read, out: &Output) -> Result<(), ExecError> {
-    let protocol = |e: io::Error| ExecError::Server(e.to_string());
+    let protocol = |e: io::Error| match e.kind() {
+        // What it writes has nobody to read it: the run is gone.
+        io::ErrorKind::BrokenPipe => ExecError::Interrupted,
+        _ => ExecError::Server(e.to_string()),
+    };
     let frame = wire::read_frame(input).map_err(protocol)?;
     let Some(frame) = frame.filter(|f| f.tag == Tag::Setup) else {
         return Err(ExecError::Usage(
@@ -216,7 +223,7 @@ fn serve_slot(
         };
         let table = &context.plan.tables[read.unit.table];
         let Some(reader) = reader.as_mut() else {
-            send_failure(
+            let _ = send_failure(
                 out,
                 slot,
                 &Failure {
@@ -252,24 +259,28 @@ fn serve_slot(
             Ok(rows) => {
                 let _ = send(out, Tag::Done, slot, &wire::u64_payload(rows));
             }
-            Err(ExecError::ConnectionLost { table, message }) => send_failure(
-                out,
-                slot,
-                &Failure {
-                    lost: true,
-                    table,
-                    text: message,
-                },
-            ),
-            Err(e) => send_failure(
-                out,
-                slot,
-                &Failure {
-                    lost: false,
-                    table: table.name.clone(),
-                    text: e.to_string(),
-                },
-            ),
+            Err(ExecError::ConnectionLost { table, message }) => {
+                let _ = send_failure(
+                    out,
+                    slot,
+                    &Failure {
+                        lost: true,
+                        table,
+                        text: message,
+                    },
+                );
+            }
+            Err(e) => {
+                let _ = send_failure(
+                    out,
+                    slot,
+                    &Failure {
+                        lost: false,
+                        table: table.name.clone(),
+                        text: e.to_string(),
+                    },
+                );
+            }
         }
     }
 }
