@@ -99,8 +99,9 @@ struct KeyEntry {
 
 /// What a table read for its changes reads besides.
 struct ChangeReads {
-    /// Its count entry's units, and what each counted.
-    units: Vec<Unit>,
+    /// Its count entry's units, each with the ranges of slots it counts
+    /// apart, and what each counted (a count per range).
+    units: Vec<(Unit, Vec<(u64, Option<u64>)>)>,
     counts: Arc<keys::KeyTable>,
     /// Its unchanged-keys entry, and what it read.
     recheck_entry: usize,
@@ -315,27 +316,37 @@ impl FileOutput {
         let taken = changes.taken.get_or_init(|| entry.read.sink.numbers());
         let counts = changes.counts.units();
         let mut counted = Vec::with_capacity(changes.units.len());
-        for unit in &changes.units {
-            let count = counts
+        for (unit, buckets) in &changes.units {
+            let batch = counts
                 .get(&unit.seq)
                 .and_then(|batches| batches.first())
-                .filter(|b| b.num_rows() == 1)
-                .and_then(|b| {
-                    use arrow_array::cast::AsArray;
-                    let counts = b
-                        .column(0)
-                        .as_primitive_opt::<arrow_array::types::Int64Type>()?;
-                    Some(counts.value(0))
-                })
+                .filter(|b| b.num_rows() == 1 && b.num_columns() == buckets.len())
                 .ok_or_else(|| format!("unit {} counted no rows", unit.seq))?;
-            let lo = match unit.first_slot {
-                0 => 0,
-                slot => places.first_number_at(slot),
-            };
-            let hi = unit
-                .end_slot
-                .map_or(u64::MAX, |s| places.first_number_at(s));
-            counted.push((*unit, (lo, hi), count as u64));
+            for (i, &(first, end)) in buckets.iter().enumerate() {
+                use arrow_array::{cast::AsArray, Array};
+                let count = batch
+                    .column(i)
+                    .as_primitive_opt::<arrow_array::types::Int64Type>()
+                    .filter(|c| !c.is_null(0))
+                    .ok_or_else(|| format!("unit {} counted no rows", unit.seq))?
+                    .value(0);
+                if end == Some(first) {
+                    continue;
+                }
+                let lo = match first {
+                    0 => 0,
+                    slot => places.first_number_at(slot),
+                };
+                let hi = end.map_or(u64::MAX, |s| places.first_number_at(s));
+                // A range of the unit, read on its own if it lost rows.
+                let range = Unit {
+                    seq: unit.seq * buckets.len() + i,
+                    first_slot: first,
+                    end_slot: end,
+                    ..*unit
+                };
+                counted.push((range, (lo, hi), count as u64));
+            }
         }
         let units = keys::units_to_recheck(old, &entry.read.sink, taken, &counted)?;
         let mut rechecked = changes.rechecked.lock().unwrap();
@@ -556,7 +567,11 @@ impl Destination for FileOutput {
             let recheck = entry_of(Role::UnchangedKeys { of });
             if let (Some(count), Some(recheck)) = (count, recheck) {
                 entry.changes = Some(ChangeReads {
-                    units: run.plan.units_of(count).copied().collect(),
+                    units: run
+                        .plan
+                        .units_of(count)
+                        .map(|u| (*u, run.plan.tables[count].count_buckets(u)))
+                        .collect(),
                     counts: helpers[&count].clone(),
                     recheck_entry: recheck,
                     rechecks: key_helpers[&recheck].clone(),

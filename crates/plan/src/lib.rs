@@ -25,7 +25,7 @@ pub use identifier::{printable, quote_identifier};
 pub use incremental::{
     DbKeyLayout, Incremental, PreviousTable, Role, RowPlaces, Since, TableMode, DB_KEY_COLUMN,
 };
-pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit};
+pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit, COUNT_BUCKETS};
 pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};
 pub use selection::{SelectionError, TableChoice};
