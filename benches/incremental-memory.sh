@@ -4,8 +4,8 @@
 # (--keep-keys, the start of a chain), 0.1% of the rows updated, 0.1%
 # deleted all over the table and as many inserted, then an incremental run
 # (--since), both at --memory MEMORY: peak RSS (/usr/bin/time's maximum
-# resident set) and seconds of each. A table's keys are held within an
-# eighth of --memory and spilled beyond it in sorted runs, so the peaks
+# resident set) and seconds of each. A table's keys are held within a
+# 32nd of --memory and spilled beyond it in sorted runs, so the peaks
 # stay the same as ROWS grows (the target: under 300 MB at --memory 256
 # for 20,000,000 rows).
 #

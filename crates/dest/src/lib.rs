@@ -123,7 +123,7 @@ impl<T: order::Table> order::Table for Arc<T> {
 }
 
 /// The least memory a table's keys hold before they spill (see
-/// `keyruns`): an eighth of the run's budget, or this.
+/// `keyruns`): a 32nd of the run's budget, or this.
 const KEY_MEMORY_MIN: usize = 64 << 10;
 
 /// The file of an output directory that holds the DDL of its tables; no
@@ -486,7 +486,8 @@ impl Destination for FileOutput {
             Target::Directory(dir) => dir.staging().to_path_buf(),
             Target::Stdout(spill) => spill.path().to_path_buf(),
         };
-        let key_memory = (self.budget.total() / 8).max(KEY_MEMORY_MIN);
+        // Sorting a run holds about four times its keys for a while.
+        let key_memory = (self.budget.total() / 32).max(KEY_MEMORY_MIN);
         let layout = run.plan.row_places.map(|p| p.layout);
         let key_reads = |index: usize, schema: &arrow_schema::SchemaRef, keep_numbers: bool| {
             let layout = layout.ok_or_else(|| {
