@@ -349,8 +349,19 @@ impl FileOutput {
             }
         }
         let units = keys::units_to_recheck(old, &entry.read.sink, taken, &counted)?;
+        // Ranges side by side are read as one: the same pages, one query.
+        let mut joined: Vec<(Unit, (u64, u64))> = Vec::with_capacity(units.len());
+        for (unit, range) in units {
+            match joined.last_mut() {
+                Some((last, last_range)) if last.end_slot == Some(unit.first_slot) => {
+                    last.end_slot = unit.end_slot;
+                    last_range.1 = range.1;
+                }
+                _ => joined.push((unit, range)),
+            }
+        }
         let mut rechecked = changes.rechecked.lock().unwrap();
-        Ok(units
+        Ok(joined
             .into_iter()
             .map(|(unit, range)| {
                 rechecked.push(range);
