@@ -673,6 +673,9 @@ pub(crate) fn changes_since(
     Ok(gone_count)
 }
 
+/// A unit, and the range of DB_KEY numbers it covers.
+pub(crate) type UnitRange = (Unit, (u64, u64));
+
 /// The units of a table to read the unchanged keys of, with their ranges:
 /// those where fewer (or more) rows are unchanged (`counted`, per unit and
 /// its range of DB_KEY numbers) than rows of the previous run lie there
@@ -683,7 +686,7 @@ pub(crate) fn units_to_recheck(
     upserts: &KeySink,
     taken: &[u64],
     counted: &[(Unit, (u64, u64), u64)],
-) -> Result<Vec<(Unit, (u64, u64))>, String> {
+) -> Result<Vec<UnitRange>, String> {
     let mut by_range: Vec<usize> = (0..counted.len()).collect();
     by_range.sort_by_key(|&i| counted[i].1);
     let ranges = Ranges::new(&counted.iter().map(|c| c.1).collect::<Vec<_>>());
@@ -897,13 +900,15 @@ mod tests {
         }
     }
 
+    type Changed = (Vec<i32>, Vec<u64>, Vec<i32>);
+
     /// The new keys (ids, numbers) and deletes' ids of a table.
     fn changes(
         old: &PreviousKeys,
         upserts: &KeySink,
         rechecked: &KeySink,
         ranges: &[(u64, u64)],
-    ) -> Result<(Vec<i32>, Vec<u64>, Vec<i32>), String> {
+    ) -> Result<Changed, String> {
         let (mut keys, mut deletes) = (Vec::new(), Vec::new());
         let count = changes_since(
             old,

@@ -97,11 +97,14 @@ struct KeyEntry {
     changes: Option<ChangeReads>,
 }
 
+/// Ranges of data-page slots (first, end).
+type SlotRanges = Vec<(u64, Option<u64>)>;
+
 /// What a table read for its changes reads besides.
 struct ChangeReads {
     /// Its count entry's units, each with the ranges of slots it counts
     /// apart, and what each counted (a count per range).
-    units: Vec<(Unit, Vec<(u64, Option<u64>)>)>,
+    units: Vec<(Unit, SlotRanges)>,
     counts: Arc<keys::KeyTable>,
     /// Its unchanged-keys entry, and what it read.
     recheck_entry: usize,
@@ -354,7 +357,7 @@ impl FileOutput {
         // read whole (a --since run of 5,000,000 rows that read them all
         // in one peaked at 374 MB).
         let parent = |unit: &Unit| unit.seq / fbunload_plan::COUNT_BUCKETS as usize;
-        let mut joined: Vec<(Unit, (u64, u64))> = Vec::with_capacity(units.len());
+        let mut joined: Vec<keys::UnitRange> = Vec::with_capacity(units.len());
         for (unit, range) in units {
             match joined.last_mut() {
                 Some((last, last_range))
