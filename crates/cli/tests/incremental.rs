@@ -1269,3 +1269,89 @@ fn a_transaction_running_at_the_previous_snapshot_adds_only_its_own_rows() {
         read_manifest(&r0)["incremental"]
     );
 }
+
+/// A table over several pointer pages, for the keys' memory and the
+/// rechecks: `rows` rows of 100 bytes or so.
+fn many_pages(dir: &Path, rows: u32) -> PathBuf {
+    superclassic();
+    let db = create_db(dir, "many.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE W (ID INTEGER NOT NULL PRIMARY KEY, PAD VARCHAR(120))",
+            &format!(
+                "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= {rows}) DO BEGIN \
+                 INSERT INTO W VALUES (:I, RPAD('', 100, 'p' || :I)); I = I + 1; END END"
+            ),
+        ],
+    );
+    db
+}
+
+/// The files of a run that say what it read of W: its keys, and (for a
+/// change set) its upserts and deletes.
+fn w_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    files(dir)
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("W."))
+        .collect()
+}
+
+/// Keys held within a tiny --memory spill in sorted runs, merged at the
+/// end: the keys files and the change set are those of a run that held
+/// every key in memory, byte for byte, with deletes all over the table.
+#[test]
+fn keys_spilled_under_a_tiny_memory_give_the_same_keys_files_and_change_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = many_pages(dir.path(), 60_000);
+    let runs = dir.path();
+    let with = |memory: &str, args: &[&str], out: &str| {
+        let out = runs.join(out);
+        let mut all = vec!["--memory", memory, "--unit-pages", "64", "-o", path(&out)];
+        all.extend_from_slice(args);
+        run(&db, &all);
+        out
+    };
+    // 60,000 keys of 12 bytes held: several runs of 128 KiB at --memory 1.
+    let small = with("1", &["--keep-keys"], "r0-small");
+    let large = with("256", &["--keep-keys"], "r0-large");
+    assert_eq!(w_files(&small), w_files(&large));
+    execute(
+        &db,
+        &[
+            "DELETE FROM W WHERE MOD(ID, 97) = 0",
+            "UPDATE W SET PAD = 'changed' WHERE MOD(ID, 89) = 0",
+            "UPDATE W SET ID = ID + 100000 WHERE MOD(ID, 1009) = 1",
+            "INSERT INTO W VALUES (200000, 'new')",
+        ],
+    );
+    let args = ["--since", path(&large), "--format", "csv"];
+    let small = with("1", &args, "r1-small");
+    let large = with("256", &args, "r1-large");
+    let (small_files, large_files) = (w_files(&small), w_files(&large));
+    let names: Vec<&str> = small_files.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"W.deletes.csv"), "{names:?}");
+    assert_eq!(small_files, large_files);
+    let w = manifest_entry(&read_manifest(&small), "W").clone();
+    // 618 deleted, 60 keys changed (one of them a deleted row's).
+    let deleted = (1..=60_000).filter(|i| i % 97 == 0).count();
+    let moved = (1..=60_000)
+        .filter(|i| i % 1009 == 1 && i % 97 != 0)
+        .count();
+    assert_eq!(w["change"]["deletes"], (deleted + moved) as u64, "{w}");
+    // Keys read again only in the ranges of pages that lost rows: many
+    // small ranges (about 30 units of 64 pages here).
+    assert!(
+        w["change"]["rechecked_units"].as_u64().unwrap() > 100,
+        "{w}"
+    );
+    // The keys the change set ends with are those a full run reads now.
+    let now = with("256", &["--keep-keys"], "r1-full");
+    let keys = |dir: &Path| std::fs::read(dir.join("W.keys.parquet")).unwrap();
+    assert_eq!(keys(&small), keys(&now));
+    // Nothing but the run's files is left in the directory.
+    for name in std::fs::read_dir(&small).unwrap() {
+        let name = name.unwrap().file_name().into_string().unwrap();
+        assert!(!name.contains(".run"), "{name} left behind");
+    }
+}

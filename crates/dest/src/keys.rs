@@ -1,15 +1,17 @@
 //! Primary keys of an incremental run (`--since`, `--keep-keys`): the
-//! keys entries' batches are kept, not written in the run's format; once
-//! the run is complete each table's keys are sorted ([`SortedKeys`]) and
-//! go to `<TABLE>.keys.parquet` (Parquet whatever the format), and the
-//! keys the previous run had that the new snapshot has not are the
-//! table's deletes, found in one pass over both sorted sets.
+//! keys entries' rows (the key's columns and each row's DB_KEY) are
+//! gathered by a [`KeySink`], which holds them within a memory limit and
+//! spills them beyond it in sorted runs (`keyruns`); once the run is
+//! complete each table's keys are merged in key order into
+//! `<TABLE>.keys.parquet` (Parquet whatever the format), and the keys the
+//! previous run had that the new snapshot has not are the table's
+//! deletes, found in one pass over the sorted sets, each read a batch at
+//! a time: memory does not grow with the table's rows.
 //!
 //! Keys compare by an exact, order-preserving byte encoding of their
-//! values ([`KeyEncoder`]), per Arrow type: memory grows with the table's
-//! rows (about 40 bytes a row for a two-integer key, while the run ends).
-//! A keys file read back is not trusted: it must hold each key once, in
-//! ascending order, none null, as many as its manifest says.
+//! values ([`KeyEncoder`]), per Arrow type. A keys file read back is not
+//! trusted: it must hold each key once, in ascending order, none null, as
+//! many as its manifest says.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io;
@@ -24,27 +26,19 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use fbunload_exec::{ExecError, FileDigest, UnitWriter, Written};
 use fbunload_plan::{DbKeyLayout, Unit};
 
-use crate::directory::OutputDir;
+use crate::keyruns::{Cursor, KeySink, Merged, Rows, BATCH_ROWS};
 use crate::order::Table;
 
-/// A keys entry of the plan: its units' batches, kept until the run ends.
+/// A count entry of the plan: its units' counts, kept until the run ends.
 pub(crate) struct KeyTable {
-    pub schema: SchemaRef,
     units: Mutex<BTreeMap<usize, Vec<RecordBatch>>>,
 }
 
 impl KeyTable {
-    pub fn new(schema: SchemaRef) -> Self {
+    pub fn new() -> Self {
         KeyTable {
-            schema,
             units: Mutex::default(),
         }
-    }
-
-    /// Every batch, in DB_KEY order.
-    pub fn batches(&self) -> Vec<RecordBatch> {
-        let units = self.units.lock().unwrap();
-        units.values().flatten().cloned().collect()
     }
 
     /// The batches of each unit, by its sequence number.
@@ -57,7 +51,7 @@ impl KeyTable {
 /// columns and the DB_KEY go to `keys`, the table's columns to `file`.
 pub(crate) struct KeptKeys {
     pub file: Box<dyn Table>,
-    pub keys: Arc<KeyTable>,
+    pub keys: Arc<KeyReads>,
     /// The key's columns, then the DB_KEY, in the batches read.
     pub key_columns: Vec<usize>,
     /// The table's own columns.
@@ -176,7 +170,7 @@ impl KeyEncoder {
     }
 
     /// Row `row`'s key, after `out`'s contents.
-    fn append(&self, row: usize, out: &mut Vec<u8>) {
+    pub(crate) fn append(&self, row: usize, out: &mut Vec<u8>) {
         for column in &self.columns {
             encode(column, row, out);
         }
@@ -318,152 +312,111 @@ pub fn key_set(batches: &[RecordBatch]) -> Result<HashSet<Vec<u8>>, String> {
     Ok(set)
 }
 
-/// A table's primary keys, each once, in ascending order, each with the
-/// DB_KEY number of its row: what a run writes to `<TABLE>.keys.parquet`,
-/// and what the next run reads back and compares its own keys with.
-///
-/// In order, a key column of integers is a run of small differences,
-/// which Parquet's delta encoding keeps in a few bits a row (strings
-/// share their prefixes), where its dictionary would spend a value and
-/// an index on each; so the keys file of a 2,000,000-row table with a
-/// two-integer key is a few kilobytes, and its rows' numbers, where rows
-/// lie in key order, as few.
-pub struct SortedKeys {
-    /// The keys, a row each, in order.
-    batch: RecordBatch,
-    /// Each row's DB_KEY number (see [`fbunload_plan::DbKeyLayout`]).
-    numbers: Vec<u64>,
-    /// Each row's key as [`KeyEncoder`] writes it, one after another.
-    bytes: Vec<u8>,
-    /// Where each row's key ends in `bytes`.
-    ends: Vec<usize>,
+/// A keys entry's reads: of each batch, the key's columns, and the DB_KEY
+/// as its row's number, gathered by a [`KeySink`] (spilled in sorted runs
+/// beyond its memory).
+pub(crate) struct KeyReads {
+    pub sink: KeySink,
+    pub layout: DbKeyLayout,
+}
+
+impl KeyReads {
+    /// The schema of the batches a sink of `read` (the key's columns,
+    /// then the DB_KEY) holds: the key's columns, then the numbers.
+    pub fn sink_schema(read: &Schema) -> SchemaRef {
+        let mut fields: Vec<_> = read.fields().iter().cloned().collect();
+        fields.pop();
+        fields.push(Arc::new(Field::new(NUMBER_COLUMN, DataType::UInt64, false)));
+        Arc::new(Schema::new(fields))
+    }
+}
+
+impl Table for KeyReads {
+    fn begin_unit(&self, _seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        Ok(Box::new(KeyReadsUnit {
+            reads: self,
+            batches: Vec::new(),
+        }))
+    }
+
+    fn finish(&self) -> Result<Written, ExecError> {
+        Ok(Written::default())
+    }
+}
+
+struct KeyReadsUnit<'a> {
+    reads: &'a KeyReads,
+    batches: Vec<RecordBatch>,
+}
+
+impl UnitWriter for KeyReadsUnit<'_> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        let batch = numbered_batch(&self.reads.sink.schema, &batch, self.reads.layout)
+            .map_err(ExecError::Internal)?;
+        self.batches.push(batch);
+        Ok(())
+    }
+
+    /// A unit's keys count once it is complete (a unit read again after a
+    /// failure gives them again).
+    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        self.reads
+            .sink
+            .add(self.batches)
+            .map_err(ExecError::Internal)?;
+        Ok(false)
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), ExecError> {
+        Ok(())
+    }
+}
+
+/// A batch as a read returns it (the key's columns, then the DB_KEY) as
+/// `schema`'s: the DB_KEY as its row's number.
+fn numbered_batch(
+    schema: &SchemaRef,
+    batch: &RecordBatch,
+    layout: DbKeyLayout,
+) -> Result<RecordBatch, String> {
+    let last = batch
+        .num_columns()
+        .checked_sub(1)
+        .ok_or("no DB_KEY column")?;
+    let db_keys = batch
+        .column(last)
+        .as_binary_opt::<i32>()
+        .ok_or("the DB_KEY column is not bytes")?;
+    let numbers = db_keys
+        .iter()
+        .map(|db_key| {
+            db_key
+                .and_then(|k| layout.number(k))
+                .ok_or("a DB_KEY is not 8 bytes")
+        })
+        .collect::<Result<UInt64Array, _>>()?;
+    let mut columns = batch.columns()[..last].to_vec();
+    columns.push(Arc::new(numbers));
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
 }
 
 /// The column of a keys file that holds each row's DB_KEY number.
 const NUMBER_COLUMN: &str = fbunload_plan::DB_KEY_COLUMN;
 
-impl SortedKeys {
-    /// How many keys there are.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
+/// The previous run's keys file of a table, checked: each key once, in
+/// ascending order, none null, as many as its manifest says, each with
+/// its row's DB_KEY number (see [`fbunload_plan::DbKeyLayout`]). It is
+/// held as its file is (compressed: a few bytes a key where keys and
+/// rows come in order, see [`keys_file_properties`]) and read a batch at
+/// a time.
+pub struct PreviousKeys {
+    contents: bytes::Bytes,
+    /// The file's columns: the key's, then the numbers.
+    schema: SchemaRef,
+    len: u64,
+}
 
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    fn key(&self, row: usize) -> &[u8] {
-        encoded(&self.bytes, &self.ends, row)
-    }
-
-    /// The row holding `key`, if one does.
-    fn find(&self, key: &[u8]) -> Option<usize> {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.key(mid).cmp(key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
-    }
-
-    /// The keys a run read as its tables' reads return them: the key's
-    /// columns, then the DB_KEY (laid out as `layout` says).
-    pub fn from_reads(
-        schema: &SchemaRef,
-        batches: &[RecordBatch],
-        layout: DbKeyLayout,
-    ) -> Result<Self, String> {
-        let last = schema
-            .fields()
-            .len()
-            .checked_sub(1)
-            .ok_or("no DB_KEY column")?;
-        if batches.iter().all(|b| b.num_rows() == 0) {
-            let keys = schema
-                .project(&(0..last).collect::<Vec<_>>())
-                .map_err(|e| e.to_string())?;
-            return Ok(Self::empty(Arc::new(keys)));
-        }
-        let mut keys = Vec::with_capacity(batches.len());
-        let mut numbers = Vec::new();
-        for batch in batches {
-            let last = batch
-                .num_columns()
-                .checked_sub(1)
-                .ok_or("no DB_KEY column")?;
-            let db_keys = batch
-                .column(last)
-                .as_binary_opt::<i32>()
-                .ok_or("the DB_KEY column is not bytes")?;
-            for db_key in db_keys.iter() {
-                let number = db_key
-                    .and_then(|k| layout.number(k))
-                    .ok_or("a DB_KEY is not 8 bytes")?;
-                numbers.push(number);
-            }
-            keys.push(
-                batch
-                    .project(&(0..last).collect::<Vec<_>>())
-                    .map_err(|e| e.to_string())?,
-            );
-        }
-        Self::sort(&keys, numbers)
-    }
-
-    /// The keys `batches` hold, `numbers` their rows' DB_KEY numbers in the
-    /// same order, sorted; fails if a key is there twice.
-    pub fn sort(batches: &[RecordBatch], numbers: Vec<u64>) -> Result<Self, String> {
-        let (bytes, ends) = encode_all(batches)?;
-        assert_eq!(ends.len(), numbers.len(), "a number per key");
-        let key = |row: usize| encoded(&bytes, &ends, row);
-        let mut order: Vec<u64> = (0..ends.len() as u64).collect();
-        // Stable: the keys come mostly in order already, in runs.
-        order.sort_by(|&a, &b| key(a as usize).cmp(key(b as usize)));
-        if let Some(pair) = order
-            .windows(2)
-            .find(|p| key(p[0] as usize) == key(p[1] as usize))
-        {
-            return Err(format!(
-                "key {} is there twice: not a primary key's",
-                pair[0]
-            ));
-        }
-        let Some(first) = batches.first() else {
-            return Err("no keys were read".into());
-        };
-        let all = arrow_select::concat::concat_batches(&first.schema(), batches)
-            .map_err(|e| e.to_string())?;
-        let mut sorted_bytes = Vec::with_capacity(bytes.len());
-        let mut sorted_ends = Vec::with_capacity(ends.len());
-        for &row in &order {
-            sorted_bytes.extend_from_slice(key(row as usize));
-            sorted_ends.push(sorted_bytes.len());
-        }
-        let sorted_numbers = order.iter().map(|&row| numbers[row as usize]).collect();
-        let batch = arrow_select::take::take_record_batch(&all, &UInt64Array::from(order))
-            .map_err(|e| e.to_string())?;
-        Ok(SortedKeys {
-            batch,
-            numbers: sorted_numbers,
-            bytes: sorted_bytes,
-            ends: sorted_ends,
-        })
-    }
-
-    /// No keys, of `schema`.
-    fn empty(schema: SchemaRef) -> Self {
-        SortedKeys {
-            batch: RecordBatch::new_empty(schema),
-            numbers: Vec::new(),
-            bytes: Vec::new(),
-            ends: Vec::new(),
-        }
-    }
-
+impl PreviousKeys {
     /// Reads a keys file back, as untrusted: its columns must be `columns`
     /// (name, Arrow type as the manifest writes it), in order, then the
     /// rows' numbers; its keys not null, each once, in ascending order,
@@ -475,7 +428,8 @@ impl SortedKeys {
         count: Option<u64>,
     ) -> Result<Self, String> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(contents))
+        let contents = bytes::Bytes::from(contents);
+        let builder = ParquetRecordBatchReaderBuilder::try_new(contents.clone())
             .map_err(|e| e.to_string())?;
         let schema = builder.schema().clone();
         let fields = schema.fields();
@@ -498,266 +452,267 @@ impl SortedKeys {
                  --keep-keys"
             ));
         }
-        let reader = builder.build().map_err(|e| e.to_string())?;
-        let batches: Vec<RecordBatch> = reader
-            .map(|batch| batch.map_err(|e| e.to_string()))
-            .collect::<Result<_, _>>()?;
-        let batch =
-            arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| e.to_string())?;
-        if batch.columns().iter().any(|c| c.null_count() > 0) {
-            return Err("it holds a null key".into());
+        let mut keys = PreviousKeys {
+            contents,
+            schema,
+            len: 0,
+        };
+        let mut stream = keys.stream()?;
+        while stream.key().is_some() {
+            stream.advance().map_err(|e| {
+                format!(
+                    "{e}: keys files hold each key once, in ascending order (start the chain \
+                     again with --keep-keys)"
+                )
+            })?;
         }
-        if let Some(count) = count.filter(|&c| c != batch.num_rows() as u64) {
+        keys.len = stream.passed();
+        if let Some(count) = count.filter(|&c| c != keys.len) {
             return Err(format!(
                 "it holds {} keys, where its manifest says {count}",
-                batch.num_rows()
+                keys.len
             ));
         }
-        let numbers = batch
-            .column(last)
-            .as_primitive::<UInt64Type>()
-            .values()
-            .to_vec();
-        let batch = batch
-            .project(&(0..last).collect::<Vec<_>>())
-            .map_err(|e| e.to_string())?;
-        let (bytes, ends) = encode_all(std::slice::from_ref(&batch))?;
-        for row in 1..ends.len() {
-            let (before, this) = (encoded(&bytes, &ends, row - 1), encoded(&bytes, &ends, row));
-            if before >= this {
-                let what = if before == this {
-                    "is there twice"
-                } else {
-                    "is out of order"
-                };
-                return Err(format!(
-                    "its key at row {row} {what}: keys files hold each key once, in \
-                     ascending order (start the chain again with --keep-keys)"
-                ));
-            }
-        }
-        Ok(SortedKeys {
-            batch,
-            numbers,
-            bytes,
-            ends,
-        })
+        Ok(keys)
     }
 
-    /// The keys as a keys file holds them.
-    pub fn into_file(self) -> KeysFile {
-        KeysFile {
-            batch: self.batch,
-            numbers: self.numbers,
-        }
-    }
-}
-
-/// What an incremental run makes of a table's keys: the new set, and the
-/// previous run's keys that are gone.
-pub struct Changes {
-    pub keys: KeysFile,
-    pub deletes: RecordBatch,
-}
-
-/// Keys in ascending order and their rows' DB_KEY numbers, as a keys file
-/// holds them.
-pub struct KeysFile {
-    pub batch: RecordBatch,
-    pub numbers: Vec<u64>,
-}
-
-impl KeysFile {
-    pub fn len(&self) -> usize {
-        self.numbers.len()
+    /// How many keys there are.
+    pub fn len(&self) -> u64 {
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.numbers.is_empty()
+        self.len == 0
     }
 
-    /// Writes the keys as `name` (Parquet: zstd, no dictionary, integers
-    /// delta-encoded, strings by shared prefixes) in the run's staging
-    /// directory and publishes it.
-    pub(crate) fn publish(&self, dir: &OutputDir, name: &str) -> io::Result<Vec<FileDigest>> {
-        self.write_to(dir.create(name)?)?;
-        Ok(dir.publish(name)?.1)
+    /// The key's columns.
+    pub(crate) fn key_schema(&self) -> SchemaRef {
+        let keys: Vec<usize> = (0..self.schema.fields().len() - 1).collect();
+        Arc::new(self.schema.project(&keys).expect("the key's columns"))
     }
 
-    fn write_to<W: io::Write + Send>(&self, out: W) -> io::Result<W> {
-        use parquet::arrow::ArrowWriter;
-        let mut fields: Vec<_> = self.batch.schema().fields().iter().cloned().collect();
+    /// The keys in order, a batch at a time.
+    fn stream(&self) -> Result<Merged, String> {
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(self.contents.clone())
+            .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
+            .map_err(|e| e.to_string())?;
+        let batches = reader.map(|batch| {
+            let batch = batch.map_err(|e| e.to_string())?;
+            if batch.columns().iter().any(|c| c.null_count() > 0) {
+                return Err("it holds a null key".to_string());
+            }
+            Ok(batch)
+        });
+        Merged::new(vec![Cursor::new(Box::new(batches))?])
+    }
+}
+
+/// Writes a keys file, a batch at a time.
+pub(crate) struct KeysFileWriter<W: io::Write + Send> {
+    schema: SchemaRef,
+    writer: parquet::arrow::ArrowWriter<W>,
+}
+
+impl<W: io::Write + Send> KeysFileWriter<W> {
+    /// A keys file of the key's columns of `schema` (its last column, the
+    /// numbers, is written as [`NUMBER_COLUMN`]) to `out`.
+    pub fn new(out: W, schema: &SchemaRef) -> io::Result<Self> {
+        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+        fields.pop();
         fields.push(Arc::new(Field::new(NUMBER_COLUMN, DataType::UInt64, false)));
         let schema = Arc::new(Schema::new(fields));
-        let mut columns = self.batch.columns().to_vec();
-        columns.push(Arc::new(UInt64Array::from(self.numbers.clone())));
-        let batch = RecordBatch::try_new(schema.clone(), columns).map_err(io::Error::other)?;
         let properties = keys_file_properties(&schema);
-        let mut writer =
-            ArrowWriter::try_new(out, schema, Some(properties)).map_err(io::Error::other)?;
-        writer.write(&batch).map_err(io::Error::other)?;
-        writer.into_inner().map_err(io::Error::other)
+        let writer = parquet::arrow::ArrowWriter::try_new(out, schema.clone(), Some(properties))
+            .map_err(io::Error::other)?;
+        Ok(KeysFileWriter { schema, writer })
+    }
+
+    pub fn write(&mut self, batch: RecordBatch) -> Result<(), String> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let batch = RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())
+            .map_err(|e| e.to_string())?;
+        self.writer.write(&batch).map_err(|e| e.to_string())
+    }
+
+    pub fn finish(self) -> io::Result<W> {
+        self.writer.into_inner().map_err(io::Error::other)
     }
 }
 
-/// The keys a run read again (its changed rows') set against the previous
-/// run's: which of those rows were read again, and the places the changed
-/// rows are at.
-pub struct Compared {
-    pub upserts: SortedKeys,
-    /// Per row of the previous run, whether its key was read again.
-    upserted: Vec<bool>,
-    /// The changed rows' DB_KEY numbers, sorted.
-    taken: Vec<u64>,
-}
-
-impl Compared {
-    /// One pass over both sorted sets.
-    pub fn new(old: &SortedKeys, upserts: SortedKeys) -> Self {
-        let mut upserted = vec![false; old.len()];
-        let mut j = 0;
-        for (row, again) in upserted.iter_mut().enumerate() {
-            let key = old.key(row);
-            while j < upserts.len() && upserts.key(j) < key {
-                j += 1;
-            }
-            *again = j < upserts.len() && upserts.key(j) == key;
-        }
-        let mut taken = upserts.numbers.clone();
-        taken.sort_unstable();
-        Compared {
-            upserts,
-            upserted,
-            taken,
+/// Hands the keys a run read of a table (`reads`, any order) to `out` in
+/// key order, in batches of [`BATCH_ROWS`]; a key read twice is refused.
+pub(crate) fn sorted_keys(
+    reads: &KeySink,
+    out: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut stream = reads.stream()?;
+    let mut rows = Rows::new(reads.schema.clone());
+    while stream.key().is_some() {
+        stream.push_to(&mut rows);
+        stream.advance()?;
+        if rows.len() == BATCH_ROWS {
+            out(rows.take()?)?;
         }
     }
+    if rows.len() > 0 {
+        out(rows.take()?)?;
+    }
+    Ok(())
+}
 
-    fn taken(&self, number: u64) -> bool {
-        self.taken.binary_search(&number).is_ok()
+/// A table's ranges of DB_KEY numbers, sorted, to tell which holds a row.
+struct Ranges(Vec<(u64, u64)>);
+
+impl Ranges {
+    fn new(ranges: &[(u64, u64)]) -> Self {
+        let mut ranges = ranges.to_vec();
+        ranges.sort_unstable();
+        Ranges(ranges)
+    }
+
+    /// The index of the range that holds `number`, if one does.
+    fn find(&self, number: u64) -> Option<usize> {
+        let after = self.0.partition_point(|&(lo, _)| lo <= number);
+        after.checked_sub(1).filter(|&i| number < self.0[i].1)
     }
 }
 
 /// Which of the previous run's rows are still there, unchanged, and which
-/// are gone, from what a run read of a table (see `TableKeys`).
+/// are gone, from what a run read of a table: hands the new set of keys
+/// (with their numbers) to `keys` and the deletes (the key's columns) to
+/// `deletes`, in key order, a batch at a time. Returns how many deletes.
 ///
-/// A row of the previous run whose key was read again (`upserts`) is
-/// there, as read. Else, where its row lay: a unit whose unchanged keys
-/// were read (`rechecked`, over `ranges` of DB_KEY numbers) has it if
-/// they hold its key; elsewhere a row changed since is the only one at
-/// its place, and the counts said that every other row of the previous
-/// run in the unit is still there.
-pub fn changes_since(
-    old: &SortedKeys,
-    compared: &Compared,
-    rechecked: &SortedKeys,
+/// A row of the previous run whose key was read again (`upserts`, whose
+/// rows are at the places `taken`, sorted) is there, as read. Else, where
+/// its row lay: a unit whose unchanged keys were read (`rechecked`, over
+/// `ranges` of DB_KEY numbers) has it if they hold its key; elsewhere a
+/// row changed since is the only one at its place, and the counts said
+/// that every other row of the previous run in the unit is still there.
+///
+/// One pass over the three sorted sets, each read a batch at a time.
+pub(crate) fn changes_since(
+    old: &PreviousKeys,
+    upserts: &KeySink,
+    taken: &[u64],
+    rechecked: &KeySink,
     ranges: &[(u64, u64)],
-) -> Result<Changes, String> {
-    let rechecked_place = |number: u64| ranges.iter().any(|&(lo, hi)| lo <= number && number < hi);
-    let (mut kept, mut numbers, mut gone) = (Vec::new(), Vec::new(), Vec::new());
-    let mut j = 0;
-    for row in 0..old.len() {
-        let key = old.key(row);
-        while j < rechecked.len() && rechecked.key(j) < key {
-            j += 1;
+    keys: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+    deletes: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+) -> Result<u64, String> {
+    let ranges = Ranges::new(ranges);
+    let (mut o, mut u, mut r) = (old.stream()?, upserts.stream()?, rechecked.stream()?);
+    let mut kept = Rows::new(old.schema.clone());
+    let mut gone = Rows::new(old.schema.clone());
+    let key_columns: Vec<usize> = (0..old.schema.fields().len() - 1).collect();
+    let mut gone_count = 0;
+    let mut flush_gone = |gone: &mut Rows, at_least: usize| -> Result<(), String> {
+        if gone.len() >= at_least.max(1) {
+            gone_count += gone.len() as u64;
+            let batch = gone
+                .take()?
+                .project(&key_columns)
+                .map_err(|e| e.to_string())?;
+            deletes(batch)?;
         }
-        let found = (j < rechecked.len() && rechecked.key(j) == key).then_some(j);
-        if compared.upserted[row] {
-            continue;
+        Ok(())
+    };
+    let not_read = || {
+        "a row unchanged since the previous run was not in it: start the chain again with \
+         --keep-keys"
+            .to_string()
+    };
+    while let Some(key) = o.key() {
+        // An unchanged row is one the previous run read.
+        if r.key().is_some_and(|k| k < key) {
+            return Err(not_read());
         }
-        let number = old.numbers[row];
-        let now = match found {
-            Some(at) => Some(rechecked.numbers[at]),
-            None if rechecked_place(number) || compared.taken(number) => None,
-            None => Some(number),
-        };
-        match now {
-            Some(number) => {
-                kept.push(row);
-                numbers.push(number);
-            }
-            None => gone.push(row as u64),
+        let found = r.key() == Some(key);
+        while let Some(upsert) = u.key().filter(|k| *k < key) {
+            let _ = upsert;
+            u.push_to(&mut kept);
+            u.advance()?;
         }
-    }
-    // An unchanged row is one the previous run read.
-    if let Some(row) = (0..rechecked.len()).find(|&row| old.find(rechecked.key(row)).is_none()) {
-        return Err(format!(
-            "a row unchanged since the previous run (its key's row {row} in this run) was not \
-             in it: start the chain again with --keep-keys"
-        ));
-    }
-    let deletes = arrow_select::take::take_record_batch(&old.batch, &UInt64Array::from(gone))
-        .map_err(|e| e.to_string())?;
-    // The rows kept and the upserts, merged in key order.
-    let upserts = &compared.upserts;
-    let mut order = Vec::with_capacity(kept.len() + upserts.len());
-    let mut merged_numbers = Vec::with_capacity(kept.len() + upserts.len());
-    let (mut i, mut j) = (0, 0);
-    while i < kept.len() || j < upserts.len() {
-        if j == upserts.len() || (i < kept.len() && old.key(kept[i]) < upserts.key(j)) {
-            order.push((0, kept[i]));
-            merged_numbers.push(numbers[i]);
-            i += 1;
+        let number = o.number();
+        if u.key() == Some(key) {
+            // Read again: the upsert stands for it.
+            u.push_to(&mut kept);
+            u.advance()?;
+        } else if found {
+            o.push_numbered(&mut kept, r.number());
+        } else if ranges.find(number).is_some() || taken.binary_search(&number).is_ok() {
+            o.push_to(&mut gone);
         } else {
-            order.push((1, j));
-            merged_numbers.push(upserts.numbers[j]);
-            j += 1;
+            o.push_to(&mut kept);
+        }
+        if found {
+            r.advance()?;
+        }
+        o.advance()?;
+        if kept.len() >= BATCH_ROWS {
+            keys(kept.take()?)?;
+        }
+        flush_gone(&mut gone, BATCH_ROWS)?;
+    }
+    if r.key().is_some() {
+        return Err(not_read());
+    }
+    while u.key().is_some() {
+        u.push_to(&mut kept);
+        u.advance()?;
+        if kept.len() >= BATCH_ROWS {
+            keys(kept.take()?)?;
         }
     }
-    let batch =
-        arrow_select::interleave::interleave_record_batch(&[&old.batch, &upserts.batch], &order)
-            .map_err(|e| e.to_string())?;
-    Ok(Changes {
-        keys: KeysFile {
-            batch,
-            numbers: merged_numbers,
-        },
-        deletes,
-    })
+    if kept.len() > 0 {
+        keys(kept.take()?)?;
+    }
+    flush_gone(&mut gone, 1)?;
+    Ok(gone_count)
 }
+
+/// A unit, and the range of DB_KEY numbers it covers.
+pub(crate) type UnitRange = (Unit, (u64, u64));
 
 /// The units of a table to read the unchanged keys of, with their ranges:
 /// those where fewer (or more) rows are unchanged (`counted`, per unit and
 /// its range of DB_KEY numbers) than rows of the previous run lie there
-/// and are neither read again (by key) nor in a place a changed row took.
-pub fn units_to_recheck(
-    old: &SortedKeys,
-    compared: &Compared,
+/// and are neither read again (by key, `upserts`) nor in a place a
+/// changed row took (`taken`, sorted).
+pub(crate) fn units_to_recheck(
+    old: &PreviousKeys,
+    upserts: &KeySink,
+    taken: &[u64],
     counted: &[(Unit, (u64, u64), u64)],
-) -> Vec<(Unit, (u64, u64))> {
-    let mut places: Vec<u64> = (0..old.len())
-        .filter(|&row| !compared.upserted[row] && !compared.taken(old.numbers[row]))
-        .map(|row| old.numbers[row])
-        .collect();
-    places.sort_unstable();
-    counted
-        .iter()
-        .filter(|(_, (lo, hi), count)| {
-            let there = places.partition_point(|&n| n < *hi) - places.partition_point(|&n| n < *lo);
-            there as u64 != *count
-        })
-        .map(|(unit, range, _)| (*unit, *range))
-        .collect()
-}
-
-/// Row `row`'s key among keys encoded one after another.
-fn encoded<'a>(bytes: &'a [u8], ends: &[usize], row: usize) -> &'a [u8] {
-    let start = if row == 0 { 0 } else { ends[row - 1] };
-    &bytes[start..ends[row]]
-}
-
-/// The keys of `batches`, encoded one after another, and where each ends.
-fn encode_all(batches: &[RecordBatch]) -> Result<(Vec<u8>, Vec<usize>), String> {
-    let rows = batches.iter().map(RecordBatch::num_rows).sum();
-    let mut bytes = Vec::new();
-    let mut ends = Vec::with_capacity(rows);
-    for batch in batches {
-        let encoder = KeyEncoder::new(batch)?;
-        for row in 0..batch.num_rows() {
-            encoder.append(row, &mut bytes);
-            ends.push(bytes.len());
+) -> Result<Vec<UnitRange>, String> {
+    let mut by_range: Vec<usize> = (0..counted.len()).collect();
+    by_range.sort_by_key(|&i| counted[i].1);
+    let ranges = Ranges::new(&counted.iter().map(|c| c.1).collect::<Vec<_>>());
+    let mut there = vec![0u64; counted.len()];
+    let (mut o, mut u) = (old.stream()?, upserts.stream()?);
+    while let Some(key) = o.key() {
+        while u.key().is_some_and(|k| k < key) {
+            u.advance()?;
         }
+        let number = o.number();
+        if u.key() != Some(key) && taken.binary_search(&number).is_err() {
+            if let Some(i) = ranges.find(number) {
+                there[i] += 1;
+            }
+        }
+        o.advance()?;
     }
-    Ok((bytes, ends))
+    while u.key().is_some() {
+        u.advance()?;
+    }
+    Ok(by_range
+        .iter()
+        .enumerate()
+        .filter(|&(i, &c)| there[i] != counted[c].2)
+        .map(|(_, &c)| (counted[c].0, counted[c].1))
+        .collect())
 }
 
 /// How a keys file is written: in key order, a column's values are best
@@ -814,6 +769,7 @@ pub struct KeyOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keyruns::SpillDir;
     use arrow_array::{Float32Array, Float64Array, Int32Array, Int64Array, StringArray};
     use arrow_schema::{Field, Schema};
     use std::sync::Arc;
@@ -854,40 +810,85 @@ mod tests {
         b.column(0).as_primitive::<Int32Type>().values().to_vec()
     }
 
-    /// The keys file of `keys`.
-    fn file_of(keys: &SortedKeys) -> Vec<u8> {
-        let file = KeysFile {
-            batch: keys.batch.clone(),
-            numbers: keys.numbers.clone(),
-        };
-        file.write_to(Vec::new()).unwrap()
-    }
-
-    /// `b`'s keys, its rows numbered from 1 in its order.
-    fn sorted_keys(b: &RecordBatch) -> SortedKeys {
-        let numbers = (1..=b.num_rows() as u64).collect();
-        SortedKeys::sort(std::slice::from_ref(b), numbers).unwrap()
-    }
-
-    /// `b` with a row number column after its own, as keys files have.
-    fn numbered(b: &RecordBatch) -> RecordBatch {
+    /// `b` with a number column after its own, as keys sinks and files
+    /// have: `numbers`, or its rows numbered from 1.
+    fn numbered_with(b: &RecordBatch, numbers: Option<&[u64]>) -> RecordBatch {
         let mut fields: Vec<_> = b.schema().fields().iter().cloned().collect();
         fields.push(Arc::new(Field::new(NUMBER_COLUMN, DataType::UInt64, false)));
         let mut columns = b.columns().to_vec();
-        columns.push(Arc::new(UInt64Array::from_iter_values(
-            1..=b.num_rows() as u64,
-        )));
+        let numbers = match numbers {
+            Some(n) => n.to_vec(),
+            None => (1..=b.num_rows() as u64).collect(),
+        };
+        columns.push(Arc::new(UInt64Array::from(numbers)));
         RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
     }
 
-    /// Keys `ids` (one INTEGER column) at DB_KEY numbers `numbers`.
-    fn at(ids: &[i32], numbers: &[u64]) -> SortedKeys {
-        let b = RecordBatch::try_from_iter([(
-            "ID",
-            Arc::new(Int32Array::from(ids.to_vec())) as ArrayRef,
-        )])
-        .unwrap();
-        SortedKeys::sort(&[b], numbers.to_vec()).unwrap()
+    fn numbered(b: &RecordBatch) -> RecordBatch {
+        numbered_with(b, None)
+    }
+
+    /// A sink of `b`'s keys at `numbers`, added `per_unit` rows a unit,
+    /// holding `limit` bytes before it spills into `dir`.
+    fn sink_of(
+        b: &RecordBatch,
+        numbers: &[u64],
+        dir: &std::path::Path,
+        limit: usize,
+        per_unit: usize,
+    ) -> KeySink {
+        static SINKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let b = numbered_with(b, Some(numbers));
+        let prefix = format!(
+            "t{}",
+            SINKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let sink = KeySink::new(b.schema(), SpillDir::new(dir, &prefix), limit, true);
+        let mut at = 0;
+        while at < b.num_rows() {
+            let n = per_unit.min(b.num_rows() - at);
+            sink.add(vec![b.slice(at, n)]).unwrap();
+            at += n;
+        }
+        sink
+    }
+
+    fn ids_batch(ids: &[i32]) -> RecordBatch {
+        RecordBatch::try_from_iter([("ID", Arc::new(Int32Array::from(ids.to_vec())) as ArrayRef)])
+            .unwrap()
+    }
+
+    /// Keys `ids` (one INTEGER column) at DB_KEY numbers `numbers`, in
+    /// memory.
+    fn at(ids: &[i32], numbers: &[u64]) -> (KeySink, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        (
+            sink_of(&ids_batch(ids), numbers, dir.path(), usize::MAX, usize::MAX),
+            dir,
+        )
+    }
+
+    /// The sorted keys of `sink`, as one batch.
+    fn sorted(sink: &KeySink) -> Result<RecordBatch, String> {
+        let mut out = Vec::new();
+        sorted_keys(sink, &mut |b| {
+            out.push(b);
+            Ok(())
+        })?;
+        Ok(arrow_select::concat::concat_batches(&sink.schema, &out).unwrap())
+    }
+
+    /// The keys file of `sink`'s keys.
+    fn file_of(sink: &KeySink) -> Vec<u8> {
+        let mut writer = KeysFileWriter::new(Vec::new(), &sink.schema).unwrap();
+        sorted_keys(sink, &mut |b| writer.write(b)).unwrap();
+        writer.finish().unwrap()
+    }
+
+    /// The previous run's keys: `ids` at `numbers`.
+    fn previous(ids: &[i32], numbers: &[u64]) -> PreviousKeys {
+        let (sink, _dir) = at(ids, numbers);
+        PreviousKeys::read(file_of(&sink), &columns(&ids_batch(ids)), None).unwrap()
     }
 
     fn unit(seq: usize) -> Unit {
@@ -899,41 +900,79 @@ mod tests {
         }
     }
 
+    type Changed = (Vec<i32>, Vec<u64>, Vec<i32>);
+
+    /// The new keys (ids, numbers) and deletes' ids of a table.
+    fn changes(
+        old: &PreviousKeys,
+        upserts: &KeySink,
+        rechecked: &KeySink,
+        ranges: &[(u64, u64)],
+    ) -> Result<Changed, String> {
+        let (mut keys, mut deletes) = (Vec::new(), Vec::new());
+        let count = changes_since(
+            old,
+            upserts,
+            &upserts.numbers(),
+            rechecked,
+            ranges,
+            &mut |b| {
+                keys.push(b);
+                Ok(())
+            },
+            &mut |b| {
+                deletes.push(b);
+                Ok(())
+            },
+        )?;
+        let numbers = keys
+            .iter()
+            .flat_map(|b| crate::keyruns::numbers_of(b).to_vec())
+            .collect();
+        let keys = keys.iter().flat_map(ids).collect();
+        let deletes: Vec<i32> = deletes.iter().flat_map(ids).collect();
+        assert_eq!(count, deletes.len() as u64);
+        Ok((keys, numbers, deletes))
+    }
+
     #[test]
     fn counts_find_the_units_a_row_left_and_their_keys_tell_which() {
         // Rows 1..=10 at numbers 1..=10. Since: 3 updated in place, 5's
         // key changed to 20 in place, 21 inserted at 11, 8 deleted.
-        let old = at(
+        let old = previous(
             &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
             &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
         );
-        let upserts = at(&[3, 20, 21], &[3, 5, 11]);
+        let (upserts, _d) = at(&[3, 20, 21], &[3, 5, 11]);
         // Unit 0 holds numbers 1..6: 1, 2 and 4 unchanged, as many as the
         // previous run's rows there that nothing took; unit 1 one short.
         let counted = [(unit(0), (0, 6), 3), (unit(1), (6, u64::MAX), 4)];
-        let compared = Compared::new(&old, upserts);
-        let rechecks = units_to_recheck(&old, &compared, &counted);
+        let rechecks = units_to_recheck(&old, &upserts, &upserts.numbers(), &counted).unwrap();
         assert_eq!(rechecks, [(unit(1), (6, u64::MAX))]);
-        let rechecked = at(&[6, 7, 9, 10], &[6, 7, 9, 10]);
-        let changes = changes_since(&old, &compared, &rechecked, &[(6, u64::MAX)]).unwrap();
-        assert_eq!(ids(&changes.deletes), [5, 8]);
-        assert_eq!(ids(&changes.keys.batch), [1, 2, 3, 4, 6, 7, 9, 10, 20, 21]);
-        assert_eq!(changes.keys.numbers, [1, 2, 3, 4, 6, 7, 9, 10, 5, 11]);
+        let (rechecked, _d) = at(&[6, 7, 9, 10], &[6, 7, 9, 10]);
+        let (keys, numbers, deletes) =
+            changes(&old, &upserts, &rechecked, &[(6, u64::MAX)]).unwrap();
+        assert_eq!(deletes, [5, 8]);
+        assert_eq!(keys, [1, 2, 3, 4, 6, 7, 9, 10, 20, 21]);
+        assert_eq!(numbers, [1, 2, 3, 4, 6, 7, 9, 10, 5, 11]);
         // Without the recheck, 8 would be taken for there: the counts must
         // be compared.
-        let unchecked = changes_since(&old, &compared, &at(&[], &[]), &[]).unwrap();
-        assert_eq!(ids(&unchecked.deletes), [5]);
+        let (none, _d) = at(&[], &[]);
+        let (_, _, unchecked) = changes(&old, &upserts, &none, &[]).unwrap();
+        assert_eq!(unchecked, [5]);
     }
 
     #[test]
     fn an_unchanged_row_the_previous_run_lacked_is_refused() {
-        let old = at(&[1, 2], &[1, 2]);
-        let compared = Compared::new(&old, at(&[], &[]));
-        let rechecked = at(&[1, 2, 7], &[1, 2, 3]);
-        let refused = changes_since(&old, &compared, &rechecked, &[(0, u64::MAX)])
-            .err()
-            .unwrap();
-        assert!(refused.contains("start the chain again"), "{refused}");
+        let old = previous(&[1, 2], &[1, 2]);
+        let (nothing, _d) = at(&[], &[]);
+        for lacked in [&[1, 2, 7][..], &[0, 1, 2]] {
+            let (rechecked, _d) = at(lacked, &[1, 2, 3]);
+            let refused = changes(&old, &nothing, &rechecked, &[(0, u64::MAX)])
+                .err()
+                .unwrap();
+            assert!(refused.contains("start the chain again"), "{refused}");
+        }
     }
 
     #[test]
@@ -954,43 +993,159 @@ mod tests {
             ),
         ])
         .unwrap();
-        let keys = SortedKeys::from_reads(
-            &b.schema(),
-            std::slice::from_ref(&b),
-            DbKeyLayout::LittleEndian,
-        )
-        .unwrap();
-        assert_eq!(ids(&keys.batch), [1, 2]);
-        assert_eq!(keys.numbers, [5 << 32 | 9, 7]);
-        let none = SortedKeys::from_reads(&b.schema(), &[], DbKeyLayout::LittleEndian).unwrap();
-        assert!(none.is_empty());
+        let schema = KeyReads::sink_schema(&b.schema());
+        let numbered = numbered_batch(&schema, &b, DbKeyLayout::LittleEndian).unwrap();
+        assert_eq!(ids(&numbered), [2, 1]);
+        assert_eq!(crate::keyruns::numbers_of(&numbered), [7, 5 << 32 | 9]);
     }
 
     #[test]
     fn deletes_are_the_old_keys_the_new_set_lacks() {
+        let dir = tempfile::tempdir().unwrap();
         let old = batch(&[12, 2, 3, 1], &["", "y", "z", "x"]);
-        let old = sorted_keys(&old);
-        assert_eq!(ids(&old.batch), [1, 2, 3, 12]);
+        let old_sink = sink_of(&old, &[1, 2, 3, 4], dir.path(), usize::MAX, 9);
+        let old = PreviousKeys::read(file_of(&old_sink), &columns(&old), Some(4)).unwrap();
         // The new set: (1, "2") new, at a place of its own; the rest
         // unchanged where they were, every place rechecked.
         let keys = |ids: &[i32], names: &[&str], numbers: &[u64]| {
-            SortedKeys::sort(&[batch(ids, names)], numbers.to_vec()).unwrap()
+            sink_of(&batch(ids, names), numbers, dir.path(), usize::MAX, 9)
         };
-        let upserts = Compared::new(&old, keys(&[1], &["2"], &[9]));
+        let upserts = keys(&[1], &["2"], &[9]);
         let unchanged = keys(&[3, 1], &["z", "x"], &[3, 4]);
-        let everywhere = [(0, u64::MAX)];
-        let changes = changes_since(&old, &upserts, &unchanged, &everywhere).unwrap();
-        assert_eq!(ids(&changes.deletes), [2, 12]);
-        let new = keys(&[3, 1, 1], &["z", "2", "x"], &[3, 9, 4]);
-        let nothing = Compared::new(&new, keys(&[], &[], &[]));
-        let same = changes_since(&new, &nothing, &new, &everywhere).unwrap();
-        assert_eq!(same.deletes.num_rows(), 0);
+        let (new, _, deletes) = changes(&old, &upserts, &unchanged, &[(0, u64::MAX)]).unwrap();
+        assert_eq!(deletes, [2, 12]);
+        assert_eq!(new, [1, 1, 3]);
     }
 
     #[test]
-    fn a_key_read_twice_is_refused() {
+    fn a_key_read_twice_is_refused_in_memory_and_across_spilled_runs() {
+        let dir = tempfile::tempdir().unwrap();
         let b = batch(&[1, 2, 1], &["x", "y", "x"]);
-        assert!(SortedKeys::sort(&[b], vec![1, 2, 3]).is_err());
+        let once = sink_of(&b, &[1, 2, 3], dir.path(), usize::MAX, 9);
+        assert!(sorted(&once).unwrap_err().contains("twice"));
+        // A unit a run, the two alike in two runs.
+        let spilled = sink_of(&b, &[1, 2, 3], dir.path(), 1, 1);
+        assert!(spilled.runs_on_disk() >= 2);
+        assert!(sorted(&spilled).unwrap_err().contains("twice"));
+    }
+
+    /// Keys spilled in many runs (more than one merge takes) come out as
+    /// those held in memory: the same keys file, byte for byte, and the
+    /// same change set; the runs are gone once cleared.
+    #[test]
+    fn keys_spilled_in_runs_give_the_same_files_as_keys_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        // Keys out of order (units of rows in reverse, rows within in order),
+        // with strings, so that runs interleave.
+        let n = 60_000;
+        let order: Vec<i32> = (0..n)
+            .map(|i| (n - 1 - i / 1000 * 1000) - (999 - i % 1000))
+            .collect();
+        let names: Vec<String> = order.iter().map(|i| format!("k{}", i % 7)).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let b = batch(&order, &names);
+        let numbers: Vec<u64> = (0..n as u64).map(|i| i * 3 + 1).collect();
+        let memory = sink_of(&b, &numbers, dir.path(), usize::MAX, 1000);
+        let spilled = sink_of(&b, &numbers, dir.path(), 20_000, 1000);
+        assert!(
+            spilled.runs_on_disk() > 16,
+            "{} runs",
+            spilled.runs_on_disk()
+        );
+        let file = file_of(&memory);
+        assert_eq!(file, file_of(&spilled));
+        let back = PreviousKeys::read(file.clone(), &columns(&b), Some(n as u64)).unwrap();
+        assert_eq!(back.len(), n as u64);
+
+        // Since: every 7th row changed in place, every 11th gone; units of
+        // 3,000 numbers, those that lost rows rechecked.
+        let changed: Vec<usize> = (0..n as usize).filter(|i| i % 7 == 0).collect();
+        let gone = |i: usize| i % 11 == 5;
+        let unchanged: Vec<usize> = (0..n as usize)
+            .filter(|&i| i % 7 != 0 && !gone(i))
+            .collect();
+        let pick = |rows: &[usize]| {
+            let ids: Vec<i32> = rows.iter().map(|&i| order[i] + 1_000_000).collect();
+            let idx = UInt64Array::from(rows.iter().map(|&i| i as u64).collect::<Vec<_>>());
+            (
+                arrow_select::take::take_record_batch(&b, &idx).unwrap(),
+                ids,
+            )
+        };
+        let (upsert_rows, _) = pick(&changed);
+        let upsert_numbers: Vec<u64> = changed.iter().map(|&i| numbers[i]).collect();
+        let unchanged_numbers: Vec<u64> = unchanged.iter().map(|&i| numbers[i]).collect();
+        let ranges: Vec<(u64, u64)> = (0..)
+            .map(|u| (u * 3000, (u + 1) * 3000))
+            .take_while(|r| r.0 < numbers[n as usize - 1] + 1)
+            .collect();
+        let change_set = |limit: usize| {
+            let upserts = sink_of(&upsert_rows, &upsert_numbers, dir.path(), limit, 1000);
+            let counted: Vec<_> = ranges
+                .iter()
+                .enumerate()
+                .map(|(u, &(lo, hi))| {
+                    let there = unchanged_numbers
+                        .iter()
+                        .filter(|&&x| lo <= x && x < hi)
+                        .count();
+                    (unit(u), (lo, hi), there as u64)
+                })
+                .collect();
+            let rechecks = units_to_recheck(&back, &upserts, &upserts.numbers(), &counted).unwrap();
+            let rechecked_ranges: Vec<(u64, u64)> = rechecks.iter().map(|r| r.1).collect();
+            let in_rechecked: Vec<usize> = unchanged
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    rechecked_ranges
+                        .iter()
+                        .any(|&(lo, hi)| lo <= numbers[i] && numbers[i] < hi)
+                })
+                .collect();
+            let (rows, _) = pick(&in_rechecked);
+            let rows_numbers: Vec<u64> = in_rechecked.iter().map(|&i| numbers[i]).collect();
+            let rechecked = sink_of(&rows, &rows_numbers, dir.path(), limit, 1000);
+            let (mut keys, mut deletes) = (
+                KeysFileWriter::new(Vec::new(), &upserts.schema).unwrap(),
+                Vec::new(),
+            );
+            changes_since(
+                &back,
+                &upserts,
+                &upserts.numbers(),
+                &rechecked,
+                &rechecked_ranges,
+                &mut |b| keys.write(b),
+                &mut |b| {
+                    deletes.push(b);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            (
+                rechecks.len(),
+                keys.finish().unwrap(),
+                deletes.iter().flat_map(ids).collect::<Vec<_>>(),
+            )
+        };
+        let (rechecks, keys, deletes) = change_set(usize::MAX);
+        assert!(rechecks > 1);
+        let mut expected: Vec<i32> = (0..n as usize)
+            .filter(|&i| gone(i) && i % 7 != 0)
+            .map(|i| order[i])
+            .collect();
+        expected.sort_unstable();
+        // The deletes' ids come in key order: by id, then name.
+        let mut got = deletes.clone();
+        got.sort_unstable();
+        assert_eq!(got, expected);
+        assert_eq!(change_set(20_000), (rechecks, keys, deletes));
+        let files = || std::fs::read_dir(dir.path()).unwrap().count();
+        assert!(files() > 0);
+        spilled.clear();
+        drop(memory);
+        assert_eq!(files(), 0, "the runs are removed");
     }
 
     #[test]
@@ -1059,9 +1214,9 @@ mod tests {
 
     #[test]
     fn a_keys_file_reads_back_as_written_and_is_small() {
-        // 2,000,000 keys of two integers, as a TPC-C STOCK's, out of order.
-        let (w, i): (Vec<i32>, Vec<i32>) = (0..2_000_000)
-            .map(|n| (20 - n / 100_000, n % 100_000 + 1))
+        // 400,000 keys of two integers, as a TPC-C STOCK's, out of order.
+        let (w, i): (Vec<i32>, Vec<i32>) = (0..400_000)
+            .map(|n| (20 - n / 20_000, n % 20_000 + 1))
             .unzip();
         let schema = Arc::new(Schema::new(vec![
             Field::new("W", DataType::Int32, false),
@@ -1073,30 +1228,31 @@ mod tests {
         )
         .unwrap();
         // Rows lie in the order they came, one page of them after another.
-        let numbers = (0..2_000_000u64)
+        let numbers: Vec<u64> = (0..400_000u64)
             .map(|n| n / 200 * 480 + n % 200 + 1)
             .collect();
-        let sorted = SortedKeys::sort(std::slice::from_ref(&b), numbers).unwrap();
-        let file = file_of(&sorted);
-        assert!(file.len() < 100_000, "{} bytes", file.len());
-        let back = SortedKeys::read(file, &columns(&b), Some(2_000_000)).unwrap();
-        assert_eq!(back.batch, sorted.batch);
-        assert_eq!(back.numbers, sorted.numbers);
-        assert_eq!((&back.bytes, &back.ends), (&sorted.bytes, &sorted.ends));
-
-        let strings = batch(&[5, 1, 3], &["\0b", "a", ""]);
-        let sorted = sorted_keys(&strings);
-        let back = SortedKeys::read(file_of(&sorted), &columns(&strings), None).unwrap();
-        assert_eq!(ids(&back.batch), [1, 3, 5]);
+        let dir = tempfile::tempdir().unwrap();
+        let sink = sink_of(&b, &numbers, dir.path(), usize::MAX, 100_000);
+        let file = file_of(&sink);
+        assert!(file.len() < 20_000, "{} bytes", file.len());
+        let back = PreviousKeys::read(file, &columns(&b), Some(400_000)).unwrap();
+        assert_eq!(back.len(), 400_000);
+        let mut stream = back.stream().unwrap();
+        let mut rows = Rows::new(back.schema.clone());
+        while stream.key().is_some() {
+            stream.push_to(&mut rows);
+            stream.advance().unwrap();
+        }
+        assert_eq!(rows.take().unwrap(), sorted(&sink).unwrap());
     }
 
     #[test]
     fn a_keys_file_out_of_order_repeated_null_or_miscounted_is_refused() {
         let ok = batch(&[1, 2], &["a", "a"]);
         let cols = columns(&ok);
-        assert!(SortedKeys::read(parquet_of(&numbered(&ok)), &cols, Some(2)).is_ok());
+        assert!(PreviousKeys::read(parquet_of(&numbered(&ok)), &cols, Some(2)).is_ok());
         let refused = |b: &RecordBatch, count: Option<u64>| {
-            SortedKeys::read(parquet_of(&numbered(b)), &columns(b), count)
+            PreviousKeys::read(parquet_of(&numbered(b)), &columns(b), count)
                 .err()
                 .expect("refused")
         };
@@ -1110,12 +1266,12 @@ mod tests {
         )
         .unwrap();
         assert!(refused(&nulls, None).contains("null"));
-        let other = SortedKeys::read(parquet_of(&numbered(&ok)), &cols[..1], None)
+        let other = PreviousKeys::read(parquet_of(&numbered(&ok)), &cols[..1], None)
             .err()
             .unwrap();
         assert!(other.contains("not the primary key"), "{other}");
         // As earlier versions kept them: keys without their rows' places.
-        let old = SortedKeys::read(parquet_of(&ok), &cols[..1], None)
+        let old = PreviousKeys::read(parquet_of(&ok), &cols[..1], None)
             .err()
             .unwrap();
         assert!(old.contains("start the chain again"), "{old}");

@@ -28,6 +28,7 @@ mod budget;
 mod check;
 mod digest;
 mod directory;
+mod keyruns;
 mod keys;
 mod manifest;
 mod names;
@@ -49,16 +50,16 @@ use fbunload_exec::{Destination, ExecError, FileDigest, RunInfo, UnitWriter, Wri
 use fbunload_format::{Format, PartLimits};
 use fbunload_plan::Unit;
 
+pub use budget::MemoryBudget;
 pub use check::{check_directory, CheckReport};
 pub use directory::{finish_interrupted_switch, OutputDir, Reuse, STAGING_PREFIX, SWITCH_DIR};
-pub use keys::{key_set, KeyEncoder, KeyOutcome, SortedKeys};
+pub use keys::{key_set, KeyEncoder, KeyOutcome, PreviousKeys};
 pub use manifest::{
     open_verified_listed_file, verified_listed_file, CommitMark, Manifest, ManifestChange,
     ManifestColumn, ManifestFile, ManifestIncremental, ManifestTable, PreviousRunRef,
     MANIFEST_NAME, MANIFEST_VERSION,
 };
 pub use names::{file_name_for, part_file_name};
-pub use budget::MemoryBudget;
 pub use stream::{BatchStream, StreamReceiver, StreamedBatch};
 
 use order::{BatchTable, ByteTable, Place, Table, TableContext};
@@ -77,7 +78,7 @@ pub struct FileOutput {
     /// `schema.sql` as published, for the manifest.
     schema_file: OnceLock<Vec<FileDigest>>,
     /// An incremental run's previous keys, by table name.
-    previous_keys: HashMap<String, Arc<SortedKeys>>,
+    previous_keys: HashMap<String, Arc<PreviousKeys>>,
     /// The keys entries of the plan (index, name, its table's role, keys).
     key_tables: OnceLock<Vec<KeyEntry>>,
     /// What became of each table's keys, once finished.
@@ -92,27 +93,30 @@ struct KeyEntry {
     of: usize,
     name: String,
     /// The key's columns and the DB_KEY of each row its reads returned.
-    read: Arc<keys::KeyTable>,
+    read: Arc<keys::KeyReads>,
     /// For a table read for its changes (then its deletes are written).
     changes: Option<ChangeReads>,
 }
 
+/// Ranges of data-page slots (first, end).
+type SlotRanges = Vec<(u64, Option<u64>)>;
+
 /// What a table read for its changes reads besides.
 struct ChangeReads {
-    /// Its count entry's units, and what each counted.
-    units: Vec<Unit>,
+    /// Its count entry's units, each with the ranges of slots it counts
+    /// apart, and what each counted (a count per range).
+    units: Vec<(Unit, SlotRanges)>,
     counts: Arc<keys::KeyTable>,
     /// Its unchanged-keys entry, and what it read.
     recheck_entry: usize,
-    rechecks: Arc<keys::KeyTable>,
+    rechecks: Arc<keys::KeyReads>,
     /// The ranges of DB_KEY numbers whose unchanged keys were asked for.
     rechecked: Mutex<Vec<(u64, u64)>>,
-    /// The keys its rows changed since have, set against the previous
-    /// run's once.
-    compared: OnceLock<keys::Compared>,
+    /// The places of the rows changed since, sorted, once read.
+    taken: OnceLock<Vec<u64>>,
 }
 
-impl order::Table for Arc<keys::KeyTable> {
+impl<T: order::Table> order::Table for Arc<T> {
     fn begin_unit(&self, seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
         self.as_ref().begin_unit(seq)
     }
@@ -121,6 +125,10 @@ impl order::Table for Arc<keys::KeyTable> {
         self.as_ref().finish()
     }
 }
+
+/// The least memory a table's keys hold before they spill (see
+/// `keyruns`): a 32nd of the run's budget, or this.
+const KEY_MEMORY_MIN: usize = 64 << 10;
 
 /// The file of an output directory that holds the DDL of its tables; no
 /// table's file can have this name (their extensions are formats').
@@ -235,7 +243,7 @@ impl FileOutput {
 
     /// The previous run's keys of each table read for its changes, by
     /// name: the deletes are those the new snapshot lacks.
-    pub fn with_previous_keys(mut self, keys: HashMap<String, Arc<SortedKeys>>) -> Self {
+    pub fn with_previous_keys(mut self, keys: HashMap<String, Arc<PreviousKeys>>) -> Self {
         self.previous_keys = keys;
         self
     }
@@ -309,37 +317,61 @@ impl FileOutput {
             .previous_keys
             .get(&entry.name)
             .ok_or("the previous run's keys were not given")?;
-        let upserts = SortedKeys::from_reads(
-            &entry.read.schema,
-            &entry.read.batches(),
-            places.layout,
-        )?;
-        let compared = changes
-            .compared
-            .get_or_init(|| keys::Compared::new(old, upserts));
+        let taken = changes.taken.get_or_init(|| entry.read.sink.numbers());
         let counts = changes.counts.units();
         let mut counted = Vec::with_capacity(changes.units.len());
-        for unit in &changes.units {
-            let count = counts
+        for (unit, buckets) in &changes.units {
+            let batch = counts
                 .get(&unit.seq)
                 .and_then(|batches| batches.first())
-                .filter(|b| b.num_rows() == 1)
-                .and_then(|b| {
-                    use arrow_array::cast::AsArray;
-                    let counts = b.column(0).as_primitive_opt::<arrow_array::types::Int64Type>()?;
-                    Some(counts.value(0))
-                })
+                .filter(|b| b.num_rows() == 1 && b.num_columns() == buckets.len())
                 .ok_or_else(|| format!("unit {} counted no rows", unit.seq))?;
-            let lo = match unit.first_slot {
-                0 => 0,
-                slot => places.first_number_at(slot),
-            };
-            let hi = unit.end_slot.map_or(u64::MAX, |s| places.first_number_at(s));
-            counted.push((*unit, (lo, hi), count as u64));
+            for (i, &(first, end)) in buckets.iter().enumerate() {
+                use arrow_array::{cast::AsArray, Array};
+                let count = batch
+                    .column(i)
+                    .as_primitive_opt::<arrow_array::types::Int64Type>()
+                    .filter(|c| !c.is_null(0))
+                    .ok_or_else(|| format!("unit {} counted no rows", unit.seq))?
+                    .value(0);
+                if end == Some(first) {
+                    continue;
+                }
+                let lo = match first {
+                    0 => 0,
+                    slot => places.first_number_at(slot),
+                };
+                let hi = end.map_or(u64::MAX, |s| places.first_number_at(s));
+                // A range of the unit, read on its own if it lost rows.
+                let range = Unit {
+                    seq: unit.seq * buckets.len() + i,
+                    first_slot: first,
+                    end_slot: end,
+                    ..*unit
+                };
+                counted.push((range, (lo, hi), count as u64));
+            }
         }
-        let units = keys::units_to_recheck(old, compared, &counted);
+        let units = keys::units_to_recheck(old, &entry.read.sink, taken, &counted)?;
+        // Ranges side by side in a unit are read as one: the same pages,
+        // one query. Not across units: a unit's keys are held until it is
+        // read whole (a --since run of 5,000,000 rows that read them all
+        // in one peaked at 374 MB).
+        let parent = |unit: &Unit| unit.seq / fbunload_plan::COUNT_BUCKETS as usize;
+        let mut joined: Vec<keys::UnitRange> = Vec::with_capacity(units.len());
+        for (unit, range) in units {
+            match joined.last_mut() {
+                Some((last, last_range))
+                    if last.end_slot == Some(unit.first_slot) && parent(last) == parent(&unit) =>
+                {
+                    last.end_slot = unit.end_slot;
+                    last_range.1 = range.1;
+                }
+                _ => joined.push((unit, range)),
+            }
+        }
         let mut rechecked = changes.rechecked.lock().unwrap();
-        Ok(units
+        Ok(joined
             .into_iter()
             .map(|(unit, range)| {
                 rechecked.push(range);
@@ -363,67 +395,80 @@ impl FileOutput {
                 path: dir.path().to_path_buf(),
                 reason: format!("the keys of table {}: {reason}", entry.name),
             };
-            let places = self.row_places()?;
             let rechecked_units = entry
                 .changes
                 .as_ref()
                 .map(|c| c.rechecked.lock().unwrap().len() as u64);
-            let (sorted, deletes) = match &entry.changes {
-                None => {
-                    let batches = entry.read.batches();
-                    let sorted = SortedKeys::from_reads(&entry.read.schema, &batches, places.layout)
-                        .map_err(fail)?;
-                    (sorted.into_file(), None)
-                }
+            let keys_name = file_name_for(&entry.name, "keys.parquet");
+            let mut outcome = KeyOutcome {
+                of: entry.of,
+                rechecked_units,
+                ..KeyOutcome::default()
+            };
+            let file = dir.create(&keys_name).map_err(|e| fail(e.to_string()))?;
+            let mut keys_file = keys::KeysFileWriter::new(file, &entry.read.sink.schema)
+                .map_err(|e| fail(e.to_string()))?;
+            let mut keys_written = 0;
+            let mut to_keys_file = |batch: arrow_array::RecordBatch| {
+                keys_written += batch.num_rows() as u64;
+                keys_file.write(batch)
+            };
+            match &entry.changes {
+                None => keys::sorted_keys(&entry.read.sink, &mut to_keys_file).map_err(fail)?,
                 Some(changes) => {
                     let old = self
                         .previous_keys
                         .get(&entry.name)
                         .ok_or_else(|| fail("the previous run's keys were not given".into()))?;
-                    let compared = changes
-                        .compared
+                    let taken = changes
+                        .taken
                         .get()
                         .ok_or_else(|| fail("its changed rows were not compared".into()))?;
-                    let rechecked = SortedKeys::from_reads(
-                        &changes.rechecks.schema,
-                        &changes.rechecks.batches(),
-                        places.layout,
-                    )
-                    .map_err(fail)?;
                     let ranges = changes.rechecked.lock().unwrap().clone();
-                    let keys::Changes { keys, deletes } =
-                        keys::changes_since(old, compared, &rechecked, &ranges).map_err(fail)?;
-                    (keys, Some(deletes))
+                    let table = self.table(
+                        &format!("{}.deletes", entry.name),
+                        &entry.name,
+                        plan_len + i,
+                        1,
+                        &old.key_schema(),
+                        snapshot_number,
+                    );
+                    let mut unit = table.begin_unit(0)?;
+                    let mut failed = None;
+                    let mut write = |batch: arrow_array::RecordBatch| {
+                        unit.write(batch).map_err(|e| {
+                            let shown = e.to_string();
+                            failed = Some(e);
+                            shown
+                        })
+                    };
+                    let done = keys::changes_since(
+                        old,
+                        &entry.read.sink,
+                        taken,
+                        &changes.rechecks.sink,
+                        &ranges,
+                        &mut to_keys_file,
+                        &mut write,
+                    );
+                    let deletes = match done {
+                        Ok(deletes) => deletes,
+                        Err(reason) => {
+                            let _ = unit.abort();
+                            return Err(failed.unwrap_or_else(|| fail(reason)));
+                        }
+                    };
+                    changes.rechecks.sink.clear();
+                    unit.finish()?;
+                    outcome.deletes = Some(deletes);
+                    outcome.deletes_written = table.finish()?;
                 }
             };
-            let keys_name = file_name_for(&entry.name, "keys.parquet");
-            let keys_files = sorted
-                .publish(dir, &keys_name)
-                .map_err(|e| fail(e.to_string()))?;
-            let mut outcome = KeyOutcome {
-                of: entry.of,
-                keys: sorted.len() as u64,
-                keys_files,
-                rechecked_units,
-                ..KeyOutcome::default()
-            };
-            if let Some(deletes) = deletes {
-                outcome.deletes = Some(deletes.num_rows() as u64);
-                let table = self.table(
-                    &format!("{}.deletes", entry.name),
-                    &entry.name,
-                    plan_len + i,
-                    1,
-                    &deletes.schema(),
-                    snapshot_number,
-                );
-                let mut unit = table.begin_unit(0)?;
-                if deletes.num_rows() > 0 {
-                    unit.write(deletes)?;
-                }
-                unit.finish()?;
-                outcome.deletes_written = table.finish()?;
-            }
+            keys_file.finish().map_err(|e| fail(e.to_string()))?;
+            let (_, keys_files) = dir.publish(&keys_name).map_err(|e| fail(e.to_string()))?;
+            entry.read.sink.clear();
+            outcome.keys = keys_written;
+            outcome.keys_files = keys_files;
             outcomes.push(outcome);
         }
         Ok(outcomes)
@@ -456,11 +501,40 @@ impl Destination for FileOutput {
         let _ = self.row_places.set(run.plan.row_places);
         let mut key_entries = Vec::new();
         let mut helpers = HashMap::new();
+        let mut key_helpers = HashMap::new();
+        // Keys gathered beyond this spill in sorted runs (see `keyruns`).
+        let spill_dir = match &self.target {
+            Target::Directory(dir) => dir.staging().to_path_buf(),
+            Target::Stdout(spill) => spill.path().to_path_buf(),
+        };
+        // Sorting a run holds about four times its keys for a while.
+        let key_memory = (self.budget.total() / 32).max(KEY_MEMORY_MIN);
+        let layout = run.plan.row_places.map(|p| p.layout);
+        let key_reads = |index: usize, schema: &arrow_schema::SchemaRef, keep_numbers: bool| {
+            let layout = layout.ok_or_else(|| {
+                ExecError::Internal("a run keeping keys without row places".into())
+            })?;
+            Ok::<_, ExecError>(Arc::new(keys::KeyReads {
+                sink: keyruns::KeySink::new(
+                    keys::KeyReads::sink_schema(schema),
+                    keyruns::SpillDir::new(&spill_dir, &format!("table{index}")),
+                    key_memory,
+                    keep_numbers,
+                ),
+                layout,
+            }))
+        };
         let internal = |e: arrow_schema::ArrowError| ExecError::Internal(e.to_string());
         let mut tables: Vec<Box<dyn Table>> = Vec::with_capacity(run.plan.tables.len());
         for (index, (table, schema)) in run.plan.tables.iter().zip(run.schemas).enumerate() {
+            if let Role::UnchangedKeys { .. } = table.role {
+                let reads = key_reads(index, schema, false)?;
+                key_helpers.insert(index, reads.clone());
+                tables.push(Box::new(reads));
+                continue;
+            }
             if table.role.is_helper() {
-                let kept = Arc::new(keys::KeyTable::new(schema.clone()));
+                let kept = Arc::new(keys::KeyTable::new());
                 helpers.insert(index, kept.clone());
                 tables.push(Box::new(kept));
                 continue;
@@ -485,9 +559,8 @@ impl Destination for FileOutput {
             let file_columns: Vec<usize> = (0..db_key).collect();
             let mut key_columns = table.key_columns.clone();
             key_columns.push(db_key);
-            let read = Arc::new(keys::KeyTable::new(Arc::new(
-                schema.project(&key_columns).map_err(internal)?,
-            )));
+            let read_schema = Arc::new(schema.project(&key_columns).map_err(internal)?);
+            let read = key_reads(index, &read_schema, table.role == Role::Upserts)?;
             key_entries.push(KeyEntry {
                 of: index,
                 name: table.name.clone(),
@@ -516,12 +589,16 @@ impl Destination for FileOutput {
             let recheck = entry_of(Role::UnchangedKeys { of });
             if let (Some(count), Some(recheck)) = (count, recheck) {
                 entry.changes = Some(ChangeReads {
-                    units: run.plan.units_of(count).copied().collect(),
+                    units: run
+                        .plan
+                        .units_of(count)
+                        .map(|u| (*u, run.plan.tables[count].count_buckets(u)))
+                        .collect(),
                     counts: helpers[&count].clone(),
                     recheck_entry: recheck,
-                    rechecks: helpers[&recheck].clone(),
+                    rechecks: key_helpers[&recheck].clone(),
                     rechecked: Mutex::default(),
-                    compared: OnceLock::new(),
+                    taken: OnceLock::new(),
                 });
             }
         }
@@ -548,8 +625,9 @@ impl Destination for FileOutput {
             };
             let places = self.row_places()?;
             units.extend(
-                self.rechecks_of(entry, changes, places)
-                    .map_err(|reason| ExecError::table(&entry.name, format!("its keys: {reason}")))?,
+                self.rechecks_of(entry, changes, places).map_err(|reason| {
+                    ExecError::table(&entry.name, format!("its keys: {reason}"))
+                })?,
             );
         }
         Ok(units)

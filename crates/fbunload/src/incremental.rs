@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fbunload_dest::{
-    verified_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental,
-    PreviousRunRef, SortedKeys, MANIFEST_NAME,
+    verified_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental, PreviousKeys,
+    PreviousRunRef, MANIFEST_NAME,
 };
 use fbunload_plan::{Plan, PreviousTable, Role, Since};
 use sha2::{Digest, Sha256};
@@ -37,7 +37,7 @@ pub(crate) struct Previous {
     pub options: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
-type KeysByTable = HashMap<String, Arc<SortedKeys>>;
+type KeysByTable = HashMap<String, Arc<PreviousKeys>>;
 
 impl Previous {
     /// Each table's keys, by name, once read and checked. They are read
@@ -153,7 +153,7 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
     let reading = std::thread::spawn(move || {
         let mut keys = HashMap::new();
         for (table, file, contents, columns, count) in to_read {
-            let sorted = SortedKeys::read(contents, &columns, count)
+            let sorted = PreviousKeys::read(contents, &columns, count)
                 .map_err(|e| refuse(&dir_shown, format!("{file}: {e}")))?;
             keys.insert(table, Arc::new(sorted));
         }

@@ -177,6 +177,11 @@ pub struct TablePlan {
     /// Empty for a table that keeps none.
     #[serde(default)]
     pub key_columns: Vec<usize>,
+    /// For an incremental run's count entry ([`Role::UnchangedCount`]):
+    /// in how many ranges of its pages each unit's rows are counted apart
+    /// (see [`TablePlan::count_buckets`]); 0 for every other entry.
+    #[serde(default)]
+    pub count_buckets: u64,
     select: String,
     /// The character set the condition's literals are sent in.
     #[serde(with = "literals_by_name")]
@@ -196,6 +201,14 @@ pub struct TablePlan {
 impl TablePlan {
     /// The query that reads the whole table, view or query.
     pub fn select_sql(&self) -> String {
+        if self.count_buckets > 0 {
+            return self.buckets_sql(&Unit {
+                table: 0,
+                seq: 0,
+                first_slot: 0,
+                end_slot: None,
+            });
+        }
         match self.kind {
             Kind::Table => self.with_where(self.select.clone(), Vec::new()),
             Kind::View | Kind::Query => self.with_casts(self.select.clone()),
@@ -263,6 +276,60 @@ impl TablePlan {
         )
     }
 
+    /// The conditions on the DB_KEY that keep the rows of slots `first` to
+    /// `end`.
+    fn slot_range(&self, first: u64, end: Option<u64>) -> Vec<String> {
+        let mut range = Vec::new();
+        if first > 0 {
+            range.push(format!("RDB$DB_KEY >= {}", self.db_key(first)));
+        }
+        if let Some(end) = end {
+            range.push(format!("RDB$DB_KEY < {}", self.db_key(end)));
+        }
+        range
+    }
+
+    /// The ranges of slots (first, end) a count entry counts a unit's rows
+    /// in, each apart: `count_buckets` ranges of as many pages, the last to
+    /// the unit's end; a range past the unit's end is empty (first = end).
+    /// So that a unit that lost rows has its keys read only where it lost
+    /// them, without reading its pages more.
+    pub fn count_buckets(&self, unit: &Unit) -> Vec<(u64, Option<u64>)> {
+        let n = self.count_buckets.max(1);
+        let first = unit.first_slot;
+        let end = unit.end_slot.unwrap_or(self.slots).max(first + 1);
+        let step = (end - first).div_ceil(n);
+        (0..n)
+            .map(|i| {
+                let lo = (first + i * step).min(end);
+                if i + 1 == n {
+                    (lo, unit.end_slot)
+                } else {
+                    (lo, Some((lo + step).min(end)))
+                }
+            })
+            .collect()
+    }
+
+    /// A count entry's query of `unit`: one row, a count per range of
+    /// [`TablePlan::count_buckets`] (each range read by its own DB_KEY
+    /// range, so the pages read are the unit's, once).
+    fn buckets_sql(&self, unit: &Unit) -> String {
+        let counts: Vec<String> = self
+            .count_buckets(unit)
+            .into_iter()
+            .map(|(first, end)| {
+                if end == Some(first) {
+                    // A count all the same (a column of the same type).
+                    return "(SELECT COUNT(*) FROM RDB$DATABASE WHERE 1 = 0)".to_string();
+                }
+                let range = self.slot_range(first, end);
+                format!("({})", self.with_where(self.select.clone(), range))
+            })
+            .collect();
+        format!("SELECT {} FROM RDB$DATABASE", counts.join(",\n"))
+    }
+
     /// `SELECT COUNT(*)` of the rows the table's queries read; of a
     /// query's result, with its columns named by position (a derived
     /// table's must have distinct names).
@@ -281,14 +348,10 @@ impl TablePlan {
 
     /// The query that reads `unit` of this table, view or query.
     pub fn unit_sql(&self, unit: &Unit) -> String {
-        let key = |slot: u64| self.db_key(slot);
-        let mut range = Vec::new();
-        if unit.first_slot > 0 {
-            range.push(format!("RDB$DB_KEY >= {}", key(unit.first_slot)));
+        if self.count_buckets > 0 {
+            return self.buckets_sql(unit);
         }
-        if let Some(end) = unit.end_slot {
-            range.push(format!("RDB$DB_KEY < {}", key(end)));
-        }
+        let range = self.slot_range(unit.first_slot, unit.end_slot);
         match (&self.driving, self.kind) {
             (_, Kind::Table) => self.with_where(self.select.clone(), range),
             (Some(driving), _) if !range.is_empty() => {
@@ -343,6 +406,12 @@ impl TablePlan {
         query
     }
 }
+
+/// In how many ranges of its pages an incremental run counts each unit's
+/// unchanged rows apart: rows deleted all over a table then cost a read of
+/// the keys in the ranges that lost rows, not in whole units. (128 is
+/// refused: a statement has at most 256 contexts.)
+pub const COUNT_BUCKETS: u64 = 64;
 
 /// A range of data-page slots of one table: the unit of work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -414,6 +483,7 @@ impl Plan {
                 condition: None,
                 role: Role::Whole,
                 key_columns: Vec::new(),
+                count_buckets: 0,
                 select: select_list(table, options.trim_char_on_server),
                 literals: options.literals,
                 dp_per_pp,
@@ -477,6 +547,7 @@ impl Plan {
                 condition: None,
                 role: Role::Whole,
                 key_columns: Vec::new(),
+                count_buckets: 0,
                 // The query as Firebird will read it; `query` keeps it as
                 // given, for the plan and the manifest.
                 select: for_the_engine(&read.sql, &options.literals),
@@ -526,10 +597,14 @@ impl Plan {
             }
             let units: Vec<Unit> = self.units_of(of).copied().collect();
             let mut count = self.tables[of].clone();
-            count.columns = vec!["UNCHANGED".into()];
-            count.declared_types = vec!["BIGINT".into()];
-            count.arrays = vec![None];
-            count.byte_charsets = vec![None];
+            // Only a table split by DB_KEY ranges (where they are range
+            // scans) counts its units' ranges apart.
+            count.count_buckets = if count.slots > 0 { COUNT_BUCKETS } else { 0 };
+            let buckets = count.count_buckets.max(1) as usize;
+            count.columns = (0..buckets).map(|i| format!("UNCHANGED{i}")).collect();
+            count.declared_types = vec!["BIGINT".into(); buckets];
+            count.arrays = vec![None; buckets];
+            count.byte_charsets = vec![None; buckets];
             count.key_columns = Vec::new();
             count.computed = Vec::new();
             count.select = format!("SELECT COUNT(*) FROM {}", quote_identifier(&count.name));
@@ -990,17 +1065,70 @@ mod tests {
         };
         assert_eq!(slots(1), slots(0));
         assert!(slots(2).is_empty());
-        assert_eq!(
-            count.unit_sql(&plan.units_of(1).next().copied().unwrap()),
-            "SELECT COUNT(*) FROM \"A FROM B\" WHERE (\nRDB$RECORD_VERSION < 90\n) \
-             AND RDB$DB_KEY < MAKE_DBKEY(140, 0, 1000, 0)"
+        // Counted in 64 ranges of 16 pages (1,000 in all), each apart; the
+        // last range, past the unit's end, empty.
+        let sql = count.unit_sql(&plan.units_of(1).next().copied().unwrap());
+        let range = |first: u64, end: u64| {
+            let from = match first {
+                0 => String::new(),
+                _ => format!(" AND RDB$DB_KEY >= MAKE_DBKEY(140, 0, {first}, 0)"),
+            };
+            format!(
+                "(SELECT COUNT(*) FROM \"A FROM B\" WHERE (\nRDB$RECORD_VERSION < 90\n){from} \
+                 AND RDB$DB_KEY < MAKE_DBKEY(140, 0, {end}, 0))"
+            )
+        };
+        let starts = format!("SELECT {},\n{},", range(0, 16), range(16, 32));
+        assert!(sql.starts_with(&starts), "{sql}");
+        assert!(
+            sql.contains(&format!(
+                "{},\n(SELECT COUNT(*) FROM RDB$DATABASE WHERE 1 = 0)",
+                range(992, 1000)
+            )),
+            "{sql}"
         );
+        assert!(sql.ends_with("(SELECT COUNT(*) FROM RDB$DATABASE WHERE 1 = 0) FROM RDB$DATABASE"));
+        assert_eq!(sql.matches("COUNT(*)").count(), 64);
+        assert_eq!(count.columns.len(), 64);
         assert!(keys
             .select_sql()
             .starts_with("SELECT \"ID\", RDB$DB_KEY FROM \"A FROM B\" WHERE"));
         // Helpers are not listed as tables of their own.
         assert_eq!(plan.count_of(Kind::Table), 1);
         assert!(!plan.to_string().contains("RDB$RECORD_VERSION < 90"));
+    }
+
+    #[test]
+    fn a_count_s_ranges_cover_its_unit_once_in_order() {
+        let plan = Plan::new(&[one_page_table(vec![])], options(Some(1000), 2));
+        let mut t = plan.tables[0].clone();
+        t.count_buckets = 64;
+        let unit = |first_slot, end_slot| Unit {
+            table: 0,
+            seq: 0,
+            first_slot,
+            end_slot,
+        };
+        for u in [
+            unit(0, Some(1000)),
+            unit(1000, Some(1010)),
+            unit(5, Some(6)),
+            unit(2000, None),
+            unit(0, None),
+        ] {
+            let ranges = t.count_buckets(&u);
+            assert_eq!(ranges.len(), 64);
+            assert_eq!(ranges[0].0, u.first_slot, "{u:?}");
+            assert_eq!(ranges[63].1, u.end_slot, "{u:?}");
+            for pair in ranges.windows(2) {
+                assert_eq!(pair[0].1, Some(pair[1].0), "{u:?}: {ranges:?}");
+            }
+            let pages = ranges
+                .iter()
+                .filter(|(first, end)| end.is_none_or(|e| e > *first))
+                .count();
+            assert!(pages >= 1, "{u:?}");
+        }
     }
 
     /// Table "T" of one pointer page.
