@@ -158,7 +158,7 @@ else:
             accounts.count()
         message = str(caught.value)
         assert f"snapshot {snap.number} is closed" in message, message
-        print("CLOSED MESSAGE", len(message.splitlines()), message)
+        assert len(message.splitlines()) <= 10 and "org.apache" not in message, message
 
     def test_a_killed_python_worker_is_retried_to_the_same_rows(spark, bank, tmp_path):
         marks = str(tmp_path / "attempts")
