@@ -31,6 +31,47 @@ CHILD = os.environ.get("FBUNLOAD_SPARK_CHILD") == "1"
 AUTH = dict(user=USER, password=PASSWORD)
 
 
+def test_filters_become_sql_only_as_far_as_firebird_agrees():
+    """Which pushed filters Firebird takes alone (exact), which it only
+    narrows for Spark (strings, whose collations may compare looser), and
+    which stay with Spark: checked without a session."""
+    import datetime
+    import decimal
+
+    from pyspark.sql import types as T
+
+    import fbunload.spark as source
+
+    ds = pytest.importorskip("pyspark.sql.datasource")
+    if not hasattr(ds, "Filter"):
+        pytest.skip("this PySpark pushes no filters (4.1 and later do)")
+    types = {"ID": T.IntegerType(), "N": T.DecimalType(12, 2), "A": T.StringType(),
+             "F": T.DoubleType(), "D": T.DateType(), "B": T.BooleanType()}
+    cases = [
+        (ds.GreaterThanOrEqual(("ID",), 10), ('"ID" >= 10', True)),
+        (ds.LessThan(("N",), decimal.Decimal("1E+2")), ('"N" < 100', True)),
+        (ds.In(("ID",), (1, 2)), ('"ID" IN (1, 2)', True)),
+        (ds.Not(ds.EqualTo(("ID",), 3)), ('NOT ("ID" = 3)', True)),
+        (ds.EqualNullSafe(("ID",), None), ('"ID" IS NULL', True)),
+        (ds.IsNotNull(("F",)), ('"F" IS NOT NULL', True)),
+        (ds.EqualTo(("D",), datetime.date(2024, 2, 29)), ("\"D\" = DATE '2024-02-29'", True)),
+        (ds.EqualTo(("B",), True), ('"B" = TRUE', True)),
+        (ds.EqualTo(("A",), "it's"), ("\"A\" = 'it''s'", False)),
+        (ds.StringStartsWith(("A",), "ro"), ("\"A\" STARTING WITH 'ro'", False)),
+        # Looser, so its NOT would be stricter; floats (NaN), values of
+        # another type, nested fields and unknown columns stay with Spark.
+        (ds.Not(ds.EqualTo(("A",), "x")), None),
+        (ds.GreaterThan(("F",), 1.5), None),
+        (ds.EqualTo(("ID",), True), None),
+        (ds.EqualTo(("ID",), 1.5), None),
+        (ds.EqualTo(("S", "X"), 1), None),
+        (ds.EqualTo(("NOPE",), 1), None),
+        (ds.StringEndsWith(("A",), "x"), None),
+    ]
+    for pushed, sql in cases:
+        assert source._condition(pushed, types) == sql, pushed
+
+
 if not CHILD:
 
     def test_spark_cases_in_a_superclassic_engine(tmp_path):
