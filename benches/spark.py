@@ -19,7 +19,8 @@ Jaybird 5's embedded driver through JNA:
     python benches/spark.py [ROWS] [JARS...]
 
 Run it with the package installed from a release build (maturin build
---release). Prints one table: seconds (median of 3 runs) and rows/s, then
+--release). Prints one table: seconds (median of BENCH_RUNS runs, 3 by
+default) and rows/s, then
 how many of 5 reads under the writer saw a total other than the one the
 table always holds.
 """
@@ -57,7 +58,7 @@ import fbunload  # noqa: E402
 import fbunload.spark  # noqa: E402
 
 
-def median_seconds(action, runs=3):
+def median_seconds(action, runs=int(os.environ.get("BENCH_RUNS", "3"))):
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -187,8 +188,6 @@ def main():
         lambda: fbunload.read_arrow(dsn, "STOCK", parallel=2, **auth)))
     row("Spark, fbunload source (partitions: the plan's units)", median_seconds(
         lambda: every_row(through_fbunload())))
-    row("Spark, fbunload source, partitions=2", median_seconds(
-        lambda: every_row(through_fbunload(partitions=2))))
     row("Spark, JDBC (Jaybird), numPartitions=2 on S_I_ID", median_seconds(
         lambda: every_row(through_jdbc())))
     print(f"| read of {rows:,} rows, local[2] | s | rows/s |")

@@ -210,7 +210,9 @@ class _Read:
         self.allow_inconsistent = _flag(options, "allow_inconsistent")
         self.holder_host = options.get("holder_host", "127.0.0.1")
         self.idle_timeout = _number(options, "idle_timeout", 600.0, float, 0)
-        self.linger = _number(options, "linger", 10.0, float, 0)
+        # 0: a holder still running would make the next read's snapshot
+        # wait for its pin (and refuse that read's late joiners).
+        self.linger = _number(options, "linger", 0.0, float, 0)
         self.snapshot = None
         if "snapshot" in options:
             self.snapshot = self._decode(options["snapshot"])
