@@ -521,7 +521,7 @@ class _Holder:
                 f"{partition.name}: the snapshot of this read (number {partition.number}) is "
                 f"released, as its holder process at {host}:{port} ended ({reason}): every "
                 "partition had been read, it was idle past idle_timeout, or the Spark driver "
-                "ended; run the action again to read at a new snapshot"
+                "ended; load() the DataFrame again to read at a new snapshot"
             )
 
     def done(self) -> None:

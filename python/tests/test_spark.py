@@ -288,5 +288,5 @@ else:
         reader = source.reader(source.schema())
         (partition,) = reader.partitions()
         time.sleep(3)
-        with pytest.raises(fbunload.SnapshotClosed, match="run the action again"):
+        with pytest.raises(fbunload.SnapshotClosed, match="the DataFrame again"):
             list(reader.read(partition))
