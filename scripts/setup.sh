@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what fbunload needs to build and to run on the embedded Firebird 5
 # engine: Debian's libtommath1 and libicu72, the firebird-embedded Python
-# package, pyarrow, pandas, Dask and the other packages the tests use, and
-# Rust (rustup) if there is no cargo; and what tests the Windows build under
-# Wine (scripts/wine-smoke.sh): Wine, MinGW-w64, unzip and Rust's
-# x86_64-pc-windows-gnu target (FBUNLOAD_SKIP_WINE=1 leaves them out).
+# package, pyarrow, pandas, Dask, PySpark (with Debian's Java) and the other
+# packages the tests use, and Rust (rustup) if there is no cargo; and what
+# tests the Windows build under Wine (scripts/wine-smoke.sh): Wine,
+# MinGW-w64, unzip and Rust's x86_64-pc-windows-gnu target
+# (FBUNLOAD_SKIP_WINE=1 leaves them out).
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 
@@ -23,6 +24,9 @@ done
 # postgresql-15: the private cluster the PostgreSQL destination's tests
 # run against (scripts/pg-cluster.sh).
 [ -x /usr/lib/postgresql/15/bin/initdb ] || missing_debs+=(postgresql-15)
+# Java for the Spark tests (fbunload.spark): Debian's default runtime
+# (17 on bookworm), which Spark 4 runs on.
+command -v java >/dev/null 2>&1 || missing_debs+=(default-jre-headless)
 # Rust links through the system's C compiler (and zstd's C code needs it).
 command -v cc >/dev/null 2>&1 || missing_debs+=(gcc libc6-dev)
 if [ "${FBUNLOAD_SKIP_WINE:-}" != 1 ]; then
@@ -74,14 +78,16 @@ fi
 # read it), DuckDB (Parquet as analytics engines read it); for the Python
 # package: maturin (builds it), pytest, polars, firebird-driver (the
 # reference driver its values are compared with), and Dask with distributed
-# (fbunload.dask), the ADBC driver manager (fbunload.adbc), and MkDocs
-# (the docs book, built by test_readme.py). Each module name maps to its pip
+# (fbunload.dask), the ADBC driver manager (fbunload.adbc), PySpark 4
+# (fbunload.spark; pyspark.sql.datasource is new in 4.0) and MkDocs (the
+# docs book, built by test_readme.py). Each module name maps to its pip
 # package.
 missing_py=()
 for spec in pyarrow.parquet:pyarrow pandas:pandas duckdb:duckdb maturin:maturin \
     pytest:pytest polars:polars firebird.driver:firebird-driver \
     dask.dataframe:dask[dataframe] distributed:distributed \
-    adbc_driver_manager:adbc-driver-manager mkdocs:mkdocs; do
+    adbc_driver_manager:adbc-driver-manager 'pyspark.sql.datasource:pyspark>=4,<5' \
+    mkdocs:mkdocs; do
   "$PYTHON" -c "import ${spec%%:*}" 2>/dev/null || missing_py+=("${spec##*:}")
 done
 if [ ${#missing_py[@]} -gt 0 ]; then

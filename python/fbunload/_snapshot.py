@@ -36,6 +36,10 @@ class Snapshot:
     the plan's units (about 8 per worker). A snapshot keeps its user and
     password to give them to the reads that join it.
 
+    ``query=(sql, split_by)`` plans one SELECT instead of tables, as
+    :func:`fbunload.read_sql` reads it: its one table is ``QUERY``, cut into
+    the units of ``split_by`` (one unit if None).
+
     ::
 
         with fbunload.Snapshot("shop.fdb", tables="ORDERS|LINES") as snap:
@@ -58,8 +62,12 @@ class Snapshot:
         client_lib: Optional[str] = None,
         decimal256: bool = False,
         allow_inconsistent: bool = False,
+        query: Optional[Tuple[str, Optional[str]]] = None,
     ) -> None:
         self.database = database
+        if query is not None and tables is not None:
+            raise UsageError("Snapshot: give tables or query, not both")
+        self._query = None if query is None else (query[0], query[1])
         self._held = _fbunload.hold(
             database,
             tables=tables,
@@ -72,6 +80,7 @@ class Snapshot:
             client_lib=client_lib,
             decimal256=decimal256,
             allow_inconsistent=allow_inconsistent,
+            query=None if query is None else ("QUERY", query[0], query[1]),
         )
         # Unset user and password stay unset: every process that joins
         # reads its own ISC_USER and ISC_PASSWORD.
@@ -127,7 +136,7 @@ class Snapshot:
         the snapshot."""
         self._index(table)
         self._held.check_open()
-        return read_units(self._join, table, units, columns)
+        return read_units(self._join, table, units, columns, self._query)
 
     def read_arrow(self, table: str, *, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """The whole of ``table`` at this snapshot, as a ``pyarrow.Table``
@@ -174,9 +183,11 @@ def read_units(
     table: str,
     units: Sequence[Unit],
     columns: Optional[Sequence[str]],
+    query: Optional[Tuple[str, Optional[str]]] = None,
 ) -> pa.Table:
     """``units`` of ``table`` read by a new attachment that joins the
-    snapshot ``join`` describes (:attr:`Snapshot._join`)."""
+    snapshot ``join`` describes (:attr:`Snapshot._join`); with ``query``
+    (its SQL and the table that splits it), ``units`` of that query."""
     options = dict(join)
     database = options.pop("database")
     return _fbunload.read_units(
@@ -184,5 +195,6 @@ def read_units(
         table,
         [tuple(u) for u in units],
         columns=list(columns) if columns is not None else None,
+        query=query,
         **options,
     )

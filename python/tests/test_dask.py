@@ -8,6 +8,7 @@ import threading
 import time
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from pandas.testing import assert_frame_equal
 
@@ -207,6 +208,23 @@ def test_bad_inputs_raise_usage_errors(big_db, call, words):
         with pytest.raises(fbunload.UsageError) as caught:
             call(big_db, snap)
     assert words in str(caught.value) and PASSWORD not in str(caught.value)
+
+
+def test_a_snapshot_of_a_split_query(big_db):
+    """What fbunload.spark reads a query or a table's chosen columns and
+    rows with: the query's units are its driving table's."""
+    query = "SELECT ID, N FROM WIDE WHERE MOD(ID, 7) = 0"
+    with fbunload.Snapshot(big_db, query=(query, "WIDE"), **AUTH) as snap:
+        assert snap.tables == ["QUERY"]
+        units = snap.units("QUERY", 3)
+        assert len(units) == 3 and units[-1][1] is None
+        parts = [snap.read_units("QUERY", [unit]) for unit in units]
+        whole = snap.read_arrow("QUERY")
+    expected = fbunload.read_sql(big_db, query, split_by="WIDE", **AUTH)
+    assert whole.equals(expected)
+    assert pa.concat_tables(parts).equals(expected)
+    with pytest.raises(fbunload.UsageError, match="not both"):
+        fbunload.Snapshot(big_db, tables="WIDE", query=(query, "WIDE"), **AUTH)
 
 
 def test_a_closed_snapshot_cannot_be_computed(big_db):

@@ -258,11 +258,12 @@ impl TablePlan {
     }
 
     /// A query that returns a row if any row lies at data-page slot
-    /// `slot` or after it (Firebird 5 reads only the pages from there).
+    /// `slot` or after it (Firebird 5 reads only the pages from there): in
+    /// the table, or in a split query's driving table.
     pub fn any_row_from_sql(&self, slot: u64) -> String {
         format!(
             "SELECT FIRST 1 1 FROM {} WHERE RDB$DB_KEY >= {}",
-            quote_identifier(&self.name),
+            quote_identifier(self.split_by.as_deref().unwrap_or(&self.name)),
             self.db_key(slot)
         )
     }
@@ -1311,6 +1312,10 @@ mod tests {
         assert_eq!(plan.units[0].table, 2);
         assert_eq!(plan.units.last().unwrap().table, 1);
         assert_eq!(q.split_by.as_deref(), Some("ORDERS"));
+        // Shares of it look for rows in its driving table.
+        assert!(q
+            .any_row_from_sql(1)
+            .starts_with("SELECT FIRST 1 1 FROM \"ORDERS\" WHERE RDB$DB_KEY >="));
         assert_eq!(
             q.unit_sql(&plan.units[1]),
             "SELECT C1, CAST(C2 AS VARCHAR(64)) FROM (\nSELECT o.ID, c.D FROM \n(SELECT * FROM \

@@ -1050,7 +1050,8 @@ impl HeldSnapshot {
 /// it open.
 #[pyfunction]
 #[pyo3(signature = (database, *, tables=None, exclude=None, user=None, password=None, role=None,
-    charset="UTF8", parallel=None, client_lib=None, decimal256=false, allow_inconsistent=false))]
+    charset="UTF8", parallel=None, client_lib=None, decimal256=false, allow_inconsistent=false,
+    query=None))]
 #[allow(clippy::too_many_arguments)]
 fn hold(
     py: Python<'_>,
@@ -1065,6 +1066,7 @@ fn hold(
     client_lib: Option<PathBuf>,
     decimal256: bool,
     allow_inconsistent: bool,
+    query: Option<QueryArg>,
 ) -> PyResult<HeldSnapshot> {
     let unload = Common {
         database,
@@ -1084,6 +1086,8 @@ fn hold(
         allow_inconsistent,
         ..unload.run_options().clone()
     });
+    // A query is planned alone: its one unit, or its driving table's units.
+    let unload = with_reads(unload, None, query.into_iter().collect());
     let held = py.detach(move || unload.hold_snapshot()).map_err(to_py)?;
     Ok(HeldSnapshot {
         plan: held.plan.clone(),
@@ -1097,10 +1101,12 @@ fn hold(
 /// Reads `units` (`(first_slot, end_slot)` ranges) of table `table` in
 /// order, on one new attachment that joins the snapshot of `ticket` (or,
 /// with None, takes a snapshot of its own), and returns them as one
-/// pyarrow.Table of `columns` (all if None).
+/// pyarrow.Table of `columns` (all if None). With `query` (its SQL and
+/// the table that splits it), `table` names that query, as `hold` planned
+/// it, and the units are its driving table's.
 #[pyfunction]
 #[pyo3(signature = (database, table, units, *, ticket, user=None, password=None, role=None,
-    charset="UTF8", client_lib=None, decimal256=false, columns=None))]
+    charset="UTF8", client_lib=None, decimal256=false, columns=None, query=None))]
 #[allow(clippy::too_many_arguments)]
 fn read_units<'py>(
     py: Python<'py>,
@@ -1115,6 +1121,7 @@ fn read_units<'py>(
     client_lib: Option<PathBuf>,
     decimal256: bool,
     columns: Option<Vec<String>>,
+    query: Option<(String, Option<String>)>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let unload = Common {
         database,
@@ -1136,7 +1143,16 @@ fn read_units<'py>(
         },
     );
     let mut reader = py
-        .detach(|| unload.join_snapshot(ticket.as_ref(), &table))
+        .detach(|| match query {
+            Some((sql, split_by)) => unload
+                .query_spec(QuerySpec {
+                    name: table.clone(),
+                    sql,
+                    split_by,
+                })
+                .join_snapshot_query(ticket.as_ref()),
+            None => unload.join_snapshot(ticket.as_ref(), &table),
+        })
         .map_err(to_py)?;
     let schema = reader.schema();
     let columns = projection(&table, &schema, columns.as_deref())?;
