@@ -217,10 +217,17 @@ else:
                         os.kill(os.getpid(), signal.SIGKILL)
                 yield batch
 
+        before = user_attachments(bank)
         with MoneyMover(bank) as mover:
-            accounts = load(spark, bank, table="ACCOUNTS", columns="ID,BALANCE", partitions="4")
+            # Spark may run the read and mapInArrow in two Python workers:
+            # then the read has said `done` before the kill, and only
+            # `linger` keeps the snapshot for the retry (docs/spark.md).
+            accounts = load(
+                spark, bank, table="ACCOUNTS", columns="ID,BALANCE", partitions="4", linger="20"
+            )
             rows = accounts.mapInArrow(kill_once, accounts.schema).toArrow()
             mover.wait_for(5)
+        holder_gone(bank, before, seconds=60)
         assert sorted(os.listdir(marks)) == ["attempt-0", "attempt-1"]
         assert rows.column("ID").to_pylist() == list(range(ACCOUNTS))
         assert pa.compute.sum(rows.column("BALANCE")).as_py() == ACCOUNTS * 1000
