@@ -25,6 +25,19 @@ fn run(db: &Path, args: &[&str]) {
     assert!(out.status.success(), "fbunload {args:?}: {}", stderr(&out));
 }
 
+/// The `--progress json` events of a `--since OLD -o NEW` run that succeeds.
+fn since_with_json_progress(db: &Path, old: &Path, new: &Path) -> Vec<serde_json::Value> {
+    let out = fbunload(
+        db,
+        &["--since", path(old), "--progress", "json", "-o", path(new)],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    stderr(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 /// The writers of a test and the runs in their processes share a
 /// database: the engine in SuperClassic mode, for this test binary and
 /// the runs it starts.
@@ -78,26 +91,11 @@ fn a_unit_that_lost_a_row_is_rechecked_and_the_progress_counts_it() {
     let (db, old) = base(dir.path());
     execute(&db, &["DELETE FROM S WHERE ID = 1"]);
     let new = dir.path().join("new");
-    let out = fbunload(
-        &db,
-        &[
-            "--since",
-            path(&old),
-            "--progress",
-            "json",
-            "-o",
-            path(&new),
-        ],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let events: Vec<serde_json::Value> = stderr(&out)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let events = since_with_json_progress(&db, &old, &new);
     let of = |kind: &'static str| events.iter().filter(move |e| e["event"] == kind);
     let planned = of("started").next().unwrap()["units"].as_u64().unwrap();
     let more: u64 = of("more_units").map(|e| e["units"].as_u64().unwrap()).sum();
-    assert!(more >= 1, "no unit rechecked: {}", stderr(&out));
+    assert!(more >= 1, "no unit rechecked: {events:?}");
     assert_eq!(of("unit").count() as u64, planned + more);
     let manifest = read_manifest(&new);
     let s = manifest["tables"]
@@ -1105,22 +1103,7 @@ fn the_summary_says_what_a_link_did_with_each_table() {
     );
 
     let json = dir.path().join("json");
-    let out = fbunload(
-        &db,
-        &[
-            "--since",
-            path(&old),
-            "--progress",
-            "json",
-            "-o",
-            path(&json),
-        ],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let events: Vec<serde_json::Value> = stderr(&out)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let events = since_with_json_progress(&db, &old, &json);
     let table_event = |name: &str| {
         events
             .iter()
