@@ -129,28 +129,10 @@ fn rows_of(dir: &Path) -> Vec<(i32, String)> {
 
 /// W's rows in the one Parquet file of `dir`, in the file's order.
 fn rows_in_order(dir: &Path) -> Vec<(i32, String)> {
-    use arrow_array::{Array, Int32Array, StringArray};
-    let file = std::fs::File::open(dir.join("W.parquet")).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut rows = Vec::new();
-    for batch in reader {
-        let batch = batch.unwrap();
-        let ids = batch
-            .column(0)
-            .as_any()
-            .downcast_ref::<Int32Array>()
-            .unwrap();
-        let pads = batch
-            .column(1)
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .unwrap();
-        rows.extend((0..batch.num_rows()).map(|i| (ids.value(i), pads.value(i).to_string())));
-    }
-    rows
+    int_text_rows(&dir.join("W.parquet"))
+        .into_iter()
+        .map(|(id, pad)| (id, pad.expect("W.PAD is never NULL")))
+        .collect()
 }
 
 /// A link too big for `--memory` is applied in several passes over the

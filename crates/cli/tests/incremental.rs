@@ -444,32 +444,7 @@ fn file_schema(path: &Path) -> arrow_schema::Schema {
 
 /// A table's rows from its one Parquet file, as (ID, V) sorted.
 fn id_text_rows(path: &Path) -> Vec<(i32, Option<String>)> {
-    use arrow_array::{Array, Int32Array, StringArray};
-    let file = std::fs::File::open(path).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut rows = Vec::new();
-    for batch in reader {
-        let batch = batch.unwrap();
-        let ids = batch
-            .column(0)
-            .as_any()
-            .downcast_ref::<Int32Array>()
-            .unwrap();
-        let texts = batch
-            .column(1)
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .unwrap();
-        for i in 0..batch.num_rows() {
-            rows.push((
-                ids.value(i),
-                texts.is_valid(i).then(|| texts.value(i).to_string()),
-            ));
-        }
-    }
+    let mut rows = int_text_rows(path);
     rows.sort();
     rows
 }

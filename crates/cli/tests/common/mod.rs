@@ -354,3 +354,35 @@ pub fn pyarrow_roundtrip(out: &Path, tables: &[&str]) -> usize {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
+
+/// The (integer, text) rows of the first two columns of a Parquet file, in
+/// the file's order (NULL text as None).
+pub fn int_text_rows(file: &Path) -> Vec<(i32, Option<String>)> {
+    use arrow_array::{Array, Int32Array, StringArray};
+    let file = std::fs::File::open(file).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let ints = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        let texts = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        rows.extend((0..batch.num_rows()).map(|i| {
+            (
+                ints.value(i),
+                texts.is_valid(i).then(|| texts.value(i).to_string()),
+            )
+        }));
+    }
+    rows
+}
