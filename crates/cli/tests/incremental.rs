@@ -355,21 +355,28 @@ fn a_change_committed_after_the_engine_restarted_is_read() {
     drop(pin);
 }
 
-/// `apply` reads two directories it did not write: a table name from a
-/// manifest never leads its file out of the new directory, and a file
-/// listed outside its run's directory is refused.
-#[test]
-fn apply_keeps_names_from_manifests_inside_its_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, _) = base(dir.path());
-    let old = dir.path().join("pq0");
-    let new = dir.path().join("pq1");
+/// A Parquet chain of one link over [`base`]: the `--keep-keys` run
+/// `pq0` and the change set `pq1` (S updated).
+fn parquet_link(dir: &Path) -> (PathBuf, PathBuf) {
+    let (db, _) = base(dir);
+    let old = dir.join("pq0");
+    let new = dir.join("pq1");
     run(&db, &["--keep-keys", "-f", "parquet", "-o", path(&old)]);
     execute(&db, &["UPDATE S SET V = 3"]);
     run(
         &db,
         &["--since", path(&old), "-f", "parquet", "-o", path(&new)],
     );
+    (old, new)
+}
+
+/// `apply` reads two directories it did not write: a table name from a
+/// manifest never leads its file out of the new directory, and a file
+/// listed outside its run's directory is refused.
+#[test]
+fn apply_keeps_names_from_manifests_inside_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = parquet_link(dir.path());
     let apply = |state: &Path| {
         std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
             .args(["apply", path(&old), path(&new), "-o", path(state)])
@@ -709,15 +716,7 @@ fn numbers_of_a_previous_run_that_no_run_writes_are_refused() {
 #[test]
 fn apply_refuses_counts_that_are_not_the_files() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, _) = base(dir.path());
-    let old = dir.path().join("pq0");
-    let new = dir.path().join("pq1");
-    run(&db, &["--keep-keys", "-f", "parquet", "-o", path(&old)]);
-    execute(&db, &["UPDATE S SET V = 3"]);
-    run(
-        &db,
-        &["--since", path(&old), "-f", "parquet", "-o", path(&new)],
-    );
+    let (old, new) = parquet_link(dir.path());
     let saved = std::fs::read(new.join("manifest.json")).unwrap();
     let state = dir.path().join("state");
     // A mode edited: a table of changes said to be read whole would be
