@@ -33,17 +33,11 @@ DB=$DATA/keys-memory-$ROWS.fdb
 # sql STATEMENT...: runs each statement on DB (made first if missing), in
 # one transaction.
 sql() {
-  python3 - "$DB" "$@" <<'PY'
-import ctypes, os, sys
-root = os.environ.get("FIREBIRD")
-if not root:
-    import firebird.embedded
-    root = os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime")
-    os.environ["FIREBIRD"] = root
-    for lib in ["libtommath.so.1", os.path.join(root, "libtomcrypt.so.1")]:
-        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
-from firebird.driver import connect, create_database, driver_config
-driver_config.fb_client_library.value = os.path.join(root, "libfbclient.so.2")
+  PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$DB" "$@" <<'PY'
+import os, sys
+import embedded_driver
+embedded_driver.setup()
+from firebird.driver import connect, create_database
 db = sys.argv[1]
 if os.path.exists(db):
     con = connect(db, user="SYSDBA", password="masterkey")

@@ -41,17 +41,11 @@ rows=$((W * 100000))
 # and inserts them again under new keys (CHANGE=deletes: only deletes
 # them), in one transaction.
 change() {
-  python3 - "$DB" "$1" "$CHANGE" <<'EOF'
-import ctypes, os, sys
-root = os.environ.get("FIREBIRD")
-if not root:
-    import firebird.embedded
-    root = os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime")
-    os.environ["FIREBIRD"] = root
-    for lib in ["libtommath.so.1", os.path.join(root, "libtomcrypt.so.1")]:
-        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
-from firebird.driver import connect, driver_config
-driver_config.fb_client_library.value = os.path.join(root, "libfbclient.so.2")
+  PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$DB" "$1" "$CHANGE" <<'EOF'
+import os, sys
+import embedded_driver
+embedded_driver.setup()
+from firebird.driver import connect
 db, pct, kind = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 every = max(1, round(100 / pct))
 con = connect(db, user="SYSDBA", password=os.environ.get("FB_PASSWORD", "masterkey"))
