@@ -888,6 +888,18 @@ fn the_client_library_lookup_imports_nothing_from_the_working_directory() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// The fbunload binary started as a reader process, every stream piped.
+fn reader_process() -> std::process::Child {
+    use std::process::{Command, Stdio};
+    Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("--fbunload-reader-process")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// A reader process whose run is gone (its output pipe closed: the run
 /// was interrupted or ended) says nothing on the terminal, where it
 /// printed its failure ("Broken pipe" after a Ctrl-C), and ends with
@@ -895,14 +907,7 @@ fn the_client_library_lookup_imports_nothing_from_the_working_directory() {
 #[test]
 fn a_reader_process_whose_run_is_gone_says_nothing() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("--fbunload-reader-process")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = reader_process();
     // The run's end of the reader's output goes first.
     drop(child.stdout.take());
     child
@@ -923,7 +928,6 @@ fn a_reader_process_whose_run_is_gone_says_nothing() {
 #[test]
 fn a_reader_process_refuses_what_its_run_did_not_send() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
     let setup_of_another_build = {
         let json = br#"{"protocol":"fbunload-reader/0 0.0.0"}"#;
         let mut frame = ((json.len() + 5) as u32).to_le_bytes().to_vec();
@@ -945,13 +949,7 @@ fn a_reader_process_refuses_what_its_run_did_not_send() {
             "another build of fbunload",
         ),
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-            .arg("--fbunload-reader-process")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = reader_process();
         child.stdin.take().unwrap().write_all(&input).unwrap();
         let out = child.wait_with_output().unwrap();
         let err = stderr(&out);
