@@ -1026,12 +1026,25 @@ mod tests {
         );
     }
 
+    /// A nullable ARRAY column named A, as the server describes one (its
+    /// 8 bytes: the array's id).
+    fn array_column_a() -> fbunload_client::ColumnDesc {
+        fbunload_client::ColumnDesc {
+            name: "A".into(),
+            sql_type: fbunload_client::sql_type::ARRAY,
+            scale: 0,
+            subtype: 0,
+            length: 8,
+            nullable: true,
+        }
+    }
+
     /// Bounds the catalog gives that multiply past any buffer (or past
     /// `usize`) are refused with a message, never an overflow or an
     /// allocation.
     #[test]
     fn an_array_too_big_to_read_is_refused() {
-        use fbunload_client::{ColumnDesc, ElementType};
+        use fbunload_client::ElementType;
         for bounds in [
             vec![(i32::MIN, i32::MAX); 3],
             vec![(1, 70_000), (1, 70_000)],
@@ -1048,23 +1061,17 @@ mod tests {
                 },
                 bounds,
             };
-            let desc = ColumnDesc {
-                name: "A".into(),
-                sql_type: fbunload_client::sql_type::ARRAY,
-                scale: 0,
-                subtype: 0,
-                length: 8,
-                nullable: true,
-            };
+            let desc = array_column_a();
             let options = crate::types::TypeOptions::default();
-            let err = OutputColumn::with_array("A", &desc, None, Some(&shape), &options).unwrap_err();
+            let err =
+                OutputColumn::with_array("A", &desc, None, Some(&shape), &options).unwrap_err();
             assert!(err.contains("more than 2 GiB"), "{err}");
         }
     }
 
     #[test]
     fn arrays_become_one_list_per_dimension_and_null_stays_null() {
-        use fbunload_client::{ColumnDesc, ElementType};
+        use fbunload_client::ElementType;
         let shape = ArrayShape {
             relation: "T".into(),
             field: "A".into(),
@@ -1076,14 +1083,7 @@ mod tests {
             },
             bounds: vec![(0, 1), (1, 2)],
         };
-        let desc = ColumnDesc {
-            name: "A".into(),
-            sql_type: fbunload_client::sql_type::ARRAY,
-            scale: 0,
-            subtype: 0,
-            length: 8,
-            nullable: true,
-        };
+        let desc = array_column_a();
         let options = crate::TypeOptions::default();
         let column = OutputColumn::with_array("A", &desc, None, Some(&shape), &options).unwrap();
         let mut dec = decoder(vec![column]);
