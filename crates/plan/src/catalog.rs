@@ -7,15 +7,16 @@
 //! out for the same reason — they are derived from the stored ones, and
 //! computing them can fail or be slow. Table filters use SQL `SIMILAR TO`,
 //! evaluated by the server, so they mean exactly what they mean in
-//! Firebird, plus one thing of fbunload's own: a comma lists alternatives,
-//! as `|` does (see `similar_to`).
+//! Firebird, plus two things: names in them follow SQL's rule, as every
+//! option's do (unquoted parts upper-cased, "quoted" parts exact), and a
+//! comma lists alternatives, as `|` does (see `similar_to`).
 
 use std::collections::HashMap;
 
 use fbunload_client::{element, ArrayShape, ClientError, ElementType, Row, Transaction};
 use fbunload_decode::text::{charset_name, TextDecoder, CHARSET_NONE, CHARSET_UTF8};
 
-use crate::identifier::quote_literal;
+use crate::identifier::{case_hint, quote_identifier, quote_literal, shell_word, unquoted};
 
 /// Field types of `RDB$FIELDS.RDB$FIELD_TYPE` (BLR type codes).
 pub(crate) mod blr {
@@ -41,7 +42,8 @@ pub(crate) mod blr {
 }
 
 /// Which tables to unload: SIMILAR TO patterns on the table name, in
-/// which commas also separate alternatives (see `similar_to`).
+/// which unquoted parts are upper-cased and commas also separate
+/// alternatives (see `similar_to`).
 #[derive(Debug, Clone, Default)]
 pub struct TableFilter {
     pub include: Option<String>,
@@ -67,19 +69,12 @@ impl TableFilter {
             || (self.views.is_none() && self.queries.is_empty())
     }
 
-    /// The one table named `name`, exactly (case-sensitive, whatever
-    /// characters SIMILAR TO gives a meaning to).
+    /// The one table named `name` as stored, exactly: the name quoted,
+    /// which a pattern takes as written, whatever characters SIMILAR TO
+    /// gives a meaning to.
     pub fn named(name: &str) -> TableFilter {
-        let mut pattern = String::with_capacity(name.len());
-        for c in name.chars() {
-            // A comma lists alternatives in a pattern (see `similar_to`).
-            if "\\%_[]()|*+?{}^-,".contains(c) {
-                pattern.push('\\');
-            }
-            pattern.push(c);
-        }
         TableFilter {
-            include: Some(pattern),
+            include: Some(quote_identifier(name)),
             ..TableFilter::default()
         }
     }
@@ -311,8 +306,8 @@ pub struct View {
 
 /// Reads the user views whose names match `pattern` (as for tables), in
 /// name order; none matching is an error that lists those there are.
-pub fn read_views(tr: &Transaction, pattern: &str) -> Result<Vec<View>, CatalogError> {
-    check_pattern(tr, "--views", pattern)?;
+pub fn read_views(tr: &Transaction, written: &str) -> Result<Vec<View>, CatalogError> {
+    let pattern = &check_pattern(tr, "--views", written)?;
     let user_views = "SELECT r.RDB$RELATION_NAME FROM RDB$RELATIONS r \
          WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND r.RDB$VIEW_BLR IS NOT NULL";
     let sql = format!(
@@ -329,7 +324,8 @@ pub fn read_views(tr: &Transaction, pattern: &str) -> Result<Vec<View>, CatalogE
             "--views: the database has no user views".into(),
         ));
     }
-    check_exact_names("--views", pattern, &names, "view").map_err(CatalogError::NoTables)?;
+    check_exact_names("--views", written, pattern, &names, "view")
+        .map_err(CatalogError::NoTables)?;
     let mut views = Vec::new();
     query(tr, &sql, |row| {
         views.push(View {
@@ -339,7 +335,7 @@ pub fn read_views(tr: &Transaction, pattern: &str) -> Result<Vec<View>, CatalogE
     })?;
     if views.is_empty() {
         return Err(CatalogError::NoTables(format!(
-            "--views '{pattern}' matches no view (a SIMILAR TO pattern, as for --tables). \
+            "--views '{written}' matches no view (a SIMILAR TO pattern, as for --tables). \
              Views: {}",
             shown_names(&names)
         )));
@@ -423,33 +419,39 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
         return Ok(Vec::new());
     }
     let mut user_tables = None;
-    for (option, pattern) in [
+    let mut patterns = [None, None];
+    for ((option, written), sql) in [
         ("--tables", &filter.include),
         ("--exclude", &filter.exclude),
-    ] {
-        if let Some(pattern) = pattern {
-            check_pattern(tr, option, pattern)?;
+    ]
+    .into_iter()
+    .zip(&mut patterns)
+    {
+        if let Some(written) = written {
+            let pattern = check_pattern(tr, option, written)?;
             if user_tables.is_none() {
                 user_tables = Some(user_table_names(tr)?);
             }
             let existing = user_tables.as_deref().unwrap_or_default();
-            check_exact_names(option, pattern, existing, "table")
+            check_exact_names(option, written, &pattern, existing, "table")
                 .map_err(CatalogError::NoTables)?;
+            *sql = Some(pattern);
         }
     }
+    let [include, exclude] = patterns;
     let mut sql = String::from(
         "SELECT r.RDB$RELATION_ID, r.RDB$RELATION_NAME FROM RDB$RELATIONS r \
          WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND COALESCE(r.RDB$RELATION_TYPE, 0) = 0 \
          AND r.RDB$VIEW_BLR IS NULL",
     );
-    if let Some(p) = &filter.include {
+    if let Some(p) = &include {
         sql += &format!(
             " AND {} SIMILAR TO {}",
             name_without_padding("r.RDB$RELATION_NAME"),
             pattern_literal(p)
         );
     }
-    if let Some(p) = &filter.exclude {
+    if let Some(p) = &exclude {
         sql += &format!(
             " AND {} NOT SIMILAR TO {}",
             name_without_padding("r.RDB$RELATION_NAME"),
@@ -563,25 +565,28 @@ pub(crate) fn read_array_bounds(
     Ok(bounds)
 }
 
-/// Lets the server judge the pattern alone, so a bad pattern is reported as
-/// such and not as a failed catalog query.
+/// The user's pattern as SIMILAR TO (see `similar_to`), judged by the
+/// server alone, so a bad pattern is reported as such and not as a failed
+/// catalog query.
 fn check_pattern(
     tr: &Transaction,
     option: &'static str,
-    pattern: &str,
-) -> Result<(), CatalogError> {
+    written: &str,
+) -> Result<String, CatalogError> {
+    let bad = |message| CatalogError::BadPattern {
+        option,
+        pattern: written.to_string(),
+        message,
+    };
+    let pattern = similar_to(written).map_err(bad)?;
     let sql = format!(
         "SELECT COUNT(*) FROM RDB$RELATIONS WHERE {} SIMILAR TO {}",
         name_without_padding("RDB$RELATION_NAME"),
-        pattern_literal(pattern)
+        pattern_literal(&pattern)
     );
     match query(tr, &sql, |_| {}) {
-        Ok(()) => Ok(()),
-        Err(ClientError::Firebird(e)) => Err(CatalogError::BadPattern {
-            option,
-            pattern: pattern.to_string(),
-            message: e.message,
-        }),
+        Ok(()) => Ok(pattern),
+        Err(ClientError::Firebird(e)) => Err(bad(e.message)),
         Err(e) => Err(e.into()),
     }
 }
@@ -604,9 +609,10 @@ fn user_table_names(tr: &Transaction) -> Result<Vec<String>, ClientError> {
 /// (no wildcard but `_`) that does not exist: `-t 'STOCK|ORDRES'` would
 /// otherwise unload STOCK alone and exit 0, hiding the typo (as pg_dump's
 /// `--strict-names` does). Alternatives with other wildcards may match
-/// nothing.
+/// nothing. `written` is the user's pattern, `pattern` it as SIMILAR TO.
 fn check_exact_names(
     option: &str,
+    written: &str,
     pattern: &str,
     existing: &[String],
     kind: &str,
@@ -626,12 +632,11 @@ fn check_exact_names(
         1 => format!("is not the name of a {kind}"),
         _ => format!("are not names of {kind}s"),
     };
-    let upper = first.uppercased();
-    let hint = match existing.iter().find(|e| upper.matches(e)) {
-        Some(other) => format!(
-            " (names are case-sensitive: did you mean {}?)",
-            crate::printable(other)
-        ),
+    let hint = match existing.iter().find(|e| first.matches_ignoring_case(e)) {
+        // Upper case is what unquoted names become; anything else was quoted.
+        Some(other) => case_hint(other, first.shown() != unquoted(&first.shown()), |name| {
+            format!("{option} {}", shell_word(name))
+        }),
         _ => format!(
             "; check the spelling. {}s: {}",
             capitalized(kind),
@@ -639,7 +644,8 @@ fn check_exact_names(
         ),
     };
     Err(format!(
-        "{option} '{pattern}': {} {is_not}{hint}",
+        "{option} '{}': {} {is_not}{hint}",
+        crate::printable(written),
         names.join(", ")
     ))
 }
@@ -690,26 +696,23 @@ impl SingleName {
         }
     }
 
-    /// The same name upper-cased, as an unquoted name in SQL would be.
-    fn uppercased(&self) -> SingleName {
-        SingleName {
-            written: self.written.to_uppercase(),
-            chars: self
-                .chars
-                .iter()
-                .map(|c| c.map(|c| c.to_uppercase().next().unwrap_or(c)))
-                .collect(),
-        }
+    /// Whether it matches `name` but for case.
+    fn matches_ignoring_case(&self, name: &str) -> bool {
+        let folded = |c: char| c.to_lowercase().collect::<String>();
+        name.chars().count() == self.chars.len()
+            && name
+                .chars()
+                .zip(&self.chars)
+                .all(|(c, want)| want.is_none_or(|w| folded(w) == folded(c)))
     }
 }
 
-/// The alternatives of a user's pattern (`|` or `,`, outside groups,
+/// The alternatives of a pattern as SIMILAR TO (`|` outside groups,
 /// classes and counts) that stand for one name each (no SIMILAR TO
-/// wildcard but `_`): `'STOCK|TMP\_%|A\,B|C_D'` gives STOCK, `A,B` and
+/// wildcard but `_`): `'STOCK|TMP\_%|A,B|C_D'` gives STOCK, `A,B` and
 /// `C_D`.
-fn single_names(pattern: &str) -> Vec<SingleName> {
+fn single_names(sql: &str) -> Vec<SingleName> {
     const WILDCARDS: &[char] = &['%', '[', ']', '(', ')', '*', '+', '?', '{', '}', '^'];
-    let sql = similar_to(pattern);
     let mut names = Vec::new();
     let mut start = 0;
     let mut name = Some(Vec::new());
@@ -772,9 +775,9 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
         (None, None) => "the filter".into(),
     };
     Ok(format!(
-        "{what} matches no table (patterns are SQL SIMILAR TO, matched against the whole, \
-         case-sensitive name; unquoted names are upper case; list several with | or commas, \
-         e.g. 'A|B'). Tables: {}",
+        "{what} matches no table (patterns are SQL SIMILAR TO, matched against the whole \
+         name; unquoted parts are upper-cased as in SQL, \"quoted\" parts exact; list \
+         several with | or commas, e.g. 'A|B'). Tables: {}",
         shown_names(&names)
     ))
 }
@@ -786,29 +789,50 @@ fn no_tables_message(tr: &Transaction, filter: &TableFilter) -> Result<String, C
 /// SIMILAR TO has none unless one is named, so `'TMP\_%'` would not match
 /// `TMP_A` without it.
 fn pattern_literal(pattern: &str) -> String {
-    format!(
-        "{} ESCAPE '\\'",
-        quote_literal(&format!("({})", similar_to(pattern)))
-    )
+    format!("{} ESCAPE '\\'", quote_literal(&format!("({pattern})")))
 }
 
-/// A user's table pattern as Firebird's SIMILAR TO: a comma lists
-/// alternatives, as `|` does, because `-t ORDERS,CUSTOMERS` is what people
-/// type, and spaces around it are dropped. A comma inside `[...]` or a
-/// `{m,n}` count keeps its SIMILAR TO meaning, and `\,` is a comma in a
-/// name (Firebird itself refuses to escape a comma).
-fn similar_to(pattern: &str) -> String {
+/// A user's name pattern as Firebird's SIMILAR TO. Names in it follow
+/// SQL's rule, as every option's do: an unquoted part is upper-cased
+/// (`order%` is `ORDER%`), a double-quoted part is exact, each of its
+/// characters literal (`"Mixed Case"`, `"tmp_"%`; `""` is a quote in a
+/// name). A comma lists alternatives, as `|` does, because `-t
+/// ORDERS,CUSTOMERS` is what people type, and spaces around it are
+/// dropped. A comma inside `[...]` or a `{m,n}` count keeps its SIMILAR TO
+/// meaning, and `\,` is a comma in a name (Firebird itself refuses to
+/// escape a comma, so the SQL holds it bare).
+fn similar_to(pattern: &str) -> Result<String, String> {
     let mut sql = String::with_capacity(pattern.len());
     let mut chars = pattern.chars().peekable();
     let (mut in_class, mut in_count) = (false, false);
     while let Some(c) = chars.next() {
         match c {
+            '"' => {
+                loop {
+                    match chars.next() {
+                        None => {
+                            return Err(
+                                "a quoted name is not closed (\"\" is a quote inside one)".into()
+                            )
+                        }
+                        Some('"') if chars.next_if_eq(&'"').is_some() => sql.push('"'),
+                        Some('"') => break,
+                        Some(c) => {
+                            if "\\%_[]()|*+?{}^-".contains(c) {
+                                sql.push('\\');
+                            }
+                            sql.push(c);
+                        }
+                    }
+                }
+                continue;
+            }
             '\\' => {
                 match chars.next() {
                     Some(',') => sql.push(','),
                     Some(escaped) => {
                         sql.push('\\');
-                        sql.push(escaped);
+                        sql.extend(escaped.to_uppercase());
                     }
                     None => sql.push('\\'),
                 }
@@ -826,9 +850,9 @@ fn similar_to(pattern: &str) -> String {
             }
             _ => {}
         }
-        sql.push(c);
+        sql.extend(c.to_uppercase());
     }
-    sql
+    Ok(sql)
 }
 
 pub(crate) fn query(
@@ -873,22 +897,48 @@ pub(crate) fn text(row: &Row<'_>, i: usize) -> String {
 mod tests {
     use super::*;
 
+    fn sql(pattern: &str) -> String {
+        similar_to(pattern).unwrap()
+    }
+
     #[test]
     fn commas_list_alternatives_outside_classes_and_counts() {
-        assert_eq!(similar_to("ORDERS,CUSTOMERS"), "ORDERS|CUSTOMERS");
-        assert_eq!(similar_to("A , B,C%"), "A|B|C%");
-        assert_eq!(similar_to("TMP\\_%"), "TMP\\_%");
-        assert_eq!(similar_to("A\\,B"), "A,B");
-        assert_eq!(similar_to("A[,;]B"), "A[,;]B");
-        assert_eq!(similar_to("A{1,3},B"), "A{1,3}|B");
-        assert_eq!(similar_to(" T"), " T");
-        assert_eq!(similar_to("A\\\\,B"), "A\\\\|B");
+        assert_eq!(sql("ORDERS,CUSTOMERS"), "ORDERS|CUSTOMERS");
+        assert_eq!(sql("A , B,C%"), "A|B|C%");
+        assert_eq!(sql("TMP\\_%"), "TMP\\_%");
+        assert_eq!(sql("A\\,B"), "A,B");
+        assert_eq!(sql("A[,;]B"), "A[,;]B");
+        assert_eq!(sql("A{1,3},B"), "A{1,3}|B");
+        assert_eq!(sql(" T"), " T");
+        assert_eq!(sql("A\\\\,B"), "A\\\\|B");
+    }
+
+    #[test]
+    fn unquoted_parts_are_upper_cased_and_quoted_parts_exact() {
+        assert_eq!(sql("stock"), "STOCK");
+        assert_eq!(sql("order%|s_i_id"), "ORDER%|S_I_ID");
+        assert_eq!(sql("[a-c]x?"), "[A-C]X?");
+        assert_eq!(sql("tmp\\_%"), "TMP\\_%");
+        assert_eq!(sql("\"stock\""), "stock");
+        // Every character of a quoted part is literal, a comma and a bar too.
+        assert_eq!(sql("\"Mixed Case\",stock"), "Mixed Case|STOCK");
+        assert_eq!(sql("\"a_b|c,d%\""), "a\\_b\\|c,d\\%");
+        assert_eq!(sql("\"tmp_\"%"), "tmp\\_%");
+        assert_eq!(sql("\"say \"\"hi\"\"\""), "say \"hi\"");
+        assert_eq!(sql("\"\""), "");
+        assert_eq!(sql("\"a\\b\""), "a\\\\b");
+        for bad in ["\"stock", "a|\"b\"\"", "\""] {
+            assert!(similar_to(bad).unwrap_err().contains("not closed"), "{bad}");
+        }
+        // An exact name (what a manifest or ADBC names) is its quoted form.
+        let named = TableFilter::named("odd_\"name\"%").include.unwrap();
+        assert_eq!(sql(&named), "odd\\_\"name\"\\%");
     }
 
     #[test]
     fn alternatives_without_wildcards_but_underscores_are_names() {
         let written = |pattern| -> Vec<String> {
-            single_names(pattern)
+            single_names(&sql(pattern))
                 .into_iter()
                 .map(|n| n.written)
                 .collect()
@@ -896,30 +946,48 @@ mod tests {
         assert_eq!(written("STOCK|ORDRES"), ["STOCK", "ORDRES"]);
         assert_eq!(written("STOCK, FOO"), ["STOCK", "FOO"]);
         assert_eq!(written("TMP\\_%|A\\,B|C\\_D|E_F"), ["A,B", "C\\_D", "E_F"]);
+        assert_eq!(written("\"a%\"|b"), ["a\\%", "B"]);
         assert!(written("ORDER%|(A|B)|[AB]X|X{2}").is_empty());
         let names = single_names("C\\_D|E_F");
         assert!(names[0].matches("C_D") && !names[0].matches("CXD"));
         assert!(names[1].matches("E_F") && names[1].matches("EXF") && !names[1].matches("EF"));
+        assert_eq!(single_names("a\\%")[0].shown(), "a%");
     }
 
     #[test]
     fn an_exact_name_that_names_nothing_is_refused_with_a_hint() {
-        let tables = ["CUSTOMER".to_string(), "STOCK".to_string()];
+        let tables = [
+            "CUSTOMER".to_string(),
+            "Mixed Case".to_string(),
+            "Orders".to_string(),
+            "STOCK".to_string(),
+        ];
+        let check = |option, pattern| {
+            check_exact_names(option, pattern, &sql(pattern), &tables, "table")
+        };
+        assert_eq!(check("--tables", "STOCK|S%|CUST_MER"), Ok(()));
+        assert_eq!(check("--tables", "stock|\"Orders\",\"Mixed Case\""), Ok(()));
         assert_eq!(
-            check_exact_names("--tables", "STOCK|S%|CUST_MER", &tables, "table"),
-            Ok(())
-        );
-        assert_eq!(
-            check_exact_names("--tables", "STOCK|ORDRES", &tables, "table").unwrap_err(),
+            check("--tables", "STOCK|ORDRES").unwrap_err(),
             "--tables 'STOCK|ORDRES': ORDRES is not the name of a table; check the \
-             spelling. Tables: CUSTOMER, STOCK"
+             spelling. Tables: CUSTOMER, Mixed Case, Orders, STOCK"
         );
+        // Quoted is exact: "stock" is not STOCK.
         assert_eq!(
-            check_exact_names("--exclude", "stock", &tables, "table").unwrap_err(),
-            "--exclude 'stock': stock is not the name of a table (names are \
-             case-sensitive: did you mean STOCK?)"
+            check("--exclude", "\"stock\"").unwrap_err(),
+            "--exclude '\"stock\"': stock is not the name of a table (a quoted name is \
+             exact: did you mean STOCK? --exclude STOCK)"
         );
-        assert!(check_exact_names("--tables", "A,B", &tables, "table")
+        // Unquoted is upper case: a table created quoted must be named so.
+        assert_eq!(
+            check("--tables", "orders").unwrap_err(),
+            "--tables 'orders': ORDERS is not the name of a table (unquoted names are \
+             upper-cased, as in SQL: did you mean \"Orders\"? --tables '\"Orders\"')"
+        );
+        assert!(check("--tables", "stock,mixed_case")
+            .unwrap_err()
+            .ends_with("did you mean \"Mixed Case\"? --tables '\"Mixed Case\"')"));
+        assert!(check("--tables", "A,B")
             .unwrap_err()
             .contains("A, B are not names of tables"));
     }

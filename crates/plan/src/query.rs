@@ -243,8 +243,11 @@ fn driving_table(sql: &str, tokens: &[Token<'_>], wanted: &Name) -> Result<Drivi
         _ => named.text.to_uppercase(),
     };
     if !wanted.matches(&table) {
+        let hint = wanted.hint(std::slice::from_ref(&table), |name| {
+            format!("--split-by {}", crate::identifier::shell_word(name))
+        });
         return Err(format!(
-            "the query's FROM must begin with that table, and it begins with {}",
+            "the query's FROM must begin with that table, and it begins with {}{hint}",
             crate::printable(named.text)
         ));
     }
@@ -517,6 +520,18 @@ mod tests {
             ),
             ("SELECT 1", "T", "no FROM"),
             ("SELECT * FROM T", "A B", "not a table name"),
+            // Names follow SQL: unquoted upper case, quoted exact.
+            (
+                "SELECT * FROM \"t\"",
+                "t",
+                "begins with \"t\" (unquoted names are upper-cased, as in SQL: did you mean \
+                 \"t\"? --split-by '\"t\"')",
+            ),
+            (
+                "SELECT * FROM t",
+                "\"t\"",
+                "(a quoted name is exact: did you mean T? --split-by T)",
+            ),
         ] {
             let err = split(sql, table).unwrap_err();
             assert!(err.contains(why), "{sql}: {err}");

@@ -11,12 +11,14 @@
 //! it with its comments blanked out, on lines of its own, so that even a
 //! comment the two read differently could not reach past it.
 //!
-//! Names follow SQL: an unquoted name is upper-cased (`s_i_id` is
-//! `S_I_ID`), a double-quoted one is taken as written (`"Odd, name"`).
+//! Names follow SQL, as every option's do (see [`crate::identifier`]): an
+//! unquoted name is upper-cased (`s_i_id` is `S_I_ID`), a double-quoted
+//! one is taken as written (`"Odd, name"`).
 
 use std::fmt;
 
 use crate::catalog::Table;
+use crate::identifier::{case_hint, is_plain_name, shell_word, unquoted};
 
 /// One `--columns` or `--where` argument: for one table, or (without a
 /// table name) for the only table selected.
@@ -53,11 +55,30 @@ impl Name {
         is_plain_name(text).then(|| Name::Plain(text.to_string()))
     }
 
-    pub(crate) fn matches(&self, stored: &str) -> bool {
+    /// The name it stands for: upper-cased unless quoted.
+    pub fn stored(&self) -> String {
         match self {
-            Name::Plain(name) => name.to_uppercase() == stored || name == stored,
+            Name::Plain(name) => unquoted(name),
+            Name::Quoted(name) => name.clone(),
+        }
+    }
+
+    pub fn matches(&self, stored: &str) -> bool {
+        match self {
+            Name::Plain(name) => unquoted(name) == stored,
             Name::Quoted(name) => name == stored,
         }
+    }
+
+    /// A hint when it names none of `existing` but one differs only in
+    /// case, with what to type (see [`case_hint`]).
+    pub fn hint(&self, existing: &[String], typed: impl Fn(&str) -> String) -> String {
+        let folded = self.stored().to_lowercase();
+        existing
+            .iter()
+            .find(|e| e.to_lowercase() == folded)
+            .map(|other| case_hint(other, matches!(self, Name::Quoted(_)), typed))
+            .unwrap_or_default()
     }
 }
 
@@ -91,14 +112,6 @@ fn split_table(text: &str) -> Option<(Name, &str)> {
     let colon = text_start.find(':')?;
     let name = text_start[..colon].trim();
     is_plain_name(name).then(|| (Name::Plain(name.to_string()), &text_start[colon + 1..]))
-}
-
-/// An unquoted SQL identifier: a letter, then letters, digits, `_`, `$`.
-fn is_plain_name(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
 }
 
 /// Reads a quoted name after its opening quote: the name and the bytes
@@ -239,8 +252,11 @@ pub fn apply(
                             .iter()
                             .map(|c| crate::printable(&c.name).into_owned())
                             .collect();
+                        let stored: Vec<String> =
+                            table.columns.iter().map(|c| c.name.clone()).collect();
+                        let hint = name.hint(&stored, |n| format!("write {n}"));
                         return Err(error(format!(
-                            "{option}: table {} has no column {name}; its columns are {}",
+                            "{option}: table {} has no column {name}{hint}; its columns are {}",
                             crate::printable(&table.name),
                             known.join(", ")
                         )));
@@ -280,19 +296,22 @@ fn target(choice: &TableChoice, option: &str, catalog: &[Table]) -> Result<usize
              write {option} 'TABLE:...'",
             catalog.len()
         ))),
-        Some(name) => {
-            let exact = catalog
-                .iter()
-                .position(|t| matches!(name, Name::Plain(n) if *n == t.name));
-            exact
-                .or_else(|| catalog.iter().position(|t| name.matches(&t.name)))
-                .ok_or_else(|| {
-                    error(format!(
-                        "{option}: table {name} is not among the tables selected \
-                         (check --tables and --exclude)"
-                    ))
-                })
-        }
+        Some(name) => catalog
+            .iter()
+            .position(|t| name.matches(&t.name))
+            .ok_or_else(|| {
+                let selected: Vec<String> = catalog.iter().map(|t| t.name.clone()).collect();
+                let hint = name.hint(&selected, |n| {
+                    format!("{option} {}", shell_word(&format!("{n}:...")))
+                });
+                let hint = match hint.is_empty() {
+                    true => " (check --tables and --exclude)".to_string(),
+                    false => hint,
+                };
+                error(format!(
+                    "{option}: table {name} is not among the tables selected{hint}"
+                ))
+            }),
     }
 }
 
@@ -369,6 +388,46 @@ mod tests {
             .unwrap_err()
             .0
             .contains("named twice"));
+    }
+
+    #[test]
+    fn unquoted_is_upper_case_and_quoted_is_exact_with_a_hint_between() {
+        let mut tables = catalog();
+        tables.push(Table {
+            name: "stock".into(),
+            ..tables[1].clone()
+        });
+        // STOCK and "stock" both exist: each spelling picks its own.
+        let choices = [
+            parse_columns("stock:s_w_id").unwrap(),
+            parse_condition("\"stock\": \"x\" > 1").unwrap(),
+        ];
+        let conditions = apply(&choices, &mut tables).unwrap();
+        assert_eq!(names(&tables[0]), ["S_W_ID"]);
+        assert_eq!(conditions, [None, None, Some("\"x\" > 1".to_string())]);
+        // An unquoted name is never taken as written: "lower" needs quotes.
+        let err = apply(&[parse_columns("lower:x").unwrap()], &mut catalog()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "--columns: table lower is not among the tables selected (unquoted names are \
+             upper-cased, as in SQL: did you mean \"lower\"? --columns '\"lower\":...')"
+        );
+        let err = apply(&[parse_condition("\"Stock\":1=1").unwrap()], &mut catalog());
+        assert!(err.unwrap_err().0.contains(
+            "(a quoted name is exact: did you mean STOCK? --where STOCK:...)"
+        ));
+        let err = apply(&[parse_columns("\"lower\":X").unwrap()], &mut catalog()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "--columns: table lower has no column X (unquoted names are upper-cased, as in \
+             SQL: did you mean \"x\"? write \"x\"); its columns are x"
+        );
+        // Embedded quotes are doubled.
+        let odd = parse_columns("\"Odd, name\"").unwrap();
+        assert_eq!(odd.what, Choice::Columns(vec![Name::Quoted("Odd, name".into())]));
+        assert_eq!(Name::parse("\"a\"\"b\""), Some(Name::Quoted("a\"b".into())));
+        assert_eq!(Name::parse("s_i_id").unwrap().stored(), "S_I_ID");
+        assert!(!Name::parse("stock").unwrap().matches("stock"));
     }
 
     #[test]
