@@ -62,9 +62,9 @@ __all__ = [
 
 
 def _exact(name: str) -> str:
-    """A SIMILAR TO pattern that matches exactly ``name``."""
-    special = set("\\%_[]()|*+?{}^-,")
-    return "".join("\\" + c if c in special else c for c in name)
+    """A ``tables`` pattern that matches exactly ``name``, as stored: the
+    name double-quoted, which a pattern takes as written."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 @contextlib.contextmanager

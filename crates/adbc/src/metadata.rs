@@ -272,16 +272,25 @@ fn as_select_star(
     Ok((plan, query.schemas[0].clone()))
 }
 
-/// A LIKE pattern (`%`, `_`) as the `SIMILAR TO` pattern that matches the
-/// same names: every other character `SIMILAR TO` treats specially is
-/// escaped.
+/// A LIKE pattern (`%`, `_`) as the `tables` pattern that matches the
+/// same names, case and all: every run of other characters double-quoted,
+/// which a pattern takes exactly (ADBC names are as stored).
 fn like_to_similar(pattern: &str) -> String {
-    let mut similar = String::with_capacity(pattern.len());
+    let mut similar = String::with_capacity(pattern.len() + 2);
+    let mut quoted = false;
     for c in pattern.chars() {
-        if "\\[]()|*+?{}^-,".contains(c) {
-            similar.push('\\');
+        let wildcard = matches!(c, '%' | '_');
+        if wildcard == quoted {
+            similar.push('"');
+            quoted = !quoted;
+        }
+        if c == '"' {
+            similar.push('"');
         }
         similar.push(c);
+    }
+    if quoted {
+        similar.push('"');
     }
     similar
 }
@@ -576,6 +585,13 @@ fn wrap_list(list_type: &DataType, parts: Vec<ArrayRef>) -> Result<ArrayRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn like_patterns_keep_their_case_and_wildcards() {
+        assert_eq!(like_to_similar("%"), "%");
+        assert_eq!(like_to_similar("st%"), "\"st\"%");
+        assert_eq!(like_to_similar("a_b\"c|,"), "\"a\"_\"b\"\"c|,\"");
+    }
 
     #[test]
     fn like_patterns() {

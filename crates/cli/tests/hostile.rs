@@ -753,9 +753,9 @@ fn a_listed_name_that_names_no_table_is_refused() {
             "--exclude 'NOPE': NOPE is not the name of a table",
         ),
         (
-            &["-t", "orders"],
-            "--tables 'orders': orders is not the name of a table (names are \
-             case-sensitive: did you mean ORDERS?)",
+            &["-t", "\"orders\""],
+            "--tables '\"orders\"': orders is not the name of a table (a quoted name is \
+             exact: did you mean ORDERS? --tables ORDERS)",
         ),
         (
             &["--views", "ORDER_VIEW|ORDER_VEIW"],

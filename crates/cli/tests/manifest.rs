@@ -303,7 +303,7 @@ fn a_directory_holding_another_run_is_refused_and_left_as_it_was() {
         .status
         .success());
     let before = tree(&out);
-    for extra in [vec![], vec!["-t", "a/b", "-f", "parquet"]] {
+    for extra in [vec![], vec!["-t", "\"a/b\"", "-f", "parquet"]] {
         let run = unload_into(&db, &out, &extra);
         assert_eq!(run.status.code(), Some(1), "{extra:?}");
         let err = stderr(&run);
@@ -345,7 +345,7 @@ fn overwrite_removes_only_what_the_old_manifest_lists() {
     let dir = tempfile::tempdir().unwrap();
     let db = shop(dir.path());
     let out = dir.path().join("out");
-    assert!(unload_into(&db, &out, &["-t", "ITEMS|OTHER|a/b"])
+    assert!(unload_into(&db, &out, &["-t", "ITEMS|OTHER|\"a/b\""])
         .status
         .success());
     // The user's own files, one of them named like a table's.

@@ -392,8 +392,9 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         ),
         (
             "no match",
-            vec!["--tables", "big", "-o", out_arg],
-            "big is not the name of a table (names are case-sensitive: did you mean BIG?)",
+            vec!["--tables", "\"big\"", "-o", out_arg],
+            "big is not the name of a table (a quoted name is exact: did you mean BIG? \
+             --tables BIG)",
         ),
         (
             "output under a file",

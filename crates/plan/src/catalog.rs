@@ -813,7 +813,7 @@ fn similar_to(pattern: &str) -> Result<String, String> {
                         None => {
                             return Err(
                                 "a quoted name is not closed (\"\" is a quote inside one)".into()
-                            )
+                            );
                         }
                         Some('"') if chars.next_if_eq(&'"').is_some() => sql.push('"'),
                         Some('"') => break,
@@ -962,9 +962,8 @@ mod tests {
             "Orders".to_string(),
             "STOCK".to_string(),
         ];
-        let check = |option, pattern| {
-            check_exact_names(option, pattern, &sql(pattern), &tables, "table")
-        };
+        let check =
+            |option, pattern| check_exact_names(option, pattern, &sql(pattern), &tables, "table");
         assert_eq!(check("--tables", "STOCK|S%|CUST_MER"), Ok(()));
         assert_eq!(check("--tables", "stock|\"Orders\",\"Mixed Case\""), Ok(()));
         assert_eq!(
@@ -984,12 +983,16 @@ mod tests {
             "--tables 'orders': ORDERS is not the name of a table (unquoted names are \
              upper-cased, as in SQL: did you mean \"Orders\"? --tables '\"Orders\"')"
         );
-        assert!(check("--tables", "stock,mixed_case")
-            .unwrap_err()
-            .ends_with("did you mean \"Mixed Case\"? --tables '\"Mixed Case\"')"));
-        assert!(check("--tables", "A,B")
-            .unwrap_err()
-            .contains("A, B are not names of tables"));
+        assert!(
+            check("--tables", "stock,mixed_case")
+                .unwrap_err()
+                .ends_with("did you mean \"Mixed Case\"? --tables '\"Mixed Case\"')")
+        );
+        assert!(
+            check("--tables", "A,B")
+                .unwrap_err()
+                .contains("A, B are not names of tables")
+        );
     }
 
     fn column(field_type: i16, sub_type: i16, precision: Option<i16>, scale: i16) -> Column {

@@ -413,9 +413,11 @@ mod tests {
              upper-cased, as in SQL: did you mean \"lower\"? --columns '\"lower\":...')"
         );
         let err = apply(&[parse_condition("\"Stock\":1=1").unwrap()], &mut catalog());
-        assert!(err.unwrap_err().0.contains(
-            "(a quoted name is exact: did you mean STOCK? --where STOCK:...)"
-        ));
+        assert!(
+            err.unwrap_err()
+                .0
+                .contains("(a quoted name is exact: did you mean STOCK? --where STOCK:...)")
+        );
         let err = apply(&[parse_columns("\"lower\":X").unwrap()], &mut catalog()).unwrap_err();
         assert_eq!(
             err.0,
@@ -424,7 +426,10 @@ mod tests {
         );
         // Embedded quotes are doubled.
         let odd = parse_columns("\"Odd, name\"").unwrap();
-        assert_eq!(odd.what, Choice::Columns(vec![Name::Quoted("Odd, name".into())]));
+        assert_eq!(
+            odd.what,
+            Choice::Columns(vec![Name::Quoted("Odd, name".into())])
+        );
         assert_eq!(Name::parse("\"a\"\"b\""), Some(Name::Quoted("a\"b".into())));
         assert_eq!(Name::parse("s_i_id").unwrap().stored(), "S_I_ID");
         assert!(!Name::parse("stock").unwrap().matches("stock"));
