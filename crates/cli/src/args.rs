@@ -12,7 +12,8 @@ pub const SHORT_HELP: &[(&str, &str)] = &[
     ("database", "Database: a file path (embedded engine), host:path or inet://host:port/path"),
     ("user", "User name"),
     ("password", "Password (or ISC_PASSWORD; never printed)"),
-    ("tables", "Tables: an SQL SIMILAR TO pattern, e.g. 'ORDER%' or 'STOCK|ITEM' [default: all]"),
+    ("tables", "Tables: an SQL SIMILAR TO pattern, e.g. 'ORDER%' or 'STOCK|ITEM'; names as in SQL: \
+        stock is STOCK, '\"stock\"' exact [default: all]"),
     ("exclude", "Tables to leave out: a pattern as for --tables"),
     ("where_", "Rows: an SQL condition, e.g. 'S_W_ID = 7', or 'TABLE:COND'"),
     ("output", "Output directory (required), or - for standard output"),
@@ -102,11 +103,14 @@ pub struct Args {
     #[arg(long, default_value = "UTF8", value_name = "CHARSET")]
     pub charset: String,
 
-    /// Tables to unload: an SQL SIMILAR TO pattern matched against the whole, case-sensitive
-    /// table name, e.g. 'COLOR|BREED|HORSE' or 'ORDER%'. Commas list alternatives too
-    /// ('COLOR,BREED'); write a comma in a name as \, . An alternative with no wildcard but _
-    /// is a name, and one that names no table is an error (so is one in --exclude or --views):
-    /// -t 'STOCK|ORDRES' is refused, not read as STOCK alone [default: all user tables]
+    /// Tables to unload: an SQL SIMILAR TO pattern matched against the whole table name, e.g.
+    /// 'COLOR|BREED|HORSE' or 'ORDER%'. Names follow SQL here as in every option that takes one
+    /// (--exclude, --views, --columns, --where's TABLE:, --split-by): unquoted is upper-cased
+    /// (stock is STOCK, order% is ORDER%), double-quoted is exact, every character literal
+    /// ('"Mixed Case"', '"tmp_"%'). Commas list alternatives too ('COLOR,BREED'); write a comma
+    /// in a name as \, . An alternative with no wildcard but _ is a name, and one that names no
+    /// table is an error (so is one in --exclude or --views): -t 'STOCK|ORDRES' is refused, not
+    /// read as STOCK alone [default: all user tables]
     #[arg(short = 't', long, value_name = "PATTERN")]
     pub tables: Option<String>,
 
