@@ -20,6 +20,7 @@ pandas, polars and other ADBC tools through fbunload's ADBC driver.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
@@ -99,7 +100,7 @@ def _open_table(function: str, database: str, table: str, **options: Any):
         # The caller gave a name and a condition, not the pattern and the
         # ':'-prefixed condition that stand for them here.
         message = str(e).replace(f"tables='{_exact(table)}'", f"table {table!r}", 1)
-        raise UsageError(message.replace("where=':", "where='", 1)) from None
+        raise UsageError(_as_stored(message).replace("where=':", "where='", 1)) from None
     names = stream.table_names()
     if names != [table]:
         stream.cancel()
@@ -287,6 +288,29 @@ def _decimal256_as_text(data_type):
     return data_type, None, 0
 
 
+def _as_stored(message: str) -> str:
+    """A message about a table named as stored: its hint (written for a
+    quoted name in a pattern) in those terms."""
+    hint = re.search(r" \(a quoted name is exact: did you mean (.*)\? tables=.*\)$", message)
+    if hint is None:
+        return message
+    meant = hint.group(1)
+    if meant.startswith('"'):
+        meant = meant[1:-1].replace('""', '"')
+    return message[:hint.start()] + f" (a table is named here as stored: did you mean {meant!r}?)"
+
+
+def _sql_name(name: str, keyword: str) -> str:
+    """A name of ``columns=`` or ``where=``, as SQL takes it and as the
+    command line's ``--columns`` and ``--where`` do: unquoted upper-cased
+    (``"s_i_id"`` is S_I_ID), double-quoted exact (``'"Odd name"'``)."""
+    quoted = len(name) >= 2 and name.startswith('"') and name.endswith('"')
+    if not quoted and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_$]*", name):
+        raise UsageError(f"{keyword}=: {name!r} is not a plain name; names follow SQL (unquoted "
+                         f"is upper-cased, double-quoted exact): write {_quoted(name)!r}")
+    return name
+
+
 def _quoted(name: str) -> str:
     """``name`` as an SQL identifier taken exactly as written."""
     return '"' + name.replace('"', '""') + '"'
@@ -294,16 +318,21 @@ def _quoted(name: str) -> str:
 
 def _column_specs(columns) -> List[str]:
     """``columns=`` as the command line's ``--columns`` values: a list for
-    the one table selected, or ``{table: [column, ...]}``."""
+    the one table selected, or ``{table: [column, ...]}``; names as SQL
+    takes them (see :func:`_sql_name`)."""
     if columns is None:
         return []
     if isinstance(columns, str):
         raise UsageError("unload(): columns= takes a list of names, or {table: [names]}, "
                          f"not the string {columns!r}")
+
+    def names(listed) -> str:
+        return ",".join(_sql_name(name, "columns") for name in listed)
+
     if isinstance(columns, Mapping):
-        return [_quoted(table) + ":" + ",".join(map(_quoted, names))
-                for table, names in columns.items()]
-    return [",".join(map(_quoted, columns))]
+        return [_sql_name(table, "columns") + ":" + names(listed)
+                for table, listed in columns.items()]
+    return [names(columns)]
 
 
 def _conditions(where) -> List[str]:
@@ -312,7 +341,7 @@ def _conditions(where) -> List[str]:
     if where is None:
         return []
     if isinstance(where, Mapping):
-        return [_quoted(table) + ":" + condition for table, condition in where.items()]
+        return [_sql_name(table, "where") + ":" + condition for table, condition in where.items()]
     # The leading ':' says "no table name": a condition may itself start
     # with NAME: (see --where).
     return [":" + where]
@@ -368,10 +397,12 @@ def unload(
 
     What is read:
       ``tables``, ``exclude``: SQL SIMILAR TO patterns (``'ORDER%'``,
-      ``'A|B'``); all user tables if None. ``columns``: names as stored, in
-      the order wanted, for the one table selected, or ``{table: [names]}``.
+      ``'A|B'``); all user tables if None. ``columns``: names in the order
+      wanted, for the one table selected, or ``{table: [names]}``.
       ``where``: an SQL condition (``"S_W_ID = 7"``) for the one table
       selected, or ``{table: condition}``; part of every worker's query.
+      Names follow SQL, as on the command line: unquoted is upper-cased
+      (``tables="stock"`` is STOCK), double-quoted exact (``'"stock"'``).
       ``views``: a pattern of views to unload too; ``queries``:
       ``{name: sql}`` or ``{name: (sql, split_by_table)}``, as for
       :func:`read_tables`.

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import fbunload
+from conftest import make_database
 
 AUTH = {"user": "SYSDBA", "password": "masterkey"}
 
@@ -143,3 +144,46 @@ def test_sample_keeps_the_same_sample_and_refuses_another_file(shop, tmp_path):
     with pytest.raises(fbunload.UsageError):
         fbunload.sample(str(mine), items=100)
     assert mine.read_bytes() == b"not a database"
+
+
+@pytest.fixture(scope="module")
+def names_db(tmp_path_factory):
+    """STOCK and a table created as "stock", so each spelling picks its own."""
+    return make_database(tmp_path_factory.mktemp("names") / "names.fdb", [
+        "CREATE TABLE STOCK (S_I_ID INTEGER, S_QTY INTEGER)",
+        'CREATE TABLE "stock" ("s_i_id" INTEGER, "x" INTEGER)',
+        'CREATE TABLE "Mixed Case" ("Col A" INTEGER)',
+        "INSERT INTO STOCK VALUES (1, 10)",
+        'INSERT INTO "stock" VALUES (101, 7)',
+        'INSERT INTO "Mixed Case" VALUES (5)',
+    ])
+
+
+def test_names_follow_sql_unquoted_upper_cased_and_quoted_exact(names_db, tmp_path):
+    """tables=, exclude=, columns= and where= take names as the command line
+    does (issue #42): tables="stock" is STOCK, '"stock"' the quoted one."""
+    assert list(fbunload.read_tables(names_db, "stock", **AUTH)) == ["STOCK"]
+    assert list(fbunload.read_tables(names_db, '"stock"', **AUTH)) == ["stock"]
+    assert sorted(fbunload.read_tables(names_db, "%", exclude='stock,"Mixed Case"', **AUTH)) == [
+        "stock"]
+    summary = fbunload.unload(names_db, tmp_path / "out", tables='stock,"stock"', format="parquet",
+                              columns={"stock": ["s_qty"], '"stock"': ['"x"']},
+                              where={"stock": "s_i_id = 1", '"stock"': '"x" = 7'}, **AUTH)
+    assert sorted(t["name"] for t in summary["tables"]) == ["STOCK", "stock"]
+    assert pq.read_table(tmp_path / "out" / "STOCK.parquet").to_pydict() == {"S_QTY": [10]}
+    assert pq.read_table(tmp_path / "out" / "stock.parquet").to_pydict() == {"x": [7]}
+    # A name that names nothing says how to write the one meant.
+    with pytest.raises(fbunload.UsageError, match=r"""tables='"STOCk"': STOCk is not the name of """
+                       r"""a table \(a quoted name is exact: did you mean STOCK\? tables='STOCK'\)"""):
+        fbunload.plan(names_db, tables='"STOCk"', **AUTH)
+    with pytest.raises(fbunload.UsageError, match=r"""did you mean "Mixed Case"\? """
+                       r"""tables='"Mixed Case"'"""):
+        fbunload.plan(names_db, tables="mixed case", **AUTH)
+    with pytest.raises(fbunload.UsageError, match=r"""columns=: 'Col A' is not a plain name; """
+                       r""".* write '"Col A"'"""):
+        fbunload.unload(names_db, tmp_path / "x", tables='"Mixed Case"', columns=["Col A"], **AUTH)
+    # A table read by its name as stored (read_arrow, Dask, Spark) is exact.
+    assert fbunload.read_arrow(names_db, "stock", **AUTH).to_pydict() == {"s_i_id": [101], "x": [7]}
+    with pytest.raises(fbunload.UsageError, match=r"""table 'Stock': Stock is not the name of a """
+                       r"""table \(a table is named here as stored: did you mean 'STOCK'\?\)"""):
+        fbunload.read_arrow(names_db, "Stock", **AUTH)
