@@ -244,8 +244,8 @@ pub fn check_query(spec: &QuerySpec) -> Result<(), Error> {
         .map_err(|e| Error::Usage(e.to_string()))
 }
 
-/// A SQL `SIMILAR TO` pattern ([`Unload::tables`], [`Unload::views`]) that
-/// matches exactly `name`.
+/// A pattern ([`Unload::tables`], [`Unload::views`]) that matches exactly
+/// `name`, as stored: the name double-quoted.
 pub fn exact_pattern(name: &str) -> String {
     TableFilter::named(name).include.unwrap_or_default()
 }
@@ -376,7 +376,9 @@ impl Unload {
 
     /// Tables whose names match this SQL `SIMILAR TO` pattern (`'ORDER%'`,
     /// `'A|B'`; a comma lists alternatives too, `\,` is a comma in a name);
-    /// all user tables if never called.
+    /// all user tables if never called. Names in it follow SQL, as in every
+    /// option that takes one: unquoted parts are upper-cased (`stock` is
+    /// STOCK), double-quoted parts exact (`"stock"`, `"tmp_"%`).
     pub fn tables(mut self, pattern: impl Into<String>) -> Self {
         self.filter.include = Some(pattern.into());
         self
