@@ -516,7 +516,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     let client = unload.load_client().map_err(describe)?;
 
     if args.plan {
-        let prepared = unload.prepare().map_err(describe)?;
+        let mut prepared = unload.prepare().map_err(describe)?;
+        prepared.estimate().map_err(describe)?;
         if args.progress == args::ProgressMode::Json {
             // For schedulers: the plan as one JSON object on standard output.
             let plan =

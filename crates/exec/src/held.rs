@@ -213,18 +213,31 @@ impl HeldSnapshot {
 /// The data-page slots up to the last that holds a row of `table` at
 /// `tr`'s snapshot: a binary search with [`TablePlan::any_row_from_sql`].
 fn used_slots(tr: &Transaction, table: &TablePlan) -> Result<u64, ExecError> {
+    Ok(used_slots_from(tr, table, 0, table.slots())?.unwrap_or(0))
+}
+
+/// The end of the slots that hold rows of `table`, searched between
+/// `from` and `to` (taken as having none at `to` or after); `None` if
+/// none holds a row at `from` or after. About log2(to - from) one-row
+/// queries, each reading from its slot to the first row there.
+pub(crate) fn used_slots_from(
+    tr: &Transaction,
+    table: &TablePlan,
+    from: u64,
+    to: u64,
+) -> Result<Option<u64>, ExecError> {
     let any_row_from = |slot: u64| {
         let mut stmt = tr.prepare_for(&subject(table), &table.any_row_from_sql(slot))?;
         stmt.execute()?;
         stmt.fetch()
     };
     let failed = |e| ExecError::from_client(&table.name, e);
-    if !any_row_from(0).map_err(failed)? {
-        return Ok(0);
+    if !any_row_from(from).map_err(failed)? {
+        return Ok(None);
     }
     // Rows at `low` or after; none at `high` or after (past the plan's
     // slots there may be, and the last unit reads them).
-    let (mut low, mut high) = (0, table.slots());
+    let (mut low, mut high) = (from, to.max(from));
     while high - low > 1 {
         let middle = low + (high - low) / 2;
         if any_row_from(middle).map_err(failed)? {
@@ -233,7 +246,7 @@ fn used_slots(tr: &Transaction, table: &TablePlan) -> Result<u64, ExecError> {
             high = middle;
         }
     }
-    Ok(high)
+    Ok(Some(high))
 }
 
 /// Takes the snapshot once every transaction older than `pin` has ended,

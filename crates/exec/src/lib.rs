@@ -25,6 +25,7 @@
 pub mod destination;
 mod dispatch;
 mod error;
+mod estimate;
 pub mod firebird;
 mod held;
 mod process;

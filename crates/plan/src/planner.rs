@@ -196,6 +196,11 @@ pub struct TablePlan {
     /// For each column the select reads as bytes (see [`read_as_bytes`]),
     /// the character set to decode them in; empty for views and queries.
     pub byte_charsets: Vec<Option<u8>>,
+    /// Its rows and bytes, estimated for `--plan` (see
+    /// [`crate::estimate`]); `None` until estimated, and for views and
+    /// queries.
+    #[serde(default)]
+    pub estimate: Option<crate::estimate::Estimate>,
 }
 
 impl TablePlan {
@@ -245,6 +250,11 @@ impl TablePlan {
         self.slots
     }
 
+    /// Data-page slots per pointer page, at its database's page size.
+    pub fn dp_per_pp(&self) -> u64 {
+        self.dp_per_pp
+    }
+
     /// The table cut into at most `count` units of about equal slots, in
     /// DB_KEY order, whatever the plan's unit size: for readers that each
     /// take one share (a Dask partition). `table` is the table's index in
@@ -268,7 +278,7 @@ impl TablePlan {
         )
     }
 
-    fn db_key(&self, slot: u64) -> String {
+    pub(crate) fn db_key(&self, slot: u64) -> String {
         format!(
             "MAKE_DBKEY({}, 0, {}, {})",
             self.relation_id,
@@ -492,6 +502,7 @@ impl Plan {
                 driving: None,
                 casts: Vec::new(),
                 byte_charsets: byte_charsets(&table.columns),
+                estimate: None,
             });
             per_table_units.push(units);
         }
@@ -560,6 +571,7 @@ impl Plan {
                     .map(|(driving, _)| driving.for_the_engine(&options.literals)),
                 casts: read.casts,
                 byte_charsets: Vec::new(),
+                estimate: None,
                 name: read.name,
             });
             per_entry.push(units);
@@ -814,12 +826,28 @@ impl fmt::Display for Plan {
             .max()
             .unwrap_or(5)
             .max(5);
+        // Estimates, once made (`--plan`), in two more columns.
+        let estimated = self.listed().any(|t| t.estimate.is_some());
+        let estimate_header = if estimated {
+            format!("  {:>12}  {:>10}", "~rows", "~MB")
+        } else {
+            String::new()
+        };
         writeln!(
             f,
-            "{:width$}  {:>13}  {:>6}  columns",
+            "{:width$}  {:>13}  {:>6}{estimate_header}  columns",
             "table", "pointer pages", "units"
         )?;
         for t in self.listed() {
+            let estimate = match (estimated, &t.estimate) {
+                (false, _) => String::new(),
+                (true, None) => format!("  {:>12}  {:>10}", "-", "-"),
+                (true, Some(e)) => format!(
+                    "  {:>12}  {:>10.1}",
+                    e.rows.map_or("-".into(), |r| r.to_string()),
+                    e.bytes() as f64 / 1e6
+                ),
+            };
             let pages = match (t.kind, &t.split_by) {
                 (Kind::Table, _) | (_, Some(_)) => t.pointer_pages.to_string(),
                 _ => "-".into(),
@@ -833,12 +861,15 @@ impl fmt::Display for Plan {
             };
             writeln!(
                 f,
-                "{:width$}  {:>13}  {:>6}  {:>7}{kind}",
+                "{:width$}  {:>13}  {:>6}{estimate}  {:>7}{kind}",
                 crate::printable(&t.name),
                 pages,
                 t.unit_count,
                 t.columns.len()
             )?;
+        }
+        if estimated {
+            writeln!(f, "{}", ESTIMATE_NOTE)?;
         }
         for t in self.listed().filter(|t| t.condition.is_some()) {
             let condition = t.condition.as_deref().unwrap_or_default();
@@ -875,6 +906,11 @@ impl fmt::Display for Plan {
         Ok(())
     }
 }
+
+/// What the plan's estimate columns are, under its table.
+const ESTIMATE_NOTE: &str = "~rows: counted, or sampled on up to 128 data pages a table and \
+     scaled; ~MB: data pages x page size, BLOBs on pages of their own not included (--plan \
+     --progress json gives each table's basis and BLOB bytes)";
 
 /// "1 table", "2 tables": a count and its noun, in the plural unless one.
 pub fn counted(n: u64, noun: &str) -> String {

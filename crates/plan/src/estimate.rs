@@ -1,0 +1,357 @@
+//! A table's rows and bytes, estimated from its pages without reading it.
+//!
+//! The catalog gives a table's pointer pages (`RDB$PAGES`), each with
+//! `dp_per_pp` data-page slots, filled in order. Every pointer page but
+//! the last is taken as full; in the last, the slots in use end at the
+//! last that holds a row, which a binary search of one-row queries finds
+//! (about 11 at 8 KiB pages). Those slots are the table's data pages
+//! ([`Estimate::data_pages`], counting any that were freed in between).
+//!
+//! Rows per page come from a sample: [`SAMPLE_RANGES`] ranges of
+//! [`RANGE_PAGES`] slots spread evenly over the slots in use, each
+//! counted with `COUNT(*)` over its DB_KEY range, which Firebird 5 reads
+//! as those pages only. So a table costs about a dozen one-row queries
+//! and at most 128 pages read, whatever its size. A table of no more
+//! pages than the sample is counted whole, exactly. BLOB columns' bytes
+//! are sampled the same way (`OCTET_LENGTH`, which a blob's header
+//! gives without reading its pages).
+//!
+//! Older servers read a DB_KEY range by scanning the table up to it, so
+//! there only a table of one pointer page (a bounded read) is counted;
+//! for a bigger one the estimate is the pointer pages' capacity, an upper
+//! bound of its pages, with no rows ([`Basis::PointerPages`]).
+
+use crate::identifier::quote_identifier;
+use crate::planner::TablePlan;
+
+/// Ranges of data-page slots a table's sample counts.
+pub const SAMPLE_RANGES: u64 = 16;
+/// Slots in each range (an extent: Firebird allocates data pages by 8).
+pub const RANGE_PAGES: u64 = 8;
+
+/// What an estimate stands on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Basis {
+    /// Every row counted: the table has no more pages than a sample.
+    Counted,
+    /// Rows counted on [`Estimate::sampled_pages`] pages, scaled by the
+    /// data pages.
+    Sampled,
+    /// Only the pointer pages' capacity (a server before Firebird 5):
+    /// pages are an upper bound, rows unknown.
+    PointerPages,
+}
+
+impl Basis {
+    /// `counted`, `sampled`, `pointer pages`: as `--plan` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Basis::Counted => "counted",
+            Basis::Sampled => "sampled",
+            Basis::PointerPages => "pointer pages",
+        }
+    }
+}
+
+/// A table's estimated size, at the snapshot of the transaction that
+/// made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Estimate {
+    /// Rows; `None` where only pointer pages were read.
+    pub rows: Option<u64>,
+    /// Data-page slots in use (module docs).
+    pub data_pages: u64,
+    pub page_size: u32,
+    /// Pages read to count rows (all of a counted table's).
+    pub sampled_pages: u64,
+    /// Bytes of the BLOB columns read, by `OCTET_LENGTH`; `None` for a
+    /// table without BLOB columns or rows.
+    pub blob_bytes: Option<u64>,
+    pub basis: Basis,
+}
+
+impl Estimate {
+    /// The bytes its data pages take in the database: data pages × page
+    /// size. Rows, their back versions and free space, and BLOBs small
+    /// enough to lie on data pages; not bigger BLOBs, which have pages of
+    /// their own (see [`Estimate::blob_bytes`]).
+    pub fn bytes(&self) -> u64 {
+        self.data_pages * self.page_size as u64
+    }
+
+    /// A table without pointer pages: never filled, no rows.
+    pub fn empty(page_size: u32) -> Estimate {
+        Estimate {
+            rows: Some(0),
+            data_pages: 0,
+            page_size,
+            sampled_pages: 0,
+            blob_bytes: None,
+            basis: Basis::Counted,
+        }
+    }
+
+    /// Where the server cannot read a range of pages alone: the pointer
+    /// pages' capacity, with `rows` only if counted (a table of one
+    /// pointer page).
+    pub fn from_pointer_pages(
+        pointer_pages: u32,
+        dp_per_pp: u64,
+        page_size: u32,
+        counted: Option<Counts>,
+    ) -> Estimate {
+        let data_pages = pointer_pages as u64 * dp_per_pp;
+        match counted {
+            Some(counts) => Estimate {
+                rows: Some(counts.rows),
+                data_pages,
+                page_size,
+                sampled_pages: data_pages,
+                blob_bytes: counts.blob_bytes,
+                basis: Basis::Counted,
+            },
+            None => Estimate {
+                rows: None,
+                data_pages,
+                page_size,
+                sampled_pages: 0,
+                blob_bytes: None,
+                basis: Basis::PointerPages,
+            },
+        }
+    }
+
+    /// From the slots in use and what the [`Sample`] of them counted.
+    pub fn from_sample(sample: &Sample, counts: Counts, page_size: u32) -> Estimate {
+        let (rows, blob_bytes, basis) = if sample.is_whole() {
+            (counts.rows, counts.blob_bytes, Basis::Counted)
+        } else {
+            let scale = |n: u64| scaled(n, sample.used_slots, sample.sampled_pages());
+            (
+                scale(counts.rows),
+                counts.blob_bytes.map(scale),
+                Basis::Sampled,
+            )
+        };
+        Estimate {
+            rows: Some(rows),
+            data_pages: sample.used_slots,
+            page_size,
+            sampled_pages: sample.sampled_pages(),
+            blob_bytes: blob_bytes.filter(|_| rows > 0),
+            basis,
+        }
+    }
+}
+
+/// `n` counted on `of` pages, for `pages` pages, rounded.
+fn scaled(n: u64, pages: u64, of: u64) -> u64 {
+    if of == 0 {
+        return 0;
+    }
+    ((n as u128 * pages as u128 + of as u128 / 2) / of as u128) as u64
+}
+
+/// What a sample's query counted, summed over its ranges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub rows: u64,
+    /// `None` for a table without BLOB columns.
+    pub blob_bytes: Option<u64>,
+}
+
+/// The slot ranges a table's sample counts: [`SAMPLE_RANGES`] of
+/// [`RANGE_PAGES`] slots each, centred in as many equal shares of the
+/// slots in use; or, for a table of no more slots than that, one range
+/// over the whole table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    pub used_slots: u64,
+    /// (first, end) slots of each range; empty to count the whole table.
+    pub ranges: Vec<(u64, u64)>,
+}
+
+impl Sample {
+    pub fn new(used_slots: u64) -> Sample {
+        if used_slots <= SAMPLE_RANGES * RANGE_PAGES {
+            return Sample {
+                used_slots,
+                ranges: Vec::new(),
+            };
+        }
+        let ranges = (0..SAMPLE_RANGES)
+            .map(|i| {
+                let centre = (2 * i + 1) * used_slots / (2 * SAMPLE_RANGES);
+                let first = centre
+                    .saturating_sub(RANGE_PAGES / 2)
+                    .min(used_slots - RANGE_PAGES);
+                (first, first + RANGE_PAGES)
+            })
+            .collect();
+        Sample { used_slots, ranges }
+    }
+
+    /// Whether it counts every row.
+    pub fn is_whole(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// The slots its ranges cover (all for a whole count).
+    pub fn sampled_pages(&self) -> u64 {
+        if self.is_whole() {
+            return self.used_slots;
+        }
+        self.ranges.iter().map(|(first, end)| end - first).sum()
+    }
+}
+
+impl TablePlan {
+    /// The indices of its BLOB columns (not ARRAY ones, also stored as
+    /// blobs, whose declared type is their element's).
+    pub fn blob_columns(&self) -> Vec<usize> {
+        self.declared_types
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.starts_with("BLOB"))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The query that counts `sample`: a row per range (one for a whole
+    /// count) of its rows and its BLOB columns' bytes (0 without any).
+    pub fn sample_sql(&self, sample: &Sample) -> String {
+        let blobs: Vec<String> = self
+            .blob_columns()
+            .into_iter()
+            .map(|i| {
+                format!(
+                    "COALESCE(OCTET_LENGTH({}), 0)",
+                    quote_identifier(&self.columns[i])
+                )
+            })
+            .collect();
+        let bytes = if blobs.is_empty() {
+            "CAST(0 AS BIGINT)".to_string()
+        } else {
+            format!("CAST(COALESCE(SUM({}), 0) AS BIGINT)", blobs.join(" + "))
+        };
+        let count = format!(
+            "SELECT COUNT(*), {bytes} FROM {}",
+            quote_identifier(&self.name)
+        );
+        if sample.is_whole() {
+            return count;
+        }
+        sample
+            .ranges
+            .iter()
+            .map(|&(first, end)| {
+                format!(
+                    "{count} WHERE RDB$DB_KEY >= {} AND RDB$DB_KEY < {}",
+                    self.db_key(first),
+                    self.db_key(end)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\nUNION ALL ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_table_is_counted_whole() {
+        let sample = Sample::new(128);
+        assert!(sample.is_whole());
+        assert_eq!(sample.sampled_pages(), 128);
+        let e = Estimate::from_sample(
+            &sample,
+            Counts {
+                rows: 3000,
+                blob_bytes: None,
+            },
+            8192,
+        );
+        assert_eq!(e.rows, Some(3000));
+        assert_eq!(e.basis, Basis::Counted);
+        assert_eq!(e.bytes(), 128 * 8192);
+    }
+
+    #[test]
+    fn ranges_are_spread_apart_and_inside_the_used_slots() {
+        for used in [129, 200, 1000, 1624 * 3 + 7, 10_000_000] {
+            let sample = Sample::new(used);
+            assert_eq!(sample.ranges.len() as u64, SAMPLE_RANGES);
+            assert_eq!(sample.sampled_pages(), SAMPLE_RANGES * RANGE_PAGES);
+            let mut last_end = 0;
+            for &(first, end) in &sample.ranges {
+                assert_eq!(end - first, RANGE_PAGES);
+                assert!(first >= last_end, "{used}: {:?}", sample.ranges);
+                assert!(end <= used);
+                last_end = end;
+            }
+        }
+        // The first range near the start, the last near the end.
+        let sample = Sample::new(16_000);
+        assert_eq!(sample.ranges[0], (496, 504));
+        assert_eq!(sample.ranges[15], (15_496, 15_504));
+    }
+
+    #[test]
+    fn sampled_counts_scale_by_the_used_slots() {
+        // 128 pages sampled of 12,992 (8 pointer pages at 8 KiB): 25 rows
+        // a page.
+        let sample = Sample::new(8 * 1624);
+        let e = Estimate::from_sample(
+            &sample,
+            Counts {
+                rows: 3200,
+                blob_bytes: Some(1_000_000),
+            },
+            8192,
+        );
+        assert_eq!(e.basis, Basis::Sampled);
+        assert_eq!(e.rows, Some(324_800));
+        assert_eq!(e.blob_bytes, Some(101_500_000));
+        assert_eq!(e.data_pages, 12_992);
+        assert_eq!(e.sampled_pages, 128);
+        assert_eq!(e.bytes(), 12_992 * 8192);
+    }
+
+    #[test]
+    fn scaling_rounds_and_never_divides_by_zero() {
+        assert_eq!(scaled(1, 3, 2), 2);
+        assert_eq!(scaled(1, 1, 3), 0);
+        assert_eq!(scaled(5, 0, 0), 0);
+        assert_eq!(scaled(u64::MAX / 2, 4, 4), u64::MAX / 2);
+    }
+
+    #[test]
+    fn without_a_page_range_read_only_the_capacity_is_known() {
+        let e = Estimate::from_pointer_pages(3, 1624, 8192, None);
+        assert_eq!(e.rows, None);
+        assert_eq!(e.data_pages, 3 * 1624);
+        assert_eq!(e.basis, Basis::PointerPages);
+        let counted = Counts {
+            rows: 10,
+            blob_bytes: None,
+        };
+        let e = Estimate::from_pointer_pages(1, 1624, 8192, Some(counted));
+        assert_eq!((e.rows, e.basis), (Some(10), Basis::Counted));
+    }
+
+    #[test]
+    fn an_empty_table_has_no_blob_bytes() {
+        let e = Estimate::from_sample(
+            &Sample::new(0),
+            Counts {
+                rows: 0,
+                blob_bytes: Some(0),
+            },
+            4096,
+        );
+        assert_eq!((e.rows, e.blob_bytes, e.bytes()), (Some(0), None, 0));
+    }
+}
