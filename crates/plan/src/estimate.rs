@@ -260,6 +260,54 @@ impl TablePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::{blr, Column, Table};
+    use crate::planner::{Plan, PlanOptions};
+
+    fn table_plan(columns: &[(&str, i16)]) -> TablePlan {
+        let table = Table {
+            relation_id: 130,
+            name: "Docs".into(),
+            columns: columns
+                .iter()
+                .map(|&(name, field_type)| Column {
+                    name: name.into(),
+                    field_type,
+                    ..Column::default()
+                })
+                .collect(),
+            computed: Vec::new(),
+            pointer_pages: 3,
+        };
+        Plan::new(&[table], PlanOptions::default()).tables.remove(0)
+    }
+
+    #[test]
+    fn a_sample_counts_each_range_apart_with_its_blob_bytes() {
+        let plan = table_plan(&[("ID", blr::INTEGER), ("Body", blr::BLOB)]);
+        assert_eq!(plan.blob_columns(), [1]);
+        let whole = plan.sample_sql(&Sample::new(10));
+        assert_eq!(
+            whole,
+            "SELECT COUNT(*), CAST(COALESCE(SUM(COALESCE(OCTET_LENGTH(\"Body\"), 0)), 0) \
+             AS BIGINT) FROM \"Docs\""
+        );
+        let sampled = plan.sample_sql(&Sample::new(3 * 1624));
+        let branches: Vec<&str> = sampled.split("\nUNION ALL ").collect();
+        assert_eq!(branches.len() as u64, SAMPLE_RANGES);
+        // The first range, slots 148 to 156 of the first pointer page.
+        assert!(
+            branches[0].ends_with(
+                "WHERE RDB$DB_KEY >= MAKE_DBKEY(130, 0, 148, 0) \
+                 AND RDB$DB_KEY < MAKE_DBKEY(130, 0, 156, 0)"
+            ),
+            "{sampled}"
+        );
+        let plain = table_plan(&[("ID", blr::INTEGER)]);
+        assert!(plain.blob_columns().is_empty());
+        assert!(plain
+            .sample_sql(&Sample::new(10))
+            .starts_with("SELECT COUNT(*), CAST(0 AS BIGINT) FROM"));
+    }
 
     #[test]
     fn a_small_table_is_counted_whole() {
