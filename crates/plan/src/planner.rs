@@ -267,14 +267,25 @@ impl TablePlan {
         split(table, used, per_unit)
     }
 
-    /// A query that returns a row if any row lies at data-page slot
-    /// `slot` or after it (Firebird 5 reads only the pages from there): in
-    /// the table, or in a split query's driving table.
-    pub fn any_row_from_sql(&self, slot: u64) -> String {
+    /// A query whose one BIGINT says at how many of `slots` or after them
+    /// a row lies (each an `EXISTS`, which Firebird 5 answers reading
+    /// from that slot to the first row there): in the table, or in a
+    /// split query's driving table. See
+    /// [`crate::estimate::used_slots_end`].
+    pub fn rows_from_sql(&self, slots: &[u64]) -> String {
+        let table = quote_identifier(self.split_by.as_deref().unwrap_or(&self.name));
+        let each: Vec<String> = slots
+            .iter()
+            .map(|&slot| {
+                format!(
+                    "IIF(EXISTS(SELECT 1 FROM {table} WHERE RDB$DB_KEY >= {}), 1, 0)",
+                    self.db_key(slot)
+                )
+            })
+            .collect();
         format!(
-            "SELECT FIRST 1 1 FROM {} WHERE RDB$DB_KEY >= {}",
-            quote_identifier(self.split_by.as_deref().unwrap_or(&self.name)),
-            self.db_key(slot)
+            "SELECT CAST({} AS BIGINT) FROM RDB$DATABASE",
+            each.join("\n + ")
         )
     }
 
@@ -1294,9 +1305,12 @@ mod tests {
         assert_eq!(big.units_in_shares(1, 10_000, 3264).len(), 3264);
         assert_eq!(big.units_in_shares(1, 4, 0).len(), 1);
         assert_eq!(plan.tables[0].units_in_shares(0, 4, 0).len(), 1);
-        assert!(big
-            .any_row_from_sql(1700)
-            .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(131, 0, 68, 1)"));
+        assert_eq!(
+            big.rows_from_sql(&[1700, 1701]),
+            "SELECT CAST(IIF(EXISTS(SELECT 1 FROM \"BIG\" WHERE RDB$DB_KEY >= \
+             MAKE_DBKEY(131, 0, 68, 1)), 1, 0)\n + IIF(EXISTS(SELECT 1 FROM \"BIG\" WHERE \
+             RDB$DB_KEY >= MAKE_DBKEY(131, 0, 69, 1)), 1, 0) AS BIGINT) FROM RDB$DATABASE"
+        );
         let in_order: Vec<usize> = plan.units_of(1).map(|u| u.seq).collect();
         assert_eq!(in_order, (0..big.unit_count).collect::<Vec<_>>());
     }
@@ -1350,8 +1364,8 @@ mod tests {
         assert_eq!(q.split_by.as_deref(), Some("ORDERS"));
         // Shares of it look for rows in its driving table.
         assert!(q
-            .any_row_from_sql(1)
-            .starts_with("SELECT FIRST 1 1 FROM \"ORDERS\" WHERE RDB$DB_KEY >="));
+            .rows_from_sql(&[1])
+            .starts_with("SELECT CAST(IIF(EXISTS(SELECT 1 FROM \"ORDERS\" WHERE RDB$DB_KEY >="));
         assert_eq!(
             q.unit_sql(&plan.units[1]),
             "SELECT C1, CAST(C2 AS VARCHAR(64)) FROM (\nSELECT o.ID, c.D FROM \n(SELECT * FROM \
