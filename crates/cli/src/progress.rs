@@ -174,8 +174,8 @@ pub fn plan_json(plan: &Plan, start: &RunStart, client: &str) -> serde_json::Val
     })
 }
 
-/// A table's estimate: rows (`null` where unknown), bytes (data pages x
-/// page size) and what they stand on.
+/// A table's estimate: rows and bytes (data pages x page size), `null`
+/// where unknown, and what they stand on.
 fn estimate_json(e: &Estimate) -> serde_json::Value {
     json!({
         "rows": e.rows,

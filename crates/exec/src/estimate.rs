@@ -54,12 +54,7 @@ fn estimate(
         } else {
             None
         };
-        return Ok(Estimate::from_pointer_pages(
-            table.pointer_pages,
-            dp_per_pp,
-            page_size,
-            counted,
-        ));
+        return Ok(Estimate::without_page_ranges(page_size, counted));
     }
     // Every pointer page but the last is full; the last is searched.
     let last = (pointer_pages - 1) * dp_per_pp;

@@ -19,9 +19,8 @@
 //! gives without reading its pages).
 //!
 //! Older servers read a DB_KEY range by scanning the table up to it, so
-//! there only a table of one pointer page (a bounded read) is counted;
-//! for a bigger one the estimate is the pointer pages' capacity, an upper
-//! bound of its pages, with no rows ([`Basis::PointerPages`]).
+//! there only a table of one pointer page (a bounded read) is counted,
+//! and no table's pages are known ([`Estimate::without_page_ranges`]).
 
 use crate::identifier::quote_identifier;
 use crate::planner::TablePlan;
@@ -32,8 +31,8 @@ pub const SAMPLE_RANGES: u64 = 16;
 pub const RANGE_PAGES: u64 = 8;
 
 /// Slots a search of the slots in use probes at once (one query): two
-/// rounds find where a pointer page's rows end (1,624 slots at 8 KiB
-/// pages), three at 32 KiB.
+/// rounds find where a pointer page's rows end (1,632 slots at 8 KiB
+/// pages), three at 32 KiB (6,544).
 pub const PROBES: u64 = 40;
 
 /// The end of the slots that hold rows, searched between `from` and `to`
@@ -86,9 +85,9 @@ pub enum Basis {
     /// Rows counted on [`Estimate::sampled_pages`] pages, scaled by the
     /// data pages.
     Sampled,
-    /// Only the pointer pages' capacity (a server before Firebird 5):
-    /// pages are an upper bound, rows unknown.
-    PointerPages,
+    /// Nothing known but the pointer pages (a server before Firebird 5,
+    /// a table of more than one).
+    Unknown,
 }
 
 impl Basis {
@@ -97,7 +96,7 @@ impl Basis {
         match self {
             Basis::Counted => "counted",
             Basis::Sampled => "sampled",
-            Basis::PointerPages => "pointer pages",
+            Basis::Unknown => "unknown",
         }
     }
 }
@@ -108,8 +107,9 @@ impl Basis {
 pub struct Estimate {
     /// Rows; `None` where only pointer pages were read.
     pub rows: Option<u64>,
-    /// Data-page slots in use (module docs).
-    pub data_pages: u64,
+    /// Data-page slots in use (module docs); `None` where unknown (a
+    /// server before Firebird 5).
+    pub data_pages: Option<u64>,
     pub page_size: u32,
     /// Pages read to count rows (all of a counted table's).
     pub sampled_pages: u64,
@@ -124,15 +124,15 @@ impl Estimate {
     /// size. Rows, their back versions and free space, and BLOBs small
     /// enough to lie on data pages; not bigger BLOBs, which have pages of
     /// their own (see [`Estimate::blob_bytes`]).
-    pub fn bytes(&self) -> u64 {
-        self.data_pages * self.page_size as u64
+    pub fn bytes(&self) -> Option<u64> {
+        self.data_pages.map(|pages| pages * self.page_size as u64)
     }
 
     /// A table without pointer pages: never filled, no rows.
     pub fn empty(page_size: u32) -> Estimate {
         Estimate {
             rows: Some(0),
-            data_pages: 0,
+            data_pages: Some(0),
             page_size,
             sampled_pages: 0,
             blob_bytes: None,
@@ -140,32 +140,19 @@ impl Estimate {
         }
     }
 
-    /// Where the server cannot read a range of pages alone: the pointer
-    /// pages' capacity, with `rows` only if counted (a table of one
-    /// pointer page).
-    pub fn from_pointer_pages(
-        pointer_pages: u32,
-        dp_per_pp: u64,
-        page_size: u32,
-        counted: Option<Counts>,
-    ) -> Estimate {
-        let data_pages = pointer_pages as u64 * dp_per_pp;
-        match counted {
-            Some(counts) => Estimate {
-                rows: Some(counts.rows),
-                data_pages,
-                page_size,
-                sampled_pages: data_pages,
-                blob_bytes: counts.blob_bytes,
-                basis: Basis::Counted,
-            },
-            None => Estimate {
-                rows: None,
-                data_pages,
-                page_size,
-                sampled_pages: 0,
-                blob_bytes: None,
-                basis: Basis::PointerPages,
+    /// Where the server cannot read a range of pages alone: rows only if
+    /// counted (a table of one pointer page), pages unknown.
+    pub fn without_page_ranges(page_size: u32, counted: Option<Counts>) -> Estimate {
+        Estimate {
+            rows: counted.map(|c| c.rows),
+            data_pages: None,
+            page_size,
+            sampled_pages: 0,
+            blob_bytes: counted.filter(|c| c.rows > 0).and_then(|c| c.blob_bytes),
+            basis: if counted.is_some() {
+                Basis::Counted
+            } else {
+                Basis::Unknown
             },
         }
     }
@@ -184,7 +171,7 @@ impl Estimate {
         };
         Estimate {
             rows: Some(rows),
-            data_pages: sample.used_slots,
+            data_pages: Some(sample.used_slots),
             page_size,
             sampled_pages: sample.sampled_pages(),
             blob_bytes: blob_bytes.filter(|_| rows > 0),
@@ -340,14 +327,14 @@ mod tests {
             "SELECT COUNT(*), CAST(COALESCE(SUM(COALESCE(OCTET_LENGTH(\"Body\"), 0)), 0) \
              AS BIGINT) FROM \"Docs\""
         );
-        let sampled = plan.sample_sql(&Sample::new(3 * 1624));
+        let sampled = plan.sample_sql(&Sample::new(3 * 1632));
         let branches: Vec<&str> = sampled.split("\nUNION ALL ").collect();
         assert_eq!(branches.len() as u64, SAMPLE_RANGES);
-        // The first range, slots 148 to 156 of the first pointer page.
+        // The first range, slots 149 to 157 of the first pointer page.
         assert!(
             branches[0].ends_with(
-                "WHERE RDB$DB_KEY >= MAKE_DBKEY(130, 0, 148, 0) \
-                 AND RDB$DB_KEY < MAKE_DBKEY(130, 0, 156, 0)"
+                "WHERE RDB$DB_KEY >= MAKE_DBKEY(130, 0, 149, 0) \
+                 AND RDB$DB_KEY < MAKE_DBKEY(130, 0, 157, 0)"
             ),
             "{sampled}"
         );
@@ -372,16 +359,16 @@ mod tests {
 
     #[test]
     fn the_search_finds_where_rows_end_in_few_rounds() {
-        for end in [1, 2, 3, 40, 41, 800, 1623, 1624] {
-            assert_eq!(search(0, 1624, end), (Some(end), 2), "{end}");
+        for end in [1, 2, 3, 40, 41, 800, 1631, 1632] {
+            assert_eq!(search(0, 1632, end), (Some(end), 2), "{end}");
         }
         // In the last of 3 pointer pages.
         assert_eq!(search(3248, 4872, 3248 + 999).0, Some(3248 + 999));
         // None from there on.
         assert_eq!(search(3248, 4872, 3248), (None, 1));
-        assert_eq!(search(0, 1624, 0), (None, 1));
-        // 6,552 slots a pointer page at 32 KiB pages: three rounds.
-        assert_eq!(search(0, 6552, 6551), (Some(6551), 3));
+        assert_eq!(search(0, 1632, 0), (None, 1));
+        // 6,544 slots a pointer page at 32 KiB pages: three rounds.
+        assert_eq!(search(0, 6544, 6543), (Some(6543), 3));
         // A range of one slot.
         assert_eq!(search(7, 8, 8), (Some(8), 1));
     }
@@ -401,12 +388,12 @@ mod tests {
         );
         assert_eq!(e.rows, Some(3000));
         assert_eq!(e.basis, Basis::Counted);
-        assert_eq!(e.bytes(), 128 * 8192);
+        assert_eq!(e.bytes(), Some(128 * 8192));
     }
 
     #[test]
     fn ranges_are_spread_apart_and_inside_the_used_slots() {
-        for used in [129, 200, 1000, 1624 * 3 + 7, 10_000_000] {
+        for used in [129, 200, 1000, 1632 * 3 + 7, 10_000_000] {
             let sample = Sample::new(used);
             assert_eq!(sample.ranges.len() as u64, SAMPLE_RANGES);
             assert_eq!(sample.sampled_pages(), SAMPLE_RANGES * RANGE_PAGES);
@@ -426,9 +413,9 @@ mod tests {
 
     #[test]
     fn sampled_counts_scale_by_the_used_slots() {
-        // 128 pages sampled of 12,992 (8 pointer pages at 8 KiB): 25 rows
-        // a page.
-        let sample = Sample::new(8 * 1624);
+        // 128 pages sampled of 13,056 (8 pointer pages at 8 KiB): 25
+        // rows a page.
+        let sample = Sample::new(8 * 1632);
         let e = Estimate::from_sample(
             &sample,
             Counts {
@@ -438,11 +425,11 @@ mod tests {
             8192,
         );
         assert_eq!(e.basis, Basis::Sampled);
-        assert_eq!(e.rows, Some(324_800));
-        assert_eq!(e.blob_bytes, Some(101_500_000));
-        assert_eq!(e.data_pages, 12_992);
+        assert_eq!(e.rows, Some(326_400));
+        assert_eq!(e.blob_bytes, Some(102_000_000));
+        assert_eq!(e.data_pages, Some(13_056));
         assert_eq!(e.sampled_pages, 128);
-        assert_eq!(e.bytes(), 12_992 * 8192);
+        assert_eq!(e.bytes(), Some(13_056 * 8192));
     }
 
     #[test]
@@ -454,17 +441,19 @@ mod tests {
     }
 
     #[test]
-    fn without_a_page_range_read_only_the_capacity_is_known() {
-        let e = Estimate::from_pointer_pages(3, 1624, 8192, None);
-        assert_eq!(e.rows, None);
-        assert_eq!(e.data_pages, 3 * 1624);
-        assert_eq!(e.basis, Basis::PointerPages);
+    fn before_firebird_5_only_a_small_table_is_counted() {
+        let e = Estimate::without_page_ranges(8192, None);
+        assert_eq!((e.rows, e.bytes()), (None, None));
+        assert_eq!(e.basis, Basis::Unknown);
         let counted = Counts {
             rows: 10,
             blob_bytes: None,
         };
-        let e = Estimate::from_pointer_pages(1, 1624, 8192, Some(counted));
-        assert_eq!((e.rows, e.basis), (Some(10), Basis::Counted));
+        let e = Estimate::without_page_ranges(8192, Some(counted));
+        assert_eq!(
+            (e.rows, e.bytes(), e.basis),
+            (Some(10), None, Basis::Counted)
+        );
     }
 
     #[test]
@@ -477,6 +466,6 @@ mod tests {
             },
             4096,
         );
-        assert_eq!((e.rows, e.blob_bytes, e.bytes()), (Some(0), None, 0));
+        assert_eq!((e.rows, e.blob_bytes, e.bytes()), (Some(0), None, Some(0)));
     }
 }

@@ -854,9 +854,10 @@ impl fmt::Display for Plan {
                 (false, _) => String::new(),
                 (true, None) => format!("  {:>12}  {:>10}", "-", "-"),
                 (true, Some(e)) => format!(
-                    "  {:>12}  {:>10.1}",
+                    "  {:>12}  {:>10}",
                     e.rows.map_or("-".into(), |r| r.to_string()),
-                    e.bytes() as f64 / 1e6
+                    e.bytes()
+                        .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6))
                 ),
             };
             let pages = match (t.kind, &t.split_by) {
