@@ -517,11 +517,15 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
 
     if args.plan {
         let mut prepared = unload.prepare().map_err(describe)?;
+        let estimating = std::time::Instant::now();
         prepared.estimate().map_err(describe)?;
+        let estimate_seconds = estimating.elapsed().as_secs_f64();
         if args.progress == args::ProgressMode::Json {
             // For schedulers: the plan as one JSON object on standard output.
-            let plan =
+            let mut plan =
                 progress::plan_json(&prepared.plan, &prepared.start, &client.source.to_string());
+            // What the estimates cost, for those who weigh running them.
+            plan["estimate_seconds"] = ((estimate_seconds * 1e4).round() / 1e4).into();
             return print_out(format_args!("{plan}"));
         }
         print_out(format_args!("{}", prepared.plan))?;

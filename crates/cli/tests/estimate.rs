@@ -93,6 +93,7 @@ fn estimates_come_near_the_rows_and_blob_bytes_of_tables_of_known_size() {
     let db = sized_db(dir.path());
     let plan = plan_json(&db);
 
+    assert!(plan["estimate_seconds"].as_f64().is_some(), "{plan}");
     let rows = estimate_of(&plan, "ROWS100K");
     assert_eq!(rows["basis"], "sampled", "{rows}");
     assert_eq!(rows["sampled_pages"], 128, "{rows}");
