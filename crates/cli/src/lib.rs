@@ -448,6 +448,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         allow_inconsistent: args.allow_inconsistent,
         schema: !args.no_schema,
         stall_timeout,
+        // For the JSON start event's estimated rows.
+        estimate: args.progress == args::ProgressMode::Json && !args.quiet,
         // Counted from --processes by the Unload below.
         ..RunOptions::default()
     };

@@ -174,6 +174,21 @@ pub fn plan_json(plan: &Plan, start: &RunStart, client: &str) -> serde_json::Val
     })
 }
 
+/// The rows a run is estimated to read: its tables' estimates added up;
+/// `None` where one is unknown, or the run reads views, queries, changes
+/// (`--since`) or only rows `--where` chooses, which it does not estimate.
+fn estimated_rows(plan: &Plan) -> Option<u64> {
+    plan.tables
+        .iter()
+        .filter(|t| !t.role.is_helper())
+        .map(|t| match (&t.role, &t.estimate) {
+            _ if t.condition.is_some() => None,
+            (fbunload::Role::Whole | fbunload::Role::WholeBecause(_), Some(e)) => e.rows,
+            _ => None,
+        })
+        .sum()
+}
+
 /// A table's estimate: rows and bytes (data pages x page size), `null`
 /// where unknown, and what they stand on.
 fn estimate_json(e: &Estimate) -> serde_json::Value {
@@ -308,6 +323,7 @@ impl Progress for JsonLines {
             "processes": start.processes,
             "snapshot_number": start.snapshot_number,
             "server": start.server_version,
+            "estimated_rows": estimated_rows(plan),
         }));
     }
 
