@@ -837,7 +837,8 @@ impl fmt::Display for Plan {
             .max()
             .unwrap_or(5)
             .max(5);
-        // Estimates, once made (`--plan`), in two more columns.
+        // Estimates, once made (`--plan`), in two more columns (what they
+        // are: docs/command-line.md, Estimates).
         let estimated = self.listed().any(|t| t.estimate.is_some());
         let estimate_header = if estimated {
             format!("  {:>12}  {:>10}", "~rows", "~MB")
@@ -880,9 +881,6 @@ impl fmt::Display for Plan {
                 t.columns.len()
             )?;
         }
-        if estimated {
-            writeln!(f, "{}", ESTIMATE_NOTE)?;
-        }
         for t in self.listed().filter(|t| t.condition.is_some()) {
             let condition = t.condition.as_deref().unwrap_or_default();
             writeln!(
@@ -918,11 +916,6 @@ impl fmt::Display for Plan {
         Ok(())
     }
 }
-
-/// What the plan's estimate columns are, under its table.
-const ESTIMATE_NOTE: &str = "~rows: counted, or sampled on up to 128 data pages a table and \
-     scaled; ~MB: data pages x page size, BLOBs on pages of their own not included (--plan \
-     --progress json gives each table's basis and BLOB bytes)";
 
 /// "1 table", "2 tables": a count and its noun, in the plural unless one.
 pub fn counted(n: u64, noun: &str) -> String {
