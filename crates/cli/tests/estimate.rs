@@ -54,17 +54,6 @@ fn sized_db(dir: &Path) -> PathBuf {
     db
 }
 
-fn one(db: &Path, sql: &str) -> u64 {
-    let att = connect(db);
-    let tr = att
-        .start_transaction(fbunload_client::TransactionMode::ReadOnlySnapshot)
-        .unwrap();
-    let mut stmt = tr.prepare(sql).unwrap();
-    stmt.execute().unwrap();
-    assert!(stmt.fetch().unwrap());
-    i64::from_ne_bytes(stmt.row().value(0).unwrap().try_into().unwrap()) as u64
-}
-
 fn plan_json(db: &Path) -> serde_json::Value {
     let out = fbunload(db, &["--plan", "--progress", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -119,10 +108,10 @@ fn estimates_come_near_the_rows_and_blob_bytes_of_tables_of_known_size() {
 
     let long = estimate_of(&plan, "LONG_ROWS");
     assert_near("LONG_ROWS rows", long["rows"].as_u64().unwrap(), 3000);
-    let blob_bytes = one(
+    let blob_bytes = bigint(
         &db,
         "SELECT CAST(SUM(OCTET_LENGTH(DOC)) AS BIGINT) FROM LONG_ROWS",
-    );
+    ) as u64;
     assert_near(
         "LONG_ROWS blob bytes",
         long["blob_bytes"].as_u64().unwrap(),
