@@ -14,8 +14,9 @@ use crate::{ExecError, Prepared};
 
 impl Prepared {
     /// Estimates each table's rows and bytes and keeps them in the plan
-    /// ([`TablePlan::estimate`]); views and queries get none. Bounded
-    /// work a table, whatever its size (see [`fbunload_plan::estimate`]).
+    /// ([`TablePlan::estimate`]); views and queries get none, and so do
+    /// the tables after one it fails on. Bounded work a table, whatever
+    /// its size (see [`fbunload_plan::estimate`]).
     pub fn estimate(&mut self) -> Result<(), ExecError> {
         let client = ExecError::Client;
         let page_size = self.main.page_size().map_err(client)?;
