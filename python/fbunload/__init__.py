@@ -505,7 +505,9 @@ def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool =
 
 
 def plan(database: str, **options: Any) -> Dict[str, Any]:
-    """The plan without reading a row: tables (with pointer pages, units
-    and pyarrow schemas) and units (DB_KEY ranges of data pages)."""
+    """The plan without reading a row: tables (with pointer pages, units,
+    pyarrow schemas and ``estimate``: rows and bytes from a sample of at
+    most 128 data pages, as ``--plan`` gives them) and units (DB_KEY
+    ranges of data pages)."""
     with _called("plan"):
         return _fbunload.plan(database, **options)

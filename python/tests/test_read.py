@@ -100,6 +100,13 @@ def test_plan_describes_tables_and_units(big_db):
     wide = next(t for t in plan["tables"] if t["name"] == "WIDE")
     assert wide["units"] > 1 and isinstance(wide["schema"], pa.Schema)
     assert sum(1 for u in plan["units"] if u["table"] == "WIDE") == wide["units"]
+    # Estimates: WIDE's 200,000 rows sampled, SMALL counted.
+    estimate = wide["estimate"]
+    assert estimate["basis"] == "sampled", estimate
+    assert 180_000 <= estimate["rows"] <= 220_000, estimate
+    assert estimate["bytes"] == estimate["data_pages"] * estimate["page_size"]
+    small = next(t for t in plan["tables"] if t["name"] == "SMALL")
+    assert small["estimate"]["rows"] == 1 and small["estimate"]["basis"] == "counted"
 
 
 def test_unload_writes_files_like_the_command_line(big_db, tmp_path):

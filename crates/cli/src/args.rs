@@ -312,7 +312,9 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "MODE")]
     pub wire_crypt: Option<WireCrypt>,
 
-    /// Print the plan (tables, pointer pages, units, snapshot) and exit without unloading
+    /// Print the plan (tables, pointer pages, units, estimated rows and size, snapshot) and exit
+    /// without unloading; the estimates count rows on at most 128 data pages a table
+    /// (docs/command-line.md, Estimates)
     #[arg(long)]
     pub plan: bool,
 

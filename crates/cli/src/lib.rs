@@ -448,6 +448,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         allow_inconsistent: args.allow_inconsistent,
         schema: !args.no_schema,
         stall_timeout,
+        // For the JSON start event's estimated rows.
+        estimate: args.progress == args::ProgressMode::Json && !args.quiet,
         // Counted from --processes by the Unload below.
         ..RunOptions::default()
     };
@@ -516,11 +518,16 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     let client = unload.load_client().map_err(describe)?;
 
     if args.plan {
-        let prepared = unload.prepare().map_err(describe)?;
+        let mut prepared = unload.prepare().map_err(describe)?;
+        let estimating = std::time::Instant::now();
+        prepared.estimate().map_err(describe)?;
+        let estimate_seconds = estimating.elapsed().as_secs_f64();
         if args.progress == args::ProgressMode::Json {
             // For schedulers: the plan as one JSON object on standard output.
-            let plan =
+            let mut plan =
                 progress::plan_json(&prepared.plan, &prepared.start, &client.source.to_string());
+            // What the estimates cost, for those who weigh running them.
+            plan["estimate_seconds"] = ((estimate_seconds * 1e4).round() / 1e4).into();
             return print_out(format_args!("{plan}"));
         }
         print_out(format_args!("{}", prepared.plan))?;

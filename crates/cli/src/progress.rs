@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use fbunload::{counted, Plan, Progress, RunStart, Summary, Unit};
+use fbunload::{counted, Estimate, Plan, Progress, RunStart, Summary, Unit};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
@@ -142,7 +142,8 @@ impl Progress for Display {
 }
 
 /// `--plan --progress json`: the plan as one JSON object, every table (or
-/// view, query) with its pointer pages, units and columns.
+/// view, query) with its pointer pages, units, columns and, for a table,
+/// its estimated size.
 pub fn plan_json(plan: &Plan, start: &RunStart, client: &str) -> serde_json::Value {
     let tables: Vec<_> = plan
         .tables
@@ -157,6 +158,7 @@ pub fn plan_json(plan: &Plan, start: &RunStart, client: &str) -> serde_json::Val
                 "columns": t.columns,
                 "condition": t.condition,
                 "split_by": t.split_by,
+                "estimate": t.estimate.as_ref().map(estimate_json),
             })
         })
         .collect();
@@ -169,6 +171,35 @@ pub fn plan_json(plan: &Plan, start: &RunStart, client: &str) -> serde_json::Val
         "workers": start.workers,
         "processes": start.processes,
         "client": client,
+    })
+}
+
+/// The rows a run is estimated to read: its tables' estimates added up;
+/// `None` where one is unknown, or the run reads views, queries, changes
+/// (`--since`) or only rows `--where` chooses, which it does not estimate.
+fn estimated_rows(plan: &Plan) -> Option<u64> {
+    plan.tables
+        .iter()
+        .filter(|t| !t.role.is_helper())
+        .map(|t| match (&t.role, &t.estimate) {
+            _ if t.condition.is_some() => None,
+            (fbunload::Role::Whole | fbunload::Role::WholeBecause(_), Some(e)) => e.rows,
+            _ => None,
+        })
+        .sum()
+}
+
+/// A table's estimate: rows and bytes (data pages x page size), `null`
+/// where unknown, and what they stand on.
+fn estimate_json(e: &Estimate) -> serde_json::Value {
+    json!({
+        "rows": e.rows,
+        "bytes": e.bytes(),
+        "blob_bytes": e.blob_bytes,
+        "data_pages": e.data_pages,
+        "page_size": e.page_size,
+        "sampled_pages": e.sampled_pages,
+        "basis": e.basis.as_str(),
     })
 }
 
@@ -292,6 +323,7 @@ impl Progress for JsonLines {
             "processes": start.processes,
             "snapshot_number": start.snapshot_number,
             "server": start.server_version,
+            "estimated_rows": estimated_rows(plan),
         }));
     }
 

@@ -341,6 +341,36 @@ fn output_is_the_same_at_any_parallelism_and_wire_setting() {
     assert_eq!(wire_of(both), pair("compressed", "clear"));
 }
 
+/// `--plan`'s estimates over TCP: a sample of WIDE's pages (300,000
+/// rows on several pointer pages) scaled, as on the embedded engine.
+#[test]
+fn the_plan_estimates_rows_and_bytes_over_tcp() {
+    let Some(server) = fb5("the_plan_estimates_rows_and_bytes_over_tcp") else {
+        return;
+    };
+    let file = server.file("estimate");
+    let _removed = Removed(file.clone());
+    create_wide(&server, &file);
+    let out = server.fbunload(&file, &["--plan", "--progress", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let wide = &plan["tables"][0];
+    assert!(wide["pointer_pages"].as_u64().unwrap() > 1, "{wide}");
+    let estimate = &wide["estimate"];
+    assert_eq!(estimate["basis"], "sampled", "{estimate}");
+    let rows = estimate["rows"].as_u64().unwrap();
+    assert!((270_000..=330_000).contains(&rows), "{estimate}");
+    // The data pages of its full pointer pages (808 each at 4 KiB) and
+    // part of its last.
+    let pointer_pages = wide["pointer_pages"].as_u64().unwrap();
+    let data_pages = estimate["data_pages"].as_u64().unwrap();
+    assert!(
+        ((pointer_pages - 1) * 808..pointer_pages * 808).contains(&data_pages),
+        "{wide}"
+    );
+    assert_eq!(estimate["bytes"].as_u64(), Some(data_pages * 4096));
+}
+
 #[test]
 fn a_wrong_password_is_one_line_and_never_echoed() {
     let Some(server) = fb5("a_wrong_password_is_one_line_and_never_echoed") else {

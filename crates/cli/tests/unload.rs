@@ -706,6 +706,9 @@ fn progress_json_is_one_event_per_line_and_the_summary_last() {
     let kind = |e: &serde_json::Value| e["event"].as_str().unwrap().to_string();
     assert_eq!(kind(&events[0]), "started");
     let units = events[0]["units"].as_u64().unwrap();
+    // 120,000 + 45,000 + 3 rows, estimated (docs/command-line.md).
+    let estimated = events[0]["estimated_rows"].as_u64().unwrap();
+    assert!((150_000..=180_000).contains(&estimated), "{}", events[0]);
     let unit_events: Vec<_> = events.iter().filter(|e| kind(e) == "unit").collect();
     assert_eq!(unit_events.len() as u64, units);
     assert_eq!(

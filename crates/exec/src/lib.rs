@@ -25,6 +25,7 @@
 pub mod destination;
 mod dispatch;
 mod error;
+mod estimate;
 pub mod firebird;
 mod held;
 mod process;
@@ -90,6 +91,10 @@ pub struct RunOptions {
     /// How to start a reader process; `None`: the one
     /// [`set_reader_command`] set for this process, if any.
     pub reader_command: Option<ReaderCommand>,
+    /// Estimate each table's rows before the run ([`Prepared::estimate`]),
+    /// for progress that shows a total (`--progress json`): a few queries
+    /// and at most 128 pages read a table.
+    pub estimate: bool,
 }
 
 /// Long beside any one call of a unit's reads (a unit is a slice of one
@@ -149,6 +154,7 @@ impl Default for RunOptions {
             stall_timeout: Some(DEFAULT_STALL_TIMEOUT),
             processes: 0,
             reader_command: None,
+            estimate: false,
         }
     }
 }
@@ -335,11 +341,16 @@ impl Prepared {
 
     /// Takes the snapshot and reads every unit into `destination`.
     pub fn run(
-        self,
+        mut self,
         destination: &dyn Destination,
         progress: &dyn Progress,
     ) -> Result<Summary, ExecError> {
         let started = Instant::now();
+        if self.options.estimate {
+            // Only for progress: a table it fails on has none, and its
+            // read says what is wrong.
+            let _ = self.estimate();
+        }
         let Prepared {
             plan,
             schemas,

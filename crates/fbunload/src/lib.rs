@@ -116,7 +116,7 @@ pub use fbunload_exec::{reader_command, serve_reader, set_reader_command, Reader
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
 pub use fbunload_plan::{
-    counted, parameter_markers, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions,
+    counted, parameter_markers, Basis, Estimate, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions,
     QuerySpec, Role, TableFilter, TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};

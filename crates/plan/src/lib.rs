@@ -11,6 +11,7 @@
 //! tables (`schema.sql`).
 
 pub mod catalog;
+pub mod estimate;
 mod identifier;
 pub mod incremental;
 pub mod planner;
@@ -21,6 +22,7 @@ pub mod sequences;
 mod sql_text;
 
 pub use catalog::{read_catalog, read_views, CatalogError, Column, Table, TableFilter, View};
+pub use estimate::{Basis, Estimate};
 pub use identifier::{printable, quote_identifier};
 pub use incremental::{
     DatabaseNow, DbKeyLayout, Incremental, PreviousTable, Role, RowPlaces, Since, TableMode,

@@ -196,6 +196,11 @@ pub struct TablePlan {
     /// For each column the select reads as bytes (see [`read_as_bytes`]),
     /// the character set to decode them in; empty for views and queries.
     pub byte_charsets: Vec<Option<u8>>,
+    /// Its rows and bytes, estimated for `--plan` (see
+    /// [`crate::estimate`]); `None` until estimated, and for views and
+    /// queries.
+    #[serde(default)]
+    pub estimate: Option<crate::estimate::Estimate>,
 }
 
 impl TablePlan {
@@ -245,6 +250,11 @@ impl TablePlan {
         self.slots
     }
 
+    /// Data-page slots per pointer page, at its database's page size.
+    pub fn dp_per_pp(&self) -> u64 {
+        self.dp_per_pp
+    }
+
     /// The table cut into at most `count` units of about equal slots, in
     /// DB_KEY order, whatever the plan's unit size: for readers that each
     /// take one share (a Dask partition). `table` is the table's index in
@@ -257,18 +267,29 @@ impl TablePlan {
         split(table, used, per_unit)
     }
 
-    /// A query that returns a row if any row lies at data-page slot
-    /// `slot` or after it (Firebird 5 reads only the pages from there): in
-    /// the table, or in a split query's driving table.
-    pub fn any_row_from_sql(&self, slot: u64) -> String {
+    /// A query whose one BIGINT says at how many of `slots` or after them
+    /// a row lies (each an `EXISTS`, which Firebird 5 answers reading
+    /// from that slot to the first row there): in the table, or in a
+    /// split query's driving table. See
+    /// [`crate::estimate::used_slots_end`].
+    pub fn rows_from_sql(&self, slots: &[u64]) -> String {
+        let table = quote_identifier(self.split_by.as_deref().unwrap_or(&self.name));
+        let each: Vec<String> = slots
+            .iter()
+            .map(|&slot| {
+                format!(
+                    "IIF(EXISTS(SELECT 1 FROM {table} WHERE RDB$DB_KEY >= {}), 1, 0)",
+                    self.db_key(slot)
+                )
+            })
+            .collect();
         format!(
-            "SELECT FIRST 1 1 FROM {} WHERE RDB$DB_KEY >= {}",
-            quote_identifier(self.split_by.as_deref().unwrap_or(&self.name)),
-            self.db_key(slot)
+            "SELECT CAST({} AS BIGINT) FROM RDB$DATABASE",
+            each.join("\n + ")
         )
     }
 
-    fn db_key(&self, slot: u64) -> String {
+    pub(crate) fn db_key(&self, slot: u64) -> String {
         format!(
             "MAKE_DBKEY({}, 0, {}, {})",
             self.relation_id,
@@ -492,6 +513,7 @@ impl Plan {
                 driving: None,
                 casts: Vec::new(),
                 byte_charsets: byte_charsets(&table.columns),
+                estimate: None,
             });
             per_table_units.push(units);
         }
@@ -560,6 +582,7 @@ impl Plan {
                     .map(|(driving, _)| driving.for_the_engine(&options.literals)),
                 casts: read.casts,
                 byte_charsets: Vec::new(),
+                estimate: None,
                 name: read.name,
             });
             per_entry.push(units);
@@ -814,12 +837,30 @@ impl fmt::Display for Plan {
             .max()
             .unwrap_or(5)
             .max(5);
+        // Estimates, once made (`--plan`), in two more columns (what they
+        // are: docs/command-line.md, Estimates).
+        let estimated = self.listed().any(|t| t.estimate.is_some());
+        let estimate_header = if estimated {
+            format!("  {:>12}  {:>10}", "~rows", "~MB")
+        } else {
+            String::new()
+        };
         writeln!(
             f,
-            "{:width$}  {:>13}  {:>6}  columns",
+            "{:width$}  {:>13}  {:>6}{estimate_header}  columns",
             "table", "pointer pages", "units"
         )?;
         for t in self.listed() {
+            let estimate = match (estimated, &t.estimate) {
+                (false, _) => String::new(),
+                (true, None) => format!("  {:>12}  {:>10}", "-", "-"),
+                (true, Some(e)) => format!(
+                    "  {:>12}  {:>10}",
+                    e.rows.map_or("-".into(), |r| r.to_string()),
+                    e.bytes()
+                        .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6))
+                ),
+            };
             let pages = match (t.kind, &t.split_by) {
                 (Kind::Table, _) | (_, Some(_)) => t.pointer_pages.to_string(),
                 _ => "-".into(),
@@ -833,7 +874,7 @@ impl fmt::Display for Plan {
             };
             writeln!(
                 f,
-                "{:width$}  {:>13}  {:>6}  {:>7}{kind}",
+                "{:width$}  {:>13}  {:>6}{estimate}  {:>7}{kind}",
                 crate::printable(&t.name),
                 pages,
                 t.unit_count,
@@ -1258,9 +1299,12 @@ mod tests {
         assert_eq!(big.units_in_shares(1, 10_000, 3264).len(), 3264);
         assert_eq!(big.units_in_shares(1, 4, 0).len(), 1);
         assert_eq!(plan.tables[0].units_in_shares(0, 4, 0).len(), 1);
-        assert!(big
-            .any_row_from_sql(1700)
-            .ends_with("WHERE RDB$DB_KEY >= MAKE_DBKEY(131, 0, 68, 1)"));
+        assert_eq!(
+            big.rows_from_sql(&[1700, 1701]),
+            "SELECT CAST(IIF(EXISTS(SELECT 1 FROM \"BIG\" WHERE RDB$DB_KEY >= \
+             MAKE_DBKEY(131, 0, 68, 1)), 1, 0)\n + IIF(EXISTS(SELECT 1 FROM \"BIG\" WHERE \
+             RDB$DB_KEY >= MAKE_DBKEY(131, 0, 69, 1)), 1, 0) AS BIGINT) FROM RDB$DATABASE"
+        );
         let in_order: Vec<usize> = plan.units_of(1).map(|u| u.seq).collect();
         assert_eq!(in_order, (0..big.unit_count).collect::<Vec<_>>());
     }
@@ -1314,8 +1358,8 @@ mod tests {
         assert_eq!(q.split_by.as_deref(), Some("ORDERS"));
         // Shares of it look for rows in its driving table.
         assert!(q
-            .any_row_from_sql(1)
-            .starts_with("SELECT FIRST 1 1 FROM \"ORDERS\" WHERE RDB$DB_KEY >="));
+            .rows_from_sql(&[1])
+            .starts_with("SELECT CAST(IIF(EXISTS(SELECT 1 FROM \"ORDERS\" WHERE RDB$DB_KEY >="));
         assert_eq!(
             q.unit_sql(&plan.units[1]),
             "SELECT C1, CAST(C2 AS VARCHAR(64)) FROM (\nSELECT o.ID, c.D FROM \n(SELECT * FROM \

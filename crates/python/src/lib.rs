@@ -927,7 +927,13 @@ fn plan<'py>(
         ..Common::default()
     }
     .unload()?;
-    let prepared = py.detach(move || unload.prepare()).map_err(to_py)?;
+    let prepared = py
+        .detach(move || {
+            let mut prepared = unload.prepare()?;
+            prepared.estimate()?;
+            Ok(prepared)
+        })
+        .map_err(to_py)?;
     let dict = PyDict::new(py);
     let tables = PyList::empty(py);
     for (t, schema) in prepared.plan.tables.iter().zip(prepared.schemas.iter()) {
@@ -936,6 +942,22 @@ fn plan<'py>(
         table.set_item("pointer_pages", t.pointer_pages)?;
         table.set_item("units", t.unit_count)?;
         table.set_item("schema", schema.to_pyarrow(py)?)?;
+        let estimate = match &t.estimate {
+            Some(e) => {
+                // As `--plan --progress json` gives it (docs/command-line.md).
+                let estimate = PyDict::new(py);
+                estimate.set_item("rows", e.rows)?;
+                estimate.set_item("bytes", e.bytes())?;
+                estimate.set_item("blob_bytes", e.blob_bytes)?;
+                estimate.set_item("data_pages", e.data_pages)?;
+                estimate.set_item("page_size", e.page_size)?;
+                estimate.set_item("sampled_pages", e.sampled_pages)?;
+                estimate.set_item("basis", e.basis.as_str())?;
+                Some(estimate)
+            }
+            None => None,
+        };
+        table.set_item("estimate", estimate)?;
         tables.append(table)?;
     }
     let units = PyList::empty(py);

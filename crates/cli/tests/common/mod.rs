@@ -97,16 +97,22 @@ pub fn execute(db: &Path, statements: &[&str]) {
 }
 
 pub fn count(db: &Path, table: &str) -> i64 {
+    bigint(
+        db,
+        &format!(
+            "SELECT COUNT(*) FROM {}",
+            fbunload_plan::quote_identifier(table)
+        ),
+    )
+}
+
+/// The one BIGINT a query returns, read in a snapshot of its own.
+pub fn bigint(db: &Path, sql: &str) -> i64 {
     let att = connect(db);
     let tr = att
         .start_transaction(TransactionMode::ReadOnlySnapshot)
         .unwrap();
-    let mut stmt = tr
-        .prepare(&format!(
-            "SELECT COUNT(*) FROM {}",
-            fbunload_plan::quote_identifier(table)
-        ))
-        .unwrap();
+    let mut stmt = tr.prepare(sql).unwrap();
     stmt.execute().unwrap();
     assert!(stmt.fetch().unwrap());
     i64::from_ne_bytes(stmt.row().value(0).unwrap().try_into().unwrap())

@@ -1,0 +1,97 @@
+//! Estimating each table's rows and bytes for `--plan` (see
+//! [`fbunload_plan::estimate`]): a few one-row queries and one sample
+//! query a table, in a snapshot of their own.
+
+use std::sync::Arc;
+
+use fbunload_client::{ClientError, Statement, Transaction, TransactionMode};
+use fbunload_plan::estimate::{Counts, Estimate, Sample};
+use fbunload_plan::{Kind, TablePlan};
+
+use crate::firebird::subject;
+use crate::held::used_slots_from;
+use crate::{ExecError, Prepared};
+
+impl Prepared {
+    /// Estimates each table's rows and bytes and keeps them in the plan
+    /// ([`TablePlan::estimate`]); views and queries get none, and so do
+    /// the tables after one it fails on. Bounded work a table, whatever
+    /// its size (see [`fbunload_plan::estimate`]).
+    pub fn estimate(&mut self) -> Result<(), ExecError> {
+        let client = ExecError::Client;
+        let page_size = self.main.page_size().map_err(client)?;
+        // Only Firebird 5 reads a DB_KEY range as those pages alone.
+        let page_ranges = self.main.server_version().map_err(client)?.major >= 5;
+        let tr = self
+            .main
+            .start_transaction(TransactionMode::ReadOnlySnapshot)
+            .map_err(client)?;
+        let plan = Arc::make_mut(&mut self.plan);
+        for table in plan.tables.iter_mut() {
+            if table.kind != Kind::Table || table.role.is_helper() {
+                continue;
+            }
+            table.estimate = Some(estimate(&tr, table, page_size, page_ranges)?);
+        }
+        Ok(())
+    }
+}
+
+fn estimate(
+    tr: &Transaction,
+    table: &TablePlan,
+    page_size: u32,
+    page_ranges: bool,
+) -> Result<Estimate, ExecError> {
+    let pointer_pages = table.pointer_pages as u64;
+    let dp_per_pp = table.dp_per_pp();
+    if pointer_pages == 0 {
+        return Ok(Estimate::empty(page_size));
+    }
+    if !page_ranges {
+        // Counting reads every page: bounded only for one pointer page.
+        let counted = if pointer_pages == 1 {
+            Some(count(tr, table, &Sample::new(0))?)
+        } else {
+            None
+        };
+        return Ok(Estimate::without_page_ranges(page_size, counted));
+    }
+    // Every pointer page but the last is full; the last is searched.
+    let last = (pointer_pages - 1) * dp_per_pp;
+    let used = used_slots_from(tr, table, last, last + dp_per_pp)?.unwrap_or(last);
+    let sample = Sample::new(used);
+    let counts = if used == 0 {
+        Counts::default()
+    } else {
+        count(tr, table, &sample)?
+    };
+    Ok(Estimate::from_sample(&sample, counts, page_size))
+}
+
+/// Runs a sample's query and adds up its rows.
+fn count(tr: &Transaction, table: &TablePlan, sample: &Sample) -> Result<Counts, ExecError> {
+    let has_blobs = !table.blob_columns().is_empty();
+    let counted = (|| {
+        let mut stmt = tr.prepare_for(&subject(table), &table.sample_sql(sample))?;
+        stmt.execute()?;
+        let mut counts = Counts {
+            rows: 0,
+            blob_bytes: has_blobs.then_some(0),
+        };
+        while stmt.fetch()? {
+            counts.rows += bigint(&stmt, 0);
+            if let Some(bytes) = counts.blob_bytes.as_mut() {
+                *bytes += bigint(&stmt, 1);
+            }
+        }
+        Ok::<_, ClientError>(counts)
+    })();
+    counted.map_err(|e| ExecError::table(&table.name, format!("estimating its size failed: {e}")))
+}
+
+/// A BIGINT column of the current row (0 if NULL).
+fn bigint(stmt: &Statement, column: usize) -> u64 {
+    let value = stmt.row().value(column).unwrap_or(&[0; 8]);
+    i64::from_ne_bytes(value.try_into().unwrap_or([0; 8])).max(0) as u64
+}
