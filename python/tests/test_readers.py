@@ -247,3 +247,23 @@ def test_every_column_of_every_format_reads_exactly(sample, fmt, reader):
         else:
             got = numbers(rows)
         assert got == exact, (fmt, reader)
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl"])
+def test_the_sample_arrays_read_from_text_as_json_arrays(sample, fmt, reader):
+    """Each reader takes an array of a text format with its defaults: CSV
+    and TSV as the text of a JSON array, JSON Lines as a list; both are
+    the Parquet file's values (GRID two dimensions of INTEGER, NAMES of
+    VARCHAR with a comma, quotes and a line break)."""
+    files, *_ = sample
+    parquet = {row["ID"]: row for row in pa.parquet.read_table(files["parquet"]["ARRAY_TYPES"]).to_pylist()}
+    _, rows = read(files[fmt]["ARRAY_TYPES"], fmt, reader)
+    assert len(rows) == len(parquet)
+    for row in rows:
+        for name in ["GRID", "NAMES"]:
+            value = row[name]
+            if fmt != "jsonl" and value is not None:
+                assert isinstance(value, str), (name, value)
+                value = json.loads(value)
+            assert value == parquet[int(row["ID"])][name], (name, row["ID"], value)
