@@ -371,7 +371,12 @@ fn every_type_of_the_sample_equals_what_firebird_holds() {
         )
         .map(|row| (0..4).map(|i| row.get(i)).collect())
         .unwrap();
-    let expected = [Some("[0:1][-1:1]"), Some("[-1:1]"), Some("[1:2][0:1]"), None];
+    let expected = [
+        Some("[0:1][-1:1]"),
+        Some("[-1:1]"),
+        Some("[1:2][0:1]"),
+        None,
+    ];
     assert_eq!(dims, expected.map(|d| d.map(String::from)));
     // Keys, NOT NULL, the record of the run, no staging left.
     assert_eq!(

@@ -141,7 +141,10 @@ fn sample_changes_make_an_incremental_run_find_changes() {
     assert!(first[1].starts_with("[["), "{first:?}");
     let copies = night("night1", "ARRAY_TYPES.upserts.csv");
     assert!((1..=3).contains(&copies.len()), "{copies:?}");
-    assert!(copies.iter().any(|copy| copy[1..] == first[1..]), "{copies:?}");
+    assert!(
+        copies.iter().any(|copy| copy[1..] == first[1..]),
+        "{copies:?}"
+    );
     // A changed sample is no longer the sample: making it is refused.
     let again = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300"]);
     assert!(!again.status.success());
