@@ -494,8 +494,10 @@ def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool =
     """Creates a sample database at ``path`` to try fbunload on (what
     ``fbunload sample PATH`` makes): TPC-C-like tables (WAREHOUSE, DISTRICT,
     CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) scaled by ``warehouses`` and
-    ``items``, and ALL_TYPES, ``Mixed Case "Quoted"`` and EMPTY_TABLE with
-    every Firebird column type but ARRAY and its edge values; about 370,000 rows by default, in seconds. Needs
+    ``items``, and ALL_TYPES, ``Mixed Case "Quoted"``, EMPTY_TABLE and
+    ARRAY_TYPES with every Firebird column type and its edge values (ARRAY
+    columns of each element type, one and two dimensions); about 370,000
+    rows by default, in seconds. Needs
     the embedded engine (``pip install firebird-embedded``). A file that
     is already this sample (every table, with the rows these options make:
     the Quick start's ``fbunload sample shop.fdb``) is kept as it is, so

@@ -430,8 +430,8 @@ pub enum Command {
     },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,
-    /// Mixed Case "Quoted" and EMPTY_TABLE with every Firebird column type but ARRAY and its edge
-    /// values. The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
+    /// Mixed Case "Quoted", EMPTY_TABLE and ARRAY_TYPES with every Firebird column type and its
+    /// edge values (ARRAY columns of each element type, one and two dimensions). The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
     /// engine checks no password, so -d PATH needs none (a server serving the file would
     /// check it)
     Sample {
@@ -451,7 +451,8 @@ pub enum Command {
         force: bool,
         /// Change about N % of the rows of the sample at PATH (made first if it is not there),
         /// to try incremental runs: STOCK and CUSTOMER rows updated, ORDER_LINE rows deleted,
-        /// ITEM rows inserted, chosen at random. Then `--since` a run before writes them
+        /// ITEM and ARRAY_TYPES rows inserted (ARRAY_TYPES' first row always), chosen at random.
+    /// Then `--since` a run before writes them
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
         changes: Option<u32>,
         /// Print nothing but errors

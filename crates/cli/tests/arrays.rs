@@ -51,10 +51,15 @@ fn employee(dir: &Path, script: &str) -> PathBuf {
     db
 }
 
+/// ARRAY_TYPES as the sample database (`fbunload sample`) holds it.
 fn array_types(dir: &Path) -> PathBuf {
-    let db = create_db(dir, "arrays.fdb", 4096);
-    execute(&db, &[arrays::array_types_create_sql()]);
-    arrays::fill_array_types(&connect(&db)).unwrap();
+    let db = dir.join("arrays.fdb");
+    let options = fbunload_gen::GenOptions {
+        tables: vec![fbunload_gen::Table::ArrayTypes],
+        page_size: 4096,
+        ..fbunload_gen::GenOptions::new(&db)
+    };
+    fbunload_gen::generate(&client(), &options).unwrap();
     db
 }
 
@@ -180,6 +185,7 @@ const ARRAY_TYPES: &[(&str, &[(i32, i32)])] = &[
     ("HUGE", &[(1, 2)]),
     ("ALARMS", &[(1, 2)]),
     ("COUNTS", &[(-1, 1)]),
+    ("NAMES", &[(1, 2), (0, 1)]),
 ];
 
 fn unload(db: &Path, out: &Path, args: &[&str]) {
@@ -235,7 +241,7 @@ fn every_element_type_unloads_as_the_engine_reads_it_in_every_format() {
     let unloaded = json_lines(&out.join("jsonl/ARRAY_TYPES.jsonl"));
     let engine = json_lines(&out.join("jsonl/ORACLE.jsonl"));
     let compared = compare_with_engine(&unloaded, &engine, ARRAY_TYPES);
-    assert_eq!(compared, 2 * 30, "two rows of arrays, the third NULL");
+    assert_eq!(compared, 2 * 34, "two rows of arrays, the third NULL");
     assert!(ARRAY_TYPES.iter().all(|(c, _)| unloaded[2][*c].is_null()));
     // What the edges must look like, whatever the engine says.
     assert_eq!(
@@ -243,6 +249,14 @@ fn every_element_type_unloads_as_the_engine_reads_it_in_every_format() {
         serde_json::json!([[1, -2, 3], [i32::MIN, 0, i32::MAX]])
     );
     assert_eq!(unloaded[0]["CODES"], serde_json::json!(["é€", "a,b"]));
+    assert_eq!(
+        unloaded[0]["NAMES"],
+        serde_json::json!([["😀😀😀😀😀", "a,\"b\""], ["", "x\ny"]])
+    );
+    assert_eq!(
+        unloaded[0]["MOMENTS"],
+        serde_json::json!(["0001-01-01 00:00:00.0000", "9999-12-31 23:59:59.9999"])
+    );
     assert_eq!(
         unloaded[0]["AMOUNTS"],
         serde_json::json!(["123.45", "-0.01", "21474836.47"])

@@ -172,16 +172,30 @@ fn flatten(values: &ArrayRef, field: &Field, out: &mut Vec<String>) {
             _ => {
                 let leaf = Field::new("x", values.data_type().clone(), false)
                     .with_metadata(field.metadata().clone());
-                out.push(normal(&leaf, canon_arrow(values, &leaf, i).unwrap()));
+                out.push(canon_arrow(values, &leaf, i).unwrap());
             }
         }
     }
 }
 
 /// What both sides' texts are compared as: floats by their bits, DECFLOAT
-/// as sign, digits and exponent (`1.50E+3` is PostgreSQL's `1500`).
+/// as sign, digits and exponent (`1.50E+3` is PostgreSQL's `1500`); an
+/// array's elements each so.
 fn normal(field: &Field, text: String) -> String {
     match field.data_type() {
+        DataType::List(_) => {
+            let mut leaf_type = field.data_type().clone();
+            while let DataType::List(item) = leaf_type {
+                leaf_type = item.data_type().clone();
+            }
+            let leaf = Field::new("x", leaf_type, false).with_metadata(field.metadata().clone());
+            let (dims, elements) = text.split_once('=').unwrap_or_else(|| panic!("{text}"));
+            let elements: Vec<String> = elements
+                .split('|')
+                .map(|e| normal(&leaf, e.to_string()))
+                .collect();
+            format!("{dims}={}", elements.join("|"))
+        }
         DataType::Float32 => {
             let v: f32 = text.parse().unwrap_or_else(|_| panic!("float {text}"));
             if v.is_nan() {
@@ -326,6 +340,7 @@ fn sample(dir: &Path) -> PathBuf {
             Table::AllTypes,
             Table::Mixed,
             Table::EmptyTable,
+            Table::ArrayTypes,
             Table::Item,
             Table::Warehouse,
         ],
@@ -346,6 +361,23 @@ fn every_type_of_the_sample_equals_what_firebird_holds() {
     assert_loaded(&out);
     let rows = assert_same_values(&db, &uri, "public");
     assert!(rows > 500, "{rows} rows compared");
+    // Arrays keep their bounds, and NULL arrays stay NULL.
+    let dims: Vec<Option<String>> = pg(&uri)
+        .query_one(
+            "SELECT array_dims(grid), array_dims(counts), array_dims(names), \
+             (SELECT array_dims(grid) FROM public.array_types WHERE id = 3) \
+             FROM public.array_types WHERE id = 1",
+            &[],
+        )
+        .map(|row| (0..4).map(|i| row.get(i)).collect())
+        .unwrap();
+    let expected = [
+        Some("[0:1][-1:1]"),
+        Some("[-1:1]"),
+        Some("[1:2][0:1]"),
+        None,
+    ];
+    assert_eq!(dims, expected.map(|d| d.map(String::from)));
     // Keys, NOT NULL, the record of the run, no staging left.
     assert_eq!(
         query_one_i64(&uri, "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid = 'public.all_types'::regclass"),

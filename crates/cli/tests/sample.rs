@@ -21,7 +21,7 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
     let out = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300"]);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("10 tables"), "{err}");
+    assert!(err.contains("11 tables"), "{err}");
     // Each table by the name a user selects it with (-t takes it).
     assert!(err.contains("  Mixed Case \"Quoted\"  "), "{err}");
     assert!(!err.contains("MIXED"), "{err}");
@@ -39,6 +39,7 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
         ("STOCK", 300),
         ("ALL_TYPES", 12),
         ("EMPTY_TABLE", 0),
+        ("ARRAY_TYPES", 3),
     ] {
         let records = csv_records(&out_dir.join(format!("{table}.csv")));
         assert_eq!(records.len(), rows, "{table}");
@@ -111,7 +112,7 @@ fn sample_changes_make_an_incremental_run_find_changes() {
     let dir = tempfile::tempdir().unwrap();
     let made = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300", "-q"]);
     assert!(made.status.success(), "{}", stderr(&made));
-    let tables = ["-t", "STOCK|CUSTOMER|ORDER_LINE|ITEM"];
+    let tables = ["-t", "STOCK|CUSTOMER|ORDER_LINE|ITEM|ARRAY_TYPES"];
     let mut full = vec!["-d", "try.fdb", "-q", "--keep-keys", "-o", "night0"];
     full.extend(tables);
     let night0 = fbunload_in(dir.path(), &full);
@@ -132,6 +133,18 @@ fn sample_changes_make_an_incremental_run_find_changes() {
     assert!(rows("CUSTOMER.upserts.csv") > 3000);
     assert!(rows("ORDER_LINE.deletes.csv") > 30_000);
     assert_eq!(rows("ORDER_LINE.upserts.csv"), 0);
+    // ARRAY_TYPES' first row is copied every time, its arrays with it
+    // (ARRAY_TYPES' columns but the key, ID, equal).
+    let night = |run: &str, name: &str| csv_records(&dir.path().join(run).join(name));
+    let first = night("night0", "ARRAY_TYPES.csv").remove(0);
+    assert_eq!(first[0], "1");
+    assert!(first[1].starts_with("[["), "{first:?}");
+    let copies = night("night1", "ARRAY_TYPES.upserts.csv");
+    assert!((1..=3).contains(&copies.len()), "{copies:?}");
+    assert!(
+        copies.iter().any(|copy| copy[1..] == first[1..]),
+        "{copies:?}"
+    );
     // A changed sample is no longer the sample: making it is refused.
     let again = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300"]);
     assert!(!again.status.success());

@@ -3,9 +3,10 @@
 //! engine but no database, and the README's examples need one.
 //!
 //! It is the generator the tests use (`fbunload-gen`): TPC-C-like tables
-//! whose size scales with the warehouses, and ALL_TYPES, `Mixed Case "Quoted"` and
-//! EMPTY_TABLE with every Firebird column type but ARRAY and its edge values, so what a user
-//! tries first is what the tests check.
+//! whose size scales with the warehouses, and ALL_TYPES, `Mixed Case "Quoted"`,
+//! EMPTY_TABLE and ARRAY_TYPES with every Firebird column type and its edge values (ARRAY
+//! columns of each element type, one and two dimensions), so what a user tries first is
+//! what the tests check.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -88,8 +89,10 @@ pub fn create_sample(
 /// Changes about `percent` % of the sample's rows, as a day of work would,
 /// for trying incremental runs (`--since`) with fbunload alone: updates
 /// STOCK and CUSTOMER rows, deletes ORDER_LINE rows, and inserts ITEM
-/// rows (copies of chosen ones under new keys). Rows are chosen at random,
-/// so every call changes others. Returns a line per statement.
+/// and ARRAY_TYPES rows (copies of chosen ones under new keys, arrays
+/// included; of ARRAY_TYPES' three rows, the first always, so that a
+/// change set holds arrays). Rows are chosen at random, so every call
+/// changes others. Returns a line per statement.
 pub fn change_sample(
     client: &Arc<Client>,
     database: &Path,
@@ -123,11 +126,20 @@ pub fn change_sample(
                  FROM ITEM WHERE {chosen}"
             ),
         ),
+        (
+            "ARRAY_TYPES: rows inserted",
+            format!(
+                "INSERT INTO ARRAY_TYPES SELECT ID + (SELECT MAX(ID) FROM ARRAY_TYPES), {} \
+                 FROM ARRAY_TYPES WHERE {chosen} OR ID = 1",
+                fbunload_gen::arrays::ARRAY_TYPES_COLUMNS.join(", ")
+            ),
+        ),
     ];
     let mut done = Vec::new();
     for (what, sql) in statements {
         tr.execute(&sql).map_err(fb(what))?;
-        done.push(format!("{what}: about {percent} %"));
+        let first = if what.starts_with("ARRAY_TYPES") { ", and the first row" } else { "" };
+        done.push(format!("{what}: about {percent} %{first}"));
     }
     tr.commit().map_err(fb("committing the changes"))?;
     Ok(done)

@@ -253,6 +253,15 @@ pub fn fill_employee(att: &Attachment) -> Result<(), ClientError> {
     tr.commit()
 }
 
+/// Rows of ARRAY_TYPES: 1 at the edges, 2 ordinary, 3 every array NULL.
+pub const ARRAY_TYPES_ROWS: u64 = 3;
+
+/// The ARRAY columns of ARRAY_TYPES (after its key, ID), in table order.
+pub const ARRAY_TYPES_COLUMNS: [&str; 13] = [
+    "GRID", "AMOUNTS", "DAYS", "MOMENTS", "FLAGS", "RATIOS", "CODES", "RAW", "EXACT", "HUGE",
+    "ALARMS", "COUNTS", "NAMES",
+];
+
 /// ARRAY_TYPES: an array of each element type, with bounds that do not
 /// start at 1, one dimension or two, and a row of NULLs.
 pub fn array_types_create_sql() -> &'static str {
@@ -268,20 +277,22 @@ pub fn array_types_create_sql() -> &'static str {
      EXACT DECFLOAT(34) [2], \
      HUGE INT128 [2], \
      ALARMS TIME WITH TIME ZONE [2], \
-     COUNTS BIGINT [-1:1])"
+     COUNTS BIGINT [-1:1], \
+     NAMES VARCHAR(5) [2, 0:1] CHARACTER SET UTF8)"
 }
 
 /// A column of ARRAY_TYPES: its name, element and bounds.
 type ArrayColumn = (&'static str, ElementType, &'static [(i32, i32)]);
 
-/// Fills ARRAY_TYPES with rows 1 (values at the edges), 2 (ordinary
-/// values) and 3 (every array NULL).
+/// Fills ARRAY_TYPES with rows 1 (values at the edges: the extremes of
+/// each type, text that fills its width, needs CSV quoting or holds a
+/// line break), 2 (ordinary values) and 3 (every array NULL).
 pub fn fill_array_types(att: &Attachment) -> Result<(), ClientError> {
     let tr = att.start_transaction(TransactionMode::ReadWrite)?;
     for id in 1..=3 {
         tr.execute(&format!("INSERT INTO ARRAY_TYPES (ID) VALUES ({id})"))?;
     }
-    let columns: [ArrayColumn; 12] = [
+    let columns: [ArrayColumn; 13] = [
         ("GRID", fixed(element::LONG), &[(0, 1), (-1, 1)]),
         (
             "AMOUNTS",
@@ -301,7 +312,10 @@ pub fn fill_array_types(att: &Attachment) -> Result<(), ClientError> {
         ("HUGE", fixed(element::INT128), &[(1, 2)]),
         ("ALARMS", fixed(element::TIME_TZ), &[(1, 2)]),
         ("COUNTS", fixed(element::INT64), &[(-1, 1)]),
+        // Five UTF8 characters of up to 4 bytes each.
+        ("NAMES", text(element::VARYING, 20, 4), &[(1, 2), (0, 1)]),
     ];
+    debug_assert!(columns.iter().map(|c| c.0).eq(ARRAY_TYPES_COLUMNS));
     for id in 1..=2 {
         let edge = id == 1;
         for (column, element, bounds) in &columns {
@@ -310,6 +324,16 @@ pub fn fill_array_types(att: &Attachment) -> Result<(), ClientError> {
                 "GRID" => {
                     for v in [1, -2, 3, i32::MIN, 0, i32::MAX] {
                         s.put(&(if edge { v } else { v / 1000 }).to_ne_bytes());
+                    }
+                }
+                "NAMES" => {
+                    let names = if edge {
+                        ["😀😀😀😀😀", "a,\"b\"", "", "x\ny"]
+                    } else {
+                        ["Ann", "Bob", "日本", "naïve"]
+                    };
+                    for name in names {
+                        s.varying(name, 20);
                     }
                 }
                 "AMOUNTS" => {
@@ -329,8 +353,14 @@ pub fn fill_array_types(att: &Attachment) -> Result<(), ClientError> {
                     }
                 }
                 "MOMENTS" => {
-                    for (day, ticks) in [(UNIX_EPOCH_DAY, 1u32), (UNIX_EPOCH_DAY + 1, 863_999_999)]
-                    {
+                    // 0001-01-01 00:00 and 9999-12-31 23:59:59.9999, or
+                    // just after 1970-01-01 00:00 and a day later.
+                    let moments = if edge {
+                        [(-678_575, 0u32), (2_973_483, 863_999_999)]
+                    } else {
+                        [(UNIX_EPOCH_DAY, 1), (UNIX_EPOCH_DAY + 1, 863_999_999)]
+                    };
+                    for (day, ticks) in moments {
                         s.put(&day.to_ne_bytes()).put(&ticks.to_ne_bytes());
                     }
                 }
@@ -391,6 +421,18 @@ pub fn fill_array_types(att: &Attachment) -> Result<(), ClientError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn array_types_declares_its_columns_in_order() {
+        let sql = array_types_create_sql();
+        let declared: Vec<&str> = sql
+            .split(", ")
+            .skip(1) // CREATE TABLE ARRAY_TYPES (ID ...
+            .filter_map(|part| part.split_whitespace().next())
+            .filter(|name| name.chars().all(|c| c.is_ascii_uppercase()))
+            .collect();
+        assert_eq!(declared, ARRAY_TYPES_COLUMNS, "{sql}");
+    }
 
     #[test]
     fn scripts_are_split_as_isql_splits_them() {

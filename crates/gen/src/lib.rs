@@ -8,7 +8,8 @@
 //! - simplified TPC-C tables whose size scales with the number of
 //!   warehouses and items ([`tpcc`]), for volume and speed;
 //! - ALL_TYPES, a quoted mixed-case table and an empty table
-//!   ([`special`]), for correctness at the edges;
+//!   ([`special`]), and ARRAY_TYPES ([`arrays`]), for correctness at the
+//!   edges;
 //! - BIG_BLOB, made only when named: blobs of many MiB ([`blobs`]), for
 //!   memory.
 //!
@@ -89,6 +90,7 @@ impl GenOptions {
             Table::AllTypes => special::ALL_TYPES_ROWS,
             Table::Mixed => special::MIXED_ROWS,
             Table::EmptyTable => 0,
+            Table::ArrayTypes => arrays::ARRAY_TYPES_ROWS,
             Table::BigBlob => blobs::ROWS,
             tpcc_table => tpcc::rows(tpcc_table, self.scale()),
         }
@@ -284,6 +286,7 @@ fn create_sql(table: Table) -> String {
         Table::AllTypes => special::all_types_create_sql(),
         Table::Mixed => special::mixed_create_sql(),
         Table::EmptyTable => special::empty_create_sql().to_string(),
+        Table::ArrayTypes => arrays::array_types_create_sql().to_string(),
         Table::BigBlob => blobs::create_sql().to_string(),
         tpcc_table => tpcc::create_sql(tpcc_table).to_string(),
     }
@@ -305,6 +308,8 @@ fn fill(db: &Attachment, table: Table, opts: &GenOptions) -> Result<(), GenError
         Table::AllTypes => run(&[special::all_types_fill_sql()], "rows"),
         Table::Mixed => run(&special::mixed_fill_sql(), "rows"),
         Table::EmptyTable => Ok(()),
+        // SQL cannot write an array: the client's slice calls do.
+        Table::ArrayTypes => arrays::fill_array_types(db).map_err(fb("rows of ARRAY_TYPES")),
         Table::BigBlob => run(&blobs::fill_sql(opts.blob_mb), "rows"),
         tpcc_table => {
             let units = tpcc::units(tpcc_table, opts.scale());

@@ -16,7 +16,7 @@ use fbunload_gen::{generate_with, parse_table_list, GenOptions};
     version,
     about = "Create a deterministic Firebird test database for fbunload",
     after_help = "Tables: WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE, \
-                  ALL_TYPES, MIXED, EMPTY_TABLE; and, only when named, BIG_BLOB (two blobs of \
+                  ALL_TYPES, MIXED, EMPTY_TABLE, ARRAY_TYPES; and, only when named, BIG_BLOB (two blobs of \
                   --blob-mb MiB, for memory measurements). The database is created as SYSDBA/masterkey."
 )]
 struct Args {

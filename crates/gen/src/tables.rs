@@ -22,6 +22,9 @@ pub enum Table {
     /// double quotes: `"Mixed Case ""Quoted"""`.
     Mixed,
     EmptyTable,
+    /// An ARRAY column of each element type, one and two dimensions, odd
+    /// bounds ([`crate::arrays`]).
+    ArrayTypes,
     /// Two blobs of [`crate::GenOptions::blob_mb`] MiB each, for memory
     /// measurements ([`crate::blobs`]); never part of `ALL`.
     BigBlob,
@@ -29,7 +32,7 @@ pub enum Table {
 
 impl Table {
     /// Every table `ALL` stands for, in creation order.
-    pub const ALL: [Table; 10] = [
+    pub const ALL: [Table; 11] = [
         Table::Warehouse,
         Table::District,
         Table::Customer,
@@ -40,6 +43,7 @@ impl Table {
         Table::AllTypes,
         Table::Mixed,
         Table::EmptyTable,
+        Table::ArrayTypes,
     ];
 
     /// Tables made only when named: too big for a default database.
@@ -59,6 +63,7 @@ impl Table {
             Table::AllTypes => "ALL_TYPES",
             Table::Mixed => "MIXED",
             Table::EmptyTable => "EMPTY_TABLE",
+            Table::ArrayTypes => "ARRAY_TYPES",
             Table::BigBlob => "BIG_BLOB",
         }
     }
