@@ -3,9 +3,9 @@
 //!
 //! - Each worker's units go over a PostgreSQL connection of their own
 //!   (a *lane*: a thread holding the connection), as binary COPY through
-//!   rust-postgres's `copy_in`, the rows encoded column by column straight
-//!   from the Arrow batches ([`types::put_rows`]). A unit is one COPY: one that fails or is
-//!   read again is aborted, and nothing of it stays.
+//!   rust-postgres's `copy_in`, the rows encoded straight from the Arrow
+//!   batches ([`types::put_rows`]). A unit is one COPY: one that fails or
+//!   is read again is aborted, and nothing of it stays.
 //! - The rows go into a staging schema. Once every unit is in, the keys,
 //!   indices, foreign keys (validated), NOT NULL, defaults and sequences
 //!   are added there ([`ddl`], from the catalog model `schema.sql` is
@@ -23,6 +23,7 @@ pub mod ddl;
 mod target;
 pub mod types;
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -30,12 +31,10 @@ use std::sync::{Arc, Mutex};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
+use bytes::BytesMut;
 use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
 use fbunload_plan::schema::{ConstraintKind, Schema};
 use fbunload_plan::{Kind, Plan, Unit};
-use std::io::Write;
-
-use bytes::BytesMut;
 use postgres::{Client, CopyInWriter, GenericClient};
 
 pub use ddl::Untranslated;
@@ -204,7 +203,7 @@ fn copy_unit(
     let mut writer = match client.copy_in(&copy.sql) {
         Ok(sink) => Some(sink),
         Err(e) => {
-            error = Some(message(&copy.table, e));
+            error = Some(message(&copy.table, &e));
             None
         }
     };
@@ -233,7 +232,7 @@ fn copy_unit(
                     (None, Some(mut w)) => {
                         buf.extend_from_slice(types::COPY_TRAILER);
                         send(&mut w, &mut buf, &copy.table)
-                            .and_then(|()| w.finish().map_err(|e| message(&copy.table, e)))
+                            .and_then(|()| w.finish().map_err(|e| message(&copy.table, &e)))
                             .and_then(|n| {
                                 (n == rows).then_some(n).ok_or_else(|| {
                                     format!(
@@ -256,19 +255,12 @@ fn copy_unit(
 const SEND_BYTES: usize = 256 << 10;
 
 fn send(writer: &mut CopyInWriter<'_>, buf: &mut BytesMut, table: &str) -> Result<(), String> {
-    let lost = |e: std::io::Error| {
-        let reason = match e
-            .get_ref()
-            .and_then(|e| e.downcast_ref::<postgres::Error>())
-        {
-            Some(pg) => match pg.as_db_error() {
-                Some(db) => db.message().to_string(),
-                None => std::error::Error::source(pg)
-                    .map_or_else(|| pg.to_string(), |s| format!("{pg}: {s}")),
-            },
-            None => e.to_string(),
-        };
-        format!("table {table}: PostgreSQL COPY failed: {reason}")
+    let lost = |e: std::io::Error| match e
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<postgres::Error>())
+    {
+        Some(pg) => message(table, pg),
+        None => format!("table {table}: PostgreSQL COPY failed: {e}"),
     };
     writer.write_all(buf).map_err(lost)?;
     writer.flush().map_err(lost)?;
@@ -276,12 +268,10 @@ fn send(writer: &mut CopyInWriter<'_>, buf: &mut BytesMut, table: &str) -> Resul
     Ok(())
 }
 
-fn message(table: &str, e: postgres::Error) -> String {
+fn message(table: &str, e: &postgres::Error) -> String {
     let reason = match e.as_db_error() {
         Some(db) => db.message().to_string(),
-        None => {
-            std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| format!("{e}: {s}"))
-        }
+        None => std::error::Error::source(e).map_or_else(|| e.to_string(), |s| format!("{e}: {s}")),
     };
     format!("table {table}: PostgreSQL COPY failed: {reason}")
 }
