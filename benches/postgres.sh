@@ -10,6 +10,10 @@
 #   fetch   fbunload --fetch-only (reading and decoding alone)
 #   keys    the keys and indices alone (the pipeline's last step)
 #
+# and then the CPU seconds of each, fbunload's and PostgreSQL's apart
+# (PostgreSQL's read from /proc where the cluster runs here): where the
+# load's time goes (fetch, encode, PostgreSQL's COPY, index builds).
+#
 # Two cases: STOCK of ROWS rows (default 2,000,000), and the TPC-C tables
 # of the sample database (`fbunload sample`; its ALL_TYPES, "Mixed
 # Case" and EMPTY_TABLE hold 15 rows and types psql's CSV input reads
@@ -48,19 +52,53 @@ SAMPLE_DB=$DATA/sample.fdb
 [ -f "$SAMPLE_DB" ] || $BIN/fbunload sample -q "$SAMPLE_DB"
 TPCC='WAREHOUSE|DISTRICT|CUSTOMER|ITEM|STOCK|ORDERS|ORDER_LINE'
 
-# secs CMD... : wall seconds of one run of CMD (a shell function too)
+# pg_cpu: CPU seconds (user + system) the cluster in FBUNLOAD_TEST_PG_DIR
+# has used so far (its postmaster, the backends it reaped, those alive),
+# or 0 where that directory is not known here.
+pg_cpu() {
+  [ -r "${FBUNLOAD_TEST_PG_DIR:-}/data/postmaster.pid" ] || { echo 0; return; }
+  python3 - "$FBUNLOAD_TEST_PG_DIR/data/postmaster.pid" <<'PY'
+import os, sys
+pm = open(sys.argv[1]).readline().strip()
+def times(pid):
+    s = open(f"/proc/{pid}/stat").read()
+    f = s[s.rindex(")") + 2:].split()
+    return f[1], sum(int(x) for x in f[11:15])  # ppid; utime stime cutime cstime
+total = times(pm)[1]
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        ppid, t = times(pid)
+    except OSError:
+        continue
+    total += t if ppid == pm else 0
+print(total / os.sysconf("SC_CLK_TCK"))
+PY
+}
+
+# secs CMD... : "wall client-CPU PostgreSQL-CPU" seconds of one run of CMD
+# (a shell function too; client CPU is what its processes used)
 secs() {
-  local t0 t1
+  local t0 t1 c0 c1 p0 p1 me=$BASHPID tick
+  tick=$(getconf CLK_TCK)
+  p0=$(pg_cpu); c0=$(awk '{print $16 + $17}' /proc/$me/stat)
   t0=$(date +%s.%N)
   "$@" >/dev/null
   t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc
+  sleep 0.3  # the backends that served CMD exit and are counted
+  c1=$(awk '{print $16 + $17}' /proc/$me/stat); p1=$(pg_cpu)
+  echo "$(echo "$t1 - $t0" | bc) $(echo "($c1 - $c0) / $tick" | bc -l) $(echo "$p1 - $p0" | bc)"
 }
 
-# median_of N CMD... : median wall seconds of N runs
+# medians: the median of each of the three columns of secs lines
+medians() {
+  local lines; lines=$(cat)
+  for col in 1 2 3; do printf '%s\n' "$lines" | awk -v c=$col '{print $c}' | median; done | xargs
+}
+
+# median_of N CMD... : "wall client-CPU PostgreSQL-CPU", medians of N runs
 median_of() {
   local n=$1; shift
-  for _ in $(seq "$n"); do secs "$@"; done | median
+  for _ in $(seq "$n"); do secs "$@"; done | medians
 }
 
 pg_load() {
@@ -93,6 +131,7 @@ keys_only() { q -f "$DATA/post.sql"; }
 
 printf 'PostgreSQL 15 load vs files, -j %s, %s cores, median of %s runs (s)\n' "$J" "$(nproc)" "$RUNS"
 printf '%-14s %8s %8s %8s %8s %8s %10s %10s\n' case fetch csv pg keys pipe pg/csv pipe/pg
+cpu_lines=()
 for case in stock sample; do
   if [ $case = stock ]; then db=$STOCK_DB tables=STOCK; else db=$SAMPLE_DB tables=$TPCC; fi
   pg_load "$db" "$tables"
@@ -101,18 +140,25 @@ for case in stock sample; do
     | grep -v '^CREATE SCHEMA\|^ALTER SCHEMA' > "$DATA/pre.sql"
   pg_dump "$URI" -n bench --section=post-data -O -x | sed 's/\bbench\./pipe./g' \
     > "$DATA/post.sql"
-  fetch=$(median_of "$RUNS" fetch_only "$db" "$tables")
-  csv=$(median_of "$RUNS" csv_unload "$db" "$tables")
-  pg=$(median_of "$RUNS" pg_load "$db" "$tables")
+  read -r fetch fetch_cpu _ <<< "$(median_of "$RUNS" fetch_only "$db" "$tables")"
+  read -r csv csv_cpu _ <<< "$(median_of "$RUNS" csv_unload "$db" "$tables")"
+  read -r pg pg_fb_cpu pg_pg_cpu <<< "$(median_of "$RUNS" pg_load "$db" "$tables")"
   copies=() keyed=()
   for _ in $(seq "$RUNS"); do
     copies+=("$(secs copy_files)")
     keyed+=("$(secs keys_only)")
   done
-  copy=$(printf '%s\n' "${copies[@]}" | median)
-  keys=$(printf '%s\n' "${keyed[@]}" | median)
+  read -r copy _ copy_pg_cpu <<< "$(printf '%s\n' "${copies[@]}" | medians)"
+  read -r keys _ keys_pg_cpu <<< "$(printf '%s\n' "${keyed[@]}" | medians)"
   pipe=$(echo "$csv + $copy + $keys" | bc)
   printf '%-14s %8.1f %8.1f %8.1f %8.1f %8.1f %10.2f %10.2f\n' "$case" "$fetch" "$csv" "$pg" \
     "$keys" "$pipe" "$(echo "$pg / $csv" | bc -l)" "$(echo "$pipe / $pg" | bc -l)"
+  cpu_lines+=("$(printf '%-14s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f' "$case" "$fetch_cpu" \
+    "$csv_cpu" "$pg_fb_cpu" "$pg_pg_cpu" "$copy_pg_cpu" "$keys_pg_cpu")")
 done
+# Where the time goes: CPU seconds of fbunload (fb) and of PostgreSQL
+# (pg) in each step (pg: 0 where the cluster's directory is not known).
+printf '\nCPU seconds, medians: fbunload (fb), PostgreSQL (pg)\n'
+printf '%-14s %8s %8s %8s %8s %8s %8s\n' case fetch:fb csv:fb load:fb load:pg copy:pg keys:pg
+printf '%s\n' "${cpu_lines[@]}"
 q -c 'DROP SCHEMA IF EXISTS pipe CASCADE' -c 'DROP SCHEMA IF EXISTS bench CASCADE' >/dev/null 2>&1

@@ -2,10 +2,10 @@
 //! PostgreSQL schema at the run's one snapshot, all or nothing.
 //!
 //! - Each worker's units go over a PostgreSQL connection of their own
-//!   (a *lane*: a thread holding the connection), as binary COPY written
-//!   with rust-postgres's `BinaryCopyInWriter`, encoded from the Arrow
-//!   batches as [`types`] says. A unit is one COPY: one that fails or is
-//!   read again is aborted, and nothing of it stays.
+//!   (a *lane*: a thread holding the connection), as binary COPY through
+//!   rust-postgres's `copy_in`, the rows encoded straight from the Arrow
+//!   batches ([`types::put_rows`]). A unit is one COPY: one that fails or
+//!   is read again is aborted, and nothing of it stays.
 //! - The rows go into a staging schema. Once every unit is in, the keys,
 //!   indices, foreign keys (validated), NOT NULL, defaults and sequences
 //!   are added there ([`ddl`], from the catalog model `schema.sql` is
@@ -23,23 +23,23 @@ pub mod ddl;
 mod target;
 pub mod types;
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
+use bytes::BytesMut;
 use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
 use fbunload_plan::schema::{ConstraintKind, Schema};
 use fbunload_plan::{Kind, Plan, Unit};
-use postgres::binary_copy::BinaryCopyInWriter;
-use postgres::types::ToSql;
-use postgres::{Client, GenericClient};
+use postgres::{Client, CopyInWriter, GenericClient};
 
 pub use ddl::Untranslated;
-pub use target::{is_postgres_uri, Target};
-use types::{Cell, Encoding, PgColumn};
+pub use target::{Target, is_postgres_uri};
+use types::{Encoding, PgColumn};
 
 /// The schema a run loads into unless told otherwise.
 pub const DEFAULT_SCHEMA: &str = "public";
@@ -194,12 +194,16 @@ fn copy_unit(
     from: &Receiver<ToLane>,
     failed: &Mutex<Option<String>>,
 ) -> Option<Result<u64, String>> {
-    let types: Vec<_> = copy.columns.iter().map(PgColumn::pg_type).collect();
     let mut error = None;
+    let mut rows = 0u64;
+    // The encoded rows, sent in large CopyData messages: few round trips
+    // through the client's runtime, and PostgreSQL reads whole buffers.
+    let mut buf = BytesMut::with_capacity(SEND_BYTES + SEND_BYTES / 4);
+    buf.extend_from_slice(types::COPY_HEADER);
     let mut writer = match client.copy_in(&copy.sql) {
-        Ok(sink) => Some(BinaryCopyInWriter::new(sink, &types)),
+        Ok(sink) => Some(sink),
         Err(e) => {
-            error = Some(message(&copy.table, e));
+            error = Some(message(&copy.table, &e));
             None
         }
     };
@@ -214,7 +218,8 @@ fn copy_unit(
         match from.recv() {
             Ok(ToLane::Batch(batch)) => {
                 if let Some(w) = writer.as_mut() {
-                    if let Err(e) = write_batch(w, &batch, copy) {
+                    rows += batch.num_rows() as u64;
+                    if let Err(e) = write_batch(w, &mut buf, &batch, copy) {
                         // Dropping the writer cancels the COPY.
                         writer = None;
                         fail(e, &mut error);
@@ -224,7 +229,19 @@ fn copy_unit(
             Ok(ToLane::End) => {
                 return Some(match (error, writer) {
                     (Some(e), _) => Err(e),
-                    (None, Some(w)) => w.finish().map_err(|e| message(&copy.table, e)),
+                    (None, Some(mut w)) => {
+                        buf.extend_from_slice(types::COPY_TRAILER);
+                        send(&mut w, &mut buf, &copy.table)
+                            .and_then(|()| w.finish().map_err(|e| message(&copy.table, &e)))
+                            .and_then(|n| {
+                                (n == rows).then_some(n).ok_or_else(|| {
+                                    format!(
+                                        "table {}: PostgreSQL took {n} rows of {rows}",
+                                        copy.table
+                                    )
+                                })
+                            })
+                    }
                     (None, None) => Err(format!("table {}: the COPY was lost", copy.table)),
                 });
             }
@@ -234,40 +251,45 @@ fn copy_unit(
     }
 }
 
-fn message(table: &str, e: postgres::Error) -> String {
+/// How many encoded bytes a lane gathers before it sends them.
+const SEND_BYTES: usize = 256 << 10;
+
+fn send(writer: &mut CopyInWriter<'_>, buf: &mut BytesMut, table: &str) -> Result<(), String> {
+    let lost = |e: std::io::Error| match e
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<postgres::Error>())
+    {
+        Some(pg) => message(table, pg),
+        None => format!("table {table}: PostgreSQL COPY failed: {e}"),
+    };
+    writer.write_all(buf).map_err(lost)?;
+    writer.flush().map_err(lost)?;
+    buf.clear();
+    Ok(())
+}
+
+fn message(table: &str, e: &postgres::Error) -> String {
     let reason = match e.as_db_error() {
         Some(db) => db.message().to_string(),
-        None => {
-            std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| format!("{e}: {s}"))
-        }
+        None => std::error::Error::source(e).map_or_else(|| e.to_string(), |s| format!("{e}: {s}")),
     };
     format!("table {table}: PostgreSQL COPY failed: {reason}")
 }
 
 fn write_batch(
-    writer: &mut BinaryCopyInWriter<'_>,
+    writer: &mut CopyInWriter<'_>,
+    buf: &mut BytesMut,
     batch: &RecordBatch,
     copy: &UnitCopy,
 ) -> Result<(), String> {
     refuse_nul(batch, copy)?;
-    let columns = batch.columns();
-    let mut cells: Vec<Cell> = copy
-        .columns
-        .iter()
-        .zip(columns)
-        .map(|(c, array)| Cell {
-            array,
-            encoding: &c.encoding,
-            row: 0,
-        })
-        .collect();
-    for row in 0..batch.num_rows() {
-        for cell in &mut cells {
-            cell.row = row;
+    let mut row = 0;
+    while row < batch.num_rows() {
+        row = types::put_rows(batch.columns(), &copy.columns, row, SEND_BYTES, buf)
+            .map_err(|e| format!("table {}: PostgreSQL COPY failed: {e}", copy.table))?;
+        if buf.len() >= SEND_BYTES {
+            send(writer, buf, &copy.table)?;
         }
-        let values: Vec<&(dyn ToSql + Sync)> =
-            cells.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
-        writer.write(&values).map_err(|e| message(&copy.table, e))?;
     }
     Ok(())
 }
@@ -826,6 +848,15 @@ impl Destination for PostgresDestination {
             self.verify(&mut client)?;
         }
         if self.options.create_tables {
+            // Index builds sort in memory rather than in temporary files
+            // (only ever raised, and only for this session).
+            self.run_sql(
+                &mut *client,
+                "setting maintenance_work_mem",
+                "SELECT set_config('maintenance_work_mem', '524288', false) \
+                 WHERE (SELECT setting::bigint FROM pg_settings \
+                        WHERE name = 'maintenance_work_mem') < 524288",
+            )?;
             self.build_schema(&mut client)?;
         }
         self.publish(&mut client)?;
