@@ -638,6 +638,25 @@ fn a_link_with_another_selection_or_charset_than_its_base_is_refused() {
     assert!(read_manifest(&new)["incremental"].get("dropped").is_none());
 }
 
+/// A link's --tables spelled otherwise than its base's (lower case, a
+/// comma for |) asks for the same tables under the SQL name rule: a link,
+/// not a refusal.
+#[test]
+fn a_link_with_its_base_selection_spelled_otherwise_is_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    superclassic();
+    let db = create_db(dir.path(), "small.fdb", 4096);
+    execute(&db, SCHEMA);
+    let old = dir.path().join("old");
+    run(&db, &["--keep-keys", "-t", "S|T", "-o", path(&old)]);
+    let new = dir.path().join("new");
+    run(&db, &["--since", path(&old), "-t", "s, t", "-o", path(&new)]);
+    assert!(read_manifest(&new)["incremental"].get("dropped").is_none());
+    let other = dir.path().join("other");
+    let out = fbunload(&db, &["--since", path(&old), "-t", "\"s\"", "-o", path(&other)]);
+    assert_refused_in_one_line(&out, "--since");
+}
+
 /// issue 45, 13: `--since DIR -o DIR --overwrite` replaced the chain's
 /// base with its change set.
 #[test]

@@ -416,7 +416,15 @@ pub(crate) fn refuse_other_options(
             default.map(|d| serde_json::from_str(d).expect("a JSON default"));
         let theirs = previous.options.get(*name).cloned().or(default.clone());
         let ours = mine.get(*name).cloned().or(default);
-        if theirs != ours {
+        let same = match (&theirs, &ours) {
+            (Some(serde_json::Value::String(a)), Some(serde_json::Value::String(b)))
+                if matches!(*name, "tables" | "exclude") =>
+            {
+                fbunload_plan::same_pattern(a, b)
+            }
+            _ => theirs == ours,
+        };
+        if !same {
             let shown = |v: &Option<serde_json::Value>| match v {
                 Some(serde_json::Value::String(v)) => {
                     format!("with --{name} {}", crate::printable(v))

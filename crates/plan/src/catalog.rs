@@ -801,6 +801,16 @@ fn pattern_literal(pattern: &str) -> String {
 /// dropped. A comma inside `[...]` or a `{m,n}` count keeps its SIMILAR TO
 /// meaning, and `\,` is a comma in a name (Firebird itself refuses to
 /// escape a comma, so the SQL holds it bare).
+/// Whether two `--tables`/`--exclude` patterns say the same under the SQL
+/// name rule (`stock, item` and `STOCK|ITEM` do): a chain's links compare
+/// what was asked, not how it was spelled.
+pub fn same_pattern(a: &str, b: &str) -> bool {
+    match (similar_to(a), similar_to(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 fn similar_to(pattern: &str) -> Result<String, String> {
     let mut sql = String::with_capacity(pattern.len());
     let mut chars = pattern.chars().peekable();
@@ -933,6 +943,15 @@ mod tests {
         // An exact name (what a manifest or ADBC names) is its quoted form.
         let named = TableFilter::named("odd_\"name\"%").include.unwrap();
         assert_eq!(sql(&named), "odd\\_\"name\"\\%");
+    }
+
+    #[test]
+    fn patterns_spelled_otherwise_are_the_same_pattern() {
+        assert!(same_pattern("stock, item", "STOCK|ITEM"));
+        assert!(same_pattern("ord%", "ORD%"));
+        assert!(!same_pattern("\"stock\"", "STOCK"));
+        assert!(!same_pattern("STOCK", "STOCK,ITEM"));
+        assert!(!same_pattern("\"open", "OPEN"));
     }
 
     #[test]

@@ -21,7 +21,9 @@ pub mod selection;
 pub mod sequences;
 mod sql_text;
 
-pub use catalog::{read_catalog, read_views, CatalogError, Column, Table, TableFilter, View};
+pub use catalog::{
+    read_catalog, read_views, same_pattern, CatalogError, Column, Table, TableFilter, View,
+};
 pub use estimate::{Basis, Estimate};
 pub use identifier::{printable, quote_identifier};
 pub use incremental::{
