@@ -14,7 +14,8 @@ pub use fbunload_dest_postgres::{
 /// What `--pg-schema` and Python's `pg_schema` say in help.
 pub const PG_SCHEMA_HELP: &str = "The PostgreSQL schema to load into when -o is a \
     postgresql:// URI [default: public]. It is replaced whole, in one transaction, once the new \
-    tables are complete; one that holds tables is refused unless --overwrite";
+    tables are complete; one that holds tables is refused unless --overwrite, or, where an \
+    earlier run kept its state there (--keep-keys), synced: only what changed since is applied";
 
 /// What a load into PostgreSQL did.
 #[derive(Debug)]
@@ -160,6 +161,10 @@ impl Unload {
         let run = work.path().join("run");
         let format = crate::Format::batches(crate::format::columnar::ArrowFormat);
         let (summary, manifest) = this.to_directory_with(&run, format, progress, Some(destination))?;
+        // Stopped once the rows were read: the target stays as it was.
+        if self.options.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::Interrupted);
+        }
         let state = crate::pgsync::new_state(&run, &manifest)?;
         match base {
             None => destination.publish_with_state(state)?,
