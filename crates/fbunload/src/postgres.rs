@@ -28,6 +28,9 @@ pub struct Loaded {
     /// computed columns, expression indices, non-constant defaults), with
     /// its Firebird source; also in the target's `_fbunload_untranslated`.
     pub untranslated: Vec<Untranslated>,
+    /// Whether the run synced a target that kept its state (only the
+    /// changes applied) rather than loading it whole.
+    pub synced: bool,
 }
 
 /// The file-format option given, if any: PostgreSQL takes the rows as
@@ -113,6 +116,7 @@ impl Unload {
                 target: destination.target().shown().to_string(),
                 schema,
                 untranslated: destination.untranslated(),
+                synced: destination.base_state().is_some(),
             });
         }
         let mut this = self.clone();
@@ -127,6 +131,7 @@ impl Unload {
             target: destination.target().shown().to_string(),
             schema,
             untranslated: destination.untranslated(),
+            synced: false,
         })
     }
 }
