@@ -582,9 +582,47 @@ fn deletes_table(index: usize) -> String {
 mod tests {
     use super::*;
 
+    use fbunload_plan::schema::{Constraint, TableSchema};
+
+    fn referencing(name: &str, others: &[&str]) -> TableSchema {
+        TableSchema {
+            name: name.into(),
+            constraints: others
+                .iter()
+                .map(|o| Constraint {
+                    name: None,
+                    kind: ConstraintKind::ForeignKey {
+                        table: o.to_string(),
+                        columns: vec!["ID".into()],
+                        on_update: None,
+                        on_delete: None,
+                    },
+                    columns: vec!["R".into()],
+                    index: None,
+                })
+                .collect(),
+            ..TableSchema::default()
+        }
+    }
+
     #[test]
     fn referenced_tables_come_first_and_cycles_keep_their_order() {
-        let names: Vec<String> = ["A", "B", "C"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(referenced_first(&names, None), vec![0, 1, 2]);
+        let names: Vec<String> = ["LINE", "ORDERS", "CUSTOMER", "A", "B"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(referenced_first(&names, None), vec![0, 1, 2, 3, 4]);
+        let schema = Schema {
+            tables: vec![
+                referencing("LINE", &["ORDERS", "LINE"]),
+                referencing("ORDERS", &["CUSTOMER", "NOT_LOADED"]),
+                referencing("CUSTOMER", &[]),
+                referencing("A", &["B"]),
+                referencing("B", &["A"]),
+            ],
+            ..Schema::default()
+        };
+        // CUSTOMER before ORDERS before LINE; the cycle A <-> B ends.
+        assert_eq!(referenced_first(&names, Some(&schema)), vec![2, 1, 0, 4, 3]);
     }
 }
