@@ -17,7 +17,7 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field};
 use common::*;
-use fbunload_gen::{arrays, bank, GenOptions, Table};
+use fbunload_gen::{GenOptions, Table, arrays, bank};
 
 /// The cluster's URI for database `db`, made empty for this test; `None`
 /// (the test says it is skipped) without a cluster.
@@ -348,7 +348,10 @@ fn every_type_of_the_sample_equals_what_firebird_holds() {
     assert!(rows > 500, "{rows} rows compared");
     // Keys, NOT NULL, the record of the run, no staging left.
     assert_eq!(
-        query_one_i64(&uri, "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid = 'public.all_types'::regclass"),
+        query_one_i64(
+            &uri,
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid = 'public.all_types'::regclass"
+        ),
         1
     );
     let runs = query_one_i64(&uri, "SELECT count(*) FROM public._fbunload_runs");
@@ -364,7 +367,10 @@ fn every_type_of_the_sample_equals_what_firebird_holds() {
         2
     );
     assert_eq!(
-        query_one_i64(&uri, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '\\_fbunload%'"),
+        query_one_i64(
+            &uri,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '\\_fbunload%'"
+        ),
         1
     );
 }
@@ -422,7 +428,10 @@ fn employee_loads_with_arrays_keys_sequences_and_a_report() {
         .get(0);
     assert_eq!(dims, "[1:5]");
     // Foreign keys, validated.
-    let fks = query_one_i64(&uri, "SELECT count(*) FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'emp' AND contype = 'f' AND convalidated");
+    let fks = query_one_i64(
+        &uri,
+        "SELECT count(*) FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'emp' AND contype = 'f' AND convalidated",
+    );
     assert!(fks >= 8, "{fks} foreign keys");
     // A sequence's next value is Firebird's next value.
     let firebird_next = {
@@ -807,7 +816,11 @@ fn differences(uri: &str, schema: &str, oracle: &str) -> Vec<String> {
                 .and_then(|r| r.get(0))
         };
         if value(schema) != value(oracle) {
-            differ.push(format!("sequence {s}: {:?} and {:?}", value(schema), value(oracle)));
+            differ.push(format!(
+                "sequence {s}: {:?} and {:?}",
+                value(schema),
+                value(oracle)
+            ));
         }
     }
     differ
@@ -841,7 +854,9 @@ fn fingerprint(uri: &str, schema: &str) -> String {
 }
 
 fn staging_left(uri: &str) -> bool {
-    schemas(uri).iter().any(|s| s.starts_with("_fbunload_staging"))
+    schemas(uri)
+        .iter()
+        .any(|s| s.starts_with("_fbunload_staging"))
 }
 
 /// The chain's tables: T keyed, C keyed with a foreign key to T (ON
@@ -915,7 +930,10 @@ fn a_sync_chain_under_writers_equals_a_fresh_full_load() {
     let books = || {
         let mut c = pg(&uri);
         let ledger: Vec<(i64, i64, i64)> = c
-            .query("SELECT from_id::bigint, to_id::bigint, amount FROM pgsync.ledger", &[])
+            .query(
+                "SELECT from_id::bigint, to_id::bigint, amount FROM pgsync.ledger",
+                &[],
+            )
             .unwrap()
             .iter()
             .map(|r| (r.get(0), r.get(1), r.get(2)))
@@ -943,7 +961,13 @@ fn a_sync_chain_under_writers_equals_a_fresh_full_load() {
     assert_eq!(kind(), "full");
     books();
     for round in 1..=3 {
-        execute(&db, &chain_round(round).iter().map(String::as_str).collect::<Vec<_>>());
+        execute(
+            &db,
+            &chain_round(round)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
         // A link read while money moves: the target is at one snapshot.
         let writers = bank::Writers::start(&client(), &connect_options, 2);
         let loaded = run("pgsync", false, false);
@@ -961,11 +985,18 @@ fn a_sync_chain_under_writers_equals_a_fresh_full_load() {
         };
         assert!(change("T").deletes > 0, "round {round}: no delete of T");
         assert!(change("ACCOUNTS").whole_because.is_none());
-        assert!(change("LEDGER").whole_because.is_some(), "a table without a key");
+        assert!(
+            change("LEDGER").whole_because.is_some(),
+            "a table without a key"
+        );
         // Then quiet: the synced target equals a fresh full load.
         run("pgsync", false, false);
         run("pgsync_fresh", false, true);
-        assert_eq!(differences(&uri, "pgsync", "pgsync_fresh"), Vec::<String>::new(), "round {round}");
+        assert_eq!(
+            differences(&uri, "pgsync", "pgsync_fresh"),
+            Vec::<String>::new(),
+            "round {round}"
+        );
     }
     assert!(!staging_left(&uri));
 }
@@ -982,17 +1013,35 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
     let sync = |extra: &[&str]| load(&db, &uri, &[&to[..], extra].concat());
     assert_loaded(&sync(&["--keep-keys"]));
     let fresh = || {
-        assert_loaded(&load(&db, &uri, &["--pg-schema", "pgsync_fresh", "--overwrite"]));
-        assert_eq!(differences(&uri, "pgsync", "pgsync_fresh"), Vec::<String>::new());
+        assert_loaded(&load(
+            &db,
+            &uri,
+            &["--pg-schema", "pgsync_fresh", "--overwrite"],
+        ));
+        assert_eq!(
+            differences(&uri, "pgsync", "pgsync_fresh"),
+            Vec::<String>::new()
+        );
     };
     let sql = |s: &str| pg(&uri).batch_execute(s).unwrap();
-    execute(&db, &chain_round(1).iter().map(String::as_str).collect::<Vec<_>>());
+    execute(
+        &db,
+        &chain_round(1)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
 
     // Rows deleted by hand: refused, nothing changed.
     let before = fingerprint(&uri, "pgsync");
-    sql("CREATE TABLE pgsync_saved AS SELECT * FROM pgsync.t WHERE id = 5; DELETE FROM pgsync.t WHERE id = 5");
+    sql(
+        "CREATE TABLE pgsync_saved AS SELECT * FROM pgsync.t WHERE id = 5; DELETE FROM pgsync.t WHERE id = 5",
+    );
     let edited = fingerprint(&uri, "pgsync");
-    refused_in_one_line(&sync(&[]), "holds 3999 rows before the link, where the chain says 4000");
+    refused_in_one_line(
+        &sync(&[]),
+        "holds 3999 rows before the link, where the chain says 4000",
+    );
     assert_eq!(fingerprint(&uri, "pgsync"), edited);
     assert!(!staging_left(&uri));
     sql("INSERT INTO pgsync.t SELECT * FROM pgsync_saved; DROP TABLE pgsync_saved");
@@ -1000,7 +1049,10 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
 
     // A column added, a table dropped by hand: refused.
     sql("ALTER TABLE pgsync.nopk ADD COLUMN extra integer");
-    refused_in_one_line(&sync(&[]), "the columns of pgsync.nopk are not the ones fbunload loaded");
+    refused_in_one_line(
+        &sync(&[]),
+        "the columns of pgsync.nopk are not the ones fbunload loaded",
+    );
     sql("ALTER TABLE pgsync.nopk DROP COLUMN extra");
     sql("ALTER TABLE pgsync.nopk RENAME TO nopk_aside");
     refused_in_one_line(&sync(&[]), "pgsync.nopk is gone from the target");
@@ -1009,7 +1061,16 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
 
     // Two syncs at once: the second is refused while the first applies.
     let paused = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args(["-d", db.to_str().unwrap(), "-u", "SYSDBA", "-p", "masterkey", "-o", &uri])
+        .args([
+            "-d",
+            db.to_str().unwrap(),
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+            "-o",
+            &uri,
+        ])
         .args(to)
         .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "4000")
         .stdout(Stdio::null())
@@ -1023,7 +1084,11 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
     }
     refused_in_one_line(&sync(&[]), "another fbunload run is loading schema pgsync");
     let out = paused.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     fresh();
 
     // The same link applied again (the target's runs and state put back
@@ -1032,32 +1097,61 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
                       CREATE TABLE pgsync_saved_run AS SELECT * FROM pgsync._fbunload_runs \
                       ORDER BY finished DESC LIMIT 1";
     sql(base_state);
-    execute(&db, &chain_round(2).iter().map(String::as_str).collect::<Vec<_>>());
+    execute(
+        &db,
+        &chain_round(2)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
     assert_loaded(&sync(&[]));
-    sql("INSERT INTO pgsync._fbunload_state SELECT * FROM pgsync_saved_state; \
+    sql(
+        "INSERT INTO pgsync._fbunload_state SELECT * FROM pgsync_saved_state; \
          UPDATE pgsync_saved_run SET finished = now(); \
-         INSERT INTO pgsync._fbunload_runs SELECT * FROM pgsync_saved_run");
+         INSERT INTO pgsync._fbunload_runs SELECT * FROM pgsync_saved_run",
+    );
     let replayed = fingerprint(&uri, "pgsync");
     refused_in_one_line(&sync(&[]), "rows before the link, where the chain says");
     assert_eq!(fingerprint(&uri, "pgsync"), replayed);
-    sql("DELETE FROM pgsync._fbunload_runs WHERE finished = (SELECT max(finished) FROM \
+    sql(
+        "DELETE FROM pgsync._fbunload_runs WHERE finished = (SELECT max(finished) FROM \
          pgsync._fbunload_runs); DELETE FROM pgsync._fbunload_state s USING pgsync_saved_state o \
          WHERE s.state = o.state AND s.name = o.name AND s.state <> (SELECT options->>'state' \
          FROM pgsync._fbunload_runs ORDER BY finished DESC LIMIT 1); \
-         DROP TABLE pgsync_saved_state, pgsync_saved_run");
+         DROP TABLE pgsync_saved_state, pgsync_saved_run",
+    );
 
     // A state edited by hand: refused.
-    sql("UPDATE pgsync._fbunload_state SET bytes = bytes || '\\x00'::bytea WHERE name = 'T.keys.parquet'");
+    sql(
+        "UPDATE pgsync._fbunload_state SET bytes = bytes || '\\x00'::bytea WHERE name = 'T.keys.parquet'",
+    );
     refused_in_one_line(&sync(&[]), "T.keys.parquet: its size or SHA-256 differs");
-    sql("UPDATE pgsync._fbunload_state SET bytes = substring(bytes from 1 for length(bytes) - 1) \
-         WHERE name = 'T.keys.parquet'");
+    sql(
+        "UPDATE pgsync._fbunload_state SET bytes = substring(bytes from 1 for length(bytes) - 1) \
+         WHERE name = 'T.keys.parquet'",
+    );
 
     // Killed while it applies: the previous state stays; the next sync
     // removes the staging schema and goes on.
-    execute(&db, &chain_round(3).iter().map(String::as_str).collect::<Vec<_>>());
+    execute(
+        &db,
+        &chain_round(3)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
     let before = fingerprint(&uri, "pgsync");
     let mut killed = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args(["-d", db.to_str().unwrap(), "-u", "SYSDBA", "-p", "masterkey", "-o", &uri])
+        .args([
+            "-d",
+            db.to_str().unwrap(),
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+            "-o",
+            &uri,
+        ])
         .args(to)
         .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "4000")
         .stdout(Stdio::null())

@@ -25,7 +25,7 @@ mod target;
 pub mod types;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
@@ -39,7 +39,7 @@ use postgres::types::ToSql;
 use postgres::{Client, GenericClient};
 
 pub use ddl::Untranslated;
-pub use target::{is_postgres_uri, Target};
+pub use target::{Target, is_postgres_uri};
 use types::{Cell, Encoding, PgColumn};
 
 /// The schema a run loads into unless told otherwise.
@@ -852,14 +852,26 @@ impl Destination for PostgresDestination {
         if self.base.is_some() {
             // A sync: the rows wait in staging for the deletes, then
             // [`Self::apply_sync`].
-            return Ok(self.tables.lock().unwrap().iter().map(|_| Written::default()).collect());
+            return Ok(self
+                .tables
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|_| Written::default())
+                .collect());
         }
         if self.options.create_tables {
             self.build_schema(&mut client)?;
         }
         if self.options.keep_state {
             // Published once the state is known ([`Self::publish_with_state`]).
-            return Ok(self.tables.lock().unwrap().iter().map(|_| Written::default()).collect());
+            return Ok(self
+                .tables
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|_| Written::default())
+                .collect());
         }
         self.publish(&mut client)?;
         Ok(self

@@ -686,7 +686,7 @@ impl Unload {
             self.refuse_with_incremental()?;
         }
         if let Some(since) = &self.since {
-            incremental::refuse_same_directory(since, dir.as_ref())?;
+            incremental::refuse_same_directory(since, dir)?;
         }
         let mut previous = match &self.since {
             Some(since) => Some(incremental::read_previous(since)?),
@@ -703,7 +703,7 @@ impl Unload {
         if let Some(previous) = &previous {
             incremental::refuse_other_options(previous, &describe::requested(&request))?;
         }
-        let output = OutputDir::open(dir.as_ref(), self.reuse)?;
+        let output = OutputDir::open(dir, self.reuse)?;
         let mut this = self.clone();
         if incremental {
             this.filter.incremental = Some(fbunload_plan::Incremental {

@@ -30,9 +30,8 @@ use crate::Error;
 pub(crate) struct Tee<'a> {
     pub files: &'a FileOutput,
     pub pg: &'a PostgresDestination,
-    /// Per entry of the plan: its table in PostgreSQL's plan and the
-    /// columns it takes.
-    map: OnceLock<Vec<Option<(usize, Vec<usize>)>>>,
+    /// Per entry of the plan: where it goes in PostgreSQL, if it does.
+    map: OnceLock<Vec<Option<ToPg>>>,
 }
 
 impl<'a> Tee<'a> {
@@ -118,6 +117,9 @@ impl Destination for Tee<'_> {
         self.pg.stop();
     }
 }
+
+/// An entry's table in PostgreSQL's plan, and the columns it takes.
+type ToPg = (usize, Vec<usize>);
 
 struct TeeUnit<'a> {
     files: Box<dyn UnitWriter + 'a>,

@@ -8,7 +8,7 @@ use crate::output::OutputOptions;
 use crate::{Error, Progress, Reuse, Summary, Unload};
 
 pub use fbunload_dest_postgres::{
-    is_postgres_uri, pg_name, Untranslated, DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE,
+    DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE, Untranslated, is_postgres_uri, pg_name,
 };
 
 /// What `--pg-schema` and Python's `pg_schema` say in help.
@@ -165,9 +165,14 @@ impl Unload {
         };
         let run = work.path().join("run");
         let format = crate::Format::batches(crate::format::columnar::ArrowFormat);
-        let (summary, manifest) = this.to_directory_with(&run, format, progress, Some(destination))?;
+        let (summary, manifest) =
+            this.to_directory_with(&run, format, progress, Some(destination))?;
         // Stopped once the rows were read: the target stays as it was.
-        if self.options.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        if self
+            .options
+            .cancel
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
             return Err(Error::Interrupted);
         }
         let state = crate::pgsync::new_state(&run, &manifest)?;
