@@ -31,7 +31,7 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, ListArray};
 use arrow_schema::{DataType, Field};
 use bytes::{BufMut, BytesMut};
-use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 
 /// Field metadata key of the Firebird type (fbunload-decode's).
 const TYPE_KEY: &str = "fbunload.type";

@@ -134,10 +134,7 @@ fn statement(rng: &mut Rng, owner: u64, next_id: &mut u64) -> Vec<String> {
         )],
         8 => vec![
             // A few rows here and there: most units of WIDE lose one.
-            format!(
-                "DELETE FROM WIDE WHERE {wide} AND MOD(ID, 389) = {}",
-                r % 97
-            ),
+            format!("DELETE FROM WIDE WHERE {wide} AND MOD(ID, 389) = {}", r % 97),
             format!("UPDATE WIDE SET PAD = 'u' || ID WHERE {wide} AND MOD(ID, 211) = {r}"),
         ],
         9 => {
@@ -149,18 +146,9 @@ fn statement(rng: &mut Rng, owner: u64, next_id: &mut u64) -> Vec<String> {
             ]
         }
         _ => vec![
-            format!(
-                "DELETE FROM NOPK WHERE MOD(X, 4) = {owner} AND MOD(X, 7) = {}",
-                r % 7
-            ),
-            format!(
-                "INSERT INTO NOPK VALUES ({}, 'n')",
-                rng.below(100_000) * 4 + owner
-            ),
-            format!(
-                "UPDATE NOPK SET Y = 'w' WHERE MOD(X, 4) = {owner} AND MOD(X, 11) = {}",
-                r % 11
-            ),
+            format!("DELETE FROM NOPK WHERE MOD(X, 4) = {owner} AND MOD(X, 7) = {}", r % 7),
+            format!("INSERT INTO NOPK VALUES ({}, 'n')", rng.below(100_000) * 4 + owner),
+            format!("UPDATE NOPK SET Y = 'w' WHERE MOD(X, 4) = {owner} AND MOD(X, 11) = {}", r % 11),
         ],
     }
 }
