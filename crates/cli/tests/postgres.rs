@@ -1131,8 +1131,52 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
          WHERE name = 'T.keys.parquet'",
     );
 
-    // Killed while it applies: the previous state stays; the next sync
-    // removes the staging schema and goes on.
+    // Stopped (SIGTERM) or killed while it applies: the previous state
+    // stays; the next sync removes a staging schema left and goes on.
+    execute(
+        &db,
+        &chain_round(3)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let before = fingerprint(&uri, "pgsync");
+    let mut stopped = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args([
+            "-d",
+            db.to_str().unwrap(),
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+            "-o",
+            &uri,
+        ])
+        .args(to)
+        .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "3000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !staging_left(&uri) {
+        assert!(started.elapsed() < SLOW_MACHINE * 3, "the sync never began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    Command::new("kill")
+        .args(["-TERM", &stopped.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(
+        !stopped.wait().unwrap().success(),
+        "the sync ended before it was stopped"
+    );
+    assert_eq!(fingerprint(&uri, "pgsync"), before);
+    assert!(
+        !staging_left(&uri),
+        "a stopped sync left its staging schema"
+    );
     execute(
         &db,
         &chain_round(3)

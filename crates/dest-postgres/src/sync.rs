@@ -320,7 +320,12 @@ impl PostgresDestination {
     /// the deleted keys, inserts or updates the upserts by key, replaces
     /// the tables read whole, sets the sequences, checks each table's rows
     /// against the new snapshot's, and records the run with its state.
-    pub fn apply_sync(&self, links: &[TableLink], state: NewState) -> Result<(), ExecError> {
+    pub fn apply_sync(
+        &self,
+        links: &[TableLink],
+        state: NewState,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<(), ExecError> {
         let base = self
             .base
             .clone()
@@ -432,6 +437,10 @@ impl PostgresDestination {
         self.write_state(&mut tx, &schema)?;
         tx.batch_execute(&format!("DROP SCHEMA {} CASCADE", ident(&self.staging)))
             .map_err(|e| pg_error("syncing", e))?;
+        // Stopped (Ctrl-C, SIGTERM) before the commit: rolled back.
+        if stopped() {
+            return Err(ExecError::Interrupted);
+        }
         tx.commit().map_err(|e| pg_error("syncing", e))?;
         self.published
             .store(true, std::sync::atomic::Ordering::SeqCst);

@@ -180,7 +180,10 @@ impl Unload {
             None => destination.publish_with_state(state)?,
             Some(base) => {
                 let links = crate::pgsync::links(&run, &manifest, &base, destination, schema)?;
-                destination.apply_sync(&links, state)?;
+                let cancel = self.options.cancel.clone();
+                destination.apply_sync(&links, state, &|| {
+                    cancel.load(std::sync::atomic::Ordering::SeqCst)
+                })?;
             }
         }
         Ok(summary)
