@@ -1208,10 +1208,26 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(500));
+    let killed_dir = |pid: u32| {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("fbunload-pg-{pid}-"))
+            })
+    };
+    let pid = killed.id();
+    assert!(killed_dir(pid), "no private directory of the run");
     killed.kill().unwrap();
     killed.wait().unwrap();
     assert_eq!(fingerprint(&uri, "pgsync"), before);
     assert_loaded(&sync(&[]));
     assert!(!staging_left(&uri));
+    assert!(
+        !killed_dir(pid),
+        "the killed run's private directory stayed"
+    );
     fresh();
 }

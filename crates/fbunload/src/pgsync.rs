@@ -164,6 +164,7 @@ pub(crate) struct PrivateDir(PathBuf);
 
 impl PrivateDir {
     pub fn new() -> Result<Self, Error> {
+        remove_left_by_killed_runs();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -183,6 +184,33 @@ impl PrivateDir {
 
     pub fn path(&self) -> &Path {
         &self.0
+    }
+}
+
+/// Removes the private directories of runs killed outright (`SIGKILL`
+/// skips [`Drop`]): those named for a process that is gone. Where
+/// processes cannot be looked up (not Linux), they stay.
+fn remove_left_by_killed_runs() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("fbunload-pg-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 
