@@ -453,7 +453,9 @@ def unload(
       and sequences, and puts it in place in one transaction, as
       ``-o postgresql://...`` does. The password comes from the URI,
       ``PGPASSWORD`` or ``~/.pgpass``. ``overwrite=True`` replaces a schema
-      that holds tables; ``schema=False`` loads into existing tables. The
+      that holds tables; ``schema=False`` loads into existing tables.
+      ``keep_keys=True`` keeps the state in the target, and each later run
+      into it applies only what changed since, in one transaction. The
       summary adds ``target``, ``pg_schema`` and ``untranslated`` (what
       did not translate, with its Firebird source)."""
     try:

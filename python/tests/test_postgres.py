@@ -10,7 +10,7 @@ import pytest
 
 import fbunload
 
-from conftest import connection
+from conftest import connection, make_database
 
 AUTH = {"user": "SYSDBA", "password": "masterkey"}
 
@@ -74,3 +74,24 @@ def test_refusals_are_the_command_lines(types_db, pg_uri):
         fbunload.unload(types_db, pg_uri, **AUTH)
     fbunload.unload(types_db, pg_uri, overwrite=True, **AUTH)
     assert psql(pg_uri, "SELECT count(*) FROM public.t") == [["3"]]
+
+
+def test_keep_keys_then_a_sync_applies_only_the_changes(tmp_path, pg_uri):
+    db = make_database(tmp_path / "sync.fdb", [
+        "CREATE TABLE K (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(10))",
+        "INSERT INTO K VALUES (1, 'one')",
+        "INSERT INTO K VALUES (2, 'two')",
+        "INSERT INTO K VALUES (3, 'three')",
+    ])
+    first = fbunload.unload(db, pg_uri, pg_schema="pgsync_py", keep_keys=True, **AUTH)
+    assert [t["rows"] for t in first["tables"]] == [3]
+    with connection(db) as con:
+        con.cursor().execute("DELETE FROM K WHERE ID = 1")
+        con.cursor().execute("UPDATE K SET V = 'TWO' WHERE ID = 2")
+        con.commit()
+    # The target holds the state: the next run is a sync of one upsert.
+    link = fbunload.unload(db, pg_uri, pg_schema="pgsync_py", **AUTH)
+    assert [t["rows"] for t in link["tables"]] == [1]
+    assert psql(pg_uri, "SELECT id, v FROM pgsync_py.k ORDER BY id") == [["2", "TWO"], ["3", "three"]]
+    assert psql(pg_uri, "SELECT options->>'kind' FROM pgsync_py._fbunload_runs "
+                        "ORDER BY finished") == [["full"], ["sync"]]

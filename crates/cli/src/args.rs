@@ -199,7 +199,9 @@ pub struct Args {
     pub since: Option<PathBuf>,
 
     /// Keep every table's primary keys, and where each row lies (T.keys.parquet), so that a
-    /// later run can start from this one with --since (Firebird 4+)
+    /// later run can start from this one with --since (Firebird 4+). With -o postgresql://, the
+    /// keys are kept in the target (<schema>._fbunload_state), and each later run into it
+    /// applies only what changed since, in one transaction (docs/postgresql.md)
     #[arg(long)]
     pub keep_keys: bool,
 

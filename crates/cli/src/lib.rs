@@ -605,7 +605,12 @@ fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure>
     if !args.quiet {
         eprint!("{}", summary_text(&loaded.summary));
         eprintln!(
-            "loaded into schema {} of {}",
+            "{} schema {} of {}",
+            if loaded.synced {
+                "synced (only the changes since its last run applied):"
+            } else {
+                "loaded into"
+            },
             printable(&loaded.schema),
             loaded.target
         );

@@ -17,7 +17,7 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field};
 use common::*;
-use fbunload_gen::{arrays, bank, GenOptions, Table};
+use fbunload_gen::{GenOptions, Table, arrays, bank};
 
 /// The cluster's URI for database `db`, made empty for this test; `None`
 /// (the test says it is skipped) without a cluster.
@@ -380,7 +380,10 @@ fn every_type_of_the_sample_equals_what_firebird_holds() {
     assert_eq!(dims, expected.map(|d| d.map(String::from)));
     // Keys, NOT NULL, the record of the run, no staging left.
     assert_eq!(
-        query_one_i64(&uri, "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid = 'public.all_types'::regclass"),
+        query_one_i64(
+            &uri,
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid = 'public.all_types'::regclass"
+        ),
         1
     );
     let runs = query_one_i64(&uri, "SELECT count(*) FROM public._fbunload_runs");
@@ -396,7 +399,10 @@ fn every_type_of_the_sample_equals_what_firebird_holds() {
         2
     );
     assert_eq!(
-        query_one_i64(&uri, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '\\_fbunload%'"),
+        query_one_i64(
+            &uri,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE '\\_fbunload%'"
+        ),
         1
     );
 }
@@ -454,7 +460,10 @@ fn employee_loads_with_arrays_keys_sequences_and_a_report() {
         .get(0);
     assert_eq!(dims, "[1:5]");
     // Foreign keys, validated.
-    let fks = query_one_i64(&uri, "SELECT count(*) FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'emp' AND contype = 'f' AND convalidated");
+    let fks = query_one_i64(
+        &uri,
+        "SELECT count(*) FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'emp' AND contype = 'f' AND convalidated",
+    );
     assert!(fks >= 8, "{fks} foreign keys");
     // A sequence's next value is Firebird's next value.
     let firebird_next = {
@@ -782,4 +791,475 @@ fn selection_options_choose_what_is_loaded() {
         ),
         0
     );
+}
+
+/// Every row of every table of `schema` (fbunload's own tables left out)
+/// that differs from `oracle`'s, as `table: n` lines; empty where equal.
+/// Sequences' next values too.
+fn differences(uri: &str, schema: &str, oracle: &str) -> Vec<String> {
+    let mut c = pg(uri);
+    let tables: Vec<String> = c
+        .query(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname NOT LIKE '\\_fbunload\\_%' \
+             ORDER BY 1",
+            &[&oracle],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(!tables.is_empty(), "no tables in {oracle}");
+    let mut differ = Vec::new();
+    for t in &tables {
+        let (a, b) = (
+            format!("{}.{}", ident(schema), ident(t)),
+            format!("{}.{}", ident(oracle), ident(t)),
+        );
+        let sql = format!(
+            "SELECT (SELECT count(*) FROM (TABLE {a} EXCEPT ALL TABLE {b}) x) + \
+             (SELECT count(*) FROM (TABLE {b} EXCEPT ALL TABLE {a}) y)"
+        );
+        let n: i64 = c
+            .query_one(&sql, &[])
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .get(0);
+        if n != 0 {
+            differ.push(format!("{t}: {n} rows differ"));
+        }
+    }
+    let sequences: Vec<String> = c
+        .query(
+            "SELECT sequencename::text FROM pg_sequences WHERE schemaname = $1",
+            &[&oracle],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for s in sequences {
+        let value = |schema: &str| -> Option<i64> {
+            pg(uri)
+                .query_one(
+                    "SELECT last_value FROM pg_sequences WHERE schemaname = $1 AND sequencename = $2",
+                    &[&schema, &s],
+                )
+                .ok()
+                .and_then(|r| r.get(0))
+        };
+        if value(schema) != value(oracle) {
+            differ.push(format!(
+                "sequence {s}: {:?} and {:?}",
+                value(schema),
+                value(oracle)
+            ));
+        }
+    }
+    differ
+}
+
+/// What a target holds, to tell that a refused sync changed nothing:
+/// each table's rows (as text, in order), its runs and its state.
+fn fingerprint(uri: &str, schema: &str) -> String {
+    let mut c = pg(uri);
+    let tables: Vec<String> = c
+        .query(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY 1",
+            &[&schema],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut all = String::new();
+    for t in tables {
+        let sql = format!(
+            "SELECT coalesce(md5(string_agg(r::text, '|' ORDER BY r::text)), '') FROM {}.{} r",
+            ident(schema),
+            ident(&t)
+        );
+        let digest: String = c.query_one(&sql, &[]).unwrap().get(0);
+        all += &format!("{t}={digest};");
+    }
+    all
+}
+
+fn staging_left(uri: &str) -> bool {
+    schemas(uri)
+        .iter()
+        .any(|s| s.starts_with("_fbunload_staging"))
+}
+
+/// The chain's tables: T keyed, C keyed with a foreign key to T (ON
+/// DELETE CASCADE on both sides), NOPK without a key, a sequence G.
+fn chain_tables(db: &Path) {
+    execute(
+        db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(30), N BIGINT)",
+            "CREATE TABLE C (ID INTEGER NOT NULL PRIMARY KEY, T_ID INTEGER REFERENCES T (ID) \
+             ON DELETE CASCADE, X DOUBLE PRECISION)",
+            "CREATE TABLE NOPK (A INTEGER, B VARCHAR(20))",
+            "CREATE SEQUENCE G",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 4000) DO BEGIN \
+             INSERT INTO T VALUES (:I, 'v' || :I, :I * 3); \
+             IF (MOD(I, 2) = 0) THEN INSERT INTO C VALUES (:I, :I, :I / 7.0); \
+             INSERT INTO NOPK VALUES (MOD(:I, 50), 'b' || :I); I = I + 1; END END",
+            "ALTER SEQUENCE G RESTART WITH 4000",
+        ],
+    );
+}
+
+/// Round `r` of work on the chain's tables: updates, deletes (a T row
+/// deleted takes its C row with it), inserts, the sequence moved on.
+fn chain_round(r: i32) -> Vec<String> {
+    vec![
+        format!("UPDATE T SET V = 'round {r}', N = N + {r} WHERE MOD(ID, 37) = {r}"),
+        format!("DELETE FROM T WHERE MOD(ID, 101) = {r}"),
+        format!("UPDATE C SET X = X + 0.5 WHERE MOD(ID, 13) = {r}"),
+        format!(
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; DECLARE K INTEGER; BEGIN WHILE (I < 30) DO \
+             BEGIN K = NEXT VALUE FOR G; INSERT INTO T VALUES (:K, 'new {r}', :K); \
+             INSERT INTO C VALUES (:K, :K, 1.25); I = I + 1; END END"
+        ),
+        format!("DELETE FROM NOPK WHERE A = {r}"),
+        format!("INSERT INTO NOPK VALUES ({r}, 'again {r}')"),
+    ]
+}
+
+#[test]
+fn a_sync_chain_under_writers_equals_a_fresh_full_load() {
+    let Some(uri) = pg_database("pgsync_chain") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "chain.fdb", 4096);
+    bank::create(&connect(&db)).unwrap();
+    chain_tables(&db);
+    let connect_options = fbunload_client::ConnectOptions {
+        database: db.to_str().unwrap().into(),
+        user: Some("SYSDBA".into()),
+        password: Some("masterkey".into()),
+        role: None,
+        charset: "UTF8".into(),
+        no_garbage_collect: false,
+        wire: Default::default(),
+    };
+    // In this process: the writers' embedded engine holds the file.
+    let run = |schema: &str, keep: bool, overwrite: bool| {
+        let mut options = fbunload::RunOptions::default();
+        options.plan.unit_pages = Some(16);
+        fbunload::Unload::new(db.to_str().unwrap())
+            .user("SYSDBA")
+            .options(options)
+            .parallel(2)
+            .keep_keys(keep)
+            .overwrite(overwrite)
+            .to_postgres(&uri, Some(schema), &fbunload::Silent)
+            .unwrap_or_else(|e| panic!("a run into {schema}: {e}"))
+    };
+    let books = || {
+        let mut c = pg(&uri);
+        let ledger: Vec<(i64, i64, i64)> = c
+            .query(
+                "SELECT from_id::bigint, to_id::bigint, amount FROM pgsync.ledger",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        let accounts: Vec<(i64, i64)> = c
+            .query("SELECT id::bigint, balance FROM pgsync.accounts", &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        bank::check_books(ledger, accounts).unwrap();
+    };
+    let kind = || -> String {
+        pg(&uri)
+            .query_one(
+                "SELECT options->>'kind' FROM pgsync._fbunload_runs ORDER BY finished DESC LIMIT 1",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let writers = bank::Writers::start(&client(), &connect_options, 2);
+    run("pgsync", true, false);
+    drop(writers);
+    assert_eq!(kind(), "full");
+    books();
+    for round in 1..=3 {
+        execute(
+            &db,
+            &chain_round(round)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        // A link read while money moves: the target is at one snapshot.
+        let writers = bank::Writers::start(&client(), &connect_options, 2);
+        let loaded = run("pgsync", false, false);
+        drop(writers);
+        assert_eq!(kind(), "sync");
+        books();
+        let change = |name: &str| {
+            loaded
+                .summary
+                .tables
+                .iter()
+                .find(|t| t.name == name)
+                .and_then(|t| t.change.clone())
+                .unwrap_or_else(|| panic!("{name}: no change"))
+        };
+        assert!(change("T").deletes > 0, "round {round}: no delete of T");
+        assert!(change("ACCOUNTS").whole_because.is_none());
+        assert!(
+            change("LEDGER").whole_because.is_some(),
+            "a table without a key"
+        );
+        // Then quiet: the synced target equals a fresh full load.
+        run("pgsync", false, false);
+        run("pgsync_fresh", false, true);
+        assert_eq!(
+            differences(&uri, "pgsync", "pgsync_fresh"),
+            Vec::<String>::new(),
+            "round {round}"
+        );
+    }
+    assert!(!staging_left(&uri));
+}
+
+#[test]
+fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing() {
+    let Some(uri) = pg_database("pgsync_refuse") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "refuse.fdb", 4096);
+    chain_tables(&db);
+    let to = ["--pg-schema", "pgsync", "-j", "2"];
+    let sync = |extra: &[&str]| load(&db, &uri, &[&to[..], extra].concat());
+    assert_loaded(&sync(&["--keep-keys"]));
+    let fresh = || {
+        assert_loaded(&load(
+            &db,
+            &uri,
+            &["--pg-schema", "pgsync_fresh", "--overwrite"],
+        ));
+        assert_eq!(
+            differences(&uri, "pgsync", "pgsync_fresh"),
+            Vec::<String>::new()
+        );
+    };
+    let sql = |s: &str| pg(&uri).batch_execute(s).unwrap();
+    execute(
+        &db,
+        &chain_round(1)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+
+    // Rows deleted by hand: refused, nothing changed.
+    let before = fingerprint(&uri, "pgsync");
+    sql(
+        "CREATE TABLE pgsync_saved AS SELECT * FROM pgsync.t WHERE id = 5; DELETE FROM pgsync.t WHERE id = 5",
+    );
+    let edited = fingerprint(&uri, "pgsync");
+    refused_in_one_line(
+        &sync(&[]),
+        "holds 3999 rows before the link, where the chain says 4000",
+    );
+    assert_eq!(fingerprint(&uri, "pgsync"), edited);
+    assert!(!staging_left(&uri));
+    sql("INSERT INTO pgsync.t SELECT * FROM pgsync_saved; DROP TABLE pgsync_saved");
+    assert_eq!(fingerprint(&uri, "pgsync"), before);
+
+    // A column added, a table dropped by hand: refused.
+    sql("ALTER TABLE pgsync.nopk ADD COLUMN extra integer");
+    refused_in_one_line(
+        &sync(&[]),
+        "the columns of pgsync.nopk are not the ones fbunload loaded",
+    );
+    sql("ALTER TABLE pgsync.nopk DROP COLUMN extra");
+    sql("ALTER TABLE pgsync.nopk RENAME TO nopk_aside");
+    refused_in_one_line(&sync(&[]), "pgsync.nopk is gone from the target");
+    sql("ALTER TABLE pgsync.nopk_aside RENAME TO nopk");
+    assert_eq!(fingerprint(&uri, "pgsync"), before);
+
+    // Two syncs at once: the second is refused while the first applies.
+    let paused = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args([
+            "-d",
+            db.to_str().unwrap(),
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+            "-o",
+            &uri,
+        ])
+        .args(to)
+        .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "4000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !staging_left(&uri) {
+        assert!(started.elapsed() < SLOW_MACHINE * 3, "the sync never began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    refused_in_one_line(&sync(&[]), "another fbunload run is loading schema pgsync");
+    let out = paused.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fresh();
+
+    // The same link applied again (the target's runs and state put back
+    // to the base by hand, its rows left as the link made them): refused.
+    let base_state = "CREATE TABLE pgsync_saved_state AS SELECT * FROM pgsync._fbunload_state; \
+                      CREATE TABLE pgsync_saved_run AS SELECT * FROM pgsync._fbunload_runs \
+                      ORDER BY finished DESC LIMIT 1";
+    sql(base_state);
+    execute(
+        &db,
+        &chain_round(2)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_loaded(&sync(&[]));
+    sql(
+        "INSERT INTO pgsync._fbunload_state SELECT * FROM pgsync_saved_state; \
+         UPDATE pgsync_saved_run SET finished = now(); \
+         INSERT INTO pgsync._fbunload_runs SELECT * FROM pgsync_saved_run",
+    );
+    let replayed = fingerprint(&uri, "pgsync");
+    refused_in_one_line(&sync(&[]), "rows before the link, where the chain says");
+    assert_eq!(fingerprint(&uri, "pgsync"), replayed);
+    sql(
+        "DELETE FROM pgsync._fbunload_runs WHERE finished = (SELECT max(finished) FROM \
+         pgsync._fbunload_runs); DELETE FROM pgsync._fbunload_state s USING pgsync_saved_state o \
+         WHERE s.state = o.state AND s.name = o.name AND s.state <> (SELECT options->>'state' \
+         FROM pgsync._fbunload_runs ORDER BY finished DESC LIMIT 1); \
+         DROP TABLE pgsync_saved_state, pgsync_saved_run",
+    );
+
+    // A state edited by hand: refused.
+    sql(
+        "UPDATE pgsync._fbunload_state SET bytes = bytes || '\\x00'::bytea WHERE name = 'T.keys.parquet'",
+    );
+    refused_in_one_line(&sync(&[]), "T.keys.parquet: its size or SHA-256 differs");
+    sql(
+        "UPDATE pgsync._fbunload_state SET bytes = substring(bytes from 1 for length(bytes) - 1) \
+         WHERE name = 'T.keys.parquet'",
+    );
+
+    // Stopped (SIGTERM) or killed while it applies: the previous state
+    // stays; the next sync removes a staging schema left and goes on.
+    execute(
+        &db,
+        &chain_round(3)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let before = fingerprint(&uri, "pgsync");
+    let mut stopped = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args([
+            "-d",
+            db.to_str().unwrap(),
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+            "-o",
+            &uri,
+        ])
+        .args(to)
+        .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "3000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !staging_left(&uri) {
+        assert!(started.elapsed() < SLOW_MACHINE * 3, "the sync never began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    Command::new("kill")
+        .args(["-TERM", &stopped.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(
+        !stopped.wait().unwrap().success(),
+        "the sync ended before it was stopped"
+    );
+    assert_eq!(fingerprint(&uri, "pgsync"), before);
+    assert!(
+        !staging_left(&uri),
+        "a stopped sync left its staging schema"
+    );
+    execute(
+        &db,
+        &chain_round(3)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let before = fingerprint(&uri, "pgsync");
+    let mut killed = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args([
+            "-d",
+            db.to_str().unwrap(),
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+            "-o",
+            &uri,
+        ])
+        .args(to)
+        .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "4000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !staging_left(&uri) {
+        assert!(started.elapsed() < SLOW_MACHINE * 3, "the sync never began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let killed_dir = |pid: u32| {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("fbunload-pg-{pid}-"))
+            })
+    };
+    let pid = killed.id();
+    assert!(killed_dir(pid), "no private directory of the run");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert_eq!(fingerprint(&uri, "pgsync"), before);
+    assert_loaded(&sync(&[]));
+    assert!(!staging_left(&uri));
+    assert!(
+        !killed_dir(pid),
+        "the killed run's private directory stayed"
+    );
+    fresh();
 }

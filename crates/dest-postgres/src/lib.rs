@@ -20,6 +20,7 @@
 //!   copies, and one transaction replaces the tables' rows.
 
 pub mod ddl;
+pub mod sync;
 mod target;
 pub mod types;
 
@@ -65,6 +66,10 @@ pub struct PostgresOptions {
     /// database (as given, without password) and its options.
     pub source: String,
     pub options_json: serde_json::Value,
+    /// Keep the state a later run syncs from (`--keep-keys`; [`sync`]):
+    /// the run publishes only once [`PostgresDestination::publish_with_state`]
+    /// is given it.
+    pub keep_state: bool,
 }
 
 impl Default for PostgresOptions {
@@ -76,6 +81,7 @@ impl Default for PostgresOptions {
             verify: false,
             source: String::new(),
             options_json: serde_json::Value::Null,
+            keep_state: false,
         }
     }
 }
@@ -373,6 +379,11 @@ pub struct PostgresDestination {
     started: AtomicBool,
     report: Mutex<Vec<Untranslated>>,
     started_at: std::time::SystemTime,
+    /// The state of the run the target holds, where this run syncs from
+    /// it ([`sync`]).
+    base: Option<sync::BaseState>,
+    /// The state this run leaves, written with its `_fbunload_runs` row.
+    state: Mutex<Option<sync::NewState>>,
 }
 
 /// Names of fbunload's own in the target database, at most 63 bytes.
@@ -425,7 +436,13 @@ impl PostgresDestination {
             )
             .map_err(|e| pg_error("looking at the target schema", e))?
             .get(0);
-        if options.create_tables && tables > 0 && !options.overwrite {
+        // A target that holds a run with its state is synced from it.
+        let base = if options.create_tables && !options.overwrite {
+            sync::read_base(&mut control, schema)?
+        } else {
+            None
+        };
+        if options.create_tables && tables > 0 && !options.overwrite && base.is_none() {
             return Err(ExecError::Usage(format!(
                 "schema {schema} of {} already holds {tables} tables or views: --overwrite \
                  replaces it whole (in one transaction, once the new tables are complete), \
@@ -446,6 +463,8 @@ impl PostgresDestination {
             started: AtomicBool::new(false),
             report: Mutex::new(Vec::new()),
             started_at: std::time::SystemTime::now(),
+            base,
+            state: Mutex::new(None),
         })
     }
 
@@ -646,10 +665,14 @@ impl PostgresDestination {
                     &self.options.source,
                     &snapshot,
                     &serde_json::Value::Array(listed).to_string(),
-                    &self.options.options_json.to_string(),
+                    &self.run_options_json().to_string(),
                 ],
             )
             .map_err(|e| pg_error("recording the run", e))?;
+        if self.base.is_some() {
+            // A sync keeps the report of the load it syncs.
+            return Ok(());
+        }
         let report_table = format!("{}.{}", ident(schema), ident(REPORT_TABLE));
         self.run_sql(
             client,
@@ -724,6 +747,7 @@ impl PostgresDestination {
             .get(0);
         if self.options.create_tables {
             self.record(&mut tx, &self.staging)?;
+            self.write_state(&mut tx, &self.staging)?;
             let runs = ident(RUNS_TABLE);
             let mut sql = String::new();
             if had_runs {
@@ -847,6 +871,17 @@ impl Destination for PostgresDestination {
         if self.options.verify {
             self.verify(&mut client)?;
         }
+        if self.base.is_some() {
+            // A sync: the rows wait in staging for the deletes, then
+            // [`Self::apply_sync`].
+            return Ok(self
+                .tables
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|_| Written::default())
+                .collect());
+        }
         if self.options.create_tables {
             // Index builds sort in memory rather than in temporary files
             // (only ever raised, and only for this session).
@@ -858,6 +893,16 @@ impl Destination for PostgresDestination {
                         WHERE name = 'maintenance_work_mem') < 524288",
             )?;
             self.build_schema(&mut client)?;
+        }
+        if self.options.keep_state {
+            // Published once the state is known ([`Self::publish_with_state`]).
+            return Ok(self
+                .tables
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|_| Written::default())
+                .collect());
         }
         self.publish(&mut client)?;
         Ok(self

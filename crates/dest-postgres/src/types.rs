@@ -31,7 +31,7 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, ListArray};
 use arrow_schema::{DataType, Field};
 use bytes::{BufMut, BytesMut};
-use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use postgres::types::Type;
 
 /// Field metadata key of the Firebird type (fbunload-decode's).
 const TYPE_KEY: &str = "fbunload.type";
@@ -79,17 +79,6 @@ pub struct PgColumn {
     /// `numeric(10,3)`, `varchar(20)`, `integer[]`.
     pub sql_type: String,
     pub encoding: Encoding,
-}
-
-impl PgColumn {
-    /// The type rust-postgres is told of (binary COPY sends no type, so
-    /// only its kind matters here).
-    pub fn pg_type(&self) -> Type {
-        match self.encoding {
-            Encoding::Array { .. } => Type::ANYARRAY,
-            _ => Type::ANY,
-        }
-    }
 }
 
 /// The PostgreSQL column for an Arrow field of a run, or why there is none.
@@ -219,34 +208,6 @@ fn element_oid(encoding: &Encoding, sql_type: &str) -> u32 {
         Encoding::Array { .. } => Type::ANYARRAY,
     };
     t.oid()
-}
-
-/// One value of a batch, as binary COPY takes it.
-#[derive(Debug)]
-pub struct Cell<'a> {
-    pub array: &'a ArrayRef,
-    pub encoding: &'a Encoding,
-    pub row: usize,
-}
-
-impl ToSql for Cell<'_> {
-    fn to_sql(
-        &self,
-        _ty: &Type,
-        out: &mut BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        if self.array.is_null(self.row) {
-            return Ok(IsNull::Yes);
-        }
-        encode(self.array.as_ref(), self.encoding, self.row, out)?;
-        Ok(IsNull::No)
-    }
-
-    fn accepts(_ty: &Type) -> bool {
-        true
-    }
-
-    to_sql_checked!();
 }
 
 /// Writes value `row` of `array` (not NULL) into `out`.

@@ -62,6 +62,7 @@ pub mod apply;
 mod describe;
 mod incremental;
 pub mod output;
+mod pgsync;
 pub mod postgres;
 pub mod sample;
 
@@ -657,13 +658,29 @@ impl Unload {
         format: Format,
         progress: &dyn Progress,
     ) -> Result<Summary, Error> {
+        if self.options.fetch_only {
+            self.table_filter()?;
+            return self.prepare()?.run(&fbunload_exec::Discard, progress);
+        }
+        Ok(self.to_directory_with(dir.as_ref(), format, progress, None)?.0)
+    }
+
+    /// [`Self::to_directory`], and its manifest; with `pg`, the tables'
+    /// rows go on to PostgreSQL as they are read (`pgsync`).
+    fn to_directory_with(
+        &self,
+        dir: &Path,
+        format: Format,
+        progress: &dyn Progress,
+        pg: Option<&fbunload_dest_postgres::PostgresDestination>,
+    ) -> Result<(Summary, fbunload_dest::Manifest), Error> {
         let started = SystemTime::now();
         // The directory first: a second run into it, or one into another
         // run's files, fails before it attaches to anything. A malformed
         // choice fails before either.
         let filter = self.table_filter()?;
         if self.options.fetch_only {
-            return self.prepare()?.run(&fbunload_exec::Discard, progress);
+            return Err(Error::Usage("--fetch-only writes nothing".into()));
         }
         FileOutput::check_part_limits(&format, self.part_limits)?;
         let incremental = self.since.is_some() || self.keep_keys;
@@ -671,7 +688,7 @@ impl Unload {
             self.refuse_with_incremental()?;
         }
         if let Some(since) = &self.since {
-            incremental::refuse_same_directory(since, dir.as_ref())?;
+            incremental::refuse_same_directory(since, dir)?;
         }
         let mut previous = match &self.since {
             Some(since) => Some(incremental::read_previous(since)?),
@@ -688,7 +705,7 @@ impl Unload {
         if let Some(previous) = &previous {
             incremental::refuse_other_options(previous, &describe::requested(&request))?;
         }
-        let output = OutputDir::open(dir.as_ref(), self.reuse)?;
+        let output = OutputDir::open(dir, self.reuse)?;
         let mut this = self.clone();
         if incremental {
             this.filter.incremental = Some(fbunload_plan::Incremental {
@@ -706,7 +723,10 @@ impl Unload {
                 Some(previous) => previous.keys()?,
                 None => std::collections::HashMap::new(),
             });
-        let mut summary = prepared.run(&files, progress)?;
+        let mut summary = match pg {
+            Some(pg) => prepared.run(&pgsync::Tee::new(&files, pg), progress)?,
+            None => prepared.run(&files, progress)?,
+        };
         let mut manifest = describe::manifest(&request, &plan, &schemas, &summary);
         manifest.files = files.run_files().into_iter().map(Into::into).collect();
         if incremental {
@@ -728,7 +748,7 @@ impl Unload {
             }
         }
         output.publish_manifest(&manifest)?;
-        Ok(summary)
+        Ok((summary, manifest))
     }
 
     /// What an incremental run (or one keeping its keys) cannot be

@@ -8,13 +8,14 @@ use crate::output::OutputOptions;
 use crate::{Error, Progress, Reuse, Summary, Unload};
 
 pub use fbunload_dest_postgres::{
-    is_postgres_uri, pg_name, Untranslated, DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE,
+    DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE, Untranslated, is_postgres_uri, pg_name,
 };
 
 /// What `--pg-schema` and Python's `pg_schema` say in help.
 pub const PG_SCHEMA_HELP: &str = "The PostgreSQL schema to load into when -o is a \
     postgresql:// URI [default: public]. It is replaced whole, in one transaction, once the new \
-    tables are complete; one that holds tables is refused unless --overwrite";
+    tables are complete; one that holds tables is refused unless --overwrite, or, where an \
+    earlier run kept its state there (--keep-keys), synced: only what changed since is applied";
 
 /// What a load into PostgreSQL did.
 #[derive(Debug)]
@@ -27,6 +28,9 @@ pub struct Loaded {
     /// computed columns, expression indices, non-constant defaults), with
     /// its Firebird source; also in the target's `_fbunload_untranslated`.
     pub untranslated: Vec<Untranslated>,
+    /// Whether the run synced a target that kept its state (only the
+    /// changes applied) rather than loading it whole.
+    pub synced: bool,
 }
 
 /// The file-format option given, if any: PostgreSQL takes the rows as
@@ -64,10 +68,17 @@ impl Unload {
         progress: &dyn Progress,
     ) -> Result<Loaded, Error> {
         let filter = self.table_filter()?;
-        if self.since.is_some() || self.keep_keys {
+        if self.since.is_some() {
             return Err(Error::Usage(
-                "--since and --keep-keys write change sets to a directory; a postgresql:// \
-                 output is loaded whole"
+                "--since reads a directory's run; a postgresql:// output syncs from the state \
+                 its target holds (load it once with --keep-keys; docs/postgresql.md)"
+                    .into(),
+            ));
+        }
+        if self.keep_keys && !self.options.schema {
+            return Err(Error::Usage(
+                "--keep-keys with --no-schema: a target kept in sync is one fbunload created; \
+                 leave out --no-schema"
                     .into(),
             ));
         }
@@ -93,10 +104,21 @@ impl Unload {
                 "verify": self.options.verify,
                 "schema": self.options.schema,
             }),
+            keep_state: self.keep_keys,
         };
         // PostgreSQL first: a wrong URI, password or an occupied schema
         // fails before Firebird is attached.
         let destination = PostgresDestination::open(target, options)?;
+        if self.keep_keys || destination.base_state().is_some() {
+            let summary = self.keep_in_sync(&destination, &schema, progress)?;
+            return Ok(Loaded {
+                summary,
+                target: destination.target().shown().to_string(),
+                schema,
+                untranslated: destination.untranslated(),
+                synced: destination.base_state().is_some(),
+            });
+        }
         let mut this = self.clone();
         // numeric holds INT128's 39 digits: read them all.
         this.options.types.decimal256 = true;
@@ -109,6 +131,61 @@ impl Unload {
             target: destination.target().shown().to_string(),
             schema,
             untranslated: destination.untranslated(),
+            synced: false,
         })
+    }
+}
+
+impl Unload {
+    /// A load that keeps its state in the target (`--keep-keys`), or a
+    /// sync from the state the target holds: the file machinery of
+    /// incremental runs reads, into a private directory, while the rows go
+    /// on to PostgreSQL (`crate::pgsync`); then one transaction publishes
+    /// the rows (or applies the link) with the new state.
+    fn keep_in_sync(
+        &self,
+        destination: &PostgresDestination,
+        schema: &str,
+        progress: &dyn Progress,
+    ) -> Result<Summary, Error> {
+        let work = crate::pgsync::PrivateDir::new()?;
+        let mut this = self.clone();
+        // numeric holds INT128's 39 digits: read them all.
+        this.options.types.decimal256 = true;
+        this.keep_keys = true;
+        this.reuse = Reuse::Refuse;
+        let base = match destination.base_state() {
+            Some(state) => {
+                let dir = work.path().join("base");
+                let manifest = crate::pgsync::write_base(&dir, state, schema)?;
+                this.since = Some(dir);
+                Some(manifest)
+            }
+            None => None,
+        };
+        let run = work.path().join("run");
+        let format = crate::Format::batches(crate::format::columnar::ArrowFormat);
+        let (summary, manifest) =
+            this.to_directory_with(&run, format, progress, Some(destination))?;
+        // Stopped once the rows were read: the target stays as it was.
+        if self
+            .options
+            .cancel
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(Error::Interrupted);
+        }
+        let state = crate::pgsync::new_state(&run, &manifest)?;
+        match base {
+            None => destination.publish_with_state(state)?,
+            Some(base) => {
+                let links = crate::pgsync::links(&run, &manifest, &base, destination, schema)?;
+                let cancel = self.options.cancel.clone();
+                destination.apply_sync(&links, state, &|| {
+                    cancel.load(std::sync::atomic::Ordering::SeqCst)
+                })?;
+            }
+        }
+        Ok(summary)
     }
 }

@@ -1,0 +1,637 @@
+//! Keeping a target in sync: a run that kept its state in the target
+//! (`--keep-keys`) is followed by runs that apply only what changed since
+//! its snapshot, each in one PostgreSQL transaction.
+//!
+//! The state is what a file run's `--since` starts from: the run's
+//! manifest and each table's keys file, kept as rows of
+//! `<schema>._fbunload_state` (`state`: the manifest's SHA-256, `name`,
+//! `bytes`), written in the transaction that publishes the rows they
+//! describe, and named by that run's `_fbunload_runs` row (its options'
+//! `state`). The facade reads it back ([`read_base`]) as a stranger's
+//! directory, makes the change set at a new snapshot, and hands it here:
+//! the upserts and tables read whole arrive as COPY into the staging
+//! schema like a full load's rows, the deletes' keys by
+//! [`PostgresDestination::copy_deletes`], then
+//! [`PostgresDestination::apply_sync`] checks that the target is still
+//! the base run's and applies the link.
+
+use arrow_array::RecordBatch;
+use fbunload_exec::ExecError;
+use fbunload_plan::schema::{ConstraintKind, Schema};
+use postgres::{Client, GenericClient, Transaction};
+use std::sync::Arc;
+
+use crate::{PostgresDestination, RUNS_TABLE, ToLane, UnitCopy, ident, pg_error, pg_name};
+
+/// The table of fbunload's own that holds the state a sync starts from.
+pub const STATE_TABLE: &str = "_fbunload_state";
+
+/// A run's state as the target holds it: the files of a `--keep-keys`
+/// (or `--since`) directory that the next run reads, by name.
+#[derive(Debug, Clone)]
+pub struct BaseState {
+    /// The SHA-256 of its manifest, as `_fbunload_runs` names it.
+    pub digest: String,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// The state a run leaves for the next one.
+#[derive(Debug, Clone)]
+pub struct NewState {
+    pub digest: String,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// How one table of a link is applied.
+#[derive(Debug, Clone)]
+pub enum Apply {
+    /// Its keys' rows deleted, then its upserts inserted or updated by
+    /// key (`key`: Firebird's column names of its primary key).
+    Changes { key: Vec<String> },
+    /// Its rows replaced whole (a table without a primary key, or one the
+    /// file machinery read whole): with a key (`key` not empty), the rows
+    /// whose key is gone are deleted and the others inserted or updated,
+    /// so no foreign key's ON DELETE fires for a row that stays.
+    Whole { key: Vec<String> },
+}
+
+/// One table of a link, with the rows it must hold before and after.
+#[derive(Debug, Clone)]
+pub struct TableLink {
+    /// The Firebird name.
+    pub name: String,
+    pub apply: Apply,
+    /// Rows the base run left in it.
+    pub before: u64,
+    /// Rows the new snapshot has.
+    pub after: u64,
+}
+
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The state of the run the target's schema holds, if its latest run
+/// kept one. Read under the run's advisory lock; checked again in the
+/// transaction that applies the link.
+pub(crate) fn read_base(client: &mut Client, schema: &str) -> Result<Option<BaseState>, ExecError> {
+    let runs = format!("{}.{}", ident(schema), ident(RUNS_TABLE));
+    let state = format!("{}.{}", ident(schema), ident(STATE_TABLE));
+    let fail = |e| pg_error("reading the target's state", e);
+    let present: bool = client
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
+            &[&runs, &state],
+        )
+        .map_err(fail)?
+        .get(0);
+    if !present {
+        return Ok(None);
+    }
+    let latest = latest_state(client, schema)?;
+    let Some(digest) = latest else {
+        return Ok(None);
+    };
+    let rows = client
+        .query(
+            &format!("SELECT name, bytes FROM {state} WHERE state = $1 ORDER BY name"),
+            &[&digest],
+        )
+        .map_err(fail)?;
+    if rows.is_empty() {
+        return Err(ExecError::Usage(format!(
+            "schema {schema}: its latest run names state {digest}, which {STATE_TABLE} does not \
+             hold (it was edited): reload it whole with --overwrite --keep-keys"
+        )));
+    }
+    Ok(Some(BaseState {
+        digest,
+        files: rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+    }))
+}
+
+/// The state the latest `_fbunload_runs` row names, if any.
+fn latest_state(
+    client: &mut impl GenericClient,
+    schema: &str,
+) -> Result<Option<String>, ExecError> {
+    let runs = format!("{}.{}", ident(schema), ident(RUNS_TABLE));
+    let row = client
+        .query_opt(
+            &format!(
+                "SELECT options->>'state' FROM {runs} ORDER BY finished DESC, started DESC \
+                 LIMIT 1"
+            ),
+            &[],
+        )
+        .map_err(|e| pg_error("reading the target's runs", e))?;
+    Ok(row.and_then(|r| r.get(0)))
+}
+
+/// The tables in an order where a table comes after those its foreign
+/// keys reference (inserts in this order, deletes in the reverse); a
+/// cycle keeps the given order for the tables in it.
+fn referenced_first(names: &[String], schema: Option<&Schema>) -> Vec<usize> {
+    let refs = |name: &str| -> Vec<usize> {
+        let Some(table) = schema.and_then(|s| s.tables.iter().find(|t| t.name == name)) else {
+            return Vec::new();
+        };
+        table
+            .constraints
+            .iter()
+            .filter_map(|c| match &c.kind {
+                ConstraintKind::ForeignKey { table: other, .. } if other != name => {
+                    names.iter().position(|n| n == other)
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let mut order = Vec::new();
+    let mut state = vec![0u8; names.len()]; // 0 new, 1 visiting, 2 done
+    fn visit(
+        i: usize,
+        refs: &dyn Fn(&str) -> Vec<usize>,
+        names: &[String],
+        state: &mut [u8],
+        order: &mut Vec<usize>,
+    ) {
+        if state[i] != 0 {
+            return;
+        }
+        state[i] = 1;
+        for j in refs(&names[i]) {
+            visit(j, refs, names, state, order);
+        }
+        state[i] = 2;
+        order.push(i);
+    }
+    for i in 0..names.len() {
+        visit(i, &refs, names, &mut state, &mut order);
+    }
+    order
+}
+
+impl PostgresDestination {
+    /// The state this run syncs from, where the target holds one (and
+    /// neither `--overwrite` nor `--no-schema` was given).
+    pub fn base_state(&self) -> Option<&BaseState> {
+        self.base.as_ref()
+    }
+
+    /// What the run records of its options in `_fbunload_runs`: as given,
+    /// with `kind` (`full` or `sync`) and the `state` it leaves, if any.
+    pub(crate) fn run_options_json(&self) -> serde_json::Value {
+        let mut options = self.options.options_json.clone();
+        if let serde_json::Value::Object(map) = &mut options {
+            let kind = if self.base.is_some() { "sync" } else { "full" };
+            map.insert("kind".into(), kind.into());
+            if let Some(state) = self.state.lock().unwrap().as_ref() {
+                map.insert("state".into(), state.digest.clone().into());
+            }
+        }
+        options
+    }
+
+    /// Writes the state into `schema`'s state table, replacing any.
+    pub(crate) fn write_state(
+        &self,
+        client: &mut impl GenericClient,
+        schema: &str,
+    ) -> Result<(), ExecError> {
+        let state = self.state.lock().unwrap().clone();
+        let Some(state) = state else {
+            return Ok(());
+        };
+        let table = format!("{}.{}", ident(schema), ident(STATE_TABLE));
+        let fail = |e| pg_error("writing the state", e);
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE IF NOT EXISTS {table} (state text NOT NULL, name text NOT NULL, \
+                 bytes bytea NOT NULL, PRIMARY KEY (state, name)); DELETE FROM {table};"
+            ))
+            .map_err(fail)?;
+        for (name, bytes) in &state.files {
+            client
+                .execute(
+                    &format!("INSERT INTO {table} VALUES ($1, $2, $3)"),
+                    &[&state.digest, name, bytes],
+                )
+                .map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// A full load that keeps its state (`--keep-keys`): published, with
+    /// the state, once the files that describe it are known.
+    pub fn publish_with_state(&self, state: NewState) -> Result<(), ExecError> {
+        *self.state.lock().unwrap() = Some(state);
+        let mut client = self.control.lock().unwrap();
+        self.publish(&mut client)
+    }
+
+    /// COPYs the keys of table `table`'s deleted rows into a staging table
+    /// of their own, for [`Self::apply_sync`].
+    pub fn copy_deletes(
+        &self,
+        table: &str,
+        batches: &mut dyn Iterator<Item = Result<RecordBatch, String>>,
+    ) -> Result<(), ExecError> {
+        let (columns, staged) = {
+            let tables = self.tables.lock().unwrap();
+            let (i, load) = tables
+                .iter()
+                .enumerate()
+                .find(|(_, t)| t.name == table)
+                .ok_or_else(|| {
+                    ExecError::Internal(format!("deletes of table {table}, not loaded"))
+                })?;
+            (load.columns.clone(), deletes_table(i))
+        };
+        let mut batches = batches.peekable();
+        let Some(first) = batches.peek() else {
+            return Ok(());
+        };
+        let schema = match first {
+            Ok(b) => b.schema(),
+            Err(e) => return Err(ExecError::Server(e.clone())),
+        };
+        let key: Vec<_> = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                columns
+                    .iter()
+                    .find(|c| c.name == *f.name())
+                    .cloned()
+                    .ok_or_else(|| {
+                        ExecError::Internal(format!(
+                            "table {table}: key column {} not loaded",
+                            f.name()
+                        ))
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        let staging = format!("{}.{}", ident(&self.staging), ident(&staged));
+        let defs: Vec<String> = key
+            .iter()
+            .map(|c| format!("{} {}", ident(&pg_name(&c.name)), c.sql_type))
+            .collect();
+        let names: Vec<String> = key.iter().map(|c| ident(&pg_name(&c.name))).collect();
+        {
+            let mut client = self.control.lock().unwrap();
+            self.run_sql(
+                &mut *client,
+                "staging the deletes",
+                &format!("CREATE TABLE {staging} ({})", defs.join(", ")),
+            )?;
+        }
+        let lane = self.lane()?;
+        let lost = || crate::lost(table);
+        lane.to
+            .send(ToLane::Begin(Arc::new(UnitCopy {
+                sql: format!(
+                    "COPY {staging} ({}) FROM STDIN (FORMAT binary)",
+                    names.join(", ")
+                ),
+                table: table.to_string(),
+                columns: Arc::new(key),
+                key: Vec::new(),
+            })))
+            .map_err(|_| lost())?;
+        for batch in batches {
+            let batch = batch.map_err(ExecError::Server)?;
+            if let Some(e) = lane.failed.lock().unwrap().clone() {
+                return Err(ExecError::Server(e));
+            }
+            lane.to.send(ToLane::Batch(batch)).map_err(|_| lost())?;
+        }
+        lane.to.send(ToLane::End).map_err(|_| lost())?;
+        lane.done
+            .recv()
+            .map_err(|_| lost())?
+            .map_err(ExecError::Server)?;
+        self.idle.lock().unwrap().push(lane);
+        Ok(())
+    }
+
+    /// The one transaction of a sync: checks that the target is still the
+    /// base run's (its latest run, each table's columns and rows), deletes
+    /// the deleted keys, inserts or updates the upserts by key, replaces
+    /// the tables read whole, sets the sequences, checks each table's rows
+    /// against the new snapshot's, and records the run with its state.
+    pub fn apply_sync(
+        &self,
+        links: &[TableLink],
+        state: NewState,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<(), ExecError> {
+        let base = self
+            .base
+            .clone()
+            .ok_or_else(|| ExecError::Internal("apply_sync without a base state".into()))?;
+        *self.state.lock().unwrap() = Some(state);
+        self.idle.lock().unwrap().clear();
+        if let Some(ms) = std::env::var("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        let schema = self.options.schema.clone();
+        let mut client = self.control.lock().unwrap();
+        let mut tx = client.transaction().map_err(|e| pg_error("syncing", e))?;
+        self.check_base(&mut tx, &base, links)?;
+        let names: Vec<String> = links.iter().map(|l| l.name.clone()).collect();
+        let order = referenced_first(&names, self.schema.lock().unwrap().as_ref());
+        let target = |name: &str| format!("{}.{}", ident(&schema), ident(&pg_name(name)));
+        let staged = |name: &str| format!("{}.{}", ident(&self.staging), ident(&pg_name(name)));
+        let tables = self.tables.lock().unwrap();
+        let load_of = |name: &str| tables.iter().enumerate().find(|(_, t)| t.name == name);
+        let mut sql = String::new();
+        // Deletes first, those of the tables that reference others first.
+        for &i in order.iter().rev() {
+            let link = &links[i];
+            let (index, _) = load_of(&link.name)
+                .ok_or_else(|| ExecError::Internal(format!("table {} not loaded", link.name)))?;
+            match &link.apply {
+                Apply::Whole { key } if key.is_empty() => {
+                    sql += &format!("DELETE FROM {};", target(&link.name))
+                }
+                Apply::Whole { key } => {
+                    let on: Vec<String> = key
+                        .iter()
+                        .map(|k| format!("s.{c} = t.{c}", c = ident(&pg_name(k))))
+                        .collect();
+                    sql += &format!(
+                        "DELETE FROM {} t WHERE NOT EXISTS (SELECT 1 FROM {} s WHERE {});",
+                        target(&link.name),
+                        staged(&link.name),
+                        on.join(" AND ")
+                    );
+                }
+                Apply::Changes { key } => {
+                    let deletes = deletes_table(index);
+                    let exists: bool = tx
+                        .query_one(
+                            "SELECT to_regclass($1) IS NOT NULL",
+                            &[&format!("{}.{}", ident(&self.staging), ident(&deletes))],
+                        )
+                        .map_err(|e| pg_error("syncing", e))?
+                        .get(0);
+                    if exists {
+                        let on: Vec<String> = key
+                            .iter()
+                            .map(|k| format!("t.{c} = d.{c}", c = ident(&pg_name(k))))
+                            .collect();
+                        sql += &format!(
+                            "DELETE FROM {} t USING {}.{} d WHERE {};",
+                            target(&link.name),
+                            ident(&self.staging),
+                            ident(&deletes),
+                            on.join(" AND ")
+                        );
+                    }
+                }
+            }
+        }
+        for &i in &order {
+            let link = &links[i];
+            let (_, load) = load_of(&link.name).expect("found above");
+            let columns: Vec<String> = load
+                .columns
+                .iter()
+                .map(|c| ident(&pg_name(&c.name)))
+                .collect();
+            let list = columns.join(", ");
+            sql += &format!(
+                "INSERT INTO {} ({list}) SELECT {list} FROM {}",
+                target(&link.name),
+                staged(&link.name)
+            );
+            let key = match &link.apply {
+                Apply::Changes { key } | Apply::Whole { key } => key,
+            };
+            if !key.is_empty() {
+                let key_names: Vec<String> = key.iter().map(|k| ident(&pg_name(k))).collect();
+                let set: Vec<String> = columns
+                    .iter()
+                    .filter(|c| !key_names.contains(c))
+                    .map(|c| format!("{c} = EXCLUDED.{c}"))
+                    .collect();
+                sql += &format!(" ON CONFLICT ({}) DO ", key_names.join(", "));
+                sql += &if set.is_empty() {
+                    "NOTHING".to_string()
+                } else {
+                    format!("UPDATE SET {}", set.join(", "))
+                };
+            }
+            sql += ";";
+        }
+        drop(tables);
+        tx.batch_execute(&sql)
+            .map_err(|e| pg_error("applying the changes", e))?;
+        self.check_rows(&mut tx, links, |l| l.after, "after the link was applied")?;
+        self.set_sequences(&mut tx, links)?;
+        self.record(&mut tx, &schema)?;
+        self.write_state(&mut tx, &schema)?;
+        tx.batch_execute(&format!("DROP SCHEMA {} CASCADE", ident(&self.staging)))
+            .map_err(|e| pg_error("syncing", e))?;
+        // Stopped (Ctrl-C, SIGTERM) before the commit: rolled back.
+        if stopped() {
+            return Err(ExecError::Interrupted);
+        }
+        tx.commit().map_err(|e| pg_error("syncing", e))?;
+        self.published
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// In the sync's transaction: the target is still the base run's.
+    fn check_base(
+        &self,
+        tx: &mut Transaction<'_>,
+        base: &BaseState,
+        links: &[TableLink],
+    ) -> Result<(), ExecError> {
+        let schema = &self.options.schema;
+        // Readers may go on; writers to the runs wait for this one.
+        tx.batch_execute(&format!(
+            "LOCK TABLE {}.{} IN SHARE ROW EXCLUSIVE MODE",
+            ident(schema),
+            ident(RUNS_TABLE)
+        ))
+        .map_err(|e| pg_error("syncing", e))?;
+        let latest = latest_state(tx, schema)?;
+        if latest.as_deref() != Some(base.digest.as_str()) {
+            return Err(ExecError::Usage(format!(
+                "schema {schema} of {}: its latest run is no longer the one this sync started \
+                 from (state {}): another run applied a link meanwhile; nothing was changed, \
+                 run again",
+                self.target.shown(),
+                base.digest
+            )));
+        }
+        for link in links {
+            let mut columns = |relation: String| -> Result<Option<String>, ExecError> {
+                Ok(tx
+                    .query_one(
+                        "SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, \
+                         a.atttypmod), ', ' ORDER BY a.attname) FROM pg_attribute a WHERE \
+                         a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped",
+                        &[&relation],
+                    )
+                    .map_err(|e| pg_error("syncing", e))?
+                    .get(0))
+            };
+            let pg = pg_name(&link.name);
+            let ours = columns(format!("{}.{}", ident(&self.staging), ident(&pg)))?;
+            let theirs = columns(format!("{}.{}", ident(schema), ident(&pg)))?;
+            let Some(theirs) = theirs else {
+                return Err(ExecError::Usage(format!(
+                    "table {}: {schema}.{pg} is gone from the target (dropped by hand?); \
+                     nothing was changed: reload with --overwrite --keep-keys",
+                    link.name
+                )));
+            };
+            if ours.as_deref() != Some(theirs.as_str()) {
+                return Err(ExecError::Usage(format!(
+                    "table {}: the columns of {schema}.{pg} are not the ones fbunload loaded \
+                     ({theirs}; expected {}): edited by hand? nothing was changed: reload with \
+                     --overwrite --keep-keys",
+                    link.name,
+                    ours.unwrap_or_default()
+                )));
+            }
+        }
+        self.check_rows(tx, links, |l| l.before, "before the link")
+    }
+
+    /// Each table holds the rows it should (`expected`), or the sync
+    /// stops (its transaction rolled back).
+    fn check_rows(
+        &self,
+        tx: &mut Transaction<'_>,
+        links: &[TableLink],
+        expected: impl Fn(&TableLink) -> u64,
+        when: &str,
+    ) -> Result<(), ExecError> {
+        let schema = &self.options.schema;
+        for link in links {
+            let pg = pg_name(&link.name);
+            let n: i64 = tx
+                .query_one(
+                    &format!("SELECT count(*) FROM {}.{}", ident(schema), ident(&pg)),
+                    &[],
+                )
+                .map_err(|e| pg_error("syncing", e))?
+                .get(0);
+            if n as u64 != expected(link) {
+                return Err(ExecError::Usage(format!(
+                    "table {}: {schema}.{pg} holds {n} rows {when}, where the chain says {}: \
+                     its rows were changed by hand (or by a foreign key's cascade); nothing \
+                     was changed: reload with --overwrite --keep-keys",
+                    link.name,
+                    expected(link)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sequences and identity columns at Firebird's values.
+    fn set_sequences(
+        &self,
+        tx: &mut Transaction<'_>,
+        links: &[TableLink],
+    ) -> Result<(), ExecError> {
+        let model = self.schema.lock().unwrap().clone();
+        let Some(model) = model else {
+            return Ok(());
+        };
+        let schema = &self.options.schema;
+        let mut sql = String::new();
+        for sequence in &model.sequences {
+            let name = format!("{}.{}", ident(schema), ident(&pg_name(&sequence.name)));
+            sql += &format!(
+                "SELECT setval(to_regclass({}), {}, true);",
+                quoted(&name),
+                sequence.values.current
+            );
+        }
+        for table in model
+            .tables
+            .iter()
+            .filter(|t| links.iter().any(|l| l.name == t.name))
+        {
+            let name = format!("{}.{}", ident(schema), ident(&pg_name(&table.name)));
+            for column in &table.columns {
+                if let Some(identity) = column.identity {
+                    sql += &format!(
+                        "SELECT setval(pg_get_serial_sequence({}, {}), {}, true);",
+                        quoted(&name),
+                        quoted(&pg_name(&column.name)),
+                        identity.sequence.current
+                    );
+                }
+            }
+        }
+        tx.batch_execute(&sql)
+            .map_err(|e| pg_error("setting the sequences", e))
+    }
+}
+
+/// The staging table of the deletes of the plan's table `index`: a name
+/// no Firebird table maps to (those are lower case, or as quoted).
+fn deletes_table(index: usize) -> String {
+    format!("_FBUNLOAD_deletes_{index}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use fbunload_plan::schema::{Constraint, TableSchema};
+
+    fn referencing(name: &str, others: &[&str]) -> TableSchema {
+        TableSchema {
+            name: name.into(),
+            constraints: others
+                .iter()
+                .map(|o| Constraint {
+                    name: None,
+                    kind: ConstraintKind::ForeignKey {
+                        table: o.to_string(),
+                        columns: vec!["ID".into()],
+                        on_update: None,
+                        on_delete: None,
+                    },
+                    columns: vec!["R".into()],
+                    index: None,
+                })
+                .collect(),
+            ..TableSchema::default()
+        }
+    }
+
+    #[test]
+    fn referenced_tables_come_first_and_cycles_keep_their_order() {
+        let names: Vec<String> = ["LINE", "ORDERS", "CUSTOMER", "A", "B"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(referenced_first(&names, None), vec![0, 1, 2, 3, 4]);
+        let schema = Schema {
+            tables: vec![
+                referencing("LINE", &["ORDERS", "LINE"]),
+                referencing("ORDERS", &["CUSTOMER", "NOT_LOADED"]),
+                referencing("CUSTOMER", &[]),
+                referencing("A", &["B"]),
+                referencing("B", &["A"]),
+            ],
+            ..Schema::default()
+        };
+        // CUSTOMER before ORDERS before LINE; the cycle A <-> B ends.
+        assert_eq!(referenced_first(&names, Some(&schema)), vec![2, 1, 0, 4, 3]);
+    }
+}

@@ -1,0 +1,384 @@
+//! A PostgreSQL run that keeps its state (`--keep-keys`), and the syncs
+//! that follow it: the file machinery of incremental runs does every
+//! read (the keys, the places, the change set at a new snapshot, every
+//! check of a chain), into a private directory, while the rows it reads
+//! go on to PostgreSQL as they come ([`Tee`]). The state the next run
+//! needs (the manifest and the keys files) is kept in the target
+//! (`fbunload_dest_postgres::sync`); a sync writes it back to a private
+//! directory and reads it there as it would read a stranger's `--since`
+//! directory.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema as ArrowSchema, SchemaRef};
+use fbunload_dest::{FileOutput, MANIFEST_NAME, Manifest, verified_listed_file};
+use fbunload_dest_postgres::PostgresDestination;
+use fbunload_dest_postgres::sync::{Apply, BaseState, NewState, TableLink};
+use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
+use fbunload_plan::incremental::DB_KEY_COLUMN;
+use fbunload_plan::{Plan, Unit};
+use sha2::{Digest, Sha256};
+
+use crate::Error;
+
+/// Hands every unit to the file machinery and, of the tables' own reads
+/// (not the helper reads of an incremental run), their columns without
+/// the DB_KEY to PostgreSQL.
+pub(crate) struct Tee<'a> {
+    pub files: &'a FileOutput,
+    pub pg: &'a PostgresDestination,
+    /// Per entry of the plan: where it goes in PostgreSQL, if it does.
+    map: OnceLock<Vec<Option<ToPg>>>,
+}
+
+impl<'a> Tee<'a> {
+    pub fn new(files: &'a FileOutput, pg: &'a PostgresDestination) -> Self {
+        Tee {
+            files,
+            pg,
+            map: OnceLock::new(),
+        }
+    }
+}
+
+impl Destination for Tee<'_> {
+    fn keeps_schema(&self) -> bool {
+        true
+    }
+
+    fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
+        self.files.start(run)?;
+        let mut plan: Plan = run.plan.clone();
+        plan.tables.clear();
+        plan.units.clear();
+        let mut schemas: Vec<SchemaRef> = Vec::new();
+        let mut map = Vec::new();
+        for (table, schema) in run.plan.tables.iter().zip(run.schemas) {
+            if table.role.is_helper() {
+                map.push(None);
+                continue;
+            }
+            let columns: Vec<usize> = (0..schema.fields().len())
+                .filter(|&i| schema.field(i).name() != DB_KEY_COLUMN)
+                .collect();
+            let projected = schema
+                .project(&columns)
+                .map_err(|e| ExecError::Internal(e.to_string()))?;
+            map.push(Some((plan.tables.len(), columns)));
+            plan.tables.push(table.clone());
+            schemas.push(std::sync::Arc::new(ArrowSchema::new_with_metadata(
+                projected.fields().clone(),
+                projected.metadata().clone(),
+            )));
+        }
+        let _ = self.map.set(map);
+        self.pg.start(&RunInfo {
+            plan: &plan,
+            schemas: &schemas,
+            snapshot_number: run.snapshot_number,
+            schema_sql: run.schema_sql,
+            schema: run.schema,
+        })
+    }
+
+    fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        let files = self.files.begin_unit(unit)?;
+        let to_pg = self.map.get().and_then(|m| m[unit.table].clone());
+        let pg = match &to_pg {
+            Some((table, _)) => Some(self.pg.begin_unit(&Unit {
+                table: *table,
+                ..*unit
+            })?),
+            None => None,
+        };
+        Ok(Box::new(TeeUnit {
+            files,
+            pg,
+            columns: to_pg.map(|(_, c)| c).unwrap_or_default(),
+        }))
+    }
+
+    fn finish(&self) -> Result<Vec<Written>, ExecError> {
+        let written = self.files.finish()?;
+        // Keys and indices built; the publish waits for the state.
+        self.pg.finish()?;
+        Ok(written)
+    }
+
+    fn follow_ups(&self) -> Result<Vec<Unit>, ExecError> {
+        self.files.follow_ups()
+    }
+
+    fn stop(&self) {
+        self.files.stop();
+        self.pg.stop();
+    }
+}
+
+/// An entry's table in PostgreSQL's plan, and the columns it takes.
+type ToPg = (usize, Vec<usize>);
+
+struct TeeUnit<'a> {
+    files: Box<dyn UnitWriter + 'a>,
+    pg: Option<Box<dyn UnitWriter + 'a>>,
+    columns: Vec<usize>,
+}
+
+impl UnitWriter for TeeUnit<'_> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        if let Some(pg) = self.pg.as_mut() {
+            let projected = batch
+                .project(&self.columns)
+                .map_err(|e| ExecError::Internal(e.to_string()))?;
+            pg.write(projected)?;
+        }
+        self.files.write(batch)
+    }
+
+    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        let this = *self;
+        if let Some(pg) = this.pg {
+            if let Err(e) = pg.finish() {
+                let _ = this.files.abort();
+                return Err(e);
+            }
+        }
+        this.files.finish()
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), ExecError> {
+        let this = *self;
+        if let Some(pg) = this.pg {
+            pg.abort()?;
+        }
+        this.files.abort()
+    }
+}
+
+/// A directory of this process's own under the system's temporary one
+/// (`TMPDIR`), readable by its user only, removed when dropped.
+pub(crate) struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    pub fn new() -> Result<Self, Error> {
+        remove_left_by_killed_runs();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path =
+            std::env::temp_dir().join(format!("fbunload-pg-{}-{nanos:08x}", std::process::id()));
+        let mut builder = fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&path).map_err(|e| {
+            Error::Usage(format!(
+                "cannot make a private directory {} for the run's keys: {e} (set TMPDIR)",
+                path.display()
+            ))
+        })?;
+        Ok(PrivateDir(path))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// Removes the private directories of runs killed outright (`SIGKILL`
+/// skips [`Drop`]): those named for a process that is gone. Where
+/// processes cannot be looked up (not Linux), they stay.
+fn remove_left_by_killed_runs() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("fbunload-pg-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn refuse(schema: &str, why: impl std::fmt::Display) -> Error {
+    Error::Usage(format!(
+        "schema {schema}: {why}; nothing was changed: reload it whole with --overwrite \
+         --keep-keys"
+    ))
+}
+
+/// Writes the state the target holds into `dir`, as a `--since`
+/// directory, and returns its manifest. The state is read as a
+/// stranger's: plain names only, the manifest the one the target's
+/// latest run names (by SHA-256); the keys files are checked against it
+/// as `--since` checks any directory.
+pub(crate) fn write_base(dir: &Path, base: &BaseState, schema: &str) -> Result<Manifest, Error> {
+    fs::create_dir(dir).map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
+    let mut manifest = None;
+    for (name, bytes) in &base.files {
+        let plain = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && !name.contains(['/', '\\', '\0'])
+            && name.len() <= 255;
+        if !plain {
+            return Err(refuse(
+                schema,
+                format!(
+                    "its state names a file {} (not a plain name): it was edited",
+                    crate::printable(name)
+                ),
+            ));
+        }
+        if name == MANIFEST_NAME {
+            let digest = crate::incremental::hex(&Sha256::digest(bytes));
+            if digest != base.digest {
+                return Err(refuse(
+                    schema,
+                    format!(
+                        "the manifest of its state has SHA-256 {digest}, and its latest run \
+                         names {}: it was edited",
+                        base.digest
+                    ),
+                ));
+            }
+            manifest = Some(
+                serde_json::from_slice::<Manifest>(bytes)
+                    .map_err(|e| refuse(schema, format!("its state's manifest: {e}")))?,
+            );
+        }
+        fs::write(dir.join(name), bytes)
+            .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
+    }
+    manifest.ok_or_else(|| refuse(schema, "its state has no manifest: it was edited"))
+}
+
+/// The state a run in `dir` leaves: its manifest and keys files, each
+/// checked against the manifest.
+pub(crate) fn new_state(dir: &Path, manifest: &Manifest) -> Result<NewState, Error> {
+    let text = fs::read(dir.join(MANIFEST_NAME))
+        .map_err(|e| Error::Usage(format!("{MANIFEST_NAME}: {e}")))?;
+    let digest = crate::incremental::hex(&Sha256::digest(&text));
+    let mut files = vec![(MANIFEST_NAME.to_string(), text)];
+    for table in &manifest.tables {
+        for file in table
+            .files
+            .iter()
+            .filter(|f| f.role.as_deref() == Some("keys"))
+        {
+            let bytes = verified_listed_file(dir, file).map_err(Error::Usage)?;
+            files.push((file.name.clone(), bytes));
+        }
+    }
+    Ok(NewState { digest, files })
+}
+
+/// How each table of the link in `dir` (its `manifest`) applies to the
+/// target left by `base`; the deletes' keys COPYed to staging.
+pub(crate) fn links(
+    dir: &Path,
+    manifest: &Manifest,
+    base: &Manifest,
+    pg: &PostgresDestination,
+    schema: &str,
+) -> Result<Vec<TableLink>, Error> {
+    if let Some(dropped) = manifest
+        .incremental
+        .as_ref()
+        .and_then(|i| i.dropped.first())
+    {
+        return Err(refuse(
+            schema,
+            format!(
+                "table {} was dropped in Firebird (or left out) since the run the target holds",
+                crate::printable(dropped)
+            ),
+        ));
+    }
+    let mut links = Vec::new();
+    for table in manifest.tables.iter().filter(|t| t.kind == "table") {
+        let change = table.change.as_ref().ok_or_else(|| {
+            Error::Server(format!("table {}: the link says nothing of it", table.name))
+        })?;
+        let old = base
+            .tables
+            .iter()
+            .find(|t| t.name == table.name && t.kind == "table")
+            .ok_or_else(|| {
+                refuse(
+                    schema,
+                    format!(
+                        "table {} is new since the run the target holds",
+                        crate::printable(&table.name)
+                    ),
+                )
+            })?;
+        let columns = |t: &fbunload_dest::ManifestTable| -> Vec<(String, String)> {
+            t.columns
+                .iter()
+                .map(|c| (c.name.clone(), c.firebird_type.clone()))
+                .collect()
+        };
+        if columns(old) != columns(table) {
+            return Err(refuse(
+                schema,
+                format!(
+                    "table {}: its columns changed in Firebird since the run the target holds",
+                    crate::printable(&table.name)
+                ),
+            ));
+        }
+        let count = |t: &fbunload_dest::ManifestTable| {
+            t.change.as_ref().and_then(|c| c.keys).unwrap_or(t.rows)
+        };
+        let apply = if change.mode == "changes" {
+            for file in table
+                .files
+                .iter()
+                .filter(|f| f.role.as_deref() == Some("deletes"))
+            {
+                let handle =
+                    fbunload_dest::open_verified_listed_file(dir, file).map_err(Error::Usage)?;
+                let reader =
+                    arrow_ipc::reader::FileReader::try_new(std::io::BufReader::new(handle), None)
+                        .map_err(|e| Error::Usage(format!("{}: {e}", file.name)))?;
+                let mut batches = reader.map(|b| b.map_err(|e| e.to_string()));
+                pg.copy_deletes(&table.name, &mut batches)?;
+            }
+            Apply::Changes {
+                key: change.primary_key.clone(),
+            }
+        } else {
+            Apply::Whole {
+                key: change.primary_key.clone(),
+            }
+        };
+        links.push(TableLink {
+            name: table.name.clone(),
+            apply,
+            before: count(old),
+            after: count(table),
+        });
+    }
+    Ok(links)
+}
