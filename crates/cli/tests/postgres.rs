@@ -1263,3 +1263,160 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
     );
     fresh();
 }
+
+/// Runs fbunload with `TMPDIR` set to `tmp`, watching `tmp` as it runs:
+/// the largest its files ever were together, and every file name seen.
+fn watched_run(db: &Path, uri: &str, args: &[&str], tmp: &Path) -> (u64, Vec<String>) {
+    fn walk(dir: &Path, bytes: &mut u64, names: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                walk(&entry.path(), bytes, names);
+            } else {
+                *bytes += entry.metadata().map_or(0, |m| m.len());
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "-o", uri])
+        .args(args)
+        .env("TMPDIR", tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut peak = 0;
+    let mut seen = Vec::new();
+    loop {
+        let done = child.try_wait().unwrap().is_some();
+        let mut bytes = 0;
+        walk(tmp, &mut bytes, &mut seen);
+        peak = peak.max(bytes);
+        if done {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_loaded(&out);
+    seen.sort();
+    seen.dedup();
+    (peak, seen)
+}
+
+#[test]
+fn pgkeys_a_kept_load_and_its_sync_keep_no_copy_of_the_rows_beside_them() {
+    let Some(uri) = pg_database("pgkeys_copy") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "copy.fdb", 4096);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE BIG (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(300))",
+            "CREATE TABLE NOKEY (A INTEGER, V VARCHAR(300))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < 60000) DO BEGIN \
+             INSERT INTO BIG VALUES (:I, RPAD('r' || :I, 300, 'x')); \
+             IF (MOD(I, 4) = 0) THEN INSERT INTO NOKEY VALUES (:I, RPAD('n', 300, 'y')); \
+             I = I + 1; END END",
+        ],
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["--pg-schema", "pgkeys", "-j", "2"];
+    let (peak, seen) = watched_run(
+        &db,
+        &uri,
+        &[&args[..], &["--keep-keys"]].concat(),
+        tmp.path(),
+    );
+    let table_bytes = query_one_i64(&uri, "SELECT pg_table_size('pgkeys.big')") as u64;
+    assert!(table_bytes > 15 << 20, "BIG holds {table_bytes} bytes");
+    let rows_files = |seen: &[String]| -> Vec<String> {
+        seen.iter()
+            .filter(|n| {
+                let n = n.to_uppercase();
+                (n.starts_with("BIG.") || n.starts_with("NOKEY."))
+                    && !n.contains(".KEYS.")
+                    && !n.contains(".DELETES.")
+            })
+            .cloned()
+            .collect()
+    };
+    assert_eq!(rows_files(&seen), Vec::<String>::new(), "seen: {seen:?}");
+    assert!(
+        peak < table_bytes / 10,
+        "the private directory held {peak} bytes at most; BIG is {table_bytes}"
+    );
+
+    // A sync: its upserts go to PostgreSQL only, its deletes are kept.
+    execute(
+        &db,
+        &[
+            "UPDATE BIG SET V = 'changed' WHERE MOD(ID, 10) = 0",
+            "DELETE FROM BIG WHERE MOD(ID, 10) = 1",
+        ],
+    );
+    let (peak, seen) = watched_run(&db, &uri, &args, tmp.path());
+    assert_eq!(rows_files(&seen), Vec::<String>::new(), "seen: {seen:?}");
+    assert!(
+        peak < table_bytes / 10,
+        "{peak} bytes; BIG is {table_bytes}"
+    );
+    assert_eq!(
+        query_one_i64(&uri, "SELECT count(*) FROM pgkeys.big WHERE v = 'changed'"),
+        6000
+    );
+    assert_eq!(
+        query_one_i64(&uri, "SELECT count(*) FROM pgkeys.big"),
+        54000
+    );
+    assert_eq!(
+        query_one_i64(&uri, "SELECT count(*) FROM pgkeys.nokey"),
+        15000
+    );
+    assert!(
+        std::fs::read_dir(tmp.path()).unwrap().next().is_none(),
+        "a private directory stayed"
+    );
+}
+
+#[test]
+fn pgkeys_a_sync_with_other_options_names_the_schema_and_the_fix() {
+    let Some(uri) = pg_database("pgkeys_options") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "options.fdb", 4096);
+    chain_tables(&db);
+    let to = ["--pg-schema", "pgkeys", "-j", "2"];
+    assert_loaded(&load(&db, &uri, &[&to[..], &["--keep-keys"]].concat()));
+    let before = fingerprint(&uri, "pgkeys");
+    for other in [
+        &["-t", "T"][..],
+        &["--charset", "WIN1252"][..],
+        &["-x", "NOPK"][..],
+    ] {
+        let out = load(&db, &uri, &[&to[..], other].concat());
+        refused_in_one_line(&out, "schema pgkeys: the run it holds was made ");
+        let err = stderr(&out);
+        assert!(
+            err.contains("reload it whole with --overwrite --keep-keys"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("fbunload-pg-") && !err.contains("--since"),
+            "{err}"
+        );
+        assert_eq!(fingerprint(&uri, "pgkeys"), before);
+    }
+    assert!(!staging_left(&uri));
+}

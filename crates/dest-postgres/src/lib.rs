@@ -478,6 +478,11 @@ impl PostgresDestination {
         &self.target
     }
 
+    /// The schema loaded (`--pg-schema`).
+    pub fn schema(&self) -> &str {
+        &self.options.schema
+    }
+
     fn run_sql(
         &self,
         client: &mut impl GenericClient,

@@ -86,6 +86,9 @@ pub struct FileOutput {
     snapshot_number: OnceLock<Option<u64>>,
     /// Where rows lie, for a run that keeps keys.
     row_places: OnceLock<Option<RowPlaces>>,
+    /// The tables' rows are dropped, not written (see
+    /// [`FileOutput::without_table_files`]).
+    drop_rows: bool,
 }
 
 /// A table that keeps its keys (see `keys`).
@@ -158,6 +161,7 @@ impl FileOutput {
             key_outcomes: OnceLock::new(),
             snapshot_number: OnceLock::new(),
             row_places: OnceLock::new(),
+            drop_rows: false,
         }
     }
 
@@ -191,6 +195,7 @@ impl FileOutput {
             key_outcomes: OnceLock::new(),
             snapshot_number: OnceLock::new(),
             row_places: OnceLock::new(),
+            drop_rows: false,
         })
     }
 
@@ -227,6 +232,16 @@ impl FileOutput {
         }
     }
 
+    /// Writes no table's rows (no `T.<ext>`, no `T.upserts.<ext>`, nothing
+    /// spilled of them), only what a run keeping its keys needs beside
+    /// them: the keys files, the deletes, `schema.sql`. For a PostgreSQL
+    /// target, which takes the rows itself: its private directory then
+    /// needs room for the keys, not for a copy of the database.
+    pub fn without_table_files(mut self) -> Self {
+        self.drop_rows = true;
+        self
+    }
+
     /// The files the run published that belong to no one table
     /// (`schema.sql`), once it has finished.
     pub fn run_files(&self) -> Vec<FileDigest> {
@@ -252,6 +267,26 @@ impl FileOutput {
     /// keeping its keys), once the run has finished.
     pub fn key_outcomes(&self) -> Vec<KeyOutcome> {
         self.key_outcomes.get().cloned().unwrap_or_default()
+    }
+
+    /// A table's rows: [`Self::table`], or dropped where the output
+    /// writes no table files.
+    fn rows_table(
+        &self,
+        stem: &str,
+        name: &str,
+        index: usize,
+        units: usize,
+        schema: &arrow_schema::SchemaRef,
+        snapshot_number: Option<u64>,
+    ) -> Box<dyn Table> {
+        if self.drop_rows {
+            return Box::new(Dropped {
+                units,
+                done: std::sync::atomic::AtomicUsize::new(0),
+            });
+        }
+        self.table(stem, name, index, units, schema, snapshot_number)
     }
 
     /// A table's output, its files named by `stem` (`T`, `T.upserts`).
@@ -479,6 +514,44 @@ impl FileOutput {
     }
 }
 
+/// A table whose rows go nowhere ([`FileOutput::without_table_files`]);
+/// it says it is complete once all its units are.
+struct Dropped {
+    units: usize,
+    done: std::sync::atomic::AtomicUsize,
+}
+
+impl Table for Dropped {
+    fn begin_unit(&self, _seq: usize) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        Ok(Box::new(DroppedUnit(self)))
+    }
+
+    fn finish(&self) -> Result<Written, ExecError> {
+        Ok(Written::default())
+    }
+}
+
+struct DroppedUnit<'a>(&'a Dropped);
+
+impl UnitWriter for DroppedUnit<'_> {
+    fn write(&mut self, _batch: arrow_array::RecordBatch) -> Result<(), ExecError> {
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        let done = self
+            .0
+            .done
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        Ok(done == self.0.units)
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), ExecError> {
+        Ok(())
+    }
+}
+
 impl Destination for FileOutput {
     fn keeps_schema(&self) -> bool {
         matches!(self.target, Target::Directory(_))
@@ -544,7 +617,7 @@ impl Destination for FileOutput {
                 _ => table.name.clone(),
             };
             if table.key_columns.is_empty() {
-                tables.push(self.table(
+                tables.push(self.rows_table(
                     &stem,
                     &table.name,
                     index,
@@ -569,7 +642,7 @@ impl Destination for FileOutput {
             });
             let file_schema = Arc::new(schema.project(&file_columns).map_err(internal)?);
             tables.push(Box::new(keys::KeptKeys {
-                file: self.table(
+                file: self.rows_table(
                     &stem,
                     &table.name,
                     index,

@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fbunload_dest::{
-    verified_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental, PreviousKeys,
-    PreviousRunRef, MANIFEST_NAME,
+    KeyOutcome, MANIFEST_NAME, Manifest, ManifestChange, ManifestIncremental, PreviousKeys,
+    PreviousRunRef, verified_listed_file,
 };
 use fbunload_plan::{Plan, PreviousTable, Role, Since};
 use sha2::{Digest, Sha256};
@@ -411,6 +411,26 @@ pub(crate) fn refuse_other_options(
     previous: &Previous,
     mine: &std::collections::BTreeMap<String, serde_json::Value>,
 ) -> Result<(), Error> {
+    match other_options(previous, mine) {
+        Some(differ) => Err(refuse(
+            &previous_dir(previous),
+            format!(
+                "{differ}; the links of a chain take the same --tables, --exclude, --format, \
+                 --charset, --decimal256, --null and --binary (start a new chain with \
+                 --keep-keys to change them)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// How the options of the run `previous` and this one (`mine`) differ
+/// where the links of a chain must agree (`that run was made with --charset
+/// X, this one with --charset Y`), if they do.
+pub(crate) fn other_options(
+    previous: &Previous,
+    mine: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> Option<String> {
     for (name, default) in crate::describe::CHAIN_OPTIONS {
         let default: Option<serde_json::Value> =
             default.map(|d| serde_json::from_str(d).expect("a JSON default"));
@@ -432,19 +452,14 @@ pub(crate) fn refuse_other_options(
                 Some(v) => format!("with --{name} {v}"),
                 None => format!("without --{name}"),
             };
-            return Err(refuse(
-                &previous_dir(previous),
-                format!(
-                    "that run was made {}, this one {}; the links of a chain take \
-                     the same --tables, --exclude, --format, --charset, --decimal256, --null and \
-                     --binary (start a new chain with --keep-keys to change them)",
-                    shown(&theirs),
-                    shown(&ours)
-                ),
+            return Some(format!(
+                "that run was made {}, this one {}",
+                shown(&theirs),
+                shown(&ours)
             ));
         }
     }
-    Ok(())
+    None
 }
 
 fn previous_dir(previous: &Previous) -> std::path::PathBuf {

@@ -702,8 +702,25 @@ impl Unload {
             part_limits: self.part_limits,
             started,
         };
-        if let Some(previous) = &previous {
-            incremental::refuse_other_options(previous, &describe::requested(&request))?;
+        match (&previous, pg) {
+            (Some(previous), None) => {
+                incremental::refuse_other_options(previous, &describe::requested(&request))?
+            }
+            // The base run is the target's, not a directory the user named.
+            (Some(previous), Some(pg)) => {
+                if let Some(differ) =
+                    incremental::other_options(previous, &describe::requested(&request))
+                {
+                    return Err(Error::Usage(format!(
+                        "schema {}: {}; a sync takes the same --tables, --exclude and \
+                         --charset as the run the schema holds; nothing was changed: reload it \
+                         whole with --overwrite --keep-keys to change them",
+                        pg.schema(),
+                        differ.replacen("that run", "the run it holds", 1)
+                    )));
+                }
+            }
+            (None, _) => {}
         }
         let output = OutputDir::open(dir, self.reuse)?;
         let mut this = self.clone();
@@ -717,12 +734,18 @@ impl Unload {
             incremental::refuse_names_of_role_files(&prepared.plan)?;
         }
         let (plan, schemas) = (prepared.plan.clone(), prepared.schemas.clone());
-        let files = FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
-            .with_part_limits(self.part_limits)?
-            .with_previous_keys(match previous.as_mut() {
-                Some(previous) => previous.keys()?,
-                None => std::collections::HashMap::new(),
-            });
+        let mut files =
+            FileOutput::to_directory(output.clone(), format.clone(), self.memory_budget)
+                .with_part_limits(self.part_limits)?
+                .with_previous_keys(match previous.as_mut() {
+                    Some(previous) => previous.keys()?,
+                    None => std::collections::HashMap::new(),
+                });
+        // PostgreSQL takes the rows: the private directory keeps only the
+        // keys and the deletes, not a copy of every table.
+        if pg.is_some() {
+            files = files.without_table_files();
+        }
         let mut summary = match pg {
             Some(pg) => prepared.run(&pgsync::Tee::new(&files, pg), progress)?,
             None => prepared.run(&files, progress)?,

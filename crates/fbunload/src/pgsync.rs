@@ -2,7 +2,9 @@
 //! that follow it: the file machinery of incremental runs does every
 //! read (the keys, the places, the change set at a new snapshot, every
 //! check of a chain), into a private directory, while the rows it reads
-//! go on to PostgreSQL as they come ([`Tee`]). The state the next run
+//! go on to PostgreSQL as they come ([`Tee`]) and only there: the file
+//! machinery writes the keys and the deletes, not the tables' rows
+//! (`FileOutput::without_table_files`). The state the next run
 //! needs (the manifest and the keys files) is kept in the target
 //! (`fbunload_dest_postgres::sync`); a sync writes it back to a private
 //! directory and reads it there as it would read a stranger's `--since`
