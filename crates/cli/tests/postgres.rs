@@ -1420,3 +1420,47 @@ fn pgkeys_a_sync_with_other_options_names_the_schema_and_the_fix() {
     }
     assert!(!staging_left(&uri));
 }
+
+#[test]
+fn pgkeys_names_postgresql_would_not_keep_apart_are_refused_in_one_line() {
+    let Some(uri) = pg_database("pgkeys_names") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "names.fdb", 4096);
+    let long = "É".repeat(40);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE STOCK (ID INTEGER)",
+            "CREATE TABLE \"stock\" (ID INTEGER)",
+            "CREATE TABLE CASES (A INTEGER, \"a\" INTEGER)",
+            &format!("CREATE TABLE LONGCOL (ID INTEGER, \"{long}\" INTEGER)"),
+            "INSERT INTO STOCK VALUES (1)",
+            "INSERT INTO \"stock\" VALUES (2)",
+        ],
+    );
+    let to = ["--pg-schema", "pgkeys"];
+    refused_in_one_line(
+        &load(&db, &uri, &[&to[..], &["-t", "STOCK,\"stock\""]].concat()),
+        "tables STOCK and stock would both be PostgreSQL's \"stock\" (an unquoted name becomes \
+         lower case); load them apart, leaving one out (-x '\"stock\"')",
+    );
+    refused_in_one_line(
+        &load(&db, &uri, &[&to[..], &["-t", "CASES", "--keep-keys"]].concat()),
+        "table CASES: columns A and a would both be PostgreSQL's \"a\"",
+    );
+    refused_in_one_line(
+        &load(&db, &uri, &[&to[..], &["-t", "LONGCOL"]].concat()),
+        &format!("table LONGCOL: column {long}: its PostgreSQL name \"{long}\" is 80 bytes"),
+    );
+    assert!(!schemas(&uri).contains(&"pgkeys".to_string()));
+    assert!(!staging_left(&uri));
+    // The way out the message gives.
+    assert_loaded(&load(
+        &db,
+        &uri,
+        &[&to[..], &["-t", "STOCK,\"stock\"", "-x", "\"stock\""]].concat(),
+    ));
+    assert_eq!(query_one_i64(&uri, "SELECT sum(id) FROM pgkeys.stock"), 1);
+}

@@ -101,6 +101,82 @@ pub fn pg_name(name: &str) -> String {
     }
 }
 
+/// The longest name PostgreSQL keeps, in bytes (`NAMEDATALEN` - 1); a
+/// longer one it cuts without a word.
+pub const PG_NAME_MAX: usize = 63;
+
+/// A Firebird name as `-t`/`-x` take it: a regular name as it is, any
+/// other double-quoted (and quoted again for the shell).
+fn option_name(name: &str) -> String {
+    if pg_name(name) != name || name.is_empty() {
+        name.to_string()
+    } else {
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        format!("'{}'", quoted.replace('\'', "'\\''"))
+    }
+}
+
+/// Refuses, before any row moves, Firebird names that PostgreSQL would
+/// not keep apart: two tables (or two columns of a table) that become
+/// the same PostgreSQL name (`STOCK` and `"stock"`), a table named as
+/// fbunload's own, and a name longer than PostgreSQL keeps (it would be
+/// cut, silently, and could meet another). `tables`: each table's
+/// Firebird name and its columns'.
+fn check_names(tables: &[(&str, Vec<&str>)]) -> Result<(), String> {
+    let too_long = |what: &str, name: &str| {
+        format!(
+            "{what} {name}: its PostgreSQL name {} is {} bytes, longer than the {PG_NAME_MAX} \
+             PostgreSQL keeps; rename it in Firebird, or leave it out",
+            ident(&pg_name(name)),
+            pg_name(name).len()
+        )
+    };
+    use std::collections::HashMap;
+    let mut seen: HashMap<String, &str> = HashMap::new();
+    for (table, columns) in tables {
+        let pg = pg_name(table);
+        if pg.len() > PG_NAME_MAX {
+            return Err(format!(
+                "{} (-x {})",
+                too_long("table", table),
+                option_name(table)
+            ));
+        }
+        if [RUNS_TABLE, REPORT_TABLE, sync::STATE_TABLE].contains(&pg.as_str()) {
+            return Err(format!(
+                "table {table} would be PostgreSQL's {pg}, a table of fbunload's own; leave it \
+                 out (-x {})",
+                option_name(table)
+            ));
+        }
+        if let Some(other) = seen.insert(pg.clone(), table) {
+            return Err(format!(
+                "tables {other} and {table} would both be PostgreSQL's {} (an unquoted name \
+                 becomes lower case); load them apart, leaving one out (-x {})",
+                ident(&pg),
+                option_name(table)
+            ));
+        }
+        let mut seen_columns: HashMap<String, &str> = HashMap::new();
+        for column in columns {
+            let pg_column = pg_name(column);
+            if pg_column.len() > PG_NAME_MAX {
+                return Err(format!("table {table}: {}", too_long("column", column)));
+            }
+            if let Some(other) = seen_columns.insert(pg_column.clone(), column) {
+                return Err(format!(
+                    "table {table}: columns {other} and {column} would both be PostgreSQL's {} \
+                     (an unquoted name becomes lower case); rename one in Firebird, or leave \
+                     the table out (-x {})",
+                    ident(&pg_column),
+                    option_name(table)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A quoted PostgreSQL identifier.
 pub fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -535,6 +611,14 @@ impl PostgresDestination {
                 from_table: table.kind == Kind::Table && model.is_some(),
             });
         }
+        let tables: Vec<(&str, Vec<&str>)> = loads
+            .iter()
+            .map(|l| {
+                let columns = l.columns.iter().map(|c| c.name.as_str()).collect();
+                (l.name.as_str(), columns)
+            })
+            .collect();
+        check_names(&tables).map_err(ExecError::Usage)?;
         Ok(loads)
     }
 
@@ -1004,6 +1088,27 @@ mod tests {
         assert_eq!(pg_name("Mixed"), "Mixed");
         assert_eq!(pg_name("WITH SPACE"), "WITH SPACE");
         assert_eq!(pg_name("9LIVES"), "9LIVES");
+    }
+
+    #[test]
+    fn names_postgresql_would_not_keep_apart_are_refused() {
+        let ok = check_names(&[("STOCK", vec!["ID", "Id"]), ("Stock", vec!["ID"])]);
+        assert_eq!(ok, Ok(()));
+        let err = check_names(&[("STOCK", vec!["ID"]), ("stock", vec!["ID"])]).unwrap_err();
+        assert!(err.contains("tables STOCK and stock"), "{err}");
+        assert!(err.contains("(-x '\"stock\"')"), "{err}");
+        let err = check_names(&[("T", vec!["A", "a"])]).unwrap_err();
+        assert!(err.contains("table T: columns A and a"), "{err}");
+        let err = check_names(&[("_fbunload_runs", vec![])]).unwrap_err();
+        assert!(err.contains("fbunload's own"), "{err}");
+        let long = "É".repeat(32);
+        let err = check_names(&[(long.as_str(), vec![])]).unwrap_err();
+        assert!(err.contains("64 bytes"), "{err}");
+        let fits = "X".repeat(63);
+        assert_eq!(check_names(&[("T", vec![fits.as_str()])]), Ok(()));
+        let over = "X".repeat(64);
+        let err = check_names(&[("T", vec![over.as_str()])]).unwrap_err();
+        assert!(err.starts_with("table T: column XXX"), "{err}");
         assert_eq!(ident("a\"b"), "\"a\"\"b\"");
     }
 }
