@@ -1447,7 +1447,11 @@ fn pgkeys_names_postgresql_would_not_keep_apart_are_refused_in_one_line() {
          lower case); load them apart, leaving one out (-x '\"stock\"')",
     );
     refused_in_one_line(
-        &load(&db, &uri, &[&to[..], &["-t", "CASES", "--keep-keys"]].concat()),
+        &load(
+            &db,
+            &uri,
+            &[&to[..], &["-t", "CASES", "--keep-keys"]].concat(),
+        ),
         "table CASES: columns A and a would both be PostgreSQL's \"a\"",
     );
     refused_in_one_line(
@@ -1463,4 +1467,55 @@ fn pgkeys_names_postgresql_would_not_keep_apart_are_refused_in_one_line() {
         &[&to[..], &["-t", "STOCK,\"stock\"", "-x", "\"stock\""]].concat(),
     ));
     assert_eq!(query_one_i64(&uri, "SELECT sum(id) FROM pgkeys.stock"), 1);
+}
+
+#[test]
+fn pgkeys_a_sequence_renamed_on_load_is_set_by_each_sync() {
+    let Some(uri) = pg_database("pgkeys_sequences") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "sequences.fdb", 4096);
+    // Sequence T meets table T in PostgreSQL's one namespace: it
+    // becomes t_2.
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY)",
+            "CREATE SEQUENCE T",
+            "ALTER SEQUENCE T RESTART WITH 100",
+            "INSERT INTO T VALUES (1)",
+        ],
+    );
+    let sequences = || -> Vec<(String, Option<i64>)> {
+        pg(&uri)
+            .query(
+                "SELECT sequencename::text, last_value FROM pg_sequences WHERE schemaname = \
+                 'pgkeys' ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    let to = ["--pg-schema", "pgkeys"];
+    assert_loaded(&load(&db, &uri, &[&to[..], &["--keep-keys"]].concat()));
+    // RESTART WITH 100: the next value is 100, the current one 99.
+    assert_eq!(sequences(), vec![("t_2".to_string(), Some(99))]);
+    for (round, value) in [(1, 500), (2, 700)] {
+        execute(
+            &db,
+            &[
+                &format!("ALTER SEQUENCE T RESTART WITH {value}"),
+                &format!("INSERT INTO T VALUES ({})", round + 1),
+            ],
+        );
+        assert_loaded(&load(&db, &uri, &to));
+        assert_eq!(
+            sequences(),
+            vec![("t_2".to_string(), Some(value - 1))],
+            "round {round}"
+        );
+    }
 }

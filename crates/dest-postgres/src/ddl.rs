@@ -30,13 +30,15 @@ pub struct Untranslated {
 /// The DDL in the order it runs (each step after the one it needs):
 /// column clauses, keys, indices, foreign keys, sequences; `loaded`
 /// says which columns of each table were loaded (a `--columns` run),
-/// so that nothing names a column that is not there.
+/// so that nothing names a column that is not there. Also returns each
+/// sequence's PostgreSQL name, by its Firebird one (a name taken by a
+/// table or index gets a suffix: a sync must set the same).
 pub fn after_load(
     schema: &Schema,
     staging: &str,
     loaded: &dyn Fn(&str) -> Option<Vec<String>>,
     tables: &[String],
-) -> (Vec<Statement>, Vec<Untranslated>) {
+) -> (Vec<Statement>, Vec<Untranslated>, SequenceNames) {
     // Tables, indices (a key's too) and sequences share one namespace in
     // PostgreSQL, not in Firebird: a name taken gets a suffix.
     let mut names = Names::default();
@@ -197,12 +199,11 @@ pub fn after_load(
             why: "Firebird's own SQL".into(),
         });
     }
+    let mut sequences = SequenceNames::new();
     for sequence in &schema.sequences {
-        let name = format!(
-            "{}.{}",
-            ident(staging),
-            ident(&names.take(&pg_name(&sequence.name)))
-        );
+        let pg = names.take(&pg_name(&sequence.name));
+        let name = format!("{}.{}", ident(staging), ident(&pg));
+        sequences.insert(sequence.name.clone(), pg);
         statements.push(Statement {
             what: format!("sequence {}", sequence.name),
             sql: format!(
@@ -212,8 +213,11 @@ pub fn after_load(
             ),
         });
     }
-    (statements, report)
+    (statements, report, sequences)
 }
+
+/// The PostgreSQL name of each sequence, by its Firebird name.
+pub type SequenceNames = std::collections::BTreeMap<String, String>;
 
 /// Relation names given out in the schema.
 #[derive(Default)]
@@ -502,7 +506,11 @@ mod tests {
             "customers".to_string(),
             "by_cust".to_string(),
         ];
-        let (statements, report) = after_load(&schema, "stage", &loaded, &tables);
+        let (statements, report, sequences) = after_load(&schema, "stage", &loaded, &tables);
+        assert_eq!(
+            sequences.into_iter().collect::<Vec<_>>(),
+            [("GEN_ORDERS".to_string(), "gen_orders".to_string())]
+        );
         let sql: Vec<&str> = statements.iter().map(|s| s.sql.as_str()).collect();
         assert_eq!(
             sql[0],

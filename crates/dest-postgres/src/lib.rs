@@ -460,6 +460,10 @@ pub struct PostgresDestination {
     base: Option<sync::BaseState>,
     /// The state this run leaves, written with its `_fbunload_runs` row.
     state: Mutex<Option<sync::NewState>>,
+    /// Each sequence's PostgreSQL name, by its Firebird name: given out
+    /// by a full load, read back from the base run's row by a sync (see
+    /// `ddl::after_load`); recorded with each run in `_fbunload_runs`.
+    sequence_names: Mutex<ddl::SequenceNames>,
 }
 
 /// Names of fbunload's own in the target database, at most 63 bytes.
@@ -539,6 +543,11 @@ impl PostgresDestination {
             started: AtomicBool::new(false),
             report: Mutex::new(Vec::new()),
             started_at: std::time::SystemTime::now(),
+            sequence_names: Mutex::new(
+                base.as_ref()
+                    .map(|b| b.sequences.clone())
+                    .unwrap_or_default(),
+            ),
             base,
             state: Mutex::new(None),
         })
@@ -710,8 +719,10 @@ impl PostgresDestination {
             .map(|t| t.pg.clone())
             .chain([RUNS_TABLE.to_string(), REPORT_TABLE.to_string()])
             .collect();
-        let (statements, report) = ddl::after_load(&schema, &self.staging, &loaded, &relations);
+        let (statements, report, sequences) =
+            ddl::after_load(&schema, &self.staging, &loaded, &relations);
         drop(tables);
+        *self.sequence_names.lock().unwrap() = sequences;
         for statement in statements {
             self.run_sql(client, &statement.what, &statement.sql)?;
         }

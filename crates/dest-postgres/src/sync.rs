@@ -33,6 +33,9 @@ pub struct BaseState {
     /// The SHA-256 of its manifest, as `_fbunload_runs` names it.
     pub digest: String,
     pub files: Vec<(String, Vec<u8>)>,
+    /// The PostgreSQL name of each sequence the run made, by its Firebird
+    /// name (its `_fbunload_runs` row's `options.sequences`).
+    pub sequences: crate::ddl::SequenceNames,
 }
 
 /// The state a run leaves for the next one.
@@ -104,9 +107,30 @@ pub(crate) fn read_base(client: &mut Client, schema: &str) -> Result<Option<Base
              hold (it was edited): reload it whole with --overwrite --keep-keys"
         )));
     }
+    // Read back from the target: names used quoted, only in this schema.
+    let sequences: Option<String> = client
+        .query_one(
+            &format!(
+                "SELECT (options->'sequences')::text FROM {runs} WHERE options->>'state' = $1 \
+                 ORDER BY finished DESC, started DESC LIMIT 1"
+            ),
+            &[&digest],
+        )
+        .map_err(fail)?
+        .get(0);
+    let sequences = match sequences {
+        None => Default::default(),
+        Some(text) => serde_json::from_str(&text).map_err(|e| {
+            ExecError::Usage(format!(
+                "schema {schema}: its latest run's options.sequences cannot be read ({e}): it \
+                 was edited; reload it whole with --overwrite --keep-keys"
+            ))
+        })?,
+    };
     Ok(Some(BaseState {
         digest,
         files: rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+        sequences,
     }))
 }
 
@@ -188,6 +212,10 @@ impl PostgresDestination {
             map.insert("kind".into(), kind.into());
             if let Some(state) = self.state.lock().unwrap().as_ref() {
                 map.insert("state".into(), state.digest.clone().into());
+            }
+            let sequences = self.sequence_names.lock().unwrap();
+            if !sequences.is_empty() {
+                map.insert("sequences".into(), serde_json::json!(*sequences));
             }
         }
         options
@@ -551,8 +579,14 @@ impl PostgresDestination {
         };
         let schema = &self.options.schema;
         let mut sql = String::new();
+        let names = self.sequence_names.lock().unwrap().clone();
         for sequence in &model.sequences {
-            let name = format!("{}.{}", ident(schema), ident(&pg_name(&sequence.name)));
+            // As the load named it (a suffix where a table had its name).
+            let pg = names
+                .get(&sequence.name)
+                .cloned()
+                .unwrap_or_else(|| pg_name(&sequence.name));
+            let name = format!("{}.{}", ident(schema), ident(&pg));
             sql += &format!(
                 "SELECT setval(to_regclass({}), {}, true);",
                 quoted(&name),
