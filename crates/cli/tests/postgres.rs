@@ -1518,4 +1518,18 @@ fn pgkeys_a_sequence_renamed_on_load_is_set_by_each_sync() {
             "round {round}"
         );
     }
+    // The names are read back from the target: an edited record is
+    // refused, the target left as it was.
+    pg(&uri)
+        .batch_execute(
+            "UPDATE pgkeys._fbunload_runs SET options = jsonb_set(options, '{sequences}', '5') \
+             WHERE finished = (SELECT max(finished) FROM pgkeys._fbunload_runs)",
+        )
+        .unwrap();
+    let before = fingerprint(&uri, "pgkeys");
+    refused_in_one_line(
+        &load(&db, &uri, &to),
+        "schema pgkeys: its latest run's options.sequences cannot be read",
+    );
+    assert_eq!(fingerprint(&uri, "pgkeys"), before);
 }
