@@ -224,9 +224,14 @@ pub type SequenceNames = std::collections::BTreeMap<String, String>;
 struct Names(std::collections::HashSet<String>);
 
 impl Names {
-    /// `name`, or `name_2`, `name_3`, ... where it is taken.
+    /// `name`, or `name_2`, `name_3`, ... where it is taken; cut to the
+    /// 63 bytes PostgreSQL keeps first (it would cut it itself, and two
+    /// names cut alike would meet).
     fn take(&mut self, name: &str) -> String {
         let mut candidate = name.to_string();
+        while candidate.len() > crate::PG_NAME_MAX {
+            candidate.pop();
+        }
         let mut n = 1;
         while !self.0.insert(candidate.clone()) {
             n += 1;
@@ -422,6 +427,19 @@ mod tests {
         assert_eq!(constant_default("DEFAULT GEN_ID(G, 1)"), None);
         assert_eq!(constant_default("DEFAULT 'a' || 'b'"), None);
         assert_eq!(constant_default("DEFAULT _UTF8 'x'"), None);
+    }
+
+    #[test]
+    fn names_given_out_fit_postgresql_and_do_not_meet() {
+        let mut names = Names::default();
+        let long = format!("{}é", "i".repeat(62));
+        assert_eq!(names.take(&format!("{long}_a")), "i".repeat(62));
+        assert_eq!(
+            names.take(&format!("{long}_b")),
+            format!("{}_2", "i".repeat(61))
+        );
+        assert_eq!(names.take("x"), "x");
+        assert_eq!(names.take("x"), "x_2");
     }
 
     #[test]
