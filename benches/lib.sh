@@ -52,3 +52,37 @@ args_of() {
     *) echo "unknown mode $1 (fetch-only csv jsonl parquet arrow csv.zst)" >&2; exit 1 ;;
   esac
 }
+
+# use_pg_cluster: the PostgreSQL cluster FBUNLOAD_TEST_PG_URI names, or a
+# private one (scripts/pg-cluster.sh) started now and stopped on exit.
+use_pg_cluster() {
+  stop_cluster=
+  if [ -z "${FBUNLOAD_TEST_PG_URI:-}" ]; then
+    eval "$(bash scripts/pg-cluster.sh start)"
+    stop_cluster="bash scripts/pg-cluster.sh stop $FBUNLOAD_TEST_PG_DIR"
+  fi
+  trap 'eval "${stop_cluster:-true}"' EXIT
+}
+
+# pg_cpu: CPU seconds (user + system) the cluster in FBUNLOAD_TEST_PG_DIR
+# has used so far (its postmaster, the backends it reaped, those alive),
+# or 0 where that directory is not known here.
+pg_cpu() {
+  [ -r "${FBUNLOAD_TEST_PG_DIR:-}/data/postmaster.pid" ] || { echo 0; return; }
+  python3 - "$FBUNLOAD_TEST_PG_DIR/data/postmaster.pid" <<'PY'
+import os, sys
+pm = open(sys.argv[1]).readline().strip()
+def times(pid):
+    s = open(f"/proc/{pid}/stat").read()
+    f = s[s.rindex(")") + 2:].split()
+    return f[1], sum(int(x) for x in f[11:15])  # ppid; utime stime cutime cstime
+total = times(pm)[1]
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        ppid, t = times(pid)
+    except OSError:
+        continue
+    total += t if ppid == pm else 0
+print(total / os.sysconf("SC_CLK_TCK"))
+PY
+}

@@ -21,25 +21,6 @@ command -v bc >/dev/null && [ -x /usr/bin/time ] || { echo "needs bc and /usr/bi
 DATA=$(mktemp -d)
 trap 'rm -rf "$DATA"' EXIT
 
-pg_cpu() {
-  python3 - "$FBUNLOAD_TEST_PG_DIR/data/postmaster.pid" <<'PY'
-import os, sys
-pm = open(sys.argv[1]).readline().strip()
-def times(pid):
-    s = open(f"/proc/{pid}/stat").read()
-    f = s[s.rindex(")") + 2:].split()
-    return f[1], sum(int(x) for x in f[11:15])  # ppid; utime stime cutime cstime
-total = times(pm)[1]
-for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        ppid, t = times(pid)
-    except OSError:
-        continue
-    total += t if ppid == pm else 0
-print(total / os.sysconf("SC_CLK_TCK"))
-PY
-}
-
 # one BIN: appends "wall fbunload-CPU PostgreSQL-CPU" to $DATA/BIN's file
 one() {
   local bin=$1 out=$2 p0 p1

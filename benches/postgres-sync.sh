@@ -34,12 +34,7 @@ release_binaries
 need_time_and_bc
 mkdir -p "$DATA"
 
-stop_cluster=
-if [ -z "${FBUNLOAD_TEST_PG_URI:-}" ]; then
-  eval "$(bash scripts/pg-cluster.sh start)"
-  stop_cluster="bash scripts/pg-cluster.sh stop $FBUNLOAD_TEST_PG_DIR"
-fi
-trap 'eval "${stop_cluster:-true}"' EXIT
+use_pg_cluster
 URI=$FBUNLOAD_TEST_PG_URI
 
 BASE=$DATA/stock-sync-w$W.fdb

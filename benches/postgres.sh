@@ -36,12 +36,7 @@ release_binaries
 command -v bc >/dev/null || { echo "needs bc" >&2; exit 1; }
 mkdir -p "$DATA"
 
-stop_cluster=
-if [ -z "${FBUNLOAD_TEST_PG_URI:-}" ]; then
-  eval "$(bash scripts/pg-cluster.sh start)"
-  stop_cluster="bash scripts/pg-cluster.sh stop $FBUNLOAD_TEST_PG_DIR"
-fi
-trap 'eval "${stop_cluster:-true}"' EXIT
+use_pg_cluster
 URI=$FBUNLOAD_TEST_PG_URI
 q() { PGOPTIONS='-c client_min_messages=warning' psql "$URI" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
@@ -51,29 +46,6 @@ STOCK_DB=$DATA/stock-$ROWS.fdb
 SAMPLE_DB=$DATA/sample.fdb
 [ -f "$SAMPLE_DB" ] || $BIN/fbunload sample -q "$SAMPLE_DB"
 TPCC='WAREHOUSE|DISTRICT|CUSTOMER|ITEM|STOCK|ORDERS|ORDER_LINE'
-
-# pg_cpu: CPU seconds (user + system) the cluster in FBUNLOAD_TEST_PG_DIR
-# has used so far (its postmaster, the backends it reaped, those alive),
-# or 0 where that directory is not known here.
-pg_cpu() {
-  [ -r "${FBUNLOAD_TEST_PG_DIR:-}/data/postmaster.pid" ] || { echo 0; return; }
-  python3 - "$FBUNLOAD_TEST_PG_DIR/data/postmaster.pid" <<'PY'
-import os, sys
-pm = open(sys.argv[1]).readline().strip()
-def times(pid):
-    s = open(f"/proc/{pid}/stat").read()
-    f = s[s.rindex(")") + 2:].split()
-    return f[1], sum(int(x) for x in f[11:15])  # ppid; utime stime cutime cstime
-total = times(pm)[1]
-for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        ppid, t = times(pid)
-    except OSError:
-        continue
-    total += t if ppid == pm else 0
-print(total / os.sysconf("SC_CLK_TCK"))
-PY
-}
 
 # secs CMD... : "wall client-CPU PostgreSQL-CPU" seconds of one run of CMD
 # (a shell function too; client CPU is what its processes used)

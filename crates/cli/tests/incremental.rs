@@ -799,7 +799,7 @@ fn a_table_named_like_another_tables_role_file_is_refused_up_front() {
         &[
             "--keep-keys",
             "-x",
-            "T.keys",
+            "\"T.keys\"",
             "-f",
             "parquet",
             "-o",
