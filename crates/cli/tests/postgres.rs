@@ -9,7 +9,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use arrow_array::cast::AsArray;
@@ -1165,37 +1165,8 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
 
     // Stopped (SIGTERM) or killed while it applies: the previous state
     // stays; the next sync removes a staging schema left and goes on.
-    execute(
-        &db,
-        &chain_round(3)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
     let before = fingerprint(&uri, "pgsync");
-    let mut stopped = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args([
-            "-d",
-            db.to_str().unwrap(),
-            "-u",
-            "SYSDBA",
-            "-p",
-            "masterkey",
-            "-o",
-            &uri,
-        ])
-        .args(to)
-        .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "3000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !staging_left(&uri) {
-        assert!(started.elapsed() < SLOW_MACHINE * 3, "the sync never began");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(500));
+    let mut stopped = sync_paused_in_staging(&db, &uri, &to, 3000);
     Command::new("kill")
         .args(["-TERM", &stopped.id().to_string()])
         .status()
@@ -1209,37 +1180,8 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
         !staging_left(&uri),
         "a stopped sync left its staging schema"
     );
-    execute(
-        &db,
-        &chain_round(3)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
     let before = fingerprint(&uri, "pgsync");
-    let mut killed = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args([
-            "-d",
-            db.to_str().unwrap(),
-            "-u",
-            "SYSDBA",
-            "-p",
-            "masterkey",
-            "-o",
-            &uri,
-        ])
-        .args(to)
-        .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "4000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !staging_left(&uri) {
-        assert!(started.elapsed() < SLOW_MACHINE * 3, "the sync never began");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(500));
+    let mut killed = sync_paused_in_staging(&db, &uri, &to, 4000);
     let killed_dir = |pid: u32| {
         std::fs::read_dir(std::env::temp_dir())
             .unwrap()
@@ -1262,6 +1204,36 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
         "the killed run's private directory stayed"
     );
     fresh();
+}
+
+/// A round of changes made in `db`, then a sync of them into `uri` started
+/// with a pause of `pause_ms` before it applies, returned once its staging
+/// schema exists (and half a second more): a run to stop or kill there.
+fn sync_paused_in_staging(db: &Path, uri: &str, to: &[&str], pause_ms: u32) -> Child {
+    execute(
+        db,
+        &chain_round(3)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "-o", uri])
+        .args(to)
+        .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", pause_ms.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !staging_left(uri) {
+        assert!(started.elapsed() < SLOW_MACHINE * 3, "the sync never began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child
 }
 
 /// Runs fbunload with `TMPDIR` set to `tmp`, watching `tmp` as it runs:

@@ -971,40 +971,26 @@ impl Destination for PostgresDestination {
         if self.options.verify {
             self.verify(&mut client)?;
         }
-        if self.base.is_some() {
-            // A sync: the rows wait in staging for the deletes, then
-            // [`Self::apply_sync`].
-            return Ok(self
-                .tables
-                .lock()
-                .unwrap()
-                .iter()
-                .map(|_| Written::default())
-                .collect());
+        // A sync's rows wait in staging for the deletes, then
+        // [`Self::apply_sync`]; a run that keeps its state is published
+        // once the state is known ([`Self::publish_with_state`]).
+        if self.base.is_none() {
+            if self.options.create_tables {
+                // Index builds sort in memory rather than in temporary files
+                // (only ever raised, and only for this session).
+                self.run_sql(
+                    &mut *client,
+                    "setting maintenance_work_mem",
+                    "SELECT set_config('maintenance_work_mem', '524288', false) \
+                     WHERE (SELECT setting::bigint FROM pg_settings \
+                            WHERE name = 'maintenance_work_mem') < 524288",
+                )?;
+                self.build_schema(&mut client)?;
+            }
+            if !self.options.keep_state {
+                self.publish(&mut client)?;
+            }
         }
-        if self.options.create_tables {
-            // Index builds sort in memory rather than in temporary files
-            // (only ever raised, and only for this session).
-            self.run_sql(
-                &mut *client,
-                "setting maintenance_work_mem",
-                "SELECT set_config('maintenance_work_mem', '524288', false) \
-                 WHERE (SELECT setting::bigint FROM pg_settings \
-                        WHERE name = 'maintenance_work_mem') < 524288",
-            )?;
-            self.build_schema(&mut client)?;
-        }
-        if self.options.keep_state {
-            // Published once the state is known ([`Self::publish_with_state`]).
-            return Ok(self
-                .tables
-                .lock()
-                .unwrap()
-                .iter()
-                .map(|_| Written::default())
-                .collect());
-        }
-        self.publish(&mut client)?;
         Ok(self
             .tables
             .lock()
