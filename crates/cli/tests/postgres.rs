@@ -543,10 +543,16 @@ fn one_snapshot_under_writers_keeps_the_books_balanced_in_postgresql() {
         loaded.summary.tables.iter().any(|t| t.units > 1),
         "LEDGER in one unit"
     );
-    let mut c = pg(&uri);
+    assert!(books_balance_in(&uri, "public") > 0, "no transfer was loaded");
+}
+
+/// Checks that the bank's books balance in `schema` of `uri` (see
+/// `fbunload_gen::bank`); the number of transfers loaded.
+fn books_balance_in(uri: &str, schema: &str) -> usize {
+    let mut c = pg(uri);
     let ledger: Vec<(i64, i64, i64)> = c
         .query(
-            "SELECT from_id::bigint, to_id::bigint, amount FROM public.ledger",
+            &format!("SELECT from_id::bigint, to_id::bigint, amount FROM {schema}.ledger"),
             &[],
         )
         .unwrap()
@@ -554,13 +560,14 @@ fn one_snapshot_under_writers_keeps_the_books_balanced_in_postgresql() {
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
     let accounts: Vec<(i64, i64)> = c
-        .query("SELECT id::bigint, balance FROM public.accounts", &[])
+        .query(&format!("SELECT id::bigint, balance FROM {schema}.accounts"), &[])
         .unwrap()
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    assert!(ledger.iter().any(|l| l.2 > 0), "no transfer was loaded");
+    let transfers = ledger.iter().filter(|l| l.2 > 0).count();
     bank::check_books(ledger, accounts).unwrap();
+    transfers
 }
 
 #[test]
@@ -960,23 +967,7 @@ fn a_sync_chain_under_writers_equals_a_fresh_full_load() {
             .unwrap_or_else(|e| panic!("a run into {schema}: {e}"))
     };
     let books = || {
-        let mut c = pg(&uri);
-        let ledger: Vec<(i64, i64, i64)> = c
-            .query(
-                "SELECT from_id::bigint, to_id::bigint, amount FROM pgsync.ledger",
-                &[],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
-            .collect();
-        let accounts: Vec<(i64, i64)> = c
-            .query("SELECT id::bigint, balance FROM pgsync.accounts", &[])
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        bank::check_books(ledger, accounts).unwrap();
+        books_balance_in(&uri, "pgsync");
     };
     let kind = || -> String {
         pg(&uri)
