@@ -397,7 +397,7 @@ pub(crate) fn open_plain_file(path: &Path) -> io::Result<fs::File> {
 /// character the platform would read as more than a name (on Windows
 /// also those [`crate::file_name_for`] escapes there, `:` of a stream
 /// among them).
-pub(crate) fn is_plain_name(segment: &str) -> bool {
+pub fn is_plain_name(segment: &str) -> bool {
     let mut parts = Path::new(segment).components();
     let one_component = matches!(
         (parts.next(), parts.next()),

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema as ArrowSchema, SchemaRef};
-use fbunload_dest::{FileOutput, MANIFEST_NAME, Manifest, verified_listed_file};
+use fbunload_dest::{FileOutput, MANIFEST_NAME, Manifest, is_plain_name, verified_listed_file};
 use fbunload_dest_postgres::PostgresDestination;
 use fbunload_dest_postgres::sync::{Apply, BaseState, NewState, TableLink};
 use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
@@ -238,11 +238,9 @@ pub(crate) fn write_base(dir: &Path, base: &BaseState, schema: &str) -> Result<M
     fs::create_dir(dir).map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
     let mut manifest = None;
     for (name, bytes) in &base.files {
-        let plain = !name.is_empty()
-            && name != "."
-            && name != ".."
-            && !name.contains(['/', '\\', '\0'])
-            && name.len() <= 255;
+        // As a manifest's names are judged, and stricter: no backslash
+        // or NUL on any platform, no name longer than a file system takes.
+        let plain = is_plain_name(name) && !name.contains(['\\', '\0']) && name.len() <= 255;
         if !plain {
             return Err(refuse(
                 schema,
