@@ -1153,6 +1153,17 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
         "UPDATE pgsync._fbunload_state SET bytes = substring(bytes from 1 for length(bytes) - 1) \
          WHERE name = 'T.keys.parquet'",
     );
+    // A state naming a file outside its directory: refused, nothing
+    // written there.
+    for outside in ["../T.keys.parquet", "sub/T.keys.parquet", ".."] {
+        sql(&format!(
+            "UPDATE pgsync._fbunload_state SET name = '{outside}' WHERE name = 'T.keys.parquet'"
+        ));
+        refused_in_one_line(&sync(&[]), "not a plain name");
+        sql(&format!(
+            "UPDATE pgsync._fbunload_state SET name = 'T.keys.parquet' WHERE name = '{outside}'"
+        ));
+    }
 
     // Stopped (SIGTERM) or killed while it applies: the previous state
     // stays; the next sync removes a staging schema left and goes on.
