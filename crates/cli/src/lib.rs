@@ -140,7 +140,13 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 output,
             }),
             _,
-        ) => apply(old, changes, output, args.memory_mb.saturating_mul(1 << 20), &cancel),
+        ) => apply(
+            old,
+            changes,
+            output,
+            args.memory_mb.saturating_mul(1 << 20),
+            &cancel,
+        ),
         (
             Some(args::Command::Sample {
                 path,
