@@ -22,6 +22,7 @@
 pub mod ddl;
 pub mod sync;
 mod target;
+mod tls;
 pub mod types;
 
 use std::io::Write;
