@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up and runs every test: unit tests beside the code, integration tests
+# Sets up, checks formatting (cargo fmt) and lints (cargo clippy, warnings
+# as errors), and runs every test: unit tests beside the code, integration tests
 # against the real embedded Firebird 5 engine, against Debian's Firebird
 # 3.0 server over TCP (installed and started here) and against a Firebird 5
 # server where one is installed (scripts/fb5-server.sh), each stopped at the
@@ -15,6 +16,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 CARGO_ENV="${CARGO_HOME:-$HOME/.cargo}/env"
 [ -f "$CARGO_ENV" ] && . "$CARGO_ENV"
+# Formatting and lints first: a change that fails them fails here, in
+# seconds, before the long part.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 stop_servers=
 # Stop the servers this run started, however it ends; one that was already
 # running belongs to someone else and stays.
