@@ -27,7 +27,7 @@ pub const SHORT_HELP: &[(&str, &str)] = &[
     ),
     (
         "output",
-        "Output directory (required), or - for standard output",
+        "Output directory (required), - for standard output, or postgresql://USER@HOST/DB",
     ),
     (
         "format",

@@ -597,17 +597,17 @@ fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure>
             .to_postgres(uri, args.pg_schema.as_deref(), progress)
             .map_err(describe)
     };
-    let loaded = if args.progress == args::ProgressMode::Json && !args.quiet {
+    if args.progress == args::ProgressMode::Json && !args.quiet {
+        // Events only: the text below would break the JSON stream.
         let events = progress::JsonLines::new();
         let loaded = run(&events)?;
+        events.postgres(&loaded);
         events.summary(&loaded.summary);
-        loaded
-    } else {
-        let display = progress::Display::new(args.quiet);
-        let loaded = run(&display)?;
-        display.finish();
-        loaded
-    };
+        return Ok(());
+    }
+    let display = progress::Display::new(args.quiet);
+    let loaded = run(&display)?;
+    display.finish();
     if !args.quiet {
         eprint!("{}", summary_text(&loaded.summary));
         eprintln!(

@@ -292,6 +292,32 @@ impl JsonLines {
     }
 }
 
+impl JsonLines {
+    /// A PostgreSQL load's outcome beyond the summary: where it went,
+    /// whether it synced, and what did not translate.
+    pub fn postgres(&self, loaded: &fbunload::postgres::Loaded) {
+        let untranslated: Vec<_> = loaded
+            .untranslated
+            .iter()
+            .map(|u| {
+                json!({
+                    "kind": u.kind,
+                    "name": u.name,
+                    "table": u.table,
+                    "why": u.why,
+                })
+            })
+            .collect();
+        self.emit(json!({
+            "event": "postgres",
+            "target": loaded.target,
+            "schema": loaded.schema,
+            "synced": loaded.synced,
+            "untranslated": untranslated,
+        }));
+    }
+}
+
 /// How an incremental run reads a table: its changes, `rows` upserts,
 /// or whole, and why.
 fn mode_json(whole_because: Option<&str>, rows: u64) -> serde_json::Value {

@@ -203,6 +203,8 @@ struct TableLoad {
     key: Vec<usize>,
     units_left: usize,
     rows: u64,
+    /// COPY bytes sent for the units that completed: the summary's MB.
+    bytes: u64,
     /// Whether the catalog model describes it (a table, not a view or
     /// query), so keys and indices can follow.
     from_table: bool,
@@ -224,10 +226,17 @@ struct UnitCopy {
     key: Vec<usize>,
 }
 
+/// What a lane's COPY of one unit took: rows, and bytes sent.
+#[derive(Debug, Clone, Copy, Default)]
+struct Copied {
+    rows: u64,
+    bytes: u64,
+}
+
 /// A PostgreSQL connection on a thread of its own, taking units.
 struct Lane {
     to: SyncSender<ToLane>,
-    done: Receiver<Result<u64, String>>,
+    done: Receiver<Result<Copied, String>>,
     /// The lane's first error in this unit, so the worker stops early.
     failed: Arc<Mutex<Option<String>>>,
 }
@@ -247,7 +256,7 @@ impl Lane {
 fn lane(
     mut client: Client,
     from: Receiver<ToLane>,
-    done: SyncSender<Result<u64, String>>,
+    done: SyncSender<Result<Copied, String>>,
     failed: Arc<Mutex<Option<String>>>,
 ) {
     while let Ok(message) = from.recv() {
@@ -258,7 +267,7 @@ fn lane(
         let outcome = copy_unit(&mut client, &copy, &from, &failed);
         let Some(result) = outcome else {
             // Aborted: the COPY was dropped, which cancels it.
-            if done.send(Ok(0)).is_err() || client.is_closed() {
+            if done.send(Ok(Copied::default())).is_err() || client.is_closed() {
                 return;
             }
             continue;
@@ -276,9 +285,10 @@ fn copy_unit(
     copy: &UnitCopy,
     from: &Receiver<ToLane>,
     failed: &Mutex<Option<String>>,
-) -> Option<Result<u64, String>> {
+) -> Option<Result<Copied, String>> {
     let mut error = None;
     let mut rows = 0u64;
+    let mut sent = 0u64;
     // The encoded rows, sent in large CopyData messages: few round trips
     // through the client's runtime, and PostgreSQL reads whole buffers.
     let mut buf = BytesMut::with_capacity(SEND_BYTES + SEND_BYTES / 4);
@@ -302,7 +312,7 @@ fn copy_unit(
             Ok(ToLane::Batch(batch)) => {
                 if let Some(w) = writer.as_mut() {
                     rows += batch.num_rows() as u64;
-                    if let Err(e) = write_batch(w, &mut buf, &batch, copy) {
+                    if let Err(e) = write_batch(w, &mut buf, &batch, copy, &mut sent) {
                         // Dropping the writer cancels the COPY.
                         writer = None;
                         fail(e, &mut error);
@@ -314,15 +324,18 @@ fn copy_unit(
                     (Some(e), _) => Err(e),
                     (None, Some(mut w)) => {
                         buf.extend_from_slice(types::COPY_TRAILER);
+                        sent += buf.len() as u64;
                         send(&mut w, &mut buf, &copy.table)
                             .and_then(|()| w.finish().map_err(|e| message(&copy.table, &e)))
                             .and_then(|n| {
-                                (n == rows).then_some(n).ok_or_else(|| {
-                                    format!(
-                                        "table {}: PostgreSQL took {n} rows of {rows}",
-                                        copy.table
-                                    )
-                                })
+                                (n == rows)
+                                    .then_some(Copied { rows, bytes: sent })
+                                    .ok_or_else(|| {
+                                        format!(
+                                            "table {}: PostgreSQL took {n} rows of {rows}",
+                                            copy.table
+                                        )
+                                    })
                             })
                     }
                     (None, None) => Err(format!("table {}: the COPY was lost", copy.table)),
@@ -364,6 +377,7 @@ fn write_batch(
     buf: &mut BytesMut,
     batch: &RecordBatch,
     copy: &UnitCopy,
+    sent: &mut u64,
 ) -> Result<(), String> {
     refuse_nul(batch, copy)?;
     let mut row = 0;
@@ -371,6 +385,7 @@ fn write_batch(
         row = types::put_rows(batch.columns(), &copy.columns, row, SEND_BYTES, buf)
             .map_err(|e| format!("table {}: PostgreSQL COPY failed: {e}", copy.table))?;
         if buf.len() >= SEND_BYTES {
+            *sent += buf.len() as u64;
             send(writer, buf, &copy.table)?;
         }
     }
@@ -486,6 +501,14 @@ impl PostgresDestination {
                 "--pg-schema: a PostgreSQL schema name of 1 to 63 bytes".into(),
             ));
         }
+        // PostgreSQL reserves these: refused here, not after the load.
+        if options.schema.starts_with("pg_") {
+            return Err(ExecError::Usage(format!(
+                "--pg-schema {}: names starting with pg_ are reserved by PostgreSQL; choose \
+                 another name",
+                options.schema
+            )));
+        }
         let mut control = target.connect().map_err(ExecError::Server)?;
         let schema = &options.schema;
         let locked: bool = control
@@ -496,9 +519,10 @@ impl PostgresDestination {
             .map_err(|e| pg_error("taking the target's lock", e))?
             .get(0);
         if !locked {
-            return Err(ExecError::Usage(format!(
-                "another fbunload run is loading schema {schema} of {}; wait for it to end",
-                target.shown()
+            return Err(ExecError::Usage(lock_holder_text(
+                &mut control,
+                schema,
+                &target,
             )));
         }
         let staging = own_name("_fbunload_staging_", schema);
@@ -618,6 +642,7 @@ impl PostgresDestination {
                 key,
                 units_left: table.unit_count,
                 rows: 0,
+                bytes: 0,
                 from_table: table.kind == Kind::Table && model.is_some(),
             });
         }
@@ -997,8 +1022,49 @@ impl Destination for PostgresDestination {
             .lock()
             .unwrap()
             .iter()
-            .map(|_| Written::default())
+            .map(|t| Written {
+                bytes: t.bytes,
+                ..Written::default()
+            })
             .collect())
+    }
+}
+
+/// Who holds the target's lock, for the refusal: a run still going, or
+/// the session of one that was killed (PostgreSQL ends it only once it
+/// notices the client is gone), with what to do about each.
+fn lock_holder_text(control: &mut Client, schema: &str, target: &Target) -> String {
+    let holder = control
+        .query_opt(
+            "SELECT a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''), \
+                    coalesce(a.client_addr::text, 'local'), \
+                    (extract(epoch FROM pg_catalog.now() - a.state_change))::bigint \
+             FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+               AND ((l.classid::bigint << 32) | l.objid::bigint) \
+                   = pg_catalog.hashtext('fbunload ' || $1)::bigint \
+             LIMIT 1",
+            &[&schema],
+        )
+        .ok()
+        .flatten();
+    match holder {
+        Some(row) => {
+            let (pid, app, state, client, idle): (i32, String, String, String, Option<i64>) =
+                (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+            format!(
+                "another fbunload run is loading schema {schema} of {}: the session with pid \
+                 {pid} ({app}, from {client}, {state} for {} s) holds its lock; wait for that \
+                 run to end, or, if no run is going (a killed run's session lingers until \
+                 PostgreSQL notices), end it: SELECT pg_terminate_backend({pid})",
+                target.shown(),
+                idle.unwrap_or(0)
+            )
+        }
+        None => format!(
+            "another fbunload run is loading schema {schema} of {}; wait for it to end",
+            target.shown()
+        ),
     }
 }
 
@@ -1052,7 +1118,7 @@ impl UnitWriter for PgUnit<'_> {
     fn finish(mut self: Box<Self>) -> Result<bool, ExecError> {
         let lane = self.lane.take().ok_or_else(|| lost(&self.name))?;
         lane.to.send(ToLane::End).map_err(|_| lost(&self.name))?;
-        let rows = lane
+        let copied = lane
             .done
             .recv()
             .map_err(|_| lost(&self.name))?
@@ -1060,7 +1126,8 @@ impl UnitWriter for PgUnit<'_> {
         self.destination.idle.lock().unwrap().push(lane);
         let mut tables = self.destination.tables.lock().unwrap();
         let t = &mut tables[self.table];
-        t.rows += rows;
+        t.rows += copied.rows;
+        t.bytes += copied.bytes;
         t.units_left = t.units_left.saturating_sub(1);
         Ok(t.units_left == 0)
     }

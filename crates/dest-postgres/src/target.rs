@@ -116,7 +116,11 @@ impl Target {
                     .map_or_else(|| e.to_string(), |s| format!("{e}: {s}")),
             };
             // rustls names the failed check; say what to change.
-            let hint = if reason.contains("UnknownIssuer") {
+            let hint = if reason.contains("password missing") {
+                " (no password: give it in the URI, or where libpq looks: PGPASSWORD, or the \
+                 password file ~/.pgpass or PGPASSFILE, which is ignored when others can read \
+                 it)"
+            } else if reason.contains("UnknownIssuer") {
                 " (no root in sslrootcert signed the server's certificate: name its CA, or \
                  sslmode=require to encrypt without checking)"
             } else if reason.contains("not valid for name") {
