@@ -19,14 +19,16 @@
 //!   by name before any row moves, the rows are loaded into staging
 //!   copies, and one transaction replaces the tables' rows.
 
+mod casts;
 pub mod ddl;
+mod defaults;
 pub mod sync;
 mod target;
 pub mod types;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
@@ -39,7 +41,7 @@ use fbunload_plan::{Kind, Plan, Unit};
 use postgres::{Client, CopyInWriter, GenericClient};
 
 pub use ddl::Untranslated;
-pub use target::{Target, is_postgres_uri};
+pub use target::{is_postgres_uri, Target};
 use types::{Encoding, PgColumn};
 
 /// The schema a run loads into unless told otherwise.
@@ -464,6 +466,8 @@ pub struct PostgresDestination {
     /// by a full load, read back from the base run's row by a sync (see
     /// `ddl::after_load`); recorded with each run in `_fbunload_runs`.
     sequence_names: Mutex<ddl::SequenceNames>,
+    /// The keys' checksums this run leaves ([`sync::KeyChecksums`]).
+    checksums: Mutex<sync::KeyChecksums>,
 }
 
 /// Names of fbunload's own in the target database, at most 63 bytes.
@@ -550,6 +554,7 @@ impl PostgresDestination {
             ),
             base,
             state: Mutex::new(None),
+            checksums: Mutex::new(Default::default()),
         })
     }
 
@@ -928,6 +933,19 @@ impl Destination for PostgresDestination {
         }
         self.started.store(true, Ordering::SeqCst);
         self.run_sql(&mut *client, "creating the staging tables", &sql)?;
+        if !self.options.create_tables {
+            for load in &loads {
+                let columns: Vec<String> = load.columns.iter().map(|c| c.name.clone()).collect();
+                casts::refuse_changing_casts(
+                    &mut *client,
+                    &self.staging,
+                    &self.options.schema,
+                    &load.name,
+                    &load.pg,
+                    &columns,
+                )?;
+            }
+        }
         *self.schema.lock().unwrap() = run.schema.cloned();
         *self.snapshot.lock().unwrap() = run.snapshot_number;
         *self.tables.lock().unwrap() = loads;
