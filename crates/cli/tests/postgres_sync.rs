@@ -277,6 +277,31 @@ fn pgsync_valid_firebird_changes_never_wedge_the_chain() {
     );
     let to = ["--pg-schema", "w"];
     assert_loaded(&load(&db, &uri, &[&to[..], &["--keep-keys"]].concat()));
+    // As an older load made them: a sync makes them deferrable.
+    let deferrable = || {
+        texts(
+            &uri,
+            "SELECT string_agg(condeferrable::text, ',') FROM pg_constraint WHERE contype = 'f' \
+             AND connamespace = 'w'::regnamespace",
+        )
+    };
+    assert_eq!(deferrable(), ["true,true,true,true,true"]);
+    let mut c = pg(&uri);
+    for row in c
+        .query(
+            "SELECT conrelid::regclass::text, conname::text FROM pg_constraint WHERE contype = \
+             'f' AND connamespace = 'w'::regnamespace",
+            &[],
+        )
+        .unwrap()
+    {
+        let (table, name): (String, String) = (row.get(0), row.get(1));
+        c.batch_execute(&format!(
+            "ALTER TABLE {table} ALTER CONSTRAINT \"{name}\" NOT DEFERRABLE"
+        ))
+        .unwrap();
+    }
+    assert_eq!(deferrable(), ["false,false,false,false,false"]);
     let rounds: [&[&str]; 3] = [
         // (a) and (b) and (c)'s unrelated change.
         &[
@@ -310,6 +335,7 @@ fn pgsync_valid_firebird_changes_never_wedge_the_chain() {
             "round {round}"
         );
     }
+    assert_eq!(deferrable(), ["true,true,true,true,true"]);
     // The cascade took what Firebird's took, and only that.
     assert_eq!(
         texts(&uri, "SELECT r::text FROM w.c r ORDER BY 1"),
