@@ -482,6 +482,67 @@ mod tests {
     }
 
     #[test]
+    fn postgresqls_own_names_are_given_first() {
+        let schema = Schema {
+            tables: vec![TableSchema {
+                name: "T".into(),
+                columns: vec![
+                    ColumnSchema {
+                        name: "ID".into(),
+                        identity: Some(Default::default()),
+                        ..ColumnSchema::default()
+                    },
+                    ColumnSchema {
+                        name: "B".into(),
+                        ..ColumnSchema::default()
+                    },
+                ],
+                constraints: vec![
+                    Constraint {
+                        name: None,
+                        kind: ConstraintKind::PrimaryKey,
+                        columns: vec!["ID".into()],
+                        index: None,
+                    },
+                    Constraint {
+                        name: None,
+                        kind: ConstraintKind::Unique,
+                        columns: vec!["B".into()],
+                        index: None,
+                    },
+                ],
+                indices: vec![Index {
+                    name: "T_PKEY".into(),
+                    columns: vec!["B".into()],
+                    ..Index::default()
+                }],
+                comment: None,
+            }],
+            sequences: ["T_ID_SEQ", "T_B_KEY"]
+                .iter()
+                .map(|n| Sequence {
+                    name: n.to_string(),
+                    values: SequenceValues::default(),
+                })
+                .collect(),
+            ..Schema::default()
+        };
+        let loaded = |_: &str| Some(vec!["ID".to_string(), "B".to_string()]);
+        let (statements, _, sequences) = after_load(&schema, "s", &loaded, &["t".into()]);
+        let sql: Vec<&str> = statements.iter().map(|s| s.sql.as_str()).collect();
+        assert!(sql.contains(&r#"ALTER TABLE "s"."t" ADD CONSTRAINT "t_pkey" PRIMARY KEY ("id")"#));
+        assert!(sql.contains(&r#"ALTER TABLE "s"."t" ADD CONSTRAINT "t_b_key" UNIQUE ("b")"#));
+        assert!(sql.contains(&r#"CREATE INDEX "t_pkey_2" ON "s"."t" ("b")"#));
+        assert!(
+            sql.iter()
+                .any(|s| s.contains(r#"AS IDENTITY (SEQUENCE NAME "s"."t_id_seq" START"#)),
+            "{sql:?}"
+        );
+        assert_eq!(sequences["T_ID_SEQ"], "t_id_seq_2");
+        assert_eq!(sequences["T_B_KEY"], "t_b_key_2");
+    }
+
+    #[test]
     fn names_given_out_fit_postgresql_and_do_not_meet() {
         let mut names = Names::default();
         let long = format!("{}é", "i".repeat(62));

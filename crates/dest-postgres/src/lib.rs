@@ -884,9 +884,10 @@ impl PostgresDestination {
                 let columns: Vec<String> =
                     t.columns.iter().map(|c| ident(&pg_name(&c.name))).collect();
                 let columns = columns.join(", ");
+                // A GENERATED ALWAYS identity column takes Firebird's values too.
                 sql += &format!(
-                    "INSERT INTO {target}.{table} ({columns}) SELECT {columns} FROM \
-                     {staging}.{table};",
+                    "INSERT INTO {target}.{table} ({columns}) OVERRIDING SYSTEM VALUE SELECT \
+                     {columns} FROM {staging}.{table};",
                     table = ident(&t.pg)
                 );
             }
