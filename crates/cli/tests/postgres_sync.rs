@@ -239,10 +239,12 @@ fn pgsync_generated_names_are_reserved_and_identities_sync() {
 /// Item 12 of issue 49: each of these Firebird changes, valid there,
 /// made every sync fail. (a) two new rows of a foreign key cycle that
 /// reference each other; (b) a parent's key updated, ON UPDATE CASCADE
-/// (with ON DELETE CASCADE, and a grandchild that must stay); (c) a
+/// (with ON DELETE CASCADE, a grandchild that must stay, and a UNIQUE
+/// value the row keeps); (c) a
 /// parent without a primary key but a UNIQUE key, referenced by a
-/// foreign key, beside an unrelated change. Each synced target equals a
-/// fresh full load.
+/// foreign key, beside an unrelated change. And a UNIQUE value of a
+/// referenced table freed and taken by a new row in one link. Each
+/// synced target equals a fresh full load.
 #[test]
 fn pgsync_valid_firebird_changes_never_wedge_the_chain() {
     let Some(uri) = pg_database("pgsync_wedge") else {
@@ -256,7 +258,7 @@ fn pgsync_valid_firebird_changes_never_wedge_the_chain() {
             "CREATE TABLE A (ID INTEGER NOT NULL PRIMARY KEY, B_ID INTEGER)",
             "CREATE TABLE B (ID INTEGER NOT NULL PRIMARY KEY, A_ID INTEGER REFERENCES A (ID))",
             "ALTER TABLE A ADD CONSTRAINT A_B FOREIGN KEY (B_ID) REFERENCES B (ID)",
-            "CREATE TABLE P (ID INTEGER NOT NULL PRIMARY KEY, NAME VARCHAR(10))",
+            "CREATE TABLE P (ID INTEGER NOT NULL PRIMARY KEY, NAME VARCHAR(10) UNIQUE)",
             "CREATE TABLE C (ID INTEGER NOT NULL PRIMARY KEY, P_ID INTEGER REFERENCES P (ID) \
              ON UPDATE CASCADE ON DELETE CASCADE)",
             "CREATE TABLE G (ID INTEGER NOT NULL PRIMARY KEY, C_ID INTEGER REFERENCES C (ID) \
@@ -268,6 +270,7 @@ fn pgsync_valid_firebird_changes_never_wedge_the_chain() {
             "INSERT INTO B VALUES (1, 1)",
             "INSERT INTO P VALUES (1, 'one')",
             "INSERT INTO P VALUES (2, 'two')",
+            "INSERT INTO P VALUES (3, 'three')",
             "INSERT INTO C VALUES (1, 1)",
             "INSERT INTO C VALUES (2, 2)",
             "INSERT INTO G VALUES (1, 1)",
@@ -311,8 +314,11 @@ fn pgsync_valid_firebird_changes_never_wedge_the_chain() {
             "UPDATE P SET ID = 100 WHERE ID = 1",
             "INSERT INTO UC VALUES (2, 'X')",
         ],
-        // (c): a row of the parent without a primary key replaced.
+        // (c): a row of the parent without a primary key replaced; a
+        // UNIQUE value of a referenced table given to a new row.
         &[
+            "DELETE FROM P WHERE ID = 3",
+            "INSERT INTO P VALUES (4, 'three')",
             "INSERT INTO UP VALUES ('Y', 'y')",
             "UPDATE UC SET CODE = 'Y' WHERE ID = 2",
             "UPDATE UP SET NAME = 'xx' WHERE CODE = 'X'",

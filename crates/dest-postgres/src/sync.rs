@@ -444,7 +444,6 @@ impl PostgresDestination {
         let model = self.schema.lock().unwrap().clone();
         let names: Vec<String> = links.iter().map(|l| l.name.clone()).collect();
         let order = referenced_first(&names, model.as_ref());
-        let referenced = |name: &str| is_referenced(name, &names, model.as_ref());
         let target = |name: &str| format!("{}.{}", ident(&schema), ident(&pg_name(name)));
         let staged = |name: &str| format!("{}.{}", ident(&self.staging), ident(&pg_name(name)));
         self.defer_foreign_keys(&mut tx, links)?;
@@ -496,23 +495,20 @@ impl PostgresDestination {
             keys.push(key);
             deletes.push(sql);
         }
-        // Foreign keys are checked at the commit (deferred above), but
-        // their ON DELETE actions fire at once: rows of tables no other
-        // references are deleted first (a value of a UNIQUE key freed
-        // for a new row), those of referenced tables only after the
-        // upserts, so that a row whose parent's key was updated (ON
-        // UPDATE CASCADE) points at the new key before the old one goes
-        // and no ON DELETE CASCADE takes it. A table replaced whole
-        // without a key is emptied first.
+        // Foreign keys are checked at the commit (deferred above), so
+        // rows may arrive in any order; but their ON DELETE actions fire
+        // at once. So each table in turn, those that reference others
+        // first: its deleted rows, then its upserts. When a parent's
+        // rows are deleted its children are already as Firebird has
+        // them (gone, or moved to a parent's new key: ON UPDATE
+        // CASCADE), so an ON DELETE CASCADE takes nothing that stays;
+        // and a UNIQUE value a deleted row held is free for a new row.
         let mut sql = String::new();
         for &i in order.iter().rev() {
-            let first = !referenced(&links[i].name) || keys[i].is_empty();
-            if let (true, Some(delete)) = (first, &deletes[i]) {
+            let link = &links[i];
+            if let Some(delete) = &deletes[i] {
                 sql += delete;
             }
-        }
-        for &i in &order {
-            let link = &links[i];
             let (_, load) = load_of(&link.name).expect("found above");
             let columns: Vec<String> = load
                 .columns
@@ -543,12 +539,6 @@ impl PostgresDestination {
                 };
             }
             sql += ";";
-        }
-        for &i in order.iter().rev() {
-            let first = !referenced(&links[i].name) || keys[i].is_empty();
-            if let (false, Some(delete)) = (first, &deletes[i]) {
-                sql += delete;
-            }
         }
         drop(tables);
         tx.batch_execute(&sql)
@@ -858,18 +848,6 @@ impl PostgresDestination {
         tx.batch_execute(&sql)
             .map_err(|e| pg_error("setting the sequences", e))
     }
-}
-
-/// Whether a table of the link is referenced by a foreign key of one of
-/// them (itself included).
-fn is_referenced(name: &str, names: &[String], schema: Option<&Schema>) -> bool {
-    schema.is_some_and(|s| {
-        s.tables
-            .iter()
-            .filter(|t| names.contains(&t.name))
-            .flat_map(|t| &t.constraints)
-            .any(|c| matches!(&c.kind, ConstraintKind::ForeignKey { table, .. } if table == name))
-    })
 }
 
 /// The unique keys of a table in Firebird (its primary key, UNIQUE
