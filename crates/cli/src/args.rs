@@ -357,7 +357,8 @@ pub struct Args {
     /// Do not write schema.sql, the DDL that recreates the unloaded tables (types, defaults,
     /// keys, indices, sequences at their values), read at the same snapshot as the data. Only
     /// an output directory gets one, never -o -. With -o postgresql://...: load into the tables
-    /// that exist there (columns matched by name) instead of creating them
+    /// that exist there (columns matched by name) instead of creating them; a column whose
+    /// type there would round, cut or re-read its values is refused
     #[arg(long)]
     pub no_schema: bool,
 

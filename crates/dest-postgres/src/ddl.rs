@@ -45,6 +45,38 @@ pub fn after_load(
     for table in tables {
         names.take(table);
     }
+    // The names PostgreSQL would choose itself (`t_pkey`, `t_a_key`,
+    // `t_id_seq`) are given first, explicitly: an index or sequence that
+    // Firebird named so gets the suffix, never the load an "already
+    // exists".
+    let mut generated = std::collections::HashMap::new();
+    for table in &schema.tables {
+        let Some(columns) = loaded(&table.name) else {
+            continue;
+        };
+        let pg_table = pg_name(&table.name);
+        for (i, constraint) in table.constraints.iter().enumerate() {
+            let suffix = match constraint.kind {
+                _ if constraint.name.is_some() => continue,
+                _ if !constraint.columns.iter().all(|c| columns.contains(c)) => continue,
+                ConstraintKind::PrimaryKey => "pkey".to_string(),
+                ConstraintKind::Unique => {
+                    let columns: Vec<String> =
+                        constraint.columns.iter().map(|c| pg_name(c)).collect();
+                    format!("{}_key", columns.join("_"))
+                }
+                ConstraintKind::ForeignKey { .. } => continue,
+            };
+            let name = names.take(&format!("{pg_table}_{suffix}"));
+            generated.insert((table.name.clone(), format!("constraint {i}")), name);
+        }
+        for column in &table.columns {
+            if column.identity.is_some() && columns.contains(&column.name) {
+                let name = names.take(&format!("{pg_table}_{}_seq", pg_name(&column.name)));
+                generated.insert((table.name.clone(), column.name.clone()), name);
+            }
+        }
+    }
     let mut statements = Vec::new();
     let mut foreign = Vec::new();
     let mut report = Vec::new();
@@ -63,14 +95,14 @@ pub fn after_load(
                 clauses.push(format!("ALTER COLUMN {col} SET NOT NULL"));
             }
             if let Some(default) = &column.default {
-                match constant_default(default) {
-                    Some(value) => clauses.push(format!("ALTER COLUMN {col} SET DEFAULT {value}")),
-                    None => report.push(Untranslated {
+                match crate::defaults::typed_default(default, &column.data_type) {
+                    Ok(value) => clauses.push(format!("ALTER COLUMN {col} SET DEFAULT {value}")),
+                    Err(why) => report.push(Untranslated {
                         kind: "default".into(),
                         table: Some(table.name.clone()),
                         name: column.name.clone(),
                         source: default.clone(),
-                        why: "not a constant".into(),
+                        why,
                     }),
                 }
             }
@@ -90,7 +122,7 @@ pub fn after_load(
                 why: "its expression is Firebird's SQL; not loaded".into(),
             });
         }
-        for constraint in &table.constraints {
+        for (i, constraint) in table.constraints.iter().enumerate() {
             let label = constraint
                 .name
                 .clone()
@@ -110,7 +142,10 @@ pub fn after_load(
                     format!("CONSTRAINT {} ", ident(&names.take(&pg_name(n))))
                 }
                 Some(n) => format!("CONSTRAINT {} ", ident(&pg_name(n))),
-                None => String::new(),
+                None => match generated.get(&(table.name.clone(), format!("constraint {i}"))) {
+                    Some(n) => format!("CONSTRAINT {} ", ident(n)),
+                    None => String::new(),
+                },
             };
             let columns = column_list(&constraint.columns);
             let (sql, is_foreign) = match &constraint.kind {
@@ -142,6 +177,10 @@ pub fn after_load(
                             sql += &format!(" ON {on} {rule}");
                         }
                     }
+                    // Checked at once, as in Firebird, but a sync may check
+                    // at its commit: rows that reference each other (a
+                    // cycle, a key updated) arrive in one transaction.
+                    sql += " DEFERRABLE INITIALLY IMMEDIATE";
                     (sql, true)
                 }
             };
@@ -178,7 +217,12 @@ pub fn after_load(
             });
         }
         indices(table, &name, &has, &mut names, &mut statements, &mut report);
-        identities(table, staging, &has, &mut statements);
+        let sequence_of = |column: &str| {
+            generated
+                .get(&(table.name.clone(), column.to_string()))
+                .cloned()
+        };
+        identities(table, staging, &has, &sequence_of, &mut statements);
     }
     statements.extend(foreign);
     for (table, constraint) in &schema.skipped_foreign_keys {
@@ -221,13 +265,18 @@ pub type SequenceNames = std::collections::BTreeMap<String, String>;
 
 /// Relation names given out in the schema.
 #[derive(Default)]
-struct Names(std::collections::HashSet<String>);
+pub(crate) struct Names(std::collections::HashSet<String>);
 
 impl Names {
+    /// Names already taken (a synced target's relations).
+    pub(crate) fn taken(names: impl IntoIterator<Item = String>) -> Names {
+        Names(names.into_iter().collect())
+    }
+
     /// `name`, or `name_2`, `name_3`, ... where it is taken; cut to the
     /// 63 bytes PostgreSQL keeps first (it would cut it itself, and two
     /// names cut alike would meet).
-    fn take(&mut self, name: &str) -> String {
+    pub(crate) fn take(&mut self, name: &str) -> String {
         let mut candidate = name.to_string();
         while candidate.len() > crate::PG_NAME_MAX {
             candidate.pop();
@@ -314,6 +363,7 @@ fn identities(
     table: &TableSchema,
     staging: &str,
     has: &dyn Fn(&String) -> bool,
+    sequence_of: &dyn Fn(&str) -> Option<String>,
     statements: &mut Vec<Statement>,
 ) {
     for column in table.columns.iter().filter(|c| has(&c.name)) {
@@ -329,12 +379,16 @@ fn identities(
         statements.push(Statement {
             what: format!("identity column {} of {}", column.name, table.name),
             sql: format!(
-                "ALTER TABLE {name} ALTER COLUMN {} ADD GENERATED {} AS IDENTITY ({}); {}",
+                "ALTER TABLE {name} ALTER COLUMN {} ADD GENERATED {} AS IDENTITY ({}{}); {}",
                 ident(&pg_name(&column.name)),
                 if identity.always {
                     "ALWAYS"
                 } else {
                     "BY DEFAULT"
+                },
+                match sequence_of(&column.name) {
+                    Some(n) => format!("SEQUENCE NAME {}.{} ", ident(staging), ident(&n)),
+                    None => String::new(),
                 },
                 sequence_clauses(identity.sequence),
                 set_value(&sequence, identity.sequence)
@@ -344,7 +398,7 @@ fn identities(
 }
 
 /// START, INCREMENT and a bound that lets the current value be set.
-fn sequence_clauses(v: SequenceValues) -> String {
+pub(crate) fn sequence_clauses(v: SequenceValues) -> String {
     let increment = if v.increment == 0 { 1 } else { v.increment };
     let bound = if increment > 0 {
         format!("MINVALUE {}", v.start.min(v.current))
@@ -373,7 +427,8 @@ pub(crate) fn sql_literal(text: &str) -> String {
 }
 
 /// A Firebird default that means the same in PostgreSQL: a number, a
-/// plain string, NULL, TRUE/FALSE, or the current date or time.
+/// plain string, NULL, TRUE/FALSE, or the current date or time (a date
+/// or time column's strings: [`crate::defaults::typed_default`]).
 pub fn constant_default(default: &str) -> Option<String> {
     let text = default.trim();
     let value = match text.get(..7) {
@@ -384,7 +439,6 @@ pub fn constant_default(default: &str) -> Option<String> {
     match upper.as_str() {
         "NULL" | "TRUE" | "FALSE" | "CURRENT_DATE" | "CURRENT_TIMESTAMP" | "CURRENT_TIME"
         | "LOCALTIMESTAMP" | "LOCALTIME" | "CURRENT_USER" => return Some(upper),
-        "'NOW'" => return Some("CURRENT_TIMESTAMP".into()),
         _ => {}
     }
     let number = value.strip_prefix('-').unwrap_or(value);
@@ -420,13 +474,72 @@ mod tests {
             constant_default("DEFAULT current_timestamp").as_deref(),
             Some("CURRENT_TIMESTAMP")
         );
-        assert_eq!(
-            constant_default("DEFAULT 'NOW'").as_deref(),
-            Some("CURRENT_TIMESTAMP")
-        );
+        // A string: its meaning by the column's type is `defaults`'.
+        assert_eq!(constant_default("DEFAULT 'NOW'").as_deref(), Some("'NOW'"));
         assert_eq!(constant_default("DEFAULT GEN_ID(G, 1)"), None);
         assert_eq!(constant_default("DEFAULT 'a' || 'b'"), None);
         assert_eq!(constant_default("DEFAULT _UTF8 'x'"), None);
+    }
+
+    #[test]
+    fn postgresqls_own_names_are_given_first() {
+        let schema = Schema {
+            tables: vec![TableSchema {
+                name: "T".into(),
+                columns: vec![
+                    ColumnSchema {
+                        name: "ID".into(),
+                        identity: Some(Default::default()),
+                        ..ColumnSchema::default()
+                    },
+                    ColumnSchema {
+                        name: "B".into(),
+                        ..ColumnSchema::default()
+                    },
+                ],
+                constraints: vec![
+                    Constraint {
+                        name: None,
+                        kind: ConstraintKind::PrimaryKey,
+                        columns: vec!["ID".into()],
+                        index: None,
+                    },
+                    Constraint {
+                        name: None,
+                        kind: ConstraintKind::Unique,
+                        columns: vec!["B".into()],
+                        index: None,
+                    },
+                ],
+                indices: vec![Index {
+                    name: "T_PKEY".into(),
+                    columns: vec!["B".into()],
+                    ..Index::default()
+                }],
+                comment: None,
+            }],
+            sequences: ["T_ID_SEQ", "T_B_KEY"]
+                .iter()
+                .map(|n| Sequence {
+                    name: n.to_string(),
+                    values: SequenceValues::default(),
+                })
+                .collect(),
+            ..Schema::default()
+        };
+        let loaded = |_: &str| Some(vec!["ID".to_string(), "B".to_string()]);
+        let (statements, _, sequences) = after_load(&schema, "s", &loaded, &["t".into()]);
+        let sql: Vec<&str> = statements.iter().map(|s| s.sql.as_str()).collect();
+        assert!(sql.contains(&r#"ALTER TABLE "s"."t" ADD CONSTRAINT "t_pkey" PRIMARY KEY ("id")"#));
+        assert!(sql.contains(&r#"ALTER TABLE "s"."t" ADD CONSTRAINT "t_b_key" UNIQUE ("b")"#));
+        assert!(sql.contains(&r#"CREATE INDEX "t_pkey_2" ON "s"."t" ("b")"#));
+        assert!(
+            sql.iter()
+                .any(|s| s.contains(r#"AS IDENTITY (SEQUENCE NAME "s"."t_id_seq" START"#)),
+            "{sql:?}"
+        );
+        assert_eq!(sequences["T_ID_SEQ"], "t_id_seq_2");
+        assert_eq!(sequences["T_B_KEY"], "t_b_key_2");
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //!   by name before any row moves, the rows are loaded into staging
 //!   copies, and one transaction replaces the tables' rows.
 
+mod casts;
 pub mod ddl;
+mod defaults;
 pub mod sync;
 mod target;
 mod tls;
@@ -480,6 +482,8 @@ pub struct PostgresDestination {
     /// by a full load, read back from the base run's row by a sync (see
     /// `ddl::after_load`); recorded with each run in `_fbunload_runs`.
     sequence_names: Mutex<ddl::SequenceNames>,
+    /// The keys' checksums this run leaves ([`sync::KeyChecksums`]).
+    checksums: Mutex<sync::KeyChecksums>,
 }
 
 /// Names of fbunload's own in the target database, at most 63 bytes.
@@ -575,6 +579,7 @@ impl PostgresDestination {
             ),
             base,
             state: Mutex::new(None),
+            checksums: Mutex::new(Default::default()),
         })
     }
 
@@ -905,9 +910,10 @@ impl PostgresDestination {
                 let columns: Vec<String> =
                     t.columns.iter().map(|c| ident(&pg_name(&c.name))).collect();
                 let columns = columns.join(", ");
+                // A GENERATED ALWAYS identity column takes Firebird's values too.
                 sql += &format!(
-                    "INSERT INTO {target}.{table} ({columns}) SELECT {columns} FROM \
-                     {staging}.{table};",
+                    "INSERT INTO {target}.{table} ({columns}) OVERRIDING SYSTEM VALUE SELECT \
+                     {columns} FROM {staging}.{table};",
                     table = ident(&t.pg)
                 );
             }
@@ -954,6 +960,19 @@ impl Destination for PostgresDestination {
         }
         self.started.store(true, Ordering::SeqCst);
         self.run_sql(&mut *client, "creating the staging tables", &sql)?;
+        if !self.options.create_tables {
+            for load in &loads {
+                let columns: Vec<String> = load.columns.iter().map(|c| c.name.clone()).collect();
+                casts::refuse_changing_casts(
+                    &mut *client,
+                    &self.staging,
+                    &self.options.schema,
+                    &load.name,
+                    &load.pg,
+                    &columns,
+                )?;
+            }
+        }
         *self.schema.lock().unwrap() = run.schema.cloned();
         *self.snapshot.lock().unwrap() = run.snapshot_number;
         *self.tables.lock().unwrap() = loads;

@@ -36,7 +36,18 @@ pub struct BaseState {
     /// The PostgreSQL name of each sequence the run made, by its Firebird
     /// name (its `_fbunload_runs` row's `options.sequences`).
     pub sequences: crate::ddl::SequenceNames,
+    /// Each keyed table's [`KeyChecksum`] as the run left it (its
+    /// `_fbunload_runs` row's `options.checksums`; none from a run before
+    /// they were kept).
+    pub checksums: KeyChecksums,
 }
+
+/// `rows:sum`: a table's rows, and the sum of a 64-bit hash of each row's
+/// key, as PostgreSQL computes them. Order does not count; a row deleted
+/// and another added by hand change the sum though not the rows.
+pub type KeyChecksum = String;
+/// Each keyed table's [`KeyChecksum`], by its Firebird name.
+pub type KeyChecksums = std::collections::BTreeMap<String, KeyChecksum>;
 
 /// The state a run leaves for the next one.
 #[derive(Debug, Clone)]
@@ -108,29 +119,32 @@ pub(crate) fn read_base(client: &mut Client, schema: &str) -> Result<Option<Base
         )));
     }
     // Read back from the target: names used quoted, only in this schema.
-    let sequences: Option<String> = client
+    let recorded = client
         .query_one(
             &format!(
-                "SELECT (options->'sequences')::text FROM {runs} WHERE options->>'state' = $1 \
-                 ORDER BY finished DESC, started DESC LIMIT 1"
+                "SELECT (options->'sequences')::text, (options->'checksums')::text FROM {runs} \
+                 WHERE options->>'state' = $1 ORDER BY finished DESC, started DESC LIMIT 1"
             ),
             &[&digest],
         )
-        .map_err(fail)?
-        .get(0);
-    let sequences = match sequences {
-        None => Default::default(),
-        Some(text) => serde_json::from_str(&text).map_err(|e| {
-            ExecError::Usage(format!(
-                "schema {schema}: its latest run's options.sequences cannot be read ({e}): it \
-                 was edited; reload it whole with --overwrite --keep-keys"
-            ))
-        })?,
-    };
+        .map_err(fail)?;
+    type Map = std::collections::BTreeMap<String, String>;
+    fn parse(text: Option<String>, schema: &str, what: &str) -> Result<Map, ExecError> {
+        match text {
+            None => Ok(Map::new()),
+            Some(text) => serde_json::from_str(&text).map_err(|e| {
+                ExecError::Usage(format!(
+                    "schema {schema}: its latest run's options.{what} cannot be read ({e}): it \
+                     was edited; reload it whole with --overwrite --keep-keys"
+                ))
+            }),
+        }
+    }
     Ok(Some(BaseState {
         digest,
         files: rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
-        sequences,
+        sequences: parse(recorded.get(0), schema, "sequences")?,
+        checksums: parse(recorded.get(1), schema, "checksums")?,
     }))
 }
 
@@ -217,6 +231,10 @@ impl PostgresDestination {
             if !sequences.is_empty() {
                 map.insert("sequences".into(), serde_json::json!(*sequences));
             }
+            let checksums = self.checksums.lock().unwrap();
+            if !checksums.is_empty() {
+                map.insert("checksums".into(), serde_json::json!(*checksums));
+            }
         }
         options
     }
@@ -255,7 +273,60 @@ impl PostgresDestination {
     pub fn publish_with_state(&self, state: NewState) -> Result<(), ExecError> {
         *self.state.lock().unwrap() = Some(state);
         let mut client = self.control.lock().unwrap();
+        // The keys as loaded, for the next sync to find hand changes by.
+        let mut tx = client
+            .transaction()
+            .map_err(|e| pg_error("publishing", e))?;
+        *self.checksums.lock().unwrap() = self.key_checksums(&mut tx, &self.staging, None)?;
+        tx.commit().map_err(|e| pg_error("publishing", e))?;
         self.publish(&mut client)
+    }
+
+    /// Each keyed table's [`KeyChecksum`] in `schema` (of the tables
+    /// named in `only`, or of all), computed in the caller's transaction.
+    fn key_checksums(
+        &self,
+        tx: &mut Transaction<'_>,
+        schema: &str,
+        only: Option<&[TableLink]>,
+    ) -> Result<KeyChecksums, ExecError> {
+        let fail = |e| pg_error("computing the keys' checksums", e);
+        // A key's text, hashed, must not depend on the session's settings.
+        tx.batch_execute(
+            "SET LOCAL DateStyle = 'ISO, YMD'; SET LOCAL TimeZone = 'UTC'; \
+             SET LOCAL extra_float_digits = 3; SET LOCAL bytea_output = 'hex'",
+        )
+        .map_err(fail)?;
+        let keyed: Vec<(String, Vec<String>)> = self
+            .tables
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|t| !t.key.is_empty())
+            .filter(|t| only.is_none_or(|links| links.iter().any(|l| l.name == t.name)))
+            .map(|t| {
+                let key = t.key.iter().map(|&i| ident(&pg_name(&t.columns[i].name)));
+                (t.name.clone(), key.collect())
+            })
+            .collect();
+        let mut sums = KeyChecksums::new();
+        for (name, key) in keyed {
+            let sum: String = tx
+                .query_one(
+                    &format!(
+                        "SELECT count(*)::text || ':' || coalesce(sum(pg_catalog.hashtextextended(\
+                         ROW({})::text, 0)::numeric), 0)::text FROM {}.{}",
+                        key.join(", "),
+                        ident(schema),
+                        ident(&pg_name(&name))
+                    ),
+                    &[],
+                )
+                .map_err(fail)?
+                .get(0);
+            sums.insert(name, sum);
+        }
+        Ok(sums)
     }
 
     /// COPYs the keys of table `table`'s deleted rows into a staging table
@@ -370,61 +441,74 @@ impl PostgresDestination {
         let mut client = self.control.lock().unwrap();
         let mut tx = client.transaction().map_err(|e| pg_error("syncing", e))?;
         self.check_base(&mut tx, &base, links)?;
+        let model = self.schema.lock().unwrap().clone();
         let names: Vec<String> = links.iter().map(|l| l.name.clone()).collect();
-        let order = referenced_first(&names, self.schema.lock().unwrap().as_ref());
+        let order = referenced_first(&names, model.as_ref());
         let target = |name: &str| format!("{}.{}", ident(&schema), ident(&pg_name(name)));
         let staged = |name: &str| format!("{}.{}", ident(&self.staging), ident(&pg_name(name)));
+        self.defer_foreign_keys(&mut tx, links)?;
         let tables = self.tables.lock().unwrap();
         let load_of = |name: &str| tables.iter().enumerate().find(|(_, t)| t.name == name);
-        let mut sql = String::new();
-        // Deletes first, those of the tables that reference others first.
-        for &i in order.iter().rev() {
-            let link = &links[i];
+        // Each table's key, and its deletes as SQL.
+        let mut keys = Vec::new();
+        let mut deletes = Vec::new();
+        for link in links {
             let (index, _) = load_of(&link.name)
                 .ok_or_else(|| ExecError::Internal(format!("table {} not loaded", link.name)))?;
-            match &link.apply {
-                Apply::Whole { key } if key.is_empty() => {
-                    sql += &format!("DELETE FROM {};", target(&link.name))
+            let key = match &link.apply {
+                Apply::Changes { key } => key.clone(),
+                Apply::Whole { key } if key.is_empty() => unique_key(&link.name, model.as_ref()),
+                Apply::Whole { key } => key.clone(),
+            };
+            let on = |a: &str, b: &str| -> String {
+                key.iter()
+                    .map(|k| format!("{a}.{c} = {b}.{c}", c = ident(&pg_name(k))))
+                    .collect::<Vec<_>>()
+                    .join(" AND ")
+            };
+            let sql = match &link.apply {
+                Apply::Whole { .. } if key.is_empty() => {
+                    Some(format!("DELETE FROM {};", target(&link.name)))
                 }
-                Apply::Whole { key } => {
-                    let on: Vec<String> = key
-                        .iter()
-                        .map(|k| format!("s.{c} = t.{c}", c = ident(&pg_name(k))))
-                        .collect();
-                    sql += &format!(
-                        "DELETE FROM {} t WHERE NOT EXISTS (SELECT 1 FROM {} s WHERE {});",
-                        target(&link.name),
-                        staged(&link.name),
-                        on.join(" AND ")
-                    );
-                }
-                Apply::Changes { key } => {
-                    let deletes = deletes_table(index);
+                Apply::Whole { .. } => Some(format!(
+                    "DELETE FROM {} t WHERE NOT EXISTS (SELECT 1 FROM {} s WHERE {});",
+                    target(&link.name),
+                    staged(&link.name),
+                    on("s", "t")
+                )),
+                Apply::Changes { .. } => {
+                    let staged_deletes =
+                        format!("{}.{}", ident(&self.staging), ident(&deletes_table(index)));
                     let exists: bool = tx
-                        .query_one(
-                            "SELECT to_regclass($1) IS NOT NULL",
-                            &[&format!("{}.{}", ident(&self.staging), ident(&deletes))],
-                        )
+                        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&staged_deletes])
                         .map_err(|e| pg_error("syncing", e))?
                         .get(0);
-                    if exists {
-                        let on: Vec<String> = key
-                            .iter()
-                            .map(|k| format!("t.{c} = d.{c}", c = ident(&pg_name(k))))
-                            .collect();
-                        sql += &format!(
-                            "DELETE FROM {} t USING {}.{} d WHERE {};",
+                    exists.then(|| {
+                        format!(
+                            "DELETE FROM {} t USING {staged_deletes} d WHERE {};",
                             target(&link.name),
-                            ident(&self.staging),
-                            ident(&deletes),
-                            on.join(" AND ")
-                        );
-                    }
+                            on("t", "d")
+                        )
+                    })
                 }
-            }
+            };
+            keys.push(key);
+            deletes.push(sql);
         }
-        for &i in &order {
+        // Foreign keys are checked at the commit (deferred above), so
+        // rows may arrive in any order; but their ON DELETE actions fire
+        // at once. So each table in turn, those that reference others
+        // first: its deleted rows, then its upserts. When a parent's
+        // rows are deleted its children are already as Firebird has
+        // them (gone, or moved to a parent's new key: ON UPDATE
+        // CASCADE), so an ON DELETE CASCADE takes nothing that stays;
+        // and a UNIQUE value a deleted row held is free for a new row.
+        let mut sql = String::new();
+        for &i in order.iter().rev() {
             let link = &links[i];
+            if let Some(delete) = &deletes[i] {
+                sql += delete;
+            }
             let (_, load) = load_of(&link.name).expect("found above");
             let columns: Vec<String> = load
                 .columns
@@ -432,19 +516,19 @@ impl PostgresDestination {
                 .map(|c| ident(&pg_name(&c.name)))
                 .collect();
             let list = columns.join(", ");
+            // GENERATED ALWAYS identity columns take Firebird's values.
             sql += &format!(
-                "INSERT INTO {} ({list}) SELECT {list} FROM {}",
+                "INSERT INTO {} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {}",
                 target(&link.name),
                 staged(&link.name)
             );
-            let key = match &link.apply {
-                Apply::Changes { key } | Apply::Whole { key } => key,
-            };
+            let key = &keys[i];
             if !key.is_empty() {
+                let always = always_identity(&mut tx, &target(&link.name))?;
                 let key_names: Vec<String> = key.iter().map(|k| ident(&pg_name(k))).collect();
                 let set: Vec<String> = columns
                     .iter()
-                    .filter(|c| !key_names.contains(c))
+                    .filter(|c| !key_names.contains(c) && !always.contains(c))
                     .map(|c| format!("{c} = EXCLUDED.{c}"))
                     .collect();
                 sql += &format!(" ON CONFLICT ({}) DO ", key_names.join(", "));
@@ -459,8 +543,11 @@ impl PostgresDestination {
         drop(tables);
         tx.batch_execute(&sql)
             .map_err(|e| pg_error("applying the changes", e))?;
+        self.create_new(&mut tx, links, model.as_ref())?;
         self.check_rows(&mut tx, links, |l| l.after, "after the link was applied")?;
         self.set_sequences(&mut tx, links)?;
+        let checksums = self.key_checksums(&mut tx, &schema, None)?;
+        *self.checksums.lock().unwrap() = checksums;
         self.record(&mut tx, &schema)?;
         self.write_state(&mut tx, &schema)?;
         tx.batch_execute(&format!("DROP SCHEMA {} CASCADE", ident(&self.staging)))
@@ -469,10 +556,129 @@ impl PostgresDestination {
         if stopped() {
             return Err(ExecError::Interrupted);
         }
-        tx.commit().map_err(|e| pg_error("syncing", e))?;
+        // The deferred foreign keys are checked here.
+        tx.commit()
+            .map_err(|e| pg_error("applying the changes (at the commit)", e))?;
         self.published
             .store(true, std::sync::atomic::Ordering::SeqCst);
         Ok(())
+    }
+
+    /// The foreign keys of the link's tables made deferrable (targets
+    /// loaded before they were made so), and deferred to the commit of
+    /// the sync's transaction.
+    fn defer_foreign_keys(
+        &self,
+        tx: &mut Transaction<'_>,
+        links: &[TableLink],
+    ) -> Result<(), ExecError> {
+        let schema = &self.options.schema;
+        let tables: Vec<String> = links.iter().map(|l| pg_name(&l.name)).collect();
+        let rows = tx
+            .query(
+                "SELECT c.relname::text, k.conname::text FROM pg_catalog.pg_constraint k \
+                 JOIN pg_catalog.pg_class c ON c.oid = k.conrelid JOIN pg_catalog.pg_namespace n \
+                 ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = ANY($2) \
+                 AND k.contype = 'f' AND NOT k.condeferrable",
+                &[schema, &tables],
+            )
+            .map_err(|e| pg_error("syncing", e))?;
+        let mut sql = String::new();
+        for row in rows {
+            let (table, constraint): (String, String) = (row.get(0), row.get(1));
+            sql += &format!(
+                "ALTER TABLE {}.{} ALTER CONSTRAINT {} DEFERRABLE INITIALLY IMMEDIATE;",
+                ident(schema),
+                ident(&table),
+                ident(&constraint)
+            );
+        }
+        sql += "SET CONSTRAINTS ALL DEFERRED";
+        tx.batch_execute(&sql)
+            .map_err(|e| pg_error("deferring the foreign keys", e))
+    }
+
+    /// What Firebird has that the target lacks since the base run: a new
+    /// sequence is created (set with the others), a new unique index or
+    /// key on the link's tables built (the rows, at Firebird's snapshot,
+    /// satisfy it). Each takes a name no relation of the target has.
+    fn create_new(
+        &self,
+        tx: &mut Transaction<'_>,
+        links: &[TableLink],
+        model: Option<&Schema>,
+    ) -> Result<(), ExecError> {
+        let Some(model) = model else {
+            return Ok(());
+        };
+        let schema = &self.options.schema;
+        let fail = |e| pg_error("creating what is new in Firebird", e);
+        let existing: Vec<String> = tx
+            .query(
+                "SELECT c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace \
+                 n ON n.oid = c.relnamespace WHERE n.nspname = $1",
+                &[schema],
+            )
+            .map_err(fail)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut names = crate::ddl::Names::taken(existing);
+        let mut sql = String::new();
+        {
+            let mut sequences = self.sequence_names.lock().unwrap();
+            for sequence in &model.sequences {
+                if sequences.contains_key(&sequence.name) {
+                    continue;
+                }
+                let pg = names.take(&pg_name(&sequence.name));
+                sql += &format!(
+                    "CREATE SEQUENCE {}.{} AS bigint {};",
+                    ident(schema),
+                    ident(&pg),
+                    crate::ddl::sequence_clauses(sequence.values)
+                );
+                sequences.insert(sequence.name.clone(), pg);
+            }
+        }
+        for table in model
+            .tables
+            .iter()
+            .filter(|t| links.iter().any(|l| l.name == t.name))
+        {
+            let target = format!("{}.{}", ident(schema), ident(&pg_name(&table.name)));
+            let unique: Vec<Vec<String>> = tx
+                .query(
+                    "SELECT array_agg(a.attname::text ORDER BY a.attname) FROM \
+                     pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = \
+                     i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass($1) \
+                     AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL GROUP BY \
+                     i.indexrelid",
+                    &[&target],
+                )
+                .map_err(fail)?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            for (name, columns) in unique_keys(table) {
+                let mut set: Vec<String> = columns.iter().map(|c| pg_name(c)).collect();
+                set.sort();
+                if unique.contains(&set) {
+                    continue;
+                }
+                let name =
+                    names.take(&pg_name(&name.unwrap_or_else(|| {
+                        format!("{}_{}_key", table.name, columns.join("_"))
+                    })));
+                let list: Vec<String> = columns.iter().map(|c| ident(&pg_name(c))).collect();
+                sql += &format!(
+                    "CREATE UNIQUE INDEX {} ON {target} ({});",
+                    ident(&name),
+                    list.join(", ")
+                );
+            }
+        }
+        tx.batch_execute(&sql).map_err(fail)
     }
 
     /// In the sync's transaction: the target is still the base run's.
@@ -532,7 +738,24 @@ impl PostgresDestination {
                 )));
             }
         }
-        self.check_rows(tx, links, |l| l.before, "before the link")
+        self.check_rows(tx, links, |l| l.before, "before the link")?;
+        // As many rows, but the same ones? (A row deleted and another
+        // added by hand keep the count.)
+        let now = self.key_checksums(tx, schema, Some(links))?;
+        for (table, sum) in &now {
+            let Some(kept) = base.checksums.get(table) else {
+                continue;
+            };
+            if kept != sum {
+                return Err(ExecError::Usage(format!(
+                    "table {table}: the keys of {schema}.{} are not the ones the chain left \
+                     (as many rows, other keys): rows were deleted and added by hand; nothing \
+                     was changed: reload with --overwrite --keep-keys",
+                    pg_name(table)
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Each table holds the rows it should (`expected`), or the sync
@@ -587,6 +810,18 @@ impl PostgresDestination {
                 .cloned()
                 .unwrap_or_else(|| pg_name(&sequence.name));
             let name = format!("{}.{}", ident(schema), ident(&pg));
+            // setval(NULL) would do nothing, without a word.
+            let present: bool = tx
+                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&name])
+                .map_err(|e| pg_error("setting the sequences", e))?
+                .get(0);
+            if !present {
+                return Err(ExecError::Usage(format!(
+                    "sequence {}: {schema}.{pg} is gone from the target (dropped by hand?); \
+                     nothing was changed: reload with --overwrite --keep-keys",
+                    sequence.name
+                )));
+            }
             sql += &format!(
                 "SELECT setval(to_regclass({}), {}, true);",
                 quoted(&name),
@@ -613,6 +848,58 @@ impl PostgresDestination {
         tx.batch_execute(&sql)
             .map_err(|e| pg_error("setting the sequences", e))
     }
+}
+
+/// The unique keys of a table in Firebird (its primary key, UNIQUE
+/// constraints, unique indices over columns), with their names.
+fn unique_keys(table: &fbunload_plan::schema::TableSchema) -> Vec<(Option<String>, Vec<String>)> {
+    let constraints = table.constraints.iter().filter_map(|c| match c.kind {
+        ConstraintKind::PrimaryKey | ConstraintKind::Unique => {
+            Some((c.name.clone(), c.columns.clone()))
+        }
+        ConstraintKind::ForeignKey { .. } => None,
+    });
+    let indices = table
+        .indices
+        .iter()
+        .filter(|i| {
+            i.unique
+                && !i.inactive
+                && i.expression.is_none()
+                && i.condition.is_none()
+                && !i.columns.is_empty()
+        })
+        .map(|i| (Some(i.name.clone()), i.columns.clone()));
+    constraints.chain(indices).collect()
+}
+
+/// The key a table without a primary key is applied by: a unique key
+/// whose columns are all NOT NULL (no two rows alike), or none.
+fn unique_key(name: &str, schema: Option<&Schema>) -> Vec<String> {
+    let Some(table) = schema.and_then(|s| s.tables.iter().find(|t| t.name == name)) else {
+        return Vec::new();
+    };
+    let not_null = |c: &String| table.columns.iter().any(|k| &k.name == c && k.not_null);
+    unique_keys(table)
+        .into_iter()
+        .map(|(_, columns)| columns)
+        .find(|columns| columns.iter().all(not_null))
+        .unwrap_or_default()
+}
+
+/// The GENERATED ALWAYS identity columns of `table` (quoted), which an
+/// upsert may not set.
+fn always_identity(tx: &mut Transaction<'_>, table: &str) -> Result<Vec<String>, ExecError> {
+    Ok(tx
+        .query(
+            "SELECT attname::text FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass($1) \
+             AND attidentity = 'a'",
+            &[&table],
+        )
+        .map_err(|e| pg_error("syncing", e))?
+        .iter()
+        .map(|r| ident(&r.get::<_, String>(0)))
+        .collect())
 }
 
 /// The staging table of the deletes of the plan's table `index`: a name
