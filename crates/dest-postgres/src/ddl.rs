@@ -322,7 +322,7 @@ fn identities(
         };
         let name = format!("{}.{}", ident(staging), ident(&pg_name(&table.name)));
         let sequence = format!(
-            "pg_get_serial_sequence({}, {})",
+            "pg_catalog.pg_get_serial_sequence({}, {})",
             sql_literal(&name),
             sql_literal(&pg_name(&column.name))
         );
@@ -357,7 +357,7 @@ fn sequence_clauses(v: SequenceValues) -> String {
 /// `setval(seq, current, true)`: the next value is current + increment,
 /// what Firebird 4+ gives next.
 fn set_value(sequence: &str, v: SequenceValues) -> String {
-    format!("SELECT setval({sequence}, {}, true)", v.current)
+    format!("SELECT pg_catalog.setval({sequence}, {}, true)", v.current)
 }
 
 fn column_list(columns: &[String]) -> String {
@@ -368,8 +368,13 @@ fn column_list(columns: &[String]) -> String {
         .join(", ")
 }
 
+/// `text` as a PostgreSQL string literal that means `text` whatever
+/// `standard_conforming_strings` says: an escape string (`E'...'`), where
+/// a backslash always escapes, with each backslash and quote doubled. A
+/// plain `'...'` with only its quotes doubled would, with the setting off,
+/// let `\'` end the literal early (SQL injection from a comment).
 pub(crate) fn sql_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 /// A Firebird default that means the same in PostgreSQL: a number, a
@@ -400,7 +405,8 @@ pub fn constant_default(default: &str) -> Option<String> {
     if inner.replace("''", "").contains('\'') || inner.contains('\0') {
         return None;
     }
-    Some(value.to_string())
+    // Firebird's text, written again as a literal safe for any setting.
+    Some(sql_literal(&inner.replace("''", "'")))
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use fbunload_plan::schema::{ConstraintKind, Schema};
 use postgres::{Client, GenericClient, Transaction};
 use std::sync::Arc;
 
-use crate::{PostgresDestination, RUNS_TABLE, ToLane, UnitCopy, ident, pg_error, pg_name};
+use crate::{ident, pg_error, pg_name, PostgresDestination, ToLane, UnitCopy, RUNS_TABLE};
 
 /// The table of fbunload's own that holds the state a sync starts from.
 pub const STATE_TABLE: &str = "_fbunload_state";
@@ -71,7 +71,7 @@ pub struct TableLink {
 }
 
 fn quoted(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+    crate::ddl::sql_literal(text)
 }
 
 /// The state of the run the target's schema holds, if its latest run
@@ -255,7 +255,7 @@ impl PostgresDestination {
     pub fn publish_with_state(&self, state: NewState) -> Result<(), ExecError> {
         *self.state.lock().unwrap() = Some(state);
         let mut client = self.control.lock().unwrap();
-        self.publish(&mut client)
+        self.phase(|| self.publish(&mut client))
     }
 
     /// COPYs the keys of table `table`'s deleted rows into a staging table
@@ -588,7 +588,7 @@ impl PostgresDestination {
                 .unwrap_or_else(|| pg_name(&sequence.name));
             let name = format!("{}.{}", ident(schema), ident(&pg));
             sql += &format!(
-                "SELECT setval(to_regclass({}), {}, true);",
+                "SELECT pg_catalog.setval(pg_catalog.to_regclass({}), {}, true);",
                 quoted(&name),
                 sequence.values.current
             );
@@ -602,7 +602,7 @@ impl PostgresDestination {
             for column in &table.columns {
                 if let Some(identity) = column.identity {
                     sql += &format!(
-                        "SELECT setval(pg_get_serial_sequence({}, {}), {}, true);",
+                        "SELECT pg_catalog.setval(pg_catalog.pg_get_serial_sequence({}, {}), {}, true);",
                         quoted(&name),
                         quoted(&pg_name(&column.name)),
                         identity.sequence.current

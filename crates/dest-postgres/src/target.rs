@@ -8,6 +8,16 @@ use std::time::Duration;
 use postgres::config::Host;
 use postgres::{Client, Config, NoTls};
 
+/// Run on every connection before anything else. A `search_path` of
+/// only `pg_catalog` (and `pg_temp` last, where functions are never
+/// looked up) means no call or type can resolve to an object another role
+/// planted (`public.setval`), and every name fbunload uses is qualified
+/// anyway; standard strings mean a backslash in a literal is a backslash
+/// (fbunload's literals are written to be safe either way, see
+/// `ddl::sql_literal`).
+pub const SESSION_SETUP: &str =
+    "SET search_path = pg_catalog, pg_temp; SET standard_conforming_strings = on";
+
 /// A PostgreSQL database to load into.
 #[derive(Clone)]
 pub struct Target {
@@ -22,9 +32,47 @@ impl std::fmt::Debug for Target {
     }
 }
 
-/// Whether `-o` names a PostgreSQL database rather than a directory.
+/// Whether `-o` names a PostgreSQL database rather than a directory:
+/// anything that starts like a PostgreSQL URI, in any case and however
+/// many slashes follow, so that a mistyped URI (`POSTGRESQL://…`,
+/// `postgresql:/…`) is refused by [`Target::parse`] instead of becoming a
+/// directory whose path holds the password.
 pub fn is_postgres_uri(output: &str) -> bool {
-    output.starts_with("postgresql://") || output.starts_with("postgres://")
+    let scheme = output.split_once(':').map_or("", |(scheme, _)| scheme);
+    scheme.eq_ignore_ascii_case("postgresql") || scheme.eq_ignore_ascii_case("postgres")
+}
+
+/// What a valid URI starts with, exactly (libpq takes no other spelling).
+fn has_uri_scheme(uri: &str) -> bool {
+    uri.starts_with("postgresql://") || uri.starts_with("postgres://")
+}
+
+/// libpq's `sslmode` values that need no TLS, and those that do.
+const SSLMODES_PLAIN: [&str; 3] = ["disable", "allow", "prefer"];
+const SSLMODES_TLS: [&str; 3] = ["require", "verify-ca", "verify-full"];
+
+/// The URI without its `sslmode` parameter, and that parameter's value:
+/// rust-postgres knows only some of libpq's values, so fbunload reads it.
+fn take_sslmode(uri: &str) -> (String, Option<String>) {
+    let Some((base, query)) = uri.split_once('?') else {
+        return (uri.to_string(), None);
+    };
+    let mut mode = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.split_once('=') {
+            Some(("sslmode", value)) => {
+                mode = Some(value.to_string());
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    if kept.is_empty() {
+        (base.to_string(), mode)
+    } else {
+        (format!("{base}?{}", kept.join("&")), mode)
+    }
 }
 
 impl Target {
@@ -33,16 +81,56 @@ impl Target {
     /// `PGPORT`, `PGUSER`, `PGDATABASE` and the password from
     /// `PGPASSWORD` or `~/.pgpass` (`PGPASSFILE`), as libpq does.
     pub fn parse(uri: &str) -> Result<Target, String> {
-        if !is_postgres_uri(uri) {
-            return Err("a PostgreSQL target is postgresql://USER@HOST:PORT/DBNAME".into());
+        // No message here echoes the URI: it may hold the password, and
+        // where it is malformed nothing can say which part that is.
+        if !has_uri_scheme(uri) {
+            return Err(if is_postgres_uri(uri) {
+                "-o: the output starts like a PostgreSQL URI but is not one: write \
+                 postgresql://USER@HOST:PORT/DBNAME (the scheme in lower case, then two \
+                 slashes); a directory whose name starts so is written ./NAME"
+                    .into()
+            } else {
+                "a PostgreSQL target is postgresql://USER@HOST:PORT/DBNAME".into()
+            });
         }
-        let mut config: Config = uri.parse().map_err(|e| {
+        let (without_sslmode, sslmode) = take_sslmode(uri);
+        let mut config: Config = without_sslmode.parse().map_err(|e| {
             // The parser's message never holds the password; the URI might.
-            format!(
-                "{}: not a PostgreSQL URI ({e}); use postgresql://USER@HOST:PORT/DBNAME",
-                shown_uri(uri)
-            )
+            format!("-o: not a PostgreSQL URI ({e}); use postgresql://USER@HOST:PORT/DBNAME")
         })?;
+        match sslmode.as_deref() {
+            None => {}
+            Some(mode) if SSLMODES_PLAIN.contains(&mode) => {
+                config.ssl_mode(postgres::config::SslMode::Disable);
+            }
+            Some(mode) if SSLMODES_TLS.contains(&mode) => {
+                return Err(format!(
+                    "-o: sslmode={mode} needs TLS, and fbunload connects without it (no TLS \
+                     library is linked): use sslmode=disable or prefer over a trusted network, \
+                     a Unix socket or an SSH tunnel (docs/postgresql.md)"
+                ));
+            }
+            Some(_) => {
+                return Err(
+                    "-o: sslmode is one of disable, allow, prefer, require, verify-ca, \
+                     verify-full"
+                        .into(),
+                );
+            }
+        }
+        // An unescaped '@' in the password: the parser ends the login at
+        // the first one, so the rest of the password would be the host.
+        if config
+            .get_hosts()
+            .iter()
+            .any(|h| matches!(h, Host::Tcp(name) if name.contains('@')))
+        {
+            return Err(
+                "-o: the PostgreSQL URI's host holds '@': write an '@' of the user or password \
+                 as %40 (postgresql://USER:PASSWORD@HOST/DBNAME)"
+                    .into(),
+            );
+        }
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         if config.get_hosts().is_empty() {
             config.host(&env("PGHOST").unwrap_or_else(|| "localhost".into()));
@@ -94,28 +182,21 @@ impl Target {
         &self.shown
     }
 
-    /// A new connection, or one line that says why not.
+    /// A new connection, or one line that says why not. Its session is
+    /// fixed first ([`SESSION_SETUP`]), whatever the URI's `options`, the
+    /// role or the database set.
     pub fn connect(&self) -> Result<Client, String> {
-        self.config.connect(NoTls).map_err(|e| {
+        let failed = |e: postgres::Error| {
             let reason = match e.as_db_error() {
                 Some(db) => db.message().to_string(),
                 None => std::error::Error::source(&e)
                     .map_or_else(|| e.to_string(), |s| format!("{e}: {s}")),
             };
             format!("cannot connect to {}: {reason}", self.shown)
-        })
-    }
-}
-
-/// The URI without its password, for a message.
-fn shown_uri(uri: &str) -> String {
-    let (scheme, rest) = uri.split_once("://").unwrap_or(("", uri));
-    match rest.split_once('@') {
-        Some((login, host)) => {
-            let user = login.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}@{host}")
-        }
-        None => uri.to_string(),
+        };
+        let mut client = self.config.connect(NoTls).map_err(failed)?;
+        client.batch_execute(SESSION_SETUP).map_err(failed)?;
+        Ok(client)
     }
 }
 
