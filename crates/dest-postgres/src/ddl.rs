@@ -420,7 +420,16 @@ mod tests {
         assert_eq!(constant_default("default -1.50").as_deref(), Some("-1.50"));
         assert_eq!(
             constant_default("DEFAULT 'it''s'").as_deref(),
-            Some("'it''s'")
+            Some("E'it''s'")
+        );
+        // A backslash is a backslash, whatever standard_conforming_strings.
+        assert_eq!(
+            constant_default(r"DEFAULT 'a\b'").as_deref(),
+            Some(r"E'a\\b'")
+        );
+        assert_eq!(
+            sql_literal(r"x\'; CREATE TABLE p (i int); --"),
+            r"E'x\\''; CREATE TABLE p (i int); --'"
         );
         assert_eq!(
             constant_default("DEFAULT current_timestamp").as_deref(),
@@ -546,7 +555,7 @@ mod tests {
         );
         assert_eq!(
             sql[2],
-            r#"COMMENT ON TABLE "stage"."orders" IS 'it''s orders'"#
+            r#"COMMENT ON TABLE "stage"."orders" IS E'it''s orders'"#
         );
         assert_eq!(
             sql[3],

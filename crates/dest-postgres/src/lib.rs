@@ -1349,6 +1349,19 @@ mod tests {
     }
 
     #[test]
+    fn own_names_fit_and_differ_for_every_full_name() {
+        let stem = "s".repeat(52);
+        let a = own_name("_fbunload_staging_", &format!("{stem}_region_emea"));
+        let b = own_name("_fbunload_staging_", &format!("{stem}_region_apac"));
+        assert_ne!(a, b);
+        assert!(a.len() <= PG_NAME_MAX && b.len() <= PG_NAME_MAX, "{a} {b}");
+        let short = own_name("_fbunload_staging_", "public");
+        assert!(short.starts_with("_fbunload_staging_public_"), "{short}");
+        let wide = own_name("_fbunload_old_", &"É".repeat(31));
+        assert!(wide.len() <= PG_NAME_MAX, "{wide}");
+    }
+
+    #[test]
     fn names_postgresql_would_not_keep_apart_are_refused() {
         let ok = check_names(&[("STOCK", vec!["ID", "Id"]), ("Stock", vec!["ID"])]);
         assert_eq!(ok, Ok(()));

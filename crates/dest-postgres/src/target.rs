@@ -269,6 +269,47 @@ mod tests {
     }
 
     #[test]
+    fn anything_that_starts_like_a_uri_is_one_and_is_parsed_strictly() {
+        for output in [
+            "postgresql://h/d",
+            "POSTGRESQL://h/d",
+            "postgresql:/h",
+            "postgres:x",
+        ] {
+            assert!(is_postgres_uri(output), "{output}");
+        }
+        for output in ["out", "./postgres:x", "pg/dir", "postgresqlx://h"] {
+            assert!(!is_postgres_uri(output), "{output}");
+        }
+        for bad in [
+            "POSTGRESQL://u:SECRET@h/d",
+            "postgresql:/u:SECRET@h/d",
+            "postgres:SECRET",
+        ] {
+            let e = Target::parse(bad).unwrap_err();
+            assert!(e.contains("starts like a PostgreSQL URI"), "{e}");
+            assert!(!e.contains("SECRET"), "{e}");
+        }
+        let e = Target::parse("postgresql://u:p@SECRET@h/d").unwrap_err();
+        assert!(e.contains("%40") && !e.contains("SECRET"), "{e}");
+        let e = Target::parse("postgresql://h/d?password=SECRET&sslmode=verify-full").unwrap_err();
+        assert!(e.contains("needs TLS") && !e.contains("SECRET"), "{e}");
+        for mode in ["disable", "allow", "prefer"] {
+            let t = Target::parse(&format!(
+                "postgresql://u@h/d?sslmode={mode}&connect_timeout=5"
+            ));
+            assert!(t.is_ok(), "{mode}");
+        }
+        assert_eq!(
+            take_sslmode("postgresql://h/d?a=1&sslmode=allow&b=2"),
+            (
+                "postgresql://h/d?a=1&b=2".to_string(),
+                Some("allow".to_string())
+            )
+        );
+    }
+
+    #[test]
     fn password_file_lines_split_on_unescaped_colons() {
         assert_eq!(
             split_escaped(r"h:5432:*:u:pa\:ss\\"),
