@@ -535,8 +535,8 @@ fn a_stop_after_the_copy_leaves_the_target_as_it_was() {
     assert_eq!(staging_schemas(&uri), Vec::<String>::new());
 }
 
-/// Item 14: two runs into long schema names that share their first 50
-/// bytes, at once: each keeps its own staging schema, and both load.
+/// Item 14: two runs into long schema names (60 bytes) that share their
+/// first 55, at once: each keeps its own staging schema, and both load.
 #[test]
 fn long_schema_names_never_share_a_staging_schema() {
     let Some(uri) = pg_database("fbu_safe_long") else {
@@ -544,7 +544,7 @@ fn long_schema_names_never_share_a_staging_schema() {
     };
     let dir = tempfile::tempdir().unwrap();
     let db = source(dir.path(), 0);
-    let stem = "s".repeat(52);
+    let stem = "s".repeat(48);
     let emea = format!("{stem}_region_emea");
     let apac = format!("{stem}_region_apac");
     let first = spawn(

@@ -218,7 +218,7 @@ pub(crate) fn lock_holders(
     let rows = client.query(
         "SELECT DISTINCT a.pid, COALESCE(a.application_name, ''), COALESCE(a.usename::text, ''), \
            COALESCE(a.state, ''), \
-           COALESCE(pg_catalog.extract(epoch FROM pg_catalog.now() - a.state_change), 0)::bigint \
+           COALESCE(pg_catalog.date_part('epoch', pg_catalog.now() - a.state_change), 0)::bigint \
          FROM pg_catalog.pg_locks l \
          JOIN pg_catalog.pg_class c ON c.oid = l.relation \
          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
