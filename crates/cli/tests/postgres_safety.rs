@@ -519,7 +519,19 @@ fn a_stop_after_the_copy_leaves_the_target_as_it_was() {
     });
     let signalled = Instant::now();
     signal(&child, "-TERM");
-    std::thread::sleep(Duration::from_millis(500));
+    // The waiting statement is cancelled: the run goes on to drop its
+    // staging schema, which waits for the blocker in turn.
+    while !query_bool(
+        &uri,
+        "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = 'fbunload' \
+         AND query LIKE '%DROP SCHEMA%')",
+    ) {
+        assert!(
+            signalled.elapsed() < Duration::from_secs(5),
+            "the statement waiting on a lock was not cancelled"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     blocker.batch_execute("ROLLBACK").unwrap();
     let out = wait_at_most(child, SLOW_MACHINE, "a run stopped in a build");
     let err = stderr(&out);
