@@ -14,8 +14,9 @@ pub use fbunload_dest_postgres::{
 /// What `--pg-schema` and Python's `pg_schema` say in help.
 pub const PG_SCHEMA_HELP: &str = "The PostgreSQL schema to load into when -o is a \
     postgresql:// URI [default: public]. It is replaced whole, in one transaction, once the new \
-    tables are complete; one that holds tables is refused unless --overwrite, or, where an \
-    earlier run kept its state there (--keep-keys), synced: only what changed since is applied";
+    tables are complete; one that holds anything is refused unless --overwrite (which never \
+    drops what fbunload did not make without --pg-drop-others), or, where an earlier run kept \
+    its state there (--keep-keys), synced: only what changed since is applied";
 
 /// What `--pg-lock-wait` and Python's `pg_lock_wait` say in help.
 pub const PG_LOCK_WAIT_HELP: &str = "How long, in seconds, a PostgreSQL load waits in all for \
