@@ -581,3 +581,42 @@ fn long_schema_names_never_share_a_staging_schema() {
         );
     }
 }
+
+/// Item 7 in a sync: a sync whose transaction waits on a lock (a session
+/// holding public.t in SHARE mode) stops at once on SIGTERM, its
+/// statement cancelled: exit 130, the link not applied.
+#[test]
+fn a_sync_waiting_on_a_lock_stops_at_once() {
+    let Some(uri) = pg_database("fbu_safe_sync") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = source(dir.path(), 0);
+    assert_loaded(&load(&db, &uri, &["-t", "T", "--keep-keys"]));
+    execute(&db, &["INSERT INTO T (ID, S) VALUES (5, 'five')"]);
+    let mut reader = pg(&uri);
+    reader
+        .batch_execute("BEGIN; LOCK TABLE public.t IN SHARE MODE")
+        .unwrap();
+    let child = spawn(&db, &uri, &["-t", "T"], &[]);
+    until("the sync waits for the lock", || {
+        query_bool(
+            &uri,
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = 'fbunload' \
+             AND wait_event_type = 'Lock')",
+        )
+    });
+    let signalled = Instant::now();
+    signal(&child, "-TERM");
+    let out = wait_at_most(child, SLOW_MACHINE, "a stopped sync");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("did not end a wait"), "{err}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        signalled.elapsed()
+    );
+    reader.batch_execute("COMMIT").unwrap();
+    assert_eq!(query_i64(&uri, "SELECT count(*) FROM public.t"), 1);
+}

@@ -665,6 +665,15 @@ impl PostgresDestination {
         }
     }
 
+    /// Runs `step` (a sync's transaction) as a phase of the destination's
+    /// own: a stop cancels its statement in progress ([`Self::phase`]).
+    pub fn stoppable<T>(
+        &self,
+        step: impl FnOnce() -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
+        self.phase(step)
+    }
+
     /// Runs `phase` on the control connection with the cancel watch armed:
     /// a stop cancels the statement in progress, and whatever error that
     /// gives is the run's interruption.

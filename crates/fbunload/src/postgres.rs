@@ -244,8 +244,11 @@ impl Unload {
             Some(base) => {
                 let links = crate::pgsync::links(&run, &manifest, &base, destination, schema)?;
                 let cancel = self.options.cancel.clone();
-                destination.apply_sync(&links, state, &|| {
-                    cancel.load(std::sync::atomic::Ordering::SeqCst)
+                // A stop cancels the sync's statement in progress too.
+                destination.stoppable(|| {
+                    destination.apply_sync(&links, state, &|| {
+                        cancel.load(std::sync::atomic::Ordering::SeqCst)
+                    })
                 })?;
             }
         }
