@@ -582,9 +582,10 @@ fn long_schema_names_never_share_a_staging_schema() {
     }
 }
 
-/// Item 7 in a sync: a sync whose transaction waits on a lock (a session
-/// holding public.t in SHARE mode) stops at once on SIGTERM, its
-/// statement cancelled: exit 130, the link not applied.
+/// Items 7 and 8 in a sync: a sync that waits on a lock (a session
+/// holding public.t in SHARE mode) names it and gives up after
+/// --pg-lock-wait, and stops at once on SIGTERM: exit 130, the link not
+/// applied.
 #[test]
 fn a_sync_waiting_on_a_lock_stops_at_once() {
     let Some(uri) = pg_database("fbu_safe_sync") else {
@@ -598,6 +599,25 @@ fn a_sync_waiting_on_a_lock_stops_at_once() {
     reader
         .batch_execute("BEGIN; LOCK TABLE public.t IN SHARE MODE")
         .unwrap();
+    // Named while it waits, and given up after --pg-lock-wait.
+    let started = Instant::now();
+    let out = wait_at_most(
+        spawn(&db, &uri, &["-t", "T", "--pg-lock-wait", "3"], &[]),
+        SLOW_MACHINE,
+        "a sync behind a lock",
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(started.elapsed() < SLOW_MACHINE, "{:?}", started.elapsed());
+    assert!(
+        err.contains("waiting for locks on schema public")
+            && err
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .contains("--pg-lock-wait 3"),
+        "{err}"
+    );
     let child = spawn(&db, &uri, &["-t", "T"], &[]);
     until("the sync waits for the lock", || {
         query_bool(

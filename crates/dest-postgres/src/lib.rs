@@ -665,13 +665,39 @@ impl PostgresDestination {
         }
     }
 
-    /// Runs `step` (a sync's transaction) as a phase of the destination's
-    /// own: a stop cancels its statement in progress ([`Self::phase`]).
+    /// Runs `step` (a sync's transaction, which writes the target's
+    /// tables) as a phase of the destination's own: a stop cancels its
+    /// statement in progress ([`Self::phase`]). It first waits, as the
+    /// publish does, until other sessions' locks would let it write the
+    /// tables (naming them, for `--pg-lock-wait` at most), and runs with
+    /// `lock_timeout` at what is left of that wait, so it never waits on a
+    /// lock for longer.
     pub fn stoppable<T>(
         &self,
         step: impl FnOnce() -> Result<T, ExecError>,
     ) -> Result<T, ExecError> {
-        self.phase(step)
+        self.phase(|| {
+            let started = Instant::now();
+            {
+                let mut client = self.control.lock().unwrap();
+                // Rolled back at once: the locks were only asked for.
+                self.with_locks(&mut client, "ROW EXCLUSIVE", |_| Ok(()))?;
+                let left = self
+                    .options
+                    .lock_wait
+                    .saturating_sub(started.elapsed())
+                    .max(LOCK_ATTEMPT);
+                self.run_sql(
+                    &mut *client,
+                    "setting lock_timeout",
+                    &format!("SET lock_timeout = '{}ms'", left.as_millis()),
+                )?;
+            }
+            let result = step();
+            let mut client = self.control.lock().unwrap();
+            let _ = client.batch_execute("RESET lock_timeout");
+            result
+        })
     }
 
     /// Runs `phase` on the control connection with the cancel watch armed:
@@ -972,6 +998,17 @@ impl PostgresDestination {
         {
             std::thread::sleep(Duration::from_millis(ms));
         }
+        self.with_locks(client, "ACCESS EXCLUSIVE", |tx| self.publish_locked(tx))
+    }
+
+    /// `locked` given a transaction that holds the target's tables in
+    /// `mode`, once other sessions let it take them (see [`Self::publish`]).
+    fn with_locks<T>(
+        &self,
+        client: &mut Client,
+        mode: &str,
+        locked: impl FnOnce(postgres::Transaction<'_>) -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
         let schema = &self.options.schema;
         let started = Instant::now();
         let mut said: Option<Instant> = None;
@@ -982,8 +1019,8 @@ impl PostgresDestination {
             let mut tx = client
                 .transaction()
                 .map_err(|e| pg_error("publishing", e))?;
-            if self.lock_target(&mut tx, attempt)? {
-                return self.publish_locked(tx);
+            if self.lock_target(&mut tx, attempt, mode)? {
+                return locked(tx);
             }
             drop(tx);
             let holders = safety::lock_holders(client, schema)
@@ -1026,6 +1063,7 @@ impl PostgresDestination {
         &self,
         tx: &mut postgres::Transaction<'_>,
         wait: Duration,
+        mode: &str,
     ) -> Result<bool, ExecError> {
         let fail = |e| pg_error("publishing", e);
         tx.batch_execute(&format!(
@@ -1060,10 +1098,7 @@ impl PostgresDestination {
             .iter()
             .map(|n| format!("{}.{}", ident(&self.options.schema), ident(n)))
             .collect();
-        match tx.batch_execute(&format!(
-            "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
-            names.join(", ")
-        )) {
+        match tx.batch_execute(&format!("LOCK TABLE {} IN {mode} MODE", names.join(", "))) {
             Ok(()) => Ok(true),
             Err(e) if safety::lock_timed_out(&e) => Ok(false),
             Err(e) => Err(fail(e)),
