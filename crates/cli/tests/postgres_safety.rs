@@ -347,6 +347,14 @@ fn bad_uris_are_refused_without_their_password_and_never_become_directories() {
             "{bad} became a directory"
         );
     }
+    for flag in [&["--pg-drop-others"][..], &["--pg-lock-wait", "3"]] {
+        let mut args = vec!["-o", "out"];
+        args.extend_from_slice(flag);
+        let out = fbunload_in(&db, &args, cwd.path());
+        refused_in_one_line(&out, &format!("{} is for a PostgreSQL output", flag[0]));
+    }
+    let out = load(&db, &uri, &["--pg-drop-others"]);
+    refused_in_one_line(&out, "--pg-drop-others is for --overwrite");
     for mode in ["verify-full", "verify-ca", "require"] {
         let out = load(&db, &format!("{uri}?sslmode={mode}"), &[]);
         refused_in_one_line(&out, &format!("sslmode={mode} needs TLS"));
