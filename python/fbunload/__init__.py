@@ -388,6 +388,8 @@ def unload(
     keep_keys: bool = False,
     processes: Union[str, int, None] = None,
     pg_schema: Optional[str] = None,
+    pg_lock_wait: Optional[float] = None,
+    pg_drop_others: bool = False,
 ) -> Dict[str, Any]:
     """What the command line does: every selected table to a file in
     directory ``output``, then ``schema.sql`` (the tables' DDL) and
@@ -453,7 +455,12 @@ def unload(
       and sequences, and puts it in place in one transaction, as
       ``-o postgresql://...`` does. The password comes from the URI,
       ``PGPASSWORD`` or ``~/.pgpass``. ``overwrite=True`` replaces a schema
-      that holds tables; ``schema=False`` loads into existing tables.
+      that holds anything, but never what fbunload did not make (objects in
+      it no fbunload run created, objects elsewhere that depend on it)
+      unless ``pg_drop_others=True`` too; ``schema=False`` loads into
+      existing tables. ``pg_lock_wait``: seconds the publish waits in all
+      for other sessions' locks on the target's tables (300), naming them
+      on standard error as it waits.
       ``keep_keys=True`` keeps the state in the target, and each later run
       into it applies only what changed since, in one transaction. The
       summary adds ``target``, ``pg_schema`` and ``untranslated`` (what
@@ -471,7 +478,8 @@ def unload(
             schema=schema, allow_inconsistent=allow_inconsistent, stall_timeout=stall_timeout,
             wire_crypt=wire_crypt, wire_compression=wire_compression,
             since=None if since is None else str(since), keep_keys=keep_keys,
-            processes=processes, pg_schema=pg_schema)
+            processes=processes, pg_schema=pg_schema, pg_lock_wait=pg_lock_wait,
+            pg_drop_others=pg_drop_others)
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None

@@ -95,3 +95,18 @@ def test_keep_keys_then_a_sync_applies_only_the_changes(tmp_path, pg_uri):
     assert psql(pg_uri, "SELECT id, v FROM pgsync_py.k ORDER BY id") == [["2", "TWO"], ["3", "three"]]
     assert psql(pg_uri, "SELECT options->>'kind' FROM pgsync_py._fbunload_runs "
                         "ORDER BY finished") == [["full"], ["sync"]]
+
+
+def test_overwrite_drops_what_fbunload_did_not_make_only_when_told(types_db, pg_uri, capfd):
+    fbunload.unload(types_db, pg_uri, pg_schema="py", **AUTH)
+    psql(pg_uri, "CREATE TABLE py.mine (i int); CREATE VIEW public.v_mine AS SELECT id FROM py.t")
+    with pytest.raises(fbunload.UsageError, match="table py.mine.*--pg-drop-others"):
+        fbunload.unload(types_db, pg_uri, pg_schema="py", overwrite=True, **AUTH)
+    assert psql(pg_uri, "SELECT count(*) FROM public.v_mine") == [["3"]]
+    fbunload.unload(types_db, pg_uri, pg_schema="py", overwrite=True, pg_drop_others=True,
+                    pg_lock_wait=5, **AUTH)
+    assert "dropping table py.mine" in capfd.readouterr().err
+    assert psql(pg_uri, "SELECT to_regclass('py.mine'), to_regclass('public.v_mine')") == [["", ""]]
+    for keyword in [{"pg_drop_others": True}, {"pg_lock_wait": 3}]:
+        with pytest.raises(fbunload.UsageError, match="is for a PostgreSQL output"):
+            fbunload.unload(types_db, "out", **keyword, **AUTH)

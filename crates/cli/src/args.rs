@@ -202,6 +202,12 @@ pub struct Args {
     #[arg(long, value_name = "NAME", help = fbunload::postgres::PG_SCHEMA_HELP)]
     pub pg_schema: Option<String>,
 
+    #[arg(long, value_name = "SECONDS", help = fbunload::postgres::PG_LOCK_WAIT_HELP)]
+    pub pg_lock_wait: Option<u64>,
+
+    #[arg(long, help = fbunload::postgres::PG_DROP_OTHERS_HELP)]
+    pub pg_drop_others: bool,
+
     /// Replace the run already in the output directory, once the new one is complete: until
     /// then the old run stays whole (a rerun that fails or is killed leaves it), then the new
     /// files replace it and what its manifest.json lists beyond them is removed; files it does

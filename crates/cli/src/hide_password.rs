@@ -29,37 +29,98 @@ fn password_ranges(args: &[&[u8]], password: &[u8]) -> Vec<(usize, std::ops::Ran
     ranges
 }
 
-/// Where the password of a `postgresql://USER:PASSWORD@HOST/DB` argument
-/// (`-o`) is, as typed (percent-encoded or not).
+/// Where the passwords of a PostgreSQL URI argument (`-o`) are, as
+/// typed (percent-encoded or not), read as the URI parser reads them: the
+/// login is everything up to the first `@` (so a password may hold `/`,
+/// `?` or `:`), and what stands between it and the last `@` of the host
+/// part is masked too (a password with an unescaped `@`, which the run
+/// then refuses); and each `password=` (or `sslpassword=`) value of the
+/// query. Any spelling that starts like a PostgreSQL URI, so that a
+/// mistyped one (`POSTGRESQL://`, `postgresql:/`) is masked while the run
+/// refuses it.
 #[cfg(any(test, all(target_os = "linux", target_env = "gnu")))]
 fn uri_password_ranges(args: &[&[u8]]) -> Vec<(usize, std::ops::Range<usize>)> {
     let mut ranges = Vec::new();
     for (i, arg) in args.iter().enumerate().skip(1) {
-        let Some(scheme_end) = arg.windows(3).position(|w| w == b"://") else {
-            continue;
-        };
-        let scheme = &arg[..scheme_end];
-        // `-opostgresql://...` and `--output=postgresql://...` too.
-        if !(scheme.ends_with(b"postgresql") || scheme.ends_with(b"postgres")) {
-            continue;
-        }
-        let rest = scheme_end + 3;
-        let authority_end = arg[rest..]
+        // `-opostgresql:...` and `--output=postgresql:...` too.
+        let lower = arg.to_ascii_lowercase();
+        let Some(scheme_end) = [&b"postgresql:"[..], b"postgres:"]
             .iter()
-            .position(|&b| b == b'/' || b == b'?')
-            .map_or(arg.len(), |p| rest + p);
-        let Some(at) = arg[rest..authority_end].iter().rposition(|&b| b == b'@') else {
+            .find_map(|scheme| {
+                lower
+                    .windows(scheme.len())
+                    .position(|w| w == *scheme)
+                    .map(|p| p + scheme.len())
+            })
+        else {
             continue;
         };
-        let userinfo = rest..rest + at;
-        if let Some(colon) = arg[userinfo.clone()].iter().position(|&b| b == b':') {
-            let start = userinfo.start + colon + 1;
-            if start < userinfo.end {
-                ranges.push((i, start..userinfo.end));
+        let mut rest = scheme_end;
+        while arg.get(rest) == Some(&b'/') {
+            rest += 1;
+        }
+        let tail = &arg[rest..];
+        if let Some(first_at) = tail.iter().position(|&b| b == b'@') {
+            // The host part ends at the first '/' or '?' after the login.
+            let host_end = tail[first_at..]
+                .iter()
+                .position(|&b| b == b'/' || b == b'?')
+                .map_or(tail.len(), |p| first_at + p);
+            let last_at = tail[..host_end]
+                .iter()
+                .rposition(|&b| b == b'@')
+                .unwrap_or(first_at);
+            let login = &tail[..first_at];
+            match login.iter().position(|&b| b == b':') {
+                Some(colon) => ranges.push((i, rest + colon + 1..rest + last_at)),
+                None if last_at > first_at => {
+                    ranges.push((i, rest + first_at + 1..rest + last_at));
+                }
+                None => {}
+            }
+        }
+        // The query: after the first '?' that follows the login.
+        let login_end = tail.iter().position(|&b| b == b'@').map_or(0, |p| p + 1);
+        let Some(question) = tail[login_end..].iter().position(|&b| b == b'?') else {
+            continue;
+        };
+        let mut at = rest + login_end + question + 1;
+        for pair in arg[at..].split(|&b| b == b'&') {
+            if let Some(eq) = pair.iter().position(|&b| b == b'=') {
+                let key = percent_decoded(&pair[..eq]).to_ascii_lowercase();
+                if (key == b"password" || key == b"sslpassword") && eq + 1 < pair.len() {
+                    ranges.push((i, at + eq + 1..at + pair.len()));
+                }
+            }
+            at += pair.len() + 1;
+        }
+    }
+    ranges.retain(|(_, r)| !r.is_empty());
+    ranges
+}
+
+/// `%XX` decoded, as the URI parser decodes a parameter's name.
+#[cfg(any(test, all(target_os = "linux", target_env = "gnu")))]
+fn percent_decoded(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let hex = text
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (text[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
             }
         }
     }
-    ranges
+    out
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -178,6 +239,41 @@ mod tests {
         assert_eq!(r(&["f", "--output=postgres://u:pw@h/db"]), [(1, 22..24)]);
         assert!(r(&["f", "-o", "postgresql://u@h/db"]).is_empty());
         assert!(r(&["f", "-o", "out:dir@x"]).is_empty());
+        let masked = |uri: &str| {
+            let args = ["f", "-o", uri];
+            let mut bytes = uri.as_bytes().to_vec();
+            let all: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            for (_, range) in super::uri_password_ranges(&all) {
+                bytes[range].fill(b'x');
+            }
+            String::from_utf8(bytes).unwrap()
+        };
+        // Passwords holding '/', '?', ':' or '@', and in the query.
+        assert_eq!(
+            masked("postgresql://u:a/b?c@h/db"),
+            "postgresql://u:xxxxx@h/db"
+        );
+        assert_eq!(masked("postgresql://u:p:q@h/db"), "postgresql://u:xxx@h/db");
+        assert_eq!(
+            masked("postgresql://u:p@SECRET@h:5/db?x=1"),
+            "postgresql://u:xxxxxxxx@h:5/db?x=1"
+        );
+        assert_eq!(
+            masked("postgresql://h/db?password=SECRET&sslmode=verify-full"),
+            "postgresql://h/db?password=xxxxxx&sslmode=verify-full"
+        );
+        assert_eq!(
+            masked("postgresql://h/db?user=u&pass%77ord=SECRET"),
+            "postgresql://h/db?user=u&pass%77ord=xxxxxx"
+        );
+        assert_eq!(
+            masked("POSTGRESQL://u:SECRET@h/db"),
+            "POSTGRESQL://u:xxxxxx@h/db"
+        );
+        assert_eq!(
+            masked("postgresql:/u:SECRET@h/db"),
+            "postgresql:/u:xxxxxx@h/db"
+        );
     }
 
     #[test]

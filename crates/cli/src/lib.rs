@@ -483,11 +483,15 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .memory_budget(args.memory_mb.saturating_mul(1 << 20))
         .overwrite(args.overwrite)
         .keep_keys(args.keep_keys)
+        .pg_drop_others(args.pg_drop_others)
         .part_limits(part_limits)
         .wire(args::WireCrypt::wire_options(
             args.wire_crypt,
             args.wire_compression,
         ));
+    if let Some(seconds) = args.pg_lock_wait {
+        unload = unload.pg_lock_wait(Duration::from_secs(seconds));
+    }
     if let Some(since) = &args.since {
         unload = unload.since(since);
     }
@@ -556,11 +560,18 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     } else {
         args.output_dir()?
     };
-    if args.pg_schema.is_some() && args.pg_uri().is_none() {
-        return Err(Failure::Error(
-            "--pg-schema is for a PostgreSQL output: -o postgresql://USER@HOST:PORT/DBNAME".into(),
-            "usage",
-        ));
+    if args.pg_uri().is_none() {
+        let given = [
+            ("--pg-schema", args.pg_schema.is_some()),
+            ("--pg-lock-wait", args.pg_lock_wait.is_some()),
+            ("--pg-drop-others", args.pg_drop_others),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+            return Err(Failure::Error(
+                format!("{flag} is for a PostgreSQL output: -o postgresql://USER@HOST:PORT/DBNAME"),
+                "usage",
+            ));
+        }
     }
     if let Some(uri) = args.pg_uri() {
         fbunload::postgres::refuse_file_options(&args.output_options())?;

@@ -372,7 +372,7 @@ fn identities(
         };
         let name = format!("{}.{}", ident(staging), ident(&pg_name(&table.name)));
         let sequence = format!(
-            "pg_get_serial_sequence({}, {})",
+            "pg_catalog.pg_get_serial_sequence({}, {})",
             sql_literal(&name),
             sql_literal(&pg_name(&column.name))
         );
@@ -411,7 +411,7 @@ pub(crate) fn sequence_clauses(v: SequenceValues) -> String {
 /// `setval(seq, current, true)`: the next value is current + increment,
 /// what Firebird 4+ gives next.
 fn set_value(sequence: &str, v: SequenceValues) -> String {
-    format!("SELECT setval({sequence}, {}, true)", v.current)
+    format!("SELECT pg_catalog.setval({sequence}, {}, true)", v.current)
 }
 
 fn column_list(columns: &[String]) -> String {
@@ -422,8 +422,13 @@ fn column_list(columns: &[String]) -> String {
         .join(", ")
 }
 
+/// `text` as a PostgreSQL string literal that means `text` whatever
+/// `standard_conforming_strings` says: an escape string (`E'...'`), where
+/// a backslash always escapes, with each backslash and quote doubled. A
+/// plain `'...'` with only its quotes doubled would, with the setting off,
+/// let `\'` end the literal early (SQL injection from a comment).
 pub(crate) fn sql_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 /// A Firebird default that means the same in PostgreSQL: a number, a
@@ -454,7 +459,8 @@ pub fn constant_default(default: &str) -> Option<String> {
     if inner.replace("''", "").contains('\'') || inner.contains('\0') {
         return None;
     }
-    Some(value.to_string())
+    // Firebird's text, written again as a literal safe for any setting.
+    Some(sql_literal(&inner.replace("''", "'")))
 }
 
 #[cfg(test)]
@@ -468,7 +474,16 @@ mod tests {
         assert_eq!(constant_default("default -1.50").as_deref(), Some("-1.50"));
         assert_eq!(
             constant_default("DEFAULT 'it''s'").as_deref(),
-            Some("'it''s'")
+            Some("E'it''s'")
+        );
+        // A backslash is a backslash, whatever standard_conforming_strings.
+        assert_eq!(
+            constant_default(r"DEFAULT 'a\b'").as_deref(),
+            Some(r"E'a\\b'")
+        );
+        assert_eq!(
+            sql_literal(r"x\'; CREATE TABLE p (i int); --"),
+            r"E'x\\''; CREATE TABLE p (i int); --'"
         );
         assert_eq!(
             constant_default("DEFAULT current_timestamp").as_deref(),
@@ -653,7 +668,7 @@ mod tests {
         );
         assert_eq!(
             sql[2],
-            r#"COMMENT ON TABLE "stage"."orders" IS 'it''s orders'"#
+            r#"COMMENT ON TABLE "stage"."orders" IS E'it''s orders'"#
         );
         assert_eq!(
             sql[3],

@@ -22,6 +22,7 @@
 mod casts;
 pub mod ddl;
 mod defaults;
+mod safety;
 pub mod sync;
 mod target;
 mod tls;
@@ -31,6 +32,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
@@ -73,6 +75,43 @@ pub struct PostgresOptions {
     /// the run publishes only once [`PostgresDestination::publish_with_state`]
     /// is given it.
     pub keep_state: bool,
+    /// With `overwrite`: also drop what fbunload did not make (objects in
+    /// the target schema that no run of fbunload created, and objects
+    /// elsewhere that depend on the schema's), each said as it goes.
+    pub drop_others: bool,
+    /// How long the publish waits, in all, for the locks on the target's
+    /// tables that other sessions hold ([`DEFAULT_LOCK_WAIT`]).
+    pub lock_wait: Duration,
+    /// Set when the run is to stop (a signal): the statement in progress
+    /// is cancelled and nothing more is changed.
+    pub cancel: Arc<AtomicBool>,
+    /// Where the destination's notes go (a wait on locks, what it drops).
+    pub say: Say,
+}
+
+/// How long one try of the publish waits for the target's locks, how
+/// long it gives way between tries, and how often it says so.
+const LOCK_ATTEMPT: Duration = Duration::from_secs(2);
+const LOCK_PAUSE: Duration = Duration::from_millis(500);
+const LOCK_SAY_EVERY: Duration = Duration::from_secs(10);
+
+/// How long a publish waits for other sessions' locks unless told.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(300);
+
+/// A sink for the destination's notes, one line each.
+#[derive(Clone)]
+pub struct Say(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for Say {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Say")
+    }
+}
+
+impl Default for Say {
+    fn default() -> Self {
+        Say(Arc::new(|line| eprintln!("fbunload: {line}")))
+    }
 }
 
 impl Default for PostgresOptions {
@@ -85,6 +124,10 @@ impl Default for PostgresOptions {
             source: String::new(),
             options_json: serde_json::Value::Null,
             keep_state: false,
+            drop_others: false,
+            lock_wait: DEFAULT_LOCK_WAIT,
+            cancel: Arc::new(AtomicBool::new(false)),
+            say: Say::default(),
         }
     }
 }
@@ -476,6 +519,8 @@ pub struct PostgresDestination {
     /// The state of the run the target holds, where this run syncs from
     /// it ([`sync`]).
     base: Option<sync::BaseState>,
+    /// Cancels the control connection's statement when the run stops.
+    watch: safety::CancelWatch,
     /// The state this run leaves, written with its `_fbunload_runs` row.
     state: Mutex<Option<sync::NewState>>,
     /// Each sequence's PostgreSQL name, by its Firebird name: given out
@@ -486,13 +531,19 @@ pub struct PostgresDestination {
     checksums: Mutex<sync::KeyChecksums>,
 }
 
-/// Names of fbunload's own in the target database, at most 63 bytes.
+/// Names of fbunload's own in the target database, at most 63 bytes:
+/// the prefix, the schema's name (cut where it must be) and a hash of the
+/// whole name, so that two long names that share their first bytes never
+/// share a staging schema (each run holds the lock of its full name only).
 fn own_name(prefix: &str, schema: &str) -> String {
-    let mut name = format!("{prefix}{schema}");
-    while name.len() > 63 {
-        name.pop();
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(schema.as_bytes());
+    let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let mut stem = format!("{prefix}{schema}");
+    while stem.len() + 1 + hash.len() > PG_NAME_MAX {
+        stem.pop();
     }
-    name
+    format!("{stem}_{hash}")
 }
 
 impl PostgresDestination {
@@ -517,7 +568,7 @@ impl PostgresDestination {
         let schema = &options.schema;
         let locked: bool = control
             .query_one(
-                "SELECT pg_try_advisory_lock(hashtext('fbunload ' || $1))",
+                "SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext('fbunload ' || $1))",
                 &[schema],
             )
             .map_err(|e| pg_error("taking the target's lock", e))?
@@ -537,32 +588,21 @@ impl PostgresDestination {
                 ident(&staging)
             ))
             .map_err(|e| pg_error("removing an earlier run's staging schema", e))?;
-        let tables: i64 = control
-            .query_one(
-                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
-                &[schema],
-            )
-            .map_err(|e| pg_error("looking at the target schema", e))?
-            .get(0);
         // A target that holds a run with its state is synced from it.
         let base = if options.create_tables && !options.overwrite {
             sync::read_base(&mut control, schema)?
         } else {
             None
         };
-        if options.create_tables && tables > 0 && !options.overwrite && base.is_none() {
-            return Err(ExecError::Usage(format!(
-                "schema {schema} of {} already holds {tables} tables or views: --overwrite \
-                 replaces it whole (in one transaction, once the new tables are complete), \
-                 --pg-schema NAME loads into another",
-                target.shown()
-            )));
+        if options.create_tables && base.is_none() {
+            Self::check_replaceable(&mut control, &target, &options)?;
         }
+        let watch = safety::CancelWatch::start(options.cancel.clone(), control.cancel_token());
         Ok(PostgresDestination {
             target,
             options,
             staging,
+            watch,
             control: Mutex::new(control),
             tables: Mutex::new(Vec::new()),
             schema: Mutex::new(None),
@@ -581,6 +621,127 @@ impl PostgresDestination {
             state: Mutex::new(None),
             checksums: Mutex::new(Default::default()),
         })
+    }
+
+    /// A full load replaces the target schema whole: refused where it
+    /// holds anything but with `--overwrite`, and then where it holds
+    /// objects fbunload did not make or objects elsewhere depend on it,
+    /// unless `--pg-drop-others` (see [`safety`]).
+    fn check_replaceable(
+        client: &mut Client,
+        target: &Target,
+        options: &PostgresOptions,
+    ) -> Result<(), ExecError> {
+        let schema = &options.schema;
+        let looking = |e| pg_error("looking at the target schema", e);
+        let held = safety::schema_contents(client, schema).map_err(looking)?;
+        if held.is_empty() {
+            return Ok(());
+        }
+        if !options.overwrite {
+            let all: Vec<String> = held.iter().map(|h| h.description.clone()).collect();
+            return Err(ExecError::Usage(format!(
+                "schema {schema} of {} already holds {} object{}: {}; --overwrite replaces it \
+                 whole (in one transaction, once the new tables are complete), --pg-schema NAME \
+                 loads into another",
+                target.shown(),
+                all.len(),
+                if all.len() == 1 { "" } else { "s" },
+                safety::listed(&all, 5)
+            )));
+        }
+        let others = Self::others(client, schema).map_err(looking)?;
+        if !others.is_empty() && !options.drop_others {
+            return Err(ExecError::Usage(format!(
+                "schema {schema} of {}: --overwrite would also drop what fbunload did not make: \
+                 {}; move or drop them first, or add --pg-drop-others to drop them too",
+                target.shown(),
+                safety::listed(&others, 5)
+            )));
+        }
+        Ok(())
+    }
+
+    /// What replacing `schema` would drop that fbunload did not make:
+    /// objects in it, and objects elsewhere that depend on it.
+    fn others(
+        client: &mut impl GenericClient,
+        schema: &str,
+    ) -> Result<Vec<String>, postgres::Error> {
+        let mut others: Vec<String> = safety::schema_contents(client, schema)?
+            .into_iter()
+            .filter(|h| !h.made_by_fbunload)
+            .map(|h| h.description)
+            .collect();
+        others.extend(
+            safety::dependents_outside(client, schema)?
+                .into_iter()
+                .map(|d| format!("{d} (outside the schema)")),
+        );
+        Ok(others)
+    }
+
+    /// Whether the run was told to stop.
+    fn stopped(&self) -> bool {
+        self.options.cancel.load(Ordering::SeqCst)
+    }
+
+    /// Fails with [`ExecError::Interrupted`] once the run was told to stop.
+    fn check_stopped(&self) -> Result<(), ExecError> {
+        if self.stopped() {
+            Err(ExecError::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Runs `step` (a sync's transaction, which writes the target's
+    /// tables) as a phase of the destination's own: a stop cancels its
+    /// statement in progress ([`Self::phase`]). It first waits, as the
+    /// publish does, until other sessions' locks would let it write the
+    /// tables (naming them, for `--pg-lock-wait` at most), and runs with
+    /// `lock_timeout` at what is left of that wait, so it never waits on a
+    /// lock for longer.
+    pub fn stoppable<T>(
+        &self,
+        step: impl FnOnce() -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
+        self.phase(|| {
+            let started = Instant::now();
+            {
+                let mut client = self.control.lock().unwrap();
+                // Rolled back at once: the locks were only asked for.
+                self.with_locks(&mut client, "ROW EXCLUSIVE", |_| Ok(()))?;
+                let left = self
+                    .options
+                    .lock_wait
+                    .saturating_sub(started.elapsed())
+                    .max(LOCK_ATTEMPT);
+                self.run_sql(
+                    &mut *client,
+                    "setting lock_timeout",
+                    &format!("SET lock_timeout = '{}ms'", left.as_millis()),
+                )?;
+            }
+            let result = step();
+            let mut client = self.control.lock().unwrap();
+            let _ = client.batch_execute("RESET lock_timeout");
+            result
+        })
+    }
+
+    /// Runs `phase` on the control connection with the cancel watch armed:
+    /// a stop cancels the statement in progress, and whatever error that
+    /// gives is the run's interruption.
+    fn phase<T>(&self, phase: impl FnOnce() -> Result<T, ExecError>) -> Result<T, ExecError> {
+        self.check_stopped()?;
+        self.watch.busy.store(true, Ordering::SeqCst);
+        let result = phase();
+        self.watch.busy.store(false, Ordering::SeqCst);
+        match result {
+            Err(_) if self.stopped() => Err(ExecError::Interrupted),
+            result => result,
+        }
     }
 
     /// What did not translate (after a run): also in the target's
@@ -755,6 +916,7 @@ impl PostgresDestination {
         drop(tables);
         *self.sequence_names.lock().unwrap() = sequences;
         for statement in statements {
+            self.check_stopped()?;
             self.run_sql(client, &statement.what, &statement.sql)?;
         }
         *self.report.lock().unwrap() = report;
@@ -787,7 +949,7 @@ impl PostgresDestination {
         client
             .execute(
                 &format!(
-                    "INSERT INTO {runs} VALUES (to_timestamp($1), now(), $2, $3, $4, \
+                    "INSERT INTO {runs} VALUES (pg_catalog.to_timestamp($1), pg_catalog.now(), $2, $3, $4, \
                      $5::text::jsonb, $6::text::jsonb)"
                 ),
                 &[
@@ -833,7 +995,7 @@ impl PostgresDestination {
             let n: i64 = client
                 .query_one(
                     &format!(
-                        "SELECT count(*) FROM {}.{}",
+                        "SELECT pg_catalog.count(*) FROM {}.{}",
                         ident(&self.staging),
                         ident(&t.pg)
                     ),
@@ -855,23 +1017,139 @@ impl PostgresDestination {
         }
     }
 
-    /// The one transaction that makes the run visible.
+    /// The one transaction that makes the run visible, once it holds the
+    /// locks of the target's tables: each try waits a little
+    /// ([`LOCK_ATTEMPT`]) and gives way, so sessions never queue behind it
+    /// for long; between tries it names the sessions that hold them, until
+    /// `--pg-lock-wait` has passed.
     fn publish(&self, client: &mut Client) -> Result<(), ExecError> {
+        if let Some(ms) = std::env::var("FBUNLOAD_TEST_PAUSE_BEFORE_PUBLISH_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        self.with_locks(client, "ACCESS EXCLUSIVE", |tx| self.publish_locked(tx))
+    }
+
+    /// `locked` given a transaction that holds the target's tables in
+    /// `mode`, once other sessions let it take them (see [`Self::publish`]).
+    fn with_locks<T>(
+        &self,
+        client: &mut Client,
+        mode: &str,
+        locked: impl FnOnce(postgres::Transaction<'_>) -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
+        let schema = &self.options.schema;
+        let started = Instant::now();
+        let mut said: Option<Instant> = None;
+        loop {
+            self.check_stopped()?;
+            let left = self.options.lock_wait.saturating_sub(started.elapsed());
+            let attempt = left.clamp(Duration::from_millis(100), LOCK_ATTEMPT);
+            let mut tx = client
+                .transaction()
+                .map_err(|e| pg_error("publishing", e))?;
+            if self.lock_target(&mut tx, attempt, mode)? {
+                return locked(tx);
+            }
+            drop(tx);
+            let holders = safety::lock_holders(client, schema)
+                .map_err(|e| pg_error("looking for the sessions that hold locks", e))?;
+            let holders = if holders.is_empty() {
+                "sessions that have ended since".to_string()
+            } else {
+                safety::listed(&holders, 3)
+            };
+            let waited = started.elapsed().as_secs();
+            if started.elapsed() >= self.options.lock_wait {
+                return Err(ExecError::Server(format!(
+                    "schema {schema} of {}: other sessions held locks on its tables for {waited} \
+                     s (--pg-lock-wait {}): {holders}; let them finish or end them (SELECT \
+                     pg_terminate_backend(PID)), or wait longer; nothing was changed",
+                    self.target.shown(),
+                    self.options.lock_wait.as_secs()
+                )));
+            }
+            if said.is_none_or(|t| t.elapsed() >= LOCK_SAY_EVERY) {
+                (self.options.say.0)(&format!(
+                    "waiting for locks on schema {schema} of {} ({waited} s of --pg-lock-wait \
+                     {}): held by {holders}",
+                    self.target.shown(),
+                    self.options.lock_wait.as_secs()
+                ));
+                said = Some(Instant::now());
+            }
+            // Sessions queued behind the lock request go first.
+            let pause = Instant::now();
+            while pause.elapsed() < LOCK_PAUSE && !self.stopped() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// Takes the locks the publish needs on the target's tables, waiting
+    /// at most `wait`: `false` where another session held one that long.
+    fn lock_target(
+        &self,
+        tx: &mut postgres::Transaction<'_>,
+        wait: Duration,
+        mode: &str,
+    ) -> Result<bool, ExecError> {
+        let fail = |e| pg_error("publishing", e);
+        tx.batch_execute(&format!(
+            "SET LOCAL lock_timeout = '{}ms'",
+            wait.as_millis().max(1)
+        ))
+        .map_err(fail)?;
+        let names: Vec<String> = if self.options.create_tables {
+            // The whole schema is replaced: every table of it.
+            tx.query(
+                "SELECT c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n \
+                 ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') \
+                 ORDER BY 1",
+                &[&self.options.schema],
+            )
+            .map_err(fail)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+        } else {
+            self.tables
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|t| t.pg.clone())
+                .collect()
+        };
+        if names.is_empty() {
+            return Ok(true);
+        }
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| format!("{}.{}", ident(&self.options.schema), ident(n)))
+            .collect();
+        match tx.batch_execute(&format!("LOCK TABLE {} IN {mode} MODE", names.join(", "))) {
+            Ok(()) => Ok(true),
+            Err(e) if safety::lock_timed_out(&e) => Ok(false),
+            Err(e) => Err(fail(e)),
+        }
+    }
+
+    /// The publish itself, its locks held.
+    fn publish_locked(&self, mut tx: postgres::Transaction<'_>) -> Result<(), ExecError> {
         let target = ident(&self.options.schema);
         let staging = ident(&self.staging);
-        let mut tx = client
-            .transaction()
-            .map_err(|e| pg_error("publishing", e))?;
         let exists: bool = tx
             .query_one(
-                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)",
                 &[&self.options.schema],
             )
             .map_err(|e| pg_error("publishing", e))?
             .get(0);
         let had_runs: bool = tx
             .query_one(
-                "SELECT to_regclass($1) IS NOT NULL",
+                "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
                 &[&format!("{target}.{}", ident(RUNS_TABLE))],
             )
             .map_err(|e| pg_error("publishing", e))?
@@ -889,6 +1167,26 @@ impl PostgresDestination {
                 );
             }
             if exists {
+                // Made since the run began: what replacing the schema drops.
+                let others = Self::others(&mut tx, &self.options.schema)
+                    .map_err(|e| pg_error("looking at the target schema", e))?;
+                if !others.is_empty() {
+                    if !self.options.drop_others {
+                        return Err(ExecError::Usage(format!(
+                            "schema {} of {}: --overwrite would also drop what fbunload did not \
+                             make (made while this run loaded): {}; nothing was changed",
+                            self.options.schema,
+                            self.target.shown(),
+                            safety::listed(&others, 5)
+                        )));
+                    }
+                    for other in &others {
+                        (self.options.say.0)(&format!(
+                            "--pg-drop-others: dropping {other}, with schema {}",
+                            self.options.schema
+                        ));
+                    }
+                }
                 let old = ident(&own_name("_fbunload_old_", &self.options.schema));
                 sql += &format!(
                     "ALTER SCHEMA {target} RENAME TO {old}; ALTER SCHEMA {staging} RENAME TO \
@@ -927,6 +1225,8 @@ impl PostgresDestination {
             tx.batch_execute(&format!("DROP SCHEMA {staging} CASCADE"))
                 .map_err(|e| pg_error("publishing", e))?;
         }
+        // Stopped before the commit: the target stays as it was.
+        self.check_stopped()?;
         tx.commit().map_err(|e| pg_error("publishing", e))?;
         self.published.store(true, Ordering::SeqCst);
         Ok(())
@@ -1013,29 +1313,32 @@ impl Destination for PostgresDestination {
         // Idle lanes close their connections.
         self.idle.lock().unwrap().clear();
         let mut client = self.control.lock().unwrap();
-        if self.options.verify {
-            self.verify(&mut client)?;
-        }
-        // A sync's rows wait in staging for the deletes, then
-        // [`Self::apply_sync`]; a run that keeps its state is published
-        // once the state is known ([`Self::publish_with_state`]).
-        if self.base.is_none() {
-            if self.options.create_tables {
-                // Index builds sort in memory rather than in temporary files
-                // (only ever raised, and only for this session).
-                self.run_sql(
-                    &mut *client,
-                    "setting maintenance_work_mem",
-                    "SELECT set_config('maintenance_work_mem', '524288', false) \
-                     WHERE (SELECT setting::bigint FROM pg_settings \
-                            WHERE name = 'maintenance_work_mem') < 524288",
-                )?;
-                self.build_schema(&mut client)?;
+        self.phase(|| {
+            if self.options.verify {
+                self.verify(&mut client)?;
             }
-            if !self.options.keep_state {
-                self.publish(&mut client)?;
+            // A sync's rows wait in staging for the deletes, then
+            // [`Self::apply_sync`]; a run that keeps its state is published
+            // once the state is known ([`Self::publish_with_state`]).
+            if self.base.is_none() {
+                if self.options.create_tables {
+                    // Index builds sort in memory rather than in temporary
+                    // files (only ever raised, and only for this session).
+                    self.run_sql(
+                        &mut *client,
+                        "setting maintenance_work_mem",
+                        "SELECT pg_catalog.set_config('maintenance_work_mem', '524288', false) \
+                         WHERE (SELECT setting::bigint FROM pg_catalog.pg_settings \
+                                WHERE name = 'maintenance_work_mem') < 524288",
+                    )?;
+                    self.build_schema(&mut client)?;
+                }
+                if !self.options.keep_state {
+                    self.publish(&mut client)?;
+                }
             }
-        }
+            Ok(())
+        })?;
         Ok(self
             .tables
             .lock()
@@ -1089,6 +1392,8 @@ fn lock_holder_text(control: &mut Client, schema: &str, target: &Target) -> Stri
 
 impl Drop for PostgresDestination {
     fn drop(&mut self) {
+        // No cancel may hit the clean-up below.
+        self.watch.busy.store(false, Ordering::SeqCst);
         self.idle.lock().unwrap().clear();
         if self.started.load(Ordering::SeqCst) && !self.published.load(Ordering::SeqCst) {
             if let Ok(mut client) = self.control.lock() {
@@ -1172,6 +1477,19 @@ mod tests {
         assert_eq!(pg_name("Mixed"), "Mixed");
         assert_eq!(pg_name("WITH SPACE"), "WITH SPACE");
         assert_eq!(pg_name("9LIVES"), "9LIVES");
+    }
+
+    #[test]
+    fn own_names_fit_and_differ_for_every_full_name() {
+        let stem = "s".repeat(52);
+        let a = own_name("_fbunload_staging_", &format!("{stem}_region_emea"));
+        let b = own_name("_fbunload_staging_", &format!("{stem}_region_apac"));
+        assert_ne!(a, b);
+        assert!(a.len() <= PG_NAME_MAX && b.len() <= PG_NAME_MAX, "{a} {b}");
+        let short = own_name("_fbunload_staging_", "public");
+        assert!(short.starts_with("_fbunload_staging_public_"), "{short}");
+        let wide = own_name("_fbunload_old_", &"É".repeat(31));
+        assert!(wide.len() <= PG_NAME_MAX, "{wide}");
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub struct TableLink {
 }
 
 fn quoted(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+    crate::ddl::sql_literal(text)
 }
 
 /// The state of the run the target's schema holds, if its latest run
@@ -273,13 +273,15 @@ impl PostgresDestination {
     pub fn publish_with_state(&self, state: NewState) -> Result<(), ExecError> {
         *self.state.lock().unwrap() = Some(state);
         let mut client = self.control.lock().unwrap();
-        // The keys as loaded, for the next sync to find hand changes by.
-        let mut tx = client
-            .transaction()
-            .map_err(|e| pg_error("publishing", e))?;
-        *self.checksums.lock().unwrap() = self.key_checksums(&mut tx, &self.staging, None)?;
-        tx.commit().map_err(|e| pg_error("publishing", e))?;
-        self.publish(&mut client)
+        self.phase(|| {
+            // The keys as loaded, for the next sync to find hand changes by.
+            let mut tx = client
+                .transaction()
+                .map_err(|e| pg_error("publishing", e))?;
+            *self.checksums.lock().unwrap() = self.key_checksums(&mut tx, &self.staging, None)?;
+            tx.commit().map_err(|e| pg_error("publishing", e))?;
+            self.publish(&mut client)
+        })
     }
 
     /// Each keyed table's [`KeyChecksum`] in `schema` (of the tables
@@ -823,7 +825,7 @@ impl PostgresDestination {
                 )));
             }
             sql += &format!(
-                "SELECT setval(to_regclass({}), {}, true);",
+                "SELECT pg_catalog.setval(pg_catalog.to_regclass({}), {}, true);",
                 quoted(&name),
                 sequence.values.current
             );
@@ -837,7 +839,7 @@ impl PostgresDestination {
             for column in &table.columns {
                 if let Some(identity) = column.identity {
                     sql += &format!(
-                        "SELECT setval(pg_get_serial_sequence({}, {}), {}, true);",
+                        "SELECT pg_catalog.setval(pg_catalog.pg_get_serial_sequence({}, {}), {}, true);",
                         quoted(&name),
                         quoted(&pg_name(&column.name)),
                         identity.sequence.current

@@ -10,6 +10,16 @@ use postgres::{Client, Config};
 
 use crate::tls::{ConnectError, TlsSettings};
 
+/// Run on every connection before anything else. A `search_path` of
+/// only `pg_catalog` (and `pg_temp` last, where functions are never
+/// looked up) means no call or type can resolve to an object another role
+/// planted (`public.setval`), and every name fbunload uses is qualified
+/// anyway; standard strings mean a backslash in a literal is a backslash
+/// (fbunload's literals are written to be safe either way, see
+/// `ddl::sql_literal`).
+pub const SESSION_SETUP: &str =
+    "SET search_path = pg_catalog, pg_temp; SET standard_conforming_strings = on";
+
 /// A PostgreSQL database to load into.
 #[derive(Clone)]
 pub struct Target {
@@ -26,9 +36,19 @@ impl std::fmt::Debug for Target {
     }
 }
 
-/// Whether `-o` names a PostgreSQL database rather than a directory.
+/// Whether `-o` names a PostgreSQL database rather than a directory:
+/// anything that starts like a PostgreSQL URI, in any case and however
+/// many slashes follow, so that a mistyped URI (`POSTGRESQL://…`,
+/// `postgresql:/…`) is refused by [`Target::parse`] instead of becoming a
+/// directory whose path holds the password.
 pub fn is_postgres_uri(output: &str) -> bool {
-    output.starts_with("postgresql://") || output.starts_with("postgres://")
+    let scheme = output.split_once(':').map_or("", |(scheme, _)| scheme);
+    scheme.eq_ignore_ascii_case("postgresql") || scheme.eq_ignore_ascii_case("postgres")
+}
+
+/// What a valid URI starts with, exactly (libpq takes no other spelling).
+fn has_uri_scheme(uri: &str) -> bool {
+    uri.starts_with("postgresql://") || uri.starts_with("postgres://")
 }
 
 impl Target {
@@ -37,18 +57,37 @@ impl Target {
     /// `PGPORT`, `PGUSER`, `PGDATABASE` and the password from
     /// `PGPASSWORD` or `~/.pgpass` (`PGPASSFILE`), as libpq does.
     pub fn parse(uri: &str) -> Result<Target, String> {
-        if !is_postgres_uri(uri) {
-            return Err("a PostgreSQL target is postgresql://USER@HOST:PORT/DBNAME".into());
+        // No message here echoes the URI: it may hold the password, and
+        // where it is malformed nothing can say which part that is.
+        if !has_uri_scheme(uri) {
+            return Err(if is_postgres_uri(uri) {
+                "-o: the output starts like a PostgreSQL URI but is not one: write \
+                 postgresql://USER@HOST:PORT/DBNAME (the scheme in lower case, then two \
+                 slashes); a directory whose name starts so is written ./NAME"
+                    .into()
+            } else {
+                "a PostgreSQL target is postgresql://USER@HOST:PORT/DBNAME".into()
+            });
         }
         let (uri_without_tls, tls) =
-            TlsSettings::take_from_uri(uri).map_err(|e| format!("{}: {e}", shown_uri(uri)))?;
+            TlsSettings::take_from_uri(uri).map_err(|e| format!("-o: {e}"))?;
         let mut config: Config = uri_without_tls.parse().map_err(|e| {
             // The parser's message never holds the password; the URI might.
-            format!(
-                "{}: not a PostgreSQL URI ({e}); use postgresql://USER@HOST:PORT/DBNAME",
-                shown_uri(uri)
-            )
+            format!("-o: not a PostgreSQL URI ({e}); use postgresql://USER@HOST:PORT/DBNAME")
         })?;
+        // An unescaped '@' in the password: the parser ends the login at
+        // the first one, so the rest of the password would be the host.
+        if config
+            .get_hosts()
+            .iter()
+            .any(|h| matches!(h, Host::Tcp(name) if name.contains('@')))
+        {
+            return Err(
+                "-o: the PostgreSQL URI's host holds '@': write an '@' of the user or password \
+                 as %40 (postgresql://USER:PASSWORD@HOST/DBNAME)"
+                    .into(),
+            );
+        }
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         if config.get_hosts().is_empty() {
             config.host(&env("PGHOST").unwrap_or_else(|| "localhost".into()));
@@ -101,9 +140,11 @@ impl Target {
         &self.shown
     }
 
-    /// A new connection, or one line that says why not.
+    /// A new connection, or one line that says why not. Its session is
+    /// fixed first ([`SESSION_SETUP`]), whatever the URI's `options`, the
+    /// role or the database set.
     pub fn connect(&self) -> Result<Client, String> {
-        self.tls.connect(&self.config).map_err(|e| {
+        let failed = |e: ConnectError| {
             let e = match e {
                 ConnectError::Postgres(e) => e,
                 ConnectError::Settings(reason) => {
@@ -130,19 +171,12 @@ impl Target {
                 ""
             };
             format!("cannot connect to {}: {reason}{hint}", self.shown)
-        })
-    }
-}
-
-/// The URI without its password, for a message.
-fn shown_uri(uri: &str) -> String {
-    let (scheme, rest) = uri.split_once("://").unwrap_or(("", uri));
-    match rest.split_once('@') {
-        Some((login, host)) => {
-            let user = login.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}@{host}")
-        }
-        None => uri.to_string(),
+        };
+        let mut client = self.tls.connect(&self.config).map_err(failed)?;
+        client
+            .batch_execute(SESSION_SETUP)
+            .map_err(|e| failed(ConnectError::Postgres(e)))?;
+        Ok(client)
     }
 }
 
@@ -212,6 +246,47 @@ mod tests {
         assert!(!e.contains("s3cret"), "{e}");
         assert!(e.contains("not a PostgreSQL URI"), "{e}");
         assert!(Target::parse("mysql://x@y/z").is_err());
+    }
+
+    #[test]
+    fn anything_that_starts_like_a_uri_is_one_and_is_parsed_strictly() {
+        for output in [
+            "postgresql://h/d",
+            "POSTGRESQL://h/d",
+            "postgresql:/h",
+            "postgres:x",
+        ] {
+            assert!(is_postgres_uri(output), "{output}");
+        }
+        for output in ["out", "./postgres:x", "pg/dir", "postgresqlx://h"] {
+            assert!(!is_postgres_uri(output), "{output}");
+        }
+        for bad in [
+            "POSTGRESQL://u:SECRET@h/d",
+            "postgresql:/u:SECRET@h/d",
+            "postgres:SECRET",
+        ] {
+            let e = Target::parse(bad).unwrap_err();
+            assert!(e.contains("starts like a PostgreSQL URI"), "{e}");
+            assert!(!e.contains("SECRET"), "{e}");
+        }
+        let e = Target::parse("postgresql://u:p@SECRET@h/d").unwrap_err();
+        assert!(e.contains("%40") && !e.contains("SECRET"), "{e}");
+        let e = Target::parse("postgresql://h/d?password=SECRET&sslmode=strict").unwrap_err();
+        assert!(e.contains("sslmode=strict") && !e.contains("SECRET"), "{e}");
+        for mode in [
+            "disable",
+            "allow",
+            "prefer",
+            "require",
+            "verify-ca",
+            "verify-full",
+        ] {
+            let t = Target::parse(&format!(
+                "postgresql://u@h/d?sslmode={mode}&connect_timeout=5"
+            ));
+            assert!(t.is_ok(), "{mode}");
+        }
     }
 
     #[test]

@@ -273,6 +273,10 @@ pub struct Unload {
     /// Whether a run into a directory keeps its tables' keys.
     keep_keys: bool,
     processes: Processes,
+    /// A PostgreSQL output's wait for other sessions' locks, and whether
+    /// `--overwrite` may drop what fbunload did not make (`postgres`).
+    pg_lock_wait: std::time::Duration,
+    pg_drop_others: bool,
 }
 
 impl Unload {
@@ -302,6 +306,8 @@ impl Unload {
             since: None,
             keep_keys: false,
             processes: Processes::Auto,
+            pg_lock_wait: fbunload_dest_postgres::DEFAULT_LOCK_WAIT,
+            pg_drop_others: false,
         }
     }
 

@@ -1,7 +1,7 @@
 //! Loading into PostgreSQL: [`Unload::to_postgres`], the options the
 //! command line and Python spell from here, and what a load returns.
 
-use fbunload_dest_postgres::{PostgresDestination, PostgresOptions, Target};
+use fbunload_dest_postgres::{PostgresDestination, PostgresOptions, Say, Target};
 use serde_json::json;
 
 use crate::output::OutputOptions;
@@ -14,8 +14,22 @@ pub use fbunload_dest_postgres::{
 /// What `--pg-schema` and Python's `pg_schema` say in help.
 pub const PG_SCHEMA_HELP: &str = "The PostgreSQL schema to load into when -o is a \
     postgresql:// URI [default: public]. It is replaced whole, in one transaction, once the new \
-    tables are complete; one that holds tables is refused unless --overwrite, or, where an \
-    earlier run kept its state there (--keep-keys), synced: only what changed since is applied";
+    tables are complete; one that holds anything is refused unless --overwrite (which never \
+    drops what fbunload did not make without --pg-drop-others), or, where an earlier run kept \
+    its state there (--keep-keys), synced: only what changed since is applied";
+
+/// What `--pg-lock-wait` and Python's `pg_lock_wait` say in help.
+pub const PG_LOCK_WAIT_HELP: &str = "How long, in seconds, a PostgreSQL load waits in all for \
+    other sessions that hold locks on the target's tables before it puts its tables in place \
+    [default: 300]. It tries every few seconds, giving way in between, and names the sessions \
+    it waits for (pid, application, user, state); past it, the run fails and changes nothing";
+
+/// What `--pg-drop-others` and Python's `pg_drop_others` say in help.
+pub const PG_DROP_OTHERS_HELP: &str = "With --overwrite into PostgreSQL: also drop what \
+    fbunload did not make, which is otherwise refused: objects in the target schema that no \
+    fbunload run created (your tables, views, functions, types, extensions), and objects in \
+    other schemas that depend on it (a view over a loaded table, a foreign key to it); each \
+    is printed as it is dropped";
 
 /// What a load into PostgreSQL did.
 #[derive(Debug)]
@@ -51,6 +65,21 @@ pub fn refuse_file_options(options: &OutputOptions) -> Result<(), String> {
 }
 
 impl Unload {
+    /// How long a load into PostgreSQL waits, in all, for other sessions'
+    /// locks on the target's tables before it publishes
+    /// ([`PG_LOCK_WAIT_HELP`]).
+    pub fn pg_lock_wait(mut self, wait: std::time::Duration) -> Self {
+        self.pg_lock_wait = wait;
+        self
+    }
+
+    /// Whether [`Unload::overwrite`] into PostgreSQL may drop what fbunload
+    /// did not make ([`PG_DROP_OTHERS_HELP`]).
+    pub fn pg_drop_others(mut self, drop: bool) -> Self {
+        self.pg_drop_others = drop;
+        self
+    }
+
     /// Loads every selected table into schema `schema` (default `public`)
     /// of the PostgreSQL database at `uri` (`postgresql://USER@HOST:PORT/
     /// DBNAME`; the password in it, or `PGPASSWORD`, or `~/.pgpass`): each
@@ -67,7 +96,8 @@ impl Unload {
         schema: Option<&str>,
         progress: &dyn Progress,
     ) -> Result<Loaded, Error> {
-        let filter = self.table_filter()?;
+        // Refused as before, ahead of the URI: a bad table name first.
+        self.table_filter()?;
         if self.since.is_some() {
             return Err(Error::Usage(
                 "--since reads a directory's run; a postgresql:// output syncs from the state \
@@ -87,7 +117,36 @@ impl Unload {
                 "--max-rows and --max-bytes cut files; a postgresql:// output has none".into(),
             ));
         }
+        if self.pg_drop_others && self.reuse != Reuse::Overwrite {
+            return Err(Error::Usage(
+                "--pg-drop-others is for --overwrite: add it, or leave --pg-drop-others out".into(),
+            ));
+        }
         let target = Target::parse(uri).map_err(Error::Usage)?;
+        // The destination's notes (a wait on locks, what it drops) go to
+        // the run's progress as warnings, from whichever thread says them.
+        let (notes, said) = std::sync::mpsc::channel::<String>();
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                for note in said {
+                    progress.warning(&note);
+                }
+            });
+            let say = Say(std::sync::Arc::new(move |line: &str| {
+                let _ = notes.send(line.to_string());
+            }));
+            self.load_postgres(target, schema, say, progress)
+        })
+    }
+
+    fn load_postgres(
+        &self,
+        target: Target,
+        schema: Option<&str>,
+        say: Say,
+        progress: &dyn Progress,
+    ) -> Result<Loaded, Error> {
+        let filter = self.table_filter()?;
         let schema = schema.unwrap_or(DEFAULT_SCHEMA).to_string();
         let options = PostgresOptions {
             schema: schema.clone(),
@@ -105,6 +164,10 @@ impl Unload {
                 "schema": self.options.schema,
             }),
             keep_state: self.keep_keys,
+            drop_others: self.pg_drop_others,
+            lock_wait: self.pg_lock_wait,
+            cancel: self.options.cancel.clone(),
+            say,
         };
         // PostgreSQL first: a wrong URI, password or an occupied schema
         // fails before Firebird is attached.
@@ -181,8 +244,11 @@ impl Unload {
             Some(base) => {
                 let links = crate::pgsync::links(&run, &manifest, &base, destination, schema)?;
                 let cancel = self.options.cancel.clone();
-                destination.apply_sync(&links, state, &|| {
-                    cancel.load(std::sync::atomic::Ordering::SeqCst)
+                // A stop cancels the sync's statement in progress too.
+                destination.stoppable(|| {
+                    destination.apply_sync(&links, state, &|| {
+                        cancel.load(std::sync::atomic::Ordering::SeqCst)
+                    })
                 })?;
             }
         }

@@ -598,6 +598,16 @@ fn output_options(
     Ok(options)
 }
 
+/// A load's notes (a wait on locks, what `pg_drop_others` drops) on
+/// standard error, as the command line prints them; nothing else.
+struct SaidOnStderr;
+
+impl fbunload::Progress for SaidOnStderr {
+    fn warning(&self, message: &str) {
+        eprintln!("fbunload: warning: {message}");
+    }
+}
+
 /// What the command line does: every selected table to a file in `output`.
 #[pyfunction]
 #[pyo3(signature = (database, output, *, format="csv", compression=None, header=true,
@@ -607,7 +617,7 @@ fn output_options(
     decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
-    processes=None, pg_schema=None))]
+    processes=None, pg_schema=None, pg_lock_wait=None, pg_drop_others=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -650,17 +660,33 @@ fn unload<'py>(
     keep_keys: bool,
     processes: Option<Bound<'py, PyAny>>,
     pg_schema: Option<String>,
+    pg_lock_wait: Option<f64>,
+    pg_drop_others: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     // `output` may be a PostgreSQL database rather than a directory.
     let pg_uri = output
         .to_str()
         .filter(|o| fbunload::postgres::is_postgres_uri(o))
         .map(str::to_string);
-    if pg_schema.is_some() && pg_uri.is_none() {
-        return Err(UsageError::new_err(
-            "pg_schema is for a PostgreSQL output: 'postgresql://USER@HOST:PORT/DBNAME'",
-        ));
+    if pg_uri.is_none() {
+        let given = [
+            ("pg_schema", pg_schema.is_some()),
+            ("pg_lock_wait", pg_lock_wait.is_some()),
+            ("pg_drop_others", pg_drop_others),
+        ];
+        if let Some((keyword, _)) = given.iter().find(|(_, given)| *given) {
+            return Err(UsageError::new_err(format!(
+                "{keyword} is for a PostgreSQL output: 'postgresql://USER@HOST:PORT/DBNAME'"
+            )));
+        }
     }
+    let pg_lock_wait = match pg_lock_wait {
+        Some(s) if !(s.is_finite() && s >= 0.0) => {
+            return Err(UsageError::new_err("pg_lock_wait: seconds, 0 or more"));
+        }
+        Some(s) => Some(std::time::Duration::from_secs_f64(s)),
+        None => None,
+    };
     if max_rows == Some(0) || max_bytes == Some(0) {
         return Err(UsageError::new_err(
             "max_rows and max_bytes must be at least 1",
@@ -744,8 +770,12 @@ fn unload<'py>(
     if let Some(since) = since {
         unload = unload.since(since);
     }
+    if let Some(wait) = pg_lock_wait {
+        unload = unload.pg_lock_wait(wait);
+    }
     let unload = unload
         .keep_keys(keep_keys)
+        .pg_drop_others(pg_drop_others)
         .options(options)
         .wire(wire)
         .overwrite(overwrite)
@@ -756,7 +786,7 @@ fn unload<'py>(
     let cancel: Arc<AtomicBool> = unload.run_options().cancel.clone();
     let run = std::thread::spawn(move || match pg_uri {
         Some(uri) => unload
-            .to_postgres(&uri, pg_schema.as_deref(), &fbunload::Silent)
+            .to_postgres(&uri, pg_schema.as_deref(), &SaidOnStderr)
             .map(|loaded| {
                 (
                     loaded.summary,
