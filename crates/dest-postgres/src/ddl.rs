@@ -490,7 +490,7 @@ mod tests {
             Some("CURRENT_TIMESTAMP")
         );
         // A string: its meaning by the column's type is `defaults`'.
-        assert_eq!(constant_default("DEFAULT 'NOW'").as_deref(), Some("'NOW'"));
+        assert_eq!(constant_default("DEFAULT 'NOW'").as_deref(), Some("E'NOW'"));
         assert_eq!(constant_default("DEFAULT GEN_ID(G, 1)"), None);
         assert_eq!(constant_default("DEFAULT 'a' || 'b'"), None);
         assert_eq!(constant_default("DEFAULT _UTF8 'x'"), None);

@@ -184,10 +184,10 @@ mod tests {
         assert_eq!(d("DEFAULT 'NOW'", "DATE").unwrap(), "CURRENT_DATE");
         assert_eq!(d("DEFAULT 'NOW'", "TIME").unwrap(), "LOCALTIME");
         // Text stays text.
-        assert_eq!(d("DEFAULT 'NOW'", "VARCHAR(10)").unwrap(), "'NOW'");
+        assert_eq!(d("DEFAULT 'NOW'", "VARCHAR(10)").unwrap(), "E'NOW'");
         assert_eq!(
             d("DEFAULT 'TODAY'", "CHAR(5) CHARACTER SET UTF8").unwrap(),
-            "'TODAY'"
+            "E'TODAY'"
         );
         // No equivalent: reported.
         assert!(d("DEFAULT 'TOMORROW'", "TIME").is_err());
@@ -195,7 +195,7 @@ mod tests {
         assert!(d("DEFAULT '2020-01-02 10:00'", "TIMESTAMP WITH TIME ZONE").is_err());
         assert_eq!(
             d("DEFAULT '2020-01-02 10:00:00.5'", "TIMESTAMP").unwrap(),
-            "'2020-01-02 10:00:00.5'"
+            "E'2020-01-02 10:00:00.5'"
         );
         assert_eq!(d("DEFAULT CURRENT_DATE", "DATE").unwrap(), "CURRENT_DATE");
         assert_eq!(d("DEFAULT 3", "INTEGER").unwrap(), "3");
