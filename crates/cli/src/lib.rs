@@ -140,7 +140,13 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 output,
             }),
             _,
-        ) => apply(old, changes, output, args.memory_mb.saturating_mul(1 << 20), &cancel),
+        ) => apply(
+            old,
+            changes,
+            output,
+            args.memory_mb.saturating_mul(1 << 20),
+            &cancel,
+        ),
         (
             Some(args::Command::Sample {
                 path,
@@ -614,6 +620,17 @@ fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure>
             printable(&loaded.schema),
             loaded.target
         );
+        if !loaded.catalog.is_empty() {
+            let kinds: Vec<String> = loaded
+                .catalog
+                .iter()
+                .map(|t| format!("{} {}/{}", t.kind, t.created, t.reported))
+                .collect();
+            eprintln!(
+                "Firebird's catalog by kind, made in PostgreSQL/reported: {}",
+                kinds.join(", ")
+            );
+        }
         if !loaded.untranslated.is_empty() {
             eprintln!(
                 "{} not translated (listed with their Firebird source in {}.{}):",

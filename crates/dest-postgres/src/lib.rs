@@ -19,14 +19,16 @@
 //!   by name before any row moves, the rows are loaded into staging
 //!   copies, and one transaction replaces the tables' rows.
 
+pub mod catalog_report;
 pub mod ddl;
+pub mod domains;
 pub mod sync;
 mod target;
 pub mod types;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
@@ -38,8 +40,9 @@ use fbunload_plan::schema::{ConstraintKind, Schema};
 use fbunload_plan::{Kind, Plan, Unit};
 use postgres::{Client, CopyInWriter, GenericClient};
 
+pub use catalog_report::Tally;
 pub use ddl::Untranslated;
-pub use target::{Target, is_postgres_uri};
+pub use target::{is_postgres_uri, Target};
 use types::{Encoding, PgColumn};
 
 /// The schema a run loads into unless told otherwise.
@@ -454,6 +457,8 @@ pub struct PostgresDestination {
     published: AtomicBool,
     started: AtomicBool,
     report: Mutex<Vec<Untranslated>>,
+    /// How many catalog objects of each kind were made and reported.
+    tallies: Mutex<Vec<Tally>>,
     started_at: std::time::SystemTime,
     /// The state of the run the target holds, where this run syncs from
     /// it ([`sync`]).
@@ -542,6 +547,7 @@ impl PostgresDestination {
             published: AtomicBool::new(false),
             started: AtomicBool::new(false),
             report: Mutex::new(Vec::new()),
+            tallies: Mutex::new(Vec::new()),
             started_at: std::time::SystemTime::now(),
             sequence_names: Mutex::new(
                 base.as_ref()
@@ -557,6 +563,13 @@ impl PostgresDestination {
     /// `_fbunload_untranslated`.
     pub fn untranslated(&self) -> Vec<Untranslated> {
         self.report.lock().unwrap().clone()
+    }
+
+    /// How many objects of each kind of the Firebird catalog the run made
+    /// in PostgreSQL and how many it reported (after a full load; a sync
+    /// makes none).
+    pub fn catalog_tallies(&self) -> Vec<Tally> {
+        self.tallies.lock().unwrap().clone()
     }
 
     pub fn target(&self) -> &Target {
@@ -719,14 +732,55 @@ impl PostgresDestination {
             .map(|t| t.pg.clone())
             .chain([RUNS_TABLE.to_string(), REPORT_TABLE.to_string()])
             .collect();
-        let (statements, report, sequences) =
-            ddl::after_load(&schema, &self.staging, &loaded, &relations);
+        let mut created = catalog_report::Created::default();
+        for t in tables.iter().filter(|t| t.from_table) {
+            created.add("table", None, &t.name);
+        }
+        let (statements, mut report, sequences) =
+            ddl::after_load(&schema, &self.staging, &loaded, &relations, &mut created);
+        // Nondeterministic collations: PostgreSQL 12 and later, built with ICU.
+        let icu: bool = client
+            .query_one(
+                "SELECT current_setting('server_version_num')::int >= 120000 \
+                 AND EXISTS (SELECT 1 FROM pg_collation WHERE collprovider = 'i')",
+                &[],
+            )
+            .map_err(|e| pg_error("looking for ICU collations", e))?
+            .get(0);
+        let columns = |name: &str| -> Option<Vec<(String, String)>> {
+            tables
+                .iter()
+                .find(|t| t.from_table && t.name == name)
+                .map(|t| {
+                    t.columns
+                        .iter()
+                        .map(|c| (c.name.clone(), c.sql_type.clone()))
+                        .collect()
+                })
+        };
+        let steps = domains::domains_and_collations(
+            &schema,
+            &self.staging,
+            &columns,
+            icu,
+            &relations,
+            &mut created,
+            &mut report,
+        );
+        let is_loaded = |name: &str| tables.iter().any(|t| t.from_table && t.name == name);
+        let tallies = catalog_report::account(&schema.catalog, &created, &is_loaded, &mut report);
         drop(tables);
         *self.sequence_names.lock().unwrap() = sequences;
-        for statement in statements {
+        for statement in steps
+            .before_keys
+            .iter()
+            .chain(&statements)
+            .chain(&steps.after)
+        {
             self.run_sql(client, &statement.what, &statement.sql)?;
         }
         *self.report.lock().unwrap() = report;
+        *self.tallies.lock().unwrap() = tallies;
         Ok(())
     }
 

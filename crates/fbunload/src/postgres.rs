@@ -8,7 +8,7 @@ use crate::output::OutputOptions;
 use crate::{Error, Progress, Reuse, Summary, Unload};
 
 pub use fbunload_dest_postgres::{
-    DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE, Untranslated, is_postgres_uri, pg_name,
+    is_postgres_uri, pg_name, Tally, Untranslated, DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE,
 };
 
 /// What `--pg-schema` and Python's `pg_schema` say in help.
@@ -28,6 +28,10 @@ pub struct Loaded {
     /// computed columns, expression indices, non-constant defaults), with
     /// its Firebird source; also in the target's `_fbunload_untranslated`.
     pub untranslated: Vec<Untranslated>,
+    /// Every object of the Firebird catalog, counted by kind: how many
+    /// were made in PostgreSQL and how many reported (empty for a sync,
+    /// which keeps its load's objects).
+    pub catalog: Vec<Tally>,
     /// Whether the run synced a target that kept its state (only the
     /// changes applied) rather than loading it whole.
     pub synced: bool,
@@ -116,6 +120,7 @@ impl Unload {
                 target: destination.target().shown().to_string(),
                 schema,
                 untranslated: destination.untranslated(),
+                catalog: destination.catalog_tallies(),
                 synced: destination.base_state().is_some(),
             });
         }
@@ -131,6 +136,7 @@ impl Unload {
             target: destination.target().shown().to_string(),
             schema,
             untranslated: destination.untranslated(),
+            catalog: destination.catalog_tallies(),
             synced: false,
         })
     }

@@ -760,7 +760,12 @@ fn unload<'py>(
             .map(|loaded| {
                 (
                     loaded.summary,
-                    Some((loaded.target, loaded.schema, loaded.untranslated)),
+                    Some((
+                        loaded.target,
+                        loaded.schema,
+                        loaded.untranslated,
+                        loaded.catalog,
+                    )),
                 )
             }),
         None => unload
@@ -791,7 +796,7 @@ fn unload<'py>(
         .map_err(|_| Error::new_err("the run panicked"))?
         .map_err(to_py)?;
     let dict = summary_dict(py, &summary)?;
-    if let Some((target, schema, untranslated)) = postgres {
+    if let Some((target, schema, untranslated, catalog)) = postgres {
         // What a load into PostgreSQL adds: where, and what did not translate.
         dict.set_item("target", target)?;
         dict.set_item("pg_schema", schema)?;
@@ -806,6 +811,15 @@ fn unload<'py>(
             report.append(item)?;
         }
         dict.set_item("untranslated", report)?;
+        // Every object of Firebird's catalog, by kind: made or reported.
+        let kinds = PyDict::new(py);
+        for t in catalog {
+            let counts = PyDict::new(py);
+            counts.set_item("made", t.created)?;
+            counts.set_item("reported", t.reported)?;
+            kinds.set_item(t.kind, counts)?;
+        }
+        dict.set_item("catalog", kinds)?;
     }
     Ok(dict)
 }
