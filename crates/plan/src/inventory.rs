@@ -572,7 +572,10 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
 fn read_grants(tr: &Transaction, objects: &mut Vec<CatalogObject>) -> Result<(), ClientError> {
     // RDB$OBJECT_TYPE of what is granted on: 0 a table or view, 5 a
     // procedure, 7 an exception, 14 a generator, 15 a function, 18 a
-    // package, 9 a domain, 13 a role (membership).
+    // package, 9 a domain, 13 a role (membership); 11 a character set
+    // and 17 a collation, whose USAGE the engine grants to everyone on
+    // its own (a user collation's grants are kept), as it grants USAGE
+    // on SQL$DEFAULT.
     each_row(
         tr,
         "SELECT p.RDB$USER, p.RDB$PRIVILEGE, COALESCE(p.RDB$GRANT_OPTION, 0), \
@@ -581,7 +584,11 @@ fn read_grants(tr: &Transaction, objects: &mut Vec<CatalogObject>) -> Result<(),
          WHERE p.RDB$RELATION_NAME NOT STARTING WITH 'RDB$' \
          AND p.RDB$RELATION_NAME NOT STARTING WITH 'MON$' \
          AND p.RDB$RELATION_NAME NOT STARTING WITH 'SEC$' \
+         AND p.RDB$RELATION_NAME <> 'SQL$DEFAULT' \
          AND p.RDB$USER IS DISTINCT FROM p.RDB$GRANTOR \
+         AND NOT (p.RDB$OBJECT_TYPE IN (11, 17) AND NOT EXISTS (SELECT 1 FROM RDB$COLLATIONS c \
+           WHERE c.RDB$COLLATION_NAME = p.RDB$RELATION_NAME \
+           AND COALESCE(c.RDB$SYSTEM_FLAG, 0) = 0)) \
          AND NOT (p.RDB$OBJECT_TYPE = 0 AND EXISTS (SELECT 1 FROM RDB$RELATIONS r \
            WHERE r.RDB$RELATION_NAME = p.RDB$RELATION_NAME \
            AND r.RDB$OWNER_NAME = p.RDB$USER)) \
