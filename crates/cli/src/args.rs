@@ -107,7 +107,7 @@ pub struct Args {
         short = 'd',
         long,
         value_name = "DSN",
-        required_unless_present = "generate"
+        required_unless_present_any = ["generate", "pg_end_sync"]
     )]
     pub database: Option<String>,
 
@@ -201,6 +201,9 @@ pub struct Args {
 
     #[arg(long, value_name = "NAME", help = fbunload::postgres::PG_SCHEMA_HELP)]
     pub pg_schema: Option<String>,
+
+    #[arg(long, help = fbunload::postgres::PG_END_SYNC_HELP)]
+    pub pg_end_sync: bool,
 
     /// Replace the run already in the output directory, once the new one is complete: until
     /// then the old run stays whole (a rerun that fails or is killed leaves it), then the new

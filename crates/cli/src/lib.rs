@@ -414,6 +414,9 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
 }
 
 fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
+    if args.pg_end_sync {
+        return end_sync(args);
+    }
     // Checked when parsed.
     let stall_timeout = fbunload::stall_timeout_from_secs(args.stall_timeout)?;
     let _wait_watch =
@@ -585,6 +588,38 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     display.finish();
     if !args.quiet {
         eprint!("{}", summary_text(&summary));
+    }
+    Ok(())
+}
+
+/// `--pg-end-sync`: the cut-over, in PostgreSQL only.
+fn end_sync(args: &Args) -> Result<(), Failure> {
+    let Some(uri) = args.pg_uri() else {
+        return Err(Failure::Error(
+            "--pg-end-sync needs the PostgreSQL target: -o postgresql://USER@HOST:PORT/DBNAME"
+                .into(),
+            "usage",
+        ));
+    };
+    let ended = fbunload::postgres::end_sync(uri, args.pg_schema.as_deref()).map_err(describe)?;
+    if !args.quiet {
+        let schema = args
+            .pg_schema
+            .as_deref()
+            .unwrap_or(fbunload::postgres::DEFAULT_SCHEMA);
+        eprintln!(
+            "schema {} is no longer kept in sync: fbunload's tables removed ({} recorded); \
+             a later fbunload run into it is refused",
+            printable(schema),
+            count(ended.runs as usize, "run")
+        );
+        if ended.untranslated > 0 {
+            eprintln!(
+                "{} had not been translated by fbunload: translate by hand what the \
+                 application still needs",
+                count(ended.untranslated as usize, "object")
+            );
+        }
     }
     Ok(())
 }

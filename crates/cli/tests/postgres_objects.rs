@@ -63,6 +63,14 @@ fn employee(dir: &Path) -> Option<PathBuf> {
     Some(db)
 }
 
+fn refused_in_one_line(out: &std::process::Output, expected: &str) {
+    let text = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.starts_with("fbunload: error: "), "{text}");
+    assert!(text.contains(expected), "expected {expected:?}: {text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+}
+
 /// PostgreSQL's name of an unquoted Firebird name.
 fn pg_name(name: &str) -> String {
     fbunload::postgres::pg_name(name)
@@ -163,10 +171,11 @@ fn every_object_made_or_listed(
     let out = fbunload(db, &["-o", uri, "--pg-schema", schema, "-j", "2"]);
     let text = stderr(&out);
     assert!(out.status.success(), "{text}");
-    assert!(
-        text.contains("Firebird's catalog by kind, made in PostgreSQL/reported: table "),
-        "{text}"
-    );
+    let counts = text
+        .lines()
+        .find(|l| l.starts_with("Firebird's catalog by kind, made in PostgreSQL/reported: table "))
+        .unwrap_or_else(|| panic!("no count of the catalog's objects: {text}"));
+    eprintln!("{counts}");
     let inventory = {
         let att = connect(db);
         let tr = att
@@ -343,4 +352,63 @@ fn every_kind_of_object_is_made_or_listed_and_behaves() {
         ),
         5
     );
+}
+
+#[test]
+fn the_cut_over_ends_the_sync_and_no_refusal_hides_that_overwrite_discards_writes() {
+    let Some(uri) = pg_database("fbu_cut_over") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "shop.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE ITEM (ID INTEGER NOT NULL PRIMARY KEY, NAME VARCHAR(20))",
+            "INSERT INTO ITEM VALUES (1, 'one')",
+        ],
+    );
+    let load = |args: &[&str]| {
+        let mut all = vec!["-o", uri.as_str(), "--pg-schema", "shop"];
+        all.extend_from_slice(args);
+        fbunload(&db, &all)
+    };
+    let out = load(&["--keep-keys"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The application writes to PostgreSQL: a sync refuses, saying what
+    // --overwrite would throw away.
+    let mut c = pg(&uri);
+    c.batch_execute("INSERT INTO shop.item VALUES (2, 'from the app')")
+        .unwrap();
+    let out = load(&[]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("discards every write"),
+        "{}",
+        stderr(&out)
+    );
+    // The cut-over: reads no Firebird, needs no -d.
+    let out = fbunload_alone(&["-o", &uri, "--pg-schema", "shop", "--pg-end-sync"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("no longer kept in sync"), "{text}");
+    let left: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'shop' AND tablename LIKE '\\_fbunload%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    let rows: i64 = c
+        .query_one("SELECT count(*) FROM shop.item", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 2, "the application's row stays");
+    // A later run is refused, and says --overwrite discards those writes.
+    let out = load(&[]);
+    refused_in_one_line(&out, "discarding every write made there since");
+    // Twice, or on a schema fbunload never loaded: refused in one line.
+    let out = fbunload_alone(&["-o", &uri, "--pg-schema", "shop", "--pg-end-sync"]);
+    refused_in_one_line(&out, "holds no fbunload run");
 }

@@ -20,6 +20,7 @@
 //!   copies, and one transaction replaces the tables' rows.
 
 pub mod catalog_report;
+pub mod cut_over;
 pub mod ddl;
 pub mod domains;
 pub mod sync;
@@ -529,9 +530,10 @@ impl PostgresDestination {
         };
         if options.create_tables && tables > 0 && !options.overwrite && base.is_none() {
             return Err(ExecError::Usage(format!(
-                "schema {schema} of {} already holds {tables} tables or views: --overwrite \
-                 replaces it whole (in one transaction, once the new tables are complete), \
-                 --pg-schema NAME loads into another",
+                "schema {schema} of {} already holds {tables} tables or views and no state \
+                 to sync from: --overwrite replaces it whole (in one transaction, once the new \
+                 tables are complete), discarding every write made there since, the \
+                 application's too; --pg-schema NAME loads into another",
                 target.shown()
             )));
         }

@@ -17,6 +17,24 @@ pub const PG_SCHEMA_HELP: &str = "The PostgreSQL schema to load into when -o is 
     tables are complete; one that holds tables is refused unless --overwrite, or, where an \
     earlier run kept its state there (--keep-keys), synced: only what changed since is applied";
 
+/// What `--pg-end-sync` says in help.
+pub const PG_END_SYNC_HELP: &str = "With -o postgresql://: the cut-over. Ends keeping \
+    --pg-schema in sync: removes fbunload's own tables there (_fbunload_state, _fbunload_runs, \
+    _fbunload_untranslated), in one transaction, reading nothing from Firebird (-d is not \
+    needed). Run it once the application writes to PostgreSQL: a later fbunload run into the \
+    schema is then refused instead of applied over the application's writes \
+    (docs/postgresql.md, Moving an application)";
+
+pub use fbunload_dest_postgres::cut_over::EndedSync;
+
+/// The cut-over: ends keeping `schema` (default `public`) of the
+/// PostgreSQL database at `uri` in sync (see [`PG_END_SYNC_HELP`]).
+pub fn end_sync(uri: &str, schema: Option<&str>) -> Result<EndedSync, Error> {
+    let target = Target::parse(uri).map_err(Error::Usage)?;
+    let schema = schema.unwrap_or(DEFAULT_SCHEMA);
+    Ok(fbunload_dest_postgres::cut_over::end_sync(&target, schema)?)
+}
+
 /// What a load into PostgreSQL did.
 #[derive(Debug)]
 pub struct Loaded {
