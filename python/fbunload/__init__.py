@@ -388,6 +388,7 @@ def unload(
     keep_keys: bool = False,
     processes: Union[str, int, None] = None,
     pg_schema: Optional[str] = None,
+    pg_grants: bool = False,
 ) -> Dict[str, Any]:
     """What the command line does: every selected table to a file in
     directory ``output``, then ``schema.sql`` (the tables' DDL) and
@@ -456,8 +457,11 @@ def unload(
       that holds tables; ``schema=False`` loads into existing tables.
       ``keep_keys=True`` keeps the state in the target, and each later run
       into it applies only what changed since, in one transaction. The
-      summary adds ``target``, ``pg_schema`` and ``untranslated`` (what
-      did not translate, with its Firebird source)."""
+      summary adds ``target``, ``pg_schema``, ``untranslated`` (what
+      did not translate, with its Firebird source) and ``catalog`` (every
+      object of Firebird's catalog by kind: how many made, how many
+      reported). ``pg_grants=True`` also makes Firebird's roles and its
+      grants on the loaded tables (``--pg-grants``)."""
     try:
         return _fbunload.unload(
             database, str(output), format=format, compression=compression, header=header,
@@ -471,7 +475,7 @@ def unload(
             schema=schema, allow_inconsistent=allow_inconsistent, stall_timeout=stall_timeout,
             wire_crypt=wire_crypt, wire_compression=wire_compression,
             since=None if since is None else str(since), keep_keys=keep_keys,
-            processes=processes, pg_schema=pg_schema)
+            processes=processes, pg_schema=pg_schema, pg_grants=pg_grants)
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None

@@ -205,6 +205,9 @@ pub struct Args {
     #[arg(long, help = fbunload::postgres::PG_END_SYNC_HELP)]
     pub pg_end_sync: bool,
 
+    #[arg(long, help = fbunload::postgres::PG_GRANTS_HELP)]
+    pub pg_grants: bool,
+
     /// Replace the run already in the output directory, once the new one is complete: until
     /// then the old run stays whole (a rerun that fails or is killed leaves it), then the new
     /// files replace it and what its manifest.json lists beyond them is removed; files it does

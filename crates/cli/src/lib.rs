@@ -486,6 +486,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .memory_budget(args.memory_mb.saturating_mul(1 << 20))
         .overwrite(args.overwrite)
         .keep_keys(args.keep_keys)
+        .pg_grants(args.pg_grants)
         .part_limits(part_limits)
         .wire(args::WireCrypt::wire_options(
             args.wire_crypt,
@@ -559,6 +560,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     } else {
         args.output_dir()?
     };
+    if args.pg_grants && args.pg_uri().is_none() {
+        return Err(Failure::Error(
+            "--pg-grants is for a PostgreSQL output: -o postgresql://USER@HOST:PORT/DBNAME".into(),
+            "usage",
+        ));
+    }
     if args.pg_schema.is_some() && args.pg_uri().is_none() {
         return Err(Failure::Error(
             "--pg-schema is for a PostgreSQL output: -o postgresql://USER@HOST:PORT/DBNAME".into(),

@@ -412,3 +412,89 @@ fn the_cut_over_ends_the_sync_and_no_refusal_hides_that_overwrite_discards_write
     let out = fbunload_alone(&["-o", &uri, "--pg-schema", "shop", "--pg-end-sync"]);
     refused_in_one_line(&out, "holds no fbunload run");
 }
+
+#[test]
+fn pg_grants_makes_roles_and_table_grants_whatever_their_names_hold() {
+    let Some(uri) = pg_database("fbu_grants") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "grants.fdb", 8192);
+    // A role name that would end the statement if it were not quoted.
+    let evil = "Evil\"; DROP TABLE g.item; --";
+    let evil_fb = evil.replace('"', "\"\"");
+    execute(
+        &db,
+        &[
+            "CREATE TABLE ITEM (ID INTEGER NOT NULL PRIMARY KEY, NAME VARCHAR(20))",
+            "CREATE PROCEDURE NOTHING AS BEGIN END",
+            "CREATE ROLE CLERK_G",
+            &format!("CREATE ROLE \"{evil_fb}\""),
+            "GRANT SELECT, INSERT ON ITEM TO ROLE CLERK_G",
+            &format!("GRANT SELECT ON ITEM TO ROLE \"{evil_fb}\""),
+            "GRANT UPDATE (NAME) ON ITEM TO USER ALICE_G",
+            "GRANT SELECT ON ITEM TO PUBLIC",
+            "GRANT EXECUTE ON PROCEDURE NOTHING TO PUBLIC",
+        ],
+    );
+    let out = fbunload(&db, &["-o", &uri, "--pg-schema", "g", "--pg-grants"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut c = pg(&uri);
+    let yes =
+        |c: &mut postgres::Client, sql: &str| -> bool { c.query_one(sql, &[]).unwrap().get(0) };
+    assert!(yes(
+        &mut c,
+        "SELECT has_table_privilege('clerk_g', 'g.item', 'SELECT')"
+    ));
+    assert!(yes(
+        &mut c,
+        "SELECT has_table_privilege('clerk_g', 'g.item', 'INSERT')"
+    ));
+    assert!(!yes(
+        &mut c,
+        "SELECT has_table_privilege('clerk_g', 'g.item', 'DELETE')"
+    ));
+    assert!(yes(
+        &mut c,
+        "SELECT has_column_privilege('alice_g', 'g.item', 'name', 'UPDATE')"
+    ));
+    assert!(!yes(
+        &mut c,
+        "SELECT has_column_privilege('alice_g', 'g.item', 'id', 'UPDATE')"
+    ));
+    let evil_can: bool = c
+        .query_one(
+            "SELECT has_table_privilege($1, 'g.item', 'SELECT')",
+            &[&evil],
+        )
+        .unwrap()
+        .get(0);
+    assert!(
+        evil_can,
+        "the role named {evil:?} is made with its name as it is"
+    );
+    assert!(yes(
+        &mut c,
+        "SELECT NOT rolcanlogin FROM pg_roles WHERE rolname = 'clerk_g'"
+    ));
+    // What is not a grant on a table's rows is listed with why.
+    let why: String = c
+        .query_one(
+            "SELECT why FROM g._fbunload_untranslated WHERE kind = 'grant' \
+             AND name = 'EXECUTE ON NOTHING TO PUBLIC'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(why.contains("only privileges on tables"), "{why}");
+    c.batch_execute(&format!(
+        "DROP OWNED BY clerk_g, alice_g, {}; DROP ROLE clerk_g, alice_g, {}",
+        fbunload_ident(evil),
+        fbunload_ident(evil)
+    ))
+    .unwrap();
+}
+
+fn fbunload_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}

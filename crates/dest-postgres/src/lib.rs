@@ -23,6 +23,7 @@ pub mod catalog_report;
 pub mod cut_over;
 pub mod ddl;
 pub mod domains;
+pub mod grants;
 pub mod sync;
 mod target;
 pub mod types;
@@ -74,6 +75,9 @@ pub struct PostgresOptions {
     /// the run publishes only once [`PostgresDestination::publish_with_state`]
     /// is given it.
     pub keep_state: bool,
+    /// Make Firebird's roles and its grants on the loaded tables
+    /// (`--pg-grants`; [`grants`]).
+    pub grants: bool,
 }
 
 impl Default for PostgresOptions {
@@ -86,6 +90,7 @@ impl Default for PostgresOptions {
             source: String::new(),
             options_json: serde_json::Value::Null,
             keep_state: false,
+            grants: false,
         }
     }
 }
@@ -770,6 +775,24 @@ impl PostgresDestination {
             &mut report,
         );
         let is_loaded = |name: &str| tables.iter().any(|t| t.from_table && t.name == name);
+        let grants = if self.options.grants {
+            let roles: std::collections::HashSet<String> = client
+                .query("SELECT rolname::text FROM pg_roles", &[])
+                .map_err(|e| pg_error("reading the cluster's roles", e))?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            grants::roles_and_grants(
+                &schema,
+                &self.staging,
+                &is_loaded,
+                &mut |role| roles.contains(role),
+                &mut created,
+                &mut report,
+            )
+        } else {
+            Vec::new()
+        };
         let tallies = catalog_report::account(&schema.catalog, &created, &is_loaded, &mut report);
         drop(tables);
         *self.sequence_names.lock().unwrap() = sequences;
@@ -778,6 +801,7 @@ impl PostgresDestination {
             .iter()
             .chain(&statements)
             .chain(&steps.after)
+            .chain(&grants)
         {
             self.run_sql(client, &statement.what, &statement.sql)?;
         }

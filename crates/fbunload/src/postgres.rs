@@ -17,6 +17,13 @@ pub const PG_SCHEMA_HELP: &str = "The PostgreSQL schema to load into when -o is 
     tables are complete; one that holds tables is refused unless --overwrite, or, where an \
     earlier run kept its state there (--keep-keys), synced: only what changed since is applied";
 
+/// What `--pg-grants` and Python's `pg_grants` say in help.
+pub const PG_GRANTS_HELP: &str = "With -o postgresql://: also make Firebird's roles and users as \
+    PostgreSQL roles without LOGIN (where the cluster has none of that name) and grant them, \
+    and PUBLIC, the privileges Firebird grants on the loaded tables and their columns. Off by \
+    default: roles belong to the whole PostgreSQL cluster. Every grant is reported either way: \
+    made, or listed in _fbunload_untranslated with why";
+
 /// What `--pg-end-sync` says in help.
 pub const PG_END_SYNC_HELP: &str = "With -o postgresql://: the cut-over. Ends keeping \
     --pg-schema in sync: removes fbunload's own tables there (_fbunload_state, _fbunload_runs, \
@@ -127,6 +134,7 @@ impl Unload {
                 "schema": self.options.schema,
             }),
             keep_state: self.keep_keys,
+            grants: self.pg_grants,
         };
         // PostgreSQL first: a wrong URI, password or an occupied schema
         // fails before Firebird is attached.

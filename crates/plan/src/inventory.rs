@@ -58,6 +58,27 @@ pub struct Insensitive {
     pub accent: bool,
 }
 
+/// One privilege granted (`RDB$USER_PRIVILEGES`), as a destination that
+/// makes grants needs it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grant {
+    /// `SELECT`, `INSERT`, `UPDATE`, `DELETE`, `REFERENCES`, `EXECUTE`,
+    /// `USAGE`, `MEMBERSHIP` (of role `on`), ...
+    pub privilege: String,
+    /// What it is on: a table's, a procedure's, a role's name.
+    pub on: String,
+    /// A table or view (`RDB$OBJECT_TYPE` 0).
+    pub on_relation: bool,
+    pub column: Option<String>,
+    /// Who gets it: a user, a role, `PUBLIC`, or a trigger, procedure, ...
+    pub grantee: String,
+    /// A user, a role or PUBLIC (not a trigger, procedure, view, ...).
+    pub grantee_is_person: bool,
+    pub grant_option: bool,
+    /// Its name in [`Inventory::objects`] (kind `grant`).
+    pub label: String,
+}
+
 /// The whole catalog walk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inventory {
@@ -67,6 +88,8 @@ pub struct Inventory {
     /// The collations user columns use that ignore case or accents
     /// (`UNICODE_CI`, `UNICODE_CI_AI`, `PT_BR`, a user's `..._CI`), by name.
     pub insensitive_collations: BTreeMap<String, Insensitive>,
+    /// Every grant of [`Inventory::objects`], spelled out.
+    pub grants: Vec<Grant>,
 }
 
 /// How a primary, unique or foreign key is named in the inventory and in
@@ -562,14 +585,18 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
         },
     )?;
 
-    read_grants(tr, &mut objects)?;
+    read_grants(tr, &mut objects, &mut inv.grants)?;
     inv.objects = objects;
     Ok(inv)
 }
 
 /// Grants on user objects to users, roles and PUBLIC, one entry per
 /// privilege (an owner's own privileges are implied, not granted).
-fn read_grants(tr: &Transaction, objects: &mut Vec<CatalogObject>) -> Result<(), ClientError> {
+fn read_grants(
+    tr: &Transaction,
+    objects: &mut Vec<CatalogObject>,
+    grants: &mut Vec<Grant>,
+) -> Result<(), ClientError> {
     // RDB$OBJECT_TYPE of what is granted on: 0 a table or view, 5 a
     // procedure, 7 an exception, 14 a generator, 15 a function, 18 a
     // package, 9 a domain, 13 a role (membership); 11 a character set
@@ -637,10 +664,21 @@ fn read_grants(tr: &Transaction, objects: &mut Vec<CatalogObject>) -> Result<(),
                 _ => format!("GRANT {what} TO {user}{with}"),
             };
             let table = (int(row, 5) == Some(0)).then(|| on.clone());
+            let label = format!("{what} TO {user}");
+            grants.push(Grant {
+                on_relation: table.is_some(),
+                grantee_is_person: grantee.is_empty() || grantee == "ROLE ",
+                grantee: text(row, 0),
+                grant_option: !with.is_empty(),
+                privilege,
+                on,
+                column,
+                label: label.clone(),
+            });
             objects.push(CatalogObject {
                 kind: "grant".into(),
                 table,
-                name: format!("{what} TO {user}"),
+                name: label,
                 source,
                 engine_name: None,
             });

@@ -607,7 +607,7 @@ fn output_options(
     decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
-    processes=None, pg_schema=None))]
+    processes=None, pg_schema=None, pg_grants=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -650,12 +650,18 @@ fn unload<'py>(
     keep_keys: bool,
     processes: Option<Bound<'py, PyAny>>,
     pg_schema: Option<String>,
+    pg_grants: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     // `output` may be a PostgreSQL database rather than a directory.
     let pg_uri = output
         .to_str()
         .filter(|o| fbunload::postgres::is_postgres_uri(o))
         .map(str::to_string);
+    if pg_grants && pg_uri.is_none() {
+        return Err(UsageError::new_err(
+            "pg_grants is for a PostgreSQL output: 'postgresql://USER@HOST:PORT/DBNAME'",
+        ));
+    }
     if pg_schema.is_some() && pg_uri.is_none() {
         return Err(UsageError::new_err(
             "pg_schema is for a PostgreSQL output: 'postgresql://USER@HOST:PORT/DBNAME'",
@@ -746,6 +752,7 @@ fn unload<'py>(
     }
     let unload = unload
         .keep_keys(keep_keys)
+        .pg_grants(pg_grants)
         .options(options)
         .wire(wire)
         .overwrite(overwrite)
