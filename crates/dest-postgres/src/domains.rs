@@ -64,6 +64,9 @@ fn is_text(sql_type: &str) -> bool {
         .any(|t| base.starts_with(t))
 }
 
+/// A loaded table's columns, each with its PostgreSQL type.
+pub type ColumnTypes = Vec<(String, String)>;
+
 /// The steps for `schema`'s domains and insensitive collations.
 /// `columns` gives a loaded table's columns and their PostgreSQL types;
 /// `icu`: the server makes nondeterministic ICU collations; `taken`:
@@ -71,7 +74,7 @@ fn is_text(sql_type: &str) -> bool {
 pub fn domains_and_collations(
     schema: &Schema,
     staging: &str,
-    columns: &dyn Fn(&str) -> Option<Vec<(String, String)>>,
+    columns: &dyn Fn(&str) -> Option<ColumnTypes>,
     icu: bool,
     taken: &[String],
     created: &mut Created,

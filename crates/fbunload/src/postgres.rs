@@ -39,7 +39,7 @@ pub use fbunload_dest_postgres::cut_over::EndedSync;
 pub fn end_sync(uri: &str, schema: Option<&str>) -> Result<EndedSync, Error> {
     let target = Target::parse(uri).map_err(Error::Usage)?;
     let schema = schema.unwrap_or(DEFAULT_SCHEMA);
-    Ok(fbunload_dest_postgres::cut_over::end_sync(&target, schema)?)
+    fbunload_dest_postgres::cut_over::end_sync(&target, schema)
 }
 
 /// What a load into PostgreSQL did.

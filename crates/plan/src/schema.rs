@@ -1411,6 +1411,7 @@ mod tests {
             }],
             skipped_foreign_keys: vec![("c".into(), "FK_GONE".into())],
             sources: Vec::new(),
+            catalog: Default::default(),
         };
         let sql = schema.to_sql();
         let body: String = sql

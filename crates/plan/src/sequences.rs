@@ -40,7 +40,9 @@ impl SequenceMovers {
     /// Reads the movers from the catalog.
     pub fn read(tr: &Transaction) -> Result<SequenceMovers, ClientError> {
         // (dependent type, dependent name) -> [(type, name, field)] it uses.
-        let mut edges: Vec<((i64, String), (i64, String, String))> = Vec::new();
+        type Dependent = (i64, String);
+        type DependedOn = (i64, String, String);
+        let mut edges: Vec<(Dependent, DependedOn)> = Vec::new();
         query(
             tr,
             "SELECT RDB$DEPENDENT_TYPE, RDB$DEPENDENT_NAME, RDB$DEPENDED_ON_TYPE, \
