@@ -541,6 +541,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             return print_out(format_args!("{plan}"));
         }
         print_out(format_args!("{}", prepared.plan))?;
+        if let Some(uri) = args.pg_uri() {
+            let target = unload
+                .plan_postgres(&prepared, uri, args.pg_schema.as_deref())
+                .map_err(describe)?;
+            print_out(format_args!("{}", postgres_plan_text(&target)))?;
+        }
         print_out(format_args!(
             "server {}, {}, {}, client {}",
             prepared.start.server_version,
@@ -597,6 +603,47 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         eprint!("{}", summary_text(&summary));
     }
     Ok(())
+}
+
+/// What `--plan -o postgresql://...` prints of the target.
+fn postgres_plan_text(plan: &fbunload::postgres::TargetPlan) -> String {
+    let mut text = format!("PostgreSQL: {}\n", plan.run);
+    for (table, what) in &plan.tables {
+        text += &format!("  {}: {what}\n", printable(table));
+    }
+    if !plan.replaced.is_empty() {
+        let replaced: Vec<String> = plan
+            .replaced
+            .iter()
+            .map(|(r, rows)| format!("{} (~{rows} rows)", printable(r)))
+            .collect();
+        text += &format!("  --overwrite replaces: {}\n", replaced.join(", "));
+    }
+    if !plan.tallies.is_empty() {
+        let kinds: Vec<String> = plan
+            .tallies
+            .iter()
+            .map(|t| format!("{} {}/{}", t.kind, t.created, t.reported))
+            .collect();
+        text += &format!(
+            "  Firebird's catalog by kind, would be made/reported: {}\n",
+            kinds.join(", ")
+        );
+        for u in &plan.untranslated {
+            let table = u
+                .table
+                .as_deref()
+                .map(|t| format!(" of {}", printable(t)))
+                .unwrap_or_default();
+            text += &format!(
+                "  would report {} {}{table}: {}\n",
+                u.kind,
+                printable(&u.name),
+                u.why
+            );
+        }
+    }
+    text.trim_end().to_string()
 }
 
 /// `--pg-end-sync`: the cut-over, in PostgreSQL only.

@@ -498,3 +498,82 @@ fn pg_grants_makes_roles_and_table_grants_whatever_their_names_hold() {
 fn fbunload_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
+
+#[test]
+fn plan_says_full_load_sync_or_refusal_and_what_would_be_made_changing_nothing() {
+    let Some(uri) = pg_database("fbu_plan") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "plan.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE DOMAIN D_QTY AS INTEGER CHECK (VALUE > 0)",
+            "CREATE TABLE ITEM (ID INTEGER NOT NULL PRIMARY KEY, QTY D_QTY)",
+            "CREATE EXCEPTION E_GONE 'gone'",
+            "INSERT INTO ITEM VALUES (1, 2)",
+        ],
+    );
+    let plan = |args: &[&str]| -> String {
+        let mut all = vec!["--plan", "-o", uri.as_str(), "--pg-schema", "p"];
+        all.extend_from_slice(args);
+        let out = fbunload(&db, &all);
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut c = pg(&uri);
+    let schemas = |c: &mut postgres::Client| -> i64 {
+        c.query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '%p'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let before = schemas(&mut c);
+    let text = plan(&[]);
+    assert!(
+        text.contains("PostgreSQL: a full load into schema p"),
+        "{text}"
+    );
+    assert!(text.contains("ITEM: full load"), "{text}");
+    assert!(
+        text.contains("would be made/reported: table 1/0, column 2/0, domain 1/0"),
+        "{text}"
+    );
+    assert!(text.contains("would report exception E_GONE"), "{text}");
+    assert!(text.contains("would report domain check D_QTY"), "{text}");
+    assert_eq!(schemas(&mut c), before, "--plan made a schema");
+    // Loaded without its state: refused, or replaced with --overwrite.
+    let out = fbunload(&db, &["-o", &uri, "--pg-schema", "p"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = plan(&[]);
+    assert!(
+        text.contains("PostgreSQL: refused: schema p holds"),
+        "{text}"
+    );
+    assert!(text.contains("discarding every write"), "{text}");
+    let text = plan(&["--overwrite"]);
+    assert!(
+        text.contains("a full load replacing schema p whole"),
+        "{text}"
+    );
+    assert!(text.contains("--overwrite replaces: item (~"), "{text}");
+    // Loaded with its state: a sync.
+    let out = fbunload(
+        &db,
+        &["-o", &uri, "--pg-schema", "p", "--overwrite", "--keep-keys"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = |c: &mut postgres::Client| -> i64 {
+        c.query_one("SELECT count(*) FROM p._fbunload_runs", &[])
+            .unwrap()
+            .get(0)
+    };
+    let kept = runs(&mut c);
+    let text = plan(&[]);
+    assert!(text.contains("PostgreSQL: a sync"), "{text}");
+    assert!(text.contains("ITEM: synced"), "{text}");
+    assert_eq!(runs(&mut c), kept, "--plan recorded a run");
+}

@@ -24,6 +24,7 @@ pub mod cut_over;
 pub mod ddl;
 pub mod domains;
 pub mod grants;
+pub mod plan_target;
 pub mod sync;
 mod target;
 pub mod types;
@@ -728,85 +729,28 @@ impl PostgresDestination {
             return Ok(());
         };
         let tables = self.tables.lock().unwrap();
-        let loaded = |name: &str| -> Option<Vec<String>> {
-            tables
-                .iter()
-                .find(|t| t.from_table && t.name == name)
-                .map(|t| t.columns.iter().map(|c| c.name.clone()).collect())
-        };
-        let relations: Vec<String> = tables
+        let loads: Vec<plan_target::LoadedTable> = tables
             .iter()
-            .map(|t| t.pg.clone())
-            .chain([RUNS_TABLE.to_string(), REPORT_TABLE.to_string()])
+            .map(|t| plan_target::LoadedTable {
+                name: t.name.clone(),
+                pg: t.pg.clone(),
+                from_table: t.from_table,
+                columns: t
+                    .columns
+                    .iter()
+                    .map(|c| (c.name.clone(), c.sql_type.clone()))
+                    .collect(),
+            })
             .collect();
-        let mut created = catalog_report::Created::default();
-        for t in tables.iter().filter(|t| t.from_table) {
-            created.add("table", None, &t.name);
-        }
-        let (statements, mut report, sequences) =
-            ddl::after_load(&schema, &self.staging, &loaded, &relations, &mut created);
-        // Nondeterministic collations: PostgreSQL 12 and later, built with ICU.
-        let icu: bool = client
-            .query_one(
-                "SELECT current_setting('server_version_num')::int >= 120000 \
-                 AND EXISTS (SELECT 1 FROM pg_collation WHERE collprovider = 'i')",
-                &[],
-            )
-            .map_err(|e| pg_error("looking for ICU collations", e))?
-            .get(0);
-        let columns = |name: &str| -> Option<Vec<(String, String)>> {
-            tables
-                .iter()
-                .find(|t| t.from_table && t.name == name)
-                .map(|t| {
-                    t.columns
-                        .iter()
-                        .map(|c| (c.name.clone(), c.sql_type.clone()))
-                        .collect()
-                })
-        };
-        let steps = domains::domains_and_collations(
-            &schema,
-            &self.staging,
-            &columns,
-            icu,
-            &relations,
-            &mut created,
-            &mut report,
-        );
-        let is_loaded = |name: &str| tables.iter().any(|t| t.from_table && t.name == name);
-        let grants = if self.options.grants {
-            let roles: std::collections::HashSet<String> = client
-                .query("SELECT rolname::text FROM pg_roles", &[])
-                .map_err(|e| pg_error("reading the cluster's roles", e))?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            grants::roles_and_grants(
-                &schema,
-                &self.staging,
-                &is_loaded,
-                &mut |role| roles.contains(role),
-                &mut created,
-                &mut report,
-            )
-        } else {
-            Vec::new()
-        };
-        let tallies = catalog_report::account(&schema.catalog, &created, &is_loaded, &mut report);
         drop(tables);
-        *self.sequence_names.lock().unwrap() = sequences;
-        for statement in steps
-            .before_keys
-            .iter()
-            .chain(&statements)
-            .chain(&steps.after)
-            .chain(&grants)
-        {
+        let (icu, roles) = plan_target::server_abilities(client, self.options.grants)?;
+        let ddl = plan_target::whole_ddl(&schema, &self.staging, &loads, icu, roles.as_ref());
+        *self.sequence_names.lock().unwrap() = ddl.sequences;
+        for statement in &ddl.statements {
             self.run_sql(client, &statement.what, &statement.sql)?;
         }
-        *self.report.lock().unwrap() = report;
-        *self.tallies.lock().unwrap() = tallies;
+        *self.report.lock().unwrap() = ddl.report;
+        *self.tallies.lock().unwrap() = ddl.tallies;
         Ok(())
     }
 

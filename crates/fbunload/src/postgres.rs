@@ -33,6 +33,7 @@ pub const PG_END_SYNC_HELP: &str = "With -o postgresql://: the cut-over. Ends ke
     (docs/postgresql.md, Moving an application)";
 
 pub use fbunload_dest_postgres::cut_over::EndedSync;
+pub use fbunload_dest_postgres::plan_target::TargetPlan;
 
 /// The cut-over: ends keeping `schema` (default `public`) of the
 /// PostgreSQL database at `uri` in sync (see [`PG_END_SYNC_HELP`]).
@@ -165,6 +166,40 @@ impl Unload {
             catalog: destination.catalog_tallies(),
             synced: false,
         })
+    }
+}
+
+impl Unload {
+    /// `--plan -o postgresql://...`: what a load of `prepared`'s tables
+    /// into `schema` of `uri` would do (a full load, a sync or refused;
+    /// what `--overwrite` replaces; the catalog objects made and
+    /// reported), changing nothing.
+    pub fn plan_postgres(
+        &self,
+        prepared: &crate::Prepared,
+        uri: &str,
+        schema: Option<&str>,
+    ) -> Result<TargetPlan, Error> {
+        let target = Target::parse(uri).map_err(Error::Usage)?;
+        let options = PostgresOptions {
+            schema: schema.unwrap_or(DEFAULT_SCHEMA).to_string(),
+            overwrite: self.reuse == Reuse::Overwrite,
+            create_tables: self.options.schema,
+            grants: self.pg_grants,
+            keep_state: self.keep_keys,
+            ..PostgresOptions::default()
+        };
+        let model = match self.options.schema {
+            true => Some(prepared.schema_model()?),
+            false => None,
+        };
+        fbunload_dest_postgres::plan_target::plan_target(
+            &target,
+            &options,
+            &prepared.plan,
+            &prepared.schemas,
+            model.as_ref(),
+        )
     }
 }
 
