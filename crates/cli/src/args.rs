@@ -349,7 +349,9 @@ pub struct Args {
 
     /// Print the plan (tables, pointer pages, units, estimated rows and size, snapshot) and exit
     /// without unloading; the estimates count rows on at most 128 data pages a table
-    /// (docs/command-line.md, Estimates)
+    /// (docs/command-line.md, Estimates). With -o postgresql://, also what the load would do
+    /// there, changing nothing: a full load, a sync or refused, what --overwrite replaces, and
+    /// the catalog objects it would make and report (docs/postgresql.md)
     #[arg(long)]
     pub plan: bool,
 

@@ -533,6 +533,7 @@ fn plan_says_full_load_sync_or_refusal_and_what_would_be_made_changing_nothing()
     };
     let before = schemas(&mut c);
     let text = plan(&[]);
+    eprintln!("{text}");
     assert!(
         text.contains("PostgreSQL: a full load into schema p"),
         "{text}"
