@@ -5,9 +5,9 @@
 # poll and a receive on the client's, so larger packets are fewer system
 # calls and wake-ups at both ends.
 #
-# Two private servers built from the same Firebird 5 (scripts/fb5-server.sh
-# private), identical but for that one setting, each with its own copy of
-# one generated STOCK table (W x 100,000 rows); runs alternate between them
+# Two private servers run from the same Firebird 5 installation
+# (scripts/fb5-server.sh private), identical but for that one setting,
+# each with its own copy of one generated STOCK table (W x 100,000 rows); runs alternate between them
 # so the machine's drift falls on both alike. Prints the median of RUNS
 # per server, mode and worker count, and the 32767 server's time relative
 # to the 8192 one's.

@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
 # A Firebird 5 server over TCP, for the tests and benchmarks of the path
-# most users take. No package registry here ships a Firebird 4/5 server,
-# so it is built from Firebird's own source, which never enters this
-# repository:
+# most users take, run from an installation that already exists: a
+# Firebird 5.0 (or 4.0) server installed as Firebird documents it. No
+# package registry here ships one, so where none is installed the tests
+# that need it say they are skipped.
 #
-#   scripts/fb5-server.sh build SRC HOME   # SRC: Firebird's source tree at tag v5.0.4
-#                                          # (git archive of FirebirdSQL/firebird); installs
-#                                          # the build tools; ~11 min of make on 2 cores
 #   eval "$(scripts/fb5-server.sh start [HOME])"
 #   scripts/fb5-server.sh stop [HOME]
 #   eval "$(scripts/fb5-server.sh private DIR PORT [HOME])"
@@ -40,26 +38,6 @@ security_db() {
 
 command=${1:-}
 case "$command" in
-  build)
-    src=${2:?usage: fb5-server.sh build SRC HOME}
-    home=${3:?usage: fb5-server.sh build SRC HOME}
-    [ -x "$src/autogen.sh" ] || fail "$src is not a Firebird source tree (no autogen.sh)"
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential autoconf automake \
-      libtool libtool-bin cmake libicu-dev zlib1g-dev libncurses-dev unzip >/dev/null
-    (cd "$src" && ./autogen.sh --prefix="$home" --enable-binreloc --with-builtin-tommath \
-       --with-builtin-tomcrypt >&2 && make -j"$(nproc)" >&2)
-    # The build is relocatable (binreloc): the release tree is the server.
-    mkdir -p "$home"
-    cp -a "$src/gen/Release/firebird/." "$home/"
-    # The release tree links libtommath and libtomcrypt into the source
-    # tree: copy them, so the server outlives the source.
-    find "$home" -type l -lname '/*' | while read -r link; do
-      cp --remove-destination "$(readlink -f "$link")" "$link"
-    done
-    echo "==> Firebird built into $home" >&2
-    exit 0
-    ;;
   private)
     dir=${2:?usage: fb5-server.sh private DIR PORT [HOME]}
     port=${3:?usage: fb5-server.sh private DIR PORT [HOME]}
@@ -107,13 +85,13 @@ case "$command" in
     exit 0
     ;;
   start|stop) ;;
-  *) fail "usage: fb5-server.sh build SRC HOME | start [HOME] | stop [HOME] | private DIR PORT [HOME]" ;;
+  *) fail "usage: fb5-server.sh start [HOME] | stop [HOME] | private DIR PORT [HOME]" ;;
 esac
 
 home=${2:-${FBUNLOAD_FB5_HOME:-/opt/fbunload-fb5}}
 port=${FBUNLOAD_FB5_PORT:-3055}
 run=/tmp/fbunload-fb5
-[ -x "$home/bin/firebird" ] || fail "no Firebird 5 server in $home (build one: scripts/fb5-server.sh build SRC $home)"
+[ -x "$home/bin/firebird" ] || fail "no Firebird 5 server in $home (install one there, or name its directory: FBUNLOAD_FB5_HOME; docs/server.md)"
 
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
 

@@ -116,6 +116,13 @@ if ! command -v cargo >/dev/null 2>&1; then
   rm -rf "$rustup_dir"
   . "$CARGO_ENV"
 fi
+# scripts/test.sh checks formatting and lints first.
+if command -v rustup >/dev/null 2>&1; then
+  for component in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$component" ||
+      { say "adding Rust's $component"; rustup component add "$component" >/dev/null; }
+  done
+fi
 if [ "${FBUNLOAD_SKIP_WINE:-}" != 1 ] && command -v rustup >/dev/null 2>&1 &&
   ! rustup target list --installed | grep -qx x86_64-pc-windows-gnu; then
   say "adding Rust's Windows target (x86_64-pc-windows-gnu), for scripts/wine-smoke.sh"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Sets up and runs every test: unit tests beside the code, integration tests
+# Sets up, checks formatting (cargo fmt) and lints (cargo clippy, warnings
+# as errors), and runs every test: unit tests beside the code, integration tests
 # against the real embedded Firebird 5 engine, against Debian's Firebird
 # 3.0 server over TCP (installed and started here) and against a Firebird 5
-# server where one was built (scripts/fb5-server.sh), each stopped at the
+# server where one is installed (scripts/fb5-server.sh), each stopped at the
 # end if this run started it; golden files; Apache Arrow ADBC's validation
-# suite against the ADBC driver, where built (scripts/adbc-validation.sh);
+# suite against the ADBC driver, where one is built (scripts/adbc-validation.sh);
 # then the Python package's pytest suite, and its wheel installed into a
 # fresh virtual environment running the Quick start; then the Windows build under Wine
 # (scripts/wine-smoke.sh), where Wine and Rust's Windows target are
@@ -15,6 +16,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 CARGO_ENV="${CARGO_HOME:-$HOME/.cargo}/env"
 [ -f "$CARGO_ENV" ] && . "$CARGO_ENV"
+# Formatting and lints first: a change that fails them fails here, in
+# seconds, before the long part.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 stop_servers=
 # Stop the servers this run started, however it ends; one that was already
 # running belongs to someone else and stays.
@@ -32,8 +37,8 @@ if [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]; then
     stop_servers='bash scripts/fb3-server.sh --stop "$FBUNLOAD_TEST_SERVER_STARTED_PID"'
   fi
 fi
-# A Firebird 5 server, where one was built (scripts/fb5-server.sh build):
-# its tests say they are skipped when none runs.
+# A Firebird 5 server, where one is installed (docs/server.md): its
+# tests say they are skipped when none runs.
 fb5_home=${FBUNLOAD_FB5_HOME:-/opt/fbunload-fb5}
 if [ -x "$fb5_home/bin/firebird" ] && [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]; then
   eval "$(bash scripts/fb5-server.sh start "$fb5_home")"
@@ -41,7 +46,7 @@ if [ -x "$fb5_home/bin/firebird" ] && [ "${FBUNLOAD_SKIP_SERVER_TESTS:-}" != 1 ]
     stop_servers="${stop_servers:-true}; bash scripts/fb5-server.sh stop $fb5_home"
   fi
 else
-  echo "==> no Firebird 5 server in $fb5_home: its tests are skipped (docs/server.md)" >&2
+  echo "==> no Firebird 5 server installed in $fb5_home: its tests are skipped (docs/server.md)" >&2
 fi
 # A private PostgreSQL 15 cluster for the PostgreSQL destination's tests
 # (scripts/pg-cluster.sh), stopped at the end; where it cannot start, they
@@ -68,12 +73,12 @@ fi
 cargo test --workspace --all-targets "$@"
 
 # Apache Arrow ADBC's own validation suite against the ADBC driver, where
-# setup.sh (or scripts/adbc-validation.sh build) built it.
+# someone built it (docs/adbc.md says what it needs).
 adbc_suite=${FBUNLOAD_ADBC_VALIDATION:-${XDG_CACHE_HOME:-$HOME/.cache}/fbunload-adbc-validation}
 if [ -x "$adbc_suite/build/adbc-validation" ]; then
   bash scripts/adbc-validation.sh run "$adbc_suite" --gtest_brief=1
 else
-  echo "==> no ADBC validation suite in $adbc_suite: its tests are skipped (scripts/adbc-validation.sh build)" >&2
+  echo "==> no ADBC validation suite in $adbc_suite: its tests are skipped (docs/adbc.md)" >&2
 fi
 
 # The Python package: built as a wheel from the same code (the dev profile

@@ -218,7 +218,7 @@ fn in_firebirds_years<T: Datelike>(date: T, name: &str) -> Result<T> {
 /// value has more (module docs); `shown` is the value, for the message.
 fn time_of_day(time: NaiveTime, shown: &dyn std::fmt::Display, name: &str) -> Result<String> {
     let nanos = time.nanosecond();
-    if nanos % 100_000 != 0 {
+    if !nanos.is_multiple_of(100_000) {
         return Err(invalid(format!(
             "parameter {name}: {shown} cannot be bound: Firebird keeps time to 100 µs (four \
              decimals of a second), and rounding it would compare or return another instant; \

@@ -88,7 +88,7 @@ impl Read {
         let as_table = unload.clone().tables(fbunload::exact_pattern(table));
         match as_table.prepare() {
             Ok(prepared) if prepared.plan.tables[0].computed.is_empty() => {
-                Ok(Planned::Table(as_table, prepared))
+                Ok(Planned::Table(as_table, Box::new(prepared)))
             }
             Ok(_) => Ok(Planned::Other(
                 unload.query_spec(split_by_itself(table, sql)),
@@ -115,7 +115,7 @@ impl Read {
     /// Starts the run: its batches as they come.
     fn start(&self, settings: &Settings) -> Result<RecordBatches> {
         Ok(match self.plan(settings)? {
-            Planned::Table(unload, prepared) => unload.record_batches_of(prepared),
+            Planned::Table(unload, prepared) => unload.record_batches_of(*prepared),
             Planned::Other(unload) => unload.record_batches().map_err(from_run)?,
         })
     }
@@ -124,7 +124,7 @@ impl Read {
     /// of the query: no row is read.
     pub fn schema(&self, settings: &Settings) -> Result<Schema> {
         let prepared = match self.plan(settings)? {
-            Planned::Table(_, prepared) => prepared,
+            Planned::Table(_, prepared) => *prepared,
             Planned::Other(unload) => unload.prepare().map_err(from_run)?,
         };
         let schema = prepared.schemas.first().ok_or_else(|| {
@@ -299,7 +299,7 @@ pub(crate) fn split_by_itself(table: &str, sql: &str) -> QuerySpec {
 /// A read as the facade will run it.
 enum Planned {
     /// A table without computed columns, its catalog read.
-    Table(Unload, Prepared),
+    Table(Unload, Box<Prepared>),
     /// A query (a view's, or a table's with computed columns).
     Other(Unload),
 }

@@ -3,12 +3,12 @@
 // the quirks of a read-only Firebird driver, and the suite's tests, each
 // either run or skipped with the reason it cannot apply.
 //
-// Built and run by scripts/adbc-validation.sh, which also creates the
-// database the tests read (make_database.py): the driver never writes, so
-// the tables a test would create through it are there beforehand. The
-// script gives the suite's FROM-less SELECTs (`SELECT 42`) Firebird's
-// ` FROM RDB$DATABASE` in its copy of the suite's source, where the text
-// is not one RewriteSql can change.
+// Compiled into the suite where someone builds it (docs/adbc.md); run by
+// scripts/adbc-validation.sh, which also creates the database the tests
+// read (make_database.py): the driver never writes, so the tables a test
+// would create through it are there beforehand. Firebird's grammar has no
+// FROM-less SELECT: the suite's `SELECT 42`s that RewriteSql cannot reach
+// fail unless the suite's copy gives them ` FROM RDB$DATABASE`.
 //
 // Environment: FBUNLOAD_ADBC_DRIVER (the driver's shared library),
 // FBUNLOAD_ADBC_DATABASE (the database's path), ISC_USER/ISC_PASSWORD.

@@ -1,7 +1,7 @@
 //! Against a Firebird 5 server over TCP: the path most users take. No
-//! package registry here ships a Firebird 4/5 server, so it is built from
-//! Firebird's source and started by `scripts/fb5-server.sh`, which sets
-//! `FBUNLOAD_TEST_FB5*` (scripts/test.sh does both when a build is there;
+//! package registry here ships a Firebird 4/5 server: one installed as
+//! Firebird documents it is started by `scripts/fb5-server.sh`, which sets
+//! `FBUNLOAD_TEST_FB5*` (scripts/test.sh does both where one is installed;
 //! docs/server.md). Where no such server runs, every test
 //! here says it is skipped, and passes.
 
@@ -39,7 +39,7 @@ fn fb5(test: &str) -> Option<Fb5> {
         }),
         _ => {
             eprintln!(
-                "{test}: skipped, no Firebird 5 server (build and start one: \
+                "{test}: skipped, no Firebird 5 server (start an installed one: \
                  scripts/fb5-server.sh, docs/server.md)"
             );
             None
@@ -433,8 +433,8 @@ fn sigterm_stops_a_remote_run_and_the_next_run_completes() {
 }
 
 /// A Firebird 5 server of its own, for a test to stop: started by
-/// `scripts/fb5-server.sh private` from the build the shared test server
-/// runs from, killed and removed when dropped.
+/// `scripts/fb5-server.sh private` from the installation the shared test
+/// server runs from, killed and removed when dropped.
 struct PrivateServer {
     address: String,
     dir: PathBuf,
@@ -448,7 +448,7 @@ impl PrivateServer {
         let home = std::env::var("FBUNLOAD_FB5_HOME").unwrap_or("/opt/fbunload-fb5".into());
         if !Path::new(&home).join("bin/firebird").exists() {
             eprintln!(
-                "{test}: skipped, no Firebird 5 build in {home} (scripts/fb5-server.sh build; \
+                "{test}: skipped, no Firebird 5 server installed in {home} (FBUNLOAD_FB5_HOME; \
                  docs/server.md)"
             );
             return None;

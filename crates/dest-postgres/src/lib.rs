@@ -27,6 +27,7 @@ pub mod grants;
 pub mod plan_target;
 pub mod sync;
 mod target;
+mod tls;
 pub mod types;
 
 use std::io::Write;

@@ -6,12 +6,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use postgres::config::Host;
-use postgres::{Client, Config, NoTls};
+use postgres::{Client, Config};
+
+use crate::tls::{ConnectError, TlsSettings};
 
 /// A PostgreSQL database to load into.
 #[derive(Clone)]
 pub struct Target {
     config: Config,
+    /// sslmode and its certificates, which rust-postgres does not parse.
+    tls: TlsSettings,
     /// `user@host:port/dbname`, for messages: no password.
     shown: String,
 }
@@ -36,7 +40,9 @@ impl Target {
         if !is_postgres_uri(uri) {
             return Err("a PostgreSQL target is postgresql://USER@HOST:PORT/DBNAME".into());
         }
-        let mut config: Config = uri.parse().map_err(|e| {
+        let (uri_without_tls, tls) =
+            TlsSettings::take_from_uri(uri).map_err(|e| format!("{}: {e}", shown_uri(uri)))?;
+        let mut config: Config = uri_without_tls.parse().map_err(|e| {
             // The parser's message never holds the password; the URI might.
             format!(
                 "{}: not a PostgreSQL URI ({e}); use postgresql://USER@HOST:PORT/DBNAME",
@@ -86,6 +92,7 @@ impl Target {
         Ok(Target {
             shown: format!("postgresql://{user}@{host}:{port}/{dbname}"),
             config,
+            tls,
         })
     }
 
@@ -96,13 +103,29 @@ impl Target {
 
     /// A new connection, or one line that says why not.
     pub fn connect(&self) -> Result<Client, String> {
-        self.config.connect(NoTls).map_err(|e| {
+        self.tls.connect(&self.config).map_err(|e| {
+            let e = match e {
+                ConnectError::Postgres(e) => e,
+                ConnectError::Settings(reason) => {
+                    return format!("cannot connect to {}: {reason}", self.shown)
+                }
+            };
             let reason = match e.as_db_error() {
                 Some(db) => db.message().to_string(),
                 None => std::error::Error::source(&e)
                     .map_or_else(|| e.to_string(), |s| format!("{e}: {s}")),
             };
-            format!("cannot connect to {}: {reason}", self.shown)
+            // rustls names the failed check; say what to change.
+            let hint = if reason.contains("UnknownIssuer") {
+                " (no root in sslrootcert signed the server's certificate: name its CA, or \
+                 sslmode=require to encrypt without checking)"
+            } else if reason.contains("not valid for name") {
+                " (sslmode=verify-full: connect by a name the certificate holds, or \
+                 sslmode=verify-ca to check the chain only)"
+            } else {
+                ""
+            };
+            format!("cannot connect to {}: {reason}{hint}", self.shown)
         })
     }
 }

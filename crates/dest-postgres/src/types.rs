@@ -811,8 +811,8 @@ mod tests {
             r ^= r << 17;
             values.push(
                 (r as i128)
-                    * if r % 3 == 0 { 1_000_003 } else { 1 }
-                    * if r % 2 == 0 { -1 } else { 1 },
+                    * if r.is_multiple_of(3) { 1_000_003 } else { 1 }
+                    * if r.is_multiple_of(2) { -1 } else { 1 },
             );
         }
         for &v in &values {

@@ -36,13 +36,16 @@ pub struct SequenceMovers {
     columns: HashMap<(String, String), String>,
 }
 
+/// An object of the catalog's dependencies: (RDB$DEPENDENT_TYPE, name).
+type CatalogObject = (i64, String);
+/// What an object depends on: (type, name, field; '' for the object whole).
+type DependedOn = (i64, String, String);
+
 impl SequenceMovers {
     /// Reads the movers from the catalog.
     pub fn read(tr: &Transaction) -> Result<SequenceMovers, ClientError> {
         // (dependent type, dependent name) -> [(type, name, field)] it uses.
-        type Dependent = (i64, String);
-        type DependedOn = (i64, String, String);
-        let mut edges: Vec<(Dependent, DependedOn)> = Vec::new();
+        let mut edges: Vec<(CatalogObject, DependedOn)> = Vec::new();
         query(
             tr,
             "SELECT RDB$DEPENDENT_TYPE, RDB$DEPENDENT_NAME, RDB$DEPENDED_ON_TYPE, \

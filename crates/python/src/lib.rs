@@ -742,7 +742,7 @@ fn unload<'py>(
         stall_timeout: stall_timeout.unwrap_or(defaults.stall_timeout),
         plan: PlanOptions {
             unit_pages,
-            ..defaults.plan.clone()
+            ..defaults.plan
         },
         ..defaults
     };
@@ -833,12 +833,11 @@ fn unload<'py>(
 
 /// A change set applied to the run it was taken since (`fbunload
 /// apply`): each table's schema and batches, by name, in table order.
+/// A table of `apply`'s result: its name, its schema and its batches.
+type AppliedTable<'py> = (String, Bound<'py, PyAny>, Vec<Bound<'py, PyAny>>);
+
 #[pyfunction]
-fn apply<'py>(
-    py: Python<'py>,
-    old: PathBuf,
-    changes: PathBuf,
-) -> PyResult<Vec<(String, Bound<'py, PyAny>, Vec<Bound<'py, PyAny>>)>> {
+fn apply<'py>(py: Python<'py>, old: PathBuf, changes: PathBuf) -> PyResult<Vec<AppliedTable<'py>>> {
     let tables = py
         .detach(|| fbunload::apply::apply_tables(&old, &changes))
         .map_err(to_py)?;
