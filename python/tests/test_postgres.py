@@ -95,3 +95,21 @@ def test_keep_keys_then_a_sync_applies_only_the_changes(tmp_path, pg_uri):
     assert psql(pg_uri, "SELECT id, v FROM pgsync_py.k ORDER BY id") == [["2", "TWO"], ["3", "three"]]
     assert psql(pg_uri, "SELECT options->>'kind' FROM pgsync_py._fbunload_runs "
                         "ORDER BY finished") == [["full"], ["sync"]]
+
+
+def test_the_catalog_is_counted_and_pg_grants_makes_the_grants(tmp_path, pg_uri):
+    db = make_database(tmp_path / "grants.fdb", [
+        "CREATE TABLE ITEM (ID INTEGER NOT NULL PRIMARY KEY)",
+        "CREATE ROLE PY_CLERK",
+        "GRANT SELECT ON ITEM TO ROLE PY_CLERK",
+        "CREATE EXCEPTION PY_GONE 'gone'",
+    ])
+    with pytest.raises(fbunload.UsageError, match="pg_grants is for a PostgreSQL output"):
+        fbunload.unload(db, tmp_path / "out", pg_grants=True, **AUTH)
+    summary = fbunload.unload(db, pg_uri, pg_schema="g", pg_grants=True, **AUTH)
+    catalog = summary["catalog"]
+    assert catalog["table"] == {"made": 1, "reported": 0}
+    assert catalog["grant"] == {"made": 1, "reported": 0}
+    assert catalog["exception"] == {"made": 0, "reported": 1}
+    assert psql(pg_uri, "SELECT has_table_privilege('py_clerk', 'g.item', 'SELECT')") == [["t"]]
+    psql(pg_uri, "DROP OWNED BY py_clerk; DROP ROLE py_clerk")
