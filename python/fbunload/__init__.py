@@ -49,6 +49,7 @@ __all__ = [
     "read_tables",
     "unload",
     "apply",
+    "pg_end_sync",
     "plan",
     "sample",
     "Snapshot",
@@ -479,6 +480,19 @@ def unload(
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None
+
+
+def pg_end_sync(uri: str, *, pg_schema: Optional[str] = None) -> Dict[str, int]:
+    """The cut-over (``fbunload -o URI --pg-end-sync``): ends keeping schema
+    ``pg_schema`` (default 'public') of the PostgreSQL database ``uri`` in
+    sync, removing fbunload's own tables there (``_fbunload_state``,
+    ``_fbunload_runs``, ``_fbunload_untranslated``) in one transaction;
+    reads nothing from Firebird. A later load into the schema is then
+    refused instead of applied over the application's writes. Returns
+    ``{"runs": n, "untranslated": m}``: the runs it had recorded, and the
+    objects still listed as not translated (docs/postgresql.md, Moving an
+    application). A schema fbunload never loaded raises ``UsageError``."""
+    return _fbunload.pg_end_sync(uri, pg_schema=pg_schema)
 
 
 def apply(old: str, changes: str) -> Dict[str, pa.Table]:

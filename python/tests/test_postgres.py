@@ -113,3 +113,15 @@ def test_the_catalog_is_counted_and_pg_grants_makes_the_grants(tmp_path, pg_uri)
     assert catalog["exception"] == {"made": 0, "reported": 1}
     assert psql(pg_uri, "SELECT has_table_privilege('py_clerk', 'g.item', 'SELECT')") == [["t"]]
     psql(pg_uri, "DROP OWNED BY py_clerk; DROP ROLE py_clerk")
+
+
+def test_pg_end_sync_ends_a_kept_load(tmp_path, pg_uri):
+    db = make_database(tmp_path / "end.fdb", [
+        "CREATE TABLE ITEM (ID INTEGER NOT NULL PRIMARY KEY)",
+        "INSERT INTO ITEM VALUES (1)",
+    ])
+    fbunload.unload(db, pg_uri, pg_schema="e", keep_keys=True, **AUTH)
+    assert fbunload.pg_end_sync(pg_uri, pg_schema="e") == {"runs": 1, "untranslated": 0}
+    assert psql(pg_uri, "SELECT count(*) FROM pg_tables WHERE schemaname = 'e'") == [["1"]]
+    with pytest.raises(fbunload.UsageError, match="holds no fbunload run"):
+        fbunload.pg_end_sync(pg_uri, pg_schema="e")

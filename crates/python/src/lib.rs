@@ -877,6 +877,25 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
         .map_err(|_| Error::new_err("the command line panicked"))
 }
 
+/// The cut-over (`--pg-end-sync`): ends keeping `pg_schema` of the
+/// PostgreSQL database at `uri` in sync; returns how many runs it
+/// recorded and how many objects were still listed as not translated.
+#[pyfunction]
+#[pyo3(signature = (uri, *, pg_schema=None))]
+fn pg_end_sync<'py>(
+    py: Python<'py>,
+    uri: String,
+    pg_schema: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let ended = py
+        .detach(|| fbunload::postgres::end_sync(&uri, pg_schema.as_deref()))
+        .map_err(to_py)?;
+    let dict = PyDict::new(py);
+    dict.set_item("runs", ended.runs)?;
+    dict.set_item("untranslated", ended.untranslated)?;
+    Ok(dict)
+}
+
 /// Serves a run as its reader process (`python -I .../fbunload/_reader.py`,
 /// started by the run); returns the exit status.
 #[pyfunction]
@@ -1284,6 +1303,7 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(unload, m)?)?;
     m.add_function(wrap_pyfunction!(apply, m)?)?;
+    m.add_function(wrap_pyfunction!(pg_end_sync, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(sample, m)?)?;
