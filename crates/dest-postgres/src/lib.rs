@@ -9,7 +9,10 @@
 //! - The rows go into a staging schema. Once every unit is in, the keys,
 //!   indices, foreign keys (validated), NOT NULL, defaults and sequences
 //!   are added there ([`ddl`], from the catalog model `schema.sql` is
-//!   written from), the run is recorded in `_fbunload_runs`, and one
+//!   written from), with domains and case-insensitive collations
+//!   ([`domains`]) and, asked, roles and grants ([`grants`]); every other
+//!   object of the Firebird catalog is listed in `_fbunload_untranslated`
+//!   ([`catalog_report`]); the run is recorded in `_fbunload_runs`, and one
 //!   transaction swaps the staging schema in for the target. Readers of
 //!   the target see the old tables or the new ones, never a mix.
 //! - A run that fails or is interrupted drops its staging schema; one

@@ -50,9 +50,10 @@ pub struct Loaded {
     /// The target, without its password.
     pub target: String,
     pub schema: String,
-    /// What did not translate (views, triggers, CHECK constraints,
-    /// computed columns, expression indices, non-constant defaults), with
-    /// its Firebird source; also in the target's `_fbunload_untranslated`.
+    /// Every object of the Firebird catalog not made in PostgreSQL
+    /// (views, triggers, procedures, CHECKs, exceptions, grants, ...),
+    /// with its Firebird source and why; also in the target's
+    /// `_fbunload_untranslated`.
     pub untranslated: Vec<Untranslated>,
     /// Every object of the Firebird catalog, counted by kind: how many
     /// were made in PostgreSQL and how many reported (empty for a sync,
