@@ -49,6 +49,7 @@ __all__ = [
     "read_tables",
     "unload",
     "apply",
+    "pg_end_sync",
     "plan",
     "sample",
     "Snapshot",
@@ -390,6 +391,7 @@ def unload(
     pg_schema: Optional[str] = None,
     pg_lock_wait: Optional[float] = None,
     pg_drop_others: bool = False,
+    pg_grants: bool = False,
 ) -> Dict[str, Any]:
     """What the command line does: every selected table to a file in
     directory ``output``, then ``schema.sql`` (the tables' DDL) and
@@ -463,8 +465,11 @@ def unload(
       on standard error as it waits.
       ``keep_keys=True`` keeps the state in the target, and each later run
       into it applies only what changed since, in one transaction. The
-      summary adds ``target``, ``pg_schema`` and ``untranslated`` (what
-      did not translate, with its Firebird source)."""
+      summary adds ``target``, ``pg_schema``, ``untranslated`` (what
+      did not translate, with its Firebird source) and ``catalog`` (every
+      object of Firebird's catalog by kind: how many made, how many
+      reported). ``pg_grants=True`` also makes Firebird's roles and its
+      grants on the loaded tables (``--pg-grants``)."""
     try:
         return _fbunload.unload(
             database, str(output), format=format, compression=compression, header=header,
@@ -479,10 +484,23 @@ def unload(
             wire_crypt=wire_crypt, wire_compression=wire_compression,
             since=None if since is None else str(since), keep_keys=keep_keys,
             processes=processes, pg_schema=pg_schema, pg_lock_wait=pg_lock_wait,
-            pg_drop_others=pg_drop_others)
+            pg_drop_others=pg_drop_others, pg_grants=pg_grants)
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None
+
+
+def pg_end_sync(uri: str, *, pg_schema: Optional[str] = None) -> Dict[str, int]:
+    """The cut-over (``fbunload -o URI --pg-end-sync``): ends keeping schema
+    ``pg_schema`` (default 'public') of the PostgreSQL database ``uri`` in
+    sync, removing fbunload's own tables there (``_fbunload_state``,
+    ``_fbunload_runs``, ``_fbunload_untranslated``) in one transaction;
+    reads nothing from Firebird. A later load into the schema is then
+    refused instead of applied over the application's writes. Returns
+    ``{"runs": n, "untranslated": m}``: the runs it had recorded, and the
+    objects still listed as not translated (docs/postgresql.md, Moving an
+    application). A schema fbunload never loaded raises ``UsageError``."""
+    return _fbunload.pg_end_sync(uri, pg_schema=pg_schema)
 
 
 def apply(old: str, changes: str) -> Dict[str, pa.Table]:

@@ -110,3 +110,33 @@ def test_overwrite_drops_what_fbunload_did_not_make_only_when_told(types_db, pg_
     for keyword in [{"pg_drop_others": True}, {"pg_lock_wait": 3}]:
         with pytest.raises(fbunload.UsageError, match="is for a PostgreSQL output"):
             fbunload.unload(types_db, "out", **keyword, **AUTH)
+
+
+def test_the_catalog_is_counted_and_pg_grants_makes_the_grants(tmp_path, pg_uri):
+    db = make_database(tmp_path / "grants.fdb", [
+        "CREATE TABLE ITEM (ID INTEGER NOT NULL PRIMARY KEY)",
+        "CREATE ROLE PY_CLERK",
+        "GRANT SELECT ON ITEM TO ROLE PY_CLERK",
+        "CREATE EXCEPTION PY_GONE 'gone'",
+    ])
+    with pytest.raises(fbunload.UsageError, match="pg_grants is for a PostgreSQL output"):
+        fbunload.unload(db, tmp_path / "out", pg_grants=True, **AUTH)
+    summary = fbunload.unload(db, pg_uri, pg_schema="g", pg_grants=True, **AUTH)
+    catalog = summary["catalog"]
+    assert catalog["table"] == {"made": 1, "reported": 0}
+    assert catalog["grant"] == {"made": 1, "reported": 0}
+    assert catalog["exception"] == {"made": 0, "reported": 1}
+    assert psql(pg_uri, "SELECT has_table_privilege('py_clerk', 'g.item', 'SELECT')") == [["t"]]
+    psql(pg_uri, "DROP OWNED BY py_clerk; DROP ROLE py_clerk")
+
+
+def test_pg_end_sync_ends_a_kept_load(tmp_path, pg_uri):
+    db = make_database(tmp_path / "end.fdb", [
+        "CREATE TABLE ITEM (ID INTEGER NOT NULL PRIMARY KEY)",
+        "INSERT INTO ITEM VALUES (1)",
+    ])
+    fbunload.unload(db, pg_uri, pg_schema="e", keep_keys=True, **AUTH)
+    assert fbunload.pg_end_sync(pg_uri, pg_schema="e") == {"runs": 1, "untranslated": 0}
+    assert psql(pg_uri, "SELECT count(*) FROM pg_tables WHERE schemaname = 'e'") == [["1"]]
+    with pytest.raises(fbunload.UsageError, match="holds no fbunload run"):
+        fbunload.pg_end_sync(pg_uri, pg_schema="e")

@@ -107,7 +107,7 @@ pub struct Args {
         short = 'd',
         long,
         value_name = "DSN",
-        required_unless_present = "generate"
+        required_unless_present_any = ["generate", "pg_end_sync"]
     )]
     pub database: Option<String>,
 
@@ -207,6 +207,11 @@ pub struct Args {
 
     #[arg(long, help = fbunload::postgres::PG_DROP_OTHERS_HELP)]
     pub pg_drop_others: bool,
+    #[arg(long, help = fbunload::postgres::PG_END_SYNC_HELP)]
+    pub pg_end_sync: bool,
+
+    #[arg(long, help = fbunload::postgres::PG_GRANTS_HELP)]
+    pub pg_grants: bool,
 
     /// Replace the run already in the output directory, once the new one is complete: until
     /// then the old run stays whole (a rerun that fails or is killed leaves it), then the new
@@ -349,7 +354,9 @@ pub struct Args {
 
     /// Print the plan (tables, pointer pages, units, estimated rows and size, snapshot) and exit
     /// without unloading; the estimates count rows on at most 128 data pages a table
-    /// (docs/command-line.md, Estimates)
+    /// (docs/command-line.md, Estimates). With -o postgresql://, also what the load would do
+    /// there, changing nothing: a full load, a sync or refused, what --overwrite replaces, and
+    /// the catalog objects it would make and report (docs/postgresql.md)
     #[arg(long)]
     pub plan: bool,
 

@@ -414,6 +414,9 @@ fn output_format(args: &Args) -> Result<Format, Failure> {
 }
 
 fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
+    if args.pg_end_sync {
+        return end_sync(args);
+    }
     // Checked when parsed.
     let stall_timeout = fbunload::stall_timeout_from_secs(args.stall_timeout)?;
     let _wait_watch =
@@ -484,6 +487,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .overwrite(args.overwrite)
         .keep_keys(args.keep_keys)
         .pg_drop_others(args.pg_drop_others)
+        .pg_grants(args.pg_grants)
         .part_limits(part_limits)
         .wire(args::WireCrypt::wire_options(
             args.wire_crypt,
@@ -541,6 +545,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             return print_out(format_args!("{plan}"));
         }
         print_out(format_args!("{}", prepared.plan))?;
+        if let Some(uri) = args.pg_uri() {
+            let target = unload
+                .plan_postgres(&prepared, uri, args.pg_schema.as_deref())
+                .map_err(describe)?;
+            print_out(format_args!("{}", postgres_plan_text(&target)))?;
+        }
         print_out(format_args!(
             "server {}, {}, {}, client {}",
             prepared.start.server_version,
@@ -565,6 +575,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             ("--pg-schema", args.pg_schema.is_some()),
             ("--pg-lock-wait", args.pg_lock_wait.is_some()),
             ("--pg-drop-others", args.pg_drop_others),
+            ("--pg-grants", args.pg_grants),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
             return Err(Failure::Error(
@@ -600,6 +611,79 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What `--plan -o postgresql://...` prints of the target.
+fn postgres_plan_text(plan: &fbunload::postgres::TargetPlan) -> String {
+    let mut text = format!("PostgreSQL: {}\n", plan.run);
+    for (table, what) in &plan.tables {
+        text += &format!("  {}: {what}\n", printable(table));
+    }
+    if !plan.replaced.is_empty() {
+        let replaced: Vec<String> = plan
+            .replaced
+            .iter()
+            .map(|(r, rows)| format!("{} (~{rows} rows)", printable(r)))
+            .collect();
+        text += &format!("  --overwrite replaces: {}\n", replaced.join(", "));
+    }
+    if !plan.tallies.is_empty() {
+        let kinds: Vec<String> = plan
+            .tallies
+            .iter()
+            .map(|t| format!("{} {}/{}", t.kind, t.created, t.reported))
+            .collect();
+        text += &format!(
+            "  Firebird's catalog by kind, would be made/reported: {}\n",
+            kinds.join(", ")
+        );
+        for u in &plan.untranslated {
+            let table = u
+                .table
+                .as_deref()
+                .map(|t| format!(" of {}", printable(t)))
+                .unwrap_or_default();
+            text += &format!(
+                "  would report {} {}{table}: {}\n",
+                u.kind,
+                printable(&u.name),
+                u.why
+            );
+        }
+    }
+    text.trim_end().to_string()
+}
+
+/// `--pg-end-sync`: the cut-over, in PostgreSQL only.
+fn end_sync(args: &Args) -> Result<(), Failure> {
+    let Some(uri) = args.pg_uri() else {
+        return Err(Failure::Error(
+            "--pg-end-sync needs the PostgreSQL target: -o postgresql://USER@HOST:PORT/DBNAME"
+                .into(),
+            "usage",
+        ));
+    };
+    let ended = fbunload::postgres::end_sync(uri, args.pg_schema.as_deref()).map_err(describe)?;
+    if !args.quiet {
+        let schema = args
+            .pg_schema
+            .as_deref()
+            .unwrap_or(fbunload::postgres::DEFAULT_SCHEMA);
+        eprintln!(
+            "schema {} is no longer kept in sync: fbunload's tables removed ({} recorded); \
+             a later fbunload run into it is refused",
+            printable(schema),
+            count(ended.runs as usize, "run")
+        );
+        if ended.untranslated > 0 {
+            eprintln!(
+                "{} had not been translated by fbunload: translate by hand what the \
+                 application still needs",
+                count(ended.untranslated as usize, "object")
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `-o postgresql://...`: the run, then what it loaded and what did not
 /// translate.
 fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure> {
@@ -631,6 +715,17 @@ fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure>
             printable(&loaded.schema),
             loaded.target
         );
+        if !loaded.catalog.is_empty() {
+            let kinds: Vec<String> = loaded
+                .catalog
+                .iter()
+                .map(|t| format!("{} {}/{}", t.kind, t.created, t.reported))
+                .collect();
+            eprintln!(
+                "Firebird's catalog by kind, made in PostgreSQL/reported: {}",
+                kinds.join(", ")
+            );
+        }
         if !loaded.untranslated.is_empty() {
             eprintln!(
                 "{} not translated (listed with their Firebird source in {}.{}):",

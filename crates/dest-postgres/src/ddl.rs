@@ -4,8 +4,10 @@
 //! sequences and identity columns at Firebird's values), and what does
 //! not translate, with its Firebird source, for the report.
 
+use fbunload_plan::inventory::{constraint_label, Inventory};
 use fbunload_plan::schema::{ConstraintKind, Schema, SequenceValues, TableSchema};
 
+use crate::catalog_report::Created;
 use crate::{ident, pg_name};
 
 /// One statement to run on the staging schema, and what it makes.
@@ -32,12 +34,15 @@ pub struct Untranslated {
 /// says which columns of each table were loaded (a `--columns` run),
 /// so that nothing names a column that is not there. Also returns each
 /// sequence's PostgreSQL name, by its Firebird one (a name taken by a
-/// table or index gets a suffix: a sync must set the same).
+/// table or index gets a suffix: a sync must set the same). What it
+/// makes it records in `created`, by the catalog walk's kinds and names
+/// ([`crate::catalog_report`]).
 pub fn after_load(
     schema: &Schema,
     staging: &str,
     loaded: &dyn Fn(&str) -> Option<Vec<String>>,
     tables: &[String],
+    created: &mut Created,
 ) -> (Vec<Statement>, Vec<Untranslated>, SequenceNames) {
     // Tables, indices (a key's too) and sequences share one namespace in
     // PostgreSQL, not in Firebird: a name taken gets a suffix.
@@ -123,13 +128,15 @@ pub fn after_load(
             });
         }
         for (i, constraint) in table.constraints.iter().enumerate() {
-            let label = constraint
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("{:?} key", constraint.kind).to_lowercase());
+            let label = constraint_label(constraint.name.as_deref(), &constraint.columns);
+            let kind = match constraint.kind {
+                ConstraintKind::PrimaryKey => "primary key",
+                ConstraintKind::Unique => "unique",
+                ConstraintKind::ForeignKey { .. } => "foreign key",
+            };
             if !constraint.columns.iter().all(has) {
                 report.push(Untranslated {
-                    kind: "constraint".into(),
+                    kind: kind.into(),
                     table: Some(table.name.clone()),
                     name: label,
                     source: constraint.columns.join(", "),
@@ -185,9 +192,10 @@ pub fn after_load(
                 }
             };
             let statement = Statement {
-                what: format!("{label} of {}", table.name),
+                what: format!("{kind} {label} of {}", table.name),
                 sql: format!("ALTER TABLE {name} ADD {named}{sql}"),
             };
+            created.add(kind, Some(&table.name), &label);
             if is_foreign {
                 foreign.push(statement);
             } else {
@@ -200,9 +208,20 @@ pub fn after_load(
                 "COMMENT ON TABLE {name} IS {}",
                 sql_literal(comment)
             ));
+            created.add(
+                "comment",
+                Some(&table.name),
+                &format!("table {}", table.name),
+            );
         }
         for column in table.columns.iter().filter(|c| has(&c.name)) {
+            created.add("column", Some(&table.name), &column.name);
             if let Some(comment) = &column.comment {
+                created.add(
+                    "comment",
+                    Some(&table.name),
+                    &format!("column {}.{}", table.name, column.name),
+                );
                 comments.push(format!(
                     "COMMENT ON COLUMN {name}.{} IS {}",
                     ident(&pg_name(&column.name)),
@@ -216,7 +235,14 @@ pub fn after_load(
                 sql: comments.join("; "),
             });
         }
-        indices(table, &name, &has, &mut names, &mut statements, &mut report);
+        indices(
+            table,
+            &name,
+            &has,
+            &mut names,
+            (&mut statements, &mut report, created),
+            (&schema.catalog, staging),
+        );
         let sequence_of = |column: &str| {
             generated
                 .get(&(table.name.clone(), column.to_string()))
@@ -248,14 +274,22 @@ pub fn after_load(
         let pg = names.take(&pg_name(&sequence.name));
         let name = format!("{}.{}", ident(staging), ident(&pg));
         sequences.insert(sequence.name.clone(), pg);
+        let on = format!("sequence {}", sequence.name);
+        let comment = comment_of(&schema.catalog, &on)
+            .map(|text| format!("; COMMENT ON SEQUENCE {name} IS {}", sql_literal(text)))
+            .unwrap_or_default();
         statements.push(Statement {
             what: format!("sequence {}", sequence.name),
             sql: format!(
-                "CREATE SEQUENCE {name} AS bigint {}; {}",
+                "CREATE SEQUENCE {name} AS bigint {}; {}{comment}",
                 sequence_clauses(sequence.values),
                 set_value(&sql_literal(&name), sequence.values)
             ),
         });
+        created.add("sequence", None, &sequence.name);
+        if !comment.is_empty() {
+            created.add("comment", None, &on);
+        }
     }
     (statements, report, sequences)
 }
@@ -296,13 +330,22 @@ impl Names {
     }
 }
 
+/// The catalog's comment on `on` (`sequence G`, `index I`), if any.
+fn comment_of<'c>(catalog: &'c Inventory, on: &str) -> Option<&'c str> {
+    catalog
+        .objects
+        .iter()
+        .find(|o| o.kind == "comment" && o.name == on)
+        .map(|o| o.source.as_str())
+}
+
 fn indices(
     table: &TableSchema,
     name: &str,
     has: &dyn Fn(&String) -> bool,
     names: &mut Names,
-    statements: &mut Vec<Statement>,
-    report: &mut Vec<Untranslated>,
+    (statements, report, created): (&mut Vec<Statement>, &mut Vec<Untranslated>, &mut Created),
+    (catalog, staging): (&Inventory, &str),
 ) {
     for index in &table.indices {
         let untranslated = |why: &str, source: String| Untranslated {
@@ -346,15 +389,28 @@ fn indices(
             .iter()
             .map(|c| format!("{}{order}", ident(&pg_name(c))))
             .collect();
+        let pg = ident(&names.take(&pg_name(&index.name)));
+        let on = format!("index {}", index.name);
+        let comment = comment_of(catalog, &on);
         statements.push(Statement {
             what: format!("index {} of {}", index.name, table.name),
             sql: format!(
-                "CREATE {}INDEX {} ON {name} ({})",
+                "CREATE {}INDEX {pg} ON {name} ({}){}",
                 if index.unique { "UNIQUE " } else { "" },
-                ident(&names.take(&pg_name(&index.name))),
-                columns.join(", ")
+                columns.join(", "),
+                comment
+                    .map(|text| format!(
+                        "; COMMENT ON INDEX {}.{pg} IS {}",
+                        ident(staging),
+                        sql_literal(text)
+                    ))
+                    .unwrap_or_default()
             ),
         });
+        created.add("index", Some(&table.name), &index.name);
+        if comment.is_some() {
+            created.add("comment", Some(&table.name), &on);
+        }
     }
 }
 
@@ -543,7 +599,13 @@ mod tests {
             ..Schema::default()
         };
         let loaded = |_: &str| Some(vec!["ID".to_string(), "B".to_string()]);
-        let (statements, _, sequences) = after_load(&schema, "s", &loaded, &["t".into()]);
+        let (statements, _, sequences) = after_load(
+            &schema,
+            "s",
+            &loaded,
+            &["t".into()],
+            &mut Created::default(),
+        );
         let sql: Vec<&str> = statements.iter().map(|s| s.sql.as_str()).collect();
         assert!(sql.contains(&r#"ALTER TABLE "s"."t" ADD CONSTRAINT "t_pkey" PRIMARY KEY ("id")"#));
         assert!(sql.contains(&r#"ALTER TABLE "s"."t" ADD CONSTRAINT "t_b_key" UNIQUE ("b")"#));
@@ -652,7 +714,8 @@ mod tests {
             "customers".to_string(),
             "by_cust".to_string(),
         ];
-        let (statements, report, sequences) = after_load(&schema, "stage", &loaded, &tables);
+        let (statements, report, sequences) =
+            after_load(&schema, "stage", &loaded, &tables, &mut Created::default());
         assert_eq!(
             sequences.into_iter().collect::<Vec<_>>(),
             [("GEN_ORDERS".to_string(), "gen_orders".to_string())]

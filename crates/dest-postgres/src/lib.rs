@@ -9,7 +9,10 @@
 //! - The rows go into a staging schema. Once every unit is in, the keys,
 //!   indices, foreign keys (validated), NOT NULL, defaults and sequences
 //!   are added there ([`ddl`], from the catalog model `schema.sql` is
-//!   written from), the run is recorded in `_fbunload_runs`, and one
+//!   written from), with domains and case-insensitive collations
+//!   ([`domains`]) and, asked, roles and grants ([`grants`]); every other
+//!   object of the Firebird catalog is listed in `_fbunload_untranslated`
+//!   ([`catalog_report`]); the run is recorded in `_fbunload_runs`, and one
 //!   transaction swaps the staging schema in for the target. Readers of
 //!   the target see the old tables or the new ones, never a mix.
 //! - A run that fails or is interrupted drops its staging schema; one
@@ -20,8 +23,13 @@
 //!   copies, and one transaction replaces the tables' rows.
 
 mod casts;
+pub mod catalog_report;
+pub mod cut_over;
 pub mod ddl;
 mod defaults;
+pub mod domains;
+pub mod grants;
+pub mod plan_target;
 mod safety;
 pub mod sync;
 mod target;
@@ -43,6 +51,7 @@ use fbunload_plan::schema::{ConstraintKind, Schema};
 use fbunload_plan::{Kind, Plan, Unit};
 use postgres::{Client, CopyInWriter, GenericClient};
 
+pub use catalog_report::Tally;
 pub use ddl::Untranslated;
 pub use target::{is_postgres_uri, Target};
 use types::{Encoding, PgColumn};
@@ -87,6 +96,9 @@ pub struct PostgresOptions {
     pub cancel: Arc<AtomicBool>,
     /// Where the destination's notes go (a wait on locks, what it drops).
     pub say: Say,
+    /// Make Firebird's roles and its grants on the loaded tables
+    /// (`--pg-grants`; [`grants`]).
+    pub grants: bool,
 }
 
 /// How long one try of the publish waits for the target's locks, how
@@ -128,6 +140,7 @@ impl Default for PostgresOptions {
             lock_wait: DEFAULT_LOCK_WAIT,
             cancel: Arc::new(AtomicBool::new(false)),
             say: Say::default(),
+            grants: false,
         }
     }
 }
@@ -515,6 +528,8 @@ pub struct PostgresDestination {
     published: AtomicBool,
     started: AtomicBool,
     report: Mutex<Vec<Untranslated>>,
+    /// How many catalog objects of each kind were made and reported.
+    tallies: Mutex<Vec<Tally>>,
     started_at: std::time::SystemTime,
     /// The state of the run the target holds, where this run syncs from
     /// it ([`sync`]).
@@ -611,6 +626,7 @@ impl PostgresDestination {
             published: AtomicBool::new(false),
             started: AtomicBool::new(false),
             report: Mutex::new(Vec::new()),
+            tallies: Mutex::new(Vec::new()),
             started_at: std::time::SystemTime::now(),
             sequence_names: Mutex::new(
                 base.as_ref()
@@ -642,8 +658,9 @@ impl PostgresDestination {
             let all: Vec<String> = held.iter().map(|h| h.description.clone()).collect();
             return Err(ExecError::Usage(format!(
                 "schema {schema} of {} already holds {} object{}: {}; --overwrite replaces it \
-                 whole (in one transaction, once the new tables are complete), --pg-schema NAME \
-                 loads into another",
+                 whole (in one transaction, once the new tables are complete), discarding every \
+                 write made there since, the application's too; --pg-schema NAME loads into \
+                 another",
                 target.shown(),
                 all.len(),
                 if all.len() == 1 { "" } else { "s" },
@@ -748,6 +765,13 @@ impl PostgresDestination {
     /// `_fbunload_untranslated`.
     pub fn untranslated(&self) -> Vec<Untranslated> {
         self.report.lock().unwrap().clone()
+    }
+
+    /// How many objects of each kind of the Firebird catalog the run made
+    /// in PostgreSQL and how many it reported (after a full load; a sync
+    /// makes none).
+    pub fn catalog_tallies(&self) -> Vec<Tally> {
+        self.tallies.lock().unwrap().clone()
     }
 
     pub fn target(&self) -> &Target {
@@ -900,26 +924,29 @@ impl PostgresDestination {
             return Ok(());
         };
         let tables = self.tables.lock().unwrap();
-        let loaded = |name: &str| -> Option<Vec<String>> {
-            tables
-                .iter()
-                .find(|t| t.from_table && t.name == name)
-                .map(|t| t.columns.iter().map(|c| c.name.clone()).collect())
-        };
-        let relations: Vec<String> = tables
+        let loads: Vec<plan_target::LoadedTable> = tables
             .iter()
-            .map(|t| t.pg.clone())
-            .chain([RUNS_TABLE.to_string(), REPORT_TABLE.to_string()])
+            .map(|t| plan_target::LoadedTable {
+                name: t.name.clone(),
+                pg: t.pg.clone(),
+                from_table: t.from_table,
+                columns: t
+                    .columns
+                    .iter()
+                    .map(|c| (c.name.clone(), c.sql_type.clone()))
+                    .collect(),
+            })
             .collect();
-        let (statements, report, sequences) =
-            ddl::after_load(&schema, &self.staging, &loaded, &relations);
         drop(tables);
-        *self.sequence_names.lock().unwrap() = sequences;
-        for statement in statements {
+        let (icu, roles) = plan_target::server_abilities(client, self.options.grants)?;
+        let ddl = plan_target::whole_ddl(&schema, &self.staging, &loads, icu, roles.as_ref());
+        *self.sequence_names.lock().unwrap() = ddl.sequences;
+        for statement in &ddl.statements {
             self.check_stopped()?;
             self.run_sql(client, &statement.what, &statement.sql)?;
         }
-        *self.report.lock().unwrap() = report;
+        *self.report.lock().unwrap() = ddl.report;
+        *self.tallies.lock().unwrap() = ddl.tallies;
         Ok(())
     }
 

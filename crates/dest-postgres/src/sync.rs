@@ -726,7 +726,8 @@ impl PostgresDestination {
             let Some(theirs) = theirs else {
                 return Err(ExecError::Usage(format!(
                     "table {}: {schema}.{pg} is gone from the target (dropped by hand?); \
-                     nothing was changed: reload with --overwrite --keep-keys",
+                     nothing was changed: reload with --overwrite --keep-keys (which discards \
+                     every write made in PostgreSQL since the load)",
                     link.name
                 )));
             };
@@ -734,7 +735,8 @@ impl PostgresDestination {
                 return Err(ExecError::Usage(format!(
                     "table {}: the columns of {schema}.{pg} are not the ones fbunload loaded \
                      ({theirs}; expected {}): edited by hand? nothing was changed: reload with \
-                     --overwrite --keep-keys",
+                     --overwrite --keep-keys (which discards every write made in PostgreSQL \
+                     since the load)",
                     link.name,
                     ours.unwrap_or_default()
                 )));
@@ -783,7 +785,9 @@ impl PostgresDestination {
                 return Err(ExecError::Usage(format!(
                     "table {}: {schema}.{pg} holds {n} rows {when}, where the chain says {}: \
                      its rows were changed by hand (or by a foreign key's cascade); nothing \
-                     was changed: reload with --overwrite --keep-keys",
+                     was changed: reload with --overwrite --keep-keys (which discards every \
+                     write made in PostgreSQL since the load; after the cut-over, \
+                     --pg-end-sync ends the syncs instead)",
                     link.name,
                     expected(link)
                 )));

@@ -276,6 +276,28 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The catalog model of the plan's tables (what `schema.sql` and a
+    /// database destination are made from), read in a snapshot of its
+    /// own: for `--plan`, which reads no rows.
+    pub fn schema_model(&self) -> Result<fbunload_plan::Schema, ExecError> {
+        let names: Vec<String> = self
+            .plan
+            .tables
+            .iter()
+            .filter(|t| t.kind == Kind::Table && !t.role.is_helper())
+            .map(|t| t.name.clone())
+            .collect();
+        let tr = self
+            .main
+            .start_transaction(fbunload_client::TransactionMode::ReadOnlySnapshot)
+            .map_err(ExecError::Client)?;
+        fbunload_plan::read_schema(&tr, &names).map_err(|e| {
+            ExecError::Server(format!(
+                "reading the tables' catalog for --plan failed ({e})"
+            ))
+        })
+    }
+
     /// Attaches, reads the catalog of the tables `filter` selects, and
     /// plans their units.
     pub fn new(db: Database, filter: &TableFilter, options: RunOptions) -> Result<Self, ExecError> {

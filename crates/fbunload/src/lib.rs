@@ -272,6 +272,8 @@ pub struct Unload {
     since: Option<PathBuf>,
     /// Whether a run into a directory keeps its tables' keys.
     keep_keys: bool,
+    /// Whether a load into PostgreSQL makes roles and grants.
+    pg_grants: bool,
     processes: Processes,
     /// A PostgreSQL output's wait for other sessions' locks, and whether
     /// `--overwrite` may drop what fbunload did not make (`postgres`).
@@ -305,6 +307,7 @@ impl Unload {
             part_limits: PartLimits::default(),
             since: None,
             keep_keys: false,
+            pg_grants: false,
             processes: Processes::Auto,
             pg_lock_wait: fbunload_dest_postgres::DEFAULT_LOCK_WAIT,
             pg_drop_others: false,
@@ -330,6 +333,14 @@ impl Unload {
     /// start from this one with [`Unload::since`] (Firebird 4+).
     pub fn keep_keys(mut self, keep: bool) -> Self {
         self.keep_keys = keep;
+        self
+    }
+
+    /// Makes [`Unload::to_postgres`] create Firebird's roles and its
+    /// grants on the loaded tables (see
+    /// [`postgres::PG_GRANTS_HELP`](crate::postgres::PG_GRANTS_HELP)).
+    pub fn pg_grants(mut self, make: bool) -> Self {
+        self.pg_grants = make;
         self
     }
 

@@ -8,7 +8,7 @@ use crate::output::OutputOptions;
 use crate::{Error, Progress, Reuse, Summary, Unload};
 
 pub use fbunload_dest_postgres::{
-    is_postgres_uri, pg_name, Untranslated, DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE,
+    is_postgres_uri, pg_name, Tally, Untranslated, DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE,
 };
 
 /// What `--pg-schema` and Python's `pg_schema` say in help.
@@ -31,6 +31,32 @@ pub const PG_DROP_OTHERS_HELP: &str = "With --overwrite into PostgreSQL: also dr
     other schemas that depend on it (a view over a loaded table, a foreign key to it); each \
     is printed as it is dropped";
 
+/// What `--pg-grants` and Python's `pg_grants` say in help.
+pub const PG_GRANTS_HELP: &str = "With -o postgresql://: also make Firebird's roles and users as \
+    PostgreSQL roles without LOGIN (where the cluster has none of that name) and grant them, \
+    and PUBLIC, the privileges Firebird grants on the loaded tables and their columns. Off by \
+    default: roles belong to the whole PostgreSQL cluster. Every grant is reported either way: \
+    made, or listed in _fbunload_untranslated with why";
+
+/// What `--pg-end-sync` says in help.
+pub const PG_END_SYNC_HELP: &str = "With -o postgresql://: the cut-over. Ends keeping \
+    --pg-schema in sync: removes fbunload's own tables there (_fbunload_state, _fbunload_runs, \
+    _fbunload_untranslated), in one transaction, reading nothing from Firebird (-d is not \
+    needed). Run it once the application writes to PostgreSQL: a later fbunload run into the \
+    schema is then refused instead of applied over the application's writes \
+    (docs/postgresql.md, Moving an application)";
+
+pub use fbunload_dest_postgres::cut_over::EndedSync;
+pub use fbunload_dest_postgres::plan_target::TargetPlan;
+
+/// The cut-over: ends keeping `schema` (default `public`) of the
+/// PostgreSQL database at `uri` in sync (see [`PG_END_SYNC_HELP`]).
+pub fn end_sync(uri: &str, schema: Option<&str>) -> Result<EndedSync, Error> {
+    let target = Target::parse(uri).map_err(Error::Usage)?;
+    let schema = schema.unwrap_or(DEFAULT_SCHEMA);
+    fbunload_dest_postgres::cut_over::end_sync(&target, schema)
+}
+
 /// What a load into PostgreSQL did.
 #[derive(Debug)]
 pub struct Loaded {
@@ -38,10 +64,15 @@ pub struct Loaded {
     /// The target, without its password.
     pub target: String,
     pub schema: String,
-    /// What did not translate (views, triggers, CHECK constraints,
-    /// computed columns, expression indices, non-constant defaults), with
-    /// its Firebird source; also in the target's `_fbunload_untranslated`.
+    /// Every object of the Firebird catalog not made in PostgreSQL
+    /// (views, triggers, procedures, CHECKs, exceptions, grants, ...),
+    /// with its Firebird source and why; also in the target's
+    /// `_fbunload_untranslated`.
     pub untranslated: Vec<Untranslated>,
+    /// Every object of the Firebird catalog, counted by kind: how many
+    /// were made in PostgreSQL and how many reported (empty for a sync,
+    /// which keeps its load's objects).
+    pub catalog: Vec<Tally>,
     /// Whether the run synced a target that kept its state (only the
     /// changes applied) rather than loading it whole.
     pub synced: bool,
@@ -168,6 +199,7 @@ impl Unload {
             lock_wait: self.pg_lock_wait,
             cancel: self.options.cancel.clone(),
             say,
+            grants: self.pg_grants,
         };
         // PostgreSQL first: a wrong URI, password or an occupied schema
         // fails before Firebird is attached.
@@ -179,6 +211,7 @@ impl Unload {
                 target: destination.target().shown().to_string(),
                 schema,
                 untranslated: destination.untranslated(),
+                catalog: destination.catalog_tallies(),
                 synced: destination.base_state().is_some(),
             });
         }
@@ -194,8 +227,43 @@ impl Unload {
             target: destination.target().shown().to_string(),
             schema,
             untranslated: destination.untranslated(),
+            catalog: destination.catalog_tallies(),
             synced: false,
         })
+    }
+}
+
+impl Unload {
+    /// `--plan -o postgresql://...`: what a load of `prepared`'s tables
+    /// into `schema` of `uri` would do (a full load, a sync or refused;
+    /// what `--overwrite` replaces; the catalog objects made and
+    /// reported), changing nothing.
+    pub fn plan_postgres(
+        &self,
+        prepared: &crate::Prepared,
+        uri: &str,
+        schema: Option<&str>,
+    ) -> Result<TargetPlan, Error> {
+        let target = Target::parse(uri).map_err(Error::Usage)?;
+        let options = PostgresOptions {
+            schema: schema.unwrap_or(DEFAULT_SCHEMA).to_string(),
+            overwrite: self.reuse == Reuse::Overwrite,
+            create_tables: self.options.schema,
+            grants: self.pg_grants,
+            keep_state: self.keep_keys,
+            ..PostgresOptions::default()
+        };
+        let model = match self.options.schema {
+            true => Some(prepared.schema_model()?),
+            false => None,
+        };
+        fbunload_dest_postgres::plan_target::plan_target(
+            &target,
+            &options,
+            &prepared.plan,
+            &prepared.schemas,
+            model.as_ref(),
+        )
     }
 }
 

@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod estimate;
 mod identifier;
 pub mod incremental;
+pub mod inventory;
 pub mod planner;
 pub mod query;
 pub mod schema;

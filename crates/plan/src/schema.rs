@@ -70,6 +70,9 @@ pub struct Schema {
     /// triggers and CHECK constraints, and the views and procedures that
     /// read them. Not in `schema.sql`; a database destination reports it.
     pub sources: Vec<SourceObject>,
+    /// Every user object of the catalog, for a database destination to
+    /// account for each (made or reported).
+    pub catalog: crate::inventory::Inventory,
 }
 
 /// A trigger, CHECK constraint, view or procedure and its source text.
@@ -109,6 +112,9 @@ pub struct ColumnSchema {
     /// The expression, in its parentheses: `(A * 2)`.
     pub computed_by: Option<String>,
     pub identity: Option<Identity>,
+    /// The user domain it is declared with (its type, default and NOT
+    /// NULL are resolved into this column's all the same).
+    pub domain: Option<String>,
     /// `COMMENT ON COLUMN` (RDB$DESCRIPTION).
     pub comment: Option<String>,
 }
@@ -241,6 +247,7 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
     read_columns(tr, &position, &generators, &mut schema)?;
     read_keys_and_indices(tr, &position, &mut schema)?;
     read_sources(tr, &position, &mut schema)?;
+    schema.catalog = crate::inventory::read_inventory(tr)?;
     let collations: HashSet<&str> = schema
         .tables
         .iter()
@@ -490,7 +497,11 @@ fn every_user_table(tr: &Transaction, tables: &HashSet<&str>) -> Result<bool, Cl
 
 /// Whether the catalog has this column: identity columns arrived in
 /// Firebird 3, partial indices in 5.
-fn has_catalog_column(tr: &Transaction, table: &str, column: &str) -> Result<bool, ClientError> {
+pub(crate) fn has_catalog_column(
+    tr: &Transaction,
+    table: &str,
+    column: &str,
+) -> Result<bool, ClientError> {
     let mut found = false;
     each_row(
         tr,
@@ -580,6 +591,7 @@ fn read_columns(
             collation: row.value(11).map(|_| text(row, 11)),
             identity,
             comment: blob_text(row, 18)?,
+            domain: Some(text(row, 17)).filter(|d| !d.starts_with("RDB$")),
         });
         Ok(())
     })
@@ -755,7 +767,7 @@ fn constraint_index(constraint: Option<&str>, index: &Index) -> Option<Constrain
 }
 
 /// `INTEG_12`: the name the engine gives an unnamed constraint.
-fn is_engine_constraint_name(name: &str) -> bool {
+pub(crate) fn is_engine_constraint_name(name: &str) -> bool {
     name.strip_prefix("INTEG_")
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
@@ -766,7 +778,7 @@ fn is_engine_index_name(name: &str) -> bool {
 }
 
 /// Runs a catalog query; `each` may fail (reading a blob).
-fn each_row(
+pub(crate) fn each_row(
     tr: &Transaction,
     sql: &str,
     mut each: impl FnMut(&Row<'_>) -> Result<(), ClientError>,
@@ -783,7 +795,7 @@ fn each_row(
 /// A text BLOB of the catalog (the source of a default, a computed
 /// column, an index expression), trimmed. Metadata is UTF-8 and the
 /// connection converts nothing.
-fn blob_text(row: &Row<'_>, i: usize) -> Result<Option<String>, ClientError> {
+pub(crate) fn blob_text(row: &Row<'_>, i: usize) -> Result<Option<String>, ClientError> {
     let Some(id) = row.value(i) else {
         return Ok(None);
     };
@@ -1399,6 +1411,7 @@ mod tests {
             }],
             skipped_foreign_keys: vec![("c".into(), "FK_GONE".into())],
             sources: Vec::new(),
+            catalog: Default::default(),
         };
         let sql = schema.to_sql();
         let body: String = sql

@@ -617,7 +617,7 @@ impl fbunload::Progress for SaidOnStderr {
     decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
-    processes=None, pg_schema=None, pg_lock_wait=None, pg_drop_others=false))]
+    processes=None, pg_schema=None, pg_lock_wait=None, pg_drop_others=false, pg_grants=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -662,6 +662,7 @@ fn unload<'py>(
     pg_schema: Option<String>,
     pg_lock_wait: Option<f64>,
     pg_drop_others: bool,
+    pg_grants: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     // `output` may be a PostgreSQL database rather than a directory.
     let pg_uri = output
@@ -673,6 +674,7 @@ fn unload<'py>(
             ("pg_schema", pg_schema.is_some()),
             ("pg_lock_wait", pg_lock_wait.is_some()),
             ("pg_drop_others", pg_drop_others),
+            ("pg_grants", pg_grants),
         ];
         if let Some((keyword, _)) = given.iter().find(|(_, given)| *given) {
             return Err(UsageError::new_err(format!(
@@ -776,6 +778,7 @@ fn unload<'py>(
     let unload = unload
         .keep_keys(keep_keys)
         .pg_drop_others(pg_drop_others)
+        .pg_grants(pg_grants)
         .options(options)
         .wire(wire)
         .overwrite(overwrite)
@@ -790,7 +793,12 @@ fn unload<'py>(
             .map(|loaded| {
                 (
                     loaded.summary,
-                    Some((loaded.target, loaded.schema, loaded.untranslated)),
+                    Some((
+                        loaded.target,
+                        loaded.schema,
+                        loaded.untranslated,
+                        loaded.catalog,
+                    )),
                 )
             }),
         None => unload
@@ -821,7 +829,7 @@ fn unload<'py>(
         .map_err(|_| Error::new_err("the run panicked"))?
         .map_err(to_py)?;
     let dict = summary_dict(py, &summary)?;
-    if let Some((target, schema, untranslated)) = postgres {
+    if let Some((target, schema, untranslated, catalog)) = postgres {
         // What a load into PostgreSQL adds: where, and what did not translate.
         dict.set_item("target", target)?;
         dict.set_item("pg_schema", schema)?;
@@ -836,6 +844,15 @@ fn unload<'py>(
             report.append(item)?;
         }
         dict.set_item("untranslated", report)?;
+        // Every object of Firebird's catalog, by kind: made or reported.
+        let kinds = PyDict::new(py);
+        for t in catalog {
+            let counts = PyDict::new(py);
+            counts.set_item("made", t.created)?;
+            counts.set_item("reported", t.reported)?;
+            kinds.set_item(t.kind, counts)?;
+        }
+        dict.set_item("catalog", kinds)?;
     }
     Ok(dict)
 }
@@ -884,6 +901,25 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
     }
     run.join()
         .map_err(|_| Error::new_err("the command line panicked"))
+}
+
+/// The cut-over (`--pg-end-sync`): ends keeping `pg_schema` of the
+/// PostgreSQL database at `uri` in sync; returns how many runs it
+/// recorded and how many objects were still listed as not translated.
+#[pyfunction]
+#[pyo3(signature = (uri, *, pg_schema=None))]
+fn pg_end_sync<'py>(
+    py: Python<'py>,
+    uri: String,
+    pg_schema: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let ended = py
+        .detach(|| fbunload::postgres::end_sync(&uri, pg_schema.as_deref()))
+        .map_err(to_py)?;
+    let dict = PyDict::new(py);
+    dict.set_item("runs", ended.runs)?;
+    dict.set_item("untranslated", ended.untranslated)?;
+    Ok(dict)
 }
 
 /// Serves a run as its reader process (`python -I .../fbunload/_reader.py`,
@@ -1293,6 +1329,7 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(unload, m)?)?;
     m.add_function(wrap_pyfunction!(apply, m)?)?;
+    m.add_function(wrap_pyfunction!(pg_end_sync, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(sample, m)?)?;
