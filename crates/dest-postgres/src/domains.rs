@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(
             sql,
             [
-                r#"CREATE COLLATION "s"."unicode_ci" (provider = icu, locale = 'und-u-ks-level2', deterministic = false)"#,
+                r#"CREATE COLLATION "s"."unicode_ci" (provider = icu, locale = E'und-u-ks-level2', deterministic = false)"#,
                 r#"CREATE DOMAIN "s"."salary" AS numeric(10,2) DEFAULT 0"#,
                 r#"ALTER TABLE "s"."emp" ALTER COLUMN "pay" TYPE "s"."salary", ALTER COLUMN "name" TYPE varchar(20) COLLATE "s"."unicode_ci""#,
             ]
@@ -311,7 +311,7 @@ mod tests {
             after,
             [
                 r#"ALTER DOMAIN "s"."salary" SET NOT NULL"#,
-                r#"COMMENT ON DOMAIN "s"."salary" IS 'pay'"#,
+                r#"COMMENT ON DOMAIN "s"."salary" IS E'pay'"#,
             ]
         );
         // The CHECK waits for the translator, reported with its source.

@@ -950,6 +950,58 @@ impl PostgresDestination {
         Ok(())
     }
 
+    /// The names of what fbunload made in the target, for a later
+    /// `--overwrite` to tell them from a user's (`safety`): a load's are
+    /// all that its staging schema holds (fbunload made it whole: tables,
+    /// views, sequences, domains, collations, functions); a sync keeps its
+    /// base run's list.
+    fn made_objects(
+        &self,
+        client: &mut impl GenericClient,
+        schema: &str,
+    ) -> Result<serde_json::Value, ExecError> {
+        let fail = |e| pg_error("recording the run", e);
+        if schema == self.staging {
+            let rows = client
+                .query(
+                    "WITH ns AS (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1) \
+                     SELECT DISTINCT name FROM ( \
+                       SELECT c.relname::text AS name FROM pg_catalog.pg_class c, ns \
+                         WHERE c.relnamespace = ns.oid \
+                       UNION ALL SELECT t.typname::text FROM pg_catalog.pg_type t, ns \
+                         WHERE t.typnamespace = ns.oid \
+                       UNION ALL SELECT p.proname::text FROM pg_catalog.pg_proc p, ns \
+                         WHERE p.pronamespace = ns.oid \
+                       UNION ALL SELECT o.collname::text FROM pg_catalog.pg_collation o, ns \
+                         WHERE o.collnamespace = ns.oid) made ORDER BY 1",
+                    &[&schema],
+                )
+                .map_err(fail)?;
+            let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            return Ok(serde_json::json!(names));
+        }
+        let runs = format!("{}.{}", ident(schema), ident(RUNS_TABLE));
+        let exists: bool = client
+            .query_one("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[&runs])
+            .map_err(fail)?
+            .get(0);
+        if !exists {
+            return Ok(serde_json::json!([]));
+        }
+        let previous: Option<String> = client
+            .query_opt(
+                &format!(
+                    "SELECT (options->'made')::text FROM {runs} ORDER BY finished DESC LIMIT 1"
+                ),
+                &[],
+            )
+            .map_err(fail)?
+            .and_then(|r| r.get(0));
+        Ok(previous
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_else(|| serde_json::json!([])))
+    }
+
     /// `_fbunload_runs` and `_fbunload_untranslated`, in `schema`.
     fn record(&self, client: &mut impl GenericClient, schema: &str) -> Result<(), ExecError> {
         let runs = format!("{}.{}", ident(schema), ident(RUNS_TABLE));
@@ -964,6 +1016,8 @@ impl PostgresDestination {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let snapshot = self.snapshot.lock().unwrap().map(|n| n as i64);
+        let mut options = self.run_options_json();
+        options["made"] = self.made_objects(client, schema)?;
         self.run_sql(
             client,
             "recording the run",
@@ -985,7 +1039,7 @@ impl PostgresDestination {
                     &self.options.source,
                     &snapshot,
                     &serde_json::Value::Array(listed).to_string(),
-                    &self.run_options_json().to_string(),
+                    &options.to_string(),
                 ],
             )
             .map_err(|e| pg_error("recording the run", e))?;

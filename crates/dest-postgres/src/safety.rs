@@ -1,9 +1,10 @@
 //! What a run may change in the target, asked of PostgreSQL's catalog
 //! before anything is changed, and how it stops or waits:
 //!
-//! - what a schema holds, and which of it fbunload made (the tables and
-//!   sequences the schema's latest `_fbunload_runs` row names, their
-//!   indices and owned sequences, fbunload's own tables): a schema that
+//! - what a schema holds, and which of it fbunload made (the tables,
+//!   sequences and other objects the schema's latest `_fbunload_runs` row
+//!   names (`made`: all its load's staging schema held), their indices and
+//!   owned sequences, fbunload's own tables): a schema that
 //!   holds anything is replaced only with `--overwrite`, and then never
 //!   with objects fbunload did not make, nor under objects elsewhere that
 //!   depend on it, unless `--pg-drop-others` says so;
@@ -61,6 +62,15 @@ fn made_by_fbunload(
                 names.push(name.to_string());
             }
         }
+        // Everything a load made (its staging schema's objects by name).
+        names.extend(
+            options
+                .get("made")
+                .and_then(|m| m.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n.as_str().map(String::from)),
+        );
         if let Some(sequences) = options.get("sequences").and_then(|s| s.as_object()) {
             names.extend(
                 sequences
@@ -90,8 +100,7 @@ pub(crate) fn schema_contents(
              AND c.relname::text IN (SELECT name FROM made)), \
          objects AS ( \
            SELECT 'pg_catalog.pg_class'::pg_catalog.regclass AS classid, c.oid, \
-             CASE WHEN c.relkind IN ('r', 'p', 'S') AND c.relname::text IN (SELECT name FROM made) \
-                 THEN true \
+             CASE WHEN c.relname::text IN (SELECT name FROM made) THEN true \
                WHEN c.relkind = 'S' AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d \
                  WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid \
                  AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass \
@@ -102,15 +111,18 @@ pub(crate) fn schema_contents(
                  THEN true \
                ELSE false END AS made \
            FROM pg_catalog.pg_class c, ns WHERE c.relnamespace = ns.oid \
-           UNION ALL SELECT 'pg_catalog.pg_type'::pg_catalog.regclass, t.oid, false \
+           UNION ALL SELECT 'pg_catalog.pg_type'::pg_catalog.regclass, t.oid, \
+             t.typname::text IN (SELECT name FROM made) \
              FROM pg_catalog.pg_type t, ns WHERE t.typnamespace = ns.oid AND t.typrelid = 0 \
              AND NOT (t.typcategory = 'A' AND EXISTS (SELECT 1 FROM pg_catalog.pg_type e \
                WHERE e.oid = t.typelem AND e.typnamespace = ns.oid)) \
-           UNION ALL SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass, o.oid, false \
+           UNION ALL SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass, o.oid, \
+             o.proname::text IN (SELECT name FROM made) \
              FROM pg_catalog.pg_proc o, ns WHERE o.pronamespace = ns.oid \
            UNION ALL SELECT 'pg_catalog.pg_extension'::pg_catalog.regclass, o.oid, false \
              FROM pg_catalog.pg_extension o, ns WHERE o.extnamespace = ns.oid \
-           UNION ALL SELECT 'pg_catalog.pg_collation'::pg_catalog.regclass, o.oid, false \
+           UNION ALL SELECT 'pg_catalog.pg_collation'::pg_catalog.regclass, o.oid, \
+             o.collname::text IN (SELECT name FROM made) \
              FROM pg_catalog.pg_collation o, ns WHERE o.collnamespace = ns.oid \
            UNION ALL SELECT 'pg_catalog.pg_conversion'::pg_catalog.regclass, o.oid, false \
              FROM pg_catalog.pg_conversion o, ns WHERE o.connamespace = ns.oid \
