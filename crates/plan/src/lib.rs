@@ -16,6 +16,7 @@ mod identifier;
 pub mod incremental;
 pub mod planner;
 pub mod query;
+pub mod routines;
 pub mod schema;
 pub mod selection;
 pub mod sequences;

@@ -59,6 +59,10 @@ use crate::Column;
 /// The tables of a run, their keys and indices, and the sequences they use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schema {
+    /// The catalog's triggers, procedures and functions as DDL, its
+    /// exceptions and its views' columns, for a destination that
+    /// translates PSQL.
+    pub routines: crate::routines::Routines,
     /// User-defined collations the tables' columns use.
     pub collations: Vec<Collation>,
     pub tables: Vec<TableSchema>,
@@ -238,6 +242,7 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
         .map(|(i, name)| (name.clone(), i))
         .collect();
     let generators = read_generators(tr)?;
+    schema.routines = crate::routines::read_routines(tr)?;
     read_columns(tr, &position, &generators, &mut schema)?;
     read_keys_and_indices(tr, &position, &mut schema)?;
     read_sources(tr, &position, &mut schema)?;
@@ -766,7 +771,7 @@ fn is_engine_index_name(name: &str) -> bool {
 }
 
 /// Runs a catalog query; `each` may fail (reading a blob).
-fn each_row(
+pub(crate) fn each_row(
     tr: &Transaction,
     sql: &str,
     mut each: impl FnMut(&Row<'_>) -> Result<(), ClientError>,
@@ -783,7 +788,7 @@ fn each_row(
 /// A text BLOB of the catalog (the source of a default, a computed
 /// column, an index expression), trimmed. Metadata is UTF-8 and the
 /// connection converts nothing.
-fn blob_text(row: &Row<'_>, i: usize) -> Result<Option<String>, ClientError> {
+pub(crate) fn blob_text(row: &Row<'_>, i: usize) -> Result<Option<String>, ClientError> {
     let Some(id) = row.value(i) else {
         return Ok(None);
     };

@@ -88,7 +88,14 @@ pub struct ExprContext<'a> {
     /// The schema routines run in (`SET search_path`): their bodies are
     /// text, read when they run, after the load has renamed its schema.
     pub search_path: Option<String>,
+    /// A column's Firebird type (`TIMESTAMP`), where known: Firebird's
+    /// date arithmetic (a timestamp minus a timestamp is days) is then
+    /// spelled out for columns too.
+    pub column_types: ColumnTypeFn<'a>,
 }
+
+/// A column's Firebird type by its name.
+pub type ColumnTypeFn<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
 
 impl Default for ExprContext<'_> {
     fn default() -> Self {
@@ -97,6 +104,7 @@ impl Default for ExprContext<'_> {
             names: Box::new(default_name),
             exceptions: Box::new(|_| None),
             search_path: None,
+            column_types: Box::new(|_| None),
         }
     }
 }
@@ -121,6 +129,11 @@ impl<'a> ExprContext<'a> {
 
     pub fn with_exceptions(mut self, exceptions: impl Fn(&str) -> Option<Exception> + 'a) -> Self {
         self.exceptions = Box::new(exceptions);
+        self
+    }
+
+    pub fn with_column_types(mut self, types: impl Fn(&str) -> Option<String> + 'a) -> Self {
+        self.column_types = Box::new(types);
         self
     }
 
@@ -211,6 +224,16 @@ pub fn translate_computed(source: &str, ctx: &ExprContext) -> Result<String, Unt
         });
     }
     sql::Gen::new(ctx).expr(&e)
+}
+
+/// A Firebird type as the catalog spells it (`VARCHAR(37) CHARACTER SET
+/// UTF8`, `NUMERIC(18,2)`) as PostgreSQL's.
+pub fn translate_type(source: &str, ctx: &ExprContext) -> Result<String, Untranslated> {
+    let mut p = Parser::new(source)?;
+    let line = p.line();
+    let t = p.data_type()?;
+    p.expect_end()?;
+    sql::Gen::new(ctx).data_type(&t, line)
 }
 
 /// A view's SELECT (the catalog's `RDB$VIEW_SOURCE`) as PostgreSQL's.

@@ -414,6 +414,20 @@ impl<'c, 'a> Gen<'c, 'a> {
                 _ => None,
             },
             ExprKind::DateAdd(_, _, x) => self.temporal(x),
+            ExprKind::Column(parts) if !parts.is_empty() => {
+                let name = &parts[parts.len() - 1].text;
+                if parts.len() == 1 && self.scope.variables.contains_key(name) {
+                    return None;
+                }
+                let t = (self.ctx.column_types)(name)?;
+                let word = t.split([' ', '(']).next().unwrap_or("");
+                match word {
+                    "DATE" => Some(Temporal::Date),
+                    "TIME" => Some(Temporal::Time),
+                    "TIMESTAMP" => Some(Temporal::Timestamp),
+                    _ => None,
+                }
+            }
             ExprKind::Binary(BinaryOp::Add | BinaryOp::Sub, l, r) => {
                 match (self.temporal(l), self.temporal(r)) {
                     (Some(t), None) | (None, Some(t)) => Some(t),

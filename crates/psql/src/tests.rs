@@ -565,3 +565,38 @@ fn functions() {
         "CREATE FUNCTION \"twice\"(\"x\" integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $fb$\n#variable_conflict use_column\n<<fb_local>>\nBEGIN\n  RETURN \"twice\".\"x\" * 2;\nEND fb_local;\n$fb$"
     );
 }
+
+#[test]
+fn column_types_make_date_arithmetic_firebirds() {
+    let ctx = ExprContext::new().with_column_types(|c| {
+        matches!(c, "SHIP_DATE" | "ORDER_DATE").then(|| "TIMESTAMP".to_string())
+    });
+    assert_eq!(
+        translate_computed("(ship_date - order_date)", &ctx).unwrap(),
+        r#"(EXTRACT(EPOCH FROM "ship_date" - "order_date") / 86400)"#
+    );
+    assert_eq!(
+        translate_expression("ship_date + 1", &ctx).unwrap(),
+        r#""ship_date" + 1 * INTERVAL '1 day'"#
+    );
+}
+
+#[test]
+fn types() {
+    let ctx = ExprContext::new();
+    for (source, target) in [
+        ("VARCHAR(37) CHARACTER SET UTF8", "varchar(37)"),
+        ("NUMERIC(18,9)", "numeric(18,9)"),
+        ("TIMESTAMP", "timestamp"),
+        ("TIMESTAMP WITH TIME ZONE", "timestamp with time zone"),
+        (
+            "BLOB SUB_TYPE TEXT SEGMENT SIZE 80 CHARACTER SET UTF8",
+            "text",
+        ),
+        ("INT128", "numeric(39,0)"),
+        ("FLOAT", "real"),
+    ] {
+        assert_eq!(translate_type(source, &ctx).unwrap(), target, "{source}");
+    }
+    assert!(translate_type("INTEGER [1:4]", &ctx).is_err());
+}
