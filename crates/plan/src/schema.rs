@@ -1404,6 +1404,7 @@ mod tests {
             }],
             skipped_foreign_keys: vec![("c".into(), "FK_GONE".into())],
             sources: Vec::new(),
+            ..Schema::default()
         };
         let sql = schema.to_sql();
         let body: String = sql
