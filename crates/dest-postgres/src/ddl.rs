@@ -81,15 +81,6 @@ pub fn after_load(
                 sql: format!("ALTER TABLE {name} {}", clauses.join(", ")),
             });
         }
-        for column in table.columns.iter().filter(|c| c.computed_by.is_some()) {
-            report.push(Untranslated {
-                kind: "computed column".into(),
-                table: Some(table.name.clone()),
-                name: column.name.clone(),
-                source: column.computed_by.clone().unwrap_or_default(),
-                why: "its expression is Firebird's SQL; not loaded".into(),
-            });
-        }
         for constraint in &table.constraints {
             let label = constraint
                 .name
@@ -188,15 +179,6 @@ pub fn after_load(
             name: constraint.clone(),
             source: String::new(),
             why: "references a table not loaded".into(),
-        });
-    }
-    for object in &schema.sources {
-        report.push(Untranslated {
-            kind: object.kind.clone(),
-            table: object.table.clone(),
-            name: object.name.clone(),
-            source: object.source.clone(),
-            why: "Firebird's own SQL".into(),
         });
     }
     let mut sequences = SequenceNames::new();
@@ -560,7 +542,8 @@ mod tests {
             sql[6]
         );
         let kinds: Vec<&str> = report.iter().map(|r| r.kind.as_str()).collect();
-        assert_eq!(kinds, ["computed column", "index"]);
-        assert_eq!(report[1].source, "(UPPER(CUST))");
+        // Computed columns, CHECKs, views and PSQL: `translate`.
+        assert_eq!(kinds, ["index"]);
+        assert_eq!(report[0].source, "(UPPER(CUST))");
     }
 }

@@ -22,6 +22,7 @@
 pub mod ddl;
 pub mod sync;
 mod target;
+mod translate;
 pub mod types;
 
 use std::io::Write;
@@ -726,6 +727,23 @@ impl PostgresDestination {
         for statement in statements {
             self.run_sql(client, &statement.what, &statement.sql)?;
         }
+        let mut report = report;
+        let tables = self.tables.lock().unwrap();
+        let loaded = |name: &str| -> Option<Vec<String>> {
+            tables
+                .iter()
+                .find(|t| t.from_table && t.name == name)
+                .map(|t| t.columns.iter().map(|c| c.name.clone()).collect())
+        };
+        report.extend(translate::create(
+            client,
+            &schema,
+            &self.staging,
+            &self.options.schema,
+            &self.sequence_names.lock().unwrap(),
+            &loaded,
+        ));
+        drop(tables);
         *self.report.lock().unwrap() = report;
         Ok(())
     }

@@ -328,7 +328,9 @@ pub fn translate_procedure(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> 
     skip_security(&mut p)?;
     let body = p.body()?;
     p.expect_end()?;
-    let selectable = suspends(&body.block);
+    // SUSPEND in a procedure without outputs (EMPLOYEE's SHIP_ORDER)
+    // returns no row: it ends the procedure, as EXIT.
+    let selectable = suspends(&body.block) && !outputs.is_empty();
     let kind = if selectable {
         RoutineKind::Selectable
     } else {
@@ -348,29 +350,26 @@ pub fn translate_procedure(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> 
         let mut a = format!(
             "{} {}",
             quote(&pg_name(&param.name.text)),
-            gen.data_type(&param.data_type, param.line)?
+            input_type(&gen, param)?
         );
         if let Some(d) = &param.default {
             a += &format!(" DEFAULT {}", gen.expr(d)?);
         }
         args.push(a);
+        r.inputs.push((
+            param.name.text.clone(),
+            gen.data_type(&param.data_type, param.line)?,
+        ));
     }
     let mut outs = Vec::new();
     for param in &outputs {
-        outs.push(format!(
-            "{} {}",
-            quote(&pg_name(&param.name.text)),
-            gen.data_type(&param.data_type, param.line)?
-        ));
+        let data_type = gen.data_type(&param.data_type, param.line)?;
+        let name = quote(&pg_name(&param.name.text));
+        r.outputs
+            .insert(format!("{label}.{name}"), data_type.clone());
+        outs.push(format!("{name} {data_type}"));
     }
     let returns = if selectable {
-        if outs.is_empty() {
-            return Err(refuse(
-                "SUSPEND",
-                1,
-                "a selectable procedure without outputs",
-            ));
-        }
         format!(" RETURNS TABLE ({})", outs.join(", "))
     } else if outs.is_empty() {
         " RETURNS void".to_string()
@@ -416,12 +415,16 @@ pub fn translate_function(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> {
         let mut a = format!(
             "{} {}",
             quote(&pg_name(&param.name.text)),
-            gen.data_type(&param.data_type, param.line)?
+            input_type(&gen, param)?
         );
         if let Some(d) = &param.default {
             a += &format!(" DEFAULT {}", gen.expr(d)?);
         }
         args.push(a);
+        r.inputs.push((
+            param.name.text.clone(),
+            gen.data_type(&param.data_type, param.line)?,
+        ));
     }
     let code = r.body(&body, ddl)?;
     Ok(vec![format!(
@@ -433,6 +436,16 @@ pub fn translate_function(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> {
         search_path(ctx),
         dollar_quote(&code)
     )])
+}
+
+/// An input parameter's type. SMALLINT takes an integer: PostgreSQL
+/// reads `f(2)` as an integer argument and would not find a function of
+/// a smallint (Firebird narrows it).
+fn input_type(gen: &Gen, param: &Param) -> Result<String> {
+    match &param.data_type {
+        DataType::Builtin { name, .. } if name == "SMALLINT" => Ok("integer".into()),
+        t => gen.data_type(t, param.line),
+    }
 }
 
 fn search_path(ctx: &ExprContext) -> String {
@@ -481,6 +494,10 @@ struct Routine<'c, 'a> {
     records: u32,
     /// `fb_rows`, the singleton SELECT's count, is declared.
     counts_rows: bool,
+    /// Input parameters and their declared PostgreSQL types.
+    inputs: Vec<(String, String)>,
+    /// Output parameters' references and their declared types.
+    outputs: std::collections::HashMap<String, String>,
 }
 
 impl<'c, 'a> Routine<'c, 'a> {
@@ -492,6 +509,8 @@ impl<'c, 'a> Routine<'c, 'a> {
             out: String::new(),
             records: 0,
             counts_rows: false,
+            inputs: Vec::new(),
+            outputs: Default::default(),
         }
     }
 
@@ -522,6 +541,24 @@ impl<'c, 'a> Routine<'c, 'a> {
             .any(|t| matches!(&t.tok, crate::lexer::Tok::Word(w) if w == "ROW_COUNT"));
         let mut declarations = Vec::new();
         let gen = self.gen();
+        // Inputs are copied into variables of their declared type:
+        // PostgreSQL keeps no length or scale on a parameter, Firebird
+        // refuses a CHAR(3) argument of 4 characters and rounds a
+        // NUMERIC(9,2) one.
+        for (param, data_type) in std::mem::take(&mut self.inputs) {
+            let name = quote(&pg_name(&param));
+            let from = self.variable(
+                &Name {
+                    text: param.clone(),
+                    quoted: true,
+                },
+                1,
+            )?;
+            declarations.push(format!("{name} {data_type} := {from};"));
+            self.scope
+                .variables
+                .insert(param, format!("{LOCALS}.{name}"));
+        }
         for v in &body.variables {
             let name = quote(&pg_name(&v.name.text));
             let mut d = format!("{name} {}", gen.data_type(&v.data_type, v.line)?);
@@ -550,6 +587,8 @@ impl<'c, 'a> Routine<'c, 'a> {
             out: String::new(),
             records: 0,
             counts_rows: false,
+            inputs: Vec::new(),
+            outputs: std::mem::take(&mut self.outputs),
         };
         inner.block(statements, 1)?;
         let ending = inner.ending();
@@ -762,9 +801,20 @@ impl<'c, 'a> Routine<'c, 'a> {
     fn assign_from_record(&mut self, record: &str, targets: &[Expr], depth: usize) -> Result<()> {
         for (i, t) in targets.iter().enumerate() {
             let target = self.target(t)?;
-            self.line(depth, &format!("{target} := {record}.\"fb_{}\";", i + 1));
+            let value = self.typed(&target, format!("{record}.\"fb_{}\"", i + 1));
+            self.line(depth, &format!("{target} := {value};"));
         }
         Ok(())
+    }
+
+    /// A value for an output: cast to its declared type, which
+    /// PostgreSQL keeps no length or scale of (`tot := 0` would give 0,
+    /// Firebird's DECIMAL(12,2) output 0.00).
+    fn typed(&self, target: &str, value: String) -> String {
+        match self.outputs.get(target) {
+            Some(t) => format!("CAST({value} AS {t})"),
+            None => value,
+        }
     }
 
     fn label(&self, l: &Name, line: u32) -> Result<String> {
@@ -793,6 +843,7 @@ impl<'c, 'a> Routine<'c, 'a> {
             StmtKind::Assign(target, value) => {
                 let t = self.target(target)?;
                 let v = self.value(&gen, value)?;
+                let v = self.typed(&t, v);
                 self.line(depth, &format!("{t} := {v};"));
             }
             StmtKind::If(cond, then, otherwise) => {
@@ -928,6 +979,7 @@ impl<'c, 'a> Routine<'c, 'a> {
             }
             StmtKind::Suspend => match self.kind {
                 RoutineKind::Selectable => self.line(depth, "RETURN NEXT;"),
+                RoutineKind::Executable => self.line(depth, "RETURN;"),
                 _ => {
                     return Err(refuse(
                         "SUSPEND",

@@ -418,6 +418,7 @@ fn procedures() {
 #variable_conflict use_column\n\
 <<fb_local>>\n\
 DECLARE\n\
+\x20 \"dno\" char(3) := \"dept_budget\".\"dno\";\n\
 \x20 \"sumb\" numeric(12,2);\n\
 \x20 \"rdno\" char(3);\n\
 \x20 \"cnt\" integer;\n\
@@ -426,15 +427,15 @@ DECLARE\n\
 \x20 fb_row_3 record;\n\
 \x20 fb_rows integer;\n\
 BEGIN\n\
-\x20 \"dept_budget\".\"tot\" := 0;\n\
+\x20 \"dept_budget\".\"tot\" := CAST(0 AS numeric(12,2));\n\
 \x20 fb_rows := 0;\n\
-\x20 FOR fb_row_1 IN SELECT \"budget\" AS \"fb_1\" FROM \"department\" WHERE \"dept_no\" = \"dept_budget\".\"dno\" LOOP\n\
+\x20 FOR fb_row_1 IN SELECT \"budget\" AS \"fb_1\" FROM \"department\" WHERE \"dept_no\" = fb_local.\"dno\" LOOP\n\
 \x20   fb_rows := fb_rows + 1;\n\
 \x20   IF fb_rows > 1 THEN RAISE EXCEPTION 'multiple rows in singleton select' USING ERRCODE = '21000'; END IF;\n\
-\x20   \"dept_budget\".\"tot\" := fb_row_1.\"fb_1\";\n\
+\x20   \"dept_budget\".\"tot\" := CAST(fb_row_1.\"fb_1\" AS numeric(12,2));\n\
 \x20 END LOOP;\n\
 \x20 fb_rows := 0;\n\
-\x20 FOR fb_row_2 IN SELECT count(\"budget\") AS \"fb_1\" FROM \"department\" WHERE \"head_dept\" = \"dept_budget\".\"dno\" LOOP\n\
+\x20 FOR fb_row_2 IN SELECT count(\"budget\") AS \"fb_1\" FROM \"department\" WHERE \"head_dept\" = fb_local.\"dno\" LOOP\n\
 \x20   fb_rows := fb_rows + 1;\n\
 \x20   IF fb_rows > 1 THEN RAISE EXCEPTION 'multiple rows in singleton select' USING ERRCODE = '21000'; END IF;\n\
 \x20   fb_local.\"cnt\" := fb_row_2.\"fb_1\";\n\
@@ -442,10 +443,10 @@ BEGIN\n\
 \x20 IF fb_local.\"cnt\" = 0 THEN\n\
 \x20   RETURN NEXT;\n\
 \x20 END IF;\n\
-\x20 FOR fb_row_3 IN SELECT \"dept_no\" AS \"fb_1\" FROM \"department\" WHERE \"head_dept\" = \"dept_budget\".\"dno\" LOOP\n\
+\x20 FOR fb_row_3 IN SELECT \"dept_no\" AS \"fb_1\" FROM \"department\" WHERE \"head_dept\" = fb_local.\"dno\" LOOP\n\
 \x20   fb_local.\"rdno\" := fb_row_3.\"fb_1\";\n\
 \x20   SELECT * INTO fb_local.\"sumb\" FROM \"dept_budget\"(fb_local.\"rdno\") LIMIT 1;\n\
-\x20   \"dept_budget\".\"tot\" := \"dept_budget\".\"tot\" + fb_local.\"sumb\";\n\
+\x20   \"dept_budget\".\"tot\" := CAST(\"dept_budget\".\"tot\" + fb_local.\"sumb\" AS numeric(12,2));\n\
 \x20 END LOOP;\n\
 \x20 RETURN NEXT;\n\
 END fb_local;\n$fb$";
@@ -457,9 +458,7 @@ END fb_local;\n$fb$";
     assert!(out[0].starts_with("CREATE FUNCTION \"delete_employee\"(\"emp_num\" integer) RETURNS void LANGUAGE plpgsql AS"), "{}", out[0]);
     assert!(out[0].contains("RAISE EXCEPTION USING ERRCODE = 'FB002', MESSAGE = 'Reassign the sales records before deleting this employee.', DETAIL = 'Firebird exception REASSIGN_SALES';"), "{}", out[0]);
     assert!(
-        out[0].contains(
-            "DELETE FROM \"employee\" WHERE \"emp_no\" = \"delete_employee\".\"emp_num\";"
-        ),
+        out[0].contains("DELETE FROM \"employee\" WHERE \"emp_no\" = fb_local.\"emp_num\";"),
         "{}",
         out[0]
     );
@@ -470,7 +469,7 @@ END fb_local;\n$fb$";
 
     let handler = "CREATE PROCEDURE add_emp_proj (emp_no SMALLINT, proj_id CHAR(5)) AS\nBEGIN\n\tBEGIN\n\tINSERT INTO employee_project (emp_no, proj_id) VALUES (:emp_no, :proj_id);\n\tWHEN SQLCODE -530 DO\n\t\tEXCEPTION reassign_sales;\n\tEND\nEND";
     let out = translate_procedure(handler, &ctx).unwrap();
-    assert!(out[0].contains("  BEGIN\n    INSERT INTO \"employee_project\" (\"emp_no\", \"proj_id\") VALUES (\"add_emp_proj\".\"emp_no\", \"add_emp_proj\".\"proj_id\");\n  EXCEPTION\n    WHEN foreign_key_violation THEN\n      RAISE EXCEPTION"), "{}", out[0]);
+    assert!(out[0].contains("  BEGIN\n    INSERT INTO \"employee_project\" (\"emp_no\", \"proj_id\") VALUES (fb_local.\"emp_no\", fb_local.\"proj_id\");\n  EXCEPTION\n    WHEN foreign_key_violation THEN\n      RAISE EXCEPTION"), "{}", out[0]);
 }
 
 #[test]
@@ -486,8 +485,8 @@ fn psql_statements() {
         ("WHILE (i < 5) DO i = i + 1;", "WHILE fb_local.\"i\" < 5 LOOP\n    fb_local.\"i\" := fb_local.\"i\" + 1;\n  END LOOP;"),
         ("l1: WHILE (i < 5) DO BEGIN IF (i = 2) THEN LEAVE l1; i = i + 1; END", "<<l1>> WHILE fb_local.\"i\" < 5 LOOP\n    IF fb_local.\"i\" = 2 THEN\n      EXIT l1;\n    END IF;"),
         ("WHILE (1 = 1) DO BREAK;", "LOOP\n    EXIT;"),
-        ("UPDATE t SET a = 1 WHERE b = :i; r = ROW_COUNT;", "UPDATE \"t\" SET \"a\" = 1 WHERE \"b\" = fb_local.\"i\";\n  GET DIAGNOSTICS fb_row_count = ROW_COUNT;\n  \"p\".\"r\" := fb_row_count;"),
-        ("BEGIN r = 1; WHEN ANY DO r = 0; END", "EXCEPTION\n    WHEN OTHERS THEN\n      \"p\".\"r\" := 0;"),
+        ("UPDATE t SET a = 1 WHERE b = :i; r = ROW_COUNT;", "UPDATE \"t\" SET \"a\" = 1 WHERE \"b\" = fb_local.\"i\";\n  GET DIAGNOSTICS fb_row_count = ROW_COUNT;\n  \"p\".\"r\" := CAST(fb_row_count AS integer);"),
+        ("BEGIN r = 1; WHEN ANY DO r = 0; END", "EXCEPTION\n    WHEN OTHERS THEN\n      \"p\".\"r\" := CAST(0 AS integer);"),
         ("BEGIN r = 1; WHEN EXCEPTION reassign_sales DO EXCEPTION; END", "WHEN SQLSTATE 'FB002' THEN\n      RAISE;"),
         ("EXCEPTION reassign_sales 'no: ' || i;", "MESSAGE = 'no: ' || fb_local.\"i\""),
         ("EXECUTE STATEMENT 'DELETE FROM t';", "DELETE FROM \"t\";"),
@@ -562,7 +561,7 @@ fn functions() {
     let ddl = "CREATE FUNCTION twice (x INTEGER) RETURNS INTEGER DETERMINISTIC AS BEGIN RETURN x * 2; END";
     assert_eq!(
         translate_function(ddl, &ExprContext::new()).unwrap()[0],
-        "CREATE FUNCTION \"twice\"(\"x\" integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $fb$\n#variable_conflict use_column\n<<fb_local>>\nBEGIN\n  RETURN \"twice\".\"x\" * 2;\nEND fb_local;\n$fb$"
+        "CREATE FUNCTION \"twice\"(\"x\" integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $fb$\n#variable_conflict use_column\n<<fb_local>>\nDECLARE\n  \"x\" integer := \"twice\".\"x\";\nBEGIN\n  RETURN fb_local.\"x\" * 2;\nEND fb_local;\n$fb$"
     );
 }
 
