@@ -238,6 +238,36 @@ fn steps(
             }),
         }
     }
+    // A routine that calls a procedure not made is not made either
+    // (PostgreSQL would make it and fail when it runs).
+    loop {
+        let made: std::collections::HashSet<String> =
+            routines.iter().map(|s| s.name.clone()).collect();
+        let missing = |step: &Step| -> Option<String> {
+            let calls = psql::routine_calls(&step.source).unwrap_or_default();
+            calls.into_iter().find(|c| !made.contains(c))
+        };
+        let before = routines.len() + triggers.len();
+        for list in [&mut routines, &mut triggers] {
+            let mut kept = Vec::new();
+            for step in list.drain(..) {
+                match missing(&step) {
+                    Some(callee) => report.push(Untranslated {
+                        kind: step.kind.into(),
+                        table: step.table,
+                        name: step.name,
+                        source: step.source,
+                        why: format!("not translated: it calls {callee}, which is not"),
+                    }),
+                    None => kept.push(step),
+                }
+            }
+            *list = kept;
+        }
+        if routines.len() + triggers.len() == before {
+            break;
+        }
+    }
     let mut all = checks;
     all.extend(keys);
     all.extend(computed);

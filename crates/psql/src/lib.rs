@@ -27,8 +27,8 @@ use ast::{Query, SetExpr, TableRef};
 use parser::Parser;
 
 pub use plpgsql::{
-    key_generator, translate_function, translate_procedure, translate_trigger, trigger_name,
-    KeyGenerator,
+    key_generator, routine_calls, translate_function, translate_procedure, translate_trigger,
+    trigger_name, KeyGenerator,
 };
 
 /// What was not translated: the construct, the line of the source it
@@ -311,6 +311,37 @@ pub fn view_reads(select_source: &str) -> Result<Vec<String>, Untranslated> {
     names.sort();
     names.dedup();
     Ok(names)
+}
+
+/// The procedures a query selects from.
+pub(crate) fn query_procedures(q: &Query) -> Vec<String> {
+    fn table(t: &TableRef, out: &mut Vec<String>) {
+        match t {
+            TableRef::Procedure { name, .. } => out.push(name.text.clone()),
+            TableRef::Derived { query, .. } => out.extend(query_procedures(query)),
+            TableRef::Join { left, right, .. } => {
+                table(left, out);
+                table(right, out);
+            }
+            TableRef::Table { .. } => {}
+        }
+    }
+    fn set(s: &SetExpr, out: &mut Vec<String>) {
+        match s {
+            SetExpr::Select(sel) => sel.from.iter().for_each(|t| table(t, out)),
+            SetExpr::Union(a, b, _) => {
+                set(a, out);
+                set(b, out);
+            }
+            SetExpr::Nested(q) => out.extend(query_procedures(q)),
+        }
+    }
+    let mut out = Vec::new();
+    for cte in &q.with {
+        out.extend(query_procedures(&cte.query));
+    }
+    set(&q.body, &mut out);
+    out
 }
 
 fn query_reads(q: &Query, out: &mut Vec<String>) {

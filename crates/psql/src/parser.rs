@@ -186,6 +186,10 @@ impl Parser {
         }
     }
 
+    pub fn advance_pub(&mut self) {
+        self.advance();
+    }
+
     pub fn is_word_pub(&self, w: &str) -> bool {
         self.is_word(w)
     }

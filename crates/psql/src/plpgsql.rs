@@ -1127,3 +1127,59 @@ impl<'c, 'a> Routine<'c, 'a> {
         Ok(())
     }
 }
+
+/// The procedures a trigger's, procedure's or function's DDL calls
+/// (`EXECUTE PROCEDURE p`, `FROM p(...)`), by their Firebird names:
+/// PostgreSQL makes a PL/pgSQL function without looking at what its body
+/// calls, so one that calls a procedure not made must not be made
+/// either.
+pub fn routine_calls(ddl: &str) -> Result<Vec<String>> {
+    let mut p = Parser::new(ddl)?;
+    // Past the header: the body starts at AS (or DECLARE/BEGIN).
+    while !(p.is_word_pub("AS") || p.is_word_pub("DECLARE") || p.is_word_pub("BEGIN")) {
+        if p.at_end() {
+            return Ok(Vec::new());
+        }
+        p.advance_pub();
+    }
+    let body = p.body()?;
+    let mut out = Vec::new();
+    block_calls(&body.block, &mut out);
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn block_calls(b: &Block, out: &mut Vec<String>) {
+    for s in b
+        .statements
+        .iter()
+        .chain(b.handlers.iter().map(|h| h.body.as_ref()))
+    {
+        stmt_calls(s, out);
+    }
+}
+
+fn stmt_calls(s: &Stmt, out: &mut Vec<String>) {
+    match &s.kind {
+        StmtKind::ExecuteProcedure(name, _, _) => out.push(name.text.clone()),
+        StmtKind::If(_, a, b) => {
+            stmt_calls(a, out);
+            if let Some(b) = b {
+                stmt_calls(b, out);
+            }
+        }
+        StmtKind::While(_, _, b) => stmt_calls(b, out),
+        StmtKind::ForSelect(_, q, _, b) => {
+            out.extend(crate::query_procedures(q));
+            stmt_calls(b, out);
+        }
+        StmtKind::SelectInto(q, _) => out.extend(crate::query_procedures(q)),
+        StmtKind::Insert {
+            source: InsertSource::Query(q),
+            ..
+        } => out.extend(crate::query_procedures(q)),
+        StmtKind::Block(b) => block_calls(b, out),
+        _ => {}
+    }
+}

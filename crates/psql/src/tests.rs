@@ -599,3 +599,15 @@ fn types() {
     }
     assert!(translate_type("INTEGER [1:4]", &ctx).is_err());
 }
+
+#[test]
+fn routines_say_which_procedures_they_call() {
+    let ddl = "CREATE PROCEDURE ALL_LANGS RETURNS (L VARCHAR(15)) AS BEGIN \
+               FOR SELECT languages FROM show_langs (:l, 1, 'x') INTO :l DO SUSPEND; \
+               EXECUTE PROCEDURE other; \
+               IF (1 = 1) THEN SELECT x FROM (SELECT x FROM third(1)) d INTO :l; END";
+    assert_eq!(
+        routine_calls(ddl).unwrap(),
+        ["OTHER", "SHOW_LANGS", "THIRD"]
+    );
+}
