@@ -59,6 +59,7 @@ fn context<'a>(
             let c = table.columns.iter().find(|c| c.name == column)?;
             Some(c.data_type.clone())
         })
+        .with_functions(move |name| schema.routines.find("function", name).is_some())
         .with_search_path(target)
 }
 
@@ -129,7 +130,47 @@ fn steps(
             }
         }
     }
-    for object in &schema.sources {
+    // PSQL functions: any view, CHECK or routine may call one.
+    for function in schema
+        .routines
+        .objects
+        .iter()
+        .filter(|o| o.kind == "function")
+    {
+        let ctx = context(schema, sequences, target, None);
+        match psql::translate_function(&function.ddl, &ctx) {
+            Ok(statements) => routines.push(Step {
+                kind: "function",
+                table: None,
+                name: function.name.clone(),
+                source: function.ddl.clone(),
+                statements,
+            }),
+            Err(u) => report.push(refused("function", None, &function.name, &function.ddl, u)),
+        }
+    }
+    // Procedures that read no table at all (a computation, a loop) are
+    // in no table's sources: they are the run's too.
+    let mut sources = schema.sources.clone();
+    for procedure in schema
+        .routines
+        .objects
+        .iter()
+        .filter(|o| o.kind == "procedure")
+    {
+        let listed = sources
+            .iter()
+            .any(|s| s.kind == "procedure" && s.name == procedure.name);
+        if !listed && psql::routine_tables(&procedure.ddl).is_ok_and(|t| t.is_empty()) {
+            sources.push(fbunload_plan::schema::SourceObject {
+                kind: "procedure".into(),
+                table: None,
+                name: procedure.name.clone(),
+                source: procedure.ddl.clone(),
+            });
+        }
+    }
+    for object in &sources {
         let table = object.table.as_deref();
         let ctx = context(schema, sequences, target, table.and_then(table_of));
         let kind = object.kind.as_str();

@@ -27,8 +27,8 @@ use ast::{Query, SetExpr, TableRef};
 use parser::Parser;
 
 pub use plpgsql::{
-    key_generator, routine_calls, translate_function, translate_procedure, translate_trigger,
-    trigger_name, KeyGenerator,
+    key_generator, routine_calls, routine_tables, translate_function, translate_procedure,
+    translate_trigger, trigger_name, KeyGenerator,
 };
 
 /// What was not translated: the construct, the line of the source it
@@ -92,7 +92,13 @@ pub struct ExprContext<'a> {
     /// date arithmetic (a timestamp minus a timestamp is days) is then
     /// spelled out for columns too.
     pub column_types: ColumnTypeFn<'a>,
+    /// Whether a name is a PSQL function of the database (called as
+    /// `name(args)`, spelled by `names` as a [`NameKind::Procedure`]).
+    pub functions: FunctionFn<'a>,
 }
+
+/// Whether a name is a user's PSQL function.
+pub type FunctionFn<'a> = Box<dyn Fn(&str) -> bool + 'a>;
 
 /// A column's Firebird type by its name.
 pub type ColumnTypeFn<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
@@ -105,6 +111,7 @@ impl Default for ExprContext<'_> {
             exceptions: Box::new(|_| None),
             search_path: None,
             column_types: Box::new(|_| None),
+            functions: Box::new(|_| false),
         }
     }
 }
@@ -134,6 +141,11 @@ impl<'a> ExprContext<'a> {
 
     pub fn with_column_types(mut self, types: impl Fn(&str) -> Option<String> + 'a) -> Self {
         self.column_types = Box::new(types);
+        self
+    }
+
+    pub fn with_functions(mut self, functions: impl Fn(&str) -> bool + 'a) -> Self {
+        self.functions = Box::new(functions);
         self
     }
 
@@ -315,32 +327,42 @@ pub fn view_reads(select_source: &str) -> Result<Vec<String>, Untranslated> {
 
 /// The procedures a query selects from.
 pub(crate) fn query_procedures(q: &Query) -> Vec<String> {
-    fn table(t: &TableRef, out: &mut Vec<String>) {
+    query_relations(q, true)
+}
+
+/// The tables (and views) a query reads, CTEs included.
+pub(crate) fn query_tables(q: &Query) -> Vec<String> {
+    query_relations(q, false)
+}
+
+fn query_relations(q: &Query, procedures: bool) -> Vec<String> {
+    fn table(t: &TableRef, procedures: bool, out: &mut Vec<String>) {
         match t {
-            TableRef::Procedure { name, .. } => out.push(name.text.clone()),
-            TableRef::Derived { query, .. } => out.extend(query_procedures(query)),
+            TableRef::Procedure { name, .. } if procedures => out.push(name.text.clone()),
+            TableRef::Table { name, .. } if !procedures => out.push(name.text.clone()),
+            TableRef::Derived { query, .. } => out.extend(query_relations(query, procedures)),
             TableRef::Join { left, right, .. } => {
-                table(left, out);
-                table(right, out);
+                table(left, procedures, out);
+                table(right, procedures, out);
             }
-            TableRef::Table { .. } => {}
+            _ => {}
         }
     }
-    fn set(s: &SetExpr, out: &mut Vec<String>) {
+    fn set(s: &SetExpr, procedures: bool, out: &mut Vec<String>) {
         match s {
-            SetExpr::Select(sel) => sel.from.iter().for_each(|t| table(t, out)),
+            SetExpr::Select(sel) => sel.from.iter().for_each(|t| table(t, procedures, out)),
             SetExpr::Union(a, b, _) => {
-                set(a, out);
-                set(b, out);
+                set(a, procedures, out);
+                set(b, procedures, out);
             }
-            SetExpr::Nested(q) => out.extend(query_procedures(q)),
+            SetExpr::Nested(q) => out.extend(query_relations(q, procedures)),
         }
     }
     let mut out = Vec::new();
     for cte in &q.with {
-        out.extend(query_procedures(&cte.query));
+        out.extend(query_relations(&cte.query, procedures));
     }
-    set(&q.body, &mut out);
+    set(&q.body, procedures, &mut out);
     out
 }
 

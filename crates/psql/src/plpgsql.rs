@@ -402,6 +402,7 @@ pub fn translate_function(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> {
     let body = p.body()?;
     p.expect_end()?;
     let mut r = Routine::new(ctx, RoutineKind::Function);
+    r.returns = Some(Gen::new(ctx).data_type(&returns, line)?);
     let label = quote(&pg_name(&name.text));
     for param in &inputs {
         r.scope.variables.insert(
@@ -498,6 +499,8 @@ struct Routine<'c, 'a> {
     inputs: Vec<(String, String)>,
     /// Output parameters' references and their declared types.
     outputs: std::collections::HashMap<String, String>,
+    /// A function's declared result type.
+    returns: Option<String>,
 }
 
 impl<'c, 'a> Routine<'c, 'a> {
@@ -511,6 +514,7 @@ impl<'c, 'a> Routine<'c, 'a> {
             counts_rows: false,
             inputs: Vec::new(),
             outputs: Default::default(),
+            returns: None,
         }
     }
 
@@ -589,6 +593,7 @@ impl<'c, 'a> Routine<'c, 'a> {
             counts_rows: false,
             inputs: Vec::new(),
             outputs: std::mem::take(&mut self.outputs),
+            returns: self.returns.take(),
         };
         inner.block(statements, 1)?;
         let ending = inner.ending();
@@ -1118,6 +1123,11 @@ impl<'c, 'a> Routine<'c, 'a> {
             StmtKind::Return(e) => match self.kind {
                 RoutineKind::Function => {
                     let v = self.value(&gen, e)?;
+                    // PostgreSQL keeps no length or scale on a result.
+                    let v = match &self.returns {
+                        Some(t) => format!("CAST({v} AS {t})"),
+                        None => v,
+                    };
                     self.line(depth, &format!("RETURN {v};"));
                 }
                 _ => return Err(refuse("RETURN", line, "RETURN outside a function")),
@@ -1134,6 +1144,17 @@ impl<'c, 'a> Routine<'c, 'a> {
 /// calls, so one that calls a procedure not made must not be made
 /// either.
 pub fn routine_calls(ddl: &str) -> Result<Vec<String>> {
+    routine_reads(ddl, true)
+}
+
+/// The tables and views a routine's DDL reads or writes (Firebird
+/// names; `FROM`, `INSERT INTO`, `UPDATE`, `DELETE FROM`, not those in
+/// an expression's subquery).
+pub fn routine_tables(ddl: &str) -> Result<Vec<String>> {
+    routine_reads(ddl, false)
+}
+
+fn routine_reads(ddl: &str, procedures: bool) -> Result<Vec<String>> {
     let mut p = Parser::new(ddl)?;
     // Past the header: the body starts at AS (or DECLARE/BEGIN).
     while !(p.is_word_pub("AS") || p.is_word_pub("DECLARE") || p.is_word_pub("BEGIN")) {
@@ -1144,42 +1165,56 @@ pub fn routine_calls(ddl: &str) -> Result<Vec<String>> {
     }
     let body = p.body()?;
     let mut out = Vec::new();
-    block_calls(&body.block, &mut out);
+    block_reads(&body.block, procedures, &mut out);
     out.sort();
     out.dedup();
     Ok(out)
 }
 
-fn block_calls(b: &Block, out: &mut Vec<String>) {
+fn block_reads(b: &Block, procedures: bool, out: &mut Vec<String>) {
     for s in b
         .statements
         .iter()
         .chain(b.handlers.iter().map(|h| h.body.as_ref()))
     {
-        stmt_calls(s, out);
+        stmt_reads(s, procedures, out);
     }
 }
 
-fn stmt_calls(s: &Stmt, out: &mut Vec<String>) {
+fn stmt_reads(s: &Stmt, procedures: bool, out: &mut Vec<String>) {
+    let query = |q: &Query| {
+        if procedures {
+            crate::query_procedures(q)
+        } else {
+            crate::query_tables(q)
+        }
+    };
     match &s.kind {
-        StmtKind::ExecuteProcedure(name, _, _) => out.push(name.text.clone()),
+        StmtKind::ExecuteProcedure(name, _, _) if procedures => out.push(name.text.clone()),
         StmtKind::If(_, a, b) => {
-            stmt_calls(a, out);
+            stmt_reads(a, procedures, out);
             if let Some(b) = b {
-                stmt_calls(b, out);
+                stmt_reads(b, procedures, out);
             }
         }
-        StmtKind::While(_, _, b) => stmt_calls(b, out),
+        StmtKind::While(_, _, b) => stmt_reads(b, procedures, out),
         StmtKind::ForSelect(_, q, _, b) => {
-            out.extend(crate::query_procedures(q));
-            stmt_calls(b, out);
+            out.extend(query(q));
+            stmt_reads(b, procedures, out);
         }
-        StmtKind::SelectInto(q, _) => out.extend(crate::query_procedures(q)),
-        StmtKind::Insert {
-            source: InsertSource::Query(q),
-            ..
-        } => out.extend(crate::query_procedures(q)),
-        StmtKind::Block(b) => block_calls(b, out),
+        StmtKind::SelectInto(q, _) => out.extend(query(q)),
+        StmtKind::Insert { table, source, .. } => {
+            if !procedures {
+                out.push(table.text.clone());
+            }
+            if let InsertSource::Query(q) = source {
+                out.extend(query(q));
+            }
+        }
+        StmtKind::Update { table, .. } | StmtKind::Delete { table, .. } if !procedures => {
+            out.push(table.text.clone())
+        }
+        StmtKind::Block(b) => block_reads(b, procedures, out),
         _ => {}
     }
 }

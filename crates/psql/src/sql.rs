@@ -34,6 +34,8 @@ pub struct Gen<'c, 'a> {
     /// Names of the CTEs in reach: not tables.
     ctes: Vec<HashSet<String>>,
     derived: std::cell::Cell<u32>,
+    /// The next expression is an operand of `||` (see [`Gen::branches`]).
+    pad: std::cell::Cell<bool>,
 }
 
 pub fn refuse(construct: &str, line: u32, reason: &str) -> Untranslated {
@@ -64,6 +66,7 @@ impl<'c, 'a> Gen<'c, 'a> {
             scope: Scope::default(),
             ctes: Vec::new(),
             derived: std::cell::Cell::new(0),
+            pad: std::cell::Cell::new(false),
         }
     }
 
@@ -98,6 +101,7 @@ impl<'c, 'a> Gen<'c, 'a> {
 
     pub fn expr(&self, e: &Expr) -> Result<String> {
         let line = e.line;
+        let pad = self.pad.replace(false);
         Ok(match &e.kind {
             ExprKind::Number(n) => n.clone(),
             ExprKind::Str(s) => string_literal(s),
@@ -207,22 +211,27 @@ impl<'c, 'a> Gen<'c, 'a> {
                 args,
                 distinct,
                 over,
-            } => self.function(name, args, *distinct, over.as_ref(), line)?,
+            } => self.function(name, args, *distinct, over.as_ref(), line, pad)?,
             ExprKind::Cast(x, t) => self.cast(x, t, line)?,
             ExprKind::Case {
                 operand,
                 whens,
                 otherwise,
             } => {
+                let mut branches: Vec<&Expr> = whens.iter().map(|(_, t)| t).collect();
+                branches.extend(otherwise.as_deref());
+                // Firebird pads a searched CASE's literals, not a simple
+                // CASE's (nor DECODE's), measured on Firebird 5.
+                let results = self.branches(&branches, pad && operand.is_none())?;
                 let mut s = "CASE".to_string();
                 if let Some(o) = operand {
                     s += &format!(" {}", self.expr(o)?);
                 }
-                for (w, t) in whens {
-                    s += &format!(" WHEN {} THEN {}", self.expr(w)?, self.expr(t)?);
+                for ((w, _), t) in whens.iter().zip(&results) {
+                    s += &format!(" WHEN {} THEN {t}", self.expr(w)?);
                 }
-                if let Some(o) = otherwise {
-                    s += &format!(" ELSE {}", self.expr(o)?);
+                if otherwise.is_some() {
+                    s += &format!(" ELSE {}", results[whens.len()]);
                 }
                 s + " END"
             }
@@ -388,6 +397,7 @@ impl<'c, 'a> Gen<'c, 'a> {
             let and_in_or = op == BinaryOp::Or && child == 20;
             let bare = !and_in_or
                 && (child > me || (child == me && !comparison && (left || same_associative)));
+            self.pad.set(op == BinaryOp::Concat);
             let text = self.expr(e)?;
             Ok(if bare { text } else { format!("({text})") })
         };
@@ -468,6 +478,32 @@ impl<'c, 'a> Gen<'c, 'a> {
         })
     }
 
+    /// The results of a CASE (IIF, DECODE). Where all are string
+    /// literals, Firebird's result is a CHAR as long as the longest, and
+    /// `||` keeps its padding (`IIF(c, 'cheap', 'dear') || ':'` gives
+    /// `dear :`): an operand of `||` (`pad`) gets the shorter ones padded.
+    /// Elsewhere they stay as written: a comparison ignores the padding
+    /// in Firebird, and PostgreSQL's text would not.
+    fn branches(&self, results: &[&Expr], pad: bool) -> Result<Vec<String>> {
+        let literals: Option<Vec<&String>> = results
+            .iter()
+            .map(|e| match &e.kind {
+                ExprKind::Str(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        match literals {
+            Some(texts) if pad && !texts.is_empty() => {
+                let width = texts.iter().map(|t| t.chars().count()).max().unwrap_or(0);
+                Ok(texts
+                    .iter()
+                    .map(|t| string_literal(&format!("{t:<width$}")))
+                    .collect())
+            }
+            _ => results.iter().map(|e| self.expr(e)).collect(),
+        }
+    }
+
     fn args(&self, args: &[Expr]) -> Result<Vec<String>> {
         args.iter().map(|a| self.expr(a)).collect()
     }
@@ -479,6 +515,7 @@ impl<'c, 'a> Gen<'c, 'a> {
         distinct: bool,
         over: Option<&Window>,
         line: u32,
+        pad: bool,
     ) -> Result<String> {
         let a = self.args(args)?;
         let n = a.len();
@@ -554,7 +591,8 @@ impl<'c, 'a> Gen<'c, 'a> {
             match name {
                 "IIF" => {
                     arity(n == 3)?;
-                    format!("CASE WHEN {} THEN {} ELSE {} END", a[0], a[1], a[2])
+                    let r = self.branches(&[&args[1], &args[2]], pad)?;
+                    format!("CASE WHEN {} THEN {} ELSE {} END", a[0], r[0], r[1])
                 }
                 "DECODE" => {
                     arity(n >= 3)?;
@@ -623,6 +661,11 @@ impl<'c, 'a> Gen<'c, 'a> {
                     let sep = if n == 2 { a[1].clone() } else { "','".into() };
                     format!("string_agg({d}CAST({} AS text), {sep})", a[0])
                 }
+                _ if (self.ctx.functions)(name) => format!(
+                    "{}({})",
+                    (self.ctx.names)(NameKind::Procedure, name),
+                    a.join(", ")
+                ),
                 _ => {
                     return Err(refuse(
                         name,
@@ -818,6 +861,7 @@ impl<'c, 'a> Gen<'c, 'a> {
             },
             ctes: self.ctes.clone(),
             derived: std::cell::Cell::new(self.derived.get()),
+            pad: std::cell::Cell::new(false),
         };
         if !q.with.is_empty() {
             me.ctes
