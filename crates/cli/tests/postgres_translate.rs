@@ -490,6 +490,10 @@ fn richer(dir: &Path) -> PathBuf {
              CHAR_LENGTH(LIST(NAME, ';')) L FROM (SELECT * FROM ITEMS) GROUP BY CATEGORY) \
              SELECT COALESCE(CATEGORY, '-') AS CATEGORY, N, L FROM C",
             "CREATE VIEW QUOTED (\"It\"\"s id\") AS SELECT ID FROM ITEMS WHERE NAME STARTING WITH 'h'",
+            // Reads CHEAP, and comes before it by name: made once CHEAP is.
+            "CREATE VIEW A_TOP AS SELECT FIRST 1 NAME, SALE FROM CHEAP ORDER BY SALE DESC",
+            "CREATE PROCEDURE \"Odd\"\"Name\" (X INTEGER) RETURNS (Y INTEGER) AS \
+             BEGIN Y = X + 1; SUSPEND; END",
             "CREATE PROCEDURE RESTOCK (MIN_QTY INTEGER, ADD_QTY INTEGER) RETURNS (CHANGED INTEGER) AS \
              DECLARE VARIABLE I INTEGER; \
              BEGIN CHANGED = 0; \
@@ -624,6 +628,17 @@ fn a_richer_database_behaves_the_same_on_the_postgresql_copy() {
         "QUOTED",
         "SELECT CAST(\"It\"\"s id\" AS VARCHAR(10)) FROM QUOTED ORDER BY \"It\"\"s id\"",
         "SELECT \"It\"\"s id\"::text FROM quoted ORDER BY quoted.\"It\"\"s id\"",
+    );
+
+    both.same_rows(
+        "A_TOP",
+        "SELECT NAME, CAST(SALE AS VARCHAR(20)) FROM A_TOP",
+        "SELECT name, sale::text FROM a_top",
+    );
+    both.same_rows(
+        "a procedure named with a quote",
+        "SELECT CAST(Y AS VARCHAR(10)) FROM \"Odd\"\"Name\"(41)",
+        "SELECT y::text FROM \"Odd\"\"Name\"(41)",
     );
 
     // Procedures and the function.

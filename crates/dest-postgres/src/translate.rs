@@ -170,6 +170,40 @@ fn steps(
             });
         }
     }
+    // Views that read only views of the run (and its tables and
+    // procedures) are the run's too: the catalog lists a view under the
+    // tables it reads, not under the views.
+    loop {
+        let before = sources.len();
+        for view in schema.routines.objects.iter().filter(|o| o.kind == "view") {
+            if sources
+                .iter()
+                .any(|s| s.kind == "view" && s.name == view.name)
+            {
+                continue;
+            }
+            let Ok(reads) = psql::view_reads(&view.ddl) else {
+                continue;
+            };
+            let of_the_run = |name: &String| {
+                loaded(name).is_some()
+                    || sources
+                        .iter()
+                        .any(|s| matches!(s.kind.as_str(), "view" | "procedure") && &s.name == name)
+            };
+            if !reads.is_empty() && reads.iter().all(of_the_run) {
+                sources.push(fbunload_plan::schema::SourceObject {
+                    kind: "view".into(),
+                    table: None,
+                    name: view.name.clone(),
+                    source: view.ddl.clone(),
+                });
+            }
+        }
+        if sources.len() == before {
+            break;
+        }
+    }
     for object in &sources {
         let table = object.table.as_deref();
         let ctx = context(schema, sequences, target, table.and_then(table_of));

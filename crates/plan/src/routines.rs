@@ -17,10 +17,11 @@ use crate::identifier::quote_identifier;
 use crate::schema::{blob_text, each_row};
 use crate::Column;
 
-/// A trigger, procedure or function, as `CREATE ...` DDL.
+/// A trigger, procedure or function, as `CREATE ...` DDL; a view as its
+/// SELECT.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PsqlObject {
-    /// `trigger`, `procedure`, `function`.
+    /// `trigger`, `procedure`, `function`, `view`.
     pub kind: String,
     pub name: String,
     /// A trigger's table.
@@ -327,6 +328,23 @@ pub fn read_routines(tr: &Transaction) -> Result<Routines, ClientError> {
                 number: int(row, 1).unwrap_or(0),
                 message: text(row, 2),
             });
+            Ok(())
+        },
+    )?;
+    each_row(
+        tr,
+        "SELECT RDB$RELATION_NAME, RDB$VIEW_SOURCE FROM RDB$RELATIONS \
+         WHERE RDB$VIEW_BLR IS NOT NULL AND COALESCE(RDB$SYSTEM_FLAG, 0) = 0 \
+         ORDER BY RDB$RELATION_NAME",
+        |row| {
+            if let Some(source) = blob_text(row, 1)? {
+                routines.objects.push(PsqlObject {
+                    kind: "view".into(),
+                    name: text(row, 0),
+                    table: None,
+                    ddl: source,
+                });
+            }
             Ok(())
         },
     )?;
