@@ -24,9 +24,10 @@ pub struct Loaded {
     /// The target, without its password.
     pub target: String,
     pub schema: String,
-    /// What did not translate (views, triggers, CHECK constraints,
-    /// computed columns, expression indices, non-constant defaults), with
-    /// its Firebird source; also in the target's `_fbunload_untranslated`.
+    /// What did not translate (PSQL or SQL the translator does not read
+    /// or PostgreSQL refuses, expression indices, non-constant defaults),
+    /// with its Firebird source and why; also in the target's
+    /// `_fbunload_untranslated`.
     pub untranslated: Vec<Untranslated>,
     /// Whether the run synced a target that kept its state (only the
     /// changes applied) rather than loading it whole.
