@@ -535,8 +535,12 @@ fn a_richer_database_behaves_the_same_on_the_postgresql_copy() {
     let mut pg = postgres::Client::connect(&uri, postgres::NoTls).unwrap();
     pg.batch_execute("SET search_path TO emp").unwrap();
     let mut both = Both { db: db.clone(), pg };
-    let reported =
-        both.postgres("SELECT kind || ' ' || name || ': ' || why FROM _fbunload_untranslated");
+    // (Kinds of the translation's; the catalog walk reports others.)
+    let reported = both.postgres(
+        "SELECT kind || ' ' || name || ': ' || why FROM _fbunload_untranslated WHERE kind IN \
+         ('trigger', 'view', 'procedure', 'function', 'check constraint', 'computed column', \
+         'generated key')",
+    );
     assert!(
         matches!(&reported, Outcome::Rows(r) if r.is_empty()),
         "everything translates: {reported:?}"
