@@ -507,7 +507,7 @@ fn richer(dir: &Path) -> PathBuf {
                IF (K = 4) THEN CONTINUE; \
                IF (K > 6) THEN LEAVE; \
                SQ = K * K; \
-               WORD = CASE MOD(K, 2) WHEN 0 THEN 'even' ELSE 'odd' END || ' $fb$ ''; DROP TABLE ITEMS; --'; \
+               WORD = CASE MOD(K, 2) WHEN 0 THEN 'even' ELSE 'odd' END || ' $fb$ \\t ''; DROP TABLE ITEMS; --'; \
                SUSPEND; \
              END END",
             "CREATE PROCEDURE SAFE_DIVIDE (A INTEGER, B INTEGER) RETURNS (Q INTEGER, MSG VARCHAR(40)) AS \
@@ -654,7 +654,7 @@ fn a_richer_database_behaves_the_same_on_the_postgresql_copy() {
     assert_eq!(series.len(), 5, "{series:?}");
     assert_eq!(
         series[0][2].as_deref(),
-        Some("odd $fb$ '; DROP TABLE ITEMS; --")
+        Some("odd $fb$ \\t '; DROP TABLE ITEMS; --")
     );
     for (a, b) in [(7, 2), (1, 0), (-9, 4)] {
         both.same_rows(

@@ -405,8 +405,11 @@ pub(crate) fn create(
 fn make(client: &mut Client, staging: &str, step: &Step) -> Result<Option<String>, String> {
     let run = |client: &mut Client, statements: &[String]| -> Result<(), String> {
         let mut tx = client.transaction().map_err(|e| e.to_string())?;
-        tx.batch_execute(&format!("SET LOCAL search_path TO {}", ident(staging)))
-            .map_err(|e| e.to_string())?;
+        tx.batch_execute(&format!(
+            "SET LOCAL search_path TO {}; SET LOCAL standard_conforming_strings TO on",
+            ident(staging)
+        ))
+        .map_err(|e| e.to_string())?;
         for sql in statements {
             tx.batch_execute(sql).map_err(|e| match e.as_db_error() {
                 Some(db) => db.message().to_string(),

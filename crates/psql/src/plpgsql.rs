@@ -449,9 +449,15 @@ fn input_type(gen: &Gen, param: &Param) -> Result<String> {
     }
 }
 
+/// The settings a routine runs with: its schema, and string literals
+/// read as written (the body's `'a\b'` is text read on each call, under
+/// the caller's settings otherwise).
 fn search_path(ctx: &ExprContext) -> String {
     match &ctx.search_path {
-        Some(s) => format!(" SET search_path TO {}", quote(s)),
+        Some(s) => format!(
+            " SET search_path TO {} SET standard_conforming_strings TO on",
+            quote(s)
+        ),
         None => String::new(),
     }
 }

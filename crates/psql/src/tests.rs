@@ -370,7 +370,7 @@ fn triggers() {
     let out = translate_trigger(ddl, &ExprContext::new().with_search_path("emp")).unwrap();
     assert_eq!(
         out[0],
-        "CREATE FUNCTION \"save_salary_change_trigger\"() RETURNS trigger LANGUAGE plpgsql SET search_path TO \"emp\" AS $fb$\n\
+        "CREATE FUNCTION \"save_salary_change_trigger\"() RETURNS trigger LANGUAGE plpgsql SET search_path TO \"emp\" SET standard_conforming_strings TO on AS $fb$\n\
          #variable_conflict use_column\n\
          <<fb_local>>\n\
          BEGIN\n\
