@@ -40,6 +40,7 @@ use fbunload_plan::{Kind, Plan, Unit};
 use postgres::{Client, CopyInWriter, GenericClient};
 
 pub use ddl::Untranslated;
+pub use translate::{Planned, plan as translation_plan};
 pub use target::{Target, is_postgres_uri};
 use types::{Encoding, PgColumn};
 

@@ -352,6 +352,37 @@ fn steps(
     (all, report)
 }
 
+/// An object the translation would make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    /// `check constraint`, `generated key`, `computed column`, `function`,
+    /// `procedure`, `view`, `trigger`.
+    pub kind: String,
+    pub table: Option<String>,
+    pub name: String,
+}
+
+/// What a load would make and what it would report, without
+/// PostgreSQL (`--plan`): PostgreSQL may still refuse some of what is
+/// planned (a CHECK reading other rows, a view over a missing object).
+pub fn plan(
+    schema: &Schema,
+    sequences: &SequenceNames,
+    target: &str,
+    loaded: &dyn Fn(&str) -> Option<Vec<String>>,
+) -> (Vec<Planned>, Vec<Untranslated>) {
+    let (steps, report) = steps(schema, sequences, target, loaded);
+    let planned = steps
+        .into_iter()
+        .map(|s| Planned {
+            kind: s.kind.into(),
+            table: s.table,
+            name: s.name,
+        })
+        .collect();
+    (planned, report)
+}
+
 /// Makes what translates in `staging`; returns what is reported.
 pub(crate) fn create(
     client: &mut Client,
@@ -527,7 +558,11 @@ mod tests {
         };
         let sequences: SequenceNames = [("G".to_string(), "g_2".to_string())].into();
         let loaded = |t: &str| (t == "T").then(Vec::new);
+        let (planned, planned_report) = plan(&schema, &sequences, "app", &loaded);
         let (steps, report) = steps(&schema, &sequences, "app", &loaded);
+        assert_eq!(planned.len(), steps.len());
+        assert_eq!(planned[4].kind, "trigger");
+        assert_eq!(planned_report, report);
         let made: Vec<(&str, &str)> = steps.iter().map(|s| (s.kind, s.name.as_str())).collect();
         assert_eq!(
             made,
