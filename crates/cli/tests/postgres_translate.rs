@@ -510,6 +510,13 @@ fn richer(dir: &Path) -> PathBuf {
                WORD = CASE MOD(K, 2) WHEN 0 THEN 'even' ELSE 'odd' END || ' $fb$ \\t ''; DROP TABLE ITEMS; --'; \
                SUSPEND; \
              END END",
+            "CREATE PROCEDURE SPLIT_PRICE (P NUMERIC(9,2)) RETURNS (WHOLE INTEGER, CENTS INTEGER) AS \
+             BEGIN WHOLE = TRUNC(P); CENTS = (P - TRUNC(P)) * 100; END",
+            "CREATE PROCEDURE PRICES RETURNS (NAME VARCHAR(40), WHOLE INTEGER, CENTS INTEGER) AS \
+             DECLARE VARIABLE P NUMERIC(9,2); \
+             BEGIN FOR SELECT NAME, PRICE FROM ITEMS WHERE PRICE IS NOT NULL ORDER BY ID \
+             INTO :NAME, :P DO BEGIN \
+             EXECUTE PROCEDURE SPLIT_PRICE :P RETURNING_VALUES :WHOLE, :CENTS; SUSPEND; END END",
             "CREATE PROCEDURE SAFE_DIVIDE (A INTEGER, B INTEGER) RETURNS (Q INTEGER, MSG VARCHAR(40)) AS \
              BEGIN \
                BEGIN Q = A / B; MSG = 'ok'; \
@@ -680,6 +687,21 @@ fn a_richer_database_behaves_the_same_on_the_postgresql_copy() {
             &format!("SELECT q::text, msg FROM safe_divide({a}, {b})"),
         );
     }
+    // An executable procedure (OUT parameters) called with
+    // EXECUTE PROCEDURE ... RETURNING_VALUES from a selectable one.
+    let prices = both.same_rows(
+        "PRICES",
+        "SELECT NAME, CAST(WHOLE AS VARCHAR(10)), CAST(CENTS AS VARCHAR(10)) FROM PRICES",
+        "SELECT name, whole::text, cents::text FROM prices()",
+    );
+    assert!(
+        prices.contains(&vec![
+            Some("hammer".into()),
+            Some("12".into()),
+            Some("50".into())
+        ]),
+        "{prices:?}"
+    );
     both.same_rows(
         "RESTOCK(10, 5)",
         "SELECT CAST(CHANGED AS VARCHAR(10)) FROM RESTOCK(10, 5)",
