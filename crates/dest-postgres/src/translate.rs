@@ -496,6 +496,11 @@ pub(crate) fn hold_triggers(
         hold += &format!("ALTER TABLE {table} DISABLE TRIGGER {trigger};");
         release += &format!("ALTER TABLE {table} ENABLE {mode}TRIGGER {trigger};");
     }
+    if !release.is_empty() {
+        // PostgreSQL alters no table with trigger events pending: the
+        // deferred foreign key checks run first (the rows are all in).
+        release = format!("SET CONSTRAINTS ALL IMMEDIATE;{release}");
+    }
     Ok((hold, release))
 }
 
