@@ -195,7 +195,8 @@ pub struct Args {
     /// selected table to standard output: csv, tsv and jsonl as the unload goes, unit by
     /// unit in order; parquet and arrow once the file is complete.
     /// `postgresql://USER@HOST:PORT/DBNAME` loads the tables into PostgreSQL instead, with their
-    /// keys, indices and sequences, in one transaction (docs/postgresql.md)
+    /// keys, indices and sequences, their CHECKs, views, procedures and triggers translated,
+    /// in one transaction (docs/postgresql.md)
     #[arg(short = 'o', long, value_name = "DIR")]
     pub output: Option<PathBuf>,
 

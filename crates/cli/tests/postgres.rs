@@ -445,10 +445,8 @@ fn employee_loads_with_arrays_keys_sequences_and_a_report() {
     assert_loaded(&out);
     let text = stderr(&out);
     assert!(text.contains("not translated"), "{text}");
-    assert!(
-        text.contains("computed column FULL_NAME of EMPLOYEE"),
-        "{text}"
-    );
+    // SHOW_LANGS reads an array element: reported with its line.
+    assert!(text.contains("procedure SHOW_LANGS"), "{text}");
     assert_same_values(&db, &uri, "emp");
     // Arrays keep their bounds.
     let dims: String = pg(&uri)
@@ -482,15 +480,10 @@ fn employee_loads_with_arrays_keys_sequences_and_a_report() {
         query_one_i64(&uri, "SELECT nextval('emp.emp_no_gen')"),
         firebird_next
     );
-    // Triggers, CHECK constraints, the view and the procedures that read
-    // the tables: reported with their Firebird source.
-    for kind in [
-        "computed column",
-        "trigger",
-        "check constraint",
-        "view",
-        "procedure",
-    ] {
+    // What does not translate (the salary CHECK reads JOB, SHOW_LANGS an
+    // array element): reported with its Firebird source. The rest is
+    // made (tested by behaviour in postgres_translate.rs).
+    for kind in ["check constraint", "procedure"] {
         let reported = query_one_i64(
             &uri,
             &format!(
@@ -500,14 +493,10 @@ fn employee_loads_with_arrays_keys_sequences_and_a_report() {
         );
         assert!(reported >= 1, "no {kind} reported");
     }
-    let view: String = pg(&uri)
-        .query_one(
-            "SELECT firebird_source FROM emp._fbunload_untranslated WHERE name = 'PHONE_LIST'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert!(view.to_uppercase().contains("SELECT"), "{view}");
+    assert!(
+        query_one_i64(&uri, "SELECT count(*) FROM emp.phone_list") > 40,
+        "PHONE_LIST is a view of the copy"
+    );
 }
 
 #[test]

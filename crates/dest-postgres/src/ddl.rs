@@ -118,15 +118,6 @@ pub fn after_load(
                 sql: format!("ALTER TABLE {name} {}", clauses.join(", ")),
             });
         }
-        for column in table.columns.iter().filter(|c| c.computed_by.is_some()) {
-            report.push(Untranslated {
-                kind: "computed column".into(),
-                table: Some(table.name.clone()),
-                name: column.name.clone(),
-                source: column.computed_by.clone().unwrap_or_default(),
-                why: "its expression is Firebird's SQL; not loaded".into(),
-            });
-        }
         for (i, constraint) in table.constraints.iter().enumerate() {
             let label = constraint_label(constraint.name.as_deref(), &constraint.columns);
             let kind = match constraint.kind {
@@ -258,15 +249,6 @@ pub fn after_load(
             name: constraint.clone(),
             source: String::new(),
             why: "references a table not loaded".into(),
-        });
-    }
-    for object in &schema.sources {
-        report.push(Untranslated {
-            kind: object.kind.clone(),
-            table: object.table.clone(),
-            name: object.name.clone(),
-            source: object.source.clone(),
-            why: "Firebird's own SQL".into(),
         });
     }
     let mut sequences = SequenceNames::new();
@@ -751,7 +733,8 @@ mod tests {
             sql[6]
         );
         let kinds: Vec<&str> = report.iter().map(|r| r.kind.as_str()).collect();
-        assert_eq!(kinds, ["computed column", "index"]);
-        assert_eq!(report[1].source, "(UPPER(CUST))");
+        // Computed columns, CHECKs, views and PSQL: `translate`.
+        assert_eq!(kinds, ["index"]);
+        assert_eq!(report[0].source, "(UPPER(CUST))");
     }
 }

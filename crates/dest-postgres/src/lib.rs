@@ -34,6 +34,7 @@ mod safety;
 pub mod sync;
 mod target;
 mod tls;
+mod translate;
 pub mod types;
 
 use std::io::Write;
@@ -54,6 +55,7 @@ use postgres::{Client, CopyInWriter, GenericClient};
 pub use catalog_report::Tally;
 pub use ddl::Untranslated;
 pub use target::{is_postgres_uri, Target};
+pub use translate::{plan as translation_plan, Planned};
 use types::{Encoding, PgColumn};
 
 /// The schema a run loads into unless told otherwise.
@@ -940,13 +942,30 @@ impl PostgresDestination {
         drop(tables);
         let (icu, roles) = plan_target::server_abilities(client, self.options.grants)?;
         let ddl = plan_target::whole_ddl(&schema, &self.staging, &loads, icu, roles.as_ref());
-        *self.sequence_names.lock().unwrap() = ddl.sequences;
         for statement in &ddl.statements {
             self.check_stopped()?;
             self.run_sql(client, &statement.what, &statement.sql)?;
         }
-        *self.report.lock().unwrap() = ddl.report;
-        *self.tallies.lock().unwrap() = ddl.tallies;
+        let tables = self.tables.lock().unwrap();
+        let loaded = |name: &str| -> Option<Vec<String>> {
+            tables
+                .iter()
+                .find(|t| t.from_table && t.name == name)
+                .map(|t| t.columns.iter().map(|c| c.name.clone()).collect())
+        };
+        let (made, reported) = translate::create(
+            client,
+            &schema,
+            &self.staging,
+            &self.options.schema,
+            &ddl.sequences,
+            &loaded,
+        );
+        drop(tables);
+        *self.sequence_names.lock().unwrap() = ddl.sequences.clone();
+        let (report, tallies) = ddl.account(&schema.catalog, &made, reported);
+        *self.report.lock().unwrap() = report;
+        *self.tallies.lock().unwrap() = tallies;
         Ok(())
     }
 

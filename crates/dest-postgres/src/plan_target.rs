@@ -40,9 +40,36 @@ pub struct LoadedTable {
 #[derive(Debug, Default)]
 pub struct Ddl {
     pub statements: Vec<Statement>,
+    /// What these statements leave out, before the accounting.
     pub report: Vec<Untranslated>,
     pub sequences: SequenceNames,
-    pub tallies: Vec<Tally>,
+    /// What these statements make, for the accounting.
+    pub created: Created,
+    /// The Firebird names of the tables loaded.
+    pub loaded: HashSet<String>,
+}
+
+impl Ddl {
+    /// Every catalog object accounted for, once the PSQL translation's
+    /// outcome is known (`made` by it, or `reported` with why): the
+    /// whole report, and the counts by kind.
+    pub fn account(
+        self,
+        catalog: &fbunload_plan::inventory::Inventory,
+        made: &[crate::translate::Planned],
+        reported: Vec<Untranslated>,
+    ) -> (Vec<Untranslated>, Vec<Tally>) {
+        let mut created = self.created;
+        for object in made {
+            created.add(&object.kind, object.table.as_deref(), &object.name);
+        }
+        let mut report = self.report;
+        report.extend(reported);
+        let loaded = self.loaded;
+        let tallies =
+            catalog_report::account(catalog, &created, &|t| loaded.contains(t), &mut report);
+        (report, tallies)
+    }
 }
 
 /// What the server can do that the DDL depends on: nondeterministic ICU
@@ -123,7 +150,6 @@ pub fn whole_ddl(
         ),
         None => Vec::new(),
     };
-    let tallies = catalog_report::account(&schema.catalog, &created, &is_loaded, &mut report);
     let mut all = steps.before_keys;
     all.extend(statements);
     all.extend(steps.after);
@@ -132,7 +158,12 @@ pub fn whole_ddl(
         statements: all,
         report,
         sequences,
-        tallies,
+        created,
+        loaded: tables
+            .iter()
+            .filter(|t| t.from_table)
+            .map(|t| t.name.clone())
+            .collect(),
     }
 }
 
@@ -276,8 +307,16 @@ pub fn plan_target(
         let (icu, roles) = server_abilities(&mut client, options.grants)?;
         let staging = own_name("_fbunload_staging_", schema);
         let ddl = whole_ddl(model, &staging, &loads, icu, roles.as_ref());
-        out.tallies = ddl.tallies;
-        out.untranslated = ddl.report;
+        let loaded = |name: &str| -> Option<Vec<String>> {
+            loads
+                .iter()
+                .find(|t| t.from_table && t.name == name)
+                .map(|t| t.columns.iter().map(|(c, _)| c.clone()).collect())
+        };
+        let (made, reported) = crate::translate::plan(model, &ddl.sequences, schema, &loaded);
+        let (report, tallies) = ddl.account(&model.catalog, &made, reported);
+        out.tallies = tallies;
+        out.untranslated = report;
     }
     Ok(out)
 }

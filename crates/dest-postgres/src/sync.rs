@@ -543,7 +543,10 @@ impl PostgresDestination {
             sql += ";";
         }
         drop(tables);
-        tx.batch_execute(&sql)
+        let pg_tables: Vec<String> = links.iter().map(|l| pg_name(&l.name)).collect();
+        let (hold, release) = crate::translate::hold_triggers(&mut tx, &schema, &pg_tables)
+            .map_err(|e| pg_error("holding the tables' triggers", e))?;
+        tx.batch_execute(&format!("{hold}{sql}{release}"))
             .map_err(|e| pg_error("applying the changes", e))?;
         self.create_new(&mut tx, links, model.as_ref())?;
         self.check_rows(&mut tx, links, |l| l.after, "after the link was applied")?;
@@ -709,12 +712,14 @@ impl PostgresDestination {
             )));
         }
         for link in links {
+            // A computed column is the load's GENERATED one, not loaded.
             let mut columns = |relation: String| -> Result<Option<String>, ExecError> {
                 Ok(tx
                     .query_one(
                         "SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, \
                          a.atttypmod), ', ' ORDER BY a.attname) FROM pg_attribute a WHERE \
-                         a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped",
+                         a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
+                         AND a.attgenerated = ''",
                         &[&relation],
                     )
                     .map_err(|e| pg_error("syncing", e))?

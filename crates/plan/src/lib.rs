@@ -17,6 +17,7 @@ pub mod incremental;
 pub mod inventory;
 pub mod planner;
 pub mod query;
+pub mod routines;
 pub mod schema;
 pub mod selection;
 pub mod sequences;

@@ -59,6 +59,10 @@ use crate::Column;
 /// The tables of a run, their keys and indices, and the sequences they use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schema {
+    /// The catalog's triggers, procedures and functions as DDL, its
+    /// exceptions and its views' columns, for a destination that
+    /// translates PSQL.
+    pub routines: crate::routines::Routines,
     /// User-defined collations the tables' columns use.
     pub collations: Vec<Collation>,
     pub tables: Vec<TableSchema>,
@@ -244,6 +248,7 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
         .map(|(i, name)| (name.clone(), i))
         .collect();
     let generators = read_generators(tr)?;
+    schema.routines = crate::routines::read_routines(tr)?;
     read_columns(tr, &position, &generators, &mut schema)?;
     read_keys_and_indices(tr, &position, &mut schema)?;
     read_sources(tr, &position, &mut schema)?;
@@ -1411,7 +1416,7 @@ mod tests {
             }],
             skipped_foreign_keys: vec![("c".into(), "FK_GONE".into())],
             sources: Vec::new(),
-            catalog: Default::default(),
+            ..Schema::default()
         };
         let sql = schema.to_sql();
         let body: String = sql
