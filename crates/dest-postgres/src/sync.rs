@@ -716,10 +716,15 @@ impl PostgresDestination {
             let mut columns = |relation: String| -> Result<Option<String>, ExecError> {
                 Ok(tx
                     .query_one(
-                        "SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, \
-                         a.atttypmod), ', ' ORDER BY a.attname) FROM pg_attribute a WHERE \
-                         a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped \
-                         AND a.attgenerated = ''",
+                        // A domain counts as its base type: the load
+                        // types a domain's columns with it, staging does not.
+                        "SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type( \
+                         CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, \
+                         CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END), \
+                         ', ' ORDER BY a.attname) FROM pg_catalog.pg_attribute a \
+                         JOIN pg_catalog.pg_type t ON t.oid = a.atttypid WHERE \
+                         a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 \
+                         AND NOT a.attisdropped AND a.attgenerated = ''",
                         &[&relation],
                     )
                     .map_err(|e| pg_error("syncing", e))?
