@@ -9,25 +9,52 @@ use fbunload::PartLimits;
 /// The options `-h` shows, those most runs use, each in a line; `--help`
 /// shows every option with its whole text.
 pub const SHORT_HELP: &[(&str, &str)] = &[
-    ("database", "Database: a file path (embedded engine), host:path or inet://host:port/path"),
+    (
+        "database",
+        "Database: a file path (embedded engine), host:path or inet://host:port/path",
+    ),
     ("user", "User name"),
     ("password", "Password (or ISC_PASSWORD; never printed)"),
-    ("tables", "Tables: an SQL SIMILAR TO pattern, e.g. 'ORDER%' or 'STOCK|ITEM'; names as in SQL: \
-        stock is STOCK, '\"stock\"' exact [default: all]"),
+    (
+        "tables",
+        "Tables: an SQL SIMILAR TO pattern, e.g. 'ORDER%' or 'STOCK|ITEM'; names as in SQL: \
+        stock is STOCK, '\"stock\"' exact [default: all]",
+    ),
     ("exclude", "Tables to leave out: a pattern as for --tables"),
-    ("where_", "Rows: an SQL condition, e.g. 'S_W_ID = 7', or 'TABLE:COND'"),
-    ("output", "Output directory (required), or - for standard output"),
-    ("format", "Output format: csv (its first line the column names), tsv, jsonl, parquet, arrow"),
-    ("parallel", "Worker attachments [default: number of CPU cores]"),
-    ("plan", "Print what would be read, and how it is cut, without reading a row"),
+    (
+        "where_",
+        "Rows: an SQL condition, e.g. 'S_W_ID = 7', or 'TABLE:COND'",
+    ),
+    (
+        "output",
+        "Output directory (required), or - for standard output",
+    ),
+    (
+        "format",
+        "Output format: csv (its first line the column names), tsv, jsonl, parquet, arrow",
+    ),
+    (
+        "parallel",
+        "Worker attachments [default: number of CPU cores]",
+    ),
+    (
+        "plan",
+        "Print what would be read, and how it is cut, without reading a row",
+    ),
     ("help", ""),
     ("version", ""),
 ];
 
 /// Each subcommand in a line, for `-h`.
 const SHORT_COMMANDS: &[(&str, &str)] = &[
-    ("check", "Check an output directory's files against its manifest.json"),
-    ("apply", "Apply a change set (a run with --since) to the run it was taken since"),
+    (
+        "check",
+        "Check an output directory's files against its manifest.json",
+    ),
+    (
+        "apply",
+        "Apply a change set (a run with --since) to the run it was taken since",
+    ),
     ("sample", "Create a sample database to try fbunload on"),
 ];
 
@@ -430,6 +457,42 @@ pub enum Command {
         #[arg(short, long, value_name = "STATE")]
         output: PathBuf,
     },
+    /// Follow a database's replication journal into PostgreSQL: the transactions committed after
+    /// the snapshot of the schema's --keep-keys load are applied in commit order, each in one
+    /// PostgreSQL transaction that also records the journal position (table _fbunload_journal),
+    /// so a restart after any stop or kill applies each once. Rolled-back work and undone
+    /// savepoints never arrive; sequences follow; DDL in the journal stops the follow, naming the
+    /// statement. Runs until SIGINT/SIGTERM (exit 0) or --until-idle. Set-up: docs/postgresql.md,
+    /// "Live"
+    Follow {
+        /// Database: a file path (opens the embedded engine), host:path or inet://host:port/path
+        #[arg(short = 'd', long, value_name = "DSN")]
+        database: String,
+        /// User name
+        #[arg(short = 'u', long, env = "ISC_USER")]
+        user: Option<String>,
+        /// Password (or ISC_PASSWORD)
+        #[arg(short = 'p', long, env = "ISC_PASSWORD", hide_env_values = true)]
+        password: Option<String>,
+        /// The database's journal_archive_directory (replication.conf)
+        #[arg(long, value_name = "DIR")]
+        journal: PathBuf,
+        /// The database's journal_directory, read for segments not archived yet (lower lag)
+        #[arg(long, value_name = "DIR")]
+        journal_live: Option<PathBuf>,
+        /// The PostgreSQL target: postgresql://USER@HOST:PORT/DBNAME
+        #[arg(short = 'o', long, value_name = "URI")]
+        output: String,
+        /// The schema the --keep-keys load made
+        #[arg(long, value_name = "SCHEMA", default_value = "public")]
+        pg_schema: String,
+        /// Exit 0 once no change arrived for SECONDS
+        #[arg(long, value_name = "SECONDS")]
+        until_idle: Option<f64>,
+        /// The Firebird client library
+        #[arg(long, value_name = "PATH")]
+        client_lib: Option<PathBuf>,
+    },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,
     /// Mixed Case "Quoted", EMPTY_TABLE and ARRAY_TYPES with every Firebird column type and its
@@ -454,7 +517,7 @@ pub enum Command {
         /// Change about N % of the rows of the sample at PATH (made first if it is not there),
         /// to try incremental runs: STOCK and CUSTOMER rows updated, ORDER_LINE rows deleted,
         /// ITEM and ARRAY_TYPES rows inserted (ARRAY_TYPES' first row always), chosen at random.
-    /// Then `--since` a run before writes them
+        /// Then `--since` a run before writes them
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
         changes: Option<u32>,
         /// Print nothing but errors
@@ -677,7 +740,10 @@ impl Args {
     /// each in a line; `--help` keeps every option's whole text.
     pub fn command_with_short_help() -> clap::Command {
         let mut command = Args::command();
-        let ids: Vec<String> = command.get_arguments().map(|a| a.get_id().to_string()).collect();
+        let ids: Vec<String> = command
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
         for id in ids {
             let short = SHORT_HELP.iter().find(|(shown, _)| *shown == id);
             command = command.mut_arg(id, |arg| match short {
@@ -1058,13 +1124,32 @@ mod tests {
         let short = command.render_help().to_string();
         let long = command.render_long_help().to_string();
         assert!(short.lines().count() <= 40, "{short}");
-        for flag in ["--database", "--tables", "--output", "--format", "--parallel", "--help"] {
+        for flag in [
+            "--database",
+            "--tables",
+            "--output",
+            "--format",
+            "--parallel",
+            "--help",
+        ] {
             assert!(short.contains(flag), "{flag}: {short}");
         }
         let words = short.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(words.contains("fbunload --help shows every option"), "{short}");
-        assert!(!short.contains("--since <DIR>") && !short.contains("--no-header"), "{short}");
-        for flag in ["--since", "--no-header", "--max-bytes", "--wire-crypt", "Examples:"] {
+        assert!(
+            words.contains("fbunload --help shows every option"),
+            "{short}"
+        );
+        assert!(
+            !short.contains("--since <DIR>") && !short.contains("--no-header"),
+            "{short}"
+        );
+        for flag in [
+            "--since",
+            "--no-header",
+            "--max-bytes",
+            "--wire-crypt",
+            "Examples:",
+        ] {
             assert!(long.contains(flag), "{flag}");
         }
         assert!(!long.contains("That is the short page"));

@@ -130,6 +130,13 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
     if let Some(password) = &args.password {
         hide_password::hide(password);
     }
+    if let Some(args::Command::Follow {
+        password: Some(password),
+        ..
+    }) = &args.command
+    {
+        hide_password::hide(password);
+    }
     hide_password::hide_uri_passwords();
     let done = match (&args.command, args.generate) {
         (Some(args::Command::Check { dir, finish }), _) => check(dir, *finish),
@@ -140,7 +147,13 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 output,
             }),
             _,
-        ) => apply(old, changes, output, args.memory_mb.saturating_mul(1 << 20), &cancel),
+        ) => apply(
+            old,
+            changes,
+            output,
+            args.memory_mb.saturating_mul(1 << 20),
+            &cancel,
+        ),
         (
             Some(args::Command::Sample {
                 path,
@@ -162,6 +175,33 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
             *changes,
             client_lib.as_deref(),
             *quiet,
+        ),
+        (
+            Some(args::Command::Follow {
+                database,
+                user,
+                password,
+                journal,
+                journal_live,
+                output,
+                pg_schema,
+                until_idle,
+                client_lib,
+            }),
+            _,
+        ) => follow(
+            &fbunload::follow::FollowOptions {
+                database: database.clone(),
+                user: user.clone(),
+                password: password.clone(),
+                client_library: client_lib.clone(),
+                archive: journal.clone(),
+                live: journal_live.clone(),
+                target: output.clone(),
+                schema: pg_schema.clone(),
+                until_idle: until_idle.map(std::time::Duration::from_secs_f64),
+            },
+            &cancel,
         ),
         (None, Some(what)) => generate(what),
         (None, None) => execute(&args, cancel),
@@ -309,6 +349,20 @@ fn apply(
             count(*rows as usize, "row")
         ))?;
     }
+    Ok(())
+}
+
+/// `fbunload follow`: applies the journal until stopped (SIGINT/SIGTERM:
+/// a clean stop, exit 0) or idle; one line of what it applied.
+fn follow(options: &fbunload::follow::FollowOptions, cancel: &AtomicBool) -> Result<(), Failure> {
+    let summary = fbunload::follow::follow(options, cancel, &()).map_err(describe)?;
+    eprintln!(
+        "fbunload: follow applied {} and {} to {}, journal position {}",
+        count(summary.transactions as usize, "transaction"),
+        count(summary.changes as usize, "row change"),
+        options.schema,
+        summary.position
+    );
     Ok(())
 }
 

@@ -864,7 +864,10 @@ fn a_comment_ended_by_a_carriage_return_cannot_widen_a_unit() {
 fn the_client_library_lookup_imports_nothing_from_the_working_directory() {
     let dir = tempfile::tempdir().unwrap();
     let db = create_db(dir.path(), "lookup.fdb", 4096);
-    execute(&db, &["CREATE TABLE T (ID INTEGER)", "INSERT INTO T VALUES (1)"]);
+    execute(
+        &db,
+        &["CREATE TABLE T (ID INTEGER)", "INSERT INTO T VALUES (1)"],
+    );
     let planted = dir.path().join("planted");
     let package = planted.join("firebird").join("embedded");
     std::fs::create_dir_all(&package).unwrap();
@@ -877,7 +880,14 @@ fn the_client_library_lookup_imports_nothing_from_the_working_directory() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fbunload"))
         .arg("-d")
         .arg(&db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "-o", out_dir.to_str().unwrap()])
+        .args([
+            "-u",
+            "SYSDBA",
+            "-p",
+            "masterkey",
+            "-o",
+            out_dir.to_str().unwrap(),
+        ])
         // As a user's: no FIREBIRD (this test process set it when it
         // loaded the library), so the library is looked for.
         .env_remove("FIREBIRD")

@@ -650,10 +650,16 @@ fn a_link_with_its_base_selection_spelled_otherwise_is_a_link() {
     let old = dir.path().join("old");
     run(&db, &["--keep-keys", "-t", "S|T", "-o", path(&old)]);
     let new = dir.path().join("new");
-    run(&db, &["--since", path(&old), "-t", "s, t", "-o", path(&new)]);
+    run(
+        &db,
+        &["--since", path(&old), "-t", "s, t", "-o", path(&new)],
+    );
     assert!(read_manifest(&new)["incremental"].get("dropped").is_none());
     let other = dir.path().join("other");
-    let out = fbunload(&db, &["--since", path(&old), "-t", "\"s\"", "-o", path(&other)]);
+    let out = fbunload(
+        &db,
+        &["--since", path(&old), "-t", "\"s\"", "-o", path(&other)],
+    );
     assert_refused_in_one_line(&out, "--since");
 }
 

@@ -17,7 +17,7 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field};
 use common::*;
-use fbunload_gen::{GenOptions, Table, arrays, bank};
+use fbunload_gen::{arrays, bank, GenOptions, Table};
 
 /// The cluster's URI for database `db`, made empty for this test; `None`
 /// (the test says it is skipped) without a cluster.
@@ -543,7 +543,10 @@ fn one_snapshot_under_writers_keeps_the_books_balanced_in_postgresql() {
         loaded.summary.tables.iter().any(|t| t.units > 1),
         "LEDGER in one unit"
     );
-    assert!(books_balance_in(&uri, "public") > 0, "no transfer was loaded");
+    assert!(
+        books_balance_in(&uri, "public") > 0,
+        "no transfer was loaded"
+    );
 }
 
 /// Checks that the bank's books balance in `schema` of `uri` (see
@@ -560,7 +563,10 @@ fn books_balance_in(uri: &str, schema: &str) -> usize {
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
     let accounts: Vec<(i64, i64)> = c
-        .query(&format!("SELECT id::bigint, balance FROM {schema}.accounts"), &[])
+        .query(
+            &format!("SELECT id::bigint, balance FROM {schema}.accounts"),
+            &[],
+        )
         .unwrap()
         .iter()
         .map(|r| (r.get(0), r.get(1)))

@@ -77,7 +77,10 @@ fn a_sample_database_is_made_and_the_suggested_command_unloads_it() {
     let again = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "300"]);
     let said = stderr(&again);
     assert!(again.status.success(), "{said}");
-    assert!(said.contains("already this sample") && said.contains("kept"), "{said}");
+    assert!(
+        said.contains("already this sample") && said.contains("kept"),
+        "{said}"
+    );
     assert!(std::fs::metadata(dir.path().join("out/ITEM.csv")).is_ok());
     // Another size, or another database, is refused.
     let other = fbunload_in(dir.path(), &["sample", "try.fdb", "--items", "200"]);
@@ -128,8 +131,16 @@ fn sample_changes_make_an_incremental_run_find_changes() {
     let rows = |name: &str| csv_records(&dir.path().join("night1").join(name)).len();
     // 20 % of 300 STOCK rows and of 300 ITEM rows, of 30,000 customers and
     // about 300,000 order lines: far from none, far from all.
-    assert!((20..150).contains(&rows("STOCK.upserts.csv")), "{}", rows("STOCK.upserts.csv"));
-    assert!((20..150).contains(&rows("ITEM.upserts.csv")), "{}", rows("ITEM.upserts.csv"));
+    assert!(
+        (20..150).contains(&rows("STOCK.upserts.csv")),
+        "{}",
+        rows("STOCK.upserts.csv")
+    );
+    assert!(
+        (20..150).contains(&rows("ITEM.upserts.csv")),
+        "{}",
+        rows("ITEM.upserts.csv")
+    );
     assert!(rows("CUSTOMER.upserts.csv") > 3000);
     assert!(rows("ORDER_LINE.deletes.csv") > 30_000);
     assert_eq!(rows("ORDER_LINE.upserts.csv"), 0);

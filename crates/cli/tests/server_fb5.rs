@@ -1402,7 +1402,8 @@ fn stop_readers_at_birth(child: &mut std::process::Child, count: usize, arg: &st
 /// (status 130), not after 10 s blaming the server. Both hung for ever.
 #[test]
 fn reader_processes_stopped_at_birth_end_at_the_stall_timeout_or_a_signal() {
-    let Some(server) = fb5("reader_processes_stopped_at_birth_end_at_the_stall_timeout_or_a_signal")
+    let Some(server) =
+        fb5("reader_processes_stopped_at_birth_end_at_the_stall_timeout_or_a_signal")
     else {
         return;
     };
@@ -1412,7 +1413,15 @@ fn reader_processes_stopped_at_birth_end_at_the_stall_timeout_or_a_signal() {
     let dir = tempfile::tempdir().unwrap();
     for (name, stall) in [("stall", "3"), ("signal", "0")] {
         let out = dir.path().join(name);
-        let args = ["-j", "4", "--processes", "2", "--stall-timeout", stall, "-o"];
+        let args = [
+            "-j",
+            "4",
+            "--processes",
+            "2",
+            "--stall-timeout",
+            stall,
+            "-o",
+        ];
         let mut child = server
             .command(&file, &args)
             .arg(&out)
@@ -1455,11 +1464,17 @@ fn reader_processes_stopped_at_birth_end_at_the_stall_timeout_or_a_signal() {
             assert_eq!(ended.status.code(), Some(130), "{err}");
             assert!(waited < Duration::from_secs(3), "{waited:?}: {err}");
             // Not after the 10 s grace, blaming the server.
-            assert!(!err.contains("did not end a wait") && !err.contains("no answer"), "{err}");
+            assert!(
+                !err.contains("did not end a wait") && !err.contains("no answer"),
+                "{err}"
+            );
         }
         assert!(!err.contains("Broken pipe"), "{err}");
         assert!(!out.join("manifest.json").exists(), "{err}");
-        assert!(all_end(&readers), "{name}: a reader process outlived the run");
+        assert!(
+            all_end(&readers),
+            "{name}: a reader process outlived the run"
+        );
     }
 }
 
@@ -1503,7 +1518,10 @@ fn a_server_stopped_as_reader_processes_start_ends_the_run_at_the_stall_timeout(
     assert!(waited < Duration::from_secs(15), "{waited:?}: {err}");
     let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(errors.len(), 1, "one error line: {err}");
-    assert!(errors[0].contains("no answer from the database for 3 s"), "{err}");
+    assert!(
+        errors[0].contains("no answer from the database for 3 s"),
+        "{err}"
+    );
     assert!(!out.join("manifest.json").exists(), "{err}");
 }
 
@@ -1561,7 +1579,10 @@ fn reader_processes_run_the_running_program_not_its_replaced_file() {
         assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGCONT) }, 0);
         let ended = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&ended.stderr);
-        assert!(!marker.exists(), "the new file ran as a reader process and was sent the setup");
+        assert!(
+            !marker.exists(),
+            "the new file ran as a reader process and was sent the setup"
+        );
         assert!(ended.status.success(), "replaced: {replace}: {err}");
         assert!(err.contains("in 2 reader processes"), "{err}");
         assert!(wide(&out) == wide(&one), "not the -j 1 table");

@@ -744,14 +744,28 @@ fn progress_json_is_one_event_per_line_and_the_summary_last() {
 fn plan_with_progress_json_is_one_json_object() {
     let dir = tempfile::tempdir().unwrap();
     let db = multi_page_db(dir.path());
-    let out = fbunload(&db, &["--plan", "--progress", "json", "-j", "2", "--unit-pages", "8"]);
+    let out = fbunload(
+        &db,
+        &[
+            "--plan",
+            "--progress",
+            "json",
+            "-j",
+            "2",
+            "--unit-pages",
+            "8",
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(plan["event"], "plan");
     let tables = plan["tables"].as_array().unwrap();
     let names: Vec<&str> = tables.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["BIG", "MID", "My \"odd\" table", "SMALL", "lower case"]);
+    assert_eq!(
+        names,
+        ["BIG", "MID", "My \"odd\" table", "SMALL", "lower case"]
+    );
     let big = &tables[0];
     assert!(big["pointer_pages"].as_u64().unwrap() > 1, "{big}");
     assert_eq!(big["columns"][0], "ID");
@@ -772,8 +786,16 @@ fn progress_json_ends_a_failed_run_with_an_error_event() {
     std::fs::write(&blocked, b"").unwrap();
     let inside = blocked.join("out");
     for (args, kind, says) in [
-        (vec!["-t", "NOPE"], "usage", "NOPE is not the name of a table"),
-        (vec!["-t", "BIG", "--where", "ID < (1"], "usage", "is not closed"),
+        (
+            vec!["-t", "NOPE"],
+            "usage",
+            "NOPE is not the name of a table",
+        ),
+        (
+            vec!["-t", "BIG", "--where", "ID < (1"],
+            "usage",
+            "is not closed",
+        ),
         (
             vec!["-t", "BIG", "-o", inside.to_str().unwrap()],
             "output",

@@ -451,7 +451,10 @@ mod tests {
     #[test]
     fn text_encodes_back_to_the_bytes_it_decodes_from_or_not_at_all() {
         let decoder = |name| TextDecoder::for_charset(name).unwrap();
-        assert_eq!(decoder("WIN1252").encode("café €"), Some(b"caf\xe9 \x80".to_vec()));
+        assert_eq!(
+            decoder("WIN1252").encode("café €"),
+            Some(b"caf\xe9 \x80".to_vec())
+        );
         assert_eq!(decoder("WIN1252").charset_name(), "WIN1252");
         assert_eq!(decoder("WIN1252").encode("Ж"), None);
         assert_eq!(decoder("ISO8859_1").encode("ÿ"), Some(vec![0xff]));
@@ -465,7 +468,11 @@ mod tests {
                 assert_eq!(decoder.charset_name(), *name);
                 let mut text = String::new();
                 decoder.decode_into(b"abc", &mut text).unwrap();
-                assert_eq!(decoder.encode(&text).as_deref(), Some(&b"abc"[..]), "{name}");
+                assert_eq!(
+                    decoder.encode(&text).as_deref(),
+                    Some(&b"abc"[..]),
+                    "{name}"
+                );
             }
         }
     }
@@ -488,7 +495,10 @@ mod tests {
         // How a reader process is told the run's --charset.
         for (id, _, _) in CHARACTER_SETS {
             if let Some(decoder) = TextDecoder::for_charset_id(*id) {
-                assert_eq!(TextDecoder::for_charset(decoder.charset_name()), Some(decoder));
+                assert_eq!(
+                    TextDecoder::for_charset(decoder.charset_name()),
+                    Some(decoder)
+                );
             }
         }
         let none = TextDecoder::for_charset("NONE").unwrap();

@@ -26,7 +26,7 @@ pub mod types;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
@@ -39,7 +39,7 @@ use fbunload_plan::{Kind, Plan, Unit};
 use postgres::{Client, CopyInWriter, GenericClient};
 
 pub use ddl::Untranslated;
-pub use target::{Target, is_postgres_uri};
+pub use target::{is_postgres_uri, Target};
 use types::{Encoding, PgColumn};
 
 /// The schema a run loads into unless told otherwise.

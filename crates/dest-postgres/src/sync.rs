@@ -21,7 +21,7 @@ use fbunload_plan::schema::{ConstraintKind, Schema};
 use postgres::{Client, GenericClient, Transaction};
 use std::sync::Arc;
 
-use crate::{PostgresDestination, RUNS_TABLE, ToLane, UnitCopy, ident, pg_error, pg_name};
+use crate::{ident, pg_error, pg_name, PostgresDestination, ToLane, UnitCopy, RUNS_TABLE};
 
 /// The table of fbunload's own that holds the state a sync starts from.
 pub const STATE_TABLE: &str = "_fbunload_state";

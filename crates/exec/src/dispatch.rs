@@ -167,8 +167,7 @@ fn readers_within<S: Session>(
                     if waited >= limit {
                         // Asked before the abort, which ends the processes
                         // it may look at.
-                        *stopped.lock().unwrap() =
-                            Some(session.stalled(subject, limit.as_secs()));
+                        *stopped.lock().unwrap() = Some(session.stalled(subject, limit.as_secs()));
                         session.abort();
                         return;
                     }

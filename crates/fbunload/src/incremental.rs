@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fbunload_dest::{
-    KeyOutcome, MANIFEST_NAME, Manifest, ManifestChange, ManifestIncremental, PreviousKeys,
-    PreviousRunRef, verified_listed_file,
+    verified_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental, PreviousKeys,
+    PreviousRunRef, MANIFEST_NAME,
 };
 use fbunload_plan::{Plan, PreviousTable, Role, Since};
 use sha2::{Digest, Sha256};

@@ -60,6 +60,7 @@
 
 pub mod apply;
 mod describe;
+pub mod follow;
 mod incremental;
 pub mod output;
 mod pgsync;
@@ -97,28 +98,29 @@ pub use fbunload_client::{ReadWatch, StalledRead};
 
 pub use fbunload_decode::{BatchLimits, TextDecoder, TypeOptions};
 pub use fbunload_dest::{
-    check_directory, file_name_for, finish_interrupted_switch, part_file_name, CheckReport, Manifest, ManifestColumn,
-    ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch, MANIFEST_NAME, SWITCH_DIR,
-};
-pub use fbunload_exec::{
-    Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
-    Silent, SnapshotReader, SnapshotTicket, Summary, TableChange, TableSummary,
-    OLDER_TRANSACTIONS_WAIT,
-};
-pub use fbunload_exec::{
-    stall_timeout_from_secs, stall_timeout_from_secs_f64, DEFAULT_STALL_TIMEOUT,
-    MAX_STALL_TIMEOUT_SECS,
+    check_directory, file_name_for, finish_interrupted_switch, part_file_name, CheckReport,
+    Manifest, ManifestColumn, ManifestFile, ManifestTable, OutputDir, Reuse, StreamedBatch,
+    MANIFEST_NAME, SWITCH_DIR,
 };
 /// Reader processes (see [`Processes`]): how this program starts one,
 /// and what such a process runs. A program that lets its runs use them
 /// sets the command at start and, when started with it, calls
 /// [`serve_reader`] instead of doing anything else.
 pub use fbunload_exec::{reader_command, serve_reader, set_reader_command, ReaderCommand};
+pub use fbunload_exec::{
+    stall_timeout_from_secs, stall_timeout_from_secs_f64, DEFAULT_STALL_TIMEOUT,
+    MAX_STALL_TIMEOUT_SECS,
+};
+pub use fbunload_exec::{
+    Consistency, ExecError as Error, HeldSnapshot, Prepared, Progress, RunOptions, RunStart,
+    Silent, SnapshotReader, SnapshotTicket, Summary, TableChange, TableSummary,
+    OLDER_TRANSACTIONS_WAIT,
+};
 pub use fbunload_format as format;
 pub use fbunload_format::{Format, PartLimits};
 pub use fbunload_plan::{
-    counted, parameter_markers, Basis, Estimate, printable, quote_identifier, CatalogError, Kind, Plan, PlanOptions,
-    QuerySpec, Role, TableFilter, TablePlan, Unit,
+    counted, parameter_markers, printable, quote_identifier, Basis, CatalogError, Estimate, Kind,
+    Plan, PlanOptions, QuerySpec, Role, TableFilter, TablePlan, Unit,
 };
 use fbunload_plan::{selection, SelectionError, TableChoice};
 pub use output::{FormatName, OutputOptions, FORMAT_OPTIONS};
@@ -662,7 +664,9 @@ impl Unload {
             self.table_filter()?;
             return self.prepare()?.run(&fbunload_exec::Discard, progress);
         }
-        Ok(self.to_directory_with(dir.as_ref(), format, progress, None)?.0)
+        Ok(self
+            .to_directory_with(dir.as_ref(), format, progress, None)?
+            .0)
     }
 
     /// [`Self::to_directory`], and its manifest; with `pg`, the tables'

@@ -81,7 +81,13 @@ pub const FORMAT_OPTIONS: &[FormatOption] = &[
     // (Python's `header=False`) leaves it out.
     option("header", "header", true, &[Csv, Tsv], ""),
     option("no-header", "header", true, &[Csv, Tsv], ""),
-    option("delimiter", "delimiter", false, &[Csv], "tsv always uses a tab"),
+    option(
+        "delimiter",
+        "delimiter",
+        false,
+        &[Csv],
+        "tsv always uses a tab",
+    ),
     option("null", "null", false, &[Csv, Tsv], ""),
     option("crlf", "crlf", true, &[Csv, Tsv], ""),
     option("binary", "binary", false, &[Csv, Tsv, Jsonl], ""),

@@ -16,9 +16,9 @@ use std::sync::OnceLock;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema as ArrowSchema, SchemaRef};
-use fbunload_dest::{FileOutput, MANIFEST_NAME, Manifest, is_plain_name, verified_listed_file};
-use fbunload_dest_postgres::PostgresDestination;
+use fbunload_dest::{is_plain_name, verified_listed_file, FileOutput, Manifest, MANIFEST_NAME};
 use fbunload_dest_postgres::sync::{Apply, BaseState, NewState, TableLink};
+use fbunload_dest_postgres::PostgresDestination;
 use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
 use fbunload_plan::incremental::DB_KEY_COLUMN;
 use fbunload_plan::{Plan, Unit};

@@ -8,7 +8,7 @@ use crate::output::OutputOptions;
 use crate::{Error, Progress, Reuse, Summary, Unload};
 
 pub use fbunload_dest_postgres::{
-    DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE, Untranslated, is_postgres_uri, pg_name,
+    is_postgres_uri, pg_name, Untranslated, DEFAULT_SCHEMA, REPORT_TABLE, RUNS_TABLE,
 };
 
 /// What `--pg-schema` and Python's `pg_schema` say in help.

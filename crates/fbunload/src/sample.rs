@@ -111,13 +111,18 @@ pub fn change_sample(
     let statements = [
         (
             "STOCK: rows updated",
-            format!("UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1, S_YTD = S_YTD + 1 WHERE {chosen}"),
+            format!(
+                "UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1, S_YTD = S_YTD + 1 WHERE {chosen}"
+            ),
         ),
         (
             "CUSTOMER: rows updated",
             format!("UPDATE CUSTOMER SET C_BALANCE = C_BALANCE - 1 WHERE {chosen}"),
         ),
-        ("ORDER_LINE: rows deleted", format!("DELETE FROM ORDER_LINE WHERE {chosen}")),
+        (
+            "ORDER_LINE: rows deleted",
+            format!("DELETE FROM ORDER_LINE WHERE {chosen}"),
+        ),
         (
             "ITEM: rows inserted",
             format!(
@@ -138,7 +143,11 @@ pub fn change_sample(
     let mut done = Vec::new();
     for (what, sql) in statements {
         tr.execute(&sql).map_err(fb(what))?;
-        let first = if what.starts_with("ARRAY_TYPES") { ", and the first row" } else { "" };
+        let first = if what.starts_with("ARRAY_TYPES") {
+            ", and the first row"
+        } else {
+            ""
+        };
         done.push(format!("{what}: about {percent} %{first}"));
     }
     tr.commit().map_err(fb("committing the changes"))?;
@@ -151,9 +160,10 @@ pub fn change_sample(
 fn same_sample(client: &Arc<Client>, gen: &GenOptions) -> Option<SampleReport> {
     let started = std::time::Instant::now();
     let database = std::path::absolute(&gen.database).ok()?;
-    let attachment =
-        Attachment::connect(client, &fbunload_gen::connect_options(&database)).ok()?;
-    let tr = attachment.start_transaction(TransactionMode::ReadOnlySnapshot).ok()?;
+    let attachment = Attachment::connect(client, &fbunload_gen::connect_options(&database)).ok()?;
+    let tr = attachment
+        .start_transaction(TransactionMode::ReadOnlySnapshot)
+        .ok()?;
     let mut tables = Vec::new();
     for &table in &gen.tables {
         let name = table.db_name().replace('"', "\"\"");

@@ -45,7 +45,11 @@ pub enum JournalError {
          this fbunload reads (it reads version {}); use an fbunload that knows it",
         protocol::VERSION
     )]
-    ProtocolVersion { file: String, offset: u64, version: u16 },
+    ProtocolVersion {
+        file: String,
+        offset: u64,
+        version: u16,
+    },
     #[error("{what}: the journal is damaged ({detail})")]
     Damaged { what: String, detail: String },
 }

@@ -39,24 +39,44 @@ pub enum Value {
     Boolean(bool),
     /// SMALLINT, INTEGER, BIGINT, INT128 and NUMERIC/DECIMAL: the
     /// unscaled integer and the number of decimals.
-    Integer { value: i128, scale: u8 },
+    Integer {
+        value: i128,
+        scale: u8,
+    },
     Float(f32),
     Double(f64),
     /// A DECFLOAT as exact decimal text (`-15E+6`, `NaN`, `-Infinity`).
     DecFloat(String),
     /// CHAR/VARCHAR bytes in the character set `charset` (Firebird's id;
     /// 1 is OCTETS, binary).
-    Text { bytes: Vec<u8>, charset: u8 },
+    Text {
+        bytes: Vec<u8>,
+        charset: u8,
+    },
     /// Days since 1858-11-17 (Firebird's epoch).
     Date(i32),
     /// Ten-thousandths of a second since midnight.
     Time(u32),
-    Timestamp { date: i32, time: u32 },
+    Timestamp {
+        date: i32,
+        time: u32,
+    },
     /// The time in UTC and the zone id it was written in.
-    TimeTz { time: u32, zone: u16 },
-    TimestampTz { date: i32, time: u32, zone: u16 },
+    TimeTz {
+        time: u32,
+        zone: u16,
+    },
+    TimestampTz {
+        date: i32,
+        time: u32,
+        zone: u16,
+    },
     /// A blob's bytes (from its store-blob entry) and its sub-type.
-    Blob { bytes: Vec<u8>, sub_type: i16, charset: u8 },
+    Blob {
+        bytes: Vec<u8>,
+        sub_type: i16,
+        charset: u8,
+    },
     /// An array's id: arrays do not travel in the journal's rows.
     ArrayId(BlobId),
 }
@@ -377,7 +397,10 @@ mod tests {
         for a in 0u32..10 {
             for b in 0..10 {
                 for c in 0..10 {
-                    assert_eq!(dpd_digits(encode_declet(a, b, c)), [a as u8, b as u8, c as u8]);
+                    assert_eq!(
+                        dpd_digits(encode_declet(a, b, c)),
+                        [a as u8, b as u8, c as u8]
+                    );
                 }
             }
         }

@@ -67,7 +67,10 @@ impl SegmentHeader {
             2 => SegmentState::Full,
             3 => SegmentState::Archived,
             other => {
-                return Err(JournalError::damaged(file, format!("segment state {other}")));
+                return Err(JournalError::damaged(
+                    file,
+                    format!("segment state {other}"),
+                ));
             }
         };
         Ok(SegmentHeader {
@@ -243,7 +246,10 @@ impl Journal {
         live: Option<&Path>,
         database: &Path,
     ) -> Result<Journal, JournalError> {
-        for (dir, setting) in [(Some(archive), "journal_archive_directory"), (live, "journal_directory")] {
+        for (dir, setting) in [
+            (Some(archive), "journal_archive_directory"),
+            (live, "journal_directory"),
+        ] {
             if let Some(dir) = dir {
                 if !dir.is_dir() {
                     return Err(JournalError::Io(format!(
@@ -381,7 +387,10 @@ mod tests {
             let length = bytes.len() as u64;
             bytes[40..48].copy_from_slice(&length.to_le_bytes());
             let segment = Segment::from_bytes("s".into(), bytes).unwrap();
-            assert_eq!(segment.blocks_from(0).map(|b| b.len()).ok(), complete.then_some(0));
+            assert_eq!(
+                segment.blocks_from(0).map(|b| b.len()).ok(),
+                complete.then_some(0)
+            );
         }
     }
 }

@@ -1002,16 +1002,12 @@ mod tests {
             "--tables 'orders': ORDERS is not the name of a table (unquoted names are \
              upper-cased, as in SQL: did you mean \"Orders\"? --tables '\"Orders\"')"
         );
-        assert!(
-            check("--tables", "stock,mixed_case")
-                .unwrap_err()
-                .ends_with("did you mean \"Mixed Case\"? --tables '\"Mixed Case\"')")
-        );
-        assert!(
-            check("--tables", "A,B")
-                .unwrap_err()
-                .contains("A, B are not names of tables")
-        );
+        assert!(check("--tables", "stock,mixed_case")
+            .unwrap_err()
+            .ends_with("did you mean \"Mixed Case\"? --tables '\"Mixed Case\"')"));
+        assert!(check("--tables", "A,B")
+            .unwrap_err()
+            .contains("A, B are not names of tables"));
     }
 
     fn column(field_type: i16, sub_type: i16, precision: Option<i16>, scale: i16) -> Column {

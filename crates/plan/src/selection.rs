@@ -413,11 +413,10 @@ mod tests {
              upper-cased, as in SQL: did you mean \"lower\"? --columns '\"lower\":...')"
         );
         let err = apply(&[parse_condition("\"Stock\":1=1").unwrap()], &mut catalog());
-        assert!(
-            err.unwrap_err()
-                .0
-                .contains("(a quoted name is exact: did you mean STOCK? --where STOCK:...)")
-        );
+        assert!(err
+            .unwrap_err()
+            .0
+            .contains("(a quoted name is exact: did you mean STOCK? --where STOCK:...)"));
         let err = apply(&[parse_columns("\"lower\":X").unwrap()], &mut catalog()).unwrap_err();
         assert_eq!(
             err.0,

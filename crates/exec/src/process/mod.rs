@@ -624,7 +624,10 @@ impl Session for ProcessSession {
             child.send_setup(&setup, &schemas);
             self.waits.set(wait, None);
             if self.stopped.load(Ordering::SeqCst) {
-                return Err(ExecError::Server(format!("{} was stopped by the run", child.name())));
+                return Err(ExecError::Server(format!(
+                    "{} was stopped by the run",
+                    child.name()
+                )));
             }
             slots.push(receivers);
         }
@@ -862,7 +865,10 @@ mod tests {
         };
         assert_eq!(
             reason,
-            format!("reader process 2 (pid {}) died of signal 9 (SIGKILL)", child.pid)
+            format!(
+                "reader process 2 (pid {}) died of signal 9 (SIGKILL)",
+                child.pid
+            )
         );
         let (child, _slots) = Child::spawn(&shell("exit 3"), 1, 1).unwrap();
         let Control::Gone(reason) = child.control(&never) else {

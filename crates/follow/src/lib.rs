@@ -1,0 +1,252 @@
+//! `fbunload follow`: the committed transactions of a Firebird database's
+//! replication journal applied to the PostgreSQL schema a `--keep-keys`
+//! load made, in commit order, each in one PostgreSQL transaction that
+//! also records how far the journal is applied.
+//!
+//! The hand-off is the load's own snapshot marks (kept with its state in
+//! `_fbunload_state`): a journal transaction is applied when that snapshot
+//! did not see it committed, that is when its number is at or above the
+//! snapshot's bound or in the list of those running at the snapshot.
+//! The position (`_fbunload_journal`) is where the last applied
+//! transaction's end block ends, and where to read again from (the first
+//! block of the oldest transaction still open then), so a restart after
+//! any kill applies each transaction once.
+//!
+//! The Firebird side ([`source`]) gives each table's record format and
+//! key; the PostgreSQL side ([`target`]) turns decoded rows into
+//! statements. Data flows one way: journal → events → PostgreSQL.
+
+pub mod source;
+pub mod target;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use fbunload_journal::transactions::Outcome;
+use fbunload_journal::{Committed, Journal, JournalError, Position, Transactions};
+
+/// What a follow is told (the command line's `follow` options).
+#[derive(Debug, Clone)]
+pub struct FollowOptions {
+    /// The Firebird database, as for an unload.
+    pub database: String,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub client_library: Option<PathBuf>,
+    /// `journal_archive_directory` of the database's replication.conf.
+    pub archive: PathBuf,
+    /// `journal_directory`, read for the segments not archived yet.
+    pub live: Option<PathBuf>,
+    /// `postgresql://…`
+    pub target: String,
+    pub schema: String,
+    /// Stop once no change arrived for this long.
+    pub until_idle: Option<Duration>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    #[error("{0}")]
+    Journal(#[from] JournalError),
+    #[error("{0}")]
+    Source(String),
+    #[error("{0}")]
+    Target(String),
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// What a follow did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FollowSummary {
+    pub transactions: u64,
+    pub changes: u64,
+    pub position: Position,
+}
+
+/// Progress as a follow goes: after each applied transaction.
+pub trait FollowProgress {
+    fn applied(&self, _summary: &FollowSummary, _lag: Option<Duration>) {}
+}
+
+impl FollowProgress for () {}
+
+/// How often an idle follow looks for new journal blocks.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Applies the journal until `stop` is set (SIGINT/SIGTERM) or, with
+/// `until_idle`, until nothing new arrived for that long.
+pub fn follow(
+    options: &FollowOptions,
+    stop: &AtomicBool,
+    progress: &dyn FollowProgress,
+) -> Result<FollowSummary, FollowError> {
+    let mut source = source::Source::open(options)?;
+    let mut target = target::Target::open(options)?;
+    let handoff = target.handoff()?;
+    if handoff.database_guid != source.guid {
+        return Err(FollowError::Usage(format!(
+            "schema {} was loaded from database {}, not from {} ({}): follow the database it \
+             was loaded from, or load this one with --keep-keys",
+            options.schema, handoff.database_guid, options.database, source.guid
+        )));
+    }
+    let journal = Journal::open(
+        &options.archive,
+        options.live.as_deref(),
+        std::path::Path::new(&source.file_name),
+    )?;
+    let state = target.position(&handoff, &journal)?;
+    let mut transactions = Transactions::new();
+    let mut cursor = state.restart;
+    let mut applied = state.applied;
+    let mut summary = FollowSummary {
+        position: applied,
+        ..FollowSummary::default()
+    };
+    let mut last_change = Instant::now();
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(summary);
+        }
+        let Some(segment) = journal.segment(cursor.sequence)? else {
+            // Not written yet, unless a later one is: then it is lost.
+            if let Some(later) = journal
+                .sequences()?
+                .into_iter()
+                .find(|s| *s > cursor.sequence)
+            {
+                return Err(FollowError::Usage(format!(
+                    "journal segment {} of {} is missing ({} is there): a segment was removed \
+                     before it was applied; load the schema again with --keep-keys",
+                    cursor.sequence, journal.database_file, later
+                )));
+            }
+            if idle(options, &last_change) {
+                return Ok(summary);
+            }
+            std::thread::sleep(POLL);
+            continue;
+        };
+        if segment.header.guid_text() != source.guid {
+            return Err(FollowError::Usage(format!(
+                "{}: a journal of database {}, not of {} ({}): give --journal the \
+                 journal_archive_directory of this database's replication.conf",
+                segment.path.display(),
+                segment.header.guid_text(),
+                options.database,
+                source.guid
+            )));
+        }
+        let blocks = segment.blocks_from(cursor.offset)?;
+        let read_to = blocks.last().map(|b| b.end);
+        for block in &blocks {
+            let Some(ended) = transactions.feed(block)? else {
+                continue;
+            };
+            if ended.end <= applied {
+                continue;
+            }
+            let wanted = handoff.unseen(ended.transaction);
+            match ended.outcome {
+                Outcome::BeganBeforeReading if wanted => {
+                    return Err(FollowError::Usage(format!(
+                        "transaction {} began in a journal segment before {}, which is gone: \
+                         keep journal_archive_directory's segments until they are applied, and \
+                         load the schema again with --keep-keys",
+                        ended.transaction, state.restart.sequence
+                    )));
+                }
+                Outcome::BeganBeforeReading => continue,
+                _ => {}
+            }
+            let restart = transactions.oldest_open().unwrap_or(ended.end);
+            let count = if wanted {
+                apply(&mut source, &mut target, &ended, restart)?
+            } else {
+                target.record_position(ended.end, restart)?;
+                0
+            };
+            applied = ended.end;
+            summary.transactions += u64::from(wanted && ended.outcome == Outcome::Committed);
+            summary.changes += count;
+            summary.position = applied;
+            last_change = Instant::now();
+            progress.applied(&summary, None);
+            if stop.load(Ordering::SeqCst) {
+                return Ok(summary);
+            }
+        }
+        if let Some(end) = read_to {
+            cursor = end;
+        }
+        let finished = matches!(
+            segment.header.state,
+            fbunload_journal::SegmentState::Full | fbunload_journal::SegmentState::Archived
+        ) && cursor
+            .offset
+            .max(fbunload_journal::segment::HEADER_LENGTH as u64)
+            >= segment.len();
+        if finished {
+            cursor = Position {
+                sequence: cursor.sequence + 1,
+                offset: 0,
+            };
+        } else if blocks.is_empty() {
+            if idle(options, &last_change) {
+                return Ok(summary);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+fn idle(options: &FollowOptions, last_change: &Instant) -> bool {
+    options
+        .until_idle
+        .is_some_and(|idle| last_change.elapsed() >= idle)
+}
+
+/// Applies one ended transaction (its changes if it committed, its
+/// sequences either way) with the new position; returns the row changes.
+fn apply(
+    source: &mut source::Source,
+    target: &mut target::Target,
+    ended: &Committed,
+    restart: Position,
+) -> Result<u64, FollowError> {
+    if let Some((_, _, sql)) = ended.statements.first() {
+        let text = String::from_utf8_lossy(sql);
+        let first_line = text.lines().next().unwrap_or("").trim();
+        return Err(FollowError::Usage(format!(
+            "transaction {} ran DDL, which follow does not translate: \"{first_line}\"; make the \
+             same change in PostgreSQL by hand and load again with --keep-keys (docs/postgresql.md, \
+             \"Live\")",
+            ended.transaction
+        )));
+    }
+    let mut statements = Vec::with_capacity(ended.changes.len());
+    for change in &ended.changes {
+        let table = source.table(&change.table)?;
+        statements.push(target::statement(
+            target.schema(),
+            &table,
+            change,
+            &ended.blobs,
+        )?);
+    }
+    let sequences = ended
+        .sequences
+        .iter()
+        .filter_map(|(name, value)| target.sequence_statement(name, *value))
+        .collect::<Vec<_>>();
+    target.apply(
+        ended.transaction,
+        &statements,
+        &sequences,
+        ended.end,
+        restart,
+    )?;
+    Ok(statements.len() as u64)
+}
