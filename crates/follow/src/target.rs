@@ -337,6 +337,13 @@ pub fn statement(
             let (Some(value), Some(Some(name))) = (value, table.fields.get(id)) else {
                 continue;
             };
+            // A before image's blob: not needed to find the row by key,
+            // and not comparable without its bytes.
+            if matches!(value, Value::BlobNotCarried(_)) && change.kind != ChangeKind::Insert {
+                if image_is_before(change, image) {
+                    continue;
+                }
+            }
             columns.push((name.clone(), sql_value(&table.name, name, value)?));
         }
         Ok(columns)
@@ -424,6 +431,13 @@ pub fn statement(
     })
 }
 
+fn image_is_before(change: &Change, image: &[u8]) -> bool {
+    change
+        .before
+        .as_deref()
+        .is_some_and(|before| std::ptr::eq(before, image))
+}
+
 /// OCTETS: bytes, not text.
 const CHARSET_OCTETS: u8 = 1;
 
@@ -460,6 +474,12 @@ pub fn sql_value(table: &str, column: &str, value: &Value) -> Result<String, Fol
             charset,
         } if *charset != CHARSET_OCTETS => text(bytes, *charset)?,
         Value::Blob { bytes, .. } => bytea(bytes),
+        Value::BlobNotCarried(_) => {
+            return Err(FollowError::Source(format!(
+                "table {table} column {column}: the journal holds a new row whose blob it does not \
+                 carry; the journal is incomplete: load the schema again with --keep-keys"
+            )))
+        }
         Value::ArrayId(_) => {
             return Err(FollowError::Usage(format!(
                 "table {table} column {column}: an ARRAY changed, and arrays do not travel in \

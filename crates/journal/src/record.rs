@@ -79,6 +79,9 @@ pub enum Value {
     },
     /// An array's id: arrays do not travel in the journal's rows.
     ArrayId(BlobId),
+    /// A blob the transaction did not store: in a row's before image, its
+    /// earlier value, whose bytes the journal does not carry.
+    BlobNotCarried(BlobId),
 }
 
 /// Why a record image did not decode.
@@ -88,8 +91,6 @@ pub enum RecordError {
     Length { expected: usize, got: usize },
     #[error("field {field} has type {dtype}, which a table cannot hold")]
     Type { field: usize, dtype: u8 },
-    #[error("field {field}: blob {0:?} is not in the transaction's blobs", blob)]
-    MissingBlob { field: usize, blob: BlobId },
     #[error("the format descriptor is cut short")]
     Descriptor,
 }
@@ -128,7 +129,8 @@ impl RecordFormat {
     }
 
     /// The fields of `record`, by field id (`None` for a dropped field).
-    /// Blob ids are looked up in `blobs`; a null blob id is a null.
+    /// Blob ids are looked up in `blobs`; a null blob id is a null, one
+    /// not there [`Value::BlobNotCarried`].
     pub fn decode(
         &self,
         record: &[u8],
@@ -224,13 +226,13 @@ fn decode_field(
             } else {
                 // A text blob's character set is in the scale byte.
                 let charset = if f.sub_type == 1 { f.scale as u8 } else { 0 };
-                let bytes = blobs
-                    .get(&blob)
-                    .ok_or(RecordError::MissingBlob { field: id, blob })?;
-                Value::Blob {
-                    bytes: bytes.clone(),
-                    sub_type: f.sub_type,
-                    charset,
+                match blobs.get(&blob) {
+                    Some(bytes) => Value::Blob {
+                        bytes: bytes.clone(),
+                        sub_type: f.sub_type,
+                        charset,
+                    },
+                    None => Value::BlobNotCarried(blob),
                 }
             }
         }
@@ -331,7 +333,7 @@ impl Value {
     /// array ids, which have no such text.
     pub fn to_text(&self) -> Option<String> {
         Some(match self {
-            Value::Null | Value::ArrayId(_) => return None,
+            Value::Null | Value::ArrayId(_) | Value::BlobNotCarried(_) => return None,
             Value::Boolean(b) => b.to_string(),
             Value::Integer { value, scale } => scaled_text(*value, *scale),
             Value::Float(f) => float_text(f64::from(*f), f.to_string()),
