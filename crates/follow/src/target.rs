@@ -339,10 +339,8 @@ pub fn statement(
             };
             // A before image's blob: not needed to find the row by key,
             // and not comparable without its bytes.
-            if matches!(value, Value::BlobNotCarried(_)) && change.kind != ChangeKind::Insert {
-                if image_is_before(change, image) {
-                    continue;
-                }
+            if matches!(value, Value::BlobNotCarried(_)) && image_is_before(change, image) {
+                continue;
             }
             columns.push((name.clone(), sql_value(&table.name, name, value)?));
         }

@@ -45,7 +45,8 @@ pub enum Value {
     },
     Float(f32),
     Double(f64),
-    /// A DECFLOAT as exact decimal text (`-15E+6`, `NaN`, `-Infinity`).
+    /// A DECFLOAT as exact decimal text, as Firebird prints it (`1.25`,
+    /// `-1.5E+300`, `NaN`, `-Infinity`).
     DecFloat(String),
     /// CHAR/VARCHAR bytes in the character set `charset` (Firebird's id;
     /// 1 is OCTETS, binary).
@@ -274,11 +275,30 @@ pub fn decfloat_text(bits: u128, width: u32) -> String {
     }
     let digits = digits.trim_start_matches('0');
     let digits = if digits.is_empty() { "0" } else { digits };
-    if exponent == 0 {
-        format!("{sign}{digits}")
-    } else {
-        format!("{sign}{digits}E{exponent:+}")
+    format!("{sign}{}", scientific(digits, exponent))
+}
+
+/// Coefficient digits and exponent as the decimal arithmetic
+/// specification's to-scientific-string writes them (and Firebird prints
+/// a DECFLOAT): plain while the exponent is not positive and the number
+/// not below 1E-6, else one digit, a point, the rest and `E±n`.
+fn scientific(digits: &str, exponent: i32) -> String {
+    let adjusted = exponent as i64 + digits.len() as i64 - 1;
+    if exponent <= 0 && adjusted >= -6 {
+        if exponent == 0 {
+            return digits.to_string();
+        }
+        let point = digits.len() as i64 + exponent as i64;
+        return if point > 0 {
+            let (whole, fraction) = digits.split_at(point as usize);
+            format!("{whole}.{fraction}")
+        } else {
+            format!("0.{}{digits}", "0".repeat((-point) as usize))
+        };
     }
+    let (first, rest) = digits.split_at(1);
+    let point = if rest.is_empty() { "" } else { "." };
+    format!("{first}{point}{rest}E{adjusted:+}")
 }
 
 /// Three decimal digits from one 10-bit declet (IEEE 754-2008, 3.5.2).
@@ -425,6 +445,21 @@ mod tests {
             (true, false, true) => bits([b2, b1, a0, 0, 1, b0, 1, 1, 1, c0]),
             (false, true, true) => bits([a2, a1, a0, 1, 0, b0, 1, 1, 1, c0]),
             (true, true, true) => bits([0, 0, a0, 1, 1, b0, 1, 1, 1, c0]),
+        }
+    }
+
+    #[test]
+    fn decfloat_text_is_firebirds() {
+        for (digits, exponent, text) in [
+            ("125", -2, "1.25"),
+            ("15", 299, "1.5E+300"),
+            ("0", -2, "0.00"),
+            ("1", -7, "1E-7"),
+            ("123", -8, "0.00000123"),
+            ("1", 0, "1"),
+            ("1", 1, "1E+1"),
+        ] {
+            assert_eq!(scientific(digits, exponent), text);
         }
     }
 

@@ -109,15 +109,12 @@ impl Transactions {
             }
             return Ok(None);
         }
-        if !self.open.contains_key(&number) {
+        if let std::collections::btree_map::Entry::Vacant(entry) = self.open.entry(number) {
             if block.begins_transaction() {
-                self.open.insert(
-                    number,
-                    Open {
-                        first: block.at,
-                        ..Open::default()
-                    },
-                );
+                entry.insert(Open {
+                    first: block.at,
+                    ..Open::default()
+                });
             } else {
                 self.began_before_reading.insert(number);
                 if block.ends_transaction() {
