@@ -232,6 +232,13 @@ pub struct Args {
     #[arg(long)]
     pub keep_keys: bool,
 
+    /// With --keep-keys into postgresql://: the database's journal_archive_directory
+    /// (replication.conf), which `fbunload follow` applies from where this load's snapshot ends.
+    /// The load first checks that the database publishes its changes (ALTER DATABASE ENABLE
+    /// PUBLICATION) and that DIR holds its journal (docs/postgresql.md, "Live")
+    #[arg(long, value_name = "DIR", requires = "keep_keys")]
+    pub journal: Option<PathBuf>,
+
     /// Output format: csv, tsv (CSV rules with a tab), jsonl (one JSON object per row),
     /// parquet, or arrow (Arrow IPC file)
     #[arg(short = 'f', long, value_enum, default_value_t = Format::Csv)]

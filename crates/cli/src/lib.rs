@@ -539,6 +539,9 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     if let Some(since) = &args.since {
         unload = unload.since(since);
     }
+    if let Some(journal) = &args.journal {
+        unload = unload.journal(journal);
+    }
     if let Some(user) = &args.user {
         unload = unload.user(user);
     }

@@ -10,6 +10,20 @@ use std::sync::atomic::AtomicBool;
 
 use crate::Error;
 
+/// Checks, before a `--keep-keys --journal` load, that a follow can go on
+/// from it: the database publishes, and the archive directory is there
+/// and holds no other database's journal.
+pub fn check_setup(options: &FollowOptions) -> Result<(), Error> {
+    fbunload_follow::check_setup(options).map_err(follow_error)
+}
+
+fn follow_error(e: fbunload_follow::FollowError) -> Error {
+    match e {
+        fbunload_follow::FollowError::Usage(message) => Error::Usage(message),
+        other => Error::Server(other.to_string()),
+    }
+}
+
 /// Applies the journal until `stop` is set or, with
 /// [`FollowOptions::until_idle`], until nothing new came for that long.
 pub fn follow(
@@ -17,8 +31,5 @@ pub fn follow(
     stop: &AtomicBool,
     progress: &dyn FollowProgress,
 ) -> Result<FollowSummary, Error> {
-    fbunload_follow::follow(options, stop, progress).map_err(|e| match e {
-        fbunload_follow::FollowError::Usage(message) => Error::Usage(message),
-        other => Error::Server(other.to_string()),
-    })
+    fbunload_follow::follow(options, stop, progress).map_err(follow_error)
 }

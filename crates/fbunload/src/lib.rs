@@ -273,6 +273,9 @@ pub struct Unload {
     since: Option<PathBuf>,
     /// Whether a run into a directory keeps its tables' keys.
     keep_keys: bool,
+    /// The replication journal a `--keep-keys` load into PostgreSQL hands
+    /// over to (`fbunload follow`): checked before the load.
+    journal: Option<PathBuf>,
     processes: Processes,
 }
 
@@ -302,6 +305,7 @@ impl Unload {
             part_limits: PartLimits::default(),
             since: None,
             keep_keys: false,
+            journal: None,
             processes: Processes::Auto,
         }
     }
@@ -325,6 +329,18 @@ impl Unload {
     /// start from this one with [`Unload::since`] (Firebird 4+).
     pub fn keep_keys(mut self, keep: bool) -> Self {
         self.keep_keys = keep;
+        self
+    }
+
+    /// With [`Unload::keep_keys`] into PostgreSQL: the database's
+    /// `journal_archive_directory`, from which `fbunload follow` goes on
+    /// where this load's snapshot ends (its marks, kept with the state,
+    /// say which transactions it did not see). The load first checks that
+    /// the database publishes its changes and that the directory holds
+    /// this database's journal, so a follow set-up that cannot work fails
+    /// before anything is loaded.
+    pub fn journal(mut self, archive: impl Into<PathBuf>) -> Self {
+        self.journal = Some(archive.into());
         self
     }
 
@@ -685,6 +701,13 @@ impl Unload {
         let filter = self.table_filter()?;
         if self.options.fetch_only {
             return Err(Error::Usage("--fetch-only writes nothing".into()));
+        }
+        if self.journal.is_some() && pg.is_none() {
+            return Err(Error::Usage(
+                "--journal hands a load into PostgreSQL over to `fbunload follow`: use it with -o \
+                 postgresql://… --keep-keys"
+                    .into(),
+            ));
         }
         FileOutput::check_part_limits(&format, self.part_limits)?;
         let incremental = self.since.is_some() || self.keep_keys;

@@ -87,6 +87,15 @@ impl Unload {
                 "--max-rows and --max-bytes cut files; a postgresql:// output has none".into(),
             ));
         }
+        if let Some(archive) = &self.journal {
+            if !self.keep_keys {
+                return Err(Error::Usage(
+                    "--journal hands a --keep-keys load over to `fbunload follow`: add --keep-keys"
+                        .into(),
+                ));
+            }
+            self.check_journal(archive)?;
+        }
         let target = Target::parse(uri).map_err(Error::Usage)?;
         let schema = schema.unwrap_or(DEFAULT_SCHEMA).to_string();
         let options = PostgresOptions {
@@ -137,6 +146,23 @@ impl Unload {
 }
 
 impl Unload {
+    /// That the database publishes to a journal in `archive` (its own:
+    /// the segments there carry its GUID): what `fbunload follow` needs.
+    fn check_journal(&self, archive: &std::path::Path) -> Result<(), Error> {
+        let options = crate::follow::FollowOptions {
+            database: self.connect.database.clone(),
+            user: self.connect.user.clone(),
+            password: self.connect.password.clone(),
+            client_library: self.client_library.clone(),
+            archive: archive.to_path_buf(),
+            live: None,
+            target: String::new(),
+            schema: String::new(),
+            until_idle: None,
+        };
+        crate::follow::check_setup(&options)
+    }
+
     /// A load that keeps its state in the target (`--keep-keys`), or a
     /// sync from the state the target holds: the file machinery of
     /// incremental runs reads, into a private directory, while the rows go

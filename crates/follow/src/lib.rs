@@ -72,6 +72,41 @@ pub trait FollowProgress {
 
 impl FollowProgress for () {}
 
+/// What a load with `--journal` checks first: the database publishes, and
+/// the archive directory is there and holds only its journal.
+pub fn check_setup(options: &FollowOptions) -> Result<(), FollowError> {
+    let source = source::Source::open(options)?;
+    let journal = Journal::open(
+        &options.archive,
+        options.live.as_deref(),
+        std::path::Path::new(&source.file_name),
+    )?;
+    if let Some(first) = journal.sequences()?.first() {
+        if let Some(segment) = journal.segment(*first)? {
+            check_guid(&segment, &source, options)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_guid(
+    segment: &fbunload_journal::Segment,
+    source: &source::Source,
+    options: &FollowOptions,
+) -> Result<(), FollowError> {
+    if segment.header.guid_text() == source.guid {
+        return Ok(());
+    }
+    Err(FollowError::Usage(format!(
+        "{}: a journal of database {}, not of {} ({}): give --journal the \
+         journal_archive_directory of this database's replication.conf",
+        segment.path.display(),
+        segment.header.guid_text(),
+        options.database,
+        source.guid
+    )))
+}
+
 /// How often an idle follow looks for new journal blocks.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -129,16 +164,7 @@ pub fn follow(
             std::thread::sleep(POLL);
             continue;
         };
-        if segment.header.guid_text() != source.guid {
-            return Err(FollowError::Usage(format!(
-                "{}: a journal of database {}, not of {} ({}): give --journal the \
-                 journal_archive_directory of this database's replication.conf",
-                segment.path.display(),
-                segment.header.guid_text(),
-                options.database,
-                source.guid
-            )));
-        }
+        check_guid(&segment, &source, options)?;
         let blocks = segment.blocks_from(cursor.offset)?;
         let read_to = blocks.last().map(|b| b.end);
         for block in &blocks {

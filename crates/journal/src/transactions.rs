@@ -67,6 +67,8 @@ struct Open {
     /// The number of changes when each open savepoint started.
     savepoints: Vec<usize>,
     blobs: HashMap<BlobId, Vec<u8>>,
+    /// Blobs whose last entry ended with its block, not with the blob.
+    unfinished_blobs: HashSet<BlobId>,
     sequences: Vec<(String, i64)>,
     statements: Vec<(String, u8, Vec<u8>)>,
     committed: bool,
@@ -176,8 +178,19 @@ impl Transactions {
                     before: Some(record),
                     after: None,
                 }),
-                Operation::StoreBlob { id, data, .. } => {
-                    open.blobs.entry(id).or_default().extend_from_slice(&data)
+                Operation::StoreBlob { id, data, complete } => {
+                    // The same blob is stored again with each change of
+                    // its row: a blob starts anew unless its last entry
+                    // was cut by the end of a block.
+                    let continued = open.unfinished_blobs.remove(&id);
+                    let bytes = open.blobs.entry(id).or_default();
+                    if !continued {
+                        bytes.clear();
+                    }
+                    bytes.extend_from_slice(&data);
+                    if !complete {
+                        open.unfinished_blobs.insert(id);
+                    }
                 }
                 Operation::ExecuteSql { user, charset, sql } => {
                     open.statements.push((user, charset, sql))
