@@ -348,7 +348,7 @@ fn follow_after_a_keep_keys_load_equals_firebird_across_kills() {
     assert_equal(&p, &uri, "after follows killed with SIGKILL");
 
     // SIGTERM: a clean stop, status 0.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
         .args(follow_args(&p, &uri, &[]))
         .stderr(Stdio::piped())
         .spawn()
@@ -458,5 +458,76 @@ fn a_database_that_does_not_publish_or_another_databases_journal_is_refused() {
     assert!(
         err.contains("does not exist") && err.contains("journal_archive_directory"),
         "{err}"
+    );
+}
+
+/// The same values, once loaded by COPY and once applied by the follow,
+/// are the same in PostgreSQL: every column type, and hostile names and
+/// text (quotes, backslashes, SQL) that reach it as they are.
+#[test]
+fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
+    let Some(uri) = pg_database("follow_types") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "types.fdb", true);
+    let values = "-32768, -9223372036854775808, -170141183460469231731687303715884105727, \
+         -12345.6789, 12345678901234567890123456789012.123456, -1.234567890123456E+300, \
+         1.234567890123456789012345678901234E-6000, 1.5, -0.375, TRUE, DATE '0001-01-01', \
+         TIME '23:59:59.9999', TIMESTAMP '9999-12-31 23:59:59.9999', \
+         TIME '10:11:12.1314 Europe/Prague', TIMESTAMP '2024-03-31 02:30:00 America/New_York', \
+         'ab', 'it''s \\'' ); DROP TABLE \"Odd ''Name\"\"\"; --', x'00FF10', 'caf\u{e9}', \
+         'text blob \u{1F600}', x'000102'";
+    execute(
+        &p.db,
+        &[
+            "CREATE TABLE \"Odd 'Name\"\"\" (ID INTEGER NOT NULL PRIMARY KEY, SM SMALLINT, \
+             BI BIGINT, I128 INT128, N NUMERIC(18,4), N38 NUMERIC(38,6), D16 DECFLOAT(16), \
+             D34 DECFLOAT(34), FL FLOAT, DP DOUBLE PRECISION, B BOOLEAN, DT DATE, TM TIME, \
+             TS TIMESTAMP, TMZ TIME WITH TIME ZONE, TSZ TIMESTAMP WITH TIME ZONE, C CHAR(5), \
+             \"o'clock\" VARCHAR(60), O VARCHAR(4) CHARACTER SET OCTETS, \
+             L VARCHAR(10) CHARACTER SET WIN1252, BT BLOB SUB_TYPE TEXT, BB BLOB SUB_TYPE BINARY)",
+            &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (1, {values})"),
+            "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (3)",
+        ],
+    );
+    let load = fbunload(
+        &p.db,
+        &[
+            "-o",
+            &uri,
+            "--pg-schema",
+            "live",
+            "--keep-keys",
+            "--journal",
+            p.archive.to_str().unwrap(),
+        ],
+    );
+    assert!(load.status.success(), "{}", stderr(&load));
+    execute(
+        &p.db,
+        &[
+            &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (2, {values})"),
+            "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (4)",
+        ],
+    );
+    follow_until_idle(&p, &uri);
+    let mut pg = postgres::Client::connect(&uri, postgres::NoTls).unwrap();
+    let rows: Vec<String> = pg
+        .query(
+            "SELECT (to_jsonb(t) - 'id')::text FROM live.\"Odd 'Name\"\"\" t ORDER BY id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[0], rows[1], "loaded, then followed");
+    assert_eq!(rows[2], rows[3], "nulls");
+    assert!(
+        rows[1].contains(r#""o'clock": "it's \\' ); DROP TABLE \"Odd 'Name\"\"\"; --""#),
+        "{}",
+        rows[1]
     );
 }

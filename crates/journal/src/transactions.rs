@@ -219,3 +219,110 @@ impl Transactions {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::{BEGIN_TRANSACTION, END_TRANSACTION};
+
+    fn block(transaction: u64, flags: u16, offset: u64, body: &[u8]) -> Block<'_> {
+        Block {
+            transaction,
+            protocol: crate::protocol::VERSION,
+            flags,
+            at: Position {
+                sequence: 1,
+                offset,
+            },
+            end: Position {
+                sequence: 1,
+                offset: offset + 1,
+            },
+            body,
+        }
+    }
+
+    fn store_blob(body: &mut Vec<u8>, text: &[u8], complete: bool) {
+        body.push(12);
+        body.extend(7u32.to_le_bytes());
+        body.extend(9u32.to_le_bytes());
+        body.extend((text.len() as u16).to_le_bytes());
+        body.extend(text);
+        if complete {
+            body.extend(0u16.to_le_bytes());
+        }
+    }
+
+    #[test]
+    fn a_blob_stored_again_starts_anew_and_one_cut_by_its_block_goes_on() {
+        let mut first = vec![1];
+        store_blob(&mut first, b"ab", false);
+        let mut second = Vec::new();
+        store_blob(&mut second, b"cd", true);
+        // The same blob again, with the row's next change.
+        store_blob(&mut second, b"ab", false);
+        let mut third = Vec::new();
+        store_blob(&mut third, b"cd", true);
+        third.push(3);
+        let mut transactions = Transactions::new();
+        assert!(transactions
+            .feed(&block(5, BEGIN_TRANSACTION, 48, &first))
+            .unwrap()
+            .is_none());
+        assert!(transactions
+            .feed(&block(5, 0, 60, &second))
+            .unwrap()
+            .is_none());
+        let done = transactions
+            .feed(&block(5, END_TRANSACTION, 90, &third))
+            .unwrap()
+            .unwrap();
+        assert_eq!(done.outcome, Outcome::Committed);
+        assert_eq!(done.blobs[&BlobId(7, 9)], b"abcd");
+    }
+
+    #[test]
+    fn blocks_of_interleaved_transactions_end_in_commit_order() {
+        let mut transactions = Transactions::new();
+        let insert = |table: u8| {
+            let mut body = vec![1, 16, 1, table, 9];
+            body.extend(0u32.to_le_bytes());
+            body.extend(1u32.to_le_bytes());
+            body.push(table);
+            body
+        };
+        let (a, b) = (insert(b'A'), insert(b'B'));
+        assert!(transactions
+            .feed(&block(7, BEGIN_TRANSACTION, 48, &a))
+            .unwrap()
+            .is_none());
+        assert!(transactions
+            .feed(&block(8, BEGIN_TRANSACTION, 70, &b))
+            .unwrap()
+            .is_none());
+        assert_eq!(transactions.oldest_open().unwrap().offset, 48);
+        let first = transactions
+            .feed(&block(8, END_TRANSACTION, 90, &[3]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (first.transaction, first.changes[0].table.as_str()),
+            (8, "B")
+        );
+        // Transaction 7 still open: a restart reads again from its start.
+        assert_eq!(transactions.oldest_open().unwrap().offset, 48);
+        let rolled = transactions
+            .feed(&block(7, END_TRANSACTION, 95, &[4]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(rolled.outcome, Outcome::RolledBack);
+        assert!(rolled.changes.is_empty());
+        assert_eq!(transactions.open_count(), 0);
+        // A block of a transaction begun before reading started.
+        let late = transactions
+            .feed(&block(6, END_TRANSACTION, 99, &[3]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(late.outcome, Outcome::BeganBeforeReading);
+    }
+}
