@@ -17,6 +17,9 @@ use postgres::Client;
 use crate::source::Table;
 use crate::{FollowError, FollowOptions};
 
+/// Row changes sent to PostgreSQL in one round trip.
+const STATEMENTS_PER_TRIP: usize = 500;
+
 /// The follow's own table in the target schema.
 pub const POSITION_TABLE: &str = "_fbunload_journal";
 const STATE_TABLE: &str = fbunload_dest_postgres::sync::STATE_TABLE;
@@ -294,17 +297,34 @@ impl Target {
             .client
             .transaction()
             .map_err(|e| pg("starting a transaction", e))?;
-        for statement in statements {
-            let touched = tr
-                .execute(statement.sql.as_str(), &[])
-                .map_err(|e| pg(&format!("transaction {transaction}, {}", statement.what), e))?;
-            if touched != 1 {
-                return Err(FollowError::Target(format!(
-                    "transaction {transaction}, {}: the row is not in PostgreSQL as Firebird had \
-                     it (the target was changed by hand?); load it again with --overwrite \
-                     --keep-keys",
-                    statement.what
-                )));
+        // Many statements to a round trip (the simple query protocol runs
+        // them in order and says how many rows each touched).
+        for chunk in statements.chunks(STATEMENTS_PER_TRIP) {
+            let text = chunk
+                .iter()
+                .map(|s| s.sql.as_str())
+                .collect::<Vec<_>>()
+                .join(";\n");
+            let replies = tr.simple_query(&text).map_err(|e| {
+                let what = match chunk {
+                    [one] => one.what.clone(),
+                    _ => format!("one of {} row changes", chunk.len()),
+                };
+                pg(&format!("transaction {transaction}, {what}"), e)
+            })?;
+            let touched = replies.iter().filter_map(|reply| match reply {
+                postgres::SimpleQueryMessage::CommandComplete(rows) => Some(*rows),
+                _ => None,
+            });
+            for (statement, rows) in chunk.iter().zip(touched) {
+                if rows != 1 {
+                    return Err(FollowError::Target(format!(
+                        "transaction {transaction}, {}: the row is not in PostgreSQL as Firebird \
+                         had it (the target was changed by hand?); load it again with \
+                         --overwrite --keep-keys",
+                        statement.what
+                    )));
+                }
             }
         }
         for sql in sequences {
@@ -360,9 +380,16 @@ pub fn statement(
                 .filter_map(|name| before.iter().find(|(n, _)| n == name))
                 .collect()
         };
+        // A key's columns are never null, and `=` (unlike IS NOT
+        // DISTINCT FROM) finds the row through the key's index.
+        let equal = if table.key.is_empty() {
+            "IS NOT DISTINCT FROM"
+        } else {
+            "="
+        };
         let condition = keyed
             .iter()
-            .map(|(name, value)| format!("{} IS NOT DISTINCT FROM {value}", column(name)))
+            .map(|(name, value)| format!("{} {equal} {value}", column(name)))
             .collect::<Vec<_>>()
             .join(" AND ");
         let what = format!(
