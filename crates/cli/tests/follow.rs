@@ -530,4 +530,17 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
         "{}",
         rows[1]
     );
+    // A row changed by hand in the target: the follow stops, naming it.
+    pg.batch_execute("DELETE FROM live.\"Odd 'Name\"\"\" WHERE id = 4")
+        .unwrap();
+    execute(&p.db, &["UPDATE \"Odd 'Name\"\"\" SET SM = 1 WHERE ID = 4"]);
+    let out = fbunload_alone(&follow_args(&p, &uri, &["--until-idle", "2"]));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("update of table Odd 'Name\" row ID='4'")
+            && err.contains("is not in PostgreSQL"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
