@@ -429,6 +429,8 @@ pub enum QueryOption {
 }
 
 /// What fbunload does other than unloading.
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Check an output directory against its manifest.json: every file it lists is read again
@@ -487,9 +489,22 @@ pub enum Command {
         /// The database's journal_directory, read for segments not archived yet (lower lag)
         #[arg(long, value_name = "DIR")]
         journal_live: Option<PathBuf>,
-        /// The PostgreSQL target: postgresql://USER@HOST:PORT/DBNAME
+        /// The PostgreSQL target: postgresql://USER@HOST:PORT/DBNAME; or - with --format jsonl:
+        /// one JSON object per row change on standard output (op, table, key, after,
+        /// transaction, position, resume)
         #[arg(short = 'o', long, value_name = "URI")]
         output: String,
+        /// With -o -: jsonl (the only format of a change stream so far)
+        #[arg(short = 'f', long, value_name = "FORMAT", value_parser = ["jsonl"])]
+        format: Option<String>,
+        /// With -o -: go on after the event whose `resume` this is (default: the journal's
+        /// first segment)
+        #[arg(long, value_name = "RESUME")]
+        from: Option<String>,
+        /// json: one JSON object per line on stderr after each applied transaction
+        /// (transactions, changes, position)
+        #[arg(long, value_name = "MODE", value_parser = ["json"])]
+        progress: Option<String>,
         /// The schema the --keep-keys load made
         #[arg(long, value_name = "SCHEMA", default_value = "public")]
         pg_schema: String,

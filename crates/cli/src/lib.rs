@@ -184,12 +184,17 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 journal,
                 journal_live,
                 output,
+                format,
+                from,
+                progress,
                 pg_schema,
                 until_idle,
                 client_lib,
             }),
             _,
         ) => follow(
+            format.as_deref(),
+            progress.is_some(),
             &fbunload::follow::FollowOptions {
                 database: database.clone(),
                 user: user.clone(),
@@ -200,6 +205,7 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 target: output.clone(),
                 schema: pg_schema.clone(),
                 until_idle: until_idle.map(std::time::Duration::from_secs_f64),
+                from: from.clone(),
             },
             &cancel,
         ),
@@ -354,13 +360,50 @@ fn apply(
 
 /// `fbunload follow`: applies the journal until stopped (SIGINT/SIGTERM:
 /// a clean stop, exit 0) or idle; one line of what it applied.
-fn follow(options: &fbunload::follow::FollowOptions, cancel: &AtomicBool) -> Result<(), Failure> {
-    let summary = fbunload::follow::follow(options, cancel, &()).map_err(describe)?;
+fn follow(
+    format: Option<&str>,
+    json_progress: bool,
+    options: &fbunload::follow::FollowOptions,
+    cancel: &AtomicBool,
+) -> Result<(), Failure> {
+    let stream = options.target == "-";
+    if stream != format.is_some() {
+        return Err(Failure::Error(
+            "follow: -o - streams JSON lines (add --format jsonl); --format is for -o - only"
+                .into(),
+            "usage",
+        ));
+    }
+    struct JsonProgress;
+    impl fbunload::follow::FollowProgress for JsonProgress {
+        fn applied(
+            &self,
+            summary: &fbunload::follow::FollowSummary,
+            _lag: Option<std::time::Duration>,
+        ) {
+            eprintln!(
+                "{}",
+                serde_json::json!({
+                    "event": "applied",
+                    "transactions": summary.transactions,
+                    "changes": summary.changes,
+                    "position": summary.position.to_string(),
+                })
+            );
+        }
+    }
+    let progress: &dyn fbunload::follow::FollowProgress =
+        if json_progress { &JsonProgress } else { &() };
+    let summary = fbunload::follow::follow(options, cancel, progress).map_err(describe)?;
     eprintln!(
         "fbunload: follow applied {} and {} to {}, journal position {}",
         count(summary.transactions as usize, "transaction"),
         count(summary.changes as usize, "row change"),
-        options.schema,
+        if stream {
+            "standard output"
+        } else {
+            &options.schema
+        },
         summary.position
     );
     Ok(())

@@ -544,3 +544,102 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// `-o - --format jsonl`: one event per row change, only committed work,
+/// and `--from` an event's `resume` goes on after it, nothing twice.
+#[test]
+fn json_lines_stream_committed_changes_and_resume_after_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "stream.fdb", true);
+    execute(
+        &p.db,
+        &[
+            "CREATE TABLE ITEMS (ID INTEGER NOT NULL PRIMARY KEY, NAME VARCHAR(20), \
+             PRICE NUMERIC(9,2), PHOTO BLOB SUB_TYPE BINARY)",
+            "INSERT INTO ITEMS VALUES (1, 'one', 1.50, x'0102')",
+            "UPDATE ITEMS SET ID = 2, NAME = 'two' WHERE ID = 1",
+        ],
+    );
+    let att = connect(&p.db);
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    tr.execute("INSERT INTO ITEMS VALUES (9, 'never', 0, NULL)")
+        .unwrap();
+    drop(tr);
+    execute(&p.db, &["DELETE FROM ITEMS WHERE ID = 2"]);
+    let stream = |from: Option<&str>| -> Vec<serde_json::Value> {
+        let mut args = vec![
+            "follow",
+            "-d",
+            p.db.to_str().unwrap(),
+            "--journal",
+            p.archive.to_str().unwrap(),
+            "--journal-live",
+            p.live.to_str().unwrap(),
+            "-o",
+            "-",
+            "--format",
+            "jsonl",
+            "--until-idle",
+            "2",
+            "--progress",
+            "json",
+        ];
+        if let Some(from) = from {
+            args.extend(["--from", from]);
+        }
+        let out = fbunload_alone(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        // --progress json: an event per transaction handed on, then the summary.
+        let err = stderr(&out);
+        let progress: Vec<serde_json::Value> = err
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(!progress.is_empty(), "{err}");
+        assert!(progress
+            .iter()
+            .all(|e| e["event"] == "applied" && e["position"].is_string()));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|e: &serde_json::Value| e["table"] == "ITEMS")
+            .collect()
+    };
+    let events = stream(None);
+    let all = fbunload_alone(&[
+        "follow",
+        "-d",
+        p.db.to_str().unwrap(),
+        "--journal",
+        p.archive.to_str().unwrap(),
+        "-o",
+        "-",
+        "--format",
+        "jsonl",
+        "--until-idle",
+        "1",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&all.stdout).contains(r#""op":"sql","#),
+        "DDL goes out as an sql event"
+    );
+    let ops: Vec<&str> = events.iter().map(|e| e["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["insert", "update", "delete"], "{events:#?}");
+    assert_eq!(
+        events[0]["after"],
+        serde_json::json!({"ID": 1, "NAME": "one", "PRICE": "1.50", "PHOTO": "AQI="})
+    );
+    assert_eq!(events[1]["key"], serde_json::json!({"ID": 1}));
+    assert_eq!(events[1]["after"]["ID"], 2);
+    assert_eq!(events[2]["key"], serde_json::json!({"ID": 2}));
+    assert!(events[2]["after"].is_null());
+    let resume = events[2]["resume"].as_str().unwrap().to_string();
+
+    execute(&p.db, &["INSERT INTO ITEMS VALUES (3, 'three', 3, NULL)"]);
+    let later = stream(Some(&resume));
+    assert_eq!(later.len(), 1, "{later:#?}");
+    assert_eq!(later[0]["op"], "insert");
+    assert_eq!(later[0]["key"], serde_json::json!({"ID": 3}));
+}

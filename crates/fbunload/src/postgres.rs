@@ -159,6 +159,7 @@ impl Unload {
             target: String::new(),
             schema: String::new(),
             until_idle: None,
+            from: None,
         };
         crate::follow::check_setup(&options)
     }

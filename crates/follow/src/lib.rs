@@ -16,6 +16,7 @@
 //! key; the PostgreSQL side ([`target`]) turns decoded rows into
 //! statements. Data flows one way: journal → events → PostgreSQL.
 
+pub mod jsonl;
 pub mod source;
 pub mod target;
 
@@ -38,11 +39,14 @@ pub struct FollowOptions {
     pub archive: PathBuf,
     /// `journal_directory`, read for the segments not archived yet.
     pub live: Option<PathBuf>,
-    /// `postgresql://…`
+    /// `postgresql://…`, or `-`: JSON lines on standard output ([`jsonl`]).
     pub target: String,
     pub schema: String,
     /// Stop once no change arrived for this long.
     pub until_idle: Option<Duration>,
+    /// With `target` `-` (JSON lines on standard output): go on after
+    /// this `resume` of an earlier event ([`jsonl`]).
+    pub from: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -118,21 +122,51 @@ pub fn follow(
     progress: &dyn FollowProgress,
 ) -> Result<FollowSummary, FollowError> {
     let mut source = source::Source::open(options)?;
-    let mut target = target::Target::open(options)?;
-    let handoff = target.handoff()?;
-    if handoff.database_guid != source.guid {
-        return Err(FollowError::Usage(format!(
-            "schema {} was loaded from database {}, not from {} ({}): follow the database it \
-             was loaded from, or load this one with --keep-keys",
-            options.schema, handoff.database_guid, options.database, source.guid
-        )));
-    }
     let journal = Journal::open(
         &options.archive,
         options.live.as_deref(),
         std::path::Path::new(&source.file_name),
     )?;
-    let state = target.position(&handoff, &journal)?;
+    let (mut sink, state) = if options.target == "-" {
+        let state = match &options.from {
+            Some(text) => {
+                let (restart, applied) = jsonl::parse_resume(text).map_err(FollowError::Usage)?;
+                target::Resume { applied, restart }
+            }
+            None => target::Resume {
+                applied: Position::default(),
+                restart: Position {
+                    sequence: journal.sequences()?.first().copied().unwrap_or(1),
+                    offset: 0,
+                },
+            },
+        };
+        let out = jsonl::JsonLines::new(std::io::BufWriter::new(std::io::stdout()));
+        (Sink::JsonLines(out), state)
+    } else {
+        if options.from.is_some() {
+            return Err(FollowError::Usage(
+                "--from is for -o -: a PostgreSQL target keeps its own position".into(),
+            ));
+        }
+        let mut target = target::Target::open(options)?;
+        let handoff = target.handoff()?;
+        if handoff.database_guid != source.guid {
+            return Err(FollowError::Usage(format!(
+                "schema {} was loaded from database {}, not from {} ({}): follow the database \
+                 it was loaded from, or load this one with --keep-keys",
+                options.schema, handoff.database_guid, options.database, source.guid
+            )));
+        }
+        let state = target.position(&handoff, &journal)?;
+        (
+            Sink::Postgres {
+                target: Box::new(target),
+                handoff,
+            },
+            state,
+        )
+    };
     let mut transactions = Transactions::new();
     let mut cursor = state.restart;
     let mut applied = state.applied;
@@ -174,7 +208,10 @@ pub fn follow(
             if ended.end <= applied {
                 continue;
             }
-            let wanted = handoff.unseen(ended.transaction);
+            let wanted = match &sink {
+                Sink::Postgres { handoff, .. } => handoff.unseen(ended.transaction),
+                Sink::JsonLines(_) => true,
+            };
             match ended.outcome {
                 Outcome::BeganBeforeReading if wanted => {
                     return Err(FollowError::Usage(format!(
@@ -188,14 +225,23 @@ pub fn follow(
                 _ => {}
             }
             let restart = transactions.oldest_open().unwrap_or(ended.end);
-            let count = if wanted {
-                apply(&mut source, &mut target, &ended, restart)?
-            } else {
-                target.record_position(ended.end, restart)?;
-                0
+            let anything = !ended.changes.is_empty()
+                || !ended.sequences.is_empty()
+                || !ended.statements.is_empty();
+            let count = match &mut sink {
+                Sink::Postgres { target, .. } if wanted && anything => {
+                    apply(&mut source, target, &ended, restart)?
+                }
+                Sink::Postgres { target, .. } => {
+                    target.record_position(ended.end, restart)?;
+                    0
+                }
+                Sink::JsonLines(out) if anything => out.write(&mut source, &ended, restart)?,
+                Sink::JsonLines(_) => 0,
             };
             applied = ended.end;
-            summary.transactions += u64::from(wanted && ended.outcome == Outcome::Committed);
+            summary.transactions +=
+                u64::from(wanted && anything && ended.outcome == Outcome::Committed);
             summary.changes += count;
             summary.position = applied;
             last_change = Instant::now();
@@ -242,16 +288,7 @@ fn apply(
     ended: &Committed,
     restart: Position,
 ) -> Result<u64, FollowError> {
-    if let Some((_, _, sql)) = ended.statements.first() {
-        let text = String::from_utf8_lossy(sql);
-        let first_line = text.lines().next().unwrap_or("").trim();
-        return Err(FollowError::Usage(format!(
-            "transaction {} ran DDL, which follow does not translate: \"{first_line}\"; make the \
-             same change in PostgreSQL by hand and load again with --keep-keys (docs/postgresql.md, \
-             \"Live\")",
-            ended.transaction
-        )));
-    }
+    refuse_ddl(ended)?;
     let mut statements = Vec::with_capacity(ended.changes.len());
     for change in &ended.changes {
         let table = source.table(&change.table)?;
@@ -275,4 +312,28 @@ fn apply(
         restart,
     )?;
     Ok(statements.len() as u64)
+}
+
+/// Where the changes go.
+enum Sink {
+    Postgres {
+        target: Box<target::Target>,
+        handoff: target::Handoff,
+    },
+    JsonLines(jsonl::JsonLines<std::io::BufWriter<std::io::Stdout>>),
+}
+
+/// DDL in the journal stops the follow, naming the statement.
+fn refuse_ddl(ended: &Committed) -> Result<(), FollowError> {
+    if let Some((_, _, sql)) = ended.statements.first() {
+        let text = String::from_utf8_lossy(sql);
+        let first_line = text.lines().next().unwrap_or("").trim();
+        return Err(FollowError::Usage(format!(
+            "transaction {} ran DDL, which follow does not translate: \"{first_line}\"; make the \
+             same change in PostgreSQL by hand and load again with --keep-keys (docs/postgresql.md, \
+             \"Live\")",
+            ended.transaction
+        )));
+    }
+    Ok(())
 }

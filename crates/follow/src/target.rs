@@ -272,13 +272,17 @@ impl Target {
             .map_err(|e| pg("recording the follow's position", e))
     }
 
-    /// The statement that moves a sequence, if the load made it.
+    /// The statement that moves a sequence forward to `value`, if the load
+    /// made it.
     pub fn sequence_statement(&self, name: &str, value: i64) -> Option<String> {
         let pg = self.sequences.get(name)?;
         let qualified = format!("{}.{}", ident(&self.schema), ident(pg));
+        // Forward only: a session's sequence values reach the journal with
+        // its next commit, so one the load already saw past can come after.
+        let sequence = literal(&qualified);
         Some(format!(
-            "SELECT setval({}, {value}, true)",
-            literal(&qualified)
+            "SELECT setval({sequence}, greatest({value}, last_value), true) FROM {}",
+            qualified
         ))
     }
 
