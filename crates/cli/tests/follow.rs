@@ -530,6 +530,28 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
         "{}",
         rows[1]
     );
+    // One follow to a schema at a time.
+    let first = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(follow_args(&p, &uri, &[]))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = fbunload_alone(&follow_args(&p, &uri, &["--until-idle", "1"]));
+    Command::new("kill")
+        .args(["-INT", &first.id().to_string()])
+        .status()
+        .unwrap();
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "SIGINT: {}", stderr(&first));
+    let err = stderr(&second);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("another fbunload follow applies the journal to it"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
     // A row changed by hand in the target: the follow stops, naming it.
     pg.batch_execute("DELETE FROM live.\"Odd 'Name\"\"\" WHERE id = 4")
         .unwrap();
