@@ -56,6 +56,10 @@ const SHORT_COMMANDS: &[(&str, &str)] = &[
         "Apply a change set (a run with --since) to the run it was taken since",
     ),
     ("sample", "Create a sample database to try fbunload on"),
+    (
+        "follow",
+        "Apply a database's replication journal to a --keep-keys PostgreSQL schema, live",
+    ),
 ];
 
 #[derive(Parser, Debug)]
