@@ -181,11 +181,15 @@ pub fn follow(
         }
         let Some(segment) = journal.segment(cursor.sequence)? else {
             // Not written yet, unless a later one is: then it is lost.
-            if let Some(later) = journal
-                .sequences()?
-                .into_iter()
-                .find(|s| *s > cursor.sequence)
-            {
+            let later = if journal.is_being_written(cursor.sequence) {
+                None
+            } else {
+                journal
+                    .sequences()?
+                    .into_iter()
+                    .find(|s| *s > cursor.sequence)
+            };
+            if let Some(later) = later {
                 return Err(FollowError::Usage(format!(
                     "journal segment {} of {} is missing ({} is there): a segment was removed \
                      before it was applied; load the schema again with --keep-keys",
@@ -253,13 +257,15 @@ pub fn follow(
         if let Some(end) = read_to {
             cursor = end;
         }
-        let finished = matches!(
-            segment.header.state,
-            fbunload_journal::SegmentState::Full | fbunload_journal::SegmentState::Archived
-        ) && cursor
-            .offset
-            .max(fbunload_journal::segment::HEADER_LENGTH as u64)
-            >= segment.len();
+        let finished = segment.complete
+            && matches!(
+                segment.header.state,
+                fbunload_journal::SegmentState::Full | fbunload_journal::SegmentState::Archived
+            )
+            && cursor
+                .offset
+                .max(fbunload_journal::segment::HEADER_LENGTH as u64)
+                >= segment.len();
         if finished {
             cursor = Position {
                 sequence: cursor.sequence + 1,

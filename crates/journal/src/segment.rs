@@ -148,6 +148,10 @@ pub struct Segment {
     pub path: PathBuf,
     pub header: SegmentHeader,
     bytes: Vec<u8>,
+    /// Whether the file holds every byte its header counts: the engine
+    /// archives a segment by copying it in place, so a copy being made
+    /// is shorter, and is read only as far as it is whole.
+    pub complete: bool,
 }
 
 impl Segment {
@@ -163,11 +167,13 @@ impl Segment {
         // or written further than the header read says: only what the
         // header counts is the journal.
         let written = usize::try_from(header.length).unwrap_or(usize::MAX);
+        let complete = bytes.len() >= written;
         bytes.truncate(written.max(HEADER_LENGTH));
         Ok(Segment {
             path,
             header,
             bytes,
+            complete,
         })
     }
 
@@ -191,7 +197,7 @@ impl Segment {
             let length = u32_at(head, 12) as usize;
             let body_start = offset + BLOCK_HEADER_LENGTH;
             if body_start + length > self.bytes.len() {
-                if self.header.state == SegmentState::Used {
+                if self.header.state == SegmentState::Used || !self.complete {
                     break;
                 }
                 return Err(JournalError::damaged(
@@ -276,9 +282,12 @@ impl Journal {
     }
 
     /// The segment of `sequence`, from the archive or else the live
-    /// directory; `None` while no file holds it yet.
+    /// directory, a whole copy before one being copied; `None` while no
+    /// file holds it yet. [`Journal::is_being_written`] tells a file
+    /// being created from none.
     pub fn segment(&self, sequence: u64) -> Result<Option<Segment>, JournalError> {
         let name = self.name_of(sequence);
+        let mut partial = None;
         for dir in std::iter::once(&self.archive).chain(self.live.as_ref()) {
             let path = dir.join(&name);
             let bytes = match std::fs::read(&path) {
@@ -286,13 +295,29 @@ impl Journal {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(JournalError::Io(format!("{}: {e}", path.display()))),
             };
+            if bytes.len() < HEADER_LENGTH {
+                // Being created (a copy into the archive starts empty).
+                continue;
+            }
             let segment = Segment::from_bytes(path, bytes)?;
             // A live file being recycled may still carry an older header.
-            if segment.header.sequence == sequence && segment.header.state != SegmentState::Free {
+            if segment.header.sequence != sequence || segment.header.state == SegmentState::Free {
+                continue;
+            }
+            if segment.complete {
                 return Ok(Some(segment));
             }
+            partial.get_or_insert(segment);
         }
-        Ok(None)
+        Ok(partial)
+    }
+
+    /// Whether a file of `sequence` exists at all, whole or not.
+    pub fn is_being_written(&self, sequence: u64) -> bool {
+        let name = self.name_of(sequence);
+        std::iter::once(&self.archive)
+            .chain(self.live.as_ref())
+            .any(|dir| dir.join(&name).exists())
     }
 
     /// The sequences of the segments on disk, lowest first.
@@ -391,6 +416,28 @@ mod tests {
                 segment.blocks_from(0).map(|b| b.len()).ok(),
                 complete.then_some(0)
             );
+        }
+    }
+
+    #[test]
+    fn an_archive_copy_being_made_is_read_as_far_as_it_is_whole() {
+        let mut bytes = header(1, 2, 1, 0);
+        let block = |bytes: &mut Vec<u8>| {
+            bytes.extend(9u64.to_le_bytes());
+            bytes.extend(1u16.to_le_bytes());
+            bytes.extend(3u16.to_le_bytes());
+            bytes.extend(2u32.to_le_bytes());
+            bytes.extend([1, 3]);
+        };
+        block(&mut bytes);
+        block(&mut bytes);
+        let length = bytes.len() as u64;
+        bytes[40..48].copy_from_slice(&length.to_le_bytes());
+        for cut in [length as usize, length as usize - 5] {
+            let segment = Segment::from_bytes("s".into(), bytes[..cut].to_vec()).unwrap();
+            assert_eq!(segment.complete, cut == length as usize);
+            let expected = if segment.complete { 2 } else { 1 };
+            assert_eq!(segment.blocks_from(0).unwrap().len(), expected);
         }
     }
 }
