@@ -295,29 +295,23 @@ fn apply(
     restart: Position,
 ) -> Result<u64, FollowError> {
     refuse_ddl(ended)?;
-    let mut statements = Vec::with_capacity(ended.changes.len());
-    for change in &ended.changes {
-        let table = source.table(&change.table)?;
-        statements.push(target::statement(
-            target.schema(),
-            &table,
-            change,
-            &ended.blobs,
-        )?);
-    }
     let sequences = ended
         .sequences
         .iter()
         .filter_map(|(name, value)| target.sequence_statement(name, *value))
         .collect::<Vec<_>>();
+    let schema = target.schema().to_string();
+    let mut statements = ended.changes.iter().map(|change| {
+        let table = source.table(&change.table)?;
+        target::statement(&schema, &table, change, &ended.blobs)
+    });
     target.apply(
         ended.transaction,
-        &statements,
+        &mut statements,
         &sequences,
         ended.end,
         restart,
-    )?;
-    Ok(statements.len() as u64)
+    )
 }
 
 /// Where the changes go.

@@ -288,29 +288,39 @@ impl Target {
 
     /// One transaction's statements and sequences, and the new position,
     /// in one PostgreSQL transaction; each row change must touch one row.
+    /// `statements` are made as they are sent, a round trip's worth at a
+    /// time, so a big transaction's SQL is never held whole.
     pub fn apply(
         &mut self,
         transaction: u64,
-        statements: &[Statement],
+        statements: &mut dyn Iterator<Item = Result<Statement, FollowError>>,
         sequences: &[String],
         end: Position,
         restart: Position,
-    ) -> Result<(), FollowError> {
+    ) -> Result<u64, FollowError> {
         let position = self.position_update(end, restart, true);
         let mut tr = self
             .client
             .transaction()
             .map_err(|e| pg("starting a transaction", e))?;
+        let mut sent = 0;
         // Many statements to a round trip (the simple query protocol runs
         // them in order and says how many rows each touched).
-        for chunk in statements.chunks(STATEMENTS_PER_TRIP) {
+        loop {
+            let chunk = (&mut *statements)
+                .take(STATEMENTS_PER_TRIP)
+                .collect::<Result<Vec<_>, _>>()?;
+            if chunk.is_empty() {
+                break;
+            }
+            sent += chunk.len() as u64;
             let text = chunk
                 .iter()
                 .map(|s| s.sql.as_str())
                 .collect::<Vec<_>>()
                 .join(";\n");
             let replies = tr.simple_query(&text).map_err(|e| {
-                let what = match chunk {
+                let what = match &chunk[..] {
                     [one] => one.what.clone(),
                     _ => format!("one of {} row changes", chunk.len()),
                 };
@@ -338,7 +348,8 @@ impl Target {
         tr.batch_execute(&position)
             .map_err(|e| pg("recording the follow's position", e))?;
         tr.commit()
-            .map_err(|e| pg(&format!("committing transaction {transaction}"), e))
+            .map_err(|e| pg(&format!("committing transaction {transaction}"), e))?;
+        Ok(sent)
     }
 }
 
