@@ -44,6 +44,9 @@ struct Published {
 /// A database `dir/name` whose changes go to `dir/journal` (archived into
 /// `dir/archive`), publishing every table if `publish`.
 fn journaled_db(dir: &Path, name: &str, publish: bool) -> Published {
+    // Tests run side by side: one at a time adds its section.
+    static CONF: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = CONF.lock().unwrap_or_else(|e| e.into_inner());
     let conf = runtime().join("replication.conf");
     let db = dir.join(name);
     let (live, archive) = (dir.join("journal"), dir.join("archive"));
@@ -57,7 +60,10 @@ fn journaled_db(dir: &Path, name: &str, publish: bool) -> Published {
         live.display(),
         archive.display()
     ));
-    std::fs::write(conf, text).unwrap();
+    // Renamed into place: an engine reading it meanwhile sees it whole.
+    let fresh = conf.with_extension("conf.new");
+    std::fs::write(&fresh, text).unwrap();
+    std::fs::rename(fresh, conf).unwrap();
     create_db(dir, name, 8192);
     if publish {
         execute(

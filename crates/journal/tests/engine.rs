@@ -63,6 +63,9 @@ fn publishing_db(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
     let (live, archive) = (dir.join("journal"), dir.join("archive"));
     std::fs::create_dir_all(&live).unwrap();
     std::fs::create_dir_all(&archive).unwrap();
+    // Tests run side by side: one at a time adds its section.
+    static CONF: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = CONF.lock().unwrap_or_else(|e| e.into_inner());
     let conf = runtime().join("replication.conf");
     let mut text = std::fs::read_to_string(&conf).unwrap();
     text.push_str(&format!(
@@ -72,7 +75,10 @@ fn publishing_db(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
         live.display(),
         archive.display()
     ));
-    std::fs::write(conf, text).unwrap();
+    // Renamed into place: an engine reading it meanwhile sees it whole.
+    let fresh = conf.with_extension("conf.new");
+    std::fs::write(&fresh, text).unwrap();
+    std::fs::rename(fresh, conf).unwrap();
     let created = Attachment::create_database(
         &client(),
         &format!(
