@@ -229,7 +229,13 @@ fn follow_args<'a>(p: &'a Published, uri: &'a str, more: &[&'a str]) -> Vec<&'a 
 }
 
 fn follow_until_idle(p: &Published, uri: &str) -> Output {
-    let out = fbunload_alone(&follow_args(p, uri, &["--until-idle", "3"]));
+    follow_until_idle_with(p, uri, &[])
+}
+
+fn follow_until_idle_with(p: &Published, uri: &str, more: &[&str]) -> Output {
+    let mut args = vec!["--until-idle", "3"];
+    args.extend_from_slice(more);
+    let out = fbunload_alone(&follow_args(p, uri, &args));
     assert!(out.status.success(), "{}", stderr(&out));
     out
 }
@@ -325,7 +331,8 @@ fn follow_after_a_keep_keys_load_equals_firebird_across_kills() {
     held.commit().unwrap();
     clerks(&p.db, 3, 60);
 
-    let out = follow_until_idle(&p, &uri);
+    // --memory 0: every transaction's changes go on in a file.
+    let out = follow_until_idle_with(&p, &uri, &["--memory", "0"]);
     assert!(
         stderr(&out).contains("fbunload: follow applied"),
         "{}",

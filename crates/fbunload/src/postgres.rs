@@ -160,6 +160,7 @@ impl Unload {
             schema: String::new(),
             until_idle: None,
             from: None,
+            memory_budget: self.memory_budget,
         };
         crate::follow::check_setup(&options)
     }

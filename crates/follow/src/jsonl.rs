@@ -82,7 +82,11 @@ impl<W: Write> JsonLines<W> {
                 "resume": resume,
             }));
         }
-        for change in &ended.changes {
+        let stdout = |e: std::io::Error| FollowError::Target(format!("standard output: {e}"));
+        // Each change written as it is read: a big transaction is never
+        // held whole.
+        for change in ended.changes() {
+            let change = change?;
             let table = source.table(&change.table)?;
             let before = row(&table, change.before.as_deref(), &ended.blobs)?;
             let after = row(&table, change.after.as_deref(), &ended.blobs)?;
@@ -107,7 +111,7 @@ impl<W: Write> JsonLines<W> {
                 ChangeKind::Update => "update",
                 ChangeKind::Delete => "delete",
             };
-            lines.push(json!({
+            let event = json!({
                 "op": op,
                 "table": table.name,
                 "key": key,
@@ -115,7 +119,12 @@ impl<W: Write> JsonLines<W> {
                 "transaction": ended.transaction,
                 "position": position,
                 "resume": resume,
-            }));
+            });
+            // The statements (DDL) came first.
+            for line in lines.drain(..) {
+                write_line(&mut self.out, &line).map_err(stdout)?;
+            }
+            write_line(&mut self.out, &event).map_err(stdout)?;
         }
         for (name, value) in &ended.sequences {
             lines.push(json!({
@@ -127,14 +136,17 @@ impl<W: Write> JsonLines<W> {
                 "resume": resume,
             }));
         }
-        let stdout = |e: std::io::Error| FollowError::Target(format!("standard output: {e}"));
         for line in &lines {
-            serde_json::to_writer(&mut self.out, line).map_err(|e| stdout(e.into()))?;
-            self.out.write_all(b"\n").map_err(stdout)?;
+            write_line(&mut self.out, line).map_err(stdout)?;
         }
         self.out.flush().map_err(stdout)?;
-        Ok(ended.changes.len() as u64)
+        Ok(ended.change_count() as u64)
     }
+}
+
+fn write_line(out: &mut impl Write, line: &Json) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, line)?;
+    out.write_all(b"\n")
 }
 
 fn row(

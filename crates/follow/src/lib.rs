@@ -44,6 +44,9 @@ pub struct FollowOptions {
     pub schema: String,
     /// Stop once no change arrived for this long.
     pub until_idle: Option<Duration>,
+    /// Bytes of row images a transaction may hold in memory before its
+    /// changes go on in a temporary file (`--memory`).
+    pub memory_budget: usize,
     /// With `target` `-` (JSON lines on standard output): go on after
     /// this `resume` of an earlier event ([`jsonl`]).
     pub from: Option<String>,
@@ -167,7 +170,7 @@ pub fn follow(
             state,
         )
     };
-    let mut transactions = Transactions::new();
+    let mut transactions = Transactions::with_memory_budget(options.memory_budget);
     let mut cursor = state.restart;
     let mut applied = state.applied;
     let mut summary = FollowSummary {
@@ -229,7 +232,7 @@ pub fn follow(
                 _ => {}
             }
             let restart = transactions.oldest_open().unwrap_or(ended.end);
-            let anything = !ended.changes.is_empty()
+            let anything = ended.change_count() > 0
                 || !ended.sequences.is_empty()
                 || !ended.statements.is_empty();
             let count = match &mut sink {
@@ -301,9 +304,10 @@ fn apply(
         .filter_map(|(name, value)| target.sequence_statement(name, *value))
         .collect::<Vec<_>>();
     let schema = target.schema().to_string();
-    let mut statements = ended.changes.iter().map(|change| {
+    let mut statements = ended.changes().map(|change| {
+        let change = change?;
         let table = source.table(&change.table)?;
-        target::statement(&schema, &table, change, &ended.blobs)
+        target::statement(&schema, &table, &change, &ended.blobs)
     });
     target.apply(
         ended.transaction,

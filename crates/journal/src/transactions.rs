@@ -8,6 +8,13 @@
 //! failed statement's changes are undone this way too). Sequences are not
 //! transactional in Firebird: a rolled-back transaction still hands out
 //! the values it set.
+//!
+//! Bounded: once the row images a transaction holds pass the budget
+//! ([`Transactions::with_memory_budget`]), its changes go to a temporary
+//! file of their own (unlinked, so nothing is left behind), which a
+//! savepoint's rollback truncates; the ended transaction's changes are
+//! then read back one by one ([`Committed::changes`]). Blobs stay in
+//! memory.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -46,11 +53,15 @@ pub enum Outcome {
 }
 
 /// A transaction that ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Committed {
     pub transaction: u64,
     pub outcome: Outcome,
+    /// Its changes held in memory; with [`Committed::spilled`], those in
+    /// its file come first. Read them all with [`Committed::changes`].
     pub changes: Vec<Change>,
+    /// Changes that went to a file, in order before `changes`.
+    pub spilled: Option<Spill>,
     pub blobs: HashMap<BlobId, Vec<u8>>,
     /// The values sequences were set to, in order.
     pub sequences: Vec<(String, i64)>,
@@ -60,10 +71,135 @@ pub struct Committed {
     pub end: Position,
 }
 
+impl Committed {
+    /// Every change, in order: from its file first, if it spilled.
+    pub fn changes(&self) -> impl Iterator<Item = Result<Change, JournalError>> + '_ {
+        let spilled: Box<dyn Iterator<Item = Result<Change, JournalError>>> = match &self.spilled {
+            Some(spill) => Box::new(spill.read()),
+            None => Box::new(std::iter::empty()),
+        };
+        spilled.chain(self.changes.iter().cloned().map(Ok))
+    }
+
+    /// How many changes it holds.
+    pub fn change_count(&self) -> usize {
+        self.spilled.as_ref().map_or(0, |s| s.offsets.len()) + self.changes.len()
+    }
+}
+
+/// Changes kept in a temporary file: each a kind byte, the table's name
+/// (u16 length), and the before and after images (u32 length, or
+/// `u32::MAX` for none).
+#[derive(Debug)]
+pub struct Spill {
+    file: std::fs::File,
+    /// Where each change starts.
+    offsets: Vec<u64>,
+    length: u64,
+}
+
+fn spill_error(e: std::io::Error) -> JournalError {
+    JournalError::Io(format!(
+        "the temporary file of a big transaction's changes: {e}"
+    ))
+}
+
+impl Spill {
+    fn new() -> Result<Spill, JournalError> {
+        Ok(Spill {
+            file: tempfile::tempfile().map_err(spill_error)?,
+            offsets: Vec::new(),
+            length: 0,
+        })
+    }
+
+    fn push(&mut self, change: &Change) -> Result<(), JournalError> {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut bytes = vec![match change.kind {
+            ChangeKind::Insert => 0u8,
+            ChangeKind::Update => 1,
+            ChangeKind::Delete => 2,
+        }];
+        bytes.extend((change.table.len() as u16).to_le_bytes());
+        bytes.extend(change.table.as_bytes());
+        for image in [&change.before, &change.after] {
+            match image {
+                Some(image) => {
+                    bytes.extend((image.len() as u32).to_le_bytes());
+                    bytes.extend(image);
+                }
+                None => bytes.extend(u32::MAX.to_le_bytes()),
+            }
+        }
+        self.file
+            .seek(SeekFrom::Start(self.length))
+            .map_err(spill_error)?;
+        self.file.write_all(&bytes).map_err(spill_error)?;
+        self.offsets.push(self.length);
+        self.length += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Keeps the first `count` changes.
+    fn truncate(&mut self, count: usize) -> Result<(), JournalError> {
+        if count < self.offsets.len() {
+            self.length = self.offsets[count];
+            self.offsets.truncate(count);
+            self.file.set_len(self.length).map_err(spill_error)?;
+        }
+        Ok(())
+    }
+
+    fn read(&self) -> impl Iterator<Item = Result<Change, JournalError>> + '_ {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut reader = std::io::BufReader::new(&self.file);
+        let mut started = false;
+        (0..self.offsets.len()).map(move |_| {
+            if !started {
+                reader.seek(SeekFrom::Start(0)).map_err(spill_error)?;
+                started = true;
+            }
+            let mut kind = [0u8; 1];
+            reader.read_exact(&mut kind).map_err(spill_error)?;
+            let mut length = [0u8; 2];
+            reader.read_exact(&mut length).map_err(spill_error)?;
+            let mut table = vec![0u8; u16::from_le_bytes(length) as usize];
+            reader.read_exact(&mut table).map_err(spill_error)?;
+            let mut images = [None, None];
+            for image in &mut images {
+                let mut length = [0u8; 4];
+                reader.read_exact(&mut length).map_err(spill_error)?;
+                let length = u32::from_le_bytes(length);
+                if length != u32::MAX {
+                    let mut bytes = vec![0u8; length as usize];
+                    reader.read_exact(&mut bytes).map_err(spill_error)?;
+                    *image = Some(bytes);
+                }
+            }
+            let [before, after] = images;
+            Ok(Change {
+                kind: match kind[0] {
+                    0 => ChangeKind::Insert,
+                    1 => ChangeKind::Update,
+                    _ => ChangeKind::Delete,
+                },
+                table: String::from_utf8_lossy(&table).into_owned(),
+                before,
+                after,
+            })
+        })
+    }
+}
+
 #[derive(Debug, Default)]
 struct Open {
     first: Position,
     changes: Vec<Change>,
+    /// Its changes' file, once they passed the budget: every change
+    /// since goes there.
+    spill: Option<Spill>,
+    /// Bytes of row images held in `changes`.
+    held: usize,
     /// The number of changes when each open savepoint started.
     savepoints: Vec<usize>,
     blobs: HashMap<BlobId, Vec<u8>>,
@@ -75,15 +211,71 @@ struct Open {
 }
 
 /// The transactions that have begun and not yet ended.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Transactions {
     open: BTreeMap<u64, Open>,
     began_before_reading: HashSet<u64>,
+    /// Bytes of row images one transaction may hold in memory.
+    memory_budget: usize,
+}
+
+impl Default for Transactions {
+    fn default() -> Self {
+        Transactions {
+            open: BTreeMap::new(),
+            began_before_reading: HashSet::new(),
+            memory_budget: usize::MAX,
+        }
+    }
+}
+
+impl Open {
+    fn count(&self) -> usize {
+        self.spill.as_ref().map_or(0, |s| s.offsets.len()) + self.changes.len()
+    }
+
+    fn push(&mut self, change: Change, budget: usize) -> Result<(), JournalError> {
+        if let Some(spill) = &mut self.spill {
+            return spill.push(&change);
+        }
+        self.held += change.table.len()
+            + change.before.as_ref().map_or(0, Vec::len)
+            + change.after.as_ref().map_or(0, Vec::len);
+        self.changes.push(change);
+        if self.held > budget {
+            let mut spill = Spill::new()?;
+            for change in self.changes.drain(..) {
+                spill.push(&change)?;
+            }
+            self.held = 0;
+            self.spill = Some(spill);
+        }
+        Ok(())
+    }
+
+    /// Keeps the first `count` changes (a savepoint rolled back).
+    fn truncate(&mut self, count: usize) -> Result<(), JournalError> {
+        match &mut self.spill {
+            Some(spill) => spill.truncate(count),
+            None => {
+                self.changes.truncate(count);
+                Ok(())
+            }
+        }
+    }
 }
 
 impl Transactions {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Transactions whose row images pass `bytes` go on in a file.
+    pub fn with_memory_budget(bytes: usize) -> Self {
+        Transactions {
+            memory_budget: bytes,
+            ..Self::default()
+        }
     }
 
     /// Where the first block of the oldest transaction not yet ended is:
@@ -125,6 +317,7 @@ impl Transactions {
                         transaction: number,
                         outcome: Outcome::BeganBeforeReading,
                         changes: Vec::new(),
+                        spilled: None,
                         blobs: HashMap::new(),
                         sequences: Vec::new(),
                         statements: Vec::new(),
@@ -134,6 +327,7 @@ impl Transactions {
                 return Ok(None);
             }
         }
+        let budget = self.memory_budget;
         let open = self.open.get_mut(&number).unwrap();
         for op in ops {
             match op {
@@ -141,9 +335,9 @@ impl Transactions {
                 Operation::CommitTransaction => open.committed = true,
                 Operation::RollbackTransaction | Operation::CleanupTransaction => {
                     open.committed = false;
-                    open.changes.clear();
+                    open.truncate(0)?;
                 }
-                Operation::StartSavepoint => open.savepoints.push(open.changes.len()),
+                Operation::StartSavepoint => open.savepoints.push(open.count()),
                 Operation::ReleaseSavepoint => {
                     open.savepoints.pop();
                 }
@@ -154,30 +348,39 @@ impl Transactions {
                             "a savepoint rolled back that was never started",
                         )
                     })?;
-                    open.changes.truncate(mark);
+                    open.truncate(mark)?;
                 }
-                Operation::Insert { table, record } => open.changes.push(Change {
-                    kind: ChangeKind::Insert,
-                    table,
-                    before: None,
-                    after: Some(record),
-                }),
+                Operation::Insert { table, record } => open.push(
+                    Change {
+                        kind: ChangeKind::Insert,
+                        table,
+                        before: None,
+                        after: Some(record),
+                    },
+                    budget,
+                )?,
                 Operation::Update {
                     table,
                     before,
                     after,
-                } => open.changes.push(Change {
-                    kind: ChangeKind::Update,
-                    table,
-                    before: Some(before),
-                    after: Some(after),
-                }),
-                Operation::Delete { table, record } => open.changes.push(Change {
-                    kind: ChangeKind::Delete,
-                    table,
-                    before: Some(record),
-                    after: None,
-                }),
+                } => open.push(
+                    Change {
+                        kind: ChangeKind::Update,
+                        table,
+                        before: Some(before),
+                        after: Some(after),
+                    },
+                    budget,
+                )?,
+                Operation::Delete { table, record } => open.push(
+                    Change {
+                        kind: ChangeKind::Delete,
+                        table,
+                        before: Some(record),
+                        after: None,
+                    },
+                    budget,
+                )?,
                 Operation::StoreBlob { id, data, complete } => {
                     // The same blob is stored again with each change of
                     // its row: a blob starts anew unless its last entry
@@ -212,6 +415,7 @@ impl Transactions {
             transaction: number,
             outcome,
             changes: if keep { open.changes } else { Vec::new() },
+            spilled: if keep { open.spill } else { None },
             blobs: if keep { open.blobs } else { HashMap::new() },
             sequences: open.sequences,
             statements: if keep { open.statements } else { Vec::new() },
@@ -279,6 +483,41 @@ mod tests {
             .unwrap();
         assert_eq!(done.outcome, Outcome::Committed);
         assert_eq!(done.blobs[&BlobId(7, 9)], b"abcd");
+    }
+
+    #[test]
+    fn a_transaction_past_its_budget_goes_on_in_a_file_and_savepoints_still_undo() {
+        let insert = |body: &mut Vec<u8>, value: u8| {
+            body.push(9);
+            body.extend(0u32.to_le_bytes());
+            body.extend(3u32.to_le_bytes());
+            body.extend([value; 3]);
+        };
+        // 50 inserts, a savepoint whose 30 inserts are undone, 20 more.
+        let mut body = vec![1, 16, 1, b'T'];
+        (0..50).for_each(|i| insert(&mut body, i));
+        body.push(6);
+        (50..80).for_each(|i| insert(&mut body, i));
+        body.push(8);
+        (80..100).for_each(|i| insert(&mut body, i));
+        body.push(3);
+        let ended = |budget: usize| {
+            Transactions::with_memory_budget(budget)
+                .feed(&block(5, BEGIN_TRANSACTION | END_TRANSACTION, 48, &body))
+                .unwrap()
+                .unwrap()
+        };
+        let in_memory = ended(usize::MAX);
+        let spilled = ended(40);
+        assert!(in_memory.spilled.is_none());
+        assert!(spilled.spilled.is_some() && spilled.changes.is_empty());
+        let values = |t: &Committed| -> Vec<u8> {
+            t.changes().map(|c| c.unwrap().after.unwrap()[0]).collect()
+        };
+        let expected: Vec<u8> = (0..50).chain(80..100).collect();
+        assert_eq!(values(&in_memory), expected);
+        assert_eq!(values(&spilled), expected);
+        assert_eq!(spilled.change_count(), 70);
     }
 
     #[test]
