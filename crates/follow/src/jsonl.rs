@@ -175,16 +175,8 @@ fn row(
 /// dates and times as text (as `Value::to_text`), binary as base64;
 /// `None` for a blob of the row before that the journal does not carry.
 fn json_value(table: &str, column: &str, value: &Value) -> Result<Option<Json>, FollowError> {
-    let text = |bytes: &[u8], charset: u8| -> Result<Json, FollowError> {
-        let decoder = fbunload_decode::TextDecoder::for_charset_id(charset)
-            .unwrap_or(fbunload_decode::TextDecoder::UTF8);
-        let mut out = String::new();
-        decoder.decode_into(bytes, &mut out).map_err(|at| {
-            FollowError::Source(format!(
-                "table {table} column {column}: text not valid in its character set at byte {at}"
-            ))
-        })?;
-        Ok(Json::String(out))
+    let text = |bytes: &[u8], charset: u8| {
+        crate::source::text_of(table, column, bytes, charset).map(Json::String)
     };
     let base64 =
         |bytes: &[u8]| Json::String(base64::engine::general_purpose::STANDARD.encode(bytes));

@@ -169,6 +169,25 @@ impl Source {
     }
 }
 
+/// Text of a column in Firebird's character set `charset`, as UTF-8
+/// (NONE is taken as UTF-8, checked).
+pub fn text_of(
+    table: &str,
+    column: &str,
+    bytes: &[u8],
+    charset: u8,
+) -> Result<String, FollowError> {
+    let decoder = fbunload_decode::TextDecoder::for_charset_id(charset)
+        .unwrap_or(fbunload_decode::TextDecoder::UTF8);
+    let mut out = String::new();
+    decoder.decode_into(bytes, &mut out).map_err(|at| {
+        FollowError::Source(format!(
+            "table {table} column {column}: text not valid in its character set at byte {at}"
+        ))
+    })?;
+    Ok(out)
+}
+
 fn query(
     tr: &Transaction,
     sql: &str,

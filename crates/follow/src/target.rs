@@ -484,14 +484,7 @@ const CHARSET_OCTETS: u8 = 1;
 /// A value as an SQL literal PostgreSQL reads into the column the load made.
 pub fn sql_value(table: &str, column: &str, value: &Value) -> Result<String, FollowError> {
     let text = |bytes: &[u8], charset: u8| -> Result<String, FollowError> {
-        let decoder = fbunload_decode::TextDecoder::for_charset_id(charset)
-            .unwrap_or(fbunload_decode::TextDecoder::UTF8);
-        let mut out = String::new();
-        decoder.decode_into(bytes, &mut out).map_err(|at| {
-            FollowError::Source(format!(
-                "table {table} column {column}: text not valid in its character set at byte {at}"
-            ))
-        })?;
+        let out = crate::source::text_of(table, column, bytes, charset)?;
         if out.contains('\0') {
             return Err(FollowError::Source(format!(
                 "table {table} column {column}: text with a NUL character, which PostgreSQL text \
