@@ -219,12 +219,19 @@ pub fn follow(
                 Sink::Postgres { handoff, .. } => handoff.unseen(ended.transaction),
                 Sink::JsonLines(_) => true,
             };
+            // A stream from the journal's first segment starts there: a
+            // transaction begun before it is before its start.
+            let beginning_needed = match &sink {
+                Sink::Postgres { .. } => wanted,
+                Sink::JsonLines(_) => options.from.is_some(),
+            };
             match ended.outcome {
-                Outcome::BeganBeforeReading if wanted => {
+                Outcome::BeganBeforeReading if beginning_needed => {
                     return Err(FollowError::Usage(format!(
                         "transaction {} began in a journal segment before {}, which is gone: \
                          keep journal_archive_directory's segments until they are applied, and \
-                         load the schema again with --keep-keys",
+                         load the schema again with --keep-keys (or, for -o -, start without \
+                         --from)",
                         ended.transaction, state.restart.sequence
                     )));
                 }
