@@ -59,6 +59,9 @@ pub struct Statement {
     pub sql: String,
     /// The table and key, for a message.
     pub what: String,
+    /// An insert's `INSERT INTO t (columns)` and its `(values)`: inserts
+    /// in a row with the same start go as one statement of many rows.
+    pub insert: Option<(String, String)>,
 }
 
 pub struct Target {
@@ -314,11 +317,35 @@ impl Target {
                 break;
             }
             sent += chunk.len() as u64;
-            let text = chunk
-                .iter()
-                .map(|s| s.sql.as_str())
-                .collect::<Vec<_>>()
-                .join(";\n");
+            // Inserts in a row into one table: one statement, many rows.
+            let mut text = String::new();
+            let mut expected: Vec<(u64, &Statement)> = Vec::new();
+            for (i, statement) in chunk.iter().enumerate() {
+                let previous = i.checked_sub(1).map(|p| &chunk[p]);
+                match (&statement.insert, previous.and_then(|p| p.insert.as_ref())) {
+                    (Some((start, values)), Some((previous_start, _)))
+                        if start == previous_start =>
+                    {
+                        text.push_str(", ");
+                        text.push_str(values);
+                        expected.last_mut().unwrap().0 += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+                if !text.is_empty() {
+                    text.push_str(";\n");
+                }
+                match &statement.insert {
+                    Some((start, values)) => {
+                        text.push_str(start);
+                        text.push_str(" VALUES ");
+                        text.push_str(values);
+                    }
+                    None => text.push_str(&statement.sql),
+                }
+                expected.push((1, statement));
+            }
             let replies = tr.simple_query(&text).map_err(|e| {
                 let what = match &chunk[..] {
                     [one] => one.what.clone(),
@@ -330,8 +357,8 @@ impl Target {
                 postgres::SimpleQueryMessage::CommandComplete(rows) => Some(*rows),
                 _ => None,
             });
-            for (statement, rows) in chunk.iter().zip(touched) {
-                if rows != 1 {
+            for ((rows_expected, statement), rows) in expected.iter().zip(touched) {
+                if rows != *rows_expected {
                     return Err(FollowError::Target(format!(
                         "transaction {transaction}, {}: the row is not in PostgreSQL as Firebird \
                          had it (the target was changed by hand?); load it again with \
@@ -427,20 +454,25 @@ pub fn statement(
         ChangeKind::Insert => {
             let after = decode(&change.after)?;
             let (_, what) = locate(&after);
+            let start = format!(
+                "INSERT INTO {qualified} ({})",
+                after
+                    .iter()
+                    .map(|(n, _)| column(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let values = format!(
+                "({})",
+                after
+                    .iter()
+                    .map(|(_, v)| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             Statement {
-                sql: format!(
-                    "INSERT INTO {qualified} ({}) VALUES ({})",
-                    after
-                        .iter()
-                        .map(|(n, _)| column(n))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    after
-                        .iter()
-                        .map(|(_, v)| v.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                sql: format!("{start} VALUES {values}"),
+                insert: Some((start, values)),
                 what: format!("insert into {what}"),
             }
         }
@@ -458,6 +490,7 @@ pub fn statement(
                         .join(", ")
                 ),
                 what: format!("update of {what}"),
+                insert: None,
             }
         }
         ChangeKind::Delete => {
@@ -466,6 +499,7 @@ pub fn statement(
             Statement {
                 sql: format!("DELETE FROM {qualified} WHERE {condition}"),
                 what: format!("delete of {what}"),
+                insert: None,
             }
         }
     })
