@@ -56,6 +56,10 @@ const SHORT_COMMANDS: &[(&str, &str)] = &[
         "Apply a change set (a run with --since) to the run it was taken since",
     ),
     ("sample", "Create a sample database to try fbunload on"),
+    (
+        "follow",
+        "Apply a database's replication journal to a --keep-keys PostgreSQL schema, live",
+    ),
 ];
 
 #[derive(Parser, Debug)]
@@ -243,6 +247,13 @@ pub struct Args {
     /// applies only what changed since, in one transaction (docs/postgresql.md)
     #[arg(long)]
     pub keep_keys: bool,
+
+    /// With --keep-keys into postgresql://: the database's journal_archive_directory
+    /// (replication.conf), which `fbunload follow` applies from where this load's snapshot ends.
+    /// The load first checks that the database publishes its changes (ALTER DATABASE ENABLE
+    /// PUBLICATION) and that DIR holds its journal (docs/postgresql.md, "Live")
+    #[arg(long, value_name = "DIR", requires = "keep_keys")]
+    pub journal: Option<PathBuf>,
 
     /// Output format: csv, tsv (CSV rules with a tab), jsonl (one JSON object per row),
     /// parquet, or arrow (Arrow IPC file)
@@ -437,6 +448,8 @@ pub enum QueryOption {
 }
 
 /// What fbunload does other than unloading.
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Check an output directory against its manifest.json: every file it lists is read again
@@ -471,6 +484,59 @@ pub enum Command {
         /// The new directory for the state
         #[arg(short, long, value_name = "STATE")]
         output: PathBuf,
+    },
+    /// Follow a database's replication journal into PostgreSQL: the transactions committed after
+    /// the snapshot of the schema's --keep-keys load are applied in commit order, each in one
+    /// PostgreSQL transaction that also records the journal position (table _fbunload_journal),
+    /// so a restart after any stop or kill applies each once. Rolled-back work and undone
+    /// savepoints never arrive; sequences follow; DDL in the journal stops the follow, naming the
+    /// statement. Runs until SIGINT/SIGTERM (exit 0) or --until-idle. Set-up: docs/postgresql.md,
+    /// "Live"
+    Follow {
+        /// Database: a file path (opens the embedded engine), host:path or inet://host:port/path
+        #[arg(short = 'd', long, value_name = "DSN")]
+        database: String,
+        /// User name
+        #[arg(short = 'u', long, env = "ISC_USER")]
+        user: Option<String>,
+        /// Password (or ISC_PASSWORD)
+        #[arg(short = 'p', long, env = "ISC_PASSWORD", hide_env_values = true)]
+        password: Option<String>,
+        /// The database's journal_archive_directory (replication.conf)
+        #[arg(long, value_name = "DIR")]
+        journal: PathBuf,
+        /// The database's journal_directory, read for segments not archived yet (lower lag)
+        #[arg(long, value_name = "DIR")]
+        journal_live: Option<PathBuf>,
+        /// The PostgreSQL target: postgresql://USER@HOST:PORT/DBNAME; or - with --format jsonl:
+        /// one JSON object per row change on standard output (op, table, key, after,
+        /// transaction, position, resume)
+        #[arg(short = 'o', long, value_name = "URI")]
+        output: String,
+        /// With -o -: jsonl (the only format of a change stream so far)
+        #[arg(short = 'f', long, value_name = "FORMAT", value_parser = ["jsonl"])]
+        format: Option<String>,
+        /// With -o -: go on after the event whose `resume` this is (default: the journal's
+        /// first segment)
+        #[arg(long, value_name = "RESUME")]
+        from: Option<String>,
+        /// json: one JSON object per line on stderr after each applied transaction
+        /// (transactions, changes, position)
+        #[arg(long, value_name = "MODE", value_parser = ["json"])]
+        progress: Option<String>,
+        /// The schema the --keep-keys load made
+        #[arg(long, value_name = "SCHEMA", default_value = "public")]
+        pg_schema: String,
+        /// Exit 0 once no change arrived for SECONDS
+        #[arg(long, value_name = "SECONDS")]
+        until_idle: Option<f64>,
+        /// MiB of row images one transaction may hold in memory; a bigger one goes on in an
+        /// unlinked temporary file (blobs stay in memory)
+        #[arg(long = "memory", value_name = "MB", default_value_t = fbunload::DEFAULT_MEMORY_MB)]
+        memory_mb: usize,
+        /// The Firebird client library
+        #[arg(long, value_name = "PATH")]
+        client_lib: Option<PathBuf>,
     },
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,

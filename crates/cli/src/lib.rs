@@ -130,6 +130,13 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
     if let Some(password) = &args.password {
         hide_password::hide(password);
     }
+    if let Some(args::Command::Follow {
+        password: Some(password),
+        ..
+    }) = &args.command
+    {
+        hide_password::hide(password);
+    }
     hide_password::hide_uri_passwords();
     let done = match (&args.command, args.generate) {
         (Some(args::Command::Check { dir, finish }), _) => check(dir, *finish),
@@ -168,6 +175,41 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
             *changes,
             client_lib.as_deref(),
             *quiet,
+        ),
+        (
+            Some(args::Command::Follow {
+                database,
+                user,
+                password,
+                journal,
+                journal_live,
+                output,
+                format,
+                from,
+                progress,
+                pg_schema,
+                until_idle,
+                memory_mb,
+                client_lib,
+            }),
+            _,
+        ) => follow(
+            format.as_deref(),
+            progress.is_some(),
+            &fbunload::follow::FollowOptions {
+                database: database.clone(),
+                user: user.clone(),
+                password: password.clone(),
+                client_library: client_lib.clone(),
+                archive: journal.clone(),
+                live: journal_live.clone(),
+                target: output.clone(),
+                schema: pg_schema.clone(),
+                until_idle: until_idle.map(std::time::Duration::from_secs_f64),
+                from: from.clone(),
+                memory_budget: memory_mb.saturating_mul(1 << 20),
+            },
+            &cancel,
         ),
         (None, Some(what)) => generate(what),
         (None, None) => execute(&args, cancel),
@@ -315,6 +357,57 @@ fn apply(
             count(*rows as usize, "row")
         ))?;
     }
+    Ok(())
+}
+
+/// `fbunload follow`: applies the journal until stopped (SIGINT/SIGTERM:
+/// a clean stop, exit 0) or idle; one line of what it applied.
+fn follow(
+    format: Option<&str>,
+    json_progress: bool,
+    options: &fbunload::follow::FollowOptions,
+    cancel: &AtomicBool,
+) -> Result<(), Failure> {
+    let stream = options.target == "-";
+    if stream != format.is_some() {
+        return Err(Failure::Error(
+            "follow: -o - streams JSON lines (add --format jsonl); --format is for -o - only"
+                .into(),
+            "usage",
+        ));
+    }
+    struct JsonProgress;
+    impl fbunload::follow::FollowProgress for JsonProgress {
+        fn applied(
+            &self,
+            summary: &fbunload::follow::FollowSummary,
+            _lag: Option<std::time::Duration>,
+        ) {
+            eprintln!(
+                "{}",
+                serde_json::json!({
+                    "event": "applied",
+                    "transactions": summary.transactions,
+                    "changes": summary.changes,
+                    "position": summary.position.to_string(),
+                })
+            );
+        }
+    }
+    let progress: &dyn fbunload::follow::FollowProgress =
+        if json_progress { &JsonProgress } else { &() };
+    let summary = fbunload::follow::follow(options, cancel, progress).map_err(describe)?;
+    eprintln!(
+        "fbunload: follow applied {} and {} to {}, journal position {}",
+        count(summary.transactions as usize, "transaction"),
+        count(summary.changes as usize, "row change"),
+        if stream {
+            "standard output"
+        } else {
+            &options.schema
+        },
+        summary.position
+    );
     Ok(())
 }
 
@@ -498,6 +591,9 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     }
     if let Some(since) = &args.since {
         unload = unload.since(since);
+    }
+    if let Some(journal) = &args.journal {
+        unload = unload.journal(journal);
     }
     if let Some(user) = &args.user {
         unload = unload.user(user);

@@ -60,6 +60,7 @@
 
 pub mod apply;
 mod describe;
+pub mod follow;
 mod incremental;
 pub mod output;
 mod pgsync;
@@ -274,6 +275,9 @@ pub struct Unload {
     keep_keys: bool,
     /// Whether a load into PostgreSQL makes roles and grants.
     pg_grants: bool,
+    /// The replication journal a `--keep-keys` load into PostgreSQL hands
+    /// over to (`fbunload follow`): checked before the load.
+    journal: Option<PathBuf>,
     processes: Processes,
     /// A PostgreSQL output's wait for other sessions' locks, and whether
     /// `--overwrite` may drop what fbunload did not make (`postgres`).
@@ -308,6 +312,7 @@ impl Unload {
             since: None,
             keep_keys: false,
             pg_grants: false,
+            journal: None,
             processes: Processes::Auto,
             pg_lock_wait: fbunload_dest_postgres::DEFAULT_LOCK_WAIT,
             pg_drop_others: false,
@@ -341,6 +346,18 @@ impl Unload {
     /// [`postgres::PG_GRANTS_HELP`](crate::postgres::PG_GRANTS_HELP)).
     pub fn pg_grants(mut self, make: bool) -> Self {
         self.pg_grants = make;
+        self
+    }
+
+    /// With [`Unload::keep_keys`] into PostgreSQL: the database's
+    /// `journal_archive_directory`, from which `fbunload follow` goes on
+    /// where this load's snapshot ends (its marks, kept with the state,
+    /// say which transactions it did not see). The load first checks that
+    /// the database publishes its changes and that the directory holds
+    /// this database's journal, so a follow set-up that cannot work fails
+    /// before anything is loaded.
+    pub fn journal(mut self, archive: impl Into<PathBuf>) -> Self {
+        self.journal = Some(archive.into());
         self
     }
 
@@ -701,6 +718,13 @@ impl Unload {
         let filter = self.table_filter()?;
         if self.options.fetch_only {
             return Err(Error::Usage("--fetch-only writes nothing".into()));
+        }
+        if self.journal.is_some() && pg.is_none() {
+            return Err(Error::Usage(
+                "--journal hands a load into PostgreSQL over to `fbunload follow`: use it with -o \
+                 postgresql://… --keep-keys"
+                    .into(),
+            ));
         }
         FileOutput::check_part_limits(&format, self.part_limits)?;
         let incremental = self.since.is_some() || self.keep_keys;

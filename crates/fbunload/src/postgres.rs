@@ -153,6 +153,15 @@ impl Unload {
                 "--pg-drop-others is for --overwrite: add it, or leave --pg-drop-others out".into(),
             ));
         }
+        if let Some(archive) = &self.journal {
+            if !self.keep_keys {
+                return Err(Error::Usage(
+                    "--journal hands a --keep-keys load over to `fbunload follow`: add --keep-keys"
+                        .into(),
+                ));
+            }
+            self.check_journal(archive)?;
+        }
         let target = Target::parse(uri).map_err(Error::Usage)?;
         // The destination's notes (a wait on locks, what it drops) go to
         // the run's progress as warnings, from whichever thread says them.
@@ -268,6 +277,25 @@ impl Unload {
 }
 
 impl Unload {
+    /// That the database publishes to a journal in `archive` (its own:
+    /// the segments there carry its GUID): what `fbunload follow` needs.
+    fn check_journal(&self, archive: &std::path::Path) -> Result<(), Error> {
+        let options = crate::follow::FollowOptions {
+            database: self.connect.database.clone(),
+            user: self.connect.user.clone(),
+            password: self.connect.password.clone(),
+            client_library: self.client_library.clone(),
+            archive: archive.to_path_buf(),
+            live: None,
+            target: String::new(),
+            schema: String::new(),
+            until_idle: None,
+            from: None,
+            memory_budget: self.memory_budget,
+        };
+        crate::follow::check_setup(&options)
+    }
+
     /// A load that keeps its state in the target (`--keep-keys`), or a
     /// sync from the state the target holds: the file machinery of
     /// incremental runs reads, into a private directory, while the rows go

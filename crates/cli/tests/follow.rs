@@ -1,0 +1,680 @@
+//! `fbunload follow` end to end, on the embedded engine in SuperClassic
+//! mode with a `replication.conf` (a copy of the runtime this test binary
+//! alone uses), against the private PostgreSQL cluster: writers before,
+//! during and after a `--keep-keys --journal` load (transfers that keep a
+//! SUM, rollbacks, savepoints, a transaction held open across the
+//! snapshot, key updates, blob changes, a table without a primary key),
+//! then the follow; PostgreSQL must equal Firebird value by value, also
+//! after follows killed with SIGKILL at random points. Needs
+//! `FBUNLOAD_TEST_PG_URI`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use common::*;
+use fbunload_client::{Attachment, TransactionMode};
+
+/// The runtime copy every database of this binary runs on: the engine
+/// reads `replication.conf` from its root, and a process has one engine.
+fn runtime() -> &'static PathBuf {
+    static RUNTIME: OnceLock<PathBuf> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let root = tempfile::tempdir().unwrap().keep().join("runtime");
+        runtime_in_mode(&embedded_runtime(), &root, "SuperClassic");
+        std::fs::write(root.join("replication.conf"), "").unwrap();
+        // SAFETY: set before the client library is loaded (every test
+        // calls this first); the library reads it on its first call, and
+        // the fbunload processes the tests start inherit it.
+        unsafe { std::env::set_var("FIREBIRD", &root) };
+        root
+    })
+}
+
+struct Published {
+    db: PathBuf,
+    archive: PathBuf,
+    live: PathBuf,
+}
+
+/// A database `dir/name` whose changes go to `dir/journal` (archived into
+/// `dir/archive`), publishing every table if `publish`.
+fn journaled_db(dir: &Path, name: &str, publish: bool) -> Published {
+    // Tests run side by side: one at a time adds its section.
+    static CONF: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = CONF.lock().unwrap_or_else(|e| e.into_inner());
+    let conf = runtime().join("replication.conf");
+    let db = dir.join(name);
+    let (live, archive) = (dir.join("journal"), dir.join("archive"));
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::create_dir_all(&archive).unwrap();
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str(&format!(
+        "database = {}\n{{\n  journal_directory = {}\n  journal_archive_directory = {}\n  \
+         journal_archive_timeout = 1\n}}\n",
+        db.display(),
+        live.display(),
+        archive.display()
+    ));
+    // Renamed into place: an engine reading it meanwhile sees it whole.
+    let fresh = conf.with_extension("conf.new");
+    std::fs::write(&fresh, text).unwrap();
+    std::fs::rename(fresh, conf).unwrap();
+    create_db(dir, name, 8192);
+    if publish {
+        execute(
+            &db,
+            &[
+                "ALTER DATABASE ENABLE PUBLICATION",
+                "ALTER DATABASE INCLUDE ALL TO PUBLICATION",
+            ],
+        );
+    }
+    Published { db, archive, live }
+}
+
+fn pg_database(db: &str) -> Option<String> {
+    let Ok(uri) = std::env::var("FBUNLOAD_TEST_PG_URI") else {
+        eprintln!(
+            "SKIPPED: FBUNLOAD_TEST_PG_URI is not set: start a private PostgreSQL with \
+             eval \"$(bash scripts/pg-cluster.sh start)\" (scripts/test.sh does)"
+        );
+        return None;
+    };
+    let mut admin = postgres::Client::connect(&uri, postgres::NoTls).expect("the test cluster");
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .unwrap();
+    let base = uri.rsplit_once('/').unwrap().0;
+    Some(format!("{base}/{db}"))
+}
+
+const ACCOUNTS: i64 = 200;
+
+fn bank(p: &Published) {
+    execute(
+        &p.db,
+        &[
+            "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL PRIMARY KEY, BALANCE NUMERIC(18,2) NOT NULL, \
+             NOTE BLOB SUB_TYPE TEXT)",
+            "CREATE TABLE MOVES (ACCOUNT INTEGER, AMOUNT NUMERIC(18,2))",
+            "CREATE SEQUENCE MOVE_NO",
+            &format!(
+                "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN WHILE (I < {ACCOUNTS}) DO BEGIN \
+                 INSERT INTO ACCOUNTS VALUES (:I, 1000, 'start'); I = I + 1; END END"
+            ),
+        ],
+    );
+}
+
+/// A small random generator: the tests need variety, not quality.
+struct Dice(u64);
+
+impl Dice {
+    fn roll(&mut self, below: i64) -> i64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % below as u64) as i64
+    }
+}
+
+/// One random transaction of a bank's clerk. Account 0 is the held
+/// transaction's; the others are chosen by `MOD(ID, 100000)`, which a key
+/// update (ID + 100000) keeps.
+fn clerk(att: &Attachment, dice: &mut Dice) {
+    let a = 1 + dice.roll(ACCOUNTS - 1);
+    let b = 1 + dice.roll(ACCOUNTS - 1);
+    let amount = format!("{}.{:02}", dice.roll(50), dice.roll(100));
+    let transfer = |tr: &fbunload_client::Transaction| -> Result<(), fbunload_client::ClientError> {
+        tr.execute(&format!(
+            "UPDATE ACCOUNTS SET BALANCE = BALANCE - {amount} WHERE MOD(ID, 100000) = {a}"
+        ))?;
+        tr.execute(&format!(
+            "UPDATE ACCOUNTS SET BALANCE = BALANCE + {amount} WHERE MOD(ID, 100000) = {b}"
+        ))?;
+        tr.execute(&format!("INSERT INTO MOVES VALUES ({a}, -{amount})"))?;
+        tr.execute(&format!("INSERT INTO MOVES VALUES ({b}, {amount})"))?;
+        tr.execute("EXECUTE BLOCK AS DECLARE N BIGINT; BEGIN N = NEXT VALUE FOR MOVE_NO; END")
+    };
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    let done = match dice.roll(7) {
+        // A transfer rolled back.
+        0 => transfer(&tr).map(|_| false),
+        // A transfer, then one undone by a savepoint.
+        1 => transfer(&tr)
+            .and_then(|_| tr.execute("SAVEPOINT S"))
+            .and_then(|_| transfer(&tr))
+            .and_then(|_| tr.execute("ROLLBACK TO SAVEPOINT S"))
+            .map(|_| true),
+        // A key update.
+        2 => tr
+            .execute(&format!(
+                "UPDATE ACCOUNTS SET ID = ID + 100000 WHERE MOD(ID, 100000) = {a} AND ID < 900000"
+            ))
+            .map(|_| true),
+        // A blob change.
+        3 => tr
+            .execute(&format!(
+                "UPDATE ACCOUNTS SET NOTE = 'note ' || {} || ' ' || LPAD('', {}, 'x') \
+                 WHERE MOD(ID, 100000) = {a}",
+                dice.roll(1000),
+                dice.roll(300)
+            ))
+            .map(|_| true),
+        // One of equal rows of the table without a key.
+        4 => tr
+            .execute(&format!("DELETE FROM MOVES WHERE ACCOUNT = {a} ROWS 1"))
+            .map(|_| true),
+        _ => transfer(&tr).map(|_| true),
+    };
+    match done {
+        Ok(true) => tr.commit().unwrap(),
+        // A lock conflict with another clerk: that clerk's work counts.
+        Ok(false) | Err(_) => drop(tr),
+    }
+}
+
+fn clerks(db: &Path, seed: u64, transactions: usize) {
+    let att = connect(db);
+    let mut dice = Dice(seed);
+    for _ in 0..transactions {
+        clerk(&att, &mut dice);
+    }
+}
+
+/// Clerks at work on another thread until the flag is set.
+fn clerks_until(db: &Path, seed: u64, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    let db = db.to_path_buf();
+    std::thread::spawn(move || {
+        let att = connect(&db);
+        let mut dice = Dice(seed);
+        let mut done = 0;
+        while !stop.load(Ordering::SeqCst) {
+            clerk(&att, &mut dice);
+            done += 1;
+        }
+        done
+    })
+}
+
+fn follow_args<'a>(p: &'a Published, uri: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "follow",
+        "-d",
+        p.db.to_str().unwrap(),
+        "-u",
+        "SYSDBA",
+        "-p",
+        "masterkey",
+        "--journal",
+        p.archive.to_str().unwrap(),
+        "--journal-live",
+        p.live.to_str().unwrap(),
+        "-o",
+        uri,
+        "--pg-schema",
+        "live",
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
+fn follow_until_idle(p: &Published, uri: &str) -> Output {
+    follow_until_idle_with(p, uri, &[])
+}
+
+fn follow_until_idle_with(p: &Published, uri: &str, more: &[&str]) -> Output {
+    let mut args = vec!["--until-idle", "3"];
+    args.extend_from_slice(more);
+    let out = fbunload_alone(&follow_args(p, uri, &args));
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
+/// Firebird's rows and PostgreSQL's, as text, each sorted.
+fn both_sides(p: &Published, uri: &str) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+    let att = connect(&p.db);
+    let tr = att
+        .start_transaction(TransactionMode::ReadOnlySnapshot)
+        .unwrap();
+    let mut firebird = Vec::new();
+    for sql in [
+        "SELECT CAST('A' AS VARCHAR(1)), CAST(ID AS VARCHAR(20)), CAST(BALANCE AS VARCHAR(30)), \
+         CAST(NOTE AS VARCHAR(400)) FROM ACCOUNTS",
+        "SELECT CAST('M' AS VARCHAR(1)), CAST(ACCOUNT AS VARCHAR(20)), CAST(AMOUNT AS VARCHAR(30)), CAST('' AS VARCHAR(1)) FROM MOVES",
+        "SELECT CAST('S' AS VARCHAR(1)), CAST(GEN_ID(MOVE_NO, 0) AS VARCHAR(20)), CAST('' AS VARCHAR(1)), CAST('' AS VARCHAR(1)) FROM RDB$DATABASE",
+    ] {
+        let mut stmt = tr.prepare(sql).unwrap();
+        stmt.execute().unwrap();
+        while stmt.fetch().unwrap() {
+            let row = stmt.row();
+            firebird.push(
+                (0..4)
+                    .map(|i| String::from_utf8_lossy(row.value(i).unwrap_or(b"<null>")).into_owned())
+                    .collect(),
+            );
+        }
+    }
+    let mut pg = postgres::Client::connect(uri, postgres::NoTls).unwrap();
+    let mut postgres = Vec::new();
+    for sql in [
+        "SELECT 'A', id::text, balance::text, coalesce(note, '<null>') FROM live.accounts",
+        "SELECT 'M', account::text, amount::text, '' FROM live.moves",
+        "SELECT 'S', last_value::text, '', '' FROM live.move_no",
+    ] {
+        for row in pg.query(sql, &[]).unwrap() {
+            postgres.push((0..4).map(|i| row.get::<_, String>(i)).collect());
+        }
+    }
+    firebird.sort();
+    postgres.sort();
+    (firebird, postgres)
+}
+
+fn assert_equal(p: &Published, uri: &str, when: &str) {
+    let (firebird, postgres) = both_sides(p, uri);
+    assert_eq!(firebird.len(), postgres.len(), "{when}: row counts");
+    for (f, g) in firebird.iter().zip(&postgres) {
+        assert_eq!(f, g, "{when}");
+    }
+}
+
+#[test]
+fn follow_after_a_keep_keys_load_equals_firebird_across_kills() {
+    let Some(uri) = pg_database("follow_bank") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "bank.fdb", true);
+    bank(&p);
+    clerks(&p.db, 1, 60);
+
+    // Held open across the snapshot: the load does not see it, the
+    // follow applies it once it commits.
+    let held_att = connect(&p.db);
+    let held = held_att
+        .start_transaction(TransactionMode::ReadWrite)
+        .unwrap();
+    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
+        .unwrap();
+    held.execute("INSERT INTO MOVES VALUES (0, -500)").unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks_until(&p.db, 2, stop.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    let load = fbunload(
+        &p.db,
+        &[
+            "-o",
+            &uri,
+            "--pg-schema",
+            "live",
+            "--keep-keys",
+            "--journal",
+            p.archive.to_str().unwrap(),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::SeqCst);
+    let written = during.join().unwrap();
+    assert!(load.status.success(), "{}", stderr(&load));
+    assert!(written > 5, "clerks wrote during the load: {written}");
+    held.commit().unwrap();
+    clerks(&p.db, 3, 60);
+
+    // --memory 0: every transaction's changes go on in a file.
+    let out = follow_until_idle_with(&p, &uri, &["--memory", "0"]);
+    assert!(
+        stderr(&out).contains("fbunload: follow applied"),
+        "{}",
+        stderr(&out)
+    );
+    assert_equal(&p, &uri, "after the first follow");
+
+    // Killed at random points while clerks write; then to the end.
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks_until(&p.db, 4, stop.clone());
+    let mut dice = Dice(5);
+    for _ in 0..4 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(follow_args(&p, &uri, &[]))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200 + dice.roll(1200) as u64));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    during.join().unwrap();
+    follow_until_idle(&p, &uri);
+    assert_equal(&p, &uri, "after follows killed with SIGKILL");
+
+    // SIGTERM: a clean stop, status 0.
+    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(follow_args(&p, &uri, &[]))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let stopped = child.wait_with_output().unwrap();
+    assert_eq!(stopped.status.code(), Some(0), "{}", stderr(&stopped));
+
+    // DDL stops the follow, naming the statement.
+    execute(&p.db, &["ALTER TABLE MOVES ADD NOTE VARCHAR(10)"]);
+    let out = fbunload_alone(&follow_args(&p, &uri, &["--until-idle", "3"]));
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("ran DDL") && err.contains("\"ALTER TABLE MOVES ADD NOTE VARCHAR(10)\""),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // A segment lost before it was applied is refused, never skipped.
+    clerks(&p.db, 6, 5);
+    std::thread::sleep(Duration::from_millis(2500));
+    clerks(&p.db, 7, 5);
+    std::thread::sleep(Duration::from_millis(2500));
+    let position: i64 = postgres::Client::connect(&uri, postgres::NoTls)
+        .unwrap()
+        .query_one("SELECT applied_sequence FROM live._fbunload_journal", &[])
+        .unwrap()
+        .get(0);
+    let next = p
+        .archive
+        .join(format!("bank.fdb.journal-{:09}", position + 1));
+    let later = std::fs::read_dir(&p.archive).unwrap().count();
+    assert!(
+        next.exists() && later as i64 > position + 1,
+        "segments: {later}"
+    );
+    std::fs::remove_file(&next).unwrap();
+    let mut args = follow_args(&p, &uri, &["--until-idle", "1"]);
+    args.retain(|a| *a != "--journal-live" && *a != p.live.to_str().unwrap());
+    let out = fbunload_alone(&args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "journal segment {} of bank.fdb is missing",
+            position + 1
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_database_that_does_not_publish_or_another_databases_journal_is_refused() {
+    let Some(uri) = pg_database("follow_refusals") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let silent = journaled_db(&dir.path().join("silent"), "quiet.fdb", false);
+    let out = fbunload_alone(&follow_args(&silent, &uri, &["--until-idle", "1"]));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("publishes no changes") && err.contains("ALTER DATABASE ENABLE PUBLICATION"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let one = journaled_db(&dir.path().join("one"), "same.fdb", true);
+    let other = journaled_db(&dir.path().join("other"), "same.fdb", true);
+    for p in [&one, &other] {
+        execute(
+            &p.db,
+            &[
+                "CREATE TABLE T (ID INTEGER PRIMARY KEY)",
+                "INSERT INTO T VALUES (1)",
+            ],
+        );
+    }
+    let load = fbunload(&one.db, &["-o", &uri, "--pg-schema", "live", "--keep-keys"]);
+    assert!(load.status.success(), "{}", stderr(&load));
+    std::thread::sleep(Duration::from_millis(2500));
+    // The other database's journal, under this one's file name.
+    let crossed = Published {
+        db: one.db.clone(),
+        archive: other.archive.clone(),
+        live: other.live.clone(),
+    };
+    let out = fbunload_alone(&follow_args(&crossed, &uri, &["--until-idle", "1"]));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("a journal of database {"), "{err}");
+    assert!(err.contains("journal_archive_directory"), "{err}");
+
+    let nowhere = Published {
+        db: one.db.clone(),
+        archive: dir.path().join("nowhere"),
+        live: one.live.clone(),
+    };
+    let out = fbunload_alone(&follow_args(&nowhere, &uri, &["--until-idle", "1"]));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("does not exist") && err.contains("journal_archive_directory"),
+        "{err}"
+    );
+}
+
+/// The same values, once loaded by COPY and once applied by the follow,
+/// are the same in PostgreSQL: every column type, and hostile names and
+/// text (quotes, backslashes, SQL) that reach it as they are.
+#[test]
+fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
+    let Some(uri) = pg_database("follow_types") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "types.fdb", true);
+    let values = "-32768, -9223372036854775808, -170141183460469231731687303715884105727, \
+         -12345.6789, 12345678901234567890123456789012.123456, -1.234567890123456E+300, \
+         1.234567890123456789012345678901234E-6000, 1.5, -0.375, TRUE, DATE '0001-01-01', \
+         TIME '23:59:59.9999', TIMESTAMP '9999-12-31 23:59:59.9999', \
+         TIME '10:11:12.1314 Europe/Prague', TIMESTAMP '2024-03-31 02:30:00 America/New_York', \
+         'ab', 'it''s \\'' ); DROP TABLE \"Odd ''Name\"\"\"; --', x'00FF10', 'caf\u{e9}', \
+         'text blob \u{1F600}', x'000102'";
+    execute(
+        &p.db,
+        &[
+            "CREATE TABLE \"Odd 'Name\"\"\" (ID INTEGER NOT NULL PRIMARY KEY, SM SMALLINT, \
+             BI BIGINT, I128 INT128, N NUMERIC(18,4), N38 NUMERIC(38,6), D16 DECFLOAT(16), \
+             D34 DECFLOAT(34), FL FLOAT, DP DOUBLE PRECISION, B BOOLEAN, DT DATE, TM TIME, \
+             TS TIMESTAMP, TMZ TIME WITH TIME ZONE, TSZ TIMESTAMP WITH TIME ZONE, C CHAR(5), \
+             \"o'clock\" VARCHAR(60), O VARCHAR(4) CHARACTER SET OCTETS, \
+             L VARCHAR(10) CHARACTER SET WIN1252, BT BLOB SUB_TYPE TEXT, BB BLOB SUB_TYPE BINARY)",
+            &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (1, {values})"),
+            "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (3)",
+        ],
+    );
+    let load = fbunload(
+        &p.db,
+        &[
+            "-o",
+            &uri,
+            "--pg-schema",
+            "live",
+            "--keep-keys",
+            "--journal",
+            p.archive.to_str().unwrap(),
+        ],
+    );
+    assert!(load.status.success(), "{}", stderr(&load));
+    execute(
+        &p.db,
+        &[
+            &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (2, {values})"),
+            "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (4)",
+        ],
+    );
+    follow_until_idle(&p, &uri);
+    let mut pg = postgres::Client::connect(&uri, postgres::NoTls).unwrap();
+    let rows: Vec<String> = pg
+        .query(
+            "SELECT (to_jsonb(t) - 'id')::text FROM live.\"Odd 'Name\"\"\" t ORDER BY id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[0], rows[1], "loaded, then followed");
+    assert_eq!(rows[2], rows[3], "nulls");
+    assert!(
+        rows[1].contains(r#""o'clock": "it's \\' ); DROP TABLE \"Odd 'Name\"\"\"; --""#),
+        "{}",
+        rows[1]
+    );
+    // One follow to a schema at a time.
+    let first = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(follow_args(&p, &uri, &[]))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = fbunload_alone(&follow_args(&p, &uri, &["--until-idle", "1"]));
+    Command::new("kill")
+        .args(["-INT", &first.id().to_string()])
+        .status()
+        .unwrap();
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "SIGINT: {}", stderr(&first));
+    let err = stderr(&second);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("another fbunload follow applies the journal to it"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // A row changed by hand in the target: the follow stops, naming it.
+    pg.batch_execute("DELETE FROM live.\"Odd 'Name\"\"\" WHERE id = 4")
+        .unwrap();
+    execute(&p.db, &["UPDATE \"Odd 'Name\"\"\" SET SM = 1 WHERE ID = 4"]);
+    let out = fbunload_alone(&follow_args(&p, &uri, &["--until-idle", "2"]));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("update of table Odd 'Name\" row ID='4'")
+            && err.contains("is not in PostgreSQL"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// `-o - --format jsonl`: one event per row change, only committed work,
+/// and `--from` an event's `resume` goes on after it, nothing twice.
+#[test]
+fn json_lines_stream_committed_changes_and_resume_after_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "stream.fdb", true);
+    execute(
+        &p.db,
+        &[
+            "CREATE TABLE ITEMS (ID INTEGER NOT NULL PRIMARY KEY, NAME VARCHAR(20), \
+             PRICE NUMERIC(9,2), PHOTO BLOB SUB_TYPE BINARY)",
+            "INSERT INTO ITEMS VALUES (1, 'one', 1.50, x'0102')",
+            "UPDATE ITEMS SET ID = 2, NAME = 'two' WHERE ID = 1",
+        ],
+    );
+    let att = connect(&p.db);
+    let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    tr.execute("INSERT INTO ITEMS VALUES (9, 'never', 0, NULL)")
+        .unwrap();
+    drop(tr);
+    execute(&p.db, &["DELETE FROM ITEMS WHERE ID = 2"]);
+    let stream = |from: Option<&str>| -> Vec<serde_json::Value> {
+        let mut args = vec![
+            "follow",
+            "-d",
+            p.db.to_str().unwrap(),
+            "--journal",
+            p.archive.to_str().unwrap(),
+            "--journal-live",
+            p.live.to_str().unwrap(),
+            "-o",
+            "-",
+            "--format",
+            "jsonl",
+            "--until-idle",
+            "2",
+            "--progress",
+            "json",
+        ];
+        if let Some(from) = from {
+            args.extend(["--from", from]);
+        }
+        let out = fbunload_alone(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        // --progress json: an event per transaction handed on, then the summary.
+        let err = stderr(&out);
+        let progress: Vec<serde_json::Value> = err
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(!progress.is_empty(), "{err}");
+        assert!(progress
+            .iter()
+            .all(|e| e["event"] == "applied" && e["position"].is_string()));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|e: &serde_json::Value| e["table"] == "ITEMS")
+            .collect()
+    };
+    let events = stream(None);
+    let all = fbunload_alone(&[
+        "follow",
+        "-d",
+        p.db.to_str().unwrap(),
+        "--journal",
+        p.archive.to_str().unwrap(),
+        "-o",
+        "-",
+        "--format",
+        "jsonl",
+        "--until-idle",
+        "1",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&all.stdout).contains(r#""op":"sql","#),
+        "DDL goes out as an sql event"
+    );
+    let ops: Vec<&str> = events.iter().map(|e| e["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["insert", "update", "delete"], "{events:#?}");
+    assert_eq!(
+        events[0]["after"],
+        serde_json::json!({"ID": 1, "NAME": "one", "PRICE": "1.50", "PHOTO": "AQI="})
+    );
+    assert_eq!(events[1]["key"], serde_json::json!({"ID": 1}));
+    assert_eq!(events[1]["after"]["ID"], 2);
+    assert_eq!(events[2]["key"], serde_json::json!({"ID": 2}));
+    assert!(events[2]["after"].is_null());
+    let resume = events[2]["resume"].as_str().unwrap().to_string();
+
+    execute(&p.db, &["INSERT INTO ITEMS VALUES (3, 'three', 3, NULL)"]);
+    let later = stream(Some(&resume));
+    assert_eq!(later.len(), 1, "{later:#?}");
+    assert_eq!(later[0]["op"], "insert");
+    assert_eq!(later[0]["key"], serde_json::json!({"ID": 3}));
+}

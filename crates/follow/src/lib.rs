@@ -1,0 +1,350 @@
+//! `fbunload follow`: the committed transactions of a Firebird database's
+//! replication journal applied to the PostgreSQL schema a `--keep-keys`
+//! load made, in commit order, each in one PostgreSQL transaction that
+//! also records how far the journal is applied.
+//!
+//! The hand-off is the load's own snapshot marks (kept with its state in
+//! `_fbunload_state`): a journal transaction is applied when that snapshot
+//! did not see it committed, that is when its number is at or above the
+//! snapshot's bound or in the list of those running at the snapshot.
+//! The position (`_fbunload_journal`) is where the last applied
+//! transaction's end block ends, and where to read again from (the first
+//! block of the oldest transaction still open then), so a restart after
+//! any kill applies each transaction once.
+//!
+//! The Firebird side ([`source`]) gives each table's record format and
+//! key; the PostgreSQL side ([`target`]) turns decoded rows into
+//! statements. Data flows one way: journal → events → PostgreSQL.
+
+pub mod jsonl;
+pub mod source;
+pub mod target;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use fbunload_journal::transactions::Outcome;
+use fbunload_journal::{Committed, Journal, JournalError, Position, Transactions};
+
+/// What a follow is told (the command line's `follow` options).
+#[derive(Debug, Clone)]
+pub struct FollowOptions {
+    /// The Firebird database, as for an unload.
+    pub database: String,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub client_library: Option<PathBuf>,
+    /// `journal_archive_directory` of the database's replication.conf.
+    pub archive: PathBuf,
+    /// `journal_directory`, read for the segments not archived yet.
+    pub live: Option<PathBuf>,
+    /// `postgresql://…`, or `-`: JSON lines on standard output ([`jsonl`]).
+    pub target: String,
+    pub schema: String,
+    /// Stop once no change arrived for this long.
+    pub until_idle: Option<Duration>,
+    /// Bytes of row images a transaction may hold in memory before its
+    /// changes go on in a temporary file (`--memory`).
+    pub memory_budget: usize,
+    /// With `target` `-` (JSON lines on standard output): go on after
+    /// this `resume` of an earlier event ([`jsonl`]).
+    pub from: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    #[error("{0}")]
+    Journal(#[from] JournalError),
+    #[error("{0}")]
+    Source(String),
+    #[error("{0}")]
+    Target(String),
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// What a follow did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FollowSummary {
+    pub transactions: u64,
+    pub changes: u64,
+    pub position: Position,
+}
+
+/// Progress as a follow goes: after each applied transaction.
+pub trait FollowProgress {
+    fn applied(&self, _summary: &FollowSummary, _lag: Option<Duration>) {}
+}
+
+impl FollowProgress for () {}
+
+/// What a load with `--journal` checks first: the database publishes, and
+/// the archive directory is there and holds only its journal.
+pub fn check_setup(options: &FollowOptions) -> Result<(), FollowError> {
+    let source = source::Source::open(options)?;
+    let journal = Journal::open(
+        &options.archive,
+        options.live.as_deref(),
+        std::path::Path::new(&source.file_name),
+    )?;
+    if let Some(first) = journal.sequences()?.first() {
+        if let Some(segment) = journal.segment(*first)? {
+            check_guid(&segment, &source, options)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_guid(
+    segment: &fbunload_journal::Segment,
+    source: &source::Source,
+    options: &FollowOptions,
+) -> Result<(), FollowError> {
+    if segment.header.guid_text() == source.guid {
+        return Ok(());
+    }
+    Err(FollowError::Usage(format!(
+        "{}: a journal of database {}, not of {} ({}): give --journal the \
+         journal_archive_directory of this database's replication.conf",
+        segment.path.display(),
+        segment.header.guid_text(),
+        options.database,
+        source.guid
+    )))
+}
+
+/// How often an idle follow looks for new journal blocks.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Applies the journal until `stop` is set (SIGINT/SIGTERM) or, with
+/// `until_idle`, until nothing new arrived for that long.
+pub fn follow(
+    options: &FollowOptions,
+    stop: &AtomicBool,
+    progress: &dyn FollowProgress,
+) -> Result<FollowSummary, FollowError> {
+    let mut source = source::Source::open(options)?;
+    let journal = Journal::open(
+        &options.archive,
+        options.live.as_deref(),
+        std::path::Path::new(&source.file_name),
+    )?;
+    let (mut sink, state) = if options.target == "-" {
+        let state = match &options.from {
+            Some(text) => {
+                let (restart, applied) = jsonl::parse_resume(text).map_err(FollowError::Usage)?;
+                target::Resume { applied, restart }
+            }
+            None => target::Resume {
+                applied: Position::default(),
+                restart: Position {
+                    sequence: journal.sequences()?.first().copied().unwrap_or(1),
+                    offset: 0,
+                },
+            },
+        };
+        let out = jsonl::JsonLines::new(std::io::BufWriter::new(std::io::stdout()));
+        (Sink::JsonLines(out), state)
+    } else {
+        if options.from.is_some() {
+            return Err(FollowError::Usage(
+                "--from is for -o -: a PostgreSQL target keeps its own position".into(),
+            ));
+        }
+        let mut target = target::Target::open(options)?;
+        let handoff = target.handoff()?;
+        if handoff.database_guid != source.guid {
+            return Err(FollowError::Usage(format!(
+                "schema {} was loaded from database {}, not from {} ({}): follow the database \
+                 it was loaded from, or load this one with --keep-keys",
+                options.schema, handoff.database_guid, options.database, source.guid
+            )));
+        }
+        let state = target.position(&handoff, &journal)?;
+        (
+            Sink::Postgres {
+                target: Box::new(target),
+                handoff,
+            },
+            state,
+        )
+    };
+    let mut transactions = Transactions::with_memory_budget(options.memory_budget);
+    let mut cursor = state.restart;
+    let mut applied = state.applied;
+    let mut summary = FollowSummary {
+        position: applied,
+        ..FollowSummary::default()
+    };
+    let mut last_change = Instant::now();
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(summary);
+        }
+        let Some(segment) = journal.segment(cursor.sequence)? else {
+            // Not written yet, unless a later one is: then it is lost.
+            let later = if journal.is_being_written(cursor.sequence) {
+                None
+            } else {
+                journal
+                    .sequences()?
+                    .into_iter()
+                    .find(|s| *s > cursor.sequence)
+            };
+            if let Some(later) = later {
+                return Err(FollowError::Usage(format!(
+                    "journal segment {} of {} is missing ({} is there): a segment was removed \
+                     before it was applied; load the schema again with --keep-keys",
+                    cursor.sequence, journal.database_file, later
+                )));
+            }
+            if idle(options, &last_change) {
+                return Ok(summary);
+            }
+            std::thread::sleep(POLL);
+            continue;
+        };
+        check_guid(&segment, &source, options)?;
+        let blocks = segment.blocks_from(cursor.offset)?;
+        let read_to = blocks.last().map(|b| b.end);
+        for block in &blocks {
+            let Some(ended) = transactions.feed(block)? else {
+                continue;
+            };
+            if ended.end <= applied {
+                continue;
+            }
+            let wanted = match &sink {
+                Sink::Postgres { handoff, .. } => handoff.unseen(ended.transaction),
+                Sink::JsonLines(_) => true,
+            };
+            // A stream from the journal's first segment starts there: a
+            // transaction begun before it is before its start.
+            let beginning_needed = match &sink {
+                Sink::Postgres { .. } => wanted,
+                Sink::JsonLines(_) => options.from.is_some(),
+            };
+            match ended.outcome {
+                Outcome::BeganBeforeReading if beginning_needed => {
+                    return Err(FollowError::Usage(format!(
+                        "transaction {} began in a journal segment before {}, which is gone: \
+                         keep journal_archive_directory's segments until they are applied, and \
+                         load the schema again with --keep-keys (or, for -o -, start without \
+                         --from)",
+                        ended.transaction, state.restart.sequence
+                    )));
+                }
+                Outcome::BeganBeforeReading => continue,
+                _ => {}
+            }
+            let restart = transactions.oldest_open().unwrap_or(ended.end);
+            let anything = ended.change_count() > 0
+                || !ended.sequences.is_empty()
+                || !ended.statements.is_empty();
+            let count = match &mut sink {
+                Sink::Postgres { target, .. } if wanted && anything => {
+                    apply(&mut source, target, &ended, restart)?
+                }
+                Sink::Postgres { target, .. } => {
+                    target.record_position(ended.end, restart)?;
+                    0
+                }
+                Sink::JsonLines(out) if anything => out.write(&mut source, &ended, restart)?,
+                Sink::JsonLines(_) => 0,
+            };
+            applied = ended.end;
+            summary.transactions +=
+                u64::from(wanted && anything && ended.outcome == Outcome::Committed);
+            summary.changes += count;
+            summary.position = applied;
+            last_change = Instant::now();
+            progress.applied(&summary, None);
+            if stop.load(Ordering::SeqCst) {
+                return Ok(summary);
+            }
+        }
+        if let Some(end) = read_to {
+            cursor = end;
+        }
+        let finished = segment.complete
+            && matches!(
+                segment.header.state,
+                fbunload_journal::SegmentState::Full | fbunload_journal::SegmentState::Archived
+            )
+            && cursor
+                .offset
+                .max(fbunload_journal::segment::HEADER_LENGTH as u64)
+                >= segment.len();
+        if finished {
+            cursor = Position {
+                sequence: cursor.sequence + 1,
+                offset: 0,
+            };
+        } else if blocks.is_empty() {
+            if idle(options, &last_change) {
+                return Ok(summary);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+fn idle(options: &FollowOptions, last_change: &Instant) -> bool {
+    options
+        .until_idle
+        .is_some_and(|idle| last_change.elapsed() >= idle)
+}
+
+/// Applies one ended transaction (its changes if it committed, its
+/// sequences either way) with the new position; returns the row changes.
+fn apply(
+    source: &mut source::Source,
+    target: &mut target::Target,
+    ended: &Committed,
+    restart: Position,
+) -> Result<u64, FollowError> {
+    refuse_ddl(ended)?;
+    let sequences = ended
+        .sequences
+        .iter()
+        .filter_map(|(name, value)| target.sequence_statement(name, *value))
+        .collect::<Vec<_>>();
+    let schema = target.schema().to_string();
+    let mut statements = ended.changes().map(|change| {
+        let change = change?;
+        let table = source.table(&change.table)?;
+        target::statement(&schema, &table, &change, &ended.blobs)
+    });
+    target.apply(
+        ended.transaction,
+        &mut statements,
+        &sequences,
+        ended.end,
+        restart,
+    )
+}
+
+/// Where the changes go.
+enum Sink {
+    Postgres {
+        target: Box<target::Target>,
+        handoff: target::Handoff,
+    },
+    JsonLines(jsonl::JsonLines<std::io::BufWriter<std::io::Stdout>>),
+}
+
+/// DDL in the journal stops the follow, naming the statement.
+fn refuse_ddl(ended: &Committed) -> Result<(), FollowError> {
+    if let Some((_, _, sql)) = ended.statements.first() {
+        let text = String::from_utf8_lossy(sql);
+        let first_line = text.lines().next().unwrap_or("").trim();
+        return Err(FollowError::Usage(format!(
+            "transaction {} ran DDL, which follow does not translate: \"{first_line}\"; make the \
+             same change in PostgreSQL by hand and load again with --keep-keys (docs/postgresql.md, \
+             \"Live\")",
+            ended.transaction
+        )));
+    }
+    Ok(())
+}
