@@ -57,6 +57,8 @@ from typing import Any, Dict, Optional, Tuple
 START_TIMEOUT_S = 60
 # How long a holder that holds no snapshot waits for a next read.
 EXIT_AFTER_S = 300
+# How long a read's snapshot waits for its first partition at least.
+FIRST_PARTITION_S = 60
 
 Address = Tuple[str, int, str]
 
@@ -210,7 +212,15 @@ class _Read:
         self.units = units
         self.idle_timeout = idle_timeout
         self.reading = 0
+        self.started = False
         self.last = time.monotonic()
+
+    def idle(self, now: float) -> bool:
+        """Whether to let its snapshot go: no partition reads it, and none
+        did for idle_timeout; before the first one (Spark may start tasks
+        long after it planned them), for FIRST_PARTITION_S at least."""
+        least = self.idle_timeout if self.started else max(self.idle_timeout, FIRST_PARTITION_S)
+        return self.reading == 0 and now - self.last >= least
 
 
 class _Holder:
@@ -225,6 +235,7 @@ class _Holder:
             read = self.reads.get(read_id)
             if read is not None:
                 read.reading += 1
+                read.started = True
                 read.last = self.last = time.monotonic()
             return read
 
@@ -239,7 +250,7 @@ class _Holder:
             idle = [
                 (key, read)
                 for key, read in self.reads.items()
-                if read.reading == 0 and now - read.last >= read.idle_timeout
+                if read.idle(now)
             ]
             for key, _ in idle:
                 del self.reads[key]

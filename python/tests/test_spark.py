@@ -252,7 +252,7 @@ else:
         def test_a_read_under_a_writer_is_one_state_in_every_action(spark, bank):
             before = user_attachments(bank)
             with MoneyMover(bank) as mover:
-                accounts = load(spark, bank, table="ACCOUNTS", partitions="4", idle_timeout="1")
+                accounts = load(spark, bank, table="ACCOUNTS", partitions="4", idle_timeout="10")
                 assert accounts.rdd.getNumPartitions() == 4
                 at_start = mover.committed
                 total, count = accounts.agg(F.sum("BALANCE"), F.count("*")).first()
@@ -262,7 +262,7 @@ else:
                 again = accounts.toArrow()
                 # Two DataFrames read at once: their snapshots, held by one
                 # process, share its pin, and never refuse each other.
-                frames = [load(spark, bank, table="ACCOUNTS", partitions="3", idle_timeout="1")
+                frames = [load(spark, bank, table="ACCOUNTS", partitions="3", idle_timeout="5")
                           for _ in range(3)]
                 sums = {}
 
@@ -279,7 +279,7 @@ else:
             assert sorted(sums) == [0, 1, 2], "a read failed (its error is above)"
             assert {tuple(v) for v in sums.values()} == {(ACCOUNTS * 1000, ACCOUNTS)}
             # Released once no partition read them for idle_timeout.
-            holder_gone(bank, before)
+            holder_gone(bank, before, seconds=60)
 
         def test_two_tables_joined_at_one_snapshot(spark, bank):
             with MoneyMover(bank) as mover:
@@ -327,7 +327,7 @@ else:
                 # The retry joins the snapshot, held until idle_timeout.
                 accounts = load(
                     spark, bank, table="ACCOUNTS", columns="ID,BALANCE", partitions="4",
-                    idle_timeout="3",
+                    idle_timeout="10",
                 )
                 rows = accounts.mapInArrow(kill_once, accounts.schema).toArrow()
                 mover.wait_for(5)
@@ -386,12 +386,13 @@ else:
             assert "password" in message and "Xyzzy-42" not in message, message
             assert len(message.splitlines()) <= 10 and "org.apache" not in message, message
 
-        def test_a_partition_after_its_holder_ended_is_a_clear_error(spark, big_db):
+        def test_a_partition_after_its_snapshot_was_released_is_a_clear_error(spark, big_db):
             source = fbunload.spark.FirebirdDataSource(
                 dict(database=big_db, table="SMALL", idle_timeout="1", **AUTH)
             )
             reader = source.reader(source.schema())
             (partition,) = reader.partitions()
+            assert pa.Table.from_batches(list(reader.read(partition))).num_rows == 1
             time.sleep(3)
             with pytest.raises(fbunload.SnapshotClosed, match="the DataFrame again"):
                 list(reader.read(partition))
