@@ -23,11 +23,12 @@ one JSON line (``{"error": ..., "kind": ...}`` for a failure):
 
 - ``plan``: take a read's snapshot and cut its units; answers the read's
   id, units, ticket and snapshot number;
-- ``start``: a task's direct read of partition ``index`` of read ``read``
-  begins; the connection stays open while it reads;
-- ``rows``: partition ``index`` of read ``read`` (or, with ``join`` and no
-  read, the columns of a table or query in a snapshot of its own), read by
-  the holder; an Arrow IPC stream follows the answer;
+- ``start``: a task's direct read of units of read ``read`` begins; the
+  connection stays open while it reads;
+- ``rows``: ``units`` of read ``read`` (or, with ``join`` and no read, the
+  columns of a table or query in a snapshot of its own), read by the
+  holder; an Arrow IPC stream follows the answer, and a last JSON line
+  (ok, or the error that cut the stream short);
 - ``tables``: the names of the database's tables (for a did-you-mean);
 - ``ping``: whether the holder is there.
 
@@ -41,6 +42,7 @@ import fcntl
 import hashlib
 import json
 import os
+import queue
 import secrets
 import signal
 import socket
@@ -300,7 +302,7 @@ class _Handler(socketserver.StreamRequestHandler):
         snapshot = Snapshot(**request["snapshot"])
         try:
             name = snapshot.tables[0] if request["table"] is None else request["table"]
-            units = snapshot.units(name, request["partitions"])
+            units = snapshot.units(name)
         except BaseException:
             snapshot.close()
             raise
@@ -342,20 +344,81 @@ class _Handler(socketserver.StreamRequestHandler):
                 while self.rfile.readline():
                     pass
                 return
-            unit = read.units[request["index"]]
-            table = read_units(read.snapshot._join, read.name, [unit], None, read.sql)
+            units = [tuple(unit) for unit in request["units"]]
+            if not all(unit in read.units for unit in units):
+                self._answer({"error": "not a unit of this read", "kind": "UsageError"})
+                return
+            tables = prefetched(
+                lambda unit: read_units(read.snapshot._join, read.name, [unit], None, read.sql),
+                units,
+            )
+            first = next(tables)
             self._answer({"ok": True})
-            self._stream(table)
+            self._stream(first, tables)
         finally:
             self.holder.end(read)
 
-    def _stream(self, table) -> None:
+    def _stream(self, first, rest=()) -> None:
+        """Tables of one schema as one Arrow IPC stream, each sent as soon
+        as it is read, then a JSON line: ``ok``, or the error that ended
+        the stream early."""
         import pyarrow as pa
 
-        with pa.ipc.new_stream(self.wfile, table.schema) as writer:
-            for batch in table.to_batches():
-                writer.write_batch(batch)
-        self.wfile.flush()
+        failed = None
+        with pa.ipc.new_stream(self.wfile, first.schema) as writer:
+            try:
+                for table in _chain(first, rest):
+                    for batch in table.to_batches():
+                        writer.write_batch(batch)
+                    self.wfile.flush()
+            except Exception as e:  # after the stream's end, as its last line
+                failed = e
+        self._answer({"ok": True} if failed is None else
+                     {"error": str(failed), "kind": type(failed).__name__})
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+def prefetched(read_one, units):
+    """``read_one(unit)`` of each unit in order, each read in a thread of
+    its own while the one before is handed on (the reads release the
+    GIL): a partition's reading overlaps Spark's work on its rows. At
+    most two units wait; an early end stops the reads."""
+    ready: "queue.Queue" = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce():
+        try:
+            for unit in units:
+                item = ("rows", read_one(unit))
+                while not stop.is_set():
+                    try:
+                        ready.put(item, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as e:  # handed to the reader
+            ready.put(("error", e))
+            return
+        ready.put(("end", None))
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = ready.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
 
 
 class _Server(socketserver.ThreadingTCPServer):

@@ -11,8 +11,9 @@ snapshot: a PySpark data source (needs ``pip install 'pyspark>=4'``, or
              .option("table", "STOCK")
              .load())
 
-A partition is a unit of the table (a range of its data pages, DB_KEY
-order), as :mod:`fbunload.dask` and the ADBC driver cut it. Each task
+A partition is a run of consecutive units of the table (ranges of its data
+pages, DB_KEY order, as :mod:`fbunload.dask` and the ADBC driver cut
+them), one partition per core by default. Each task
 opens an attachment of its own that joins the read's snapshot: the rows
 of all partitions are one state of the database, whatever is committed
 meanwhile. Options, the snapshot's life (a holder process per read, or a
@@ -26,6 +27,7 @@ import base64
 import datetime
 import decimal
 import json
+import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -43,6 +45,7 @@ from fbunload import _exact, _holder
 from fbunload._fbunload import DatabaseError, SnapshotClosed, UsageError
 from fbunload._fbunload import Error as FbunloadError
 from fbunload._fbunload import is_plain_path, name_hint, sql_name, stored_name, stored_names
+from fbunload._holder import prefetched
 from fbunload._snapshot import Snapshot, read_units
 
 __all__ = ["register", "snapshot_options", "FirebirdDataSource"]
@@ -130,7 +133,7 @@ _OPTIONS = {
     "client_lib": "the Firebird client library",
     "columns": "the columns to read, comma-separated or a JSON list (names as table's)",
     "where": "an SQL condition on the table's rows",
-    "partitions": "at most this many partitions",
+    "partitions": "at most this many partitions (default: the planning machine's cores)",
     "parallel": "sizes the units (about 8 per worker)",
     "allow_inconsistent": "Firebird 3: each partition in a snapshot of its own",
     "snapshot": "from fbunload.spark.snapshot_options",
@@ -327,6 +330,23 @@ class _Read:
         return UsageError(f"fbunload option table {self.written_table!r}: no such table{hint}")
 
 
+def _streamed(reader) -> Iterator[pa.RecordBatch]:
+    """The batches of a stream from the holder, then its last line."""
+    yield from pa.ipc.open_stream(reader)
+    line = reader.readline()
+    _raise(json.loads(line) if line else {"error": "the holder ended mid-read"})
+
+
+def _grouped(units: Sequence[Any], parts: int) -> List[List[Any]]:
+    """``units`` (of about equal pages, in DB_KEY order) as ``parts``
+    runs of consecutive units, of about equal counts: fewer, larger
+    partitions (a task each costs Spark more than a unit costs Firebird),
+    still read unit by unit (see :func:`prefetched`)."""
+    parts = max(1, min(parts, len(units)))
+    bounds = [round(i * len(units) / parts) for i in range(parts + 1)]
+    return [list(units[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
 def _raise(answer: Mapping[str, Any]) -> None:
     """The holder's error as the fbunload error it was."""
     if "error" in answer:
@@ -427,13 +447,15 @@ class FirebirdDataSource(DataSource):
 
 
 class FirebirdPartition(InputPartition):
-    """One unit of the read, and how to join its snapshot."""
+    """Consecutive units of the read, and how to join its snapshot."""
 
-    def __init__(self, index: int, unit, join, name, sql, holder, number, read_id,
+    def __init__(self, index: int, units, join, name, sql, holder, number, read_id,
                  through_holder) -> None:
         super().__init__(index)
         self.index = index
-        self.unit = tuple(unit)
+        # Units of the plan, read one after another (each while Spark
+        # works on the one before).
+        self.units = [tuple(unit) for unit in units]
         self.join = join
         self.name = name
         self.sql = sql
@@ -484,7 +506,7 @@ class FirebirdReader(DataSourceReader):
         sql = read.sql(self._pushed)
         name = read.name(sql)
         if read.snapshot is not None:
-            units = self._snapshot_units(sql)
+            units = [[unit] for unit in self._snapshot_units(sql)]
             ticket, holder, number = read.snapshot["ticket"], None, read.snapshot["number"]
             read_id = None
         else:
@@ -507,7 +529,6 @@ class FirebirdReader(DataSourceReader):
                     table=read.table if sql is None else None,
                     name=name,
                     sql=sql,
-                    partitions=read.partitions,
                     idle_timeout=read.idle_timeout,
                 ),
                 None,
@@ -517,13 +538,13 @@ class FirebirdReader(DataSourceReader):
                 _raise(answer)
             except (UsageError, DatabaseError) as e:
                 raise read._named(e) from None
-            units, ticket, number = answer["units"], answer["ticket"], answer["number"]
-            read_id = answer["read"]
+            ticket, number, read_id = answer["ticket"], answer["number"], answer["read"]
+            units = _grouped(answer["units"], read.partitions or os.cpu_count() or 1)
         join = read.join(ticket)
         return [
-            FirebirdPartition(i, unit, join, name, sql, holder, number, read_id,
+            FirebirdPartition(i, group, join, name, sql, holder, number, read_id,
                               read.through_holder and holder is not None)
-            for i, unit in enumerate(units)
+            for i, group in enumerate(units)
         ]
 
     def _snapshot_units(self, sql):
@@ -557,7 +578,7 @@ class FirebirdReader(DataSourceReader):
                 batches = self._direct(partition)
             else:
                 verb = "rows" if partition.through_holder else "start"
-                body = dict(read=partition.read_id, index=partition.index)
+                body = dict(read=partition.read_id, units=partition.units)
                 reader, answer = _holder.ask(partition.holder, verb, body, None)
                 if answer.get("kind") == "SnapshotClosed" or answer.get("gone"):
                     host, port, _ = partition.holder
@@ -570,7 +591,7 @@ class FirebirdReader(DataSourceReader):
                     )
                 _raise(answer)
                 if partition.through_holder:
-                    batches = pa.ipc.open_stream(reader)
+                    batches = _streamed(reader)
                 else:
                     batches = self._direct(partition)
             for batch in batches:
@@ -580,8 +601,11 @@ class FirebirdReader(DataSourceReader):
 
     @staticmethod
     def _direct(partition: FirebirdPartition):
-        part = read_units(partition.join, partition.name, [partition.unit], None, partition.sql)
-        return part.to_batches()
+        for part in prefetched(
+            lambda unit: read_units(partition.join, partition.name, [unit], None, partition.sql),
+            partition.units,
+        ):
+            yield from part.to_batches()
 
     def _as_expected(self, batch: pa.RecordBatch, expected: pa.Schema) -> pa.RecordBatch:
         if batch.schema.names != expected.names:
