@@ -302,7 +302,7 @@ class _Handler(socketserver.StreamRequestHandler):
         snapshot = Snapshot(**request["snapshot"])
         try:
             name = snapshot.tables[0] if request["table"] is None else request["table"]
-            units = snapshot.units(name)
+            units = snapshot.units(name, request["shares"])
         except BaseException:
             snapshot.close()
             raise

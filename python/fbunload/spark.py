@@ -120,6 +120,10 @@ def snapshot_options(snapshot: Snapshot, partitions: Optional[int] = None) -> Di
     return options
 
 
+# Units a partition is cut into, read one after another: enough that
+# reading one overlaps Spark's work on the one before.
+UNITS_PER_PARTITION = 4
+
 # Every option the source takes, and what it is.
 _OPTIONS = {
     "database": "path, host:path or inet://host:port/path",
@@ -520,6 +524,7 @@ class FirebirdReader(DataSourceReader):
                 snapshot["tables"] = _exact(read.table)
             else:
                 snapshot["query"] = sql
+            parts = read.partitions or os.cpu_count() or 1
             holder = _holder.address(read.holder_host, _holder.owner_pid())
             reader, answer = _holder.ask(
                 holder,
@@ -529,6 +534,7 @@ class FirebirdReader(DataSourceReader):
                     table=read.table if sql is None else None,
                     name=name,
                     sql=sql,
+                    shares=parts * UNITS_PER_PARTITION,
                     idle_timeout=read.idle_timeout,
                 ),
                 None,
@@ -539,7 +545,7 @@ class FirebirdReader(DataSourceReader):
             except (UsageError, DatabaseError) as e:
                 raise read._named(e) from None
             ticket, number, read_id = answer["ticket"], answer["number"], answer["read"]
-            units = _grouped(answer["units"], read.partitions or os.cpu_count() or 1)
+            units = _grouped(answer["units"], parts)
         join = read.join(ticket)
         return [
             FirebirdPartition(i, group, join, name, sql, holder, number, read_id,
