@@ -211,7 +211,7 @@ def main():
                         median_seconds(lambda: without_spark(4))))
         for parts in [None, 2, 4]:
             extra = {} if parts is None else {"partitions": parts}
-            label = "the plan's units" if parts is None else str(parts)
+            label = "default (one per core)" if parts is None else str(parts)
             results.append((f"Spark, fbunload source, partitions: {label}", median_seconds(
                 lambda: every_row(through_fbunload(db, name, **extra)))))
         results.append(("Spark, the same DataFrame again (its snapshot held)", median_seconds(
@@ -233,6 +233,7 @@ def main():
     if None in server or not jars:
         print("\nno Firebird 3 server or no Jaybird jar: JDBC left out", file=sys.stderr)
         spark.stop()
+        shutil.rmtree(work)
         return
     address, directory, password = server
     rows = warehouses * items
@@ -290,6 +291,7 @@ def main():
               f"{moved} transfers committed meanwhile")
     spark.stop()
     connection(dsn, password).drop_database()
+    shutil.rmtree(work)
 
 
 if __name__ == "__main__":
