@@ -77,6 +77,33 @@ def test_filters_become_sql_only_as_far_as_firebird_agrees():
         assert source._condition(pushed, types) == sql, pushed
 
 
+def test_the_holders_address_is_kept_where_only_this_user_reads_it(tmp_path, monkeypatch):
+    """The holder's port and token (which a read's password follows) are
+    kept in a directory of this user's alone; one that others may write,
+    or a link, is refused. A request without the token gets no answer."""
+    from fbunload import _holder
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    mine = tmp_path / f"fbunload-{os.getuid()}"
+    mine.mkdir(mode=0o777)
+    os.chmod(mine, 0o777)
+    with pytest.raises(fbunload.UsageError, match="not a directory of this user's alone"):
+        _holder.runtime_dir()
+    mine.rmdir()
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    mine.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(fbunload.UsageError, match="not a directory of this user's alone"):
+        _holder.runtime_dir()
+    mine.unlink()
+    host, port, token = _holder.address("127.0.0.1", os.getpid())
+    assert oct(os.stat(mine).st_mode & 0o777) == "0o700"
+    assert _holder.ask((host, port, token), "ping", {})[1] == {"ok": True}
+    _, answer = _holder.ask((host, port, "0" * len(token)), "ping", {})
+    assert answer.get("gone"), answer
+    # The same application finds the same holder.
+    assert _holder.address("127.0.0.1", os.getpid()) == (host, port, token)
+
+
 if not CHILD:
 
     @pytest.mark.parametrize("mode", ["installed", "superclassic"])
