@@ -24,7 +24,9 @@ at one snapshot. A task that starts after the snapshot was closed raises
 so they work with the embedded engine (a database path). Worker
 processes, local or on other machines, need a Firebird server
 (``host:path`` or ``inet://``): the embedded engine opens a database in
-one process only. Each worker needs the Firebird client library and a
+one process only (a worker process's read then says so, and what to do
+instead), unless every process runs a copy of the runtime in SuperClassic
+mode. Each worker needs the Firebird client library and a
 route to the server; tasks carry the user and password given here
 (unset, each worker reads ``ISC_USER`` and ``ISC_PASSWORD``).
 """
@@ -44,10 +46,21 @@ except ImportError as missing:
     ) from missing
 
 from fbunload import _exact
-from fbunload._fbunload import DatabaseError, UsageError
+from fbunload._fbunload import DatabaseError, UsageError, is_plain_path
 from fbunload._snapshot import Snapshot, read_units
 
 __all__ = ["read_table"]
+
+# A worker process's attachment to a file the client's process holds open.
+_FILE_IN_ANOTHER_PROCESS = (
+    "table {table}: a Dask worker process cannot open the database file that the "
+    "process which read it holds open (the embedded engine's default mode, SuperServer, "
+    "lets one process open a file): compute in threads (the threaded scheduler, or "
+    "distributed.LocalCluster(processes=False)), read through a Firebird server "
+    "(database='localhost:/path/db.fdb'), or give every process a copy of the runtime "
+    "in SuperClassic mode (ServerMode = SuperClassic in its firebird.conf, FIREBIRD "
+    "pointing to it)"
+)
 
 
 def read_table(
@@ -154,7 +167,12 @@ class _PartitionReader:
     def __call__(self, unit, columns: Optional[Sequence[str]] = None):
         if self._snapshot is not None:
             self._snapshot._held.check_open()
-        part = read_units(self._join, self._table, [unit], columns)
+        try:
+            part = read_units(self._join, self._table, [unit], columns)
+        except DatabaseError as e:
+            if self._snapshot is None and is_plain_path(self._join["database"]) and "in use" in str(e):
+                raise DatabaseError(_FILE_IN_ANOTHER_PROCESS.format(table=self._table)) from None
+            raise
         expected = self._schema if columns is None else pa.schema(
             [self._schema.field(name) for name in columns]
         )

@@ -11,8 +11,9 @@ snapshot: a PySpark data source (needs ``pip install 'pyspark>=4'``, or
              .option("table", "STOCK")
              .load())
 
-A partition is a unit of the table (a range of its data pages, DB_KEY
-order), as :mod:`fbunload.dask` and the ADBC driver cut it. Each task
+A partition is a run of consecutive units of the table (ranges of its data
+pages, DB_KEY order, as :mod:`fbunload.dask` and the ADBC driver cut
+them), one partition per core by default. Each task
 opens an attachment of its own that joins the read's snapshot: the rows
 of all partitions are one state of the database, whatever is committed
 meanwhile. Options, the snapshot's life (a holder process per read, or a
@@ -26,7 +27,7 @@ import base64
 import datetime
 import decimal
 import json
-import socket
+import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -43,6 +44,8 @@ except ImportError as missing:
 from fbunload import _exact, _holder
 from fbunload._fbunload import DatabaseError, SnapshotClosed, UsageError
 from fbunload._fbunload import Error as FbunloadError
+from fbunload._fbunload import is_plain_path, name_hint, sql_name, stored_name, stored_names
+from fbunload._holder import prefetched
 from fbunload._snapshot import Snapshot, read_units
 
 __all__ = ["register", "snapshot_options", "FirebirdDataSource"]
@@ -117,10 +120,14 @@ def snapshot_options(snapshot: Snapshot, partitions: Optional[int] = None) -> Di
     return options
 
 
+# Units a partition is cut into, read one after another: enough that
+# reading one overlaps Spark's work on the one before.
+UNITS_PER_PARTITION = 4
+
 # Every option the source takes, and what it is.
 _OPTIONS = {
     "database": "path, host:path or inet://host:port/path",
-    "table": "the table to read, its name as stored",
+    "table": "the table to read: unquoted upper-cased, double-quoted exact (as -t)",
     "query": "a SELECT to read instead of a table",
     "split_by": "the table whose units split the query",
     "user": "user name (default ISC_USER)",
@@ -128,15 +135,14 @@ _OPTIONS = {
     "role": "SQL role",
     "charset": "character set of CHARACTER SET NONE columns",
     "client_lib": "the Firebird client library",
-    "columns": "the columns to read, comma-separated or a JSON list",
+    "columns": "the columns to read, comma-separated or a JSON list (names as table's)",
     "where": "an SQL condition on the table's rows",
-    "partitions": "at most this many partitions",
+    "partitions": "at most this many partitions (default: the planning machine's cores)",
     "parallel": "sizes the units (about 8 per worker)",
     "allow_inconsistent": "Firebird 3: each partition in a snapshot of its own",
     "snapshot": "from fbunload.spark.snapshot_options",
     "holder_host": "the address executors reach the snapshot holder at",
-    "idle_timeout": "seconds without a partition before the holder ends",
-    "linger": "seconds the holder waits after the last partition",
+    "idle_timeout": "seconds without a partition reading before the read's snapshot is released",
 }
 
 
@@ -176,7 +182,12 @@ class _Read:
         if "database" not in options:
             raise UsageError('fbunload: give the database: .option("database", "host:/path/db.fdb")')
         self.database = options["database"]
-        self.table = options.get("table")
+        # Names as the command line takes them (`-t item` is ITEM,
+        # `-t '"item"'` is item): the rule of fbunload's Rust core.
+        self.written_table = options.get("table")
+        self.table = None
+        if self.written_table is not None:
+            self.table = stored_name(self.written_table, 'fbunload option "table"')
         self.query = options.get("query")
         self.split_by = options.get("split_by")
         if (self.table is None) == (self.query is None):
@@ -185,15 +196,17 @@ class _Read:
             raise UsageError("fbunload: split_by goes with query")
         columns = options.get("columns")
         if columns is not None:
+            option = 'fbunload option "columns"'
             if columns.lstrip().startswith("["):
                 try:
-                    columns = json.loads(columns)
+                    listed = json.loads(columns)
                 except ValueError:
-                    raise UsageError("fbunload option columns: not a JSON list of names") from None
+                    raise UsageError(f"{option}: not a JSON list of names") from None
+                if not listed or not all(isinstance(c, str) for c in listed):
+                    raise UsageError(f"{option}: a JSON list of names, as in SQL")
+                columns = [stored_name(c, option) for c in listed]
             else:
-                columns = [c.strip() for c in columns.split(",")]
-            if not columns or not all(isinstance(c, str) and c for c in columns):
-                raise UsageError("fbunload option columns: give names, as stored")
+                columns = stored_names(columns, option)
         self.columns: Optional[List[str]] = columns
         self.where = options.get("where")
         if self.query is not None and (columns is not None or self.where is not None):
@@ -210,9 +223,9 @@ class _Read:
         self.allow_inconsistent = _flag(options, "allow_inconsistent")
         self.holder_host = options.get("holder_host", "127.0.0.1")
         self.idle_timeout = _number(options, "idle_timeout", 600.0, float, 0)
-        # 0: a holder still running would make the next read's snapshot
-        # wait for its pin (and refuse that read's late joiners).
-        self.linger = _number(options, "linger", 0.0, float, 0)
+        # A file: only the holder opens it (the embedded engine's default
+        # mode lets one process open a database), and reads for the tasks.
+        self.through_holder = is_plain_path(self.database)
         self.snapshot = None
         if "snapshot" in options:
             self.snapshot = self._decode(options["snapshot"])
@@ -234,7 +247,7 @@ class _Read:
             ) from None
 
     def label(self) -> str:
-        return f"table {self.table}" if self.table is not None else "the query"
+        return f"table {sql_name(self.table)}" if self.table is not None else "the query"
 
     def join(self, ticket) -> Dict[str, Any]:
         """What :func:`read_units` joins the snapshot ``ticket`` with."""
@@ -257,7 +270,8 @@ class _Read:
         sql = f"SELECT {listed} FROM {_quoted(self.table)}"
         if conditions:
             sql += " WHERE " + " AND ".join(conditions)
-        return sql, self.table
+        # The stored name written so that the rule gives it back.
+        return sql, sql_name(self.table)
 
     def name(self, sql) -> str:
         """The name :func:`read_units` reads: the table, or its query's."""
@@ -268,15 +282,81 @@ class _Read:
         snapshot given, or in a snapshot of its own."""
         join = self.join(None if self.snapshot is None else self.snapshot["ticket"])
         if self.columns is not None:
-            there = read_units(join, self.table, [], None).schema.names
+            there = self._probe(join, self.table, None).names
             for name in self.columns:
                 if name not in there:
+                    hint = name_hint(sql_name(name), there, "write {} in the columns option")
                     raise UsageError(
-                        f"table {self.table}: no column {name!r}; its columns are "
-                        f"{', '.join(there)} (names as stored)"
+                        f"table {self.table}: no column {sql_name(name)}{hint}; its columns are "
+                        f"{', '.join(map(sql_name, there))} (names as in SQL: unquoted "
+                        "upper-cased, double-quoted exact)"
                     )
         sql = self.sql()
-        return read_units(join, self.name(sql), [], None, sql).schema
+        return self._probe(join, self.name(sql), sql)
+
+    def _probe(self, join, name, sql) -> pa.Schema:
+        """The columns of a read of no unit: in this process, or, for a
+        file, in the holder that opens it."""
+        try:
+            if not self.through_holder or self.snapshot is not None:
+                return read_units(join, name, [], None, sql).schema
+            holder = _holder.address(self.holder_host, _holder.owner_pid())
+            reader, answer = _holder.ask(holder, "rows", dict(join=join, name=name, sql=sql), None)
+            try:
+                _raise(answer)
+                return pa.ipc.open_stream(reader).schema
+            finally:
+                _holder.close(reader)
+        except (UsageError, DatabaseError) as e:
+            raise self._named(e) from None
+
+    def _named(self, error: FbunloadError) -> FbunloadError:
+        """A table that is not there, with the did-you-mean of the
+        command line's rule (how to write the name that differs in case)."""
+        if self.table is None or "no such table" not in str(error):
+            return error
+        everything = dict(database=self.database, **self.connect)
+        try:
+            if self.through_holder:
+                holder = _holder.address(self.holder_host, _holder.owner_pid())
+                reader, answer = _holder.ask(holder, "tables", everything, None)
+                _holder.close(reader)
+                _raise(answer)
+                existing = answer["tables"]
+            else:
+                with Snapshot(**everything) as snapshot:
+                    existing = snapshot.tables
+        except FbunloadError:
+            return error
+        hint = name_hint(self.written_table, existing, ".option(\"table\", '{}')")
+        if not hint:
+            hint = f"; check the spelling. Tables: {', '.join(map(sql_name, existing[:20]))}"
+        return UsageError(f"fbunload option table {self.written_table!r}: no such table{hint}")
+
+
+def _streamed(reader) -> Iterator[pa.RecordBatch]:
+    """The batches of a stream from the holder, then its last line."""
+    yield from pa.ipc.open_stream(reader)
+    line = reader.readline()
+    _raise(json.loads(line) if line else {"error": "the holder ended mid-read"})
+
+
+def _grouped(units: Sequence[Any], parts: int) -> List[List[Any]]:
+    """``units`` (of about equal pages, in DB_KEY order) as ``parts``
+    runs of consecutive units, of about equal counts: fewer, larger
+    partitions (a task each costs Spark more than a unit costs Firebird),
+    still read unit by unit (see :func:`prefetched`)."""
+    parts = max(1, min(parts, len(units)))
+    bounds = [round(i * len(units) / parts) for i in range(parts + 1)]
+    return [list(units[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def _raise(answer: Mapping[str, Any]) -> None:
+    """The holder's error as the fbunload error it was."""
+    if "error" in answer:
+        import fbunload
+
+        raise getattr(fbunload, answer.get("kind", ""), fbunload.DatabaseError)(answer["error"])
 
 
 def _spark_type(field: pa.Field, where: str):
@@ -371,19 +451,25 @@ class FirebirdDataSource(DataSource):
 
 
 class FirebirdPartition(InputPartition):
-    """One unit of the read, and how to join its snapshot."""
+    """Consecutive units of the read, and how to join its snapshot."""
 
-    def __init__(self, index: int, unit, join, name, sql, holder, number) -> None:
+    def __init__(self, index: int, units, join, name, sql, holder, number, read_id,
+                 through_holder) -> None:
         super().__init__(index)
         self.index = index
-        self.unit = tuple(unit)
+        # Units of the plan, read one after another (each while Spark
+        # works on the one before).
+        self.units = [tuple(unit) for unit in units]
         self.join = join
         self.name = name
         self.sql = sql
-        # (host, port, token) of the holder process; None for a Snapshot of
-        # the user's.
+        # (host, port, token) of the application's holder and the read's
+        # id there; None for a Snapshot of the user's.
         self.holder = holder
+        self.read_id = read_id
         self.number = number
+        # A file: the holder reads the rows (the only process that opens it).
+        self.through_holder = through_holder
 
     def __repr__(self) -> str:
         # Never the password: Spark may log partitions.
@@ -424,8 +510,9 @@ class FirebirdReader(DataSourceReader):
         sql = read.sql(self._pushed)
         name = read.name(sql)
         if read.snapshot is not None:
-            units = self._snapshot_units(sql)
+            units = [[unit] for unit in self._snapshot_units(sql)]
             ticket, holder, number = read.snapshot["ticket"], None, read.snapshot["number"]
+            read_id = None
         else:
             snapshot = dict(
                 database=read.database,
@@ -437,35 +524,49 @@ class FirebirdReader(DataSourceReader):
                 snapshot["tables"] = _exact(read.table)
             else:
                 snapshot["query"] = sql
-            answer = _holder.start(
+            parts = read.partitions or os.cpu_count() or 1
+            holder = _holder.address(read.holder_host, _holder.owner_pid())
+            reader, answer = _holder.ask(
+                holder,
+                "plan",
                 dict(
                     snapshot=snapshot,
                     table=read.table if sql is None else None,
-                    partitions=read.partitions,
-                    host=read.holder_host,
-                    owner=_holder.owner_pid(),
-                    linger=read.linger,
+                    name=name,
+                    sql=sql,
+                    shares=parts * UNITS_PER_PARTITION,
                     idle_timeout=read.idle_timeout,
-                )
+                ),
+                None,
             )
-            units, ticket, number = answer["units"], answer["ticket"], answer["number"]
-            holder = (read.holder_host, answer["port"], answer["token"])
+            _holder.close(reader)
+            try:
+                _raise(answer)
+            except (UsageError, DatabaseError) as e:
+                raise read._named(e) from None
+            ticket, number, read_id = answer["ticket"], answer["number"], answer["read"]
+            units = _grouped(answer["units"], parts)
         join = read.join(ticket)
         return [
-            FirebirdPartition(i, unit, join, name, sql, holder, number)
-            for i, unit in enumerate(units)
+            FirebirdPartition(i, group, join, name, sql, holder, number, read_id,
+                              read.through_holder and holder is not None)
+            for i, group in enumerate(units)
         ]
 
     def _snapshot_units(self, sql):
         read = self._read
         units = read.snapshot["units"]
-        driving = read.table if read.query is None else read.split_by
-        if driving is None:
-            return [(0, None)]
+        driving = read.table
+        if read.query is not None:
+            if read.split_by is None:
+                return [(0, None)]
+            driving = stored_name(read.split_by, 'fbunload option "split_by"')
         if driving not in units:
+            hint = name_hint(sql_name(driving), list(units), "write {}")
             raise UsageError(
-                f"table {driving!r} is not in this snapshot; its tables are "
-                f"{', '.join(units)} (names are case-sensitive)"
+                f"table {sql_name(driving)} is not in this snapshot{hint}; its tables are "
+                f"{', '.join(map(sql_name, units))} (names as in SQL: unquoted upper-cased, "
+                "double-quoted exact)"
             )
         return units[driving]
 
@@ -476,62 +577,57 @@ class FirebirdReader(DataSourceReader):
             raise e.with_traceback(None) from None
 
     def _read_partition(self, partition: FirebirdPartition) -> Iterator[pa.RecordBatch]:
-        holder = _Holder(partition) if partition.holder is not None else None
+        expected = _arrow_for_spark(self._schema)
+        reader = None
         try:
-            part = read_units(partition.join, partition.name, [partition.unit], None, partition.sql)
-            expected = _arrow_for_spark(self._schema)
-            if part.schema.names != expected.names:
-                raise DatabaseError(
-                    f"{self._read.label()}: its columns changed after the read was planned "
-                    f"(now {', '.join(part.schema.names)}); read it again"
-                )
-            try:
-                part = part.cast(expected)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise DatabaseError(
-                    f"{self._read.label()}: its columns changed after the read was planned "
-                    f"({e}); read it again"
-                ) from None
-            for batch in part.to_batches():
-                yield batch
-            if holder is not None:
-                holder.done()
+            if partition.holder is None:
+                batches = self._direct(partition)
+            else:
+                verb = "rows" if partition.through_holder else "start"
+                body = dict(read=partition.read_id, units=partition.units)
+                reader, answer = _holder.ask(partition.holder, verb, body, None)
+                if answer.get("kind") == "SnapshotClosed" or answer.get("gone"):
+                    host, port, _ = partition.holder
+                    raise SnapshotClosed(
+                        f"{partition.name}: the snapshot of this read (number "
+                        f"{partition.number}) is released: no partition read it for "
+                        "idle_timeout seconds, or the holder process at "
+                        f"{host}:{port} ended with the Spark application; load() the "
+                        "DataFrame again to read at a new snapshot"
+                    )
+                _raise(answer)
+                if partition.through_holder:
+                    batches = _streamed(reader)
+                else:
+                    batches = self._direct(partition)
+            for batch in batches:
+                yield self._as_expected(batch, expected)
         finally:
-            if holder is not None:
-                holder.close()
+            _holder.close(reader)
 
+    @staticmethod
+    def _direct(partition: FirebirdPartition):
+        for part in prefetched(
+            lambda unit: read_units(partition.join, partition.name, [unit], None, partition.sql),
+            partition.units,
+        ):
+            yield from part.to_batches()
 
-class _Holder:
-    """A partition's connection to the process that holds its snapshot:
-    open while it reads, so that the holder waits for it."""
-
-    def __init__(self, partition: FirebirdPartition) -> None:
-        host, port, self._token = partition.holder
-        self._index = partition.index
-        try:
-            self._socket = socket.create_connection((host, port), timeout=30)
-            self._socket.sendall(f"start {self._token} {self._index}\n".encode())
-            answer = self._socket.makefile("rb").readline()
-        except OSError as e:
-            answer, reason = b"", str(e)
-        else:
-            reason = "it did not answer"
-        if answer != b"ok\n":
-            raise SnapshotClosed(
-                f"{partition.name}: the snapshot of this read (number {partition.number}) is "
-                f"released, as its holder process at {host}:{port} ended ({reason}): every "
-                "partition had been read, it was idle past idle_timeout, or the Spark driver "
-                "ended; load() the DataFrame again to read at a new snapshot"
+    def _as_expected(self, batch: pa.RecordBatch, expected: pa.Schema) -> pa.RecordBatch:
+        if batch.schema.names != expected.names:
+            raise DatabaseError(
+                f"{self._read.label()}: its columns changed after the read was planned "
+                f"(now {', '.join(batch.schema.names)}); read it again"
             )
-
-    def done(self) -> None:
+        if batch.schema == expected:
+            return batch
         try:
-            self._socket.sendall(f"done {self._token} {self._index}\n".encode())
-        except OSError:
-            pass  # the rows are read; the holder ends on its own
-
-    def close(self) -> None:
-        self._socket.close()
+            return batch.cast(expected)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise DatabaseError(
+                f"{self._read.label()}: its columns changed after the read was planned "
+                f"({e}); read it again"
+            ) from None
 
 
 _COMPARISONS = {

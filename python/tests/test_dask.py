@@ -317,6 +317,20 @@ def test_firebird_3_needs_inconsistent_reads_allowed_and_runs_in_worker_processe
     assert_frame_equal(in_order(frame), fbunload.read_pandas(dsn, "T", **auth))
 
 
+def test_worker_processes_on_a_file_with_the_runtime_as_installed_say_what_to_do(big_db):
+    """The installed engine (SuperServer) opens a file in one process:
+    a worker process's read says how to compute instead."""
+    ddf = fbunload.dask.read_table(big_db, "SMALL", **AUTH)
+    with distributed.LocalCluster(
+        processes=True, n_workers=1, threads_per_worker=1, dashboard_address=None
+    ) as cluster, distributed.Client(cluster):
+        with pytest.raises(fbunload.DatabaseError) as caught:
+            ddf.compute()
+    message = str(caught.value)
+    assert "table SMALL: a Dask worker process cannot open the database file" in message, message
+    assert "processes=False" in message and "SuperClassic" in message and "\n" not in message
+
+
 def test_worker_processes_join_one_snapshot_on_a_superclassic_engine(tmp_path):
     """The multi-process cluster the embedded engine allows: a copy of its
     runtime in SuperClassic mode, where processes share a database file.

@@ -27,7 +27,7 @@ pub use catalog::{
     read_catalog, read_views, same_pattern, CatalogError, Column, Table, TableFilter, View,
 };
 pub use estimate::{Basis, Estimate};
-pub use identifier::{printable, quote_identifier};
+pub use identifier::{printable, quote_identifier, sql_name};
 pub use incremental::{
     DatabaseNow, DbKeyLayout, Incremental, PreviousTable, Role, RowPlaces, Since, TableMode,
     DB_KEY_COLUMN,

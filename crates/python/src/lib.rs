@@ -14,6 +14,7 @@
 //! second library the wheel would have to carry. The driver needs no
 //! Python: it runs with or without the GIL, on the driver manager's calls.
 
+mod names;
 mod words;
 
 /// Links the driver's entry points into this library (module docs): an
@@ -1334,6 +1335,11 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(sample, m)?)?;
     m.add_function(wrap_pyfunction!(serve_reader, m)?)?;
+    m.add_function(wrap_pyfunction!(names::stored_name, m)?)?;
+    m.add_function(wrap_pyfunction!(names::stored_names, m)?)?;
+    m.add_function(wrap_pyfunction!(names::sql_name, m)?)?;
+    m.add_function(wrap_pyfunction!(names::name_hint, m)?)?;
+    m.add_function(wrap_pyfunction!(names::is_plain_path, m)?)?;
     // A run's reader processes are this interpreter running this
     // package's _reader.py, whatever started the run (a script, the
     // console script, Dask): isolated, by path, so that nothing in the
