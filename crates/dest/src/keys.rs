@@ -32,12 +32,32 @@ use crate::order::Table;
 /// A count entry of the plan: its units' counts, kept until the run ends.
 pub(crate) struct KeyTable {
     units: Mutex<BTreeMap<usize, Vec<RecordBatch>>>,
+    /// The first unit's schema, shared by every unit whose schema is the
+    /// same: each unit's reader makes its own, 64 fields with their
+    /// metadata (about 33 KB), which 912 units held as 30 MB.
+    schema: Mutex<Option<SchemaRef>>,
 }
 
 impl KeyTable {
     pub fn new() -> Self {
         KeyTable {
             units: Mutex::default(),
+            schema: Mutex::default(),
+        }
+    }
+
+    /// `batch` with the schema the units share, if it is the same.
+    fn with_shared_schema(&self, batch: RecordBatch) -> RecordBatch {
+        let mut shared = self.schema.lock().unwrap();
+        match shared.as_ref() {
+            Some(schema) if **schema == *batch.schema() => {
+                RecordBatch::try_new(schema.clone(), batch.columns().to_vec()).unwrap_or(batch)
+            }
+            Some(_) => batch,
+            None => {
+                *shared = Some(batch.schema());
+                batch
+            }
         }
     }
 
@@ -132,8 +152,8 @@ struct KeyUnit<'a> {
 
 impl UnitWriter for KeyUnit<'_> {
     fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
-        self.batches
-            .push(compact(&batch).map_err(ExecError::Internal)?);
+        let batch = compact(&batch).map_err(ExecError::Internal)?;
+        self.batches.push(self.table.with_shared_schema(batch));
         Ok(())
     }
 
@@ -802,6 +822,17 @@ mod tests {
         let mut unit = table.begin_unit(3).unwrap();
         unit.write(read.clone()).unwrap();
         unit.finish().unwrap();
+        // Another unit's reader makes a schema of its own, the same.
+        let again = RecordBatch::try_new(
+            Arc::new(read.schema().as_ref().clone()),
+            read.columns().to_vec(),
+        )
+        .unwrap();
+        let mut unit = table.begin_unit(4).unwrap();
+        unit.write(again).unwrap();
+        unit.finish().unwrap();
+        let units = table.units();
+        assert!(Arc::ptr_eq(&units[&3][0].schema(), &units[&4][0].schema()));
         let kept = &table.units()[&3][0];
         assert_eq!(kept, &read);
         assert!(
