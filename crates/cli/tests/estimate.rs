@@ -24,6 +24,11 @@ fn sized_db(dir: &Path) -> PathBuf {
             "CREATE TABLE EMPTIED (ID INTEGER, A VARCHAR(60))",
             "CREATE TABLE LONG_ROWS (ID INTEGER, TXT VARCHAR(3000), DOC BLOB SUB_TYPE BINARY)",
             "CREATE TABLE FEW (ID INTEGER, NOTE BLOB SUB_TYPE TEXT)",
+            // Rows of about 2.9 KB, one a 4 KiB page: 50 pages, within
+            // the first slots a small table is counted on; 300, past them
+            // (one pointer page either way).
+            "CREATE TABLE PAGES50 (ID INTEGER, TXT VARCHAR(3000))",
+            "CREATE TABLE PAGES300 (ID INTEGER, TXT VARCHAR(3000))",
             // Values vary row to row so records do not compress away;
             // text of 5 to 54 characters.
             "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN \
@@ -45,6 +50,12 @@ fn sized_db(dir: &Path) -> PathBuf {
                      2000 + MOD(:I * 7919, 20000), \
                      CAST(UUID_TO_CHAR(GEN_UUID()) AS VARCHAR(36) CHARACTER SET OCTETS)) \
                      AS BLOB SUB_TYPE BINARY)); \
+                 I = I + 1; END END",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 0; BEGIN \
+               WHILE (I < 300) DO BEGIN \
+                 IF (I < 50) THEN INSERT INTO PAGES50 VALUES (:I, \
+                   RPAD(:I || '-', 2900, UUID_TO_CHAR(GEN_UUID()))); \
+                 INSERT INTO PAGES300 VALUES (:I, RPAD(:I || '-', 2900, UUID_TO_CHAR(GEN_UUID()))); \
                  I = I + 1; END END",
             "INSERT INTO FEW VALUES (1, 'one')",
             "INSERT INTO FEW VALUES (2, NULL)",
@@ -127,6 +138,16 @@ fn estimates_come_near_the_rows_and_blob_bytes_of_tables_of_known_size() {
     assert_eq!(few["basis"], "counted", "{few}");
     assert_eq!(few["rows"], 3);
     assert_eq!(few["blob_bytes"], 8);
+    // Counted whole in one query, its pages read off the rows' DB_KEYs;
+    // past the first 128 slots, searched and sampled.
+    let pages50 = estimate_of(&plan, "PAGES50");
+    assert_eq!(pages50["basis"], "counted", "{pages50}");
+    assert_eq!(pages50["rows"], 50, "{pages50}");
+    assert_eq!(pages50["data_pages"], 50, "{pages50}");
+    let pages300 = estimate_of(&plan, "PAGES300");
+    assert_eq!(pages300["basis"], "sampled", "{pages300}");
+    assert_eq!(pages300["data_pages"], 300, "{pages300}");
+    assert_near("PAGES300 rows", pages300["rows"].as_u64().unwrap(), 300);
 
     for empty in ["NOTHING", "EMPTIED"] {
         let estimate = estimate_of(&plan, empty);

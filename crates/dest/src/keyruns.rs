@@ -123,6 +123,12 @@ impl KeySink {
         Ok(())
     }
 
+    /// What the batches held (not yet spilled) take.
+    #[cfg(test)]
+    pub fn held_bytes(&self) -> usize {
+        self.state.lock().unwrap().pending_bytes
+    }
+
     /// The numbers of every row added, sorted (for a sink that keeps them).
     pub fn numbers(&self) -> Vec<u64> {
         let mut numbers = self.state.lock().unwrap().numbers.clone();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use fbunload_client::{ClientError, Statement, Transaction, TransactionMode};
 use fbunload_plan::estimate::{Counts, Estimate, Sample};
-use fbunload_plan::{Kind, TablePlan};
+use fbunload_plan::{Kind, RowPlaces, TablePlan};
 
 use crate::firebird::subject;
 use crate::held::used_slots_from;
@@ -26,12 +26,21 @@ impl Prepared {
             .main
             .start_transaction(TransactionMode::ReadOnlySnapshot)
             .map_err(client)?;
+        // Where rows lie, to read a small table's last slot off its
+        // DB_KEYs (see `fbunload_plan::estimate`); unknown: searched.
+        let places = if page_ranges {
+            fbunload_plan::incremental::read_row_places(&tr)
+                .map_err(client)?
+                .0
+        } else {
+            None
+        };
         let plan = Arc::make_mut(&mut self.plan);
         for table in plan.tables.iter_mut() {
             if table.kind != Kind::Table || table.role.is_helper() {
                 continue;
             }
-            table.estimate = Some(estimate(&tr, table, page_size, page_ranges)?);
+            table.estimate = Some(estimate(&tr, table, page_size, page_ranges, places)?);
         }
         Ok(())
     }
@@ -42,6 +51,7 @@ fn estimate(
     table: &TablePlan,
     page_size: u32,
     page_ranges: bool,
+    places: Option<RowPlaces>,
 ) -> Result<Estimate, ExecError> {
     let pointer_pages = table.pointer_pages as u64;
     let dp_per_pp = table.dp_per_pp();
@@ -57,6 +67,13 @@ fn estimate(
         };
         return Ok(Estimate::without_page_ranges(page_size, counted));
     }
+    if pointer_pages == 1 {
+        if let Some(places) = places {
+            if let Some(estimate) = small_table(tr, table, places, page_size)? {
+                return Ok(estimate);
+            }
+        }
+    }
     // Every pointer page but the last is full; the last is searched.
     let last = (pointer_pages - 1) * dp_per_pp;
     let used = used_slots_from(tr, table, last, last + dp_per_pp)?.unwrap_or(last);
@@ -67,6 +84,46 @@ fn estimate(
         count(tr, table, &sample)?
     };
     Ok(Estimate::from_sample(&sample, counts, page_size))
+}
+
+/// A table of one pointer page counted whole in one query, if its rows
+/// all lie within the first slots a sample covers; `None` if not (see
+/// `fbunload_plan::estimate`).
+fn small_table(
+    tr: &Transaction,
+    table: &TablePlan,
+    places: RowPlaces,
+    page_size: u32,
+) -> Result<Option<Estimate>, ExecError> {
+    let has_blobs = !table.blob_columns().is_empty();
+    let counted = (|| {
+        let mut stmt = tr.prepare_for(&subject(table), &table.small_table_sql(places))?;
+        stmt.execute()?;
+        if !stmt.fetch()? {
+            return Err(ClientError::Invalid("the count returned no row".into()));
+        }
+        let rows = bigint(&stmt, 0);
+        let beyond = bigint(&stmt, 3) != 0;
+        if beyond {
+            return Ok(None);
+        }
+        let counts = Counts {
+            rows,
+            blob_bytes: has_blobs.then(|| bigint(&stmt, 1)),
+        };
+        let used_slots = if rows == 0 { 0 } else { bigint(&stmt, 2) + 1 };
+        Ok(Some((used_slots, counts)))
+    })();
+    let counted = counted
+        .map_err(|e| ExecError::table(&table.name, format!("estimating its size failed: {e}")))?;
+    Ok(counted.map(|(used_slots, counts)| {
+        let counts = if used_slots == 0 {
+            Counts::default()
+        } else {
+            counts
+        };
+        Estimate::from_sample(&Sample::new(used_slots), counts, page_size)
+    }))
 }
 
 /// Runs a sample's query and adds up its rows.

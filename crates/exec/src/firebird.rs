@@ -278,16 +278,19 @@ pub(crate) fn plan_in(
                     }
                 })?;
             let schema = schema_of(table, &stmt, types)?;
-            if let Some(unit) = plan.units_of(index).find(|u| u.end_slot.is_some()) {
-                if table.kind == Kind::Query {
-                    // A split query's units read it rewritten: Firebird
-                    // judges that form now, before anything is written.
-                    let stmt = tr
-                        .prepare_for(&subject(table), &table.unit_sql(unit))
-                        .map_err(|e| refused_query(table, e))?;
-                    output_columns(table, &stmt, types)?;
-                    refuse_rows_without_driving_rows(tr, table)?;
-                }
+            // Only a query's (few) entries look for their units: for each of
+            // thousands of tables that would go over every unit of the plan.
+            let split_query = (table.kind == Kind::Query)
+                .then(|| plan.units_of(index).find(|u| u.end_slot.is_some()))
+                .flatten();
+            if let Some(unit) = split_query {
+                // A split query's units read it rewritten: Firebird judges
+                // that form now, before anything is written.
+                let stmt = tr
+                    .prepare_for(&subject(table), &table.unit_sql(unit))
+                    .map_err(|e| refused_query(table, e))?;
+                output_columns(table, &stmt, types)?;
+                refuse_rows_without_driving_rows(tr, table)?;
             }
             Ok(schema)
         })

@@ -185,6 +185,7 @@ fn same_sample(client: &Arc<Client>, gen: &GenOptions) -> Option<SampleReport> {
     Some(SampleReport {
         database,
         tables,
+        many: None,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

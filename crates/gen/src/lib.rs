@@ -23,6 +23,7 @@
 pub mod arrays;
 pub mod bank;
 pub mod blobs;
+pub mod many;
 pub mod special;
 pub mod sql;
 pub mod tables;
@@ -60,6 +61,16 @@ pub struct GenOptions {
     pub chunk_rows: u64,
     /// The size of each of BIG_BLOB's two big blobs, in MiB.
     pub blob_mb: u32,
+    /// How many ERP-like tables to make besides `tables` ([`many`]).
+    pub many_tables: usize,
+    /// About how many rows those tables hold in all.
+    pub many_rows: u64,
+    /// A server (`host` or `host/port`) to create the database on, at
+    /// the path `database` names there; `None`: the client's engine
+    /// (embedded) at a local path.
+    pub server: Option<String>,
+    /// The password of [`USER`] (a server checks it; embedded does not).
+    pub password: String,
 }
 
 impl GenOptions {
@@ -74,6 +85,10 @@ impl GenOptions {
             force: false,
             chunk_rows: 100_000,
             blob_mb: 100,
+            many_tables: 0,
+            many_rows: 1_000_000,
+            server: None,
+            password: PASSWORD.into(),
         }
     }
 
@@ -112,6 +127,9 @@ pub struct GenReport {
     /// The absolute path of the new database.
     pub database: PathBuf,
     pub tables: Vec<TableReport>,
+    /// The ERP-like tables, if any: how many, their rows, and seconds
+    /// (creating and filling them).
+    pub many: Option<(usize, u64, f64)>,
     /// Everything, creating the database included.
     pub seconds: f64,
 }
@@ -192,38 +210,55 @@ pub fn generate_with(
 ) -> Result<GenReport, GenError> {
     let started = Instant::now();
     validate(opts)?;
-    let path = std::path::absolute(&opts.database).map_err(|source| GenError::Io {
-        path: opts.database.clone(),
-        source,
-    })?;
-    let path_text = path
-        .to_str()
-        .ok_or_else(|| GenError::Invalid(format!("{} is not valid UTF-8", path.display())))?;
-    if path.exists() {
-        if !opts.force {
-            return Err(GenError::Exists(path));
+    let (path, database) = match &opts.server {
+        // The path is the server's: nothing of it is looked at here.
+        Some(server) => {
+            let text = opts.database.to_str().ok_or_else(|| {
+                GenError::Invalid(format!("{} is not valid UTF-8", opts.database.display()))
+            })?;
+            (opts.database.clone(), format!("{server}:{text}"))
         }
-        std::fs::remove_file(&path).map_err(|source| GenError::Io {
-            path: path.clone(),
-            source,
-        })?;
-    }
+        None => {
+            let path = std::path::absolute(&opts.database).map_err(|source| GenError::Io {
+                path: opts.database.clone(),
+                source,
+            })?;
+            let text = path.to_str().ok_or_else(|| {
+                GenError::Invalid(format!("{} is not valid UTF-8", path.display()))
+            })?;
+            let text = text.to_string();
+            if path.exists() {
+                if !opts.force {
+                    return Err(GenError::Exists(path));
+                }
+                std::fs::remove_file(&path).map_err(|source| GenError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+            }
+            (path, text)
+        }
+    };
 
     let create = format!(
         "CREATE DATABASE {} USER {} PASSWORD {} PAGE_SIZE {} DEFAULT CHARACTER SET UTF8",
-        sql::literal(path_text),
+        sql::literal(&database),
         sql::literal(USER),
-        sql::literal(PASSWORD),
+        sql::literal(&opts.password),
         opts.page_size
     );
     // The attachment CREATE DATABASE returns has connection character set
     // NONE; literals with non-ASCII text must arrive as UTF8, so reattach.
-    drop(
-        Attachment::create_database(client, &create)
-            .map_err(fb(format!("creating {path_text}")))?,
-    );
-    let db = Attachment::connect(client, &connect_options(&path))
-        .map_err(fb(format!("attaching {path_text}")))?;
+    drop(Attachment::create_database(client, &create).map_err(fb(format!("creating {database}")))?);
+    let db = Attachment::connect(
+        client,
+        &ConnectOptions {
+            database: database.clone(),
+            password: Some(opts.password.clone()),
+            ..connect_options(&path)
+        },
+    )
+    .map_err(fb(format!("attaching {database}")))?;
 
     let mut tables = opts.tables.clone();
     tables.sort();
@@ -252,15 +287,24 @@ pub fn generate_with(
         on_table(&report);
         reports.push(report);
     }
+    let many = match opts.many_tables {
+        0 => None,
+        n => {
+            let started = Instant::now();
+            let rows = fill_many(&db, n, opts)?;
+            Some((n, rows, started.elapsed().as_secs_f64()))
+        }
+    };
     Ok(GenReport {
         database: path,
         tables: reports,
+        many,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
 
 fn validate(opts: &GenOptions) -> Result<(), GenError> {
-    if opts.tables.is_empty() {
+    if opts.tables.is_empty() && opts.many_tables == 0 {
         return Err(GenError::Invalid("no tables chosen".into()));
     }
     if opts.warehouses == 0 {
@@ -290,6 +334,55 @@ fn create_sql(table: Table) -> String {
         Table::BigBlob => blobs::create_sql().to_string(),
         tpcc_table => tpcc::create_sql(tpcc_table).to_string(),
     }
+}
+
+/// Creates and fills the ERP-like tables ([`many`]); returns their rows.
+fn fill_many(db: &Attachment, tables: usize, opts: &GenOptions) -> Result<u64, GenError> {
+    // A few hundred DDL statements a transaction: one for 5,000 tables
+    // holds the engine's metadata changes of all of them at once.
+    for first in (1..=tables).step_by(250) {
+        let tr = db
+            .start_transaction(TransactionMode::ReadWrite)
+            .map_err(fb("starting a transaction"))?;
+        for i in first..(first + 250).min(tables + 1) {
+            tr.execute(&many::create_sql(i))
+                .map_err(fb(format!("creating table {}", many::table_name(i))))?;
+        }
+        tr.commit().map_err(fb("committing the tables"))?;
+    }
+    // Small tables many to a transaction, about chunk_rows rows each.
+    let counts = many::row_counts(tables, opts.many_rows);
+    let mut tr = None;
+    let mut in_transaction = 0;
+    for (index, &count) in counts.iter().enumerate() {
+        let i = index + 1;
+        let mut lo = 0;
+        while lo < count {
+            let hi = (lo + opts.chunk_rows).min(count);
+            if tr.is_none() {
+                tr = Some(
+                    db.start_transaction(TransactionMode::ReadWrite)
+                        .map_err(fb("starting a transaction"))?,
+                );
+            }
+            let t = tr.as_ref().expect("started above");
+            t.execute(&many::block(i, lo, hi))
+                .map_err(fb(format!("rows {lo}..{hi} of {}", many::table_name(i))))?;
+            in_transaction += hi - lo;
+            if in_transaction >= opts.chunk_rows {
+                tr.take()
+                    .expect("started above")
+                    .commit()
+                    .map_err(fb(format!("committing rows of {}", many::table_name(i))))?;
+                in_transaction = 0;
+            }
+            lo = hi;
+        }
+    }
+    if let Some(tr) = tr {
+        tr.commit().map_err(fb("committing the last rows"))?;
+    }
+    Ok(counts.iter().sum())
 }
 
 fn fill(db: &Attachment, table: Table, opts: &GenOptions) -> Result<(), GenError> {

@@ -30,9 +30,23 @@ struct Args {
     /// Rows of ITEM.
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     items: u32,
-    /// Comma-separated tables to create, or ALL.
-    #[arg(long, value_name = "LIST", default_value = "ALL")]
-    tables: String,
+    /// Comma-separated tables to create, or ALL (the default, unless
+    /// --many-tables is given: then none but those).
+    #[arg(long, value_name = "LIST")]
+    tables: Option<String>,
+    /// Also create N ERP-like tables ERP_00001.. of mixed sizes: most of a
+    /// few rows, a few holding most of --many-rows (a Zipf law).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    many_tables: usize,
+    /// About how many rows the --many-tables tables hold in all.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    many_rows: u64,
+    /// Create the database on this Firebird server (HOST or HOST/PORT),
+    /// at the path --database names there, as SYSDBA with the password in
+    /// ISC_PASSWORD (default masterkey); give --client-lib a client that
+    /// speaks to it.
+    #[arg(long, value_name = "HOST[/PORT]")]
+    server: Option<String>,
     /// Database page size: 4096, 8192, 16384 or 32768.
     #[arg(long, value_name = "BYTES", default_value_t = 8192)]
     page_size: u32,
@@ -53,7 +67,11 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let tables = match parse_table_list(&args.tables) {
+    let tables = match args.tables.as_deref() {
+        None if args.many_tables > 0 => Ok(Vec::new()),
+        list => parse_table_list(list.unwrap_or("ALL")),
+    };
+    let tables = match tables {
         Ok(tables) => tables,
         Err(e) => {
             eprintln!("fbunload-gen: --tables: {e}");
@@ -76,6 +94,13 @@ fn main() -> ExitCode {
         force: args.force,
         chunk_rows: args.chunk_rows,
         blob_mb: args.blob_mb,
+        many_tables: args.many_tables,
+        many_rows: args.many_rows,
+        password: match &args.server {
+            Some(_) => std::env::var("ISC_PASSWORD").unwrap_or_else(|_| "masterkey".into()),
+            None => fbunload_gen::PASSWORD.into(),
+        },
+        server: args.server,
     };
     let result = generate_with(&client, &opts, |t| {
         let rate = if t.seconds > 0.0 {
@@ -92,7 +117,11 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(report) => {
-            let rows: u64 = report.tables.iter().map(|t| t.rows).sum();
+            if let Some((tables, rows, seconds)) = report.many {
+                println!("{tables} ERP tables, {rows} rows, {seconds:.2} s");
+            }
+            let rows: u64 =
+                report.tables.iter().map(|t| t.rows).sum::<u64>() + report.many.map_or(0, |m| m.1);
             println!(
                 "{} rows in {:.2} s -> {}",
                 rows,

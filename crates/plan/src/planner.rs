@@ -538,9 +538,7 @@ impl Plan {
     /// `options.unit_pages` says otherwise (module docs).
     pub fn with_reads(mut self, reads: Vec<Read>, options: PlanOptions) -> Plan {
         let dp_per_pp = data_pages_per_pointer_page(options.page_size).max(8);
-        let mut per_entry: Vec<Vec<Unit>> = (0..self.tables.len())
-            .map(|t| self.units_of(t).copied().collect())
-            .collect();
+        let mut per_entry = self.units_by_entry();
         for read in reads {
             let index = self.tables.len();
             let driving_table = read.driving.as_ref().map(|(_, table)| table);
@@ -605,9 +603,7 @@ impl Plan {
         unchanged: &str,
         options: PlanOptions,
     ) -> Plan {
-        let mut per_entry: Vec<Vec<Unit>> = (0..self.tables.len())
-            .map(|t| self.units_of(t).copied().collect())
-            .collect();
+        let mut per_entry = self.units_by_entry();
         for (of, key) in keys {
             let entry = &mut self.tables[of];
             entry.key_columns = key
@@ -619,7 +615,7 @@ impl Plan {
             if entry.role != Role::Upserts {
                 continue;
             }
-            let units: Vec<Unit> = self.units_of(of).copied().collect();
+            let units: Vec<Unit> = per_entry[of].clone();
             let mut count = self.tables[of].clone();
             // Only a table split by DB_KEY ranges (where they are range
             // scans) counts its units' ranges apart.
@@ -671,6 +667,17 @@ impl Plan {
     /// The entries but the helper reads of an incremental run.
     fn listed(&self) -> impl Iterator<Item = &TablePlan> {
         self.tables.iter().filter(|t| !t.role.is_helper())
+    }
+
+    /// The units of each entry, in DB_KEY order: one pass, where
+    /// [`Plan::units_of`] for each of thousands of tables would go over
+    /// every unit of the plan for each.
+    pub fn units_by_entry(&self) -> Vec<Vec<Unit>> {
+        let mut per_entry = vec![Vec::new(); self.tables.len()];
+        for unit in &self.units {
+            per_entry[unit.table].push(*unit);
+        }
+        per_entry
     }
 
     /// The units of table `table`, in DB_KEY order.
