@@ -77,25 +77,6 @@ fn journaled_db(dir: &Path, name: &str, publish: bool) -> Published {
     Published { db, archive, live }
 }
 
-fn pg_database(db: &str) -> Option<String> {
-    let Ok(uri) = std::env::var("FBUNLOAD_TEST_PG_URI") else {
-        eprintln!(
-            "SKIPPED: FBUNLOAD_TEST_PG_URI is not set: start a private PostgreSQL with \
-             eval \"$(bash scripts/pg-cluster.sh start)\" (scripts/test.sh does)"
-        );
-        return None;
-    };
-    let mut admin = postgres::Client::connect(&uri, postgres::NoTls).expect("the test cluster");
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .unwrap();
-    let base = uri.rsplit_once('/').unwrap().0;
-    Some(format!("{base}/{db}"))
-}
-
 const ACCOUNTS: i64 = 200;
 
 fn bank(p: &Published) {

@@ -19,32 +19,6 @@ use arrow_schema::{DataType, Field};
 use common::*;
 use fbunload_gen::{arrays, bank, GenOptions, Table};
 
-/// The cluster's URI for database `db`, made empty for this test; `None`
-/// (the test says it is skipped) without a cluster.
-fn pg_database(db: &str) -> Option<String> {
-    let Ok(uri) = std::env::var("FBUNLOAD_TEST_PG_URI") else {
-        eprintln!(
-            "SKIPPED: FBUNLOAD_TEST_PG_URI is not set: start a private PostgreSQL with \
-             eval \"$(bash scripts/pg-cluster.sh start)\" (scripts/test.sh does)"
-        );
-        return None;
-    };
-    let mut admin = postgres::Client::connect(&uri, postgres::NoTls).expect("the test cluster");
-    // Each its own statement: neither runs in a transaction block.
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .unwrap();
-    let base = uri.rsplit_once('/').unwrap().0;
-    Some(format!("{base}/{db}"))
-}
-
-fn pg(uri: &str) -> postgres::Client {
-    postgres::Client::connect(uri, postgres::NoTls).unwrap()
-}
-
 fn load(db: &Path, uri: &str, args: &[&str]) -> std::process::Output {
     let mut all = vec!["-o", uri];
     all.extend_from_slice(args);

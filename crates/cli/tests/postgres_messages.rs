@@ -11,26 +11,6 @@ use std::process::Command;
 
 use common::*;
 
-/// The cluster's URI for database `db`, made empty for this test.
-fn pg_database(db: &str) -> Option<String> {
-    let Ok(uri) = std::env::var("FBUNLOAD_TEST_PG_URI") else {
-        eprintln!(
-            "SKIPPED: FBUNLOAD_TEST_PG_URI is not set: start a private PostgreSQL with \
-             eval \"$(bash scripts/pg-cluster.sh start)\" (scripts/test.sh does)"
-        );
-        return None;
-    };
-    let mut admin = postgres::Client::connect(&uri, postgres::NoTls).expect("the test cluster");
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .unwrap();
-    let base = uri.rsplit_once('/').unwrap().0;
-    Some(format!("{base}/{db}"))
-}
-
 /// A database whose one table holds a few kilobytes.
 fn some_rows(dir: &std::path::Path) -> std::path::PathBuf {
     let db = create_db(dir, "rows.fdb", 8192);

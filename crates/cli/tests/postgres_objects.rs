@@ -15,30 +15,6 @@ use common::*;
 use fbunload_gen::arrays;
 use fbunload_plan::inventory::{read_inventory, CatalogObject};
 
-/// The cluster's URI for database `db`, made empty for this test.
-fn pg_database(db: &str) -> Option<String> {
-    let Ok(uri) = std::env::var("FBUNLOAD_TEST_PG_URI") else {
-        eprintln!(
-            "SKIPPED: FBUNLOAD_TEST_PG_URI is not set: start a private PostgreSQL with \
-             eval \"$(bash scripts/pg-cluster.sh start)\" (scripts/test.sh does)"
-        );
-        return None;
-    };
-    let mut admin = postgres::Client::connect(&uri, postgres::NoTls).expect("the test cluster");
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .unwrap();
-    let base = uri.rsplit_once('/').unwrap().0;
-    Some(format!("{base}/{db}"))
-}
-
-fn pg(uri: &str) -> postgres::Client {
-    postgres::Client::connect(uri, postgres::NoTls).unwrap()
-}
-
 /// Firebird's EMPLOYEE example, as postgres.rs and arrays.rs build it.
 fn employee(dir: &Path) -> Option<PathBuf> {
     let path = PathBuf::from("/usr/share/doc/firebird3.0-common-doc/examples/employee.sql.gz");

@@ -392,3 +392,33 @@ pub fn int_text_rows(file: &Path) -> Vec<(i32, Option<String>)> {
     }
     rows
 }
+
+/// The private PostgreSQL cluster's URI (scripts/pg-cluster.sh, which
+/// scripts/test.sh starts) for database `db`, made empty for the test;
+/// `None`, the test saying it is skipped, without a cluster.
+#[allow(dead_code)] // not every test binary uses it
+pub fn pg_database(db: &str) -> Option<String> {
+    let Ok(uri) = std::env::var("FBUNLOAD_TEST_PG_URI") else {
+        eprintln!(
+            "SKIPPED: FBUNLOAD_TEST_PG_URI is not set: start a private PostgreSQL with \
+             eval \"$(bash scripts/pg-cluster.sh start)\" (scripts/test.sh does)"
+        );
+        return None;
+    };
+    let mut admin = pg(&uri);
+    // Each its own statement: neither runs in a transaction block.
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .unwrap();
+    let base = uri.rsplit_once('/').unwrap().0;
+    Some(format!("{base}/{db}"))
+}
+
+/// A plain connection to the test cluster (its own tests use TLS).
+#[allow(dead_code)] // not every test binary uses it
+pub fn pg(uri: &str) -> postgres::Client {
+    postgres::Client::connect(uri, postgres::NoTls).unwrap()
+}
