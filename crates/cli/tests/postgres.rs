@@ -275,17 +275,6 @@ fn assert_same_values(db: &Path, uri: &str, schema: &str) -> usize {
     compared
 }
 
-/// Failed with one line on stderr that says `expected`.
-fn refused_in_one_line(out: &std::process::Output, expected: &str) {
-    let err = stderr(out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.starts_with("fbunload: error: ") && err.contains(expected),
-        "expected {expected:?}: {err}"
-    );
-    assert_eq!(err.lines().count(), 1, "{err}");
-}
-
 fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }

@@ -39,14 +39,6 @@ fn employee(dir: &Path) -> Option<PathBuf> {
     Some(db)
 }
 
-fn refused_in_one_line(out: &std::process::Output, expected: &str) {
-    let text = stderr(out);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.starts_with("fbunload: error: "), "{text}");
-    assert!(text.contains(expected), "expected {expected:?}: {text}");
-    assert_eq!(text.lines().count(), 1, "{text}");
-}
-
 /// PostgreSQL's name of an unquoted Firebird name.
 fn pg_name(name: &str) -> String {
     fbunload::postgres::pg_name(name)

@@ -22,17 +22,6 @@ fn assert_loaded(out: &std::process::Output) {
     assert!(out.status.success(), "{}", stderr(out));
 }
 
-/// Failed with one line on stderr that says `expected`.
-fn refused_in_one_line(out: &std::process::Output, expected: &str) {
-    let err = stderr(out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.starts_with("fbunload: error: ") && err.contains(expected),
-        "expected {expected:?}: {err}"
-    );
-    assert_eq!(err.lines().count(), 1, "{err}");
-}
-
 fn texts(uri: &str, sql: &str) -> Vec<String> {
     pg(uri)
         .query(sql, &[])

@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fbunload_client::{Attachment, Client, ConnectOptions, Row, Transaction, TransactionMode};
+use fbunload_client::{Attachment, Client, ConnectOptions, Transaction, TransactionMode};
 use fbunload_journal::RecordFormat;
+use fbunload_plan::catalog::{int, query, text};
 
 use crate::{FollowError, FollowOptions};
 
@@ -186,32 +187,4 @@ pub fn text_of(
         ))
     })?;
     Ok(out)
-}
-
-fn query(
-    tr: &Transaction,
-    sql: &str,
-    mut each: impl FnMut(&Row<'_>),
-) -> Result<(), fbunload_client::ClientError> {
-    let mut stmt = tr.prepare(sql)?;
-    stmt.execute()?;
-    while stmt.fetch()? {
-        each(&stmt.row());
-    }
-    Ok(())
-}
-
-fn int(row: &Row<'_>, i: usize) -> Option<i64> {
-    let v = row.value(i)?;
-    Some(match v.len() {
-        2 => i16::from_ne_bytes(v.try_into().ok()?) as i64,
-        4 => i32::from_ne_bytes(v.try_into().ok()?) as i64,
-        8 => i64::from_ne_bytes(v.try_into().ok()?),
-        _ => return None,
-    })
-}
-
-fn text(row: &Row<'_>, i: usize) -> String {
-    let v = row.value(i).unwrap_or(b"");
-    String::from_utf8_lossy(v).trim_end_matches(' ').to_string()
 }

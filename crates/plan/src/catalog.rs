@@ -865,7 +865,8 @@ fn similar_to(pattern: &str) -> Result<String, String> {
     Ok(sql)
 }
 
-pub(crate) fn query(
+/// Runs a catalog query, handing each row to `each`.
+pub fn query(
     tr: &Transaction,
     sql: &str,
     mut each: impl FnMut(&Row<'_>),
@@ -879,7 +880,7 @@ pub(crate) fn query(
 }
 
 /// An integer column of a catalog query (SMALLINT, INTEGER or BIGINT).
-pub(crate) fn int(row: &Row<'_>, i: usize) -> Option<i64> {
+pub fn int(row: &Row<'_>, i: usize) -> Option<i64> {
     let v = row.value(i)?;
     Some(match v.len() {
         2 => i16::from_ne_bytes(v.try_into().ok()?) as i64,
@@ -898,7 +899,7 @@ fn name_without_padding(column: &str) -> String {
 
 /// A name column of a catalog query, without CHAR padding (right only, see
 /// [`name_without_padding`]).
-pub(crate) fn text(row: &Row<'_>, i: usize) -> String {
+pub fn text(row: &Row<'_>, i: usize) -> String {
     let v = row.value(i).unwrap_or(b"");
     String::from_utf8_lossy(v).trim_end_matches(' ').to_string()
 }

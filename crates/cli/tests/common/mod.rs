@@ -422,3 +422,16 @@ pub fn pg_database(db: &str) -> Option<String> {
 pub fn pg(uri: &str) -> postgres::Client {
     postgres::Client::connect(uri, postgres::NoTls).unwrap()
 }
+
+/// Failed (status 1) with one line on stderr, an error that says `expected`
+/// somewhere in it ([`assert_refused_in_one_line`] wants it first).
+#[allow(dead_code)] // not every test binary uses it
+pub fn refused_in_one_line(out: &Output, expected: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("fbunload: error: ") && err.contains(expected),
+        "expected {expected:?}: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
