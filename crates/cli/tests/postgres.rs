@@ -17,7 +17,7 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field};
 use common::*;
-use fbunload_gen::{arrays, bank, GenOptions, Table};
+use fbunload_gen::{bank, GenOptions, Table};
 
 fn load(db: &Path, uri: &str, args: &[&str]) -> std::process::Output {
     let mut all = vec!["-o", uri];
@@ -368,31 +368,6 @@ fn every_type_of_the_sample_equals_what_firebird_holds() {
         ),
         1
     );
-}
-
-/// Firebird's own script of the EMPLOYEE example (arrays, foreign keys,
-/// sequences, computed columns, triggers), as arrays.rs builds it.
-fn employee(dir: &Path) -> Option<PathBuf> {
-    let path = PathBuf::from("/usr/share/doc/firebird3.0-common-doc/examples/employee.sql.gz");
-    if !path.is_file() {
-        eprintln!(
-            "SKIPPED: {} not found (scripts/setup.sh installs it)",
-            path.display()
-        );
-        return None;
-    }
-    let mut script = String::new();
-    std::io::Read::read_to_string(
-        &mut flate2::read::GzDecoder::new(&std::fs::read(&path).unwrap()[..]),
-        &mut script,
-    )
-    .unwrap();
-    let db = create_db(dir, "employee.fdb", 8192);
-    let statements = arrays::script_statements(&script);
-    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
-    execute(&db, &statements);
-    arrays::fill_employee(&connect(&db)).unwrap();
-    Some(db)
 }
 
 #[test]

@@ -14,30 +14,6 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use fbunload_client::TransactionMode;
-use fbunload_gen::arrays;
-
-fn employee(dir: &Path) -> Option<PathBuf> {
-    let path = PathBuf::from("/usr/share/doc/firebird3.0-common-doc/examples/employee.sql.gz");
-    if !path.is_file() {
-        eprintln!(
-            "SKIPPED: {} not found (scripts/setup.sh installs it)",
-            path.display()
-        );
-        return None;
-    }
-    let mut script = String::new();
-    std::io::Read::read_to_string(
-        &mut flate2::read::GzDecoder::new(&std::fs::read(&path).unwrap()[..]),
-        &mut script,
-    )
-    .unwrap();
-    let db = create_db(dir, "employee.fdb", 8192);
-    let statements = arrays::script_statements(&script);
-    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
-    execute(&db, &statements);
-    arrays::fill_employee(&connect(&db)).unwrap();
-    Some(db)
-}
 
 type Rows = Vec<Vec<Option<String>>>;
 

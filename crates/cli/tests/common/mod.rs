@@ -435,3 +435,31 @@ pub fn refused_in_one_line(out: &Output, expected: &str) {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// Firebird's own EMPLOYEE example (arrays, foreign keys, sequences,
+/// computed columns, triggers, procedures), built from Debian's
+/// firebird3.0-examples script as arrays.rs builds it; `None`, the test
+/// saying it is skipped, without the script.
+#[allow(dead_code)] // not every test binary uses it
+pub fn employee(dir: &Path) -> Option<PathBuf> {
+    let path = PathBuf::from("/usr/share/doc/firebird3.0-common-doc/examples/employee.sql.gz");
+    if !path.is_file() {
+        eprintln!(
+            "SKIPPED: {} not found (scripts/setup.sh installs it)",
+            path.display()
+        );
+        return None;
+    }
+    let mut script = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(&std::fs::read(&path).unwrap()[..]),
+        &mut script,
+    )
+    .unwrap();
+    let db = create_db(dir, "employee.fdb", 8192);
+    let statements = fbunload_gen::arrays::script_statements(&script);
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    execute(&db, &statements);
+    fbunload_gen::arrays::fill_employee(&connect(&db)).unwrap();
+    Some(db)
+}
