@@ -56,18 +56,18 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
+        let left_behind = what_a_forced_stop_leaves(&argv);
         // Workers see the flag between batches, stop, and remove what is
         // unfinished.
         let _ = ctrlc::set_handler(move || {
             if cancel.swap(true, Ordering::SeqCst) {
                 exit_without_cleanup(EXIT_INTERRUPTED);
             }
-            std::thread::spawn(|| {
+            std::thread::spawn(move || {
                 std::thread::sleep(STOP_GRACE);
                 eprintln!(
                     "fbunload: interrupted; the server did not end a wait within {} s, so \
-                     fbunload ended without it: no manifest was written, and the next run into \
-                     the directory removes the unfinished files",
+                     fbunload ended without it: {left_behind}",
                     STOP_GRACE.as_secs()
                 );
                 exit_without_cleanup(EXIT_INTERRUPTED);
@@ -75,6 +75,34 @@ pub fn run(argv: Vec<OsString>) -> i32 {
         });
     }
     run_cancellable(argv, cancel)
+}
+
+/// What a run ended without its own clean-up leaves, for the line printed
+/// then: a PostgreSQL load or follow never committed (the connection's
+/// end rolls it back), a file run's directory holds unfinished files.
+fn what_a_forced_stop_leaves(argv: &[OsString]) -> &'static str {
+    let mut args = argv.iter().skip(1).map(|a| a.to_string_lossy());
+    let mut to_postgres = false;
+    while let Some(arg) = args.next() {
+        let output = match arg.as_ref() {
+            "-o" | "--output" => args.next().map(|o| o.into_owned()),
+            other => other
+                .strip_prefix("--output=")
+                .or_else(|| other.strip_prefix("-o"))
+                .map(str::to_string),
+        };
+        if output.is_some_and(|o| fbunload::postgres::is_postgres_uri(&o)) {
+            to_postgres = true;
+        }
+    }
+    if to_postgres {
+        "the PostgreSQL target is as before (the server rolls back what was not committed \
+         when the connection ends), and the next run into the schema removes what this one \
+         left in staging"
+    } else {
+        "no manifest was written, and the next run into the directory removes the \
+         unfinished files"
+    }
 }
 
 /// Ends the process once a run is over, with `status`. Where only servers
@@ -959,6 +987,35 @@ fn summary_text(summary: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forced_stop_speaks_of_the_output_the_run_had() {
+        let argv = |args: &[&str]| -> Vec<OsString> {
+            std::iter::once("fbunload")
+                .chain(args.iter().copied())
+                .map(OsString::from)
+                .collect()
+        };
+        for pg in [
+            argv(&["-d", "x.fdb", "-o", "postgresql://u@h/db"]),
+            argv(&["-d", "x.fdb", "--output=postgres://u@h/db"]),
+            argv(&[
+                "follow",
+                "-d",
+                "x.fdb",
+                "--journal",
+                "j",
+                "-opostgresql://h/db",
+            ]),
+        ] {
+            assert!(
+                what_a_forced_stop_leaves(&pg).contains("PostgreSQL"),
+                "{pg:?}"
+            );
+        }
+        let files = what_a_forced_stop_leaves(&argv(&["-d", "x.fdb", "-o", "out"]));
+        assert!(files.contains("directory") && !files.contains("PostgreSQL"));
+    }
 
     #[test]
     fn counts_of_one_are_singular() {
