@@ -510,9 +510,18 @@ pub enum Command {
         journal_live: Option<PathBuf>,
         /// The PostgreSQL target: postgresql://USER@HOST:PORT/DBNAME; or - with --format jsonl:
         /// one JSON object per row change on standard output (op, table, key, after,
-        /// transaction, position, resume)
-        #[arg(short = 'o', long, value_name = "URI")]
+        /// transaction, position, resume); or a directory with --since BASE --every INTERVAL: a
+        /// chain of change sets (DIR/00000001, ...) that `fbunload apply` applies to BASE
+        #[arg(short = 'o', long, value_name = "URI|-|DIR")]
         output: String,
+        /// With -o DIR: the --keep-keys --journal run (Parquet or Arrow) the chain of change
+        /// sets starts from
+        #[arg(long, value_name = "BASE")]
+        since: Option<PathBuf>,
+        /// With -o DIR: write a change set this often, when something changed (10s, 5m, 1h,
+        /// 500ms; a bare number is seconds)
+        #[arg(long, value_name = "INTERVAL", value_parser = parse_interval)]
+        every: Option<std::time::Duration>,
         /// With -o -: jsonl (the only format of a change stream so far)
         #[arg(short = 'f', long, value_name = "FORMAT", value_parser = ["jsonl"])]
         format: Option<String>,
@@ -1303,4 +1312,27 @@ mod tests {
         let tsv = parse(&["-f", "tsv", "--delimiter", "tab"]).unwrap();
         assert!(tsv.output_options().to_format().is_err());
     }
+}
+
+/// `--every`: a number with `ms`, `s`, `m` or `h`, or bare seconds.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: give a number and a unit, e.g. 10s, 5m, 500ms"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => number,
+        "ms" => number / 1000.0,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        other => return Err(format!("unit {other:?}: use ms, s, m or h")),
+    };
+    if !(seconds > 0.0 && seconds.is_finite()) {
+        return Err(format!("{text:?}: give an interval above zero"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
 }

@@ -184,6 +184,8 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 journal,
                 journal_live,
                 output,
+                since,
+                every,
                 format,
                 from,
                 progress,
@@ -208,6 +210,8 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 until_idle: until_idle.map(std::time::Duration::from_secs_f64),
                 from: from.clone(),
                 memory_budget: memory_mb.saturating_mul(1 << 20),
+                since: since.clone(),
+                every: *every,
             },
             &cancel,
         ),
@@ -403,8 +407,10 @@ fn follow(
         count(summary.changes as usize, "row change"),
         if stream {
             "standard output"
-        } else {
+        } else if fbunload::postgres::is_postgres_uri(&options.target) {
             &options.schema
+        } else {
+            &options.target
         },
         summary.position
     );

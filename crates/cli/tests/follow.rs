@@ -659,3 +659,262 @@ fn json_lines_stream_committed_changes_and_resume_after_the_last() {
     assert_eq!(later[0]["op"], "insert");
     assert_eq!(later[0]["key"], serde_json::json!({"ID": 3}));
 }
+
+/// `fbunload follow -o DIR` after a `--keep-keys --journal` run into
+/// `base`: change sets every `every`.
+fn chain_args<'a>(p: &'a Published, base: &'a str, out: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "follow",
+        "-d",
+        p.db.to_str().unwrap(),
+        "-u",
+        "SYSDBA",
+        "-p",
+        "masterkey",
+        "--journal",
+        p.archive.to_str().unwrap(),
+        "--journal-live",
+        p.live.to_str().unwrap(),
+        "--since",
+        base,
+        "-o",
+        out,
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
+/// The links of a chain in `out`, in order.
+fn links(out: &Path) -> Vec<PathBuf> {
+    let mut links: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.len() == 8 && name.bytes().all(|b| b.is_ascii_digit())
+        })
+        .collect();
+    links.sort();
+    links
+}
+
+/// Every row of the Parquet files of `table` in `dir` (as its manifest
+/// lists them), each value with its Arrow type, sorted.
+fn parquet_table(dir: &Path, table: &str) -> Vec<String> {
+    use arrow_array::Array;
+    let manifest = read_manifest(dir);
+    let mut rows = Vec::new();
+    for file in manifest_entry(&manifest, table)["files"]
+        .as_array()
+        .unwrap()
+    {
+        if !file["role"].is_null() {
+            continue;
+        }
+        let file = std::fs::File::open(dir.join(file["name"].as_str().unwrap())).unwrap();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+        for batch in reader {
+            let batch = batch.unwrap();
+            for i in 0..batch.num_rows() {
+                let row: Vec<String> = batch
+                    .columns()
+                    .iter()
+                    .map(|c| {
+                        let one = c.slice(i, 1);
+                        format!("{:?} {}", one.data_type(), one.is_null(0))
+                            + &format!("{one:?}").replace('\n', "")
+                    })
+                    .collect();
+                rows.push(row.join(" | "));
+            }
+        }
+    }
+    rows.sort();
+    rows
+}
+
+/// The chain applied link by link to `base`: the last state.
+fn apply_chain(base: &Path, out: &Path, states: &Path) -> PathBuf {
+    let mut state = base.to_path_buf();
+    for (i, link) in links(out).iter().enumerate() {
+        let next = states.join(format!("s{i}"));
+        let applied = fbunload_alone(&[
+            "apply",
+            state.to_str().unwrap(),
+            link.to_str().unwrap(),
+            "-o",
+            next.to_str().unwrap(),
+        ]);
+        assert!(applied.status.success(), "{}", stderr(&applied));
+        state = next;
+    }
+    state
+}
+
+/// Change sets written from the journal are links of the incremental
+/// format: the base and its links applied in order equal a fresh
+/// `--keep-keys` unload taken once the writers stopped, value by value
+/// (writers before, during and after the base run, a transaction held
+/// open across its snapshot, key updates, deletes, blob changes), also
+/// when the follow is killed with SIGKILL between and while it writes
+/// links; a stranger's link in the directory is refused, never followed.
+#[test]
+fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "chain.fdb", true);
+    bank(&p);
+    clerks(&p.db, 11, 40);
+    let held_att = connect(&p.db);
+    let held = held_att
+        .start_transaction(TransactionMode::ReadWrite)
+        .unwrap();
+    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
+        .unwrap();
+
+    let base = dir.path().join("base");
+    let out = dir.path().join("chain");
+    let (base_arg, out_arg) = (base.to_str().unwrap(), out.to_str().unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks_until(&p.db, 12, stop.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    // MOVES has no primary key: a change set could not name its rows.
+    let run = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "--keep-keys",
+            "--journal",
+            p.archive.to_str().unwrap(),
+            "-x",
+            "MOVES",
+            "-o",
+            base_arg,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::SeqCst);
+    assert!(during.join().unwrap() > 5);
+    assert!(run.status.success(), "{}", stderr(&run));
+    held.commit().unwrap();
+    execute(
+        &p.db,
+        &[
+            "DELETE FROM ACCOUNTS WHERE ID = 150",
+            "INSERT INTO ACCOUNTS VALUES (5000, 1.5, 'new')",
+        ],
+    );
+    let first = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "2"],
+    ));
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(!links(&out).is_empty(), "{}", stderr(&first));
+
+    // Killed at random points while clerks write and links are made.
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks_until(&p.db, 13, stop.clone());
+    let mut dice = Dice(14);
+    for _ in 0..4 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(chain_args(&p, base_arg, out_arg, &["--every", "0.2"]))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300 + dice.roll(1500) as u64));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    during.join().unwrap();
+    execute(
+        &p.db,
+        &[
+            "INSERT INTO ACCOUNTS VALUES (5001, 2, 'gone again')",
+            "DELETE FROM ACCOUNTS WHERE ID = 5001",
+            "UPDATE ACCOUNTS SET ID = 7000, NOTE = 'moved' WHERE ID = 5000",
+        ],
+    );
+    let last = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "2"],
+    ));
+    assert!(last.status.success(), "{}", stderr(&last));
+    let chain = links(&out);
+    assert!(chain.len() >= 3, "links: {chain:?}");
+    // Each link goes on where the one before it ended.
+    let mut applied = (0u64, 0u64);
+    for link in &chain {
+        let at = read_manifest(link)["incremental"]["journal"]["applied"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (s, o) = at.split_once(':').unwrap();
+        let at = (s.parse().unwrap(), o.parse().unwrap());
+        assert!(at > applied, "{link:?}: {at:?} after {applied:?}");
+        applied = at;
+    }
+    let check = fbunload_check(chain.last().unwrap());
+    assert!(check.status.success(), "{}", stderr(&check));
+
+    let fresh = dir.path().join("fresh");
+    let run = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "--keep-keys",
+            "-x",
+            "MOVES",
+            "-o",
+            fresh.to_str().unwrap(),
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let state = apply_chain(&base, &out, dir.path());
+    let (want, got) = (
+        parquet_table(&fresh, "ACCOUNTS"),
+        parquet_table(&state, "ACCOUNTS"),
+    );
+    assert_eq!(want.len(), got.len());
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g);
+    }
+    assert!(want.iter().any(|r| r.contains("\"moved\"")), "{want:?}");
+    assert!(want.iter().any(|r| r.contains("\"held\"")), "{want:?}");
+
+    // A stranger's link: refused, not followed; other names are left alone.
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let next = out.join(format!("{:08}", chain.len() + 1));
+    std::os::unix::fs::symlink(chain.last().unwrap(), &next).unwrap();
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "1"],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a plain directory"), "{err}");
+    std::fs::remove_file(&next).unwrap();
+    std::fs::create_dir(&next).unwrap();
+    std::fs::copy(chain[0].join("manifest.json"), next.join("manifest.json")).unwrap();
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "1"],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("names another run"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

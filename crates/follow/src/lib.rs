@@ -16,6 +16,7 @@
 //! key; the PostgreSQL side ([`target`]) turns decoded rows into
 //! statements. Data flows one way: journal → events → PostgreSQL.
 
+pub mod changeset;
 pub mod jsonl;
 pub mod source;
 pub mod target;
@@ -50,6 +51,11 @@ pub struct FollowOptions {
     /// With `target` `-` (JSON lines on standard output): go on after
     /// this `resume` of an earlier event ([`jsonl`]).
     pub from: Option<String>,
+    /// With `target` a directory: the `--keep-keys --journal` run the
+    /// chain of change sets starts from ([`changeset`]).
+    pub since: Option<PathBuf>,
+    /// With `target` a directory: a change set this often.
+    pub every: Option<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -146,10 +152,26 @@ pub fn follow(
         };
         let out = jsonl::JsonLines::new(std::io::BufWriter::new(std::io::stdout()));
         (Sink::JsonLines(out), state)
-    } else {
+    } else if !fbunload_dest_postgres::is_postgres_uri(&options.target) {
         if options.from.is_some() {
             return Err(FollowError::Usage(
-                "--from is for -o -: a PostgreSQL target keeps its own position".into(),
+                "--from is for -o -: a chain of change sets keeps its own position".into(),
+            ));
+        }
+        let (sets, handoff, state) = changeset::ChangeSets::open(options, &source, &journal)?;
+        (
+            Sink::ChangeSets {
+                sets: Box::new(sets),
+                handoff,
+            },
+            state,
+        )
+    } else {
+        if options.from.is_some() || options.since.is_some() || options.every.is_some() {
+            return Err(FollowError::Usage(
+                "--from is for -o -, --since and --every for -o DIR: a PostgreSQL target keeps \
+                 its own position"
+                    .into(),
             ));
         }
         let mut target = target::Target::open(options)?;
@@ -180,7 +202,10 @@ pub fn follow(
     let mut last_change = Instant::now();
     loop {
         if stop.load(Ordering::SeqCst) {
-            return Ok(summary);
+            return finish(&mut sink, summary);
+        }
+        if let Sink::ChangeSets { sets, .. } = &mut sink {
+            sets.write_if_due()?;
         }
         let Some(segment) = journal.segment(cursor.sequence)? else {
             // Not written yet, unless a later one is: then it is lost.
@@ -200,7 +225,7 @@ pub fn follow(
                 )));
             }
             if idle(options, &last_change) {
-                return Ok(summary);
+                return finish(&mut sink, summary);
             }
             std::thread::sleep(POLL);
             continue;
@@ -216,13 +241,15 @@ pub fn follow(
                 continue;
             }
             let wanted = match &sink {
-                Sink::Postgres { handoff, .. } => handoff.unseen(ended.transaction),
+                Sink::Postgres { handoff, .. } | Sink::ChangeSets { handoff, .. } => {
+                    handoff.unseen(ended.transaction)
+                }
                 Sink::JsonLines(_) => true,
             };
             // A stream from the journal's first segment starts there: a
             // transaction begun before it is before its start.
             let beginning_needed = match &sink {
-                Sink::Postgres { .. } => wanted,
+                Sink::Postgres { .. } | Sink::ChangeSets { .. } => wanted,
                 Sink::JsonLines(_) => options.from.is_some(),
             };
             match ended.outcome {
@@ -252,6 +279,21 @@ pub fn follow(
                 }
                 Sink::JsonLines(out) if anything => out.write(&mut source, &ended, restart)?,
                 Sink::JsonLines(_) => 0,
+                Sink::ChangeSets { sets, .. }
+                    if wanted
+                        && ended.outcome == Outcome::Committed
+                        && ended.change_count() > 0 =>
+                {
+                    refuse_ddl(&ended)?;
+                    sets.add(&mut source, &ended, restart)?
+                }
+                Sink::ChangeSets { sets, .. } => {
+                    if wanted {
+                        refuse_ddl(&ended)?;
+                    }
+                    sets.passed(ended.end, restart);
+                    0
+                }
             };
             applied = ended.end;
             summary.transactions +=
@@ -261,7 +303,7 @@ pub fn follow(
             last_change = Instant::now();
             progress.applied(&summary, None);
             if stop.load(Ordering::SeqCst) {
-                return Ok(summary);
+                return finish(&mut sink, summary);
             }
         }
         if let Some(end) = read_to {
@@ -283,11 +325,20 @@ pub fn follow(
             };
         } else if blocks.is_empty() {
             if idle(options, &last_change) {
-                return Ok(summary);
+                return finish(&mut sink, summary);
             }
             std::thread::sleep(POLL);
         }
     }
+}
+
+/// A follow that stops cleanly: a chain of change sets gets the link it
+/// was gathering.
+fn finish(sink: &mut Sink, summary: FollowSummary) -> Result<FollowSummary, FollowError> {
+    if let Sink::ChangeSets { sets, .. } = sink {
+        sets.write()?;
+    }
+    Ok(summary)
 }
 
 fn idle(options: &FollowOptions, last_change: &Instant) -> bool {
@@ -332,6 +383,10 @@ enum Sink {
         handoff: target::Handoff,
     },
     JsonLines(jsonl::JsonLines<std::io::BufWriter<std::io::Stdout>>),
+    ChangeSets {
+        sets: Box<changeset::ChangeSets>,
+        handoff: target::Handoff,
+    },
 }
 
 /// DDL in the journal stops the follow, naming the statement.
