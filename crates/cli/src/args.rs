@@ -1063,6 +1063,29 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// `--every`: a number with `ms`, `s`, `m` or `h`, or bare seconds.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: give a number and a unit, e.g. 10s, 5m, 500ms"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => number,
+        "ms" => number / 1000.0,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        other => return Err(format!("unit {other:?}: use ms, s, m or h")),
+    };
+    if !(seconds > 0.0 && seconds.is_finite()) {
+        return Err(format!("{text:?}: give an interval above zero"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1312,27 +1335,4 @@ mod tests {
         let tsv = parse(&["-f", "tsv", "--delimiter", "tab"]).unwrap();
         assert!(tsv.output_options().to_format().is_err());
     }
-}
-
-/// `--every`: a number with `ms`, `s`, `m` or `h`, or bare seconds.
-fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?}: give a number and a unit, e.g. 10s, 5m, 500ms"))?;
-    let seconds = match unit.trim() {
-        "" | "s" => number,
-        "ms" => number / 1000.0,
-        "m" | "min" => number * 60.0,
-        "h" => number * 3600.0,
-        other => return Err(format!("unit {other:?}: use ms, s, m or h")),
-    };
-    if !(seconds > 0.0 && seconds.is_finite()) {
-        return Err(format!("{text:?}: give an interval above zero"));
-    }
-    Ok(std::time::Duration::from_secs_f64(seconds))
 }
