@@ -58,7 +58,7 @@ const SHORT_COMMANDS: &[(&str, &str)] = &[
     ("sample", "Create a sample database to try fbunload on"),
     (
         "follow",
-        "Apply a database's replication journal to a --keep-keys PostgreSQL schema, live",
+        "Apply a database's replication journal to a --keep-keys PostgreSQL schema, live (or write it as change sets, or stream it)",
     ),
 ];
 
@@ -248,8 +248,9 @@ pub struct Args {
     #[arg(long)]
     pub keep_keys: bool,
 
-    /// With --keep-keys into postgresql://: the database's journal_archive_directory
-    /// (replication.conf), which `fbunload follow` applies from where this load's snapshot ends.
+    /// With --keep-keys (into postgresql:// or a directory): the database's
+    /// journal_archive_directory (replication.conf), which `fbunload follow` applies (or writes
+    /// as change sets after the directory: follow --since) from where this run's snapshot ends.
     /// The load first checks that the database publishes its changes (ALTER DATABASE ENABLE
     /// PUBLICATION) and that DIR holds its journal (docs/postgresql.md, "Live")
     #[arg(long, value_name = "DIR", requires = "keep_keys")]
@@ -490,8 +491,9 @@ pub enum Command {
     /// PostgreSQL transaction that also records the journal position (table _fbunload_journal),
     /// so a restart after any stop or kill applies each once. Rolled-back work and undone
     /// savepoints never arrive; sequences follow; DDL in the journal stops the follow, naming the
-    /// statement. Runs until SIGINT/SIGTERM (exit 0) or --until-idle. Set-up: docs/postgresql.md,
-    /// "Live"
+    /// statement. Runs until SIGINT/SIGTERM (exit 0) or --until-idle. With --since BASE -o DIR
+    /// --every INTERVAL: change sets that `fbunload apply` takes instead. Set-up:
+    /// docs/postgresql.md, "Live"
     Follow {
         /// Database: a file path (opens the embedded engine), host:path or inet://host:port/path
         #[arg(short = 'd', long, value_name = "DSN")]
@@ -1090,6 +1092,19 @@ fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn intervals_take_units_and_refuse_nonsense() {
+        use std::time::Duration;
+        assert_eq!(parse_interval("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_interval("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_interval("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_interval("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_interval("0.2"), Ok(Duration::from_millis(200)));
+        for bad in ["", "0", "5 weeks", "-1s", "s", "1e9999"] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_take_decimal_and_binary_units() {
