@@ -541,8 +541,8 @@ pub enum Command {
         /// Exit 0 once no change arrived for SECONDS
         #[arg(long, value_name = "SECONDS")]
         until_idle: Option<f64>,
-        /// MiB of row images one transaction may hold in memory; a bigger one goes on in an
-        /// unlinked temporary file (blobs stay in memory)
+        /// MiB of row images and blobs one transaction may hold in memory; a bigger one goes on
+        /// in unlinked temporary files
         #[arg(long = "memory", value_name = "MB", default_value_t = fbunload::DEFAULT_MEMORY_MB)]
         memory_mb: usize,
         /// The Firebird client library

@@ -807,11 +807,12 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
             "INSERT INTO ACCOUNTS VALUES (5000, 1.5, 'new')",
         ],
     );
+    // --memory 0: every transaction's row images and blobs in files.
     let first = fbunload_alone(&chain_args(
         &p,
         base_arg,
         out_arg,
-        &["--every", "1", "--until-idle", "2"],
+        &["--every", "1", "--until-idle", "2", "--memory", "0"],
     ));
     assert!(first.status.success(), "{}", stderr(&first));
     assert!(!links(&out).is_empty(), "{}", stderr(&first));

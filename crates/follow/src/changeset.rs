@@ -289,10 +289,11 @@ impl ChangeSets {
             }
             let table = source.table(&change.table)?;
             let key = self.key_of(source, &table)?;
+            let blobs = ended.blobs_of(&table.format, &change)?;
             let decode = |image: &Option<Vec<u8>>| -> Result<Vec<Option<Value>>, FollowError> {
                 table
                     .format
-                    .decode(image.as_deref().unwrap_or_default(), &ended.blobs)
+                    .decode(image.as_deref().unwrap_or_default(), &blobs)
                     .map_err(|e| FollowError::Source(format!("table {}: {e}", table.name)))
             };
             let rows = self.pending.entry(table.name.clone()).or_default();

@@ -365,7 +365,9 @@ fn apply(
     let mut statements = ended.changes().map(|change| {
         let change = change?;
         let table = source.table(&change.table)?;
-        target::statement(&schema, &table, &change, &ended.blobs)
+        // Only this change's blobs, if they went to their file.
+        let blobs = ended.blobs_of(&table.format, &change)?;
+        target::statement(&schema, &table, &change, &blobs)
     });
     target.apply(
         ended.transaction,
