@@ -455,6 +455,27 @@ fn a_database_that_does_not_publish_or_another_databases_journal_is_refused() {
     );
 }
 
+/// A table of every column type the journal carries, with a hostile
+/// name.
+const EVERY_TYPE_TABLE: &str =
+    "CREATE TABLE \"Odd 'Name\"\"\" (ID INTEGER NOT NULL PRIMARY KEY, SM SMALLINT, \
+             BI BIGINT, I128 INT128, N NUMERIC(18,4), N38 NUMERIC(38,6), D16 DECFLOAT(16), \
+             D34 DECFLOAT(34), FL FLOAT, DP DOUBLE PRECISION, B BOOLEAN, DT DATE, TM TIME, \
+             TS TIMESTAMP, TMZ TIME WITH TIME ZONE, TSZ TIMESTAMP WITH TIME ZONE, C CHAR(5), \
+             \"o'clock\" VARCHAR(60), O VARCHAR(4) CHARACTER SET OCTETS, \
+             L VARCHAR(10) CHARACTER SET WIN1252, BT BLOB SUB_TYPE TEXT, BB BLOB SUB_TYPE BINARY)";
+
+/// A row of [`EVERY_TYPE_TABLE`] after its ID: extreme values and hostile
+/// text.
+const EVERY_TYPE_VALUES: &str =
+    "-32768, -9223372036854775808, -170141183460469231731687303715884105727, \
+         -12345.6789, 12345678901234567890123456789012.123456, -1.234567890123456E+300, \
+         1.234567890123456789012345678901234E-6000, 1.5, -0.375, TRUE, DATE '0001-01-01', \
+         TIME '23:59:59.9999', TIMESTAMP '9999-12-31 23:59:59.9999', \
+         TIME '10:11:12.1314 Europe/Prague', TIMESTAMP '2024-03-31 02:30:00 America/New_York', \
+         'ab', 'it''s \\'' ); DROP TABLE \"Odd ''Name\"\"\"; --', x'00FF10', 'caf\u{e9}', \
+         'text blob \u{1F600}', x'000102'";
+
 /// The same values, once loaded by COPY and once applied by the follow,
 /// are the same in PostgreSQL: every column type, and hostile names and
 /// text (quotes, backslashes, SQL) that reach it as they are.
@@ -465,22 +486,11 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
     };
     let dir = tempfile::tempdir().unwrap();
     let p = journaled_db(dir.path(), "types.fdb", true);
-    let values = "-32768, -9223372036854775808, -170141183460469231731687303715884105727, \
-         -12345.6789, 12345678901234567890123456789012.123456, -1.234567890123456E+300, \
-         1.234567890123456789012345678901234E-6000, 1.5, -0.375, TRUE, DATE '0001-01-01', \
-         TIME '23:59:59.9999', TIMESTAMP '9999-12-31 23:59:59.9999', \
-         TIME '10:11:12.1314 Europe/Prague', TIMESTAMP '2024-03-31 02:30:00 America/New_York', \
-         'ab', 'it''s \\'' ); DROP TABLE \"Odd ''Name\"\"\"; --', x'00FF10', 'caf\u{e9}', \
-         'text blob \u{1F600}', x'000102'";
+    let values = EVERY_TYPE_VALUES;
     execute(
         &p.db,
         &[
-            "CREATE TABLE \"Odd 'Name\"\"\" (ID INTEGER NOT NULL PRIMARY KEY, SM SMALLINT, \
-             BI BIGINT, I128 INT128, N NUMERIC(18,4), N38 NUMERIC(38,6), D16 DECFLOAT(16), \
-             D34 DECFLOAT(34), FL FLOAT, DP DOUBLE PRECISION, B BOOLEAN, DT DATE, TM TIME, \
-             TS TIMESTAMP, TMZ TIME WITH TIME ZONE, TSZ TIMESTAMP WITH TIME ZONE, C CHAR(5), \
-             \"o'clock\" VARCHAR(60), O VARCHAR(4) CHARACTER SET OCTETS, \
-             L VARCHAR(10) CHARACTER SET WIN1252, BT BLOB SUB_TYPE TEXT, BB BLOB SUB_TYPE BINARY)",
+            EVERY_TYPE_TABLE,
             &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (1, {values})"),
             "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (3)",
         ],
@@ -701,6 +711,31 @@ fn links(out: &Path) -> Vec<PathBuf> {
 /// Every row of the Parquet files of `table` in `dir` (as its manifest
 /// lists them), each value with its Arrow type, sorted.
 fn parquet_table(dir: &Path, table: &str) -> Vec<String> {
+    table_rows(dir, table, |file| {
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect()
+    })
+}
+
+/// [`parquet_table`] of Arrow files.
+fn arrow_table(dir: &Path, table: &str) -> Vec<String> {
+    table_rows(dir, table, |file| {
+        arrow_ipc::reader::FileReader::try_new(file, None)
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect()
+    })
+}
+
+fn table_rows(
+    dir: &Path,
+    table: &str,
+    read: impl Fn(std::fs::File) -> Vec<arrow_array::RecordBatch>,
+) -> Vec<String> {
     use arrow_array::Array;
     let manifest = read_manifest(dir);
     let mut rows = Vec::new();
@@ -712,12 +747,7 @@ fn parquet_table(dir: &Path, table: &str) -> Vec<String> {
             continue;
         }
         let file = std::fs::File::open(dir.join(file["name"].as_str().unwrap())).unwrap();
-        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-            .unwrap()
-            .build()
-            .unwrap();
-        for batch in reader {
-            let batch = batch.unwrap();
+        for batch in read(file) {
             for i in 0..batch.num_rows() {
                 let row: Vec<String> = batch
                     .columns()
@@ -918,4 +948,107 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert_eq!(refused.status.code(), Some(1), "{err}");
     assert!(err.contains("names another run"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Every column type reaches a change set as a scan reads it: rows 1 and
+/// 3 read by the base run, rows 2 and 4 (the same values) from the
+/// journal, applied, equal a fresh unload value by value, in Parquet and
+/// in Arrow. A base in CSV, or a follow without --every, is refused in
+/// one line.
+#[test]
+fn every_type_in_a_change_set_is_what_a_scan_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "types.fdb", true);
+    let table = "Odd 'Name\"";
+    execute(
+        &p.db,
+        &[
+            EVERY_TYPE_TABLE,
+            &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (1, {EVERY_TYPE_VALUES})"),
+            "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (3)",
+        ],
+    );
+    let at = |name: &str| dir.path().join(name);
+    for format in ["parquet", "arrow", "csv"] {
+        let base = at(&format!("base-{format}"));
+        let run = fbunload(
+            &p.db,
+            &[
+                "-f",
+                format,
+                if format == "csv" {
+                    "-q"
+                } else {
+                    "--decimal256"
+                },
+                "--keep-keys",
+                "--journal",
+                p.archive.to_str().unwrap(),
+                "-o",
+                base.to_str().unwrap(),
+            ],
+        );
+        assert!(run.status.success(), "{}", stderr(&run));
+    }
+    execute(
+        &p.db,
+        &[
+            &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (2, {EVERY_TYPE_VALUES})"),
+            "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (4)",
+        ],
+    );
+    let fresh = at("fresh");
+    let run = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "--decimal256",
+            "-o",
+            fresh.to_str().unwrap(),
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let want = parquet_table(&fresh, table);
+    assert_eq!(want.len(), 4);
+    for format in ["parquet", "arrow"] {
+        let (base, chain) = (
+            at(&format!("base-{format}")),
+            at(&format!("chain-{format}")),
+        );
+        let out = fbunload_alone(&chain_args(
+            &p,
+            base.to_str().unwrap(),
+            chain.to_str().unwrap(),
+            &["--every", "10", "--until-idle", "2"],
+        ));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let state = apply_chain(&base, &chain, &at(&format!("states-{format}")));
+        let got = match format {
+            "parquet" => parquet_table(&state, table),
+            _ => arrow_table(&state, table),
+        };
+        assert_eq!(want, got, "{format}");
+    }
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        at("base-csv").to_str().unwrap(),
+        at("chain-csv").to_str().unwrap(),
+        &["--every", "1", "--until-idle", "1"],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("a csv run") && err.contains("-f parquet"),
+        "{err}"
+    );
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        at("base-parquet").to_str().unwrap(),
+        at("chain-x").to_str().unwrap(),
+        &["--until-idle", "1"],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("give --every"), "{err}");
 }

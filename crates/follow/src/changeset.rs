@@ -794,8 +794,18 @@ fn array<'v>(
             .and_then(|i| i32::try_from(i).map_err(|_| mismatch(v)))),
         DataType::Int64 => collect!(Int64Array, |v| integer(v)
             .and_then(|i| i64::try_from(i).map_err(|_| mismatch(v)))),
-        DataType::Decimal128(_, scale) => collect!(Decimal128Array, |v| scaled(v, *scale)
-            .ok_or_else(|| mismatch(v))),
+        DataType::Decimal128(precision, scale) => {
+            let limit = 10i128.pow(u32::from(*precision).min(38));
+            collect!(Decimal128Array, |v| match scaled(v, *scale) {
+                Some(n) if n.unsigned_abs() < limit.unsigned_abs() => Ok(n),
+                Some(n) => Err(FollowError::Usage(format!(
+                    "table {table} column {column}: value {n} has more digits than the base \
+                     run's {data_type} holds; start a new chain with --decimal256 (as a scan \
+                     of it would be refused)"
+                ))),
+                None => Err(mismatch(v)),
+            })
+        }
         DataType::Decimal256(_, scale) => collect!(Decimal256Array, |v| scaled(v, *scale)
             .map(arrow_buffer::i256::from_i128)
             .ok_or_else(|| mismatch(v))),
