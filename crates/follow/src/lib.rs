@@ -130,6 +130,19 @@ pub fn follow(
     stop: &AtomicBool,
     progress: &dyn FollowProgress,
 ) -> Result<FollowSummary, FollowError> {
+    let stdout = Box::new(std::io::BufWriter::new(std::io::stdout()));
+    follow_into(options, stop, progress, stdout)
+}
+
+/// [`follow`], its events (with `target` `-`) written to `events` rather
+/// than standard output: for a caller that hands them on (Python's
+/// iterator of events).
+pub fn follow_into(
+    options: &FollowOptions,
+    stop: &AtomicBool,
+    progress: &dyn FollowProgress,
+    events: Box<dyn std::io::Write>,
+) -> Result<FollowSummary, FollowError> {
     let mut source = source::Source::open(options)?;
     let journal = Journal::open(
         &options.archive,
@@ -150,8 +163,7 @@ pub fn follow(
                 },
             },
         };
-        let out = jsonl::JsonLines::new(std::io::BufWriter::new(std::io::stdout()));
-        (Sink::JsonLines(out), state)
+        (Sink::JsonLines(jsonl::JsonLines::new(events)), state)
     } else if !fbunload_dest_postgres::is_postgres_uri(&options.target) {
         if options.from.is_some() {
             return Err(FollowError::Usage(
@@ -384,7 +396,7 @@ enum Sink {
         target: Box<target::Target>,
         handoff: target::Handoff,
     },
-    JsonLines(jsonl::JsonLines<std::io::BufWriter<std::io::Stdout>>),
+    JsonLines(jsonl::JsonLines<Box<dyn std::io::Write>>),
     ChangeSets {
         sets: Box<changeset::ChangeSets>,
         handoff: target::Handoff,
