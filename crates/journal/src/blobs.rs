@@ -23,8 +23,17 @@ pub struct Blobs {
     memory: HashMap<BlobId, Vec<u8>>,
     /// Bytes held in `memory`.
     held: usize,
-    /// Once spilled: every blob's place in the file (offset, length).
-    file: Option<(File, HashMap<BlobId, (u64, u64)>, u64)>,
+    /// Once spilled: where every blob is.
+    file: Option<BlobFile>,
+}
+
+#[derive(Debug)]
+struct BlobFile {
+    file: File,
+    /// Each blob's offset and length.
+    places: HashMap<BlobId, (u64, u64)>,
+    /// Where the next piece goes.
+    end: u64,
 }
 
 fn spill_error(e: std::io::Error) -> JournalError {
@@ -42,7 +51,7 @@ impl Blobs {
         data: &[u8],
         continued: bool,
     ) -> Result<(), JournalError> {
-        let Some((file, places, end)) = &mut self.file else {
+        let Some(BlobFile { file, places, end }) = &mut self.file else {
             let bytes = self.memory.entry(id).or_default();
             if !continued {
                 self.held -= bytes.len();
@@ -96,7 +105,7 @@ impl Blobs {
             end += bytes.len() as u64;
         }
         self.held = 0;
-        self.file = Some((file, places, end));
+        self.file = Some(BlobFile { file, places, end });
         Ok(())
     }
 
@@ -108,7 +117,7 @@ impl Blobs {
     /// How many blobs there are.
     pub fn len(&self) -> usize {
         match &self.file {
-            Some((_, places, _)) => places.len(),
+            Some(spilled) => spilled.places.len(),
             None => self.memory.len(),
         }
     }
@@ -119,7 +128,7 @@ impl Blobs {
 
     /// Blob `id`'s bytes, read back from the file if they went there.
     pub fn get(&self, id: BlobId) -> Result<Option<Cow<'_, [u8]>>, JournalError> {
-        let Some((file, places, _)) = &self.file else {
+        let Some(BlobFile { file, places, .. }) = &self.file else {
             return Ok(self.memory.get(&id).map(|b| Cow::Borrowed(b.as_slice())));
         };
         let Some(&(offset, length)) = places.get(&id) else {
