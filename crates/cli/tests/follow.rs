@@ -1020,9 +1020,11 @@ fn every_type_in_a_change_set_is_what_a_scan_reads() {
             &p,
             base.to_str().unwrap(),
             chain.to_str().unwrap(),
-            &["--every", "10", "--until-idle", "2"],
+            // --memory 0: blobs in their file, and a link per transaction.
+            &["--every", "10", "--until-idle", "2", "--memory", "0"],
         ));
         assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(links(&chain).len(), 2, "{format}");
         let state = apply_chain(&base, &chain, &at(&format!("states-{format}")));
         let got = match format {
             "parquet" => parquet_table(&state, table),

@@ -22,7 +22,10 @@
 //! followed. Files are written only inside `DIR`.
 //!
 //! What a link's tables changed is held until the link is written (keys
-//! and their last row), so `--every` bounds it.
+//! and their last row): `--every` bounds it, and so does `--memory`, past
+//! which the link is written at the end of the transaction that passed it
+//! (a link ends only where a transaction does, so one transaction's rows
+//! are held whole).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -94,6 +97,9 @@ pub struct ChangeSets {
     transactions: u64,
     last_transaction: u64,
     last_written: Instant,
+    /// About how many bytes the rows gathered take, and how many they may.
+    held: usize,
+    memory_budget: usize,
     started: SystemTime,
     schemas: HashMap<String, SchemaRef>,
     /// Of each table found to be one a link can hold: its field ids by
@@ -265,6 +271,8 @@ impl ChangeSets {
             transactions: 0,
             last_transaction: 0,
             last_written: Instant::now(),
+            held: 0,
+            memory_budget: options.memory_budget,
             started: SystemTime::now(),
             schemas: HashMap::new(),
             fields: HashMap::new(),
@@ -300,6 +308,7 @@ impl ChangeSets {
             match change.kind {
                 ChangeKind::Insert => {
                     let after = decode(&change.after)?;
+                    self.held += bytes_of(&after);
                     rows.insert(key_text(&key, &after), Folded::Row(after));
                 }
                 ChangeKind::Update => {
@@ -308,6 +317,7 @@ impl ChangeSets {
                     if old != new {
                         rows.insert(old, Folded::Gone(key_values(&key, &before)));
                     }
+                    self.held += bytes_of(&after);
                     rows.insert(new, Folded::Row(after));
                 }
                 ChangeKind::Delete => {
@@ -323,6 +333,9 @@ impl ChangeSets {
         self.transactions += 1;
         self.last_transaction = ended.transaction;
         self.passed(ended.end, restart);
+        if self.held > self.memory_budget {
+            self.write()?;
+        }
         Ok(count)
     }
 
@@ -591,6 +604,7 @@ impl ChangeSets {
         };
         self.next_number += 1;
         self.transactions = 0;
+        self.held = 0;
         self.started = SystemTime::now();
         Ok(())
     }
@@ -675,6 +689,19 @@ impl RowRef<'_> {
             RowRef::Key(values) => values.get(column)?.as_ref(),
         }
     }
+}
+
+/// About the bytes a row takes in memory.
+fn bytes_of(row: &[Option<Value>]) -> usize {
+    row.iter()
+        .map(|value| {
+            32 + match value {
+                Some(Value::Text { bytes, .. } | Value::Blob { bytes, .. }) => bytes.len(),
+                Some(Value::DecFloat(text)) => text.len(),
+                _ => 0,
+            }
+        })
+        .sum()
 }
 
 fn key_values(key: &[usize], row: &[Option<Value>]) -> Vec<Option<Value>> {
