@@ -922,6 +922,28 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert!(want.iter().any(|r| r.contains("\"moved\"")), "{want:?}");
     assert!(want.iter().any(|r| r.contains("\"held\"")), "{want:?}");
 
+    // One follow a chain.
+    let mut running = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(chain_args(&p, base_arg, out_arg, &["--every", "1"]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "1"],
+    ));
+    running.kill().unwrap();
+    running.wait().unwrap();
+    let err = stderr(&second);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("another fbunload follow writes change sets there"),
+        "{err}"
+    );
+
     // A stranger's link: refused, not followed; other names are left alone.
     std::fs::write(out.join("notes.txt"), "mine").unwrap();
     let next = out.join(format!("{:08}", chain.len() + 1));

@@ -84,6 +84,8 @@ struct Previous {
 /// gathered.
 pub struct ChangeSets {
     out: PathBuf,
+    /// Held while the chain is written (see [`ChangeSets::open`]).
+    _lock: fs::File,
     every: Duration,
     base: Manifest,
     base_dir: PathBuf,
@@ -186,6 +188,18 @@ impl ChangeSets {
         };
         let out = PathBuf::from(&options.target);
         fs::create_dir_all(&out).map_err(|e| io(&out, e))?;
+        // One follow a chain: the directory itself is locked while it runs.
+        let lock = fs::File::open(&out).map_err(|e| io(&out, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(usage(format!(
+                    "-o {}: another fbunload follow writes change sets there; stop that one first",
+                    out.display()
+                )))
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io(&out, e)),
+        }
         if fs::canonicalize(&out).ok() == fs::canonicalize(&base_dir).ok() {
             return Err(usage(format!(
                 "-o {}: that is the base run; give the change sets a directory of their own",
@@ -260,6 +274,7 @@ impl ChangeSets {
         remove_staging(&out);
         let sets = ChangeSets {
             out,
+            _lock: lock,
             every,
             base,
             base_dir,
