@@ -922,6 +922,27 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert!(want.iter().any(|r| r.contains("\"moved\"")), "{want:?}");
     assert!(want.iter().any(|r| r.contains("\"held\"")), "{want:?}");
 
+    // A scan goes on from a keys-keeping run, never from a link.
+    let scan = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "-x",
+            "MOVES",
+            "--since",
+            chain[0].to_str().unwrap(),
+            "-o",
+            dir.path().join("scan").to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&scan);
+    assert_eq!(scan.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("fbunload follow wrote from the journal"),
+        "{err}"
+    );
+
     // One follow a chain.
     let mut running = Command::new(env!("CARGO_BIN_EXE_fbunload"))
         .args(chain_args(&p, base_arg, out_arg, &["--every", "1"]))
