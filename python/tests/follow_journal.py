@@ -88,6 +88,14 @@ def main(data, pg_uri=None):
     assert [[r["ID"], r["V"], None if r["B"] is None else r["B"].hex()] for r in state] \
         == rows(db), state
 
+    # Refused in Python's words: every=, not --every.
+    try:
+        fbunload.follow(db, output=str(data / "chain2"), since=str(data / "base"), until_idle=1,
+                        **journal, **AUTH)
+        raise AssertionError("change sets without every= were taken")
+    except fbunload.UsageError as e:
+        assert "give every" in str(e) and "--" not in str(e), e
+
     applied = None
     if pg_uri:
         fbunload.unload(db, pg_uri, pg_schema="live", keep_keys=True,
