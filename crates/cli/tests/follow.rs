@@ -881,6 +881,12 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert!(last.status.success(), "{}", stderr(&last));
     let chain = links(&out);
     assert!(chain.len() >= 3, "links: {chain:?}");
+    // What a killed follow left half made is gone; nothing else is there.
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), chain.len(), "{names:?}");
     // Each link goes on where the one before it ended.
     let mut applied = (0u64, 0u64);
     for link in &chain {
