@@ -532,7 +532,8 @@ pub enum Command {
         #[arg(long, value_name = "RESUME")]
         from: Option<String>,
         /// json: one JSON object per line on stderr after each applied transaction
-        /// (transactions, changes, position)
+        /// (transactions, changes, position), and with -o DIR after each change set written
+        /// (event link: path, transactions, position)
         #[arg(long, value_name = "MODE", value_parser = ["json"])]
         progress: Option<String>,
         /// The schema the --keep-keys load made

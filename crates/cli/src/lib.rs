@@ -397,6 +397,23 @@ fn follow(
                 })
             );
         }
+
+        fn linked(
+            &self,
+            link: &std::path::Path,
+            transactions: u64,
+            position: fbunload::follow::Position,
+        ) {
+            eprintln!(
+                "{}",
+                serde_json::json!({
+                    "event": "link",
+                    "path": link.display().to_string(),
+                    "transactions": transactions,
+                    "position": position.to_string(),
+                })
+            );
+        }
     }
     let progress: &dyn fbunload::follow::FollowProgress =
         if json_progress { &JsonProgress } else { &() };

@@ -1070,9 +1070,27 @@ fn every_type_in_a_change_set_is_what_a_scan_reads() {
             base.to_str().unwrap(),
             chain.to_str().unwrap(),
             // --memory 0: blobs in their file, and a link per transaction.
-            &["--every", "10", "--until-idle", "2", "--memory", "0"],
+            &[
+                "--every",
+                "10",
+                "--until-idle",
+                "2",
+                "--memory",
+                "0",
+                "--progress",
+                "json",
+            ],
         ));
         assert!(out.status.success(), "{}", stderr(&out));
+        // A `link` event as each link is moved into place.
+        let linked: Vec<serde_json::Value> = stderr(&out)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["event"] == "link")
+            .collect();
+        assert_eq!(linked.len(), 2, "{}", stderr(&out));
+        assert_eq!(linked[1]["path"], links(&chain)[1].to_str().unwrap());
+        assert_eq!(linked[1]["transactions"], 1);
         assert_eq!(links(&chain).len(), 2, "{format}");
         let state = apply_chain(&base, &chain, &at(&format!("states-{format}")));
         let got = match format {

@@ -50,7 +50,7 @@ use sha2::{Digest, Sha256};
 
 use crate::source::{Source, Table};
 use crate::target::{Handoff, Resume};
-use crate::{FollowError, FollowOptions};
+use crate::{FollowError, FollowOptions, FollowProgress};
 
 /// Digits of a link's name: links sort by name.
 const LINK_DIGITS: usize = 8;
@@ -302,6 +302,7 @@ impl ChangeSets {
         source: &mut Source,
         ended: &Committed,
         restart: Position,
+        progress: &dyn FollowProgress,
     ) -> Result<u64, FollowError> {
         let mut count = 0;
         for change in ended.changes() {
@@ -349,7 +350,7 @@ impl ChangeSets {
         self.last_transaction = ended.transaction;
         self.passed(ended.end, restart);
         if self.held > self.memory_budget {
-            self.write()?;
+            self.write(progress)?;
         }
         Ok(count)
     }
@@ -362,9 +363,9 @@ impl ChangeSets {
     }
 
     /// Writes the link gathered if `--every` has passed since the last.
-    pub fn write_if_due(&mut self) -> Result<(), FollowError> {
+    pub fn write_if_due(&mut self, progress: &dyn FollowProgress) -> Result<(), FollowError> {
         if self.last_written.elapsed() >= self.every {
-            self.write()?;
+            self.write(progress)?;
         }
         Ok(())
     }
@@ -455,7 +456,7 @@ impl ChangeSets {
 
     /// Writes the link gathered, if it holds a transaction: made in a
     /// staging directory, every file synced, then renamed into place.
-    pub fn write(&mut self) -> Result<(), FollowError> {
+    pub fn write(&mut self, progress: &dyn FollowProgress) -> Result<(), FollowError> {
         self.last_written = Instant::now();
         if self.transactions == 0 {
             return Ok(());
@@ -617,6 +618,7 @@ impl ChangeSets {
                 .map(|b| format!("{b:02x}"))
                 .collect(),
         };
+        progress.linked(&link, self.transactions, self.applied);
         self.next_number += 1;
         self.transactions = 0;
         self.held = 0;

@@ -26,7 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fbunload_journal::transactions::Outcome;
-use fbunload_journal::{Committed, Journal, JournalError, Position, Transactions};
+use fbunload_journal::{Committed, Journal, JournalError, Transactions};
+
+/// A place in the journal: a segment's sequence and an offset in it.
+pub use fbunload_journal::Position;
 
 /// What a follow is told (the command line's `follow` options).
 #[derive(Debug, Clone)]
@@ -78,9 +81,13 @@ pub struct FollowSummary {
     pub position: Position,
 }
 
-/// Progress as a follow goes: after each applied transaction.
+/// Progress as a follow goes: after each applied transaction, and each
+/// change set written.
 pub trait FollowProgress {
     fn applied(&self, _summary: &FollowSummary, _lag: Option<Duration>) {}
+    /// A change set moved into place at `link`, holding `transactions`,
+    /// ending at `position` in the journal.
+    fn linked(&self, _link: &std::path::Path, _transactions: u64, _position: Position) {}
 }
 
 impl FollowProgress for () {}
@@ -214,10 +221,10 @@ pub fn follow_into(
     let mut last_change = Instant::now();
     loop {
         if stop.load(Ordering::SeqCst) {
-            return finish(&mut sink, summary);
+            return finish(&mut sink, summary, progress);
         }
         if let Sink::ChangeSets { sets, .. } = &mut sink {
-            sets.write_if_due()?;
+            sets.write_if_due(progress)?;
         }
         let Some(segment) = journal.segment(cursor.sequence)? else {
             // Not written yet, unless a later one is: then it is lost.
@@ -237,7 +244,7 @@ pub fn follow_into(
                 )));
             }
             if idle(options, &last_change) {
-                return finish(&mut sink, summary);
+                return finish(&mut sink, summary, progress);
             }
             std::thread::sleep(POLL);
             continue;
@@ -297,7 +304,7 @@ pub fn follow_into(
                         && ended.change_count() > 0 =>
                 {
                     refuse_ddl(&ended)?;
-                    sets.add(&mut source, &ended, restart)?
+                    sets.add(&mut source, &ended, restart, progress)?
                 }
                 Sink::ChangeSets { sets, .. } => {
                     if wanted {
@@ -315,7 +322,7 @@ pub fn follow_into(
             last_change = Instant::now();
             progress.applied(&summary, None);
             if stop.load(Ordering::SeqCst) {
-                return finish(&mut sink, summary);
+                return finish(&mut sink, summary, progress);
             }
         }
         if let Some(end) = read_to {
@@ -337,7 +344,7 @@ pub fn follow_into(
             };
         } else if blocks.is_empty() {
             if idle(options, &last_change) {
-                return finish(&mut sink, summary);
+                return finish(&mut sink, summary, progress);
             }
             std::thread::sleep(POLL);
         }
@@ -346,9 +353,13 @@ pub fn follow_into(
 
 /// A follow that stops cleanly: a chain of change sets gets the link it
 /// was gathering.
-fn finish(sink: &mut Sink, summary: FollowSummary) -> Result<FollowSummary, FollowError> {
+fn finish(
+    sink: &mut Sink,
+    summary: FollowSummary,
+    progress: &dyn FollowProgress,
+) -> Result<FollowSummary, FollowError> {
     if let Sink::ChangeSets { sets, .. } = sink {
-        sets.write()?;
+        sets.write(progress)?;
     }
     Ok(summary)
 }
