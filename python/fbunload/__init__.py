@@ -20,6 +20,7 @@ pandas, polars and other ADBC tools through fbunload's ADBC driver.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -49,6 +50,7 @@ __all__ = [
     "read_tables",
     "unload",
     "apply",
+    "follow",
     "pg_end_sync",
     "plan",
     "sample",
@@ -392,6 +394,7 @@ def unload(
     pg_lock_wait: Optional[float] = None,
     pg_drop_others: bool = False,
     pg_grants: bool = False,
+    journal: Optional[str] = None,
 ) -> Dict[str, Any]:
     """What the command line does: every selected table to a file in
     directory ``output``, then ``schema.sql`` (the tables' DDL) and
@@ -449,6 +452,9 @@ def unload(
       run in ``DIR`` (``T.upserts.<ext>``) and the keys of those deleted
       since (``T.deletes.<ext>``), as ``--since`` does; ``keep_keys=True``
       keeps a full run's keys so that a later run can start from it.
+      With ``keep_keys=True``, ``journal=DIR`` (the database's
+      ``journal_archive_directory``) hands the run over to :func:`follow`,
+      checking first that the database publishes to that journal.
 
     Into PostgreSQL (docs/postgresql.md):
       ``output='postgresql://USER[:PASSWORD]@HOST:PORT/DBNAME'`` loads every
@@ -516,6 +522,87 @@ def apply(old: str, changes: str) -> Dict[str, pa.Table]:
         name: pa.Table.from_batches(batches, schema=schema)
         for name, schema, batches in _fbunload.apply(str(old), str(changes))
     }
+
+
+def follow(
+    database: str,
+    *,
+    journal: str,
+    output: Optional[str] = None,
+    journal_live: Optional[str] = None,
+    pg_schema: Optional[str] = None,
+    until_idle: Optional[float] = None,
+    memory_mb: int = _fbunload.DEFAULT_MEMORY_MB,
+    from_: Optional[str] = None,
+    since: Optional[str] = None,
+    every: Optional[float] = None,
+    user: Optional[str] = None,
+    password: Optional[str] = None,
+    client_lib: Optional[str] = None,
+) -> Union[Iterator[Dict[str, Any]], Dict[str, Any]]:
+    """``fbunload follow``: the committed transactions of the database's
+    replication journal (``journal``: its ``journal_archive_directory``;
+    ``journal_live``: its ``journal_directory``, for a lower lag), in
+    commit order (docs/postgresql.md, Live).
+
+    ``output=None`` (or ``'-'``): the change stream, an iterator of events,
+    each a dict with the fields of ``-o - --format jsonl`` (``op``,
+    ``table``, ``key``, ``after``, ``transaction``, ``position``,
+    ``resume``), from the journal's first segment or after the event whose
+    ``resume`` is ``from_``. It waits for new changes, and ends once none
+    came for ``until_idle`` seconds (never, without it); closing it
+    (``close()``, or leaving a ``for`` loop early and dropping it) stops
+    the follow. Store ``resume`` with what was done with an event to go on
+    exactly once.
+
+    ``output='postgresql://...'``: applies the journal to schema
+    ``pg_schema`` (default 'public') that a ``keep_keys=True,
+    journal=...`` unload made, each transaction with its position, until
+    ``until_idle`` seconds passed without a change or Ctrl-C (a clean
+    stop, then ``KeyboardInterrupt``); returns ``{"transactions",
+    "changes", "position"}``. ``output=DIR, since=BASE, every=SECONDS``:
+    change sets (``DIR/00000001``, ...) after the ``keep_keys=True,
+    journal=...`` run in BASE, one every ``every`` seconds that saw a
+    change, which :func:`apply` takes in order. ``memory_mb``: row images
+    and blobs one transaction may hold in memory before they go on in
+    temporary files (128)."""
+    login = dict(user=user, password=password, client_lib=client_lib)
+    if output is None or output == "-":
+        for keyword, value in (("pg_schema", pg_schema), ("since", since), ("every", every)):
+            if value is not None:
+                raise UsageError(f"{keyword} is for output='postgresql://...' or a directory, not the change stream")
+        stream = _fbunload.follow_events(
+            str(database),
+            journal=str(journal),
+            journal_live=None if journal_live is None else str(journal_live),
+            until_idle=until_idle,
+            memory_mb=memory_mb,
+            from_=from_,
+            **login,
+        )
+        return _events(stream)
+    if from_ is not None:
+        raise UsageError("from_ is for the change stream (output=None): a target keeps its own position")
+    return _fbunload.follow(
+        str(database),
+        journal=str(journal),
+        output=str(output),
+        journal_live=None if journal_live is None else str(journal_live),
+        pg_schema=pg_schema,
+        until_idle=until_idle,
+        memory_mb=memory_mb,
+        since=None if since is None else str(since),
+        every=every,
+        **login,
+    )
+
+
+def _events(stream: Any) -> Iterator[Dict[str, Any]]:
+    try:
+        for line in stream:
+            yield json.loads(line)
+    finally:
+        stream.close()
 
 
 def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool = False, **options: Any) -> str:

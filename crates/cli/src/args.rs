@@ -58,7 +58,7 @@ const SHORT_COMMANDS: &[(&str, &str)] = &[
     ("sample", "Create a sample database to try fbunload on"),
     (
         "follow",
-        "Apply a database's replication journal to a --keep-keys PostgreSQL schema, live",
+        "Apply a database's replication journal to a --keep-keys PostgreSQL schema, live (or write it as change sets, or stream it)",
     ),
 ];
 
@@ -248,8 +248,9 @@ pub struct Args {
     #[arg(long)]
     pub keep_keys: bool,
 
-    /// With --keep-keys into postgresql://: the database's journal_archive_directory
-    /// (replication.conf), which `fbunload follow` applies from where this load's snapshot ends.
+    /// With --keep-keys (into postgresql:// or a directory): the database's
+    /// journal_archive_directory (replication.conf), which `fbunload follow` applies (or writes
+    /// as change sets after the directory: follow --since) from where this run's snapshot ends.
     /// The load first checks that the database publishes its changes (ALTER DATABASE ENABLE
     /// PUBLICATION) and that DIR holds its journal (docs/postgresql.md, "Live")
     #[arg(long, value_name = "DIR", requires = "keep_keys")]
@@ -490,8 +491,9 @@ pub enum Command {
     /// PostgreSQL transaction that also records the journal position (table _fbunload_journal),
     /// so a restart after any stop or kill applies each once. Rolled-back work and undone
     /// savepoints never arrive; sequences follow; DDL in the journal stops the follow, naming the
-    /// statement. Runs until SIGINT/SIGTERM (exit 0) or --until-idle. Set-up: docs/postgresql.md,
-    /// "Live"
+    /// statement. Runs until SIGINT/SIGTERM (exit 0) or --until-idle. With --since BASE -o DIR
+    /// --every INTERVAL: change sets that `fbunload apply` takes instead. Set-up:
+    /// docs/postgresql.md, "Live"
     Follow {
         /// Database: a file path (opens the embedded engine), host:path or inet://host:port/path
         #[arg(short = 'd', long, value_name = "DSN")]
@@ -510,9 +512,18 @@ pub enum Command {
         journal_live: Option<PathBuf>,
         /// The PostgreSQL target: postgresql://USER@HOST:PORT/DBNAME; or - with --format jsonl:
         /// one JSON object per row change on standard output (op, table, key, after,
-        /// transaction, position, resume)
-        #[arg(short = 'o', long, value_name = "URI")]
+        /// transaction, position, resume); or a directory with --since BASE --every INTERVAL: a
+        /// chain of change sets (DIR/00000001, ...) that `fbunload apply` applies to BASE
+        #[arg(short = 'o', long, value_name = "URI|-|DIR")]
         output: String,
+        /// With -o DIR: the --keep-keys --journal run (Parquet or Arrow) the chain of change
+        /// sets starts from
+        #[arg(long, value_name = "BASE")]
+        since: Option<PathBuf>,
+        /// With -o DIR: write a change set this often, when something changed (10s, 5m, 1h,
+        /// 500ms; a bare number is seconds)
+        #[arg(long, value_name = "INTERVAL", value_parser = parse_interval)]
+        every: Option<std::time::Duration>,
         /// With -o -: jsonl (the only format of a change stream so far)
         #[arg(short = 'f', long, value_name = "FORMAT", value_parser = ["jsonl"])]
         format: Option<String>,
@@ -521,7 +532,8 @@ pub enum Command {
         #[arg(long, value_name = "RESUME")]
         from: Option<String>,
         /// json: one JSON object per line on stderr after each applied transaction
-        /// (transactions, changes, position)
+        /// (transactions, changes, position), and with -o DIR after each change set written
+        /// (event link: path, transactions, position)
         #[arg(long, value_name = "MODE", value_parser = ["json"])]
         progress: Option<String>,
         /// The schema the --keep-keys load made
@@ -530,8 +542,8 @@ pub enum Command {
         /// Exit 0 once no change arrived for SECONDS
         #[arg(long, value_name = "SECONDS")]
         until_idle: Option<f64>,
-        /// MiB of row images one transaction may hold in memory; a bigger one goes on in an
-        /// unlinked temporary file (blobs stay in memory)
+        /// MiB of row images and blobs one transaction may hold in memory; a bigger one goes on
+        /// in unlinked temporary files
         #[arg(long = "memory", value_name = "MB", default_value_t = fbunload::DEFAULT_MEMORY_MB)]
         memory_mb: usize,
         /// The Firebird client library
@@ -1054,10 +1066,46 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// `--every`: a number with `ms`, `s`, `m` or `h`, or bare seconds.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: give a number and a unit, e.g. 10s, 5m, 500ms"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => number,
+        "ms" => number / 1000.0,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        other => return Err(format!("unit {other:?}: use ms, s, m or h")),
+    };
+    if !(seconds > 0.0 && seconds.is_finite()) {
+        return Err(format!("{text:?}: give an interval above zero"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn intervals_take_units_and_refuse_nonsense() {
+        use std::time::Duration;
+        assert_eq!(parse_interval("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_interval("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_interval("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_interval("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_interval("0.2"), Ok(Duration::from_millis(200)));
+        for bad in ["", "0", "5 weeks", "-1s", "s", "1e9999"] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_take_decimal_and_binary_units() {

@@ -212,6 +212,8 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 journal,
                 journal_live,
                 output,
+                since,
+                every,
                 format,
                 from,
                 progress,
@@ -236,6 +238,8 @@ pub fn run_cancellable(argv: Vec<OsString>, cancel: Arc<AtomicBool>) -> i32 {
                 until_idle: until_idle.map(std::time::Duration::from_secs_f64),
                 from: from.clone(),
                 memory_budget: memory_mb.saturating_mul(1 << 20),
+                since: since.clone(),
+                every: *every,
             },
             &cancel,
         ),
@@ -421,6 +425,23 @@ fn follow(
                 })
             );
         }
+
+        fn linked(
+            &self,
+            link: &std::path::Path,
+            transactions: u64,
+            position: fbunload::follow::Position,
+        ) {
+            eprintln!(
+                "{}",
+                serde_json::json!({
+                    "event": "link",
+                    "path": link.display().to_string(),
+                    "transactions": transactions,
+                    "position": position.to_string(),
+                })
+            );
+        }
     }
     let progress: &dyn fbunload::follow::FollowProgress =
         if json_progress { &JsonProgress } else { &() };
@@ -431,8 +452,10 @@ fn follow(
         count(summary.changes as usize, "row change"),
         if stream {
             "standard output"
-        } else {
+        } else if fbunload::postgres::is_postgres_uri(&options.target) {
             &options.schema
+        } else {
+            &options.target
         },
         summary.position
     );

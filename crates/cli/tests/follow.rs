@@ -455,6 +455,27 @@ fn a_database_that_does_not_publish_or_another_databases_journal_is_refused() {
     );
 }
 
+/// A table of every column type the journal carries, with a hostile
+/// name.
+const EVERY_TYPE_TABLE: &str =
+    "CREATE TABLE \"Odd 'Name\"\"\" (ID INTEGER NOT NULL PRIMARY KEY, SM SMALLINT, \
+             BI BIGINT, I128 INT128, N NUMERIC(18,4), N38 NUMERIC(38,6), D16 DECFLOAT(16), \
+             D34 DECFLOAT(34), FL FLOAT, DP DOUBLE PRECISION, B BOOLEAN, DT DATE, TM TIME, \
+             TS TIMESTAMP, TMZ TIME WITH TIME ZONE, TSZ TIMESTAMP WITH TIME ZONE, C CHAR(5), \
+             \"o'clock\" VARCHAR(60), O VARCHAR(4) CHARACTER SET OCTETS, \
+             L VARCHAR(10) CHARACTER SET WIN1252, BT BLOB SUB_TYPE TEXT, BB BLOB SUB_TYPE BINARY)";
+
+/// A row of [`EVERY_TYPE_TABLE`] after its ID: extreme values and hostile
+/// text.
+const EVERY_TYPE_VALUES: &str =
+    "-32768, -9223372036854775808, -170141183460469231731687303715884105727, \
+         -12345.6789, 12345678901234567890123456789012.123456, -1.234567890123456E+300, \
+         1.234567890123456789012345678901234E-6000, 1.5, -0.375, TRUE, DATE '0001-01-01', \
+         TIME '23:59:59.9999', TIMESTAMP '9999-12-31 23:59:59.9999', \
+         TIME '10:11:12.1314 Europe/Prague', TIMESTAMP '2024-03-31 02:30:00 America/New_York', \
+         'ab', 'it''s \\'' ); DROP TABLE \"Odd ''Name\"\"\"; --', x'00FF10', 'caf\u{e9}', \
+         'text blob \u{1F600}', x'000102'";
+
 /// The same values, once loaded by COPY and once applied by the follow,
 /// are the same in PostgreSQL: every column type, and hostile names and
 /// text (quotes, backslashes, SQL) that reach it as they are.
@@ -465,22 +486,11 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
     };
     let dir = tempfile::tempdir().unwrap();
     let p = journaled_db(dir.path(), "types.fdb", true);
-    let values = "-32768, -9223372036854775808, -170141183460469231731687303715884105727, \
-         -12345.6789, 12345678901234567890123456789012.123456, -1.234567890123456E+300, \
-         1.234567890123456789012345678901234E-6000, 1.5, -0.375, TRUE, DATE '0001-01-01', \
-         TIME '23:59:59.9999', TIMESTAMP '9999-12-31 23:59:59.9999', \
-         TIME '10:11:12.1314 Europe/Prague', TIMESTAMP '2024-03-31 02:30:00 America/New_York', \
-         'ab', 'it''s \\'' ); DROP TABLE \"Odd ''Name\"\"\"; --', x'00FF10', 'caf\u{e9}', \
-         'text blob \u{1F600}', x'000102'";
+    let values = EVERY_TYPE_VALUES;
     execute(
         &p.db,
         &[
-            "CREATE TABLE \"Odd 'Name\"\"\" (ID INTEGER NOT NULL PRIMARY KEY, SM SMALLINT, \
-             BI BIGINT, I128 INT128, N NUMERIC(18,4), N38 NUMERIC(38,6), D16 DECFLOAT(16), \
-             D34 DECFLOAT(34), FL FLOAT, DP DOUBLE PRECISION, B BOOLEAN, DT DATE, TM TIME, \
-             TS TIMESTAMP, TMZ TIME WITH TIME ZONE, TSZ TIMESTAMP WITH TIME ZONE, C CHAR(5), \
-             \"o'clock\" VARCHAR(60), O VARCHAR(4) CHARACTER SET OCTETS, \
-             L VARCHAR(10) CHARACTER SET WIN1252, BT BLOB SUB_TYPE TEXT, BB BLOB SUB_TYPE BINARY)",
+            EVERY_TYPE_TABLE,
             &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (1, {values})"),
             "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (3)",
         ],
@@ -658,4 +668,456 @@ fn json_lines_stream_committed_changes_and_resume_after_the_last() {
     assert_eq!(later.len(), 1, "{later:#?}");
     assert_eq!(later[0]["op"], "insert");
     assert_eq!(later[0]["key"], serde_json::json!({"ID": 3}));
+}
+
+/// `fbunload follow -o DIR` after a `--keep-keys --journal` run into
+/// `base`: change sets every `every`.
+fn chain_args<'a>(p: &'a Published, base: &'a str, out: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "follow",
+        "-d",
+        p.db.to_str().unwrap(),
+        "-u",
+        "SYSDBA",
+        "-p",
+        "masterkey",
+        "--journal",
+        p.archive.to_str().unwrap(),
+        "--journal-live",
+        p.live.to_str().unwrap(),
+        "--since",
+        base,
+        "-o",
+        out,
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
+/// The links of a chain in `out`, in order.
+fn links(out: &Path) -> Vec<PathBuf> {
+    let mut links: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.len() == 8 && name.bytes().all(|b| b.is_ascii_digit())
+        })
+        .collect();
+    links.sort();
+    links
+}
+
+/// Every row of the Parquet files of `table` in `dir` (as its manifest
+/// lists them), each value with its Arrow type, sorted.
+fn parquet_table(dir: &Path, table: &str) -> Vec<String> {
+    table_rows(dir, table, |file| {
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect()
+    })
+}
+
+/// [`parquet_table`] of Arrow files.
+fn arrow_table(dir: &Path, table: &str) -> Vec<String> {
+    table_rows(dir, table, |file| {
+        arrow_ipc::reader::FileReader::try_new(file, None)
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect()
+    })
+}
+
+fn table_rows(
+    dir: &Path,
+    table: &str,
+    read: impl Fn(std::fs::File) -> Vec<arrow_array::RecordBatch>,
+) -> Vec<String> {
+    use arrow_array::Array;
+    let manifest = read_manifest(dir);
+    let mut rows = Vec::new();
+    for file in manifest_entry(&manifest, table)["files"]
+        .as_array()
+        .unwrap()
+    {
+        if !file["role"].is_null() {
+            continue;
+        }
+        let file = std::fs::File::open(dir.join(file["name"].as_str().unwrap())).unwrap();
+        for batch in read(file) {
+            for i in 0..batch.num_rows() {
+                let row: Vec<String> = batch
+                    .columns()
+                    .iter()
+                    .map(|c| {
+                        let one = c.slice(i, 1);
+                        format!("{:?} {}", one.data_type(), one.is_null(0))
+                            + &format!("{one:?}").replace('\n', "")
+                    })
+                    .collect();
+                rows.push(row.join(" | "));
+            }
+        }
+    }
+    rows.sort();
+    rows
+}
+
+/// The chain applied link by link to `base`: the last state.
+fn apply_chain(base: &Path, out: &Path, states: &Path) -> PathBuf {
+    let mut state = base.to_path_buf();
+    for (i, link) in links(out).iter().enumerate() {
+        let next = states.join(format!("s{i}"));
+        let applied = fbunload_alone(&[
+            "apply",
+            state.to_str().unwrap(),
+            link.to_str().unwrap(),
+            "-o",
+            next.to_str().unwrap(),
+        ]);
+        assert!(applied.status.success(), "{}", stderr(&applied));
+        state = next;
+    }
+    state
+}
+
+/// Change sets written from the journal are links of the incremental
+/// format: the base and its links applied in order equal a fresh
+/// `--keep-keys` unload taken once the writers stopped, value by value
+/// (writers before, during and after the base run, a transaction held
+/// open across its snapshot, key updates, deletes, blob changes), also
+/// when the follow is killed with SIGKILL between and while it writes
+/// links; a stranger's link in the directory is refused, never followed.
+#[test]
+fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "chain.fdb", true);
+    bank(&p);
+    clerks(&p.db, 11, 40);
+    let held_att = connect(&p.db);
+    let held = held_att
+        .start_transaction(TransactionMode::ReadWrite)
+        .unwrap();
+    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
+        .unwrap();
+
+    let base = dir.path().join("base");
+    let out = dir.path().join("chain");
+    let (base_arg, out_arg) = (base.to_str().unwrap(), out.to_str().unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks_until(&p.db, 12, stop.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    // MOVES has no primary key: a change set could not name its rows.
+    let run = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "--keep-keys",
+            "--journal",
+            p.archive.to_str().unwrap(),
+            "-x",
+            "MOVES",
+            "-o",
+            base_arg,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::SeqCst);
+    assert!(during.join().unwrap() > 5);
+    assert!(run.status.success(), "{}", stderr(&run));
+    held.commit().unwrap();
+    execute(
+        &p.db,
+        &[
+            "DELETE FROM ACCOUNTS WHERE ID = 150",
+            "INSERT INTO ACCOUNTS VALUES (5000, 1.5, 'new')",
+        ],
+    );
+    // --memory 0: every transaction's row images and blobs in files.
+    let first = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "2", "--memory", "0"],
+    ));
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(!links(&out).is_empty(), "{}", stderr(&first));
+
+    // Killed at random points while clerks write and links are made.
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks_until(&p.db, 13, stop.clone());
+    let mut dice = Dice(14);
+    for _ in 0..4 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(chain_args(&p, base_arg, out_arg, &["--every", "0.2"]))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300 + dice.roll(1500) as u64));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    during.join().unwrap();
+    execute(
+        &p.db,
+        &[
+            "INSERT INTO ACCOUNTS VALUES (5001, 2, 'gone again')",
+            "DELETE FROM ACCOUNTS WHERE ID = 5001",
+            "UPDATE ACCOUNTS SET ID = 7000, NOTE = 'moved' WHERE ID = 5000",
+        ],
+    );
+    let last = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "2"],
+    ));
+    assert!(last.status.success(), "{}", stderr(&last));
+    let chain = links(&out);
+    assert!(chain.len() >= 3, "links: {chain:?}");
+    // What a killed follow left half made is gone; nothing else is there.
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), chain.len(), "{names:?}");
+    // Each link goes on where the one before it ended.
+    let mut applied = (0u64, 0u64);
+    for link in &chain {
+        let at = read_manifest(link)["incremental"]["journal"]["applied"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (s, o) = at.split_once(':').unwrap();
+        let at = (s.parse().unwrap(), o.parse().unwrap());
+        assert!(at > applied, "{link:?}: {at:?} after {applied:?}");
+        applied = at;
+    }
+    let check = fbunload_check(chain.last().unwrap());
+    assert!(check.status.success(), "{}", stderr(&check));
+
+    let fresh = dir.path().join("fresh");
+    let run = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "--keep-keys",
+            "-x",
+            "MOVES",
+            "-o",
+            fresh.to_str().unwrap(),
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let state = apply_chain(&base, &out, dir.path());
+    let (want, got) = (
+        parquet_table(&fresh, "ACCOUNTS"),
+        parquet_table(&state, "ACCOUNTS"),
+    );
+    assert_eq!(want.len(), got.len());
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g);
+    }
+    assert!(want.iter().any(|r| r.contains("\"moved\"")), "{want:?}");
+    assert!(want.iter().any(|r| r.contains("\"held\"")), "{want:?}");
+
+    // A scan goes on from a keys-keeping run, never from a link.
+    let scan = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "-x",
+            "MOVES",
+            "--since",
+            chain[0].to_str().unwrap(),
+            "-o",
+            dir.path().join("scan").to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&scan);
+    assert_eq!(scan.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("fbunload follow wrote from the journal"),
+        "{err}"
+    );
+
+    // One follow a chain.
+    let mut running = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(chain_args(&p, base_arg, out_arg, &["--every", "1"]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "1"],
+    ));
+    running.kill().unwrap();
+    running.wait().unwrap();
+    let err = stderr(&second);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("another fbunload follow writes change sets there"),
+        "{err}"
+    );
+
+    // A stranger's link: refused, not followed; other names are left alone.
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let next = out.join(format!("{:08}", chain.len() + 1));
+    std::os::unix::fs::symlink(chain.last().unwrap(), &next).unwrap();
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "1"],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a plain directory"), "{err}");
+    std::fs::remove_file(&next).unwrap();
+    std::fs::create_dir(&next).unwrap();
+    std::fs::copy(chain[0].join("manifest.json"), next.join("manifest.json")).unwrap();
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        base_arg,
+        out_arg,
+        &["--every", "1", "--until-idle", "1"],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("names another run"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Every column type reaches a change set as a scan reads it: rows 1 and
+/// 3 read by the base run, rows 2 and 4 (the same values) from the
+/// journal, applied, equal a fresh unload value by value, in Parquet and
+/// in Arrow. A base in CSV, or a follow without --every, is refused in
+/// one line.
+#[test]
+fn every_type_in_a_change_set_is_what_a_scan_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "types.fdb", true);
+    let table = "Odd 'Name\"";
+    execute(
+        &p.db,
+        &[
+            EVERY_TYPE_TABLE,
+            &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (1, {EVERY_TYPE_VALUES})"),
+            "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (3)",
+        ],
+    );
+    let at = |name: &str| dir.path().join(name);
+    for format in ["parquet", "arrow", "csv"] {
+        let base = at(&format!("base-{format}"));
+        let run = fbunload(
+            &p.db,
+            &[
+                "-f",
+                format,
+                if format == "csv" {
+                    "-q"
+                } else {
+                    "--decimal256"
+                },
+                "--keep-keys",
+                "--journal",
+                p.archive.to_str().unwrap(),
+                "-o",
+                base.to_str().unwrap(),
+            ],
+        );
+        assert!(run.status.success(), "{}", stderr(&run));
+    }
+    execute(
+        &p.db,
+        &[
+            &format!("INSERT INTO \"Odd 'Name\"\"\" VALUES (2, {EVERY_TYPE_VALUES})"),
+            "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (4)",
+        ],
+    );
+    let fresh = at("fresh");
+    let run = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "--decimal256",
+            "-o",
+            fresh.to_str().unwrap(),
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let want = parquet_table(&fresh, table);
+    assert_eq!(want.len(), 4);
+    for format in ["parquet", "arrow"] {
+        let (base, chain) = (
+            at(&format!("base-{format}")),
+            at(&format!("chain-{format}")),
+        );
+        let out = fbunload_alone(&chain_args(
+            &p,
+            base.to_str().unwrap(),
+            chain.to_str().unwrap(),
+            // --memory 0: blobs in their file, and a link per transaction.
+            &[
+                "--every",
+                "10",
+                "--until-idle",
+                "2",
+                "--memory",
+                "0",
+                "--progress",
+                "json",
+            ],
+        ));
+        assert!(out.status.success(), "{}", stderr(&out));
+        // A `link` event as each link is moved into place.
+        let linked: Vec<serde_json::Value> = stderr(&out)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["event"] == "link")
+            .collect();
+        assert_eq!(linked.len(), 2, "{}", stderr(&out));
+        assert_eq!(linked[1]["path"], links(&chain)[1].to_str().unwrap());
+        assert_eq!(linked[1]["transactions"], 1);
+        assert_eq!(links(&chain).len(), 2, "{format}");
+        let state = apply_chain(&base, &chain, &at(&format!("states-{format}")));
+        let got = match format {
+            "parquet" => parquet_table(&state, table),
+            _ => arrow_table(&state, table),
+        };
+        assert_eq!(want, got, "{format}");
+    }
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        at("base-csv").to_str().unwrap(),
+        at("chain-csv").to_str().unwrap(),
+        &["--every", "1", "--until-idle", "1"],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("a csv run") && err.contains("-f parquet"),
+        "{err}"
+    );
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        at("base-parquet").to_str().unwrap(),
+        at("chain-x").to_str().unwrap(),
+        &["--until-idle", "1"],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("give --every"), "{err}");
 }

@@ -98,6 +98,26 @@ pub struct ManifestIncremental {
     /// longer selected): gone from the state the changes make.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// A change set `fbunload follow` wrote from the replication journal
+    /// rather than a scan: where it ends in the journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<ManifestJournal>,
+}
+
+/// Where a change set written by `fbunload follow` ends in the journal:
+/// a follow started again goes on from here, after this link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestJournal {
+    /// Where the end block of the last transaction it holds ends
+    /// (`SEQUENCE:OFFSET`): later transactions go to the next link.
+    pub applied: String,
+    /// Where to read the journal again from (`SEQUENCE:OFFSET`): the
+    /// first block of the oldest transaction still open then.
+    pub restart: String,
+    /// The committed transactions whose changes it holds.
+    pub transactions: u64,
+    /// The last of them.
+    pub last_transaction: u64,
 }
 
 /// A transaction and its commit number (`RDB$GET_TRANSACTION_CN`).
@@ -259,6 +279,30 @@ pub fn open_verified_listed_file(dir: &Path, file: &ManifestFile) -> Result<fs::
     io::Seek::seek(&mut handle, io::SeekFrom::Start(0))
         .map_err(|e| format!("{}: {e}", file.name))?;
     Ok(handle)
+}
+
+/// A manifest larger than this is not a run's.
+const MANIFEST_LIMIT: u64 = 256 << 20;
+
+/// The manifest of the run in `dir`, read as another's directory is (a
+/// plain file of sane size, not a link), and the SHA-256 of its text, by
+/// which the next link of a chain names it.
+pub fn read_run_manifest(dir: &Path) -> Result<(Manifest, String), String> {
+    use sha2::Digest;
+    let path = dir.join(MANIFEST_NAME);
+    let meta =
+        fs::symlink_metadata(&path).map_err(|e| format!("no run there ({MANIFEST_NAME}: {e})"))?;
+    if !meta.is_file() || meta.len() > MANIFEST_LIMIT {
+        return Err(format!("{MANIFEST_NAME} is not a plain file of a run"));
+    }
+    let text = fs::read(&path).map_err(|e| format!("{MANIFEST_NAME}: {e}"))?;
+    let manifest: Manifest = serde_json::from_slice(&text)
+        .map_err(|e| format!("{MANIFEST_NAME} cannot be read: {e}"))?;
+    let digest = sha2::Sha256::digest(&text)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok((manifest, digest))
 }
 
 /// What a reader of a manifest needs of it: the files. Read on its own so

@@ -1,10 +1,12 @@
 //! `fbunload follow`: live change capture from Firebird's replication
-//! journal into the PostgreSQL schema a `--keep-keys` load made. The
+//! journal into the PostgreSQL schema a `--keep-keys` load made, as
+//! change sets after a `--keep-keys` run into a directory, or as a
+//! stream of events. The
 //! options are [`FollowOptions`]; the work is crates/follow's (the journal
 //! itself is read by crates/journal), here only turned into this crate's
 //! [`Error`] so every front end reports it the same way.
 
-pub use fbunload_follow::{FollowOptions, FollowProgress, FollowSummary};
+pub use fbunload_follow::{FollowOptions, FollowProgress, FollowSummary, Position};
 
 use std::sync::atomic::AtomicBool;
 
@@ -32,4 +34,15 @@ pub fn follow(
     progress: &dyn FollowProgress,
 ) -> Result<FollowSummary, Error> {
     fbunload_follow::follow(options, stop, progress).map_err(follow_error)
+}
+
+/// [`follow`] of a change stream (`target` `-`): the events, one JSON
+/// object a line, written to `events` instead of standard output.
+pub fn follow_into(
+    options: &FollowOptions,
+    stop: &AtomicBool,
+    progress: &dyn FollowProgress,
+    events: Box<dyn std::io::Write>,
+) -> Result<FollowSummary, Error> {
+    fbunload_follow::follow_into(options, stop, progress, events).map_err(follow_error)
 }

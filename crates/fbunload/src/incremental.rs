@@ -17,12 +17,8 @@ use fbunload_dest::{
     PreviousRunRef, MANIFEST_NAME,
 };
 use fbunload_plan::{Plan, PreviousTable, Role, Since};
-use sha2::{Digest, Sha256};
 
 use crate::{Error, Summary};
-
-/// A manifest larger than this is not a run's.
-const MANIFEST_LIMIT: u64 = 256 << 20;
 
 /// The run a `--since` starts from.
 pub(crate) struct Previous {
@@ -61,16 +57,7 @@ fn refuse(dir: &Path, why: impl std::fmt::Display) -> Error {
 /// The manifest of the run in `dir`, read as untrusted (a plain file of
 /// sane size), and the SHA-256 of its text.
 pub(crate) fn read_manifest(dir: &Path) -> Result<(Manifest, String), String> {
-    let path = dir.join(MANIFEST_NAME);
-    let meta =
-        fs::symlink_metadata(&path).map_err(|e| format!("no run there ({MANIFEST_NAME}: {e})"))?;
-    if !meta.is_file() || meta.len() > MANIFEST_LIMIT {
-        return Err(format!("{MANIFEST_NAME} is not a plain file of a run"));
-    }
-    let text = fs::read(&path).map_err(|e| format!("{MANIFEST_NAME}: {e}"))?;
-    let manifest: Manifest = serde_json::from_slice(&text)
-        .map_err(|e| format!("{MANIFEST_NAME} cannot be read: {e}"))?;
-    Ok((manifest, hex(&Sha256::digest(&text))))
+    fbunload_dest::read_run_manifest(dir)
 }
 
 /// Reads and checks the manifest and keys files of the run in `dir`.
@@ -81,6 +68,18 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
             dir,
             "it holds a state that fbunload apply made; give --since the change set that state \
              was made from (the chain's last link)",
+        ));
+    }
+    // A link from the journal keeps no keys, and its marks are its base's.
+    if manifest
+        .incremental
+        .as_ref()
+        .is_some_and(|i| i.journal.is_some())
+    {
+        return Err(refuse(
+            dir,
+            "it is a change set fbunload follow wrote from the journal, which keeps no keys; \
+             go on with fbunload follow, or start a chain of scans with --keep-keys",
         ));
     }
     let (Some(snapshot_number), Some(marks)) = (manifest.snapshot_number, &manifest.incremental)
@@ -381,6 +380,7 @@ pub(crate) fn complete_manifest(
                     .collect()
             })
             .unwrap_or_default(),
+        journal: None,
     });
     Ok(())
 }

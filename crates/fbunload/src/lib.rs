@@ -349,10 +349,11 @@ impl Unload {
         self
     }
 
-    /// With [`Unload::keep_keys`] into PostgreSQL: the database's
-    /// `journal_archive_directory`, from which `fbunload follow` goes on
-    /// where this load's snapshot ends (its marks, kept with the state,
-    /// say which transactions it did not see). The load first checks that
+    /// With [`Unload::keep_keys`], into PostgreSQL or a directory: the
+    /// database's `journal_archive_directory`, from which `fbunload
+    /// follow` goes on where this load's snapshot ends (its marks, kept
+    /// with the state or in the directory's manifest, say which
+    /// transactions it did not see). The load first checks that
     /// the database publishes its changes and that the directory holds
     /// this database's journal, so a follow set-up that cannot work fails
     /// before anything is loaded.
@@ -719,12 +720,16 @@ impl Unload {
         if self.options.fetch_only {
             return Err(Error::Usage("--fetch-only writes nothing".into()));
         }
-        if self.journal.is_some() && pg.is_none() {
-            return Err(Error::Usage(
-                "--journal hands a load into PostgreSQL over to `fbunload follow`: use it with -o \
-                 postgresql://… --keep-keys"
-                    .into(),
-            ));
+        // Into PostgreSQL, to_postgres checked it already.
+        if let (Some(archive), None) = (&self.journal, pg) {
+            if !self.keep_keys || self.since.is_some() {
+                return Err(Error::Usage(
+                    "--journal hands a --keep-keys run over to `fbunload follow` (change sets \
+                     from the journal): add --keep-keys, without --since"
+                        .into(),
+                ));
+            }
+            self.check_journal(archive)?;
         }
         FileOutput::check_part_limits(&format, self.part_limits)?;
         let incremental = self.since.is_some() || self.keep_keys;

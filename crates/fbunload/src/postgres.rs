@@ -279,7 +279,7 @@ impl Unload {
 impl Unload {
     /// That the database publishes to a journal in `archive` (its own:
     /// the segments there carry its GUID): what `fbunload follow` needs.
-    fn check_journal(&self, archive: &std::path::Path) -> Result<(), Error> {
+    pub(crate) fn check_journal(&self, archive: &std::path::Path) -> Result<(), Error> {
         let options = crate::follow::FollowOptions {
             database: self.connect.database.clone(),
             user: self.connect.user.clone(),
@@ -292,6 +292,8 @@ impl Unload {
             until_idle: None,
             from: None,
             memory_budget: self.memory_budget,
+            since: None,
+            every: None,
         };
         crate::follow::check_setup(&options)
     }

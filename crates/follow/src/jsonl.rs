@@ -88,8 +88,9 @@ impl<W: Write> JsonLines<W> {
         for change in ended.changes() {
             let change = change?;
             let table = source.table(&change.table)?;
-            let before = row(&table, change.before.as_deref(), &ended.blobs)?;
-            let after = row(&table, change.after.as_deref(), &ended.blobs)?;
+            let blobs = ended.blobs_of(&table.format, &change)?;
+            let before = row(&table, change.before.as_deref(), &blobs)?;
+            let after = row(&table, change.after.as_deref(), &blobs)?;
             let keyed = if change.kind == ChangeKind::Insert {
                 &after
             } else {

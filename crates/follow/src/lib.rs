@@ -16,6 +16,7 @@
 //! key; the PostgreSQL side ([`target`]) turns decoded rows into
 //! statements. Data flows one way: journal → events → PostgreSQL.
 
+pub mod changeset;
 pub mod jsonl;
 pub mod source;
 pub mod target;
@@ -25,7 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fbunload_journal::transactions::Outcome;
-use fbunload_journal::{Committed, Journal, JournalError, Position, Transactions};
+use fbunload_journal::{Committed, Journal, JournalError, Transactions};
+
+/// A place in the journal: a segment's sequence and an offset in it.
+pub use fbunload_journal::Position;
 
 /// What a follow is told (the command line's `follow` options).
 #[derive(Debug, Clone)]
@@ -50,6 +54,11 @@ pub struct FollowOptions {
     /// With `target` `-` (JSON lines on standard output): go on after
     /// this `resume` of an earlier event ([`jsonl`]).
     pub from: Option<String>,
+    /// With `target` a directory: the `--keep-keys --journal` run the
+    /// chain of change sets starts from ([`changeset`]).
+    pub since: Option<PathBuf>,
+    /// With `target` a directory: a change set this often.
+    pub every: Option<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,9 +81,13 @@ pub struct FollowSummary {
     pub position: Position,
 }
 
-/// Progress as a follow goes: after each applied transaction.
+/// Progress as a follow goes: after each applied transaction, and each
+/// change set written.
 pub trait FollowProgress {
     fn applied(&self, _summary: &FollowSummary, _lag: Option<Duration>) {}
+    /// A change set moved into place at `link`, holding `transactions`,
+    /// ending at `position` in the journal.
+    fn linked(&self, _link: &std::path::Path, _transactions: u64, _position: Position) {}
 }
 
 impl FollowProgress for () {}
@@ -124,6 +137,19 @@ pub fn follow(
     stop: &AtomicBool,
     progress: &dyn FollowProgress,
 ) -> Result<FollowSummary, FollowError> {
+    let stdout = Box::new(std::io::BufWriter::new(std::io::stdout()));
+    follow_into(options, stop, progress, stdout)
+}
+
+/// [`follow`], its events (with `target` `-`) written to `events` rather
+/// than standard output: for a caller that hands them on (Python's
+/// iterator of events).
+pub fn follow_into(
+    options: &FollowOptions,
+    stop: &AtomicBool,
+    progress: &dyn FollowProgress,
+    events: Box<dyn std::io::Write>,
+) -> Result<FollowSummary, FollowError> {
     let mut source = source::Source::open(options)?;
     let journal = Journal::open(
         &options.archive,
@@ -144,12 +170,27 @@ pub fn follow(
                 },
             },
         };
-        let out = jsonl::JsonLines::new(std::io::BufWriter::new(std::io::stdout()));
-        (Sink::JsonLines(out), state)
-    } else {
+        (Sink::JsonLines(jsonl::JsonLines::new(events)), state)
+    } else if !fbunload_dest_postgres::is_postgres_uri(&options.target) {
         if options.from.is_some() {
             return Err(FollowError::Usage(
-                "--from is for -o -: a PostgreSQL target keeps its own position".into(),
+                "--from is for -o -: a chain of change sets keeps its own position".into(),
+            ));
+        }
+        let (sets, handoff, state) = changeset::ChangeSets::open(options, &source, &journal)?;
+        (
+            Sink::ChangeSets {
+                sets: Box::new(sets),
+                handoff,
+            },
+            state,
+        )
+    } else {
+        if options.from.is_some() || options.since.is_some() || options.every.is_some() {
+            return Err(FollowError::Usage(
+                "--from is for -o -, --since and --every for -o DIR: a PostgreSQL target keeps \
+                 its own position"
+                    .into(),
             ));
         }
         let mut target = target::Target::open(options)?;
@@ -180,7 +221,10 @@ pub fn follow(
     let mut last_change = Instant::now();
     loop {
         if stop.load(Ordering::SeqCst) {
-            return Ok(summary);
+            return finish(&mut sink, summary, progress);
+        }
+        if let Sink::ChangeSets { sets, .. } = &mut sink {
+            sets.write_if_due(progress)?;
         }
         let Some(segment) = journal.segment(cursor.sequence)? else {
             // Not written yet, unless a later one is: then it is lost.
@@ -200,7 +244,7 @@ pub fn follow(
                 )));
             }
             if idle(options, &last_change) {
-                return Ok(summary);
+                return finish(&mut sink, summary, progress);
             }
             std::thread::sleep(POLL);
             continue;
@@ -216,13 +260,15 @@ pub fn follow(
                 continue;
             }
             let wanted = match &sink {
-                Sink::Postgres { handoff, .. } => handoff.unseen(ended.transaction),
+                Sink::Postgres { handoff, .. } | Sink::ChangeSets { handoff, .. } => {
+                    handoff.unseen(ended.transaction)
+                }
                 Sink::JsonLines(_) => true,
             };
             // A stream from the journal's first segment starts there: a
             // transaction begun before it is before its start.
             let beginning_needed = match &sink {
-                Sink::Postgres { .. } => wanted,
+                Sink::Postgres { .. } | Sink::ChangeSets { .. } => wanted,
                 Sink::JsonLines(_) => options.from.is_some(),
             };
             match ended.outcome {
@@ -252,6 +298,21 @@ pub fn follow(
                 }
                 Sink::JsonLines(out) if anything => out.write(&mut source, &ended, restart)?,
                 Sink::JsonLines(_) => 0,
+                Sink::ChangeSets { sets, .. }
+                    if wanted
+                        && ended.outcome == Outcome::Committed
+                        && ended.change_count() > 0 =>
+                {
+                    refuse_ddl(&ended)?;
+                    sets.add(&mut source, &ended, restart, progress)?
+                }
+                Sink::ChangeSets { sets, .. } => {
+                    if wanted {
+                        refuse_ddl(&ended)?;
+                    }
+                    sets.passed(ended.end, restart);
+                    0
+                }
             };
             applied = ended.end;
             summary.transactions +=
@@ -261,7 +322,7 @@ pub fn follow(
             last_change = Instant::now();
             progress.applied(&summary, None);
             if stop.load(Ordering::SeqCst) {
-                return Ok(summary);
+                return finish(&mut sink, summary, progress);
             }
         }
         if let Some(end) = read_to {
@@ -283,11 +344,24 @@ pub fn follow(
             };
         } else if blocks.is_empty() {
             if idle(options, &last_change) {
-                return Ok(summary);
+                return finish(&mut sink, summary, progress);
             }
             std::thread::sleep(POLL);
         }
     }
+}
+
+/// A follow that stops cleanly: a chain of change sets gets the link it
+/// was gathering.
+fn finish(
+    sink: &mut Sink,
+    summary: FollowSummary,
+    progress: &dyn FollowProgress,
+) -> Result<FollowSummary, FollowError> {
+    if let Sink::ChangeSets { sets, .. } = sink {
+        sets.write(progress)?;
+    }
+    Ok(summary)
 }
 
 fn idle(options: &FollowOptions, last_change: &Instant) -> bool {
@@ -314,7 +388,9 @@ fn apply(
     let mut statements = ended.changes().map(|change| {
         let change = change?;
         let table = source.table(&change.table)?;
-        target::statement(&schema, &table, &change, &ended.blobs)
+        // Only this change's blobs, if they went to their file.
+        let blobs = ended.blobs_of(&table.format, &change)?;
+        target::statement(&schema, &table, &change, &blobs)
     });
     target.apply(
         ended.transaction,
@@ -331,7 +407,11 @@ enum Sink {
         target: Box<target::Target>,
         handoff: target::Handoff,
     },
-    JsonLines(jsonl::JsonLines<std::io::BufWriter<std::io::Stdout>>),
+    JsonLines(jsonl::JsonLines<Box<dyn std::io::Write>>),
+    ChangeSets {
+        sets: Box<changeset::ChangeSets>,
+        handoff: target::Handoff,
+    },
 }
 
 /// DDL in the journal stops the follow, naming the statement.

@@ -170,6 +170,27 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The computed columns of table `name` (`COMPUTED BY`): no record
+    /// holds them, so the journal does not carry them.
+    pub fn computed_columns(&self, name: &str) -> Result<Vec<String>, FollowError> {
+        let literal = format!("'{}'", name.replace('\'', "''"));
+        self.read(|tr| {
+            let mut computed = Vec::new();
+            query(
+                tr,
+                &format!(
+                    "SELECT rf.RDB$FIELD_NAME FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f \
+                     ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
+                     WHERE rf.RDB$RELATION_NAME = {literal} AND f.RDB$COMPUTED_BLR IS NOT NULL"
+                ),
+                |row| computed.push(text(row, 0)),
+            )?;
+            Ok(computed)
+        })
+    }
+}
+
 /// Text of a column in Firebird's character set `charset`, as UTF-8
 /// (NONE is taken as UTF-8, checked).
 pub fn text_of(

@@ -16,11 +16,13 @@
 //! Every layout is version-checked: a segment or block of a version this
 //! reader does not know is refused, naming it, never guessed at.
 
+pub mod blobs;
 pub mod protocol;
 pub mod record;
 pub mod segment;
 pub mod transactions;
 
+pub use blobs::Blobs;
 pub use protocol::{BlobId, Operation};
 pub use record::{RecordFormat, Value};
 pub use segment::{Block, Journal, Position, Segment, SegmentHeader, SegmentState};

@@ -9,17 +9,19 @@
 //! transactional in Firebird: a rolled-back transaction still hands out
 //! the values it set.
 //!
-//! Bounded: once the row images a transaction holds pass the budget
-//! ([`Transactions::with_memory_budget`]), its changes go to a temporary
-//! file of their own (unlinked, so nothing is left behind), which a
-//! savepoint's rollback truncates; the ended transaction's changes are
-//! then read back one by one ([`Committed::changes`]). Blobs stay in
-//! memory.
+//! Bounded: once the row images and blobs a transaction holds pass the
+//! budget ([`Transactions::with_memory_budget`]), its changes go to a
+//! temporary file of their own (unlinked, so nothing is left behind),
+//! which a savepoint's rollback truncates, and its blobs to another
+//! ([`Blobs`]); the ended transaction's changes are then read back one by
+//! one ([`Committed::changes`]), and each change's blobs with it
+//! ([`Committed::blobs_of`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::blobs::Blobs;
 use crate::protocol::{operations, BlobId, Operation};
-use crate::{Block, JournalError, Position};
+use crate::{Block, JournalError, Position, RecordFormat};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
@@ -62,7 +64,9 @@ pub struct Committed {
     pub changes: Vec<Change>,
     /// Changes that went to a file, in order before `changes`.
     pub spilled: Option<Spill>,
-    pub blobs: HashMap<BlobId, Vec<u8>>,
+    /// The blobs it stored, by id: read them for a change with
+    /// [`Committed::blobs_of`].
+    pub blobs: Blobs,
     /// The values sequences were set to, in order.
     pub sequences: Vec<(String, i64)>,
     /// Statements (DDL) run, as written: (user, charset id, text).
@@ -79,6 +83,17 @@ impl Committed {
             None => Box::new(std::iter::empty()),
         };
         spilled.chain(self.changes.iter().cloned().map(Ok))
+    }
+
+    /// The blobs `change`'s images name, as [`RecordFormat::decode`]
+    /// takes them (read back from their file if they went there).
+    pub fn blobs_of(
+        &self,
+        format: &RecordFormat,
+        change: &Change,
+    ) -> Result<std::borrow::Cow<'_, HashMap<BlobId, Vec<u8>>>, JournalError> {
+        self.blobs
+            .for_images(format, &[change.before.as_deref(), change.after.as_deref()])
     }
 
     /// How many changes it holds.
@@ -202,7 +217,7 @@ struct Open {
     held: usize,
     /// The number of changes when each open savepoint started.
     savepoints: Vec<usize>,
-    blobs: HashMap<BlobId, Vec<u8>>,
+    blobs: Blobs,
     /// Blobs whose last entry ended with its block, not with the blob.
     unfinished_blobs: HashSet<BlobId>,
     sequences: Vec<(String, i64)>,
@@ -242,7 +257,15 @@ impl Open {
             + change.before.as_ref().map_or(0, Vec::len)
             + change.after.as_ref().map_or(0, Vec::len);
         self.changes.push(change);
-        if self.held > budget {
+        self.bound(budget)
+    }
+
+    /// Past the budget, row images and blobs alike: both go on in files.
+    fn bound(&mut self, budget: usize) -> Result<(), JournalError> {
+        if self.held + self.blobs.held() <= budget {
+            return Ok(());
+        }
+        if self.spill.is_none() {
             let mut spill = Spill::new()?;
             for change in self.changes.drain(..) {
                 spill.push(&change)?;
@@ -250,7 +273,7 @@ impl Open {
             self.held = 0;
             self.spill = Some(spill);
         }
-        Ok(())
+        self.blobs.spill()
     }
 
     /// Keeps the first `count` changes (a savepoint rolled back).
@@ -318,7 +341,7 @@ impl Transactions {
                         outcome: Outcome::BeganBeforeReading,
                         changes: Vec::new(),
                         spilled: None,
-                        blobs: HashMap::new(),
+                        blobs: Blobs::default(),
                         sequences: Vec::new(),
                         statements: Vec::new(),
                         end: block.end,
@@ -386,14 +409,11 @@ impl Transactions {
                     // its row: a blob starts anew unless its last entry
                     // was cut by the end of a block.
                     let continued = open.unfinished_blobs.remove(&id);
-                    let bytes = open.blobs.entry(id).or_default();
-                    if !continued {
-                        bytes.clear();
-                    }
-                    bytes.extend_from_slice(&data);
+                    open.blobs.store(id, &data, continued)?;
                     if !complete {
                         open.unfinished_blobs.insert(id);
                     }
+                    open.bound(budget)?;
                 }
                 Operation::ExecuteSql { user, charset, sql } => {
                     open.statements.push((user, charset, sql))
@@ -416,7 +436,7 @@ impl Transactions {
             outcome,
             changes: if keep { open.changes } else { Vec::new() },
             spilled: if keep { open.spill } else { None },
-            blobs: if keep { open.blobs } else { HashMap::new() },
+            blobs: if keep { open.blobs } else { Blobs::default() },
             sequences: open.sequences,
             statements: if keep { open.statements } else { Vec::new() },
             end: block.end,
@@ -482,7 +502,33 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(done.outcome, Outcome::Committed);
-        assert_eq!(done.blobs[&BlobId(7, 9)], b"abcd");
+        assert_eq!(
+            done.blobs.get(BlobId(7, 9)).unwrap().unwrap().as_ref(),
+            b"abcd"
+        );
+    }
+
+    #[test]
+    fn blobs_past_the_budget_go_on_in_a_file_and_read_back_whole() {
+        let mut body = vec![1];
+        let big = vec![b'x'; 1000];
+        store_blob(&mut body, &big, true);
+        body.push(3);
+        let ended = |budget: usize| {
+            Transactions::with_memory_budget(budget)
+                .feed(&block(5, BEGIN_TRANSACTION | END_TRANSACTION, 48, &body))
+                .unwrap()
+                .unwrap()
+        };
+        let (kept, spilled) = (ended(usize::MAX), ended(100));
+        assert!(!kept.blobs.spilled());
+        assert!(spilled.blobs.spilled());
+        for done in [kept, spilled] {
+            assert_eq!(
+                done.blobs.get(BlobId(7, 9)).unwrap().unwrap().as_ref(),
+                &big[..]
+            );
+        }
     }
 
     #[test]

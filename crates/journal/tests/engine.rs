@@ -283,7 +283,9 @@ fn every_type_decodes_as_firebird_prints_it_and_only_committed_work_arrives() {
     let decoded = format
         .decode(
             committed[0].changes[0].after.as_ref().unwrap(),
-            &committed[0].blobs,
+            &committed[0]
+                .blobs_of(&format, &committed[0].changes[0])
+                .unwrap(),
         )
         .unwrap();
     let att = connect(&db);
@@ -352,7 +354,9 @@ fn every_type_decodes_as_firebird_prints_it_and_only_committed_work_arrives() {
     let row2 = format
         .decode(
             committed[0].changes[1].after.as_ref().unwrap(),
-            &committed[0].blobs,
+            &committed[0]
+                .blobs_of(&format, &committed[0].changes[1])
+                .unwrap(),
         )
         .unwrap();
     assert!(row2
@@ -386,7 +390,10 @@ fn a_blob_longer_than_a_block_is_put_together() {
         .expect("the insert");
     let (format, ids) = format_of(&db, "B");
     let decoded = format
-        .decode(insert.changes[0].after.as_ref().unwrap(), &insert.blobs)
+        .decode(
+            insert.changes[0].after.as_ref().unwrap(),
+            &insert.blobs_of(&format, &insert.changes[0]).unwrap(),
+        )
         .unwrap();
     let Some(Value::Blob { bytes, .. }) = &decoded[ids["X"]] else {
         panic!("{:?}", decoded[ids["X"]]);

@@ -618,7 +618,8 @@ impl fbunload::Progress for SaidOnStderr {
     decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
-    processes=None, pg_schema=None, pg_lock_wait=None, pg_drop_others=false, pg_grants=false))]
+    processes=None, pg_schema=None, pg_lock_wait=None, pg_drop_others=false, pg_grants=false,
+    journal=None))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -664,6 +665,7 @@ fn unload<'py>(
     pg_lock_wait: Option<f64>,
     pg_drop_others: bool,
     pg_grants: bool,
+    journal: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     // `output` may be a PostgreSQL database rather than a directory.
     let pg_uri = output
@@ -773,6 +775,9 @@ fn unload<'py>(
     if let Some(since) = since {
         unload = unload.since(since);
     }
+    if let Some(journal) = journal {
+        unload = unload.journal(journal);
+    }
     if let Some(wait) = pg_lock_wait {
         unload = unload.pg_lock_wait(wait);
     }
@@ -879,6 +884,274 @@ fn apply<'py>(py: Python<'py>, old: PathBuf, changes: PathBuf) -> PyResult<Vec<A
             Ok((table.name, table.schema.to_pyarrow(py)?, batches))
         })
         .collect()
+}
+
+/// `fbunload follow`'s options from Python's keywords.
+#[allow(clippy::too_many_arguments)]
+fn follow_options(
+    database: String,
+    journal: PathBuf,
+    output: String,
+    journal_live: Option<PathBuf>,
+    pg_schema: Option<String>,
+    until_idle: Option<f64>,
+    memory_mb: usize,
+    from_: Option<String>,
+    since: Option<PathBuf>,
+    every: Option<f64>,
+    user: Option<String>,
+    password: Option<String>,
+    client_lib: Option<PathBuf>,
+) -> PyResult<fbunload::follow::FollowOptions> {
+    let seconds = |keyword: &str, value: Option<f64>| match value {
+        Some(s) if !(s.is_finite() && s > 0.0) => {
+            Err(UsageError::new_err(format!("{keyword}: seconds, above 0")))
+        }
+        Some(s) => Ok(Some(Duration::from_secs_f64(s))),
+        None => Ok(None),
+    };
+    Ok(fbunload::follow::FollowOptions {
+        database,
+        user,
+        password,
+        client_library: client_lib,
+        archive: journal,
+        live: journal_live,
+        target: output,
+        schema: pg_schema.unwrap_or_else(|| "public".into()),
+        until_idle: seconds("until_idle", until_idle)?,
+        memory_budget: memory_mb.saturating_mul(1 << 20),
+        from: from_,
+        since,
+        every: seconds("every", every)?,
+    })
+}
+
+/// `fbunload follow` into PostgreSQL or as change sets into a directory,
+/// until idle (`until_idle`) or Ctrl-C (a clean stop, as SIGINT is for
+/// the command line); returns what it applied.
+#[pyfunction]
+#[pyo3(signature = (database, *, journal, output, journal_live=None, pg_schema=None,
+    until_idle=None, memory_mb=fbunload::DEFAULT_MEMORY_MB, since=None, every=None, user=None,
+    password=None, client_lib=None))]
+#[allow(clippy::too_many_arguments)]
+fn follow<'py>(
+    py: Python<'py>,
+    database: String,
+    journal: PathBuf,
+    output: String,
+    journal_live: Option<PathBuf>,
+    pg_schema: Option<String>,
+    until_idle: Option<f64>,
+    memory_mb: usize,
+    since: Option<PathBuf>,
+    every: Option<f64>,
+    user: Option<String>,
+    password: Option<String>,
+    client_lib: Option<PathBuf>,
+) -> PyResult<Bound<'py, PyDict>> {
+    if output == "-" {
+        return Err(UsageError::new_err(
+            "follow: output='-' is the change stream: call follow_events() for it",
+        ));
+    }
+    let options = follow_options(
+        database,
+        journal,
+        output,
+        journal_live,
+        pg_schema,
+        until_idle,
+        memory_mb,
+        None,
+        since,
+        every,
+        user,
+        password,
+        client_lib,
+    )?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = {
+        let stop = stop.clone();
+        std::thread::spawn(move || fbunload::follow::follow(&options, &stop, &()))
+    };
+    let mut interrupted = None;
+    while !run.is_finished() {
+        py.detach(|| std::thread::sleep(SIGNAL_CHECK));
+        if interrupted.is_none() {
+            if let Err(e) = py.check_signals() {
+                // A clean stop: the follow ends its transaction or link.
+                stop.store(true, Ordering::SeqCst);
+                interrupted = Some(e);
+            }
+        }
+    }
+    let summary = run
+        .join()
+        .map_err(|_| Error::new_err("the follow panicked"))?
+        .map_err(to_py)?;
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let dict = PyDict::new(py);
+    dict.set_item("transactions", summary.transactions)?;
+    dict.set_item("changes", summary.changes)?;
+    dict.set_item("position", summary.position.to_string())?;
+    Ok(dict)
+}
+
+/// Lines of the change stream, handed from the follow's thread.
+struct LineSender {
+    line: Vec<u8>,
+    lines: std::sync::mpsc::SyncSender<Vec<u8>>,
+}
+
+impl std::io::Write for LineSender {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        for part in bytes.split_inclusive(|b| *b == b'\n') {
+            self.line.extend_from_slice(part);
+            if part.ends_with(b"\n") {
+                let line = std::mem::take(&mut self.line);
+                // The iterator is gone: the follow stops.
+                self.lines
+                    .send(line)
+                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Events of the change stream waiting for the iterator, at most.
+const EVENTS_AHEAD: usize = 1024;
+
+/// The change stream as an iterator of JSON lines (`fbunload follow -o -
+/// --format jsonl`): the follow runs on a thread of its own, at most
+/// [`EVENTS_AHEAD`] events ahead; closing the iterator stops it.
+#[pyclass(module = "fbunload._fbunload")]
+struct FollowEvents {
+    /// Taken while the GIL is released to wait on it.
+    lines: Mutex<Option<std::sync::mpsc::Receiver<Vec<u8>>>>,
+    stop: Arc<AtomicBool>,
+    run: Mutex<Option<std::thread::JoinHandle<Result<(), RunError>>>>,
+}
+
+#[pymethods]
+impl FollowEvents {
+    fn __iter__(this: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        this
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        loop {
+            let Some(lines) = self.lines.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+                return Ok(None);
+            };
+            let (lines, next) = py.detach(move || {
+                let next = lines.recv_timeout(SIGNAL_CHECK);
+                (lines, next)
+            });
+            *self.lines.lock().unwrap_or_else(|e| e.into_inner()) = Some(lines);
+            match next {
+                Ok(line) => return Ok(Some(String::from_utf8_lossy(&line).into_owned())),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = py.check_signals() {
+                        self.stop.store(true, Ordering::SeqCst);
+                        return Err(e);
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    return match run.map(|r| py.detach(|| r.join())) {
+                        Some(Ok(Err(e))) => Err(to_py(e)),
+                        Some(Err(_)) => Err(Error::new_err("the follow panicked")),
+                        _ => Ok(None),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Stops the follow; the iterator ends.
+    fn close(&self, py: Python<'_>) {
+        self.stop.store(true, Ordering::SeqCst);
+        let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(run) = run {
+            py.detach(move || {
+                // Dropping the receiver unblocks a follow waiting to hand
+                // on an event.
+                drop(lines);
+                let _ = run.join();
+            });
+        }
+    }
+}
+
+impl Drop for FollowEvents {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The change stream of `fbunload follow -o - --format jsonl`, from the
+/// journal's first segment or after `from_` (an event's `resume`).
+#[pyfunction]
+#[pyo3(signature = (database, *, journal, journal_live=None, until_idle=None,
+    memory_mb=fbunload::DEFAULT_MEMORY_MB, from_=None, user=None, password=None,
+    client_lib=None))]
+#[allow(clippy::too_many_arguments)]
+fn follow_events(
+    database: String,
+    journal: PathBuf,
+    journal_live: Option<PathBuf>,
+    until_idle: Option<f64>,
+    memory_mb: usize,
+    from_: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    client_lib: Option<PathBuf>,
+) -> PyResult<FollowEvents> {
+    let options = follow_options(
+        database,
+        journal,
+        "-".into(),
+        journal_live,
+        None,
+        until_idle,
+        memory_mb,
+        from_,
+        None,
+        None,
+        user,
+        password,
+        client_lib,
+    )?;
+    let (sender, lines) = std::sync::mpsc::sync_channel(EVENTS_AHEAD);
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let events = Box::new(LineSender {
+                line: Vec::new(),
+                lines: sender,
+            });
+            match fbunload::follow::follow_into(&options, &stop, &(), events) {
+                // Closed by the caller: the end it asked for.
+                Err(_) if stop.load(Ordering::SeqCst) => Ok(()),
+                other => other.map(|_| ()),
+            }
+        })
+    };
+    Ok(FollowEvents {
+        lines: Mutex::new(Some(lines)),
+        stop,
+        run: Mutex::new(Some(run)),
+    })
 }
 
 /// The `fbunload` command line in this process: `argv` is the program's
@@ -1330,6 +1603,9 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(unload, m)?)?;
     m.add_function(wrap_pyfunction!(apply, m)?)?;
+    m.add_function(wrap_pyfunction!(follow, m)?)?;
+    m.add_function(wrap_pyfunction!(follow_events, m)?)?;
+    m.add_class::<FollowEvents>()?;
     m.add_function(wrap_pyfunction!(pg_end_sync, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;

@@ -30,6 +30,12 @@ const VALUED: &[(&str, &str)] = &[
     ("stall-timeout", "stall_timeout"),
     ("processes", "processes"),
     ("wire-crypt", "wire_crypt"),
+    // fbunload.follow's.
+    ("journal", "journal"),
+    ("journal-live", "journal_live"),
+    ("every", "every"),
+    ("from", "from_"),
+    ("until-idle", "until_idle"),
 ];
 
 /// Switches, and the keyword argument that means the same.
