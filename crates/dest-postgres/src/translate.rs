@@ -17,7 +17,7 @@
 //! `SET search_path` to the target schema, where their text is read
 //! when they run (after the staging schema became the target).
 
-use fbunload_plan::schema::{Schema, TableSchema};
+use fbunload_plan::schema::{ConstraintKind, Schema, TableSchema};
 use fbunload_psql::{self as psql, ExprContext, NameKind};
 use postgres::Client;
 
@@ -60,6 +60,23 @@ fn context<'a>(
             Some(c.data_type.clone())
         })
         .with_functions(move |name| schema.routines.find("function", name).is_some())
+        .with_tables(move |name| {
+            let t = schema.tables.iter().find(|t| t.name == name)?;
+            Some(psql::TableShape {
+                columns: t
+                    .columns
+                    .iter()
+                    .filter(|c| c.computed_by.is_none())
+                    .map(|c| c.name.clone())
+                    .collect(),
+                primary_key: t
+                    .constraints
+                    .iter()
+                    .find(|c| c.kind == ConstraintKind::PrimaryKey)
+                    .map(|c| c.columns.clone())
+                    .unwrap_or_default(),
+            })
+        })
         .with_search_path(target)
 }
 

@@ -245,8 +245,10 @@ pub enum StmtKind {
     Assign(Expr, Expr),
     If(Expr, Box<Stmt>, Option<Box<Stmt>>),
     While(Option<Name>, Expr, Box<Stmt>),
-    /// `FOR SELECT ... INTO ... DO stmt`.
-    ForSelect(Option<Name>, Query, Vec<Expr>, Box<Stmt>),
+    /// `FOR SELECT ... INTO ... [AS CURSOR c] DO stmt`.
+    ForSelect(Option<Name>, Query, Vec<Expr>, Option<Name>, Box<Stmt>),
+    /// `FOR EXECUTE STATEMENT ... INTO ... DO stmt`.
+    ForExecute(Option<Name>, Execute, Box<Stmt>),
     /// A singleton `SELECT ... INTO`.
     SelectInto(Query, Vec<Expr>),
     Insert {
@@ -258,13 +260,28 @@ pub enum StmtKind {
         table: Name,
         alias: Option<Name>,
         sets: Vec<(Name, Expr)>,
-        filter: Option<Expr>,
+        filter: Filter,
     },
     Delete {
         table: Name,
         alias: Option<Name>,
-        filter: Option<Expr>,
+        filter: Filter,
     },
+    /// `UPDATE OR INSERT INTO t [(cols)] VALUES (...) [MATCHING (cols)]`.
+    UpdateOrInsert {
+        table: Name,
+        columns: Vec<Name>,
+        values: Vec<Expr>,
+        matching: Vec<Name>,
+    },
+    Merge(Box<Merge>),
+    /// `OPEN c`, `CLOSE c`.
+    Open(Name),
+    Close(Name),
+    /// `FETCH c INTO ...`.
+    Fetch(Name, Vec<Expr>),
+    /// `IN AUTONOMOUS TRANSACTION DO stmt`, kept only to refuse it.
+    Autonomous(Box<Stmt>),
     Suspend,
     Exit,
     /// `LEAVE [label]` / `BREAK`.
@@ -274,12 +291,53 @@ pub enum StmtKind {
     /// `EXCEPTION [name [message]]`; no name re-raises.
     Raise(Option<Name>, Option<Expr>),
     ExecuteProcedure(Name, Vec<Expr>, Vec<Expr>),
-    /// `EXECUTE STATEMENT e [INTO ...]`.
-    ExecuteStatement(Expr, Vec<Expr>),
+    /// `EXECUTE STATEMENT e [(params)] [INTO ...]`.
+    ExecuteStatement(Execute),
     PostEvent(Expr),
     /// A PSQL function's `RETURN e`.
     Return(Expr),
     Block(Block),
+}
+
+/// An UPDATE's or DELETE's rows: a condition, or the row a cursor is on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    All,
+    Where(Expr),
+    CurrentOf(Name),
+}
+
+/// `EXECUTE STATEMENT sql [(p := e, ...) | (e, ...)] [INTO targets]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execute {
+    pub sql: Expr,
+    /// Named (`:p` in the text) or positional (`?`) parameters.
+    pub params: Vec<(Option<Name>, Expr)>,
+    pub into: Vec<Expr>,
+}
+
+/// `MERGE INTO target USING source ON cond WHEN ...`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merge {
+    pub target: Name,
+    pub alias: Option<Name>,
+    pub source: TableRef,
+    pub on: Expr,
+    pub whens: Vec<MergeWhen>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeWhen {
+    pub matched: bool,
+    pub condition: Option<Expr>,
+    pub action: MergeAction,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeAction {
+    Update(Vec<(Name, Expr)>),
+    Delete,
+    Insert(Vec<Name>, Vec<Expr>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -326,5 +384,15 @@ pub struct Variable {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Body {
     pub variables: Vec<Variable>,
+    /// `DECLARE c CURSOR FOR (SELECT ...)`.
+    pub cursors: Vec<Cursor>,
     pub block: Block,
+}
+
+/// A cursor declared in a routine's header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cursor {
+    pub name: Name,
+    pub query: Query,
+    pub line: u32,
 }

@@ -95,10 +95,24 @@ pub struct ExprContext<'a> {
     /// Whether a name is a PSQL function of the database (called as
     /// `name(args)`, spelled by `names` as a [`NameKind::Procedure`]).
     pub functions: FunctionFn<'a>,
+    /// A table's columns and primary key, where known.
+    pub tables: TableFn<'a>,
 }
 
 /// Whether a name is a user's PSQL function.
 pub type FunctionFn<'a> = Box<dyn Fn(&str) -> bool + 'a>;
+
+/// A table's columns (those a row is written with, in order) and
+/// primary key, for `UPDATE OR INSERT` without a column list or
+/// `MATCHING`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableShape {
+    pub columns: Vec<String>,
+    pub primary_key: Vec<String>,
+}
+
+/// A table's shape by its Firebird name.
+pub type TableFn<'a> = Box<dyn Fn(&str) -> Option<TableShape> + 'a>;
 
 /// A column's Firebird type by its name.
 pub type ColumnTypeFn<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
@@ -112,6 +126,7 @@ impl Default for ExprContext<'_> {
             search_path: None,
             column_types: Box::new(|_| None),
             functions: Box::new(|_| false),
+            tables: Box::new(|_| None),
         }
     }
 }
@@ -146,6 +161,11 @@ impl<'a> ExprContext<'a> {
 
     pub fn with_functions(mut self, functions: impl Fn(&str) -> bool + 'a) -> Self {
         self.functions = Box::new(functions);
+        self
+    }
+
+    pub fn with_tables(mut self, tables: impl Fn(&str) -> Option<TableShape> + 'a) -> Self {
+        self.tables = Box::new(tables);
         self
     }
 
@@ -267,8 +287,11 @@ fn varying(e: &ast::Expr) -> Option<(String, u32)> {
         K::NextValue(..) => here("a sequence"),
         K::Param(_) => here("a parameter"),
         K::Function { name, args, .. } => {
-            if name == "RAND" {
-                return here("RAND");
+            if matches!(
+                name.as_str(),
+                "RAND" | "GEN_UUID" | "RDB$GET_CONTEXT" | "RDB$SET_CONTEXT"
+            ) {
+                return here(name);
             }
             args.iter().find_map(varying)
         }

@@ -10,7 +10,16 @@ use crate::Untranslated;
 pub struct Parser {
     tokens: Vec<Token>,
     pos: usize,
+    /// In an EXECUTE STATEMENT's text: how many `?` markers were read
+    /// (each is the parameter of its number, `?1`, `?2`, ...).
+    markers: Option<u32>,
 }
+
+/// Why `IN AUTONOMOUS TRANSACTION` is reported.
+pub const AUTONOMOUS: &str =
+    "PostgreSQL has no autonomous transactions: its writes would commit or \
+                              roll back with the caller's (dblink to the same database can do it \
+                              by hand)";
 
 type Result<T> = std::result::Result<T, Untranslated>;
 
@@ -76,7 +85,14 @@ impl Parser {
         Ok(Parser {
             tokens: tokenize(source)?,
             pos: 0,
+            markers: None,
         })
+    }
+
+    /// An EXECUTE STATEMENT's text: `?` is a positional parameter.
+    pub fn with_markers(mut self) -> Self {
+        self.markers = Some(0);
+        self
     }
 
     fn peek(&self) -> &Tok {
@@ -570,7 +586,17 @@ impl Parser {
                 self.advance();
                 wrap(ExprKind::Star(None))
             }
-            Tok::Sym("?") => Err(self.unsupported("?", "a parameter marker")),
+            Tok::Sym("?") => match self.markers {
+                Some(n) => {
+                    self.advance();
+                    self.markers = Some(n + 1);
+                    wrap(ExprKind::Param(Name {
+                        text: format!("?{}", n + 1),
+                        quoted: true,
+                    }))
+                }
+                None => Err(self.unsupported("?", "a parameter marker")),
+            },
             Tok::Word(w) => self.word_expr(&w, line),
             Tok::Quoted(_) => self.column(line),
             _ => Err(self.unexpected("an expression")),
@@ -774,6 +800,24 @@ impl Parser {
                     return wrap(ExprKind::Trim(None, None, Box::new(target)));
                 }
                 wrap(ExprKind::Trim(spec, what, Box::new(target)))
+            }
+            "OVERLAY" => {
+                self.expect_sym("(")?;
+                let mut args = vec![self.expr()?];
+                self.expect_word("PLACING")?;
+                args.push(self.expr()?);
+                self.expect_word("FROM")?;
+                args.push(self.expr()?);
+                if self.eat_word("FOR") {
+                    args.push(self.expr()?);
+                }
+                self.expect_sym(")")?;
+                wrap(ExprKind::Function {
+                    name: "OVERLAY".into(),
+                    args,
+                    distinct: false,
+                    over: None,
+                })
             }
             "POSITION" => {
                 self.expect_sym("(")?;
@@ -1514,6 +1558,7 @@ impl Parser {
     pub fn body(&mut self) -> Result<Body> {
         self.eat_word("AS");
         let mut variables = Vec::new();
+        let mut cursors = Vec::new();
         while self.is_word("DECLARE") {
             let line = self.line();
             self.advance();
@@ -1522,8 +1567,23 @@ impl Parser {
             }
             self.eat_word("VARIABLE");
             let name = self.name()?;
-            if self.is_word("CURSOR") || self.is_word("SCROLL") {
-                return Err(self.unsupported("a named cursor", "cursors are not translated"));
+            if self.is_word("SCROLL") {
+                return Err(self.unsupported(
+                    "a SCROLL cursor",
+                    "PL/pgSQL cursors fetch forward only here",
+                ));
+            }
+            if self.eat_word("NO") {
+                self.expect_word("SCROLL")?;
+            }
+            if self.eat_word("CURSOR") {
+                self.expect_word("FOR")?;
+                self.expect_sym("(")?;
+                let query = self.query()?;
+                self.expect_sym(")")?;
+                self.expect_sym(";")?;
+                cursors.push(Cursor { name, query, line });
+                continue;
             }
             let data_type = self.data_type()?;
             let not_null = if self.eat_word("NOT") {
@@ -1548,7 +1608,11 @@ impl Parser {
         }
         self.expect_word("BEGIN")?;
         let block = self.block_rest()?;
-        Ok(Body { variables, block })
+        Ok(Body {
+            variables,
+            cursors,
+            block,
+        })
     }
 
     /// After `BEGIN`: statements, handlers, `END`.
@@ -1633,10 +1697,17 @@ impl Parser {
                     line,
                 }),
                 Stmt {
-                    kind: StmtKind::ForSelect(None, q, i, b),
+                    kind: StmtKind::ForSelect(None, q, i, c, b),
                     line,
                 } => Ok(Stmt {
-                    kind: StmtKind::ForSelect(Some(label), q, i, b),
+                    kind: StmtKind::ForSelect(Some(label), q, i, c, b),
+                    line,
+                }),
+                Stmt {
+                    kind: StmtKind::ForExecute(None, e, b),
+                    line,
+                } => Ok(Stmt {
+                    kind: StmtKind::ForExecute(Some(label), e, b),
                     line,
                 }),
                 _ => Err(Untranslated {
@@ -1680,6 +1751,17 @@ impl Parser {
             }
             "FOR" => {
                 self.advance();
+                if self.is_word("EXECUTE") && self.is_word_at(1, "STATEMENT") {
+                    self.advance();
+                    self.advance();
+                    let execute = self.execute_statement()?;
+                    if execute.into.is_empty() {
+                        return Err(self.unexpected("INTO"));
+                    }
+                    self.expect_word("DO")?;
+                    let body = self.statement()?;
+                    return stmt(StmtKind::ForExecute(None, execute, Box::new(body)));
+                }
                 if !(self.is_word("SELECT") || self.is_word("WITH")) {
                     return Err(self.unsupported(
                         &format!("FOR {}", self.describe()),
@@ -1690,12 +1772,21 @@ impl Parser {
                 if into.is_empty() {
                     return Err(self.unexpected("INTO"));
                 }
-                if self.is_word("AS") {
-                    return Err(self.unsupported("AS CURSOR", "cursors are not translated"));
-                }
+                let cursor = if self.eat_word("AS") {
+                    self.expect_word("CURSOR")?;
+                    Some(self.name()?)
+                } else {
+                    None
+                };
                 self.expect_word("DO")?;
                 let body = self.statement()?;
-                stmt(StmtKind::ForSelect(None, query, into, Box::new(body)))
+                stmt(StmtKind::ForSelect(
+                    None,
+                    query,
+                    into,
+                    cursor,
+                    Box::new(body),
+                ))
             }
             "SELECT" | "WITH" => {
                 let (query, into) = self.query_into()?;
@@ -1739,24 +1830,13 @@ impl Parser {
             }
             "UPDATE" => {
                 self.advance();
-                if self.is_word("OR") {
-                    return Err(self.unsupported("UPDATE OR INSERT", "not translated"));
+                if self.eat_word("OR") {
+                    return self.update_or_insert(line);
                 }
                 let table = self.name()?;
                 let alias = self.alias()?;
                 self.expect_word("SET")?;
-                let mut sets = Vec::new();
-                loop {
-                    let mut column = self.name()?;
-                    if self.eat_sym(".") {
-                        column = self.name()?;
-                    }
-                    self.expect_sym("=")?;
-                    sets.push((column, self.expr()?));
-                    if !self.eat_sym(",") {
-                        break;
-                    }
-                }
+                let sets = self.assignments()?;
                 let filter = self.where_clause()?;
                 self.no_returning()?;
                 self.expect_sym(";")?;
@@ -1855,20 +1935,9 @@ impl Parser {
                     return stmt(StmtKind::ExecuteProcedure(name, args, returning));
                 }
                 if self.eat_word("STATEMENT") {
-                    let e = self.expr()?;
-                    let into = if self.eat_word("INTO") {
-                        self.targets()?
-                    } else {
-                        Vec::new()
-                    };
-                    if !self.is_sym(";") {
-                        return Err(self.unsupported(
-                            "EXECUTE STATEMENT options",
-                            "only EXECUTE STATEMENT text [INTO ...] is translated",
-                        ));
-                    }
+                    let execute = self.execute_statement()?;
                     self.expect_sym(";")?;
-                    return stmt(StmtKind::ExecuteStatement(e, into));
+                    return stmt(StmtKind::ExecuteStatement(execute));
                 }
                 Err(self.unsupported(&format!("EXECUTE {}", self.describe()), "not translated"))
             }
@@ -1884,9 +1953,49 @@ impl Parser {
                 self.expect_sym(";")?;
                 stmt(StmtKind::Return(e))
             }
-            "MERGE" | "OPEN" | "FETCH" | "CLOSE" | "IN" | "DECLARE" => {
-                Err(self.unsupported(&word, "not translated"))
+            "MERGE" => {
+                self.advance();
+                let merge = self.merge()?;
+                stmt(StmtKind::Merge(Box::new(merge)))
             }
+            "OPEN" | "CLOSE" => {
+                self.advance();
+                let cursor = self.name()?;
+                self.expect_sym(";")?;
+                stmt(if word == "OPEN" {
+                    StmtKind::Open(cursor)
+                } else {
+                    StmtKind::Close(cursor)
+                })
+            }
+            "FETCH" => {
+                self.advance();
+                if self.eat_word("NEXT") {
+                    self.expect_word("FROM")?;
+                } else if !self.is_name()
+                    || self.is_word_at(1, "FROM")
+                    || !self.is_word_at(1, "INTO")
+                {
+                    return Err(self.unsupported(
+                        &format!("FETCH {}", self.describe()),
+                        "PL/pgSQL cursors fetch forward only here",
+                    ));
+                }
+                let cursor = self.name()?;
+                self.expect_word("INTO")?;
+                let into = self.targets()?;
+                self.expect_sym(";")?;
+                stmt(StmtKind::Fetch(cursor, into))
+            }
+            "IN" if self.is_word_at(1, "AUTONOMOUS") => {
+                self.advance();
+                self.advance();
+                self.expect_word("TRANSACTION")?;
+                self.expect_word("DO")?;
+                let body = self.statement()?;
+                stmt(StmtKind::Autonomous(Box::new(body)))
+            }
+            "IN" | "DECLARE" => Err(self.unsupported(&word, "not translated")),
             _ => {
                 let target = if self.eat_sym(":") {
                     Expr {
@@ -1906,14 +2015,212 @@ impl Parser {
         }
     }
 
-    fn where_clause(&mut self) -> Result<Option<Expr>> {
+    fn where_clause(&mut self) -> Result<Filter> {
         if !self.eat_word("WHERE") {
-            return Ok(None);
+            return Ok(Filter::All);
         }
         if self.is_word("CURRENT") && self.is_word_at(1, "OF") {
-            return Err(self.unsupported("WHERE CURRENT OF", "cursors are not translated"));
+            self.advance();
+            self.advance();
+            return Ok(Filter::CurrentOf(self.name()?));
         }
-        Ok(Some(self.expr()?))
+        Ok(Filter::Where(self.expr()?))
+    }
+
+    /// After `UPDATE OR`: `INSERT INTO t [(cols)] VALUES (...) [MATCHING
+    /// (cols)];`.
+    fn update_or_insert(&mut self, line: u32) -> Result<Stmt> {
+        self.expect_word("INSERT")?;
+        self.expect_word("INTO")?;
+        let table = self.name()?;
+        let columns = if self.is_sym("(") {
+            self.name_list()?
+        } else {
+            Vec::new()
+        };
+        self.expect_word("VALUES")?;
+        let values = self.args()?;
+        let matching = if self.eat_word("MATCHING") {
+            self.name_list()?
+        } else {
+            Vec::new()
+        };
+        self.no_returning()?;
+        self.expect_sym(";")?;
+        Ok(Stmt {
+            kind: StmtKind::UpdateOrInsert {
+                table,
+                columns,
+                values,
+                matching,
+            },
+            line,
+        })
+    }
+
+    /// `(a, b, c)`.
+    fn name_list(&mut self) -> Result<Vec<Name>> {
+        self.expect_sym("(")?;
+        let mut names = vec![self.name()?];
+        while self.eat_sym(",") {
+            names.push(self.name()?);
+        }
+        self.expect_sym(")")?;
+        Ok(names)
+    }
+
+    /// After `MERGE`: `INTO target [alias] USING source ON cond WHEN ...;`.
+    fn merge(&mut self) -> Result<Merge> {
+        self.expect_word("INTO")?;
+        let target = self.name()?;
+        let alias = if self.is_word("USING") {
+            None
+        } else {
+            self.alias()?
+        };
+        self.expect_word("USING")?;
+        let source = self.table_primary()?;
+        self.expect_word("ON")?;
+        let on = self.expr()?;
+        let mut whens = Vec::new();
+        while self.eat_word("WHEN") {
+            let matched = !self.eat_word("NOT");
+            self.expect_word("MATCHED")?;
+            if self.eat_word("BY") {
+                if self.is_word("SOURCE") {
+                    return Err(self.unsupported(
+                        "WHEN NOT MATCHED BY SOURCE",
+                        "PostgreSQL 15's MERGE has no such clause",
+                    ));
+                }
+                self.expect_word("TARGET")?;
+            }
+            let condition = if self.eat_word("AND") {
+                Some(self.expr()?)
+            } else {
+                None
+            };
+            self.expect_word("THEN")?;
+            let action = if matched && self.eat_word("UPDATE") {
+                self.expect_word("SET")?;
+                MergeAction::Update(self.assignments()?)
+            } else if matched && self.eat_word("DELETE") {
+                MergeAction::Delete
+            } else if !matched && self.eat_word("INSERT") {
+                let columns = if self.is_sym("(") {
+                    self.name_list()?
+                } else {
+                    Vec::new()
+                };
+                self.expect_word("VALUES")?;
+                MergeAction::Insert(columns, self.args()?)
+            } else {
+                return Err(self.unexpected(if matched {
+                    "UPDATE or DELETE"
+                } else {
+                    "INSERT"
+                }));
+            };
+            whens.push(MergeWhen {
+                matched,
+                condition,
+                action,
+            });
+        }
+        if whens.is_empty() {
+            return Err(self.unexpected("WHEN"));
+        }
+        self.no_returning()?;
+        self.expect_sym(";")?;
+        Ok(Merge {
+            target,
+            alias,
+            source,
+            on,
+            whens,
+        })
+    }
+
+    /// `a = e, t.b = e`.
+    fn assignments(&mut self) -> Result<Vec<(Name, Expr)>> {
+        let mut sets = Vec::new();
+        loop {
+            let mut column = self.name()?;
+            if self.eat_sym(".") {
+                column = self.name()?;
+            }
+            self.expect_sym("=")?;
+            sets.push((column, self.expr()?));
+            if !self.eat_sym(",") {
+                return Ok(sets);
+            }
+        }
+    }
+
+    /// After `EXECUTE STATEMENT`: the text, its parameters, `INTO`.
+    fn execute_statement(&mut self) -> Result<Execute> {
+        let sql = if self.eat_sym("(") {
+            let e = self.expr()?;
+            self.expect_sym(")")?;
+            e
+        } else {
+            self.expr()?
+        };
+        let mut params = Vec::new();
+        if self.eat_sym("(") {
+            loop {
+                let named = self.is_name()
+                    && matches!(self.peek_at(1), Tok::Sym(":"))
+                    && matches!(self.peek_at(2), Tok::Sym("="));
+                if named {
+                    let name = self.name()?;
+                    self.advance();
+                    self.advance();
+                    params.push((Some(name), self.expr()?));
+                } else {
+                    params.push((None, self.expr()?));
+                }
+                if !self.eat_sym(",") {
+                    break;
+                }
+            }
+            self.expect_sym(")")?;
+        }
+        loop {
+            if self.is_word("WITH") && self.is_word_at(1, "COMMON") {
+                // The default: the caller's transaction.
+                self.advance();
+                self.advance();
+                self.expect_word("TRANSACTION")?;
+            } else if self.is_word("WITH") && self.is_word_at(1, "CALLER") {
+                // A PostgreSQL function runs with the caller's privileges.
+                self.advance();
+                self.advance();
+                self.expect_word("PRIVILEGES")?;
+            } else if self.is_word("WITH") && self.is_word_at(1, "AUTONOMOUS") {
+                return Err(self.unsupported(
+                    "EXECUTE STATEMENT ... WITH AUTONOMOUS TRANSACTION",
+                    AUTONOMOUS,
+                ));
+            } else if self.is_word("ON")
+                || self.is_word("AS")
+                || self.is_word("PASSWORD")
+                || self.is_word("ROLE")
+            {
+                return Err(self.unsupported(
+                    "EXECUTE STATEMENT ... ON EXTERNAL / AS USER",
+                    "another database or user: PostgreSQL reaches one only through dblink",
+                ));
+            } else {
+                break;
+            }
+        }
+        let into = if self.eat_word("INTO") {
+            self.targets()?
+        } else {
+            Vec::new()
+        };
+        Ok(Execute { sql, params, into })
     }
 
     fn no_returning(&self) -> Result<()> {

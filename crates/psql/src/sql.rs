@@ -655,6 +655,39 @@ impl<'c, 'a> Gen<'c, 'a> {
                     arity(n == 0)?;
                     "random()".into()
                 }
+                // Firebird's UUIDs are 16 bytes (CHAR(16) OCTETS, bytea here).
+                "GEN_UUID" => {
+                    arity(n == 0)?;
+                    "decode(replace(CAST(gen_random_uuid() AS text), '-', ''), 'hex')".into()
+                }
+                "UUID_TO_CHAR" => {
+                    arity(n == 1)?;
+                    format!("upper(CAST(CAST(encode({}, 'hex') AS uuid) AS text))", a[0])
+                }
+                "CHAR_TO_UUID" => {
+                    arity(n == 1)?;
+                    format!("decode(replace(CAST({} AS text), '-', ''), 'hex')", a[0])
+                }
+                "RDB$GET_CONTEXT" | "RDB$SET_CONTEXT" => {
+                    self.context_variable(name, args, &a, line)?
+                }
+                "OVERLAY" => {
+                    arity(n == 3 || n == 4)?;
+                    let count = if n == 4 {
+                        format!(" FOR {}", a[3])
+                    } else {
+                        String::new()
+                    };
+                    format!("OVERLAY({} PLACING {} FROM {}{count})", a[0], a[1], a[2])
+                }
+                "HASH" => {
+                    return Err(refuse(
+                        name,
+                        line,
+                        "Firebird's own 64-bit hash: PostgreSQL has no function giving the same \
+                         numbers",
+                    ));
+                }
                 "LIST" => {
                     arity(n == 1 || n == 2)?;
                     let d = if distinct { "DISTINCT " } else { "" };
@@ -691,6 +724,78 @@ impl<'c, 'a> Gen<'c, 'a> {
                 Ok(format!("{call} OVER ({})", parts.join(" ")))
             }
         }
+    }
+
+    /// `RDB$GET_CONTEXT` / `RDB$SET_CONTEXT`. A user's variables are
+    /// PostgreSQL settings of their own prefix (`fb_user_session.`,
+    /// `fb_user_transaction.`, set local to the transaction), named by
+    /// the md5 of the variable's name (a setting's name takes only
+    /// letters, digits and `_`); the value is kept after an `=`, so an
+    /// empty string stays one and a variable never set or set to NULL
+    /// reads NULL, as in Firebird. `SYSTEM` variables that PostgreSQL
+    /// has are read from it.
+    fn context_variable(
+        &self,
+        name: &str,
+        args: &[Expr],
+        a: &[String],
+        line: u32,
+    ) -> Result<String> {
+        let set = name == "RDB$SET_CONTEXT";
+        if a.len() != if set { 3 } else { 2 } {
+            return Err(refuse(name, line, "an unexpected number of arguments"));
+        }
+        let ExprKind::Str(namespace) = &args[0].kind else {
+            return Err(refuse(
+                name,
+                line,
+                "a namespace that is not a constant: which one is not known here",
+            ));
+        };
+        let (prefix, local) = match namespace.as_str() {
+            "USER_SESSION" => ("fb_user_session", false),
+            "USER_TRANSACTION" => ("fb_user_transaction", true),
+            "SYSTEM" if !set => {
+                let variable = match &args[1].kind {
+                    ExprKind::Str(v) => v.as_str(),
+                    _ => "",
+                };
+                let value = match variable {
+                    "DB_NAME" => "current_database()",
+                    "SESSION_ID" => "pg_backend_pid()",
+                    "TRANSACTION_ID" => "txid_current()",
+                    "CURRENT_USER" => "CURRENT_USER",
+                    "CLIENT_ADDRESS" => "host(inet_client_addr())",
+                    "CLIENT_PID" => "pg_backend_pid()",
+                    _ => {
+                        return Err(refuse(
+                            &format!("RDB$GET_CONTEXT('SYSTEM', {})", a[1]),
+                            line,
+                            "no PostgreSQL counterpart known to fbunload",
+                        ));
+                    }
+                };
+                return Ok(format!("CAST({value} AS varchar(255))"));
+            }
+            other => {
+                return Err(refuse(
+                    &format!("{name}('{other}')"),
+                    line,
+                    "a namespace PostgreSQL has no counterpart of",
+                ));
+            }
+        };
+        let key = format!("'{prefix}.v' || md5(CAST({} AS text))", a[1]);
+        let current = format!("nullif(current_setting({key}, true), '')");
+        if !set {
+            return Ok(format!("CAST(substr({current}, 2) AS varchar(255))"));
+        }
+        // 1 where the variable was set before, as Firebird's; the
+        // setting is made after that is read (operands left to right).
+        Ok(format!(
+            "(CASE WHEN {current} IS NULL THEN 0 ELSE 1 END + 0 * length(set_config({key}, '=' || CAST({} AS text), {local})))",
+            a[2]
+        ))
     }
 
     pub fn data_type(&self, t: &DataType, line: u32) -> Result<String> {
@@ -953,7 +1058,7 @@ impl<'c, 'a> Gen<'c, 'a> {
         Ok(out)
     }
 
-    fn table_ref(&self, t: &TableRef) -> Result<String> {
+    pub(crate) fn table_ref(&self, t: &TableRef) -> Result<String> {
         let alias = |a: &Option<Name>| match a {
             Some(a) => format!(" AS {}", self.plain(a)),
             None => String::new(),

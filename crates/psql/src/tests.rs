@@ -226,6 +226,7 @@ fn names_go_through_the_callback() {
 fn what_is_not_translated_says_what_and_where() {
     let cases = [
         ("HASH(a)", "HASH", 1),
+        ("POSITION('a', b, 2)", "POSITION with a start", 1),
         (
             "a\n + GEN_ID(g, 2)",
             "GEN_ID with a step other than 0 or 1",
@@ -524,16 +525,6 @@ fn psql_statements() {
             "no PostgreSQL condition known for this SQLCODE",
         ),
         (
-            "FOR SELECT a FROM t INTO :r AS CURSOR c DO SUSPEND;",
-            "AS CURSOR",
-            "cursors are not translated",
-        ),
-        (
-            "MERGE INTO t USING u ON 1=1 WHEN MATCHED THEN DELETE;",
-            "MERGE",
-            "not translated",
-        ),
-        (
             "SELECT a, b FROM t INTO :r;",
             "INTO",
             "the number of targets is not the number of columns",
@@ -553,7 +544,7 @@ fn psql_statements() {
 fn untranslated_points_at_the_line_it_stopped_at() {
     let ddl = "CREATE PROCEDURE p AS\nBEGIN\n  EXIT;\n  OPEN c;\nEND";
     let u = translate_procedure(ddl, &ExprContext::new()).unwrap_err();
-    assert_eq!((u.construct.as_str(), u.line), ("OPEN", 4));
+    assert_eq!((u.construct.as_str(), u.line), ("C", 4));
 }
 
 #[test]
@@ -666,4 +657,253 @@ fn literal_results_are_padded_where_firebird_pads_them() {
     ] {
         assert_eq!(expr(source), target, "{source}");
     }
+}
+
+/// A procedure's body, translated, with the exceptions above and the
+/// table T (ID, A, B; key ID) known.
+fn routine(header: &str, body: &str) -> std::result::Result<String, Untranslated> {
+    let ddl = format!("CREATE PROCEDURE p {header} AS {body}");
+    let ctx = ExprContext::new()
+        .with_exceptions(exceptions)
+        .with_tables(|t| {
+            (t == "T").then(|| TableShape {
+                columns: vec!["ID".into(), "A".into(), "B".into()],
+                primary_key: vec!["ID".into()],
+            })
+        });
+    translate_procedure(&ddl, &ctx).map(|s| s[0].clone())
+}
+
+#[test]
+fn cursors() {
+    let out = routine(
+        "(k INTEGER) RETURNS (r INTEGER)",
+        "DECLARE x INTEGER; DECLARE c CURSOR FOR (SELECT a FROM t WHERE id > :k ORDER BY id); \
+         BEGIN OPEN c; WHILE (1 = 1) DO BEGIN FETCH c INTO :x; IF (ROW_COUNT = 0) THEN LEAVE; \
+         r = x; SUSPEND; END CLOSE c; END",
+    )
+    .unwrap();
+    for part in [
+        "  \"fb_cursor_c\" CURSOR FOR SELECT \"a\" AS \"fb_1\" FROM \"t\" WHERE \"id\" > fb_local.\"k\" ORDER BY \"id\" NULLS FIRST;\n",
+        "BEGIN\n  \"fb_cursor_c\" := NULL;\n  OPEN \"fb_cursor_c\";\n",
+        "    FETCH \"fb_cursor_c\" INTO fb_row_1;\n    GET DIAGNOSTICS fb_row_count = ROW_COUNT;\n    IF FOUND THEN\n      fb_local.\"x\" := fb_row_1.\"fb_1\";\n    END IF;\n",
+        "  CLOSE \"fb_cursor_c\";\n",
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+    let positioned = routine(
+        "",
+        "DECLARE x INTEGER; BEGIN FOR SELECT a FROM t ORDER BY id INTO :x AS CURSOR cur DO \
+         IF (x < 0) THEN DELETE FROM t WHERE CURRENT OF cur; \
+         ELSE UPDATE t SET a = a + 1 WHERE CURRENT OF cur; END",
+    )
+    .unwrap();
+    for part in [
+        "\"fb_cursor_cur\" CURSOR FOR SELECT \"a\" AS \"fb_1\" FROM \"t\" ORDER BY \"id\" NULLS FIRST FOR UPDATE;",
+        "FOR fb_row_1 IN \"fb_cursor_cur\" LOOP\n    fb_local.\"x\" := fb_row_1.\"fb_1\";",
+        "DELETE FROM \"t\" WHERE CURRENT OF \"fb_cursor_cur\";",
+        "UPDATE \"t\" SET \"a\" = \"a\" + 1 WHERE CURRENT OF \"fb_cursor_cur\";",
+    ] {
+        assert!(positioned.contains(part), "{part}\n{positioned}");
+    }
+    for (body, construct, reason) in [
+        (
+            "BEGIN OPEN nope; END",
+            "NOPE",
+            "not a cursor of the routine (FOR SELECT ... AS CURSOR or DECLARE ... CURSOR)",
+        ),
+        (
+            "DECLARE c SCROLL CURSOR FOR (SELECT a FROM t); BEGIN END",
+            "a SCROLL cursor",
+            "PL/pgSQL cursors fetch forward only here",
+        ),
+        (
+            "DECLARE x INTEGER; DECLARE c CURSOR FOR (SELECT a, b FROM t); BEGIN FETCH c INTO :x; END",
+            "INTO",
+            "the number of targets is not the number of columns",
+        ),
+    ] {
+        let u = routine("", body).unwrap_err();
+        assert_eq!((u.construct.as_str(), u.reason.as_str()), (construct, reason), "{body}");
+    }
+}
+
+#[test]
+fn update_or_insert() {
+    let out = routine(
+        "(i INTEGER, v VARCHAR(10))",
+        "BEGIN UPDATE OR INSERT INTO t (id, a) VALUES (:i, :v) MATCHING (id); END",
+    )
+    .unwrap();
+    assert!(
+        out.contains(
+            "  UPDATE \"t\" SET \"id\" = fb_local.\"i\", \"a\" = fb_local.\"v\" WHERE \"id\" IS NOT DISTINCT FROM fb_local.\"i\";\n  IF NOT FOUND THEN\n    INSERT INTO \"t\" (\"id\", \"a\") VALUES (fb_local.\"i\", fb_local.\"v\");\n  END IF;\n"
+        ),
+        "{out}"
+    );
+    // Without MATCHING: the primary key; without columns: the table's.
+    let out = routine(
+        "(i INTEGER)",
+        "BEGIN UPDATE OR INSERT INTO t VALUES (:i, 'x', NULL); i = ROW_COUNT; END",
+    )
+    .unwrap();
+    assert!(
+        out.contains("UPDATE \"t\" SET \"id\" = fb_local.\"i\", \"a\" = 'x', \"b\" = NULL WHERE \"id\" IS NOT DISTINCT FROM fb_local.\"i\";\n  GET DIAGNOSTICS fb_row_count = ROW_COUNT;\n  IF NOT FOUND THEN\n    INSERT INTO \"t\" (\"id\", \"a\", \"b\") VALUES (fb_local.\"i\", 'x', NULL);\n    GET DIAGNOSTICS fb_row_count = ROW_COUNT;\n  END IF;"),
+        "{out}"
+    );
+    for (body, construct) in [
+        (
+            "BEGIN UPDATE OR INSERT INTO u (id) VALUES (1); END",
+            "UPDATE OR INSERT without MATCHING",
+        ),
+        (
+            "BEGIN UPDATE OR INSERT INTO t (id, a) VALUES (GEN_ID(g, 1), 1) MATCHING (id); END",
+            "UPDATE OR INSERT",
+        ),
+        (
+            "BEGIN UPDATE OR INSERT INTO t (a) VALUES (1) MATCHING (id); END",
+            "MATCHING ID",
+        ),
+    ] {
+        assert_eq!(
+            routine("", body).unwrap_err().construct,
+            construct,
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn merge() {
+    let out = routine(
+        "(k INTEGER)",
+        "BEGIN MERGE INTO t USING (SELECT id, a FROM u WHERE id > :k) s ON t.id = s.id \
+         WHEN MATCHED AND s.a IS NULL THEN DELETE \
+         WHEN MATCHED THEN UPDATE SET a = s.a \
+         WHEN NOT MATCHED THEN INSERT (id, a) VALUES (s.id, s.a); END",
+    )
+    .unwrap();
+    assert!(
+        out.contains("  MERGE INTO \"t\" USING (SELECT \"id\", \"a\" FROM \"u\" WHERE \"id\" > fb_local.\"k\") AS \"s\" ON \"t\".\"id\" = \"s\".\"id\" WHEN MATCHED AND \"s\".\"a\" IS NULL THEN DELETE WHEN MATCHED THEN UPDATE SET \"a\" = \"s\".\"a\" WHEN NOT MATCHED THEN INSERT (\"id\", \"a\") VALUES (\"s\".\"id\", \"s\".\"a\");\n"),
+        "{out}"
+    );
+    let u = routine(
+        "",
+        "BEGIN MERGE INTO t USING u ON t.id = u.id WHEN NOT MATCHED BY SOURCE THEN DELETE; END",
+    )
+    .unwrap_err();
+    assert_eq!(u.construct, "WHEN NOT MATCHED BY SOURCE");
+}
+
+#[test]
+fn execute_statement_with_parameters() {
+    let out = routine(
+        "(k INTEGER) RETURNS (r INTEGER)",
+        "DECLARE a INTEGER = 5; BEGIN \
+         EXECUTE STATEMENT ('UPDATE t SET a = :a WHERE id = :id') (a := k * 2, id := 7); \
+         EXECUTE STATEMENT ('SELECT COUNT(*) FROM t WHERE a > ?') (:k) INTO :r; \
+         FOR EXECUTE STATEMENT 'SELECT id FROM t WHERE a = :a' (a := a) INTO :r DO SUSPEND; END",
+    )
+    .unwrap();
+    for part in [
+        // The text's :A is the parameter, not the routine's variable A.
+        "UPDATE \"t\" SET \"a\" = (fb_local.\"k\" * 2) WHERE \"id\" = (7);",
+        "FOR fb_row_1 IN SELECT count(*) AS \"fb_1\" FROM \"t\" WHERE \"a\" > (fb_local.\"k\") LOOP",
+        "FOR fb_row_2 IN SELECT \"id\" AS \"fb_1\" FROM \"t\" WHERE \"a\" = (fb_local.\"a\") LOOP",
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+    for (body, construct) in [
+        (
+            "BEGIN EXECUTE STATEMENT 'DELETE FROM t WHERE id = :x'; END",
+            ":X",
+        ),
+        (
+            "BEGIN EXECUTE STATEMENT 'DELETE FROM t' WITH AUTONOMOUS TRANSACTION; END",
+            "EXECUTE STATEMENT ... WITH AUTONOMOUS TRANSACTION",
+        ),
+        (
+            "BEGIN EXECUTE STATEMENT 'DELETE FROM t' ON EXTERNAL 'other.fdb'; END",
+            "EXECUTE STATEMENT ... ON EXTERNAL / AS USER",
+        ),
+    ] {
+        assert_eq!(
+            routine("", body).unwrap_err().construct,
+            construct,
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn autonomous_transactions_are_reported_with_why() {
+    let u = routine(
+        "",
+        "BEGIN\n  IN AUTONOMOUS TRANSACTION DO\n    INSERT INTO t (id) VALUES (1);\nEND",
+    )
+    .unwrap_err();
+    assert_eq!(
+        (u.construct.as_str(), u.line),
+        ("IN AUTONOMOUS TRANSACTION", 2)
+    );
+    assert!(
+        u.reason
+            .starts_with("PostgreSQL has no autonomous transactions"),
+        "{u}"
+    );
+}
+
+#[test]
+fn context_variables_uuids_and_overlay() {
+    for (source, target) in [
+        (
+            "RDB$GET_CONTEXT('USER_SESSION', 'APP_USER')",
+            "CAST(substr(nullif(current_setting('fb_user_session.v' || md5(CAST('APP_USER' AS text)), true), ''), 2) AS varchar(255))",
+        ),
+        (
+            "RDB$SET_CONTEXT('USER_TRANSACTION', 'K', a)",
+            r#"(CASE WHEN nullif(current_setting('fb_user_transaction.v' || md5(CAST('K' AS text)), true), '') IS NULL THEN 0 ELSE 1 END + 0 * length(set_config('fb_user_transaction.v' || md5(CAST('K' AS text)), '=' || CAST("a" AS text), true)))"#,
+        ),
+        (
+            "RDB$GET_CONTEXT('SYSTEM', 'DB_NAME')",
+            "CAST(current_database() AS varchar(255))",
+        ),
+        (
+            "UUID_TO_CHAR(GEN_UUID())",
+            "upper(CAST(CAST(encode(decode(replace(CAST(gen_random_uuid() AS text), '-', ''), 'hex'), 'hex') AS uuid) AS text))",
+        ),
+        (
+            "CHAR_TO_UUID(a)",
+            r#"decode(replace(CAST("a" AS text), '-', ''), 'hex')"#,
+        ),
+        (
+            "OVERLAY(a PLACING 'xy' FROM 2 FOR 3)",
+            r#"OVERLAY("a" PLACING 'xy' FROM 2 FOR 3)"#,
+        ),
+        ("OVERLAY(a PLACING b FROM 2)", r#"OVERLAY("a" PLACING "b" FROM 2)"#),
+    ] {
+        assert_eq!(expr(source), target, "{source}");
+    }
+    for (source, construct) in [
+        (
+            "RDB$GET_CONTEXT('SYSTEM', 'ENGINE_VERSION')",
+            "RDB$GET_CONTEXT('SYSTEM', 'ENGINE_VERSION')",
+        ),
+        ("RDB$GET_CONTEXT(a, 'X')", "RDB$GET_CONTEXT"),
+        (
+            "RDB$SET_CONTEXT('DDL_TRIGGER', 'X', 1)",
+            "RDB$SET_CONTEXT('DDL_TRIGGER')",
+        ),
+    ] {
+        assert_eq!(refused(source).construct, construct, "{source}");
+    }
+    assert_eq!(
+        translate_computed(
+            "(RDB$GET_CONTEXT('USER_SESSION', 'X'))",
+            &ExprContext::new()
+        )
+        .unwrap_err()
+        .construct,
+        "RDB$GET_CONTEXT"
+    );
 }
