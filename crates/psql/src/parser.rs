@@ -80,6 +80,19 @@ const NOT_ALIAS: &[&str] = &[
     "LIMIT",
 ];
 
+/// Firebird's left-associative binary operators, loosest first. A
+/// level's operands are the next level's; between the levels sit what
+/// binds in between: NOT and the predicates (`=`, IS, IN, LIKE, ...)
+/// after AND, a sign after `*` and `/`, and `||`, which binds tighter
+/// than arithmetic in Firebird, over single terms.
+const BINARY: [&[(&str, BinaryOp)]; 5] = [
+    &[("OR", BinaryOp::Or)],
+    &[("AND", BinaryOp::And)],
+    &[("+", BinaryOp::Add), ("-", BinaryOp::Sub)],
+    &[("*", BinaryOp::Mul), ("/", BinaryOp::Div)],
+    &[("||", BinaryOp::Concat)],
+];
+
 impl Parser {
     pub fn new(source: &str) -> Result<Parser> {
         Ok(Parser {
@@ -289,31 +302,39 @@ impl Parser {
     // ---- expressions ----
 
     pub fn expr(&mut self) -> Result<Expr> {
-        let mut left = self.and_expr()?;
-        while self.is_word("OR") {
+        self.binary(0)
+    }
+
+    /// One level of [`BINARY`]: its operators over the next level's
+    /// operands, left to right.
+    fn binary(&mut self, level: usize) -> Result<Expr> {
+        let operand = |p: &mut Self| match level {
+            0 => p.binary(1),
+            1 => p.not_expr(),
+            2 => p.binary(3),
+            3 => p.unary(),
+            _ => p.postfix(),
+        };
+        let mut left = operand(self)?;
+        while let Some(op) = self.binary_operator(BINARY[level]) {
             let line = self.line();
             self.advance();
-            let right = self.and_expr()?;
+            let right = operand(self)?;
             left = Expr {
-                kind: ExprKind::Binary(BinaryOp::Or, Box::new(left), Box::new(right)),
+                kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
                 line,
             };
         }
         Ok(left)
     }
 
-    fn and_expr(&mut self) -> Result<Expr> {
-        let mut left = self.not_expr()?;
-        while self.is_word("AND") {
-            let line = self.line();
-            self.advance();
-            let right = self.not_expr()?;
-            left = Expr {
-                kind: ExprKind::Binary(BinaryOp::And, Box::new(left), Box::new(right)),
-                line,
-            };
-        }
-        Ok(left)
+    fn binary_operator(&self, ops: &[(&str, BinaryOp)]) -> Option<BinaryOp> {
+        let at = match self.peek() {
+            Tok::Word(w) => w.as_str(),
+            Tok::Sym(s) => s,
+            _ => return None,
+        };
+        ops.iter().find(|(o, _)| *o == at).map(|(_, op)| *op)
     }
 
     fn not_expr(&mut self) -> Result<Expr> {
@@ -466,43 +487,7 @@ impl Parser {
     }
 
     fn additive(&mut self) -> Result<Expr> {
-        let mut left = self.multiplicative()?;
-        loop {
-            let op = if self.is_sym("+") {
-                BinaryOp::Add
-            } else if self.is_sym("-") {
-                BinaryOp::Sub
-            } else {
-                return Ok(left);
-            };
-            let line = self.line();
-            self.advance();
-            let right = self.multiplicative()?;
-            left = Expr {
-                kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
-                line,
-            };
-        }
-    }
-
-    fn multiplicative(&mut self) -> Result<Expr> {
-        let mut left = self.unary()?;
-        loop {
-            let op = if self.is_sym("*") {
-                BinaryOp::Mul
-            } else if self.is_sym("/") {
-                BinaryOp::Div
-            } else {
-                return Ok(left);
-            };
-            let line = self.line();
-            self.advance();
-            let right = self.unary()?;
-            left = Expr {
-                kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
-                line,
-            };
-        }
+        self.binary(2)
     }
 
     fn unary(&mut self) -> Result<Expr> {
@@ -516,22 +501,7 @@ impl Parser {
                 });
             }
         }
-        self.concat()
-    }
-
-    /// `||` binds tighter than arithmetic in Firebird.
-    fn concat(&mut self) -> Result<Expr> {
-        let mut left = self.postfix()?;
-        while self.is_sym("||") {
-            let line = self.line();
-            self.advance();
-            let right = self.postfix()?;
-            left = Expr {
-                kind: ExprKind::Binary(BinaryOp::Concat, Box::new(left), Box::new(right)),
-                line,
-            };
-        }
-        Ok(left)
+        self.binary(4)
     }
 
     fn postfix(&mut self) -> Result<Expr> {
