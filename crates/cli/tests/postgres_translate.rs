@@ -519,9 +519,13 @@ fn richer(dir: &Path) -> PathBuf {
              STEP = 'null'; WAS = RDB$SET_CONTEXT('USER_SESSION', 'LAST', NULL); NOW_ = RDB$GET_CONTEXT('USER_SESSION', 'LAST'); SUSPEND; \
              STEP = 'tx'; WAS = RDB$SET_CONTEXT('USER_TRANSACTION', 'T', 42); NOW_ = RDB$GET_CONTEXT('USER_TRANSACTION', 'T'); SUSPEND; \
              END",
-            "CREATE VIEW UUIDS (L, U, O) AS SELECT CHAR_LENGTH(UUID_TO_CHAR(GEN_UUID())), \
+            "CREATE VIEW UUIDS (L, U, O, P, P0) AS SELECT CHAR_LENGTH(UUID_TO_CHAR(GEN_UUID())), \
              UUID_TO_CHAR(CHAR_TO_UUID('a0bf4f5a-1234-4000-8000-00000000abcd')), \
-             OVERLAY(NAME PLACING 'XY' FROM 2 FOR 3) FROM ITEMS WHERE ID = 1",
+             OVERLAY(NAME PLACING 'XY' FROM 2 FOR 3), POSITION('a', NAME, 3), POSITION('x', NAME, 2) \
+             FROM ITEMS WHERE ID = 1",
+            "CREATE PROCEDURE CHECKED (A INTEGER, B INTEGER) RETURNS (Q SMALLINT, MSG VARCHAR(20)) AS \
+             BEGIN BEGIN Q = A / B; MSG = 'ok'; \
+             WHEN SQLCODE -802 DO BEGIN Q = -1; MSG = 'arithmetic'; END END SUSPEND; END",
             // Reported: PostgreSQL has no autonomous transactions.
             "CREATE PROCEDURE LOG_ALWAYS (NOTE VARCHAR(100)) AS BEGIN\n\
              IN AUTONOMOUS TRANSACTION DO\n\
@@ -822,8 +826,15 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
     );
     assert_eq!(remembered.len(), 5, "{remembered:?}");
     both.same_rows(
-        "GEN_UUID, UUID_TO_CHAR, CHAR_TO_UUID, OVERLAY",
-        "SELECT CAST(L AS VARCHAR(10)), U, O FROM UUIDS",
-        "SELECT l::text, u, o FROM uuids",
+        "GEN_UUID, UUID_TO_CHAR, CHAR_TO_UUID, OVERLAY, POSITION from a start",
+        "SELECT CAST(L AS VARCHAR(10)), U, O, CAST(P AS VARCHAR(10)), CAST(P0 AS VARCHAR(10)) FROM UUIDS",
+        "SELECT l::text, u, o, p::text, p0::text FROM uuids",
     );
+    for (a, b) in [(7, 2), (1, 0), (100000, 1)] {
+        both.same_rows(
+            &format!("CHECKED({a}, {b}): WHEN SQLCODE -802"),
+            &format!("SELECT CAST(Q AS VARCHAR(10)), MSG FROM CHECKED({a}, {b})"),
+            &format!("SELECT q::text, msg FROM checked({a}, {b})"),
+        );
+    }
 }

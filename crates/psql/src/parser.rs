@@ -800,7 +800,14 @@ impl Parser {
                 self.expect_sym(",")?;
                 let b = self.expr()?;
                 if self.eat_sym(",") {
-                    return Err(self.unsupported("POSITION with a start", "not translated"));
+                    let start = self.expr()?;
+                    self.expect_sym(")")?;
+                    return wrap(ExprKind::Function {
+                        name: "POSITION".into(),
+                        args: vec![a, b, start],
+                        distinct: false,
+                        over: None,
+                    });
                 }
                 self.expect_sym(")")?;
                 wrap(ExprKind::Position(Box::new(a), Box::new(b)))

@@ -729,6 +729,11 @@ impl<'c, 'a> Routine<'c, 'a> {
                 -625 => "not_null_violation".into(),
                 -297 => "check_violation".into(),
                 -913 => "deadlock_detected".into(),
+                // Overflow, division by zero, a string too long.
+                -802 => "numeric_value_out_of_range OR division_by_zero OR \
+                         string_data_right_truncation"
+                    .into(),
+                -811 => "cardinality_violation".into(),
                 _ => {
                     return Err(refuse(
                         &format!("WHEN SQLCODE {code}"),
@@ -745,6 +750,9 @@ impl<'c, 'a> Routine<'c, 'a> {
                     "deadlock_detected OR serialization_failure OR lock_not_available".into()
                 }
                 "sing_select_err" => "cardinality_violation".into(),
+                "arith_except" => "numeric_value_out_of_range OR division_by_zero OR \
+                                   string_data_right_truncation"
+                    .into(),
                 "exception_integer_divide_by_zero" | "exception_float_divide_by_zero" => {
                     "division_by_zero".into()
                 }

@@ -680,6 +680,15 @@ impl<'c, 'a> Gen<'c, 'a> {
                     };
                     format!("OVERLAY({} PLACING {} FROM {}{count})", a[0], a[1], a[2])
                 }
+                // POSITION(a, b, start): the first a in b at or after start.
+                "POSITION" => {
+                    arity(n == 3)?;
+                    let found = format!("strpos(substr({}, {}), {})", a[1], a[2], a[0]);
+                    format!(
+                        "(CASE WHEN {found} = 0 THEN 0 ELSE {found} + {} - 1 END)",
+                        a[2]
+                    )
+                }
                 "HASH" => {
                     return Err(refuse(
                         name,

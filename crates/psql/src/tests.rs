@@ -226,7 +226,6 @@ fn names_go_through_the_callback() {
 fn what_is_not_translated_says_what_and_where() {
     let cases = [
         ("HASH(a)", "HASH", 1),
-        ("POSITION('a', b, 2)", "POSITION with a start", 1),
         (
             "a\n + GEN_ID(g, 2)",
             "GEN_ID with a step other than 0 or 1",
@@ -491,6 +490,8 @@ fn psql_statements() {
         ("BEGIN r = 1; WHEN EXCEPTION reassign_sales DO EXCEPTION; END", "WHEN SQLSTATE 'FB002' THEN\n      RAISE;"),
         ("EXCEPTION reassign_sales 'no: ' || i;", "MESSAGE = 'no: ' || fb_local.\"i\""),
         ("EXECUTE STATEMENT 'DELETE FROM t';", "DELETE FROM \"t\";"),
+        ("BEGIN r = 1 / i; WHEN SQLCODE -802 DO r = 0; END", "WHEN numeric_value_out_of_range OR division_by_zero OR string_data_right_truncation THEN"),
+        ("BEGIN SELECT a FROM t INTO :r; WHEN GDSCODE sing_select_err, GDSCODE arith_except DO r = 0; END", "WHEN cardinality_violation OR numeric_value_out_of_range OR division_by_zero OR string_data_right_truncation THEN"),
         ("EXECUTE PROCEDURE q(1);", "PERFORM * FROM \"q\"(1);"),
         ("EXIT;", "RETURN;"),
         ("r = CURRENT_CONNECTION;", "pg_backend_pid()"),
@@ -881,6 +882,10 @@ fn context_variables_uuids_and_overlay() {
             r#"OVERLAY("a" PLACING 'xy' FROM 2 FOR 3)"#,
         ),
         ("OVERLAY(a PLACING b FROM 2)", r#"OVERLAY("a" PLACING "b" FROM 2)"#),
+        (
+            "POSITION('a', b, 3)",
+            r#"(CASE WHEN strpos(substr("b", 3), 'a') = 0 THEN 0 ELSE strpos(substr("b", 3), 'a') + 3 - 1 END)"#,
+        ),
     ] {
         assert_eq!(expr(source), target, "{source}");
     }
