@@ -490,6 +490,10 @@ fn richer(dir: &Path) -> PathBuf {
                ELSE BEGIN UPDATE ITEMS SET PRICE = PRICE - PRICE * :PCT / 100 WHERE CURRENT OF CUR; \
                CHANGED = CHANGED + 1; END \
              END SUSPEND; END",
+            "CREATE PROCEDURE TAG_TOOLS RETURNS (N INTEGER) AS BEGIN N = 0; \
+             FOR SELECT ID, NAME FROM ITEMS WHERE CATEGORY = 'tool' AS CURSOR C DO BEGIN \
+               UPDATE ITEMS SET NAME = C.NAME || '#' || :C.ID WHERE CURRENT OF C; N = N + 1; END \
+             SUSPEND; END",
             "CREATE PROCEDURE UPSERT_ITEM (ID INTEGER, NAME VARCHAR(40), PRICE NUMERIC(9,2)) \
              RETURNS (N INTEGER) AS BEGIN \
              UPDATE OR INSERT INTO ITEMS (ID, NAME, PRICE, CATEGORY) VALUES (:ID, :NAME, :PRICE, 'toy'); \
@@ -818,6 +822,17 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
         "AUDIT after the upserts, MERGE and rename",
         audit.0,
         audit.1,
+    );
+    both.same_rows(
+        "TAG_TOOLS: a cursor's row read as C.NAME, updated WHERE CURRENT OF",
+        "SELECT CAST(N AS VARCHAR(10)) FROM TAG_TOOLS",
+        "SELECT n::text FROM tag_tools()",
+    );
+    let rows = both.same_rows("ITEMS after TAG_TOOLS", items.0, items.1);
+    assert!(
+        rows.iter()
+            .any(|r| r[1].as_deref().is_some_and(|n| n.starts_with("drill#"))),
+        "{rows:?}"
     );
     let remembered = both.same_rows(
         "RDB$GET_CONTEXT / RDB$SET_CONTEXT",

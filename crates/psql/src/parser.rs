@@ -289,6 +289,10 @@ impl Parser {
     }
 
     fn alias(&mut self) -> Result<Option<Name>> {
+        // `FOR SELECT ... FROM t AS CURSOR c DO`: the loop's cursor.
+        if self.is_word("AS") && self.is_word_at(1, "CURSOR") && self.is_word_at(3, "DO") {
+            return Ok(None);
+        }
         if self.eat_word("AS") {
             return self.name().map(Some);
         }
@@ -547,8 +551,9 @@ impl Parser {
             Tok::Sym(":") => {
                 self.advance();
                 let name = self.name()?;
-                if self.is_sym(".") {
-                    return Err(self.unsupported(":NEW.X", "a qualified parameter"));
+                if self.eat_sym(".") {
+                    // `:NEW.X`, `:C.X` (a cursor's row): as without the colon.
+                    return wrap(ExprKind::Column(vec![name, self.name()?]));
                 }
                 wrap(ExprKind::Param(name))
             }
@@ -1746,15 +1751,16 @@ impl Parser {
                     ));
                 }
                 let (query, into) = self.query_into()?;
-                if into.is_empty() {
-                    return Err(self.unexpected("INTO"));
-                }
                 let cursor = if self.eat_word("AS") {
                     self.expect_word("CURSOR")?;
                     Some(self.name()?)
                 } else {
                     None
                 };
+                // Without INTO, the body reads the row as `cursor.column`.
+                if into.is_empty() && cursor.is_none() {
+                    return Err(self.unexpected("INTO"));
+                }
                 self.expect_word("DO")?;
                 let body = self.statement()?;
                 stmt(StmtKind::ForSelect(

@@ -620,7 +620,7 @@ impl<'c, 'a> Routine<'c, 'a> {
             positioned: positioned_cursors(statements),
         };
         for c in &body.cursors {
-            inner.declare_cursor(&c.name, &c.query, c.line)?;
+            inner.declare_cursor(&c.name, &c.query, true, c.line)?;
         }
         inner.block(statements, 1)?;
         let ending = inner.ending();
@@ -866,12 +866,24 @@ impl<'c, 'a> Routine<'c, 'a> {
 
     /// A cursor, declared in the DECLARE section (bound: a FOR loop over
     /// it and `WHERE CURRENT OF` need it so).
-    fn declare_cursor(&mut self, name: &Name, query: &Query, line: u32) -> Result<String> {
+    /// Its columns are numbered for FETCH ... INTO (`numbered`), or keep
+    /// their names for `cursor.column`.
+    fn declare_cursor(
+        &mut self,
+        name: &Name,
+        query: &Query,
+        numbered: bool,
+        line: u32,
+    ) -> Result<String> {
         if self.cursors.contains_key(&name.text) {
             return Err(refuse(&name.text, line, "a second cursor of this name"));
         }
         let variable = quote(&format!("fb_cursor_{}", pg_name(&name.text)));
-        let (mut text, count) = self.numbered_query(query, None, line)?;
+        let (mut text, count) = if numbered {
+            self.numbered_query(query, None, line)?
+        } else {
+            (self.sql_gen().query(query)?, 0)
+        };
         if self.positioned.contains(&name.text) {
             text += " FOR UPDATE";
         }
@@ -1201,8 +1213,10 @@ impl<'c, 'a> Routine<'c, 'a> {
             StmtKind::ForSelect(label, query, into, cursor, body) => {
                 let q = match cursor {
                     Some(c) => {
-                        self.numbered(query, into.len(), line)?;
-                        self.declare_cursor(c, query, line)?
+                        if !into.is_empty() {
+                            self.numbered(query, into.len(), line)?;
+                        }
+                        self.declare_cursor(c, query, !into.is_empty(), line)?
                     }
                     None => self.numbered(query, into.len(), line)?,
                 };
@@ -1213,7 +1227,14 @@ impl<'c, 'a> Routine<'c, 'a> {
                 };
                 self.line(depth, &format!("{l}FOR {record} IN {q} LOOP"));
                 self.assign_from_record(&record, into, depth + 1)?;
+                let reads = cursor.as_ref().map(|c| c.text.clone());
+                if let Some(c) = &reads {
+                    self.scope.cursor_rows.insert(c.clone(), record.clone());
+                }
                 self.stmt(body, depth + 1)?;
+                if let Some(c) = &reads {
+                    self.scope.cursor_rows.remove(c);
+                }
                 self.line(depth, "END LOOP;");
             }
             StmtKind::SelectInto(query, into) => {

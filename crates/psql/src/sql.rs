@@ -26,6 +26,9 @@ pub struct Scope {
     /// statement's tables have one (`#variable_conflict use_column`),
     /// a `:name` always the variable.
     pub sql: bool,
+    /// A `FOR SELECT ... AS CURSOR c` loop's cursor name → the record
+    /// its rows are read into (`c.column` in the loop).
+    pub cursor_rows: HashMap<String, String>,
 }
 
 pub struct Gen<'c, 'a> {
@@ -313,6 +316,9 @@ impl<'c, 'a> Gen<'c, 'a> {
             [q, c] => {
                 if self.scope.trigger && !q.quoted && (q.text == "NEW" || q.text == "OLD") {
                     return Ok(format!("{}.{}", q.text, self.name(NameKind::Column, c)));
+                }
+                if let Some(record) = self.scope.cursor_rows.get(&q.text) {
+                    return Ok(format!("{record}.{}", self.name(NameKind::Column, c)));
                 }
                 Ok(format!(
                     "{}.{}",

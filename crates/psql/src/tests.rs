@@ -707,6 +707,19 @@ fn cursors() {
     ] {
         assert!(positioned.contains(part), "{part}\n{positioned}");
     }
+    // Without INTO: the loop reads the row as `c.column` (`:c.column`).
+    let fields = routine(
+        "",
+        "BEGIN FOR SELECT id, a FROM t AS CURSOR c DO \
+         UPDATE t SET b = c.a + :c.id WHERE CURRENT OF c; END",
+    )
+    .unwrap();
+    for part in [
+        "\"fb_cursor_c\" CURSOR FOR SELECT \"id\", \"a\" FROM \"t\" FOR UPDATE;",
+        "FOR fb_row_1 IN \"fb_cursor_c\" LOOP\n    UPDATE \"t\" SET \"b\" = fb_row_1.\"a\" + fb_row_1.\"id\" WHERE CURRENT OF \"fb_cursor_c\";",
+    ] {
+        assert!(fields.contains(part), "{part}\n{fields}");
+    }
     for (body, construct, reason) in [
         (
             "BEGIN OPEN nope; END",
