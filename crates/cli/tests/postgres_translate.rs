@@ -523,9 +523,13 @@ fn richer(dir: &Path) -> PathBuf {
              STEP = 'null'; WAS = RDB$SET_CONTEXT('USER_SESSION', 'LAST', NULL); NOW_ = RDB$GET_CONTEXT('USER_SESSION', 'LAST'); SUSPEND; \
              STEP = 'tx'; WAS = RDB$SET_CONTEXT('USER_TRANSACTION', 'T', 42); NOW_ = RDB$GET_CONTEXT('USER_TRANSACTION', 'T'); SUSPEND; \
              END",
-            "CREATE VIEW UUIDS (L, U, O, P, P0) AS SELECT CHAR_LENGTH(UUID_TO_CHAR(GEN_UUID())), \
+            "CREATE VIEW ONE_ROW (L, U, O, P, P0, H, M, MS, Q) AS SELECT CHAR_LENGTH(UUID_TO_CHAR(GEN_UUID())), \
              UUID_TO_CHAR(CHAR_TO_UUID('a0bf4f5a-1234-4000-8000-00000000abcd')), \
-             OVERLAY(NAME PLACING 'XY' FROM 2 FOR 3), POSITION('a', NAME, 3), POSITION('x', NAME, 2) \
+             OVERLAY(NAME PLACING 'XY' FROM 2 FOR 3), POSITION('a', NAME, 3), POSITION('x', NAME, 2), \
+             DATEDIFF(HOUR, TIMESTAMP '2024-01-01 23:59', TIMESTAMP '2024-01-02 00:01'), \
+             DATEDIFF(MINUTE, TIME '10:00:59', TIME '10:01:00'), \
+             DATEDIFF(MILLISECOND, TIMESTAMP '2024-01-01 10:00:00.0009', TIMESTAMP '2024-01-01 10:00:00.0011'), \
+             EXTRACT(QUARTER FROM MADE) \
              FROM ITEMS WHERE ID = 1",
             "CREATE PROCEDURE CHECKED (A INTEGER, B INTEGER) RETURNS (Q SMALLINT, MSG VARCHAR(20)) AS \
              BEGIN BEGIN Q = A / B; MSG = 'ok'; \
@@ -841,9 +845,11 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
     );
     assert_eq!(remembered.len(), 5, "{remembered:?}");
     both.same_rows(
-        "GEN_UUID, UUID_TO_CHAR, CHAR_TO_UUID, OVERLAY, POSITION from a start",
-        "SELECT CAST(L AS VARCHAR(10)), U, O, CAST(P AS VARCHAR(10)), CAST(P0 AS VARCHAR(10)) FROM UUIDS",
-        "SELECT l::text, u, o, p::text, p0::text FROM uuids",
+        "GEN_UUID, UUID_TO_CHAR, CHAR_TO_UUID, OVERLAY, POSITION from a start, DATEDIFF across boundaries, EXTRACT(QUARTER)",
+        "SELECT CAST(L AS VARCHAR(10)), U, O, CAST(P AS VARCHAR(10)), CAST(P0 AS VARCHAR(10)), \
+         CAST(H AS VARCHAR(10)), CAST(M AS VARCHAR(10)), CAST(MS AS VARCHAR(10)), CAST(Q AS VARCHAR(10)) \
+         FROM ONE_ROW",
+        "SELECT l::text, u, o, p::text, p0::text, h::text, m::text, ms::text, q::text FROM one_row",
     );
     for (a, b) in [(7, 2), (1, 0), (100000, 1)] {
         both.same_rows(

@@ -924,6 +924,7 @@ impl<'c, 'a> Gen<'c, 'a> {
             }
             "SECOND" => format!("CAST(EXTRACT(SECOND FROM {v}) AS numeric(9,4))"),
             "WEEKDAY" => format!("CAST(EXTRACT(DOW FROM {v}) AS integer)"),
+            "QUARTER" => format!("CAST(EXTRACT(QUARTER FROM {v}) AS integer)"),
             "YEARDAY" => format!("(CAST(EXTRACT(DOY FROM {v}) AS integer) - 1)"),
             "MILLISECOND" => {
                 format!("CAST(mod(EXTRACT(MILLISECONDS FROM {v}), 1000) AS numeric(9,1))")
@@ -932,11 +933,32 @@ impl<'c, 'a> Gen<'c, 'a> {
         })
     }
 
-    fn datediff(&self, unit: &str, a: &Expr, b: &Expr, line: u32) -> Result<String> {
-        let (a, b) = (self.operand(a)?, self.operand(b)?);
+    /// Firebird's DATEDIFF counts the unit's boundaries between the two
+    /// (`DATEDIFF(HOUR, 23:59, 00:01)` is 1, measured on Firebird 5):
+    /// whole years, months and days of the date parts, weeks as whole
+    /// days / 7, and hours, minutes, seconds of both truncated to the
+    /// unit; milliseconds with a decimal (NUMERIC(18,1), Firebird 4 on).
+    fn datediff(&self, unit: &str, a_expr: &Expr, b_expr: &Expr, line: u32) -> Result<String> {
+        let (a, b) = (self.operand(a_expr)?, self.operand(b_expr)?);
         let years = format!("(EXTRACT(YEAR FROM {b}) - EXTRACT(YEAR FROM {a}))");
-        let seconds =
-            format!("EXTRACT(EPOCH FROM CAST({b} AS timestamp) - CAST({a} AS timestamp))");
+        // A time of day is an interval since midnight (PostgreSQL casts
+        // no time to a timestamp).
+        let time = self.temporal(a_expr) == Some(Temporal::Time)
+            || self.temporal(b_expr) == Some(Temporal::Time);
+        let moment = |x: &str| {
+            if time {
+                format!("CAST({x} AS interval)")
+            } else {
+                format!("CAST({x} AS timestamp)")
+            }
+        };
+        let boundaries = |unit: &str, seconds: u32| {
+            format!(
+                "CAST((EXTRACT(EPOCH FROM date_trunc('{unit}', {})) - EXTRACT(EPOCH FROM date_trunc('{unit}', {}))) / {seconds} AS bigint)",
+                moment(&b),
+                moment(&a)
+            )
+        };
         Ok(match unit {
             "YEAR" => format!("CAST({years} AS bigint)"),
             "MONTH" => format!(
@@ -944,10 +966,14 @@ impl<'c, 'a> Gen<'c, 'a> {
             ),
             "WEEK" => format!("CAST(trunc((CAST({b} AS date) - CAST({a} AS date)) / 7) AS bigint)"),
             "DAY" => format!("CAST(CAST({b} AS date) - CAST({a} AS date) AS bigint)"),
-            "HOUR" => format!("CAST(trunc({seconds} / 3600) AS bigint)"),
-            "MINUTE" => format!("CAST(trunc({seconds} / 60) AS bigint)"),
-            "SECOND" => format!("CAST(trunc({seconds}) AS bigint)"),
-            "MILLISECOND" => format!("CAST(trunc({seconds} * 1000) AS bigint)"),
+            "HOUR" => boundaries("hour", 3600),
+            "MINUTE" => boundaries("minute", 60),
+            "SECOND" => boundaries("second", 1),
+            "MILLISECOND" => format!(
+                "CAST(EXTRACT(EPOCH FROM {} - {}) * 1000 AS numeric(18,1))",
+                moment(&b),
+                moment(&a)
+            ),
             _ => return Err(refuse(&format!("DATEDIFF({unit})"), line, "not translated")),
         })
     }

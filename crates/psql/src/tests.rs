@@ -184,6 +184,22 @@ fn table_checks_and_expressions() {
             r#"CAST(CAST("b" AS date) - CAST("a" AS date) AS bigint)"#,
         ),
         (
+            "DATEDIFF(HOUR, a, b)",
+            r#"CAST((EXTRACT(EPOCH FROM date_trunc('hour', CAST("b" AS timestamp))) - EXTRACT(EPOCH FROM date_trunc('hour', CAST("a" AS timestamp)))) / 3600 AS bigint)"#,
+        ),
+        (
+            "DATEDIFF(MINUTE FROM TIME '10:00:59' TO a)",
+            r#"CAST((EXTRACT(EPOCH FROM date_trunc('minute', CAST("a" AS interval))) - EXTRACT(EPOCH FROM date_trunc('minute', CAST(CAST('10:00:59' AS time) AS interval)))) / 60 AS bigint)"#,
+        ),
+        (
+            "DATEDIFF(MILLISECOND, a, b)",
+            r#"CAST(EXTRACT(EPOCH FROM CAST("b" AS timestamp) - CAST("a" AS timestamp)) * 1000 AS numeric(18,1))"#,
+        ),
+        (
+            "EXTRACT(QUARTER FROM d)",
+            r#"CAST(EXTRACT(QUARTER FROM "d") AS integer)"#,
+        ),
+        (
             "DATEDIFF(YEAR FROM a TO b)",
             r#"CAST((EXTRACT(YEAR FROM "b") - EXTRACT(YEAR FROM "a")) AS bigint)"#,
         ),
