@@ -494,6 +494,12 @@ fn richer(dir: &Path) -> PathBuf {
              FOR SELECT ID, NAME FROM ITEMS WHERE CATEGORY = 'tool' AS CURSOR C DO BEGIN \
                UPDATE ITEMS SET NAME = C.NAME || '#' || :C.ID WHERE CURRENT OF C; N = N + 1; END \
              SUSPEND; END",
+            "CREATE PROCEDURE NEW_ITEM (NAME VARCHAR(40)) RETURNS (ID INTEGER, UNCHANGED INTEGER, GONE INTEGER) AS \
+             BEGIN UNCHANGED = -7; \
+             INSERT INTO ITEMS (NAME, PRICE) VALUES (:NAME, 1.50) RETURNING ID INTO :ID; \
+             UPDATE ITEMS SET QTY = QTY + 1 WHERE ID = -1 RETURNING QTY INTO :UNCHANGED; \
+             DELETE FROM ITEMS WHERE NAME = 'kite' RETURNING ID INTO :GONE; \
+             SUSPEND; END",
             "CREATE PROCEDURE UPSERT_ITEM (ID INTEGER, NAME VARCHAR(40), PRICE NUMERIC(9,2)) \
              RETURNS (N INTEGER) AS BEGIN \
              UPDATE OR INSERT INTO ITEMS (ID, NAME, PRICE, CATEGORY) VALUES (:ID, :NAME, :PRICE, 'toy'); \
@@ -827,6 +833,14 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
         audit.0,
         audit.1,
     );
+    let made = both.same_rows(
+        "NEW_ITEM: INSERT, UPDATE (no row: the target kept), DELETE ... RETURNING ... INTO",
+        "SELECT CAST(ID AS VARCHAR(10)), CAST(UNCHANGED AS VARCHAR(10)), CAST(GONE AS VARCHAR(10)) \
+         FROM NEW_ITEM('tent')",
+        "SELECT id::text, unchanged::text, gone::text FROM new_item('tent')",
+    );
+    assert_eq!(made[0][1].as_deref(), Some("-7"), "{made:?}");
+    assert_eq!(made[0][2].as_deref(), Some("100"), "{made:?}");
     both.same_rows(
         "TAG_TOOLS: a cursor's row read as C.NAME, updated WHERE CURRENT OF",
         "SELECT CAST(N AS VARCHAR(10)) FROM TAG_TOOLS",

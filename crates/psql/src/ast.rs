@@ -255,17 +255,20 @@ pub enum StmtKind {
         table: Name,
         columns: Vec<Name>,
         source: InsertSource,
+        returning: Option<Returning>,
     },
     Update {
         table: Name,
         alias: Option<Name>,
         sets: Vec<(Name, Expr)>,
         filter: Filter,
+        returning: Option<Returning>,
     },
     Delete {
         table: Name,
         alias: Option<Name>,
         filter: Filter,
+        returning: Option<Returning>,
     },
     /// `UPDATE OR INSERT INTO t [(cols)] VALUES (...) [MATCHING (cols)]`.
     UpdateOrInsert {
@@ -273,6 +276,7 @@ pub enum StmtKind {
         columns: Vec<Name>,
         values: Vec<Expr>,
         matching: Vec<Name>,
+        returning: Option<Returning>,
     },
     Merge(Box<Merge>),
     /// `OPEN c`, `CLOSE c`.
@@ -297,6 +301,13 @@ pub enum StmtKind {
     /// A PSQL function's `RETURN e`.
     Return(Expr),
     Block(Block),
+}
+
+/// `RETURNING e, ... INTO :a, ...` of a PSQL statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Returning {
+    pub values: Vec<Expr>,
+    pub into: Vec<Expr>,
 }
 
 /// An UPDATE's or DELETE's rows: a condition, or the row a cursor is on.

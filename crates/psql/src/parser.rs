@@ -1803,12 +1803,13 @@ impl Parser {
                 } else {
                     InsertSource::Query(Box::new(self.query()?))
                 };
-                self.no_returning()?;
+                let returning = self.returning()?;
                 self.expect_sym(";")?;
                 stmt(StmtKind::Insert {
                     table,
                     columns,
                     source,
+                    returning,
                 })
             }
             "UPDATE" => {
@@ -1821,13 +1822,14 @@ impl Parser {
                 self.expect_word("SET")?;
                 let sets = self.assignments()?;
                 let filter = self.where_clause()?;
-                self.no_returning()?;
+                let returning = self.returning()?;
                 self.expect_sym(";")?;
                 stmt(StmtKind::Update {
                     table,
                     alias,
                     sets,
                     filter,
+                    returning,
                 })
             }
             "DELETE" => {
@@ -1836,12 +1838,13 @@ impl Parser {
                 let table = self.name()?;
                 let alias = self.alias()?;
                 let filter = self.where_clause()?;
-                self.no_returning()?;
+                let returning = self.returning()?;
                 self.expect_sym(";")?;
                 stmt(StmtKind::Delete {
                     table,
                     alias,
                     filter,
+                    returning,
                 })
             }
             "SUSPEND" | "EXIT" | "BREAK" => {
@@ -2028,7 +2031,7 @@ impl Parser {
         } else {
             Vec::new()
         };
-        self.no_returning()?;
+        let returning = self.returning()?;
         self.expect_sym(";")?;
         Ok(Stmt {
             kind: StmtKind::UpdateOrInsert {
@@ -2036,6 +2039,7 @@ impl Parser {
                 columns,
                 values,
                 matching,
+                returning,
             },
             line,
         })
@@ -2204,6 +2208,34 @@ impl Parser {
             Vec::new()
         };
         Ok(Execute { sql, params, into })
+    }
+
+    /// `RETURNING e, ... INTO :a, ...`; `OLD.x`/`NEW.x` in it are
+    /// refused (PostgreSQL 15's RETURNING has the new row only).
+    fn returning(&mut self) -> Result<Option<Returning>> {
+        if !self.eat_word("RETURNING") {
+            return Ok(None);
+        }
+        let mut values = Vec::new();
+        loop {
+            if (self.is_word("OLD") || self.is_word("NEW"))
+                && matches!(self.peek_at(1), Tok::Sym("."))
+            {
+                return Err(self.unsupported(
+                    "RETURNING OLD./NEW.",
+                    "PostgreSQL 15's RETURNING gives the new row only",
+                ));
+            }
+            values.push(self.expr()?);
+            if !self.eat_sym(",") {
+                break;
+            }
+        }
+        if !self.eat_word("INTO") {
+            return Err(self.unexpected("INTO (RETURNING in PSQL returns into variables)"));
+        }
+        let into = self.targets()?;
+        Ok(Some(Returning { values, into }))
     }
 
     fn no_returning(&self) -> Result<()> {

@@ -938,6 +938,69 @@ impl<'c, 'a> Routine<'c, 'a> {
         }
     }
 
+    /// An INSERT, UPDATE or DELETE (`text`), its RETURNING, ROW_COUNT.
+    fn dml(
+        &mut self,
+        sql: &Gen,
+        text: String,
+        returning: Option<&Returning>,
+        line: u32,
+        depth: usize,
+    ) -> Result<()> {
+        let (clause, record) = self.returning_clause(sql, returning, line)?;
+        self.line(depth, &format!("{text}{clause};"));
+        self.row_count(depth);
+        self.returned(record, returning, depth)
+    }
+
+    /// ` RETURNING e AS "fb_1", ... INTO fb_row_n` and its record.
+    fn returning_clause(
+        &mut self,
+        sql: &Gen,
+        returning: Option<&Returning>,
+        line: u32,
+    ) -> Result<(String, Option<String>)> {
+        let Some(r) = returning else {
+            return Ok((String::new(), None));
+        };
+        if r.values.len() != r.into.len() {
+            return Err(refuse(
+                "INTO",
+                line,
+                "the number of targets is not the number of columns",
+            ));
+        }
+        let values = r
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Ok(format!("{} AS \"fb_{}\"", sql.expr(v)?, i + 1)))
+            .collect::<Result<Vec<_>>>()?;
+        let record = self.record();
+        Ok((
+            format!(" RETURNING {} INTO {record}", values.join(", ")),
+            Some(record),
+        ))
+    }
+
+    /// The RETURNING row to its targets where there was one: Firebird
+    /// leaves them alone where no row was changed (PL/pgSQL's INTO would
+    /// set NULLs).
+    fn returned(
+        &mut self,
+        record: Option<String>,
+        returning: Option<&Returning>,
+        depth: usize,
+    ) -> Result<()> {
+        let (Some(record), Some(r)) = (record, returning) else {
+            return Ok(());
+        };
+        self.line(depth, "IF FOUND THEN");
+        self.assign_from_record(&record, &r.into, depth + 1)?;
+        self.line(depth, "END IF;");
+        Ok(())
+    }
+
     /// `"a" = v, "b" = w` of an UPDATE (or MERGE's).
     fn assignments(&self, sql: &Gen, sets: &[(Name, Expr)]) -> Result<String> {
         let mut parts = Vec::new();
@@ -978,6 +1041,7 @@ impl<'c, 'a> Routine<'c, 'a> {
         columns: &[Name],
         values: &[Expr],
         matching: &[Name],
+        returning: Option<&Returning>,
         line: u32,
         depth: usize,
     ) -> Result<()> {
@@ -1060,10 +1124,12 @@ impl<'c, 'a> Routine<'c, 'a> {
             .map(|(c, v)| format!("{} = {v}", (self.ctx.names)(NameKind::Column, &c.text)))
             .collect::<Vec<_>>()
             .join(", ");
+        let sql = self.sql_gen();
+        let (clause, record) = self.returning_clause(&sql, returning, line)?;
         self.line(
             depth,
             &format!(
-                "UPDATE {target} SET {sets} WHERE {};",
+                "UPDATE {target} SET {sets} WHERE {}{clause};",
                 conditions.join(" AND ")
             ),
         );
@@ -1072,14 +1138,14 @@ impl<'c, 'a> Routine<'c, 'a> {
         self.line(
             depth + 1,
             &format!(
-                "INSERT INTO {target}{} VALUES ({});",
+                "INSERT INTO {target}{} VALUES ({}){clause};",
                 self.column_list(&columns),
                 texts.join(", ")
             ),
         );
         self.row_count(depth + 1);
         self.line(depth, "END IF;");
-        Ok(())
+        self.returned(record, returning, depth)
     }
 
     /// The text of an EXECUTE STATEMENT, where it is a constant: read
@@ -1288,7 +1354,16 @@ impl<'c, 'a> Routine<'c, 'a> {
                 columns,
                 values,
                 matching,
-            } => self.update_or_insert(table, columns, values, matching, line, depth)?,
+                returning,
+            } => self.update_or_insert(
+                table,
+                columns,
+                values,
+                matching,
+                returning.as_ref(),
+                line,
+                depth,
+            )?,
             StmtKind::Merge(m) => {
                 let sql = self.sql_gen();
                 let mut text = format!(
@@ -1375,6 +1450,7 @@ impl<'c, 'a> Routine<'c, 'a> {
                 table,
                 columns,
                 source,
+                returning,
             } => {
                 let sql = self.sql_gen();
                 let mut text = format!(
@@ -1393,14 +1469,14 @@ impl<'c, 'a> Routine<'c, 'a> {
                     InsertSource::Query(q) => text += &format!(" {}", sql.query(q)?),
                     InsertSource::Default => text += " DEFAULT VALUES",
                 }
-                self.line(depth, &(text + ";"));
-                self.row_count(depth);
+                self.dml(&sql, text, returning.as_ref(), line, depth)?;
             }
             StmtKind::Update {
                 table,
                 alias,
                 sets,
                 filter,
+                returning,
             } => {
                 let sql = self.sql_gen();
                 let mut text = format!("UPDATE {}", (self.ctx.names)(NameKind::Table, &table.text));
@@ -1409,13 +1485,13 @@ impl<'c, 'a> Routine<'c, 'a> {
                 }
                 text += &format!(" SET {}", self.assignments(&sql, sets)?);
                 text += &self.filter(&sql, filter, line)?;
-                self.line(depth, &(text + ";"));
-                self.row_count(depth);
+                self.dml(&sql, text, returning.as_ref(), line, depth)?;
             }
             StmtKind::Delete {
                 table,
                 alias,
                 filter,
+                returning,
             } => {
                 let sql = self.sql_gen();
                 let mut text = format!(
@@ -1426,8 +1502,7 @@ impl<'c, 'a> Routine<'c, 'a> {
                     text += &format!(" AS {}", quote(&pg_name(&a.text)));
                 }
                 text += &self.filter(&sql, filter, line)?;
-                self.line(depth, &(text + ";"));
-                self.row_count(depth);
+                self.dml(&sql, text, returning.as_ref(), line, depth)?;
             }
             StmtKind::Suspend => match self.kind {
                 RoutineKind::Selectable => self.line(depth, "RETURN NEXT;"),

@@ -941,3 +941,41 @@ fn context_variables_uuids_and_overlay() {
         "RDB$GET_CONTEXT"
     );
 }
+
+#[test]
+fn returning_into() {
+    let out = routine(
+        "(v INTEGER) RETURNS (r INTEGER, s INTEGER)",
+        "BEGIN INSERT INTO t (a) VALUES (:v) RETURNING id INTO :r; \
+         UPDATE t SET a = a + 1 WHERE id = :v RETURNING a, b INTO :r, :s; END",
+    )
+    .unwrap();
+    for part in [
+        "  INSERT INTO \"t\" (\"a\") VALUES (fb_local.\"v\") RETURNING \"id\" AS \"fb_1\" INTO fb_row_1;\n  IF FOUND THEN\n    \"p\".\"r\" := CAST(fb_row_1.\"fb_1\" AS integer);\n  END IF;\n",
+        "  UPDATE \"t\" SET \"a\" = \"a\" + 1 WHERE \"id\" = fb_local.\"v\" RETURNING \"a\" AS \"fb_1\", \"b\" AS \"fb_2\" INTO fb_row_2;\n  IF FOUND THEN\n",
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+    let upsert = routine(
+        "(v INTEGER) RETURNS (r INTEGER)",
+        "BEGIN UPDATE OR INSERT INTO t (id, a) VALUES (:v, 1) RETURNING a INTO :r; END",
+    )
+    .unwrap();
+    assert!(
+        upsert.contains("RETURNING \"a\" AS \"fb_1\" INTO fb_row_1;\n  IF NOT FOUND THEN\n    INSERT INTO \"t\" (\"id\", \"a\") VALUES (fb_local.\"v\", 1) RETURNING \"a\" AS \"fb_1\" INTO fb_row_1;\n  END IF;\n  IF FOUND THEN"),
+        "{upsert}"
+    );
+    for (body, construct) in [
+        (
+            "BEGIN UPDATE t SET a = 1 RETURNING OLD.a INTO :r; END",
+            "RETURNING OLD./NEW.",
+        ),
+        ("BEGIN DELETE FROM t RETURNING a, b INTO :r; END", "INTO"),
+    ] {
+        assert_eq!(
+            routine("RETURNS (r INTEGER)", body).unwrap_err().construct,
+            construct,
+            "{body}"
+        );
+    }
+}
