@@ -1035,16 +1035,18 @@ impl<'c, 'a> Routine<'c, 'a> {
     /// ... ON CONFLICT`: that fires BEFORE INSERT triggers (a key
     /// generator draws a value) also for a row it then updates, which
     /// Firebird does not, and matches only by a unique index with `=`.
-    fn update_or_insert(
-        &mut self,
-        table: &Name,
-        columns: &[Name],
-        values: &[Expr],
-        matching: &[Name],
-        returning: Option<&Returning>,
-        line: u32,
-        depth: usize,
-    ) -> Result<()> {
+    fn update_or_insert(&mut self, s: &Stmt, depth: usize) -> Result<()> {
+        let StmtKind::UpdateOrInsert {
+            table,
+            columns,
+            values,
+            matching,
+            returning,
+        } = &s.kind
+        else {
+            unreachable!("only UPDATE OR INSERT comes here")
+        };
+        let (returning, line) = (returning.as_ref(), s.line);
         let shape = (self.ctx.tables)(&table.text);
         let columns: Vec<Name> = if columns.is_empty() {
             match &shape {
@@ -1349,21 +1351,7 @@ impl<'c, 'a> Routine<'c, 'a> {
                 self.assign_from_record(&record, into, depth + 1)?;
                 self.line(depth, "END IF;");
             }
-            StmtKind::UpdateOrInsert {
-                table,
-                columns,
-                values,
-                matching,
-                returning,
-            } => self.update_or_insert(
-                table,
-                columns,
-                values,
-                matching,
-                returning.as_ref(),
-                line,
-                depth,
-            )?,
+            StmtKind::UpdateOrInsert { .. } => self.update_or_insert(s, depth)?,
             StmtKind::Merge(m) => {
                 let sql = self.sql_gen();
                 let mut text = format!(
