@@ -637,7 +637,7 @@ mod tests {
             (
                 "check constraint",
                 "INTEG_2",
-                "not translated: line 1: HASH: a function with no PostgreSQL counterpart known to fbunload"
+                "not translated: line 1: HASH: Firebird's own 64-bit hash: PostgreSQL has no function giving the same numbers"
             )
         );
     }
