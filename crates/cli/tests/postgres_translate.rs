@@ -537,6 +537,11 @@ fn richer(dir: &Path) -> PathBuf {
              DATEDIFF(MILLISECOND, TIMESTAMP '2024-01-01 10:00:00.0009', TIMESTAMP '2024-01-01 10:00:00.0011'), \
              EXTRACT(QUARTER FROM MADE) \
              FROM ITEMS WHERE ID = 1",
+            "CREATE EXCEPTION OUT_OF_RANGE 'Quantity @1 of @2 is out of range (@3)'",
+            "CREATE PROCEDURE CHECK_QTY (Q INTEGER, WHAT VARCHAR(10)) RETURNS (BITS INTEGER) AS BEGIN \
+             IF (Q > 100) THEN EXCEPTION OUT_OF_RANGE USING (Q, WHAT); \
+             BITS = BIN_OR(BIN_AND(Q, 12), BIN_SHL(1, 4), BIN_XOR(Q, 1)) + BIN_SHR(-16, 2) + BIN_NOT(5); \
+             SUSPEND; END",
             "CREATE PROCEDURE CHECKED (A INTEGER, B INTEGER) RETURNS (Q SMALLINT, MSG VARCHAR(20)) AS \
              BEGIN BEGIN Q = A / B; MSG = 'ok'; \
              WHEN SQLCODE -802 DO BEGIN Q = -1; MSG = 'arithmetic'; END END SUSPEND; END",
@@ -864,6 +869,17 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
          CAST(H AS VARCHAR(10)), CAST(M AS VARCHAR(10)), CAST(MS AS VARCHAR(10)), CAST(Q AS VARCHAR(10)) \
          FROM ONE_ROW",
         "SELECT l::text, u, o, p::text, p0::text, h::text, m::text, ms::text, q::text FROM one_row",
+    );
+    both.same_rows(
+        "BIN_AND, BIN_OR, BIN_XOR, BIN_SHL, BIN_SHR, BIN_NOT",
+        "SELECT CAST(BITS AS VARCHAR(10)) FROM CHECK_QTY(13, 'x')",
+        "SELECT bits::text FROM check_qty(13, 'x')",
+    );
+    both.both_refuse(
+        "EXCEPTION ... USING (args): the message filled in",
+        "SELECT BITS FROM CHECK_QTY(500, 'glue')",
+        "SELECT bits FROM check_qty(500, 'glue')",
+        Some("Quantity 500 of glue is out of range (@3)"),
     );
     for (a, b) in [(7, 2), (1, 0), (100000, 1)] {
         both.same_rows(

@@ -292,8 +292,8 @@ pub enum StmtKind {
     Leave(Option<Name>),
     /// `CONTINUE [label]`.
     Continue(Option<Name>),
-    /// `EXCEPTION [name [message]]`; no name re-raises.
-    Raise(Option<Name>, Option<Expr>),
+    /// `EXCEPTION [name [message | USING (args)]]`; no name re-raises.
+    Raise(Option<Name>, Option<Expr>, Vec<Expr>),
     ExecuteProcedure(Name, Vec<Expr>, Vec<Expr>),
     /// `EXECUTE STATEMENT e [(params)] [INTO ...]`.
     ExecuteStatement(Execute),

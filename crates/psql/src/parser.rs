@@ -1873,14 +1873,13 @@ impl Parser {
             "EXCEPTION" => {
                 self.advance();
                 if self.eat_sym(";") {
-                    return stmt(StmtKind::Raise(None, None));
+                    return stmt(StmtKind::Raise(None, None, Vec::new()));
                 }
                 let name = self.name()?;
-                if self.is_word("USING") {
-                    return Err(self.unsupported(
-                        "EXCEPTION ... USING",
-                        "parameters of a message are not translated",
-                    ));
+                if self.eat_word("USING") {
+                    let args = self.args()?;
+                    self.expect_sym(";")?;
+                    return stmt(StmtKind::Raise(Some(name), None, args));
                 }
                 let message = if self.is_sym(";") {
                     None
@@ -1888,7 +1887,7 @@ impl Parser {
                     Some(self.expr()?)
                 };
                 self.expect_sym(";")?;
-                stmt(StmtKind::Raise(Some(name), message))
+                stmt(StmtKind::Raise(Some(name), message, Vec::new()))
             }
             "EXECUTE" => {
                 self.advance();

@@ -1529,8 +1529,8 @@ impl<'c, 'a> Routine<'c, 'a> {
                 }
                 None => self.line(depth, "CONTINUE;"),
             },
-            StmtKind::Raise(None, _) => self.line(depth, "RAISE;"),
-            StmtKind::Raise(Some(name), message) => {
+            StmtKind::Raise(None, ..) => self.line(depth, "RAISE;"),
+            StmtKind::Raise(Some(name), message, args) => {
                 let Some(e) = (self.ctx.exceptions)(&name.text) else {
                     return Err(refuse(
                         &format!("EXCEPTION {}", name.text),
@@ -1540,6 +1540,13 @@ impl<'c, 'a> Routine<'c, 'a> {
                 };
                 let message = match message {
                     Some(m) => gen.expr(m)?,
+                    None if !args.is_empty() => {
+                        let args = args
+                            .iter()
+                            .map(|a| gen.expr(a))
+                            .collect::<Result<Vec<_>>>()?;
+                        message_with_arguments(&e.message, &args)
+                    }
                     None => format!("'{}'", e.message.replace('\'', "''")),
                 };
                 self.line(
@@ -1607,6 +1614,48 @@ impl<'c, 'a> Routine<'c, 'a> {
         }
         Ok(())
     }
+}
+
+/// An exception's message with `USING (args)` filled in, as Firebird's
+/// message format does it (measured on Firebird 5): `@1` ... `@9` is
+/// that argument as text, `*** null ***` where it is NULL, and stays
+/// `@n` where there is no such argument; `@@` is `@`; `@10` is the
+/// first argument and a `0`. The message is known here, so the text is
+/// put together from its pieces, not by replacing in it when it runs
+/// (an argument holding `@2` stays as it is).
+fn message_with_arguments(message: &str, args: &[String]) -> String {
+    let mut parts = Vec::new();
+    let mut literal = String::new();
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '@' {
+            match chars.peek().copied() {
+                Some('@') => {
+                    chars.next();
+                    literal.push('@');
+                    continue;
+                }
+                Some(d @ '1'..='9') if (d as usize - '0' as usize) <= args.len() => {
+                    chars.next();
+                    if !literal.is_empty() {
+                        parts.push(format!(
+                            "'{}'",
+                            std::mem::take(&mut literal).replace('\'', "''")
+                        ));
+                    }
+                    let arg = &args[d as usize - '1' as usize];
+                    parts.push(format!("coalesce(CAST({arg} AS text), '*** null ***')"));
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        literal.push(c);
+    }
+    if !literal.is_empty() || parts.is_empty() {
+        parts.push(format!("'{}'", literal.replace('\'', "''")));
+    }
+    parts.join(" || ")
 }
 
 /// An untranslated construct of an EXECUTE STATEMENT's text, at the

@@ -695,6 +695,26 @@ impl<'c, 'a> Gen<'c, 'a> {
                         a[2]
                     )
                 }
+                // Bitwise, on integers (BIN_SHR shifts the sign in, as >> does).
+                "BIN_AND" | "BIN_OR" | "BIN_XOR" => {
+                    arity(n >= 1)?;
+                    let op = match name {
+                        "BIN_AND" => " & ",
+                        "BIN_OR" => " | ",
+                        _ => " # ",
+                    };
+                    let operands: Vec<String> = a.iter().map(|x| format!("({x})")).collect();
+                    format!("({})", operands.join(op))
+                }
+                "BIN_SHL" | "BIN_SHR" => {
+                    arity(n == 2)?;
+                    let op = if name == "BIN_SHL" { "<<" } else { ">>" };
+                    format!("(({}) {op} ({}))", a[0], a[1])
+                }
+                "BIN_NOT" => {
+                    arity(n == 1)?;
+                    format!("(~({}))", a[0])
+                }
                 "HASH" => {
                     return Err(refuse(
                         name,

@@ -351,10 +351,17 @@ fn exception_states_are_stable_and_of_their_own_class() {
 }
 
 fn exceptions(name: &str) -> Option<Exception> {
-    (name == "REASSIGN_SALES").then(|| Exception {
-        message: "Reassign the sales records before deleting this employee.".into(),
-        sqlstate: "FB002".into(),
-    })
+    match name {
+        "REASSIGN_SALES" => Some(Exception {
+            message: "Reassign the sales records before deleting this employee.".into(),
+            sqlstate: "FB002".into(),
+        }),
+        "TOO_BIG" => Some(Exception {
+            message: "Order @1 too big (@2) @3 @@1 @10 it's @".into(),
+            sqlstate: "FB003".into(),
+        }),
+        _ => None,
+    }
 }
 
 #[test]
@@ -505,6 +512,7 @@ fn psql_statements() {
         ("BEGIN r = 1; WHEN ANY DO r = 0; END", "EXCEPTION\n    WHEN OTHERS THEN\n      \"p\".\"r\" := CAST(0 AS integer);"),
         ("BEGIN r = 1; WHEN EXCEPTION reassign_sales DO EXCEPTION; END", "WHEN SQLSTATE 'FB002' THEN\n      RAISE;"),
         ("EXCEPTION reassign_sales 'no: ' || i;", "MESSAGE = 'no: ' || fb_local.\"i\""),
+        ("EXCEPTION too_big USING (i, NULL);", "MESSAGE = 'Order ' || coalesce(CAST(fb_local.\"i\" AS text), '*** null ***') || ' too big (' || coalesce(CAST(NULL AS text), '*** null ***') || ') @3 @1 ' || coalesce(CAST(fb_local.\"i\" AS text), '*** null ***') || '0 it''s @', DETAIL"),
         ("EXECUTE STATEMENT 'DELETE FROM t';", "DELETE FROM \"t\";"),
         ("BEGIN r = 1 / i; WHEN SQLCODE -802 DO r = 0; END", "WHEN numeric_value_out_of_range OR division_by_zero OR string_data_right_truncation THEN"),
         ("BEGIN SELECT a FROM t INTO :r; WHEN GDSCODE sing_select_err, GDSCODE arith_except DO r = 0; END", "WHEN cardinality_violation OR numeric_value_out_of_range OR division_by_zero OR string_data_right_truncation THEN"),
@@ -911,6 +919,8 @@ fn context_variables_uuids_and_overlay() {
             r#"OVERLAY("a" PLACING 'xy' FROM 2 FOR 3)"#,
         ),
         ("OVERLAY(a PLACING b FROM 2)", r#"OVERLAY("a" PLACING "b" FROM 2)"#),
+        ("BIN_OR(a, 3, 8)", r#"(("a") | (3) | (8))"#),
+        ("BIN_SHR(a, 2) + BIN_NOT(5)", r#"(("a") >> (2)) + (~(5))"#),
         (
             "POSITION('a', b, 3)",
             r#"(CASE WHEN strpos(substr("b", 3), 'a') = 0 THEN 0 ELSE strpos(substr("b", 3), 'a') + 3 - 1 END)"#,
