@@ -77,6 +77,13 @@ fn context<'a>(
                     .unwrap_or_default(),
             })
         })
+        .with_routine_inputs(move |name| {
+            let routine = schema
+                .routines
+                .find("procedure", name)
+                .or_else(|| schema.routines.find("function", name))?;
+            psql::routine_input_types(&routine.ddl).ok()
+        })
         .with_search_path(target)
 }
 

@@ -27,8 +27,8 @@ use ast::{Query, SetExpr, TableRef};
 use parser::Parser;
 
 pub use plpgsql::{
-    key_generator, routine_calls, routine_tables, translate_function, translate_procedure,
-    translate_trigger, trigger_name, KeyGenerator,
+    key_generator, routine_calls, routine_input_types, routine_tables, translate_function,
+    translate_procedure, translate_trigger, trigger_name, KeyGenerator,
 };
 
 /// What was not translated: the construct, the line of the source it
@@ -97,6 +97,10 @@ pub struct ExprContext<'a> {
     pub functions: FunctionFn<'a>,
     /// A table's columns and primary key, where known.
     pub tables: TableFn<'a>,
+    /// A routine's inputs, where known: Firebird converts a call's
+    /// arguments to its parameters' types (a VARCHAR to an INTEGER),
+    /// PostgreSQL finds no function for arguments of other types.
+    pub routine_inputs: RoutineInputsFn<'a>,
 }
 
 /// Whether a name is a user's PSQL function.
@@ -110,6 +114,11 @@ pub struct TableShape {
     pub columns: Vec<String>,
     pub primary_key: Vec<String>,
 }
+
+/// A procedure's or PSQL function's input parameters, each as the
+/// PostgreSQL type a call converts its argument to (`None`: left as it
+/// is), by its Firebird name.
+pub type RoutineInputsFn<'a> = Box<dyn Fn(&str) -> Option<Vec<Option<String>>> + 'a>;
 
 /// A table's shape by its Firebird name.
 pub type TableFn<'a> = Box<dyn Fn(&str) -> Option<TableShape> + 'a>;
@@ -127,6 +136,7 @@ impl Default for ExprContext<'_> {
             column_types: Box::new(|_| None),
             functions: Box::new(|_| false),
             tables: Box::new(|_| None),
+            routine_inputs: Box::new(|_| None),
         }
     }
 }
@@ -166,6 +176,14 @@ impl<'a> ExprContext<'a> {
 
     pub fn with_tables(mut self, tables: impl Fn(&str) -> Option<TableShape> + 'a) -> Self {
         self.tables = Box::new(tables);
+        self
+    }
+
+    pub fn with_routine_inputs(
+        mut self,
+        inputs: impl Fn(&str) -> Option<Vec<Option<String>>> + 'a,
+    ) -> Self {
+        self.routine_inputs = Box::new(inputs);
         self
     }
 
@@ -332,6 +350,7 @@ fn varying(e: &ast::Expr) -> Option<(String, u32)> {
             .or_else(|| varying(b))
             .or_else(|| c.as_deref().and_then(varying)),
         K::Trim(_, w, x) => w.as_deref().and_then(varying).or_else(|| varying(x)),
+        K::Element(x, subscripts) => varying(x).or_else(|| subscripts.iter().find_map(varying)),
         _ => None,
     }
 }

@@ -513,10 +513,28 @@ impl Parser {
         if self.is_word("COLLATE") {
             return Err(self.unsupported("COLLATE", "a collation inside an expression"));
         }
-        if self.is_sym("[") {
-            return Err(
-                self.unsupported("an array element", "PostgreSQL arrays are loaded as JSON")
-            );
+        if self.eat_sym("[") {
+            // The array is loaded with its bounds: the same subscripts
+            // name the same element.
+            if !matches!(e.kind, ExprKind::Column(_)) {
+                return Err(self.unsupported(
+                    "an element of an expression",
+                    "only an array column's element is translated",
+                ));
+            }
+            let mut subscripts = vec![self.expr()?];
+            while self.eat_sym(",") {
+                subscripts.push(self.expr()?);
+            }
+            if self.is_sym(":") {
+                return Err(self.unsupported("an array slice", "not translated"));
+            }
+            self.expect_sym("]")?;
+            let line = e.line;
+            return Ok(Expr {
+                kind: ExprKind::Element(Box::new(e), subscripts),
+                line,
+            });
         }
         Ok(e)
     }

@@ -439,6 +439,40 @@ pub fn translate_function(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> {
     )])
 }
 
+/// The types a call converts its arguments to, from the callee's DDL
+/// (`CREATE PROCEDURE name (a CHAR(3), b SMALLINT) ...`): the input's
+/// type without its length or scale (`bpchar`, `numeric`): a longer
+/// CHAR argument must reach the routine, which refuses it as Firebird
+/// does, not be cut by the cast. A domain or `TYPE OF` parameter is
+/// left alone (`None`).
+pub fn routine_input_types(ddl: &str) -> Result<Vec<Option<String>>> {
+    let mut p = Parser::new(ddl)?;
+    if create_prefix(&mut p, "PROCEDURE").is_err() {
+        p = Parser::new(ddl)?;
+        create_prefix(&mut p, "FUNCTION")?;
+    }
+    p.name()?;
+    let ctx = ExprContext::new();
+    let gen = Gen::new(&ctx);
+    params(&mut p)?
+        .iter()
+        .map(|param| {
+            Ok(match &param.data_type {
+                DataType::Builtin { name, .. } => {
+                    let t = input_type(&gen, param)?;
+                    Some(match name.as_str() {
+                        "CHAR" | "CHARACTER" | "NCHAR" if !t.starts_with("bytea") => {
+                            "bpchar".to_string()
+                        }
+                        _ => t.split('(').next().unwrap_or(&t).to_string(),
+                    })
+                }
+                _ => None,
+            })
+        })
+        .collect()
+}
+
 /// An input parameter's type. SMALLINT takes an integer: PostgreSQL
 /// reads `f(2)` as an integer argument and would not find a function of
 /// a smallint (Firebird narrows it).
@@ -1559,15 +1593,7 @@ impl<'c, 'a> Routine<'c, 'a> {
                 );
             }
             StmtKind::ExecuteProcedure(name, args, returning) => {
-                let a = args
-                    .iter()
-                    .map(|x| gen.expr(x))
-                    .collect::<Result<Vec<_>>>()?;
-                let call = format!(
-                    "{}({})",
-                    (self.ctx.names)(NameKind::Procedure, &name.text),
-                    a.join(", ")
-                );
+                let call = gen.call(&name.text, args)?;
                 if returning.is_empty() {
                     self.line(depth, &format!("PERFORM * FROM {call};"));
                 } else {
@@ -1674,7 +1700,7 @@ fn draws(text: &str) -> bool {
 }
 
 /// The cursors that an UPDATE or DELETE names in `WHERE CURRENT OF`.
-fn positioned_cursors(b_in: &Block) -> std::collections::HashSet<String> {
+fn positioned_cursors(body: &Block) -> std::collections::HashSet<String> {
     fn stmt(s: &Stmt, out: &mut std::collections::HashSet<String>) {
         match &s.kind {
             StmtKind::Update {
@@ -1711,7 +1737,7 @@ fn positioned_cursors(b_in: &Block) -> std::collections::HashSet<String> {
         }
     }
     let mut out = Default::default();
-    block(b_in, &mut out);
+    block(body, &mut out);
     out
 }
 

@@ -282,6 +282,13 @@ impl<'c, 'a> Gen<'c, 'a> {
                 }
             }
             ExprKind::DateDiff(unit, a, b) => self.datediff(unit, a, b, line)?,
+            ExprKind::Element(array, subscripts) => {
+                let mut s = self.expr(array)?;
+                for i in subscripts {
+                    s += &format!("[{}]", self.expr(i)?);
+                }
+                s
+            }
             ExprKind::NextValue(g, step) => {
                 let sequence = string_literal(&self.name(NameKind::Sequence, g));
                 match step.as_deref().map(|s| &s.kind) {
@@ -366,6 +373,28 @@ impl<'c, 'a> Gen<'c, 'a> {
     }
 
     fn binary(&self, op: BinaryOp, l: &Expr, r: &Expr) -> Result<String> {
+        // Firebird compares strings as if padded with spaces (`'' = ' '`
+        // holds), PostgreSQL's text and varchar do not: where the words
+        // say it (a literal that ends in spaces) the spaces are trimmed
+        // on both sides.
+        if matches!(op, BinaryOp::Eq | BinaryOp::Ne) {
+            let padded = |e: &Expr| matches!(&e.kind, ExprKind::Str(s) if s.ends_with(' '));
+            let sides = if padded(r) {
+                Some((l, r))
+            } else if padded(l) {
+                Some((r, l))
+            } else {
+                None
+            };
+            if let Some((other, ExprKind::Str(literal))) = sides.map(|(o, l)| (o, &l.kind)) {
+                return Ok(format!(
+                    "rtrim(CAST({} AS text)) {} {}",
+                    self.expr(other)?,
+                    op_text(op),
+                    string_literal(literal.trim_end_matches(' '))
+                ));
+            }
+        }
         // Firebird adds days to a timestamp and seconds to a time.
         if matches!(op, BinaryOp::Add | BinaryOp::Sub) {
             let (lt, rt) = (self.temporal(l), self.temporal(r));
@@ -508,6 +537,25 @@ impl<'c, 'a> Gen<'c, 'a> {
             }
             _ => results.iter().map(|e| self.expr(e)).collect(),
         }
+    }
+
+    /// A call of the database's procedure or function, each argument
+    /// converted to its parameter's type where that is known.
+    pub(crate) fn call(&self, name: &str, args: &[Expr]) -> Result<String> {
+        let inputs = (self.ctx.routine_inputs)(name).unwrap_or_default();
+        let mut texts = Vec::new();
+        for (i, arg) in args.iter().enumerate() {
+            let text = self.expr(arg)?;
+            texts.push(match inputs.get(i) {
+                Some(Some(t)) => format!("CAST({text} AS {t})"),
+                _ => text,
+            });
+        }
+        Ok(format!(
+            "{}({})",
+            (self.ctx.names)(NameKind::Procedure, name),
+            texts.join(", ")
+        ))
     }
 
     fn args(&self, args: &[Expr]) -> Result<Vec<String>> {
@@ -729,11 +777,7 @@ impl<'c, 'a> Gen<'c, 'a> {
                     let sep = if n == 2 { a[1].clone() } else { "','".into() };
                     format!("string_agg({d}CAST({} AS text), {sep})", a[0])
                 }
-                _ if (self.ctx.functions)(name) => format!(
-                    "{}({})",
-                    (self.ctx.names)(NameKind::Procedure, name),
-                    a.join(", ")
-                ),
+                _ if (self.ctx.functions)(name) => self.call(name, args)?,
                 _ => {
                     return Err(refuse(
                         name,
@@ -1151,12 +1195,7 @@ impl<'c, 'a> Gen<'c, 'a> {
                 name,
                 args,
                 alias: a,
-            } => format!(
-                "{}({}){}",
-                self.name(NameKind::Procedure, name),
-                self.args(args)?.join(", "),
-                alias(a)
-            ),
+            } => format!("{}{}", self.call(&name.text, args)?, alias(a)),
             TableRef::Derived {
                 query,
                 alias: a,

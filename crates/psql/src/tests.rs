@@ -248,7 +248,8 @@ fn what_is_not_translated_says_what_and_where() {
             2,
         ),
         ("a COLLATE UNICODE_CI", "COLLATE", 1),
-        ("a[1]", "an array element", 1),
+        ("(a || b)[1]", "an element of an expression", 1),
+        ("a[1:2]", "an array slice", 1),
         ("CURRENT_ROLE", "CURRENT_ROLE", 1),
         ("a +", "the end of the text", 1),
         ("a b", "B", 1),
@@ -920,6 +921,9 @@ fn context_variables_uuids_and_overlay() {
         ),
         ("OVERLAY(a PLACING b FROM 2)", r#"OVERLAY("a" PLACING "b" FROM 2)"#),
         ("BIN_OR(a, 3, 8)", r#"(("a") | (3) | (8))"#),
+        ("t.a[1] || m[i, 2]", r#""t"."a"[1] || "m"["i"][2]"#),
+        ("a = ' '", r#"rtrim(CAST("a" AS text)) = ''"#),
+        ("'x  ' <> a || b", r#"rtrim(CAST("a" || "b" AS text)) <> 'x'"#),
         ("BIN_SHR(a, 2) + BIN_NOT(5)", r#"(("a") >> (2)) + (~(5))"#),
         (
             "POSITION('a', b, 3)",
@@ -987,5 +991,37 @@ fn returning_into() {
             construct,
             "{body}"
         );
+    }
+}
+
+#[test]
+fn calls_convert_arguments_to_the_parameters_types() {
+    assert_eq!(
+        routine_input_types(
+            "CREATE PROCEDURE show_langs (code VARCHAR(5), grade SMALLINT, cty CHAR(15), \
+             n NUMERIC(9,2), d SOME_DOMAIN) RETURNS (x INTEGER) AS BEGIN END"
+        )
+        .unwrap(),
+        [
+            Some("varchar".to_string()),
+            Some("integer".into()),
+            Some("bpchar".into()),
+            Some("numeric".into()),
+            None
+        ]
+    );
+    let ctx = ExprContext::new().with_routine_inputs(|name| {
+        (name == "SHOW_LANGS").then(|| vec![Some("varchar".into()), Some("integer".into())])
+    });
+    let ddl = "CREATE PROCEDURE all_langs RETURNS (lang VARCHAR(15)) AS \
+               DECLARE grade VARCHAR(5); BEGIN \
+               FOR SELECT languages FROM show_langs ('Eng', :grade) INTO :lang DO SUSPEND; \
+               EXECUTE PROCEDURE show_langs 'x', :grade; END";
+    let out = translate_procedure(ddl, &ctx).unwrap()[0].clone();
+    for part in [
+        r#"FROM "show_langs"(CAST('Eng' AS varchar), CAST(fb_local."grade" AS integer))"#,
+        r#"PERFORM * FROM "show_langs"(CAST('x' AS varchar), CAST(fb_local."grade" AS integer));"#,
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
     }
 }
