@@ -547,8 +547,9 @@ struct Routine<'c, 'a> {
     /// Cursors by Firebird name: the PL/pgSQL variable and how many
     /// columns the query gives.
     cursors: std::collections::HashMap<String, (String, usize)>,
-    /// The cursors' declarations (after the variables their queries read).
-    cursor_declarations: Vec<String>,
+    /// The cursors' variables and declarations (after the variables
+    /// their queries read).
+    cursor_declarations: Vec<(String, String)>,
     /// Cursors an UPDATE or DELETE names in `WHERE CURRENT OF`: their
     /// queries lock the rows (`FOR UPDATE`), which lets PostgreSQL find
     /// the row through a sort or a join.
@@ -670,16 +671,15 @@ impl<'c, 'a> Routine<'c, 'a> {
         if inner.scope.row_count {
             declarations.push("fb_row_count integer := 0;".into());
         }
-        declarations.extend(inner.cursor_declarations.iter().cloned());
+        declarations.extend(inner.cursor_declarations.iter().map(|(_, d)| d.clone()));
         // A bound cursor's portal is named after its variable unless
         // that is NULL: NULL gives each opening a name of its own, so a
         // routine that calls itself, or another with a cursor of the same
         // name, while one is open does not find the name taken.
-        let mut cursor_vars: Vec<&String> = inner.cursors.values().map(|(v, _)| v).collect();
-        cursor_vars.sort();
-        let resets: String = cursor_vars
+        let resets: String = inner
+            .cursor_declarations
             .iter()
-            .map(|v| format!("  {v} := NULL;\n"))
+            .map(|(v, _)| format!("  {v} := NULL;\n"))
             .collect();
         let mut code = String::from("#variable_conflict use_column\n");
         code += &format!("<<{LOCALS}>>\n");
@@ -909,10 +909,15 @@ impl<'c, 'a> Routine<'c, 'a> {
         numbered: bool,
         line: u32,
     ) -> Result<String> {
-        if self.cursors.contains_key(&name.text) {
-            return Err(refuse(&name.text, line, "a second cursor of this name"));
+        // Loops one after the other may name their cursors alike: each
+        // gets a variable of its own.
+        let base = format!("fb_cursor_{}", pg_name(&name.text));
+        let mut variable = quote(&base);
+        let mut n = 1;
+        while self.cursor_declarations.iter().any(|(v, _)| *v == variable) {
+            n += 1;
+            variable = quote(&format!("{base}_{n}"));
         }
-        let variable = quote(&format!("fb_cursor_{}", pg_name(&name.text)));
         let (mut text, count) = if numbered {
             self.numbered_query(query, None, line)?
         } else {
@@ -922,7 +927,7 @@ impl<'c, 'a> Routine<'c, 'a> {
             text += " FOR UPDATE";
         }
         self.cursor_declarations
-            .push(format!("{variable} CURSOR FOR {text};"));
+            .push((variable.clone(), format!("{variable} CURSOR FOR {text};")));
         self.cursors
             .insert(name.text.clone(), (variable.clone(), count));
         Ok(variable)
@@ -1313,6 +1318,9 @@ impl<'c, 'a> Routine<'c, 'a> {
                 self.line(depth, "END LOOP;");
             }
             StmtKind::ForSelect(label, query, into, cursor, body) => {
+                let outer = cursor
+                    .as_ref()
+                    .and_then(|c| self.cursors.get(&c.text).cloned());
                 let q = match cursor {
                     Some(c) => {
                         if !into.is_empty() {
@@ -1336,6 +1344,12 @@ impl<'c, 'a> Routine<'c, 'a> {
                 self.stmt(body, depth + 1)?;
                 if let Some(c) = &reads {
                     self.scope.cursor_rows.remove(c);
+                    // The loop's cursor is its own: a cursor of the same
+                    // name outside it is that one again.
+                    match outer {
+                        Some(o) => self.cursors.insert(c.clone(), o),
+                        None => self.cursors.remove(c),
+                    };
                 }
                 self.line(depth, "END LOOP;");
             }

@@ -732,6 +732,22 @@ fn cursors() {
     ] {
         assert!(positioned.contains(part), "{part}\n{positioned}");
     }
+    // Two loops may name their cursors alike.
+    let twice = routine(
+        "",
+        "DECLARE x INTEGER; BEGIN \
+         FOR SELECT a FROM t INTO :x AS CURSOR c DO DELETE FROM t WHERE CURRENT OF c; \
+         FOR SELECT b FROM t INTO :x AS CURSOR c DO DELETE FROM t WHERE CURRENT OF c; END",
+    )
+    .unwrap();
+    for part in [
+        "\"fb_cursor_c\" CURSOR FOR SELECT \"a\" AS \"fb_1\" FROM \"t\" FOR UPDATE;",
+        "\"fb_cursor_c_2\" CURSOR FOR SELECT \"b\" AS \"fb_1\" FROM \"t\" FOR UPDATE;",
+        "  \"fb_cursor_c\" := NULL;\n  \"fb_cursor_c_2\" := NULL;\n",
+        "DELETE FROM \"t\" WHERE CURRENT OF \"fb_cursor_c_2\";",
+    ] {
+        assert!(twice.contains(part), "{part}\n{twice}");
+    }
     // Without INTO: the loop reads the row as `c.column` (`:c.column`).
     let fields = routine(
         "",
