@@ -1041,3 +1041,26 @@ fn calls_convert_arguments_to_the_parameters_types() {
         assert!(out.contains(part), "{part}\n{out}");
     }
 }
+
+#[test]
+fn hostile_text_in_parameters_and_context_names_stays_data() {
+    // A parameter's value is an expression in place of `:v`, never text
+    // pasted into the statement; a context variable's name only reaches
+    // md5(); a message argument is concatenated, not formatted.
+    let out = routine(
+        "(v VARCHAR(40))",
+        "DECLARE n INTEGER; BEGIN \
+         EXECUTE STATEMENT ('UPDATE t SET a = :v WHERE id = 1') (v := 'x''; DROP TABLE t; --$fb$'); \
+         n = RDB$SET_CONTEXT('USER_SESSION', 'k''); DROP TABLE t; --', :v); \
+         EXCEPTION too_big USING ('@2 $fb$ '''); END",
+    )
+    .unwrap();
+    for part in [
+        "UPDATE \"t\" SET \"a\" = ('x''; DROP TABLE t; --$fb$') WHERE \"id\" = 1;",
+        "md5(CAST('k''); DROP TABLE t; --' AS text))",
+        "MESSAGE = 'Order ' || coalesce(CAST('@2 $fb$ ''' AS text), '*** null ***') || ' too big (@2)",
+        "$fb1$\n",
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+}
