@@ -511,6 +511,11 @@ fn richer(dir: &Path) -> PathBuf {
              UPDATE ITEMS SET QTY = QTY + 1 WHERE ID = -1 RETURNING QTY INTO :UNCHANGED; \
              DELETE FROM ITEMS WHERE NAME = 'kite' RETURNING ID INTO :GONE; \
              SUSPEND; END",
+            "CREATE PROCEDURE BUMP (ID INTEGER) RETURNS (Q INTEGER, FIRST_FREE INTEGER) AS BEGIN \
+             SELECT QTY FROM ITEMS WHERE ID = :ID WITH LOCK INTO :Q; \
+             UPDATE ITEMS SET QTY = :Q + 1 WHERE ID = :ID; \
+             FOR SELECT FIRST 1 ID FROM ITEMS WHERE ID > :ID ORDER BY ID WITH LOCK SKIP LOCKED \
+             INTO :FIRST_FREE DO SUSPEND; END",
             "CREATE PROCEDURE UPSERT_ITEM (ID INTEGER, NAME VARCHAR(40), PRICE NUMERIC(9,2)) \
              RETURNS (N INTEGER) AS BEGIN \
              UPDATE OR INSERT INTO ITEMS (ID, NAME, PRICE, CATEGORY) VALUES (:ID, :NAME, :PRICE, 'toy'); \
@@ -848,6 +853,11 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
         "AUDIT after the upserts, MERGE and rename",
         audit.0,
         audit.1,
+    );
+    both.same_rows(
+        "BUMP: SELECT ... WITH LOCK, WITH LOCK SKIP LOCKED",
+        "SELECT CAST(Q AS VARCHAR(10)), CAST(FIRST_FREE AS VARCHAR(10)) FROM BUMP(3)",
+        "SELECT q::text, first_free::text FROM bump(3)",
     );
     let made = both.same_rows(
         "NEW_ITEM: INSERT, UPDATE (no row: the target kept), DELETE ... RETURNING ... INTO",

@@ -160,6 +160,9 @@ pub struct Query {
     pub order: Vec<OrderItem>,
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
+    /// `WITH LOCK [SKIP LOCKED]`: the rows locked as they are read; the
+    /// flag is SKIP LOCKED.
+    pub lock: Option<bool>,
     pub line: u32,
 }
 

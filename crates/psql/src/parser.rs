@@ -1231,10 +1231,27 @@ impl Parser {
             }
             self.expect_word("ONLY")?;
         }
-        if self.is_word("FOR") && self.is_word_at(1, "UPDATE")
-            || self.is_word("WITH") && self.is_word_at(1, "LOCK")
-        {
-            return Err(self.unsupported("FOR UPDATE / WITH LOCK", "row locks are not translated"));
+        // FOR UPDATE alone says the rows may be changed through a cursor:
+        // Firebird locks nothing for it. WITH LOCK locks each row read.
+        if self.is_word("FOR") && self.is_word_at(1, "UPDATE") {
+            self.advance();
+            self.advance();
+            if self.eat_word("OF") {
+                self.name()?;
+                while self.eat_sym(",") {
+                    self.name()?;
+                }
+            }
+        }
+        let mut lock = None;
+        if self.is_word("WITH") && self.is_word_at(1, "LOCK") {
+            self.advance();
+            self.advance();
+            let skip = self.eat_word("SKIP");
+            if skip {
+                self.expect_word("LOCKED")?;
+            }
+            lock = Some(skip);
         }
         if self.eat_word("INTO") {
             if !into.is_empty() {
@@ -1245,7 +1262,12 @@ impl Parser {
         if let SetExpr::Nested(_) = body {
             // keep as is
         }
-        if order.is_empty() && limit.is_none() && offset.is_none() && with.is_empty() {
+        if order.is_empty()
+            && limit.is_none()
+            && offset.is_none()
+            && with.is_empty()
+            && lock.is_none()
+        {
             if let SetExpr::Nested(inner) = body {
                 let q = *inner;
                 if q.with.is_empty() {
@@ -1258,6 +1280,7 @@ impl Parser {
                             order: q.order,
                             limit: q.limit,
                             offset: q.offset,
+                            lock: q.lock,
                             line,
                         },
                         into,
@@ -1274,6 +1297,7 @@ impl Parser {
                 order,
                 limit,
                 offset,
+                lock,
                 line,
             },
             into,

@@ -923,7 +923,7 @@ impl<'c, 'a> Routine<'c, 'a> {
         } else {
             (self.sql_gen().query(query)?, 0)
         };
-        if self.positioned.contains(&name.text) {
+        if self.positioned.contains(&name.text) && query.lock.is_none() {
             text += " FOR UPDATE";
         }
         self.cursor_declarations

@@ -1109,6 +1109,11 @@ impl<'c, 'a> Gen<'c, 'a> {
         if let Some(o) = &q.offset {
             s += &format!(" OFFSET {}", me.operand(o)?);
         }
+        match q.lock {
+            Some(true) => s += " FOR UPDATE SKIP LOCKED",
+            Some(false) => s += " FOR UPDATE",
+            None => {}
+        }
         self.derived.set(me.derived.get());
         Ok(s)
     }

@@ -328,6 +328,9 @@ fn views() {
         ("SELECT * FROM t NATURAL JOIN u CROSS JOIN v", r#"SELECT * FROM "t" NATURAL JOIN "u" CROSS JOIN "v""#),
         ("SELECT a FROM t PLAN (t NATURAL)", r#"SELECT "a" FROM "t""#),
         ("SELECT p.x FROM proc(1, 'a') p", r#"SELECT "p"."x" FROM "proc"(1, 'a') AS "p""#),
+        ("SELECT a FROM t WHERE b = 1 FOR UPDATE", r#"SELECT "a" FROM "t" WHERE "b" = 1"#),
+        ("SELECT FIRST 1 a FROM t ORDER BY a WITH LOCK SKIP LOCKED", r#"SELECT "a" FROM "t" ORDER BY "a" NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED"#),
+        ("SELECT a FROM t FOR UPDATE OF a WITH LOCK", r#"SELECT "a" FROM "t" FOR UPDATE"#),
     ];
     for (source, target) in cases {
         assert_eq!(view(source), target, "{source}");
