@@ -545,13 +545,15 @@ fn richer(dir: &Path) -> PathBuf {
              STEP = 'null'; WAS = RDB$SET_CONTEXT('USER_SESSION', 'LAST', NULL); NOW_ = RDB$GET_CONTEXT('USER_SESSION', 'LAST'); SUSPEND; \
              STEP = 'tx'; WAS = RDB$SET_CONTEXT('USER_TRANSACTION', 'T', 42); NOW_ = RDB$GET_CONTEXT('USER_TRANSACTION', 'T'); SUSPEND; \
              END",
-            "CREATE VIEW ONE_ROW (L, U, O, P, P0, H, M, MS, Q) AS SELECT CHAR_LENGTH(UUID_TO_CHAR(GEN_UUID())), \
+            "CREATE VIEW ONE_ROW (L, U, O, P, P0, H, M, MS, Q, FW, LQ, LM) AS SELECT CHAR_LENGTH(UUID_TO_CHAR(GEN_UUID())), \
              UUID_TO_CHAR(CHAR_TO_UUID('a0bf4f5a-1234-4000-8000-00000000abcd')), \
              OVERLAY(NAME PLACING 'XY' FROM 2 FOR 3), POSITION('a', NAME, 3), POSITION('x', NAME, 2), \
              DATEDIFF(HOUR, TIMESTAMP '2024-01-01 23:59', TIMESTAMP '2024-01-02 00:01'), \
              DATEDIFF(MINUTE, TIME '10:00:59', TIME '10:01:00'), \
              DATEDIFF(MILLISECOND, TIMESTAMP '2024-01-01 10:00:00.0009', TIMESTAMP '2024-01-01 10:00:00.0011'), \
-             EXTRACT(QUARTER FROM MADE) \
+             EXTRACT(QUARTER FROM MADE), FIRST_DAY(OF WEEK FROM DATE '2024-02-17'), \
+             LAST_DAY(OF QUARTER FROM TIMESTAMP '2024-02-17 10:11:12'), \
+             LAST_DAY(OF MONTH FROM CAST(MADE AS DATE)) \
              FROM ITEMS WHERE ID = 1",
             "CREATE EXCEPTION OUT_OF_RANGE 'Quantity @1 of @2 is out of range (@3)'",
             "CREATE PROCEDURE CHECK_QTY (Q INTEGER, WHAT VARCHAR(10)) RETURNS (BITS INTEGER) AS BEGIN \
@@ -887,9 +889,10 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
     both.same_rows(
         "GEN_UUID, UUID_TO_CHAR, CHAR_TO_UUID, OVERLAY, POSITION from a start, DATEDIFF across boundaries, EXTRACT(QUARTER)",
         "SELECT CAST(L AS VARCHAR(10)), U, O, CAST(P AS VARCHAR(10)), CAST(P0 AS VARCHAR(10)), \
-         CAST(H AS VARCHAR(10)), CAST(M AS VARCHAR(10)), CAST(MS AS VARCHAR(10)), CAST(Q AS VARCHAR(10)) \
-         FROM ONE_ROW",
-        "SELECT l::text, u, o, p::text, p0::text, h::text, m::text, ms::text, q::text FROM one_row",
+         CAST(H AS VARCHAR(10)), CAST(M AS VARCHAR(10)), CAST(MS AS VARCHAR(10)), CAST(Q AS VARCHAR(10)), \
+         CAST(FW AS VARCHAR(30)), CAST(LQ AS VARCHAR(30)), CAST(LM AS VARCHAR(30)) FROM ONE_ROW",
+        "SELECT l::text, u, o, p::text, p0::text, h::text, m::text, ms::text, q::text, fw::text, \
+         to_char(lq, 'YYYY-MM-DD HH24:MI:SS.0000'), lm::text FROM one_row",
     );
     both.same_rows(
         "BIN_AND, BIN_OR, BIN_XOR, BIN_SHL, BIN_SHR, BIN_NOT",

@@ -75,6 +75,8 @@ pub enum ExprKind {
     DateDiff(String, Box<Expr>, Box<Expr>),
     /// `NEXT VALUE FOR G` and `GEN_ID(G, step)`.
     NextValue(Name, Option<Box<Expr>>),
+    /// `FIRST_DAY(OF unit FROM x)` (false) / `LAST_DAY(...)` (true).
+    DayOf(bool, String, Box<Expr>),
     /// An array column's element: `A[i]`, `M[i, j]`.
     Element(Box<Expr>, Vec<Expr>),
     /// A string with a character set introducer: `_UTF8 'x'`.

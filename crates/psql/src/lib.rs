@@ -350,6 +350,7 @@ fn varying(e: &ast::Expr) -> Option<(String, u32)> {
             .or_else(|| varying(b))
             .or_else(|| c.as_deref().and_then(varying)),
         K::Trim(_, w, x) => w.as_deref().and_then(varying).or_else(|| varying(x)),
+        K::DayOf(_, _, x) => varying(x),
         K::Element(x, subscripts) => varying(x).or_else(|| subscripts.iter().find_map(varying)),
         _ => None,
     }

@@ -794,6 +794,15 @@ impl Parser {
                 }
                 wrap(ExprKind::Trim(spec, what, Box::new(target)))
             }
+            "FIRST_DAY" | "LAST_DAY" => {
+                self.expect_sym("(")?;
+                self.expect_word("OF")?;
+                let unit = self.name()?.text;
+                self.expect_word("FROM")?;
+                let x = self.expr()?;
+                self.expect_sym(")")?;
+                wrap(ExprKind::DayOf(w == "LAST_DAY", unit, Box::new(x)))
+            }
             "OVERLAY" => {
                 self.expect_sym("(")?;
                 let mut args = vec![self.expr()?];

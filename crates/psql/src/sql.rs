@@ -282,6 +282,7 @@ impl<'c, 'a> Gen<'c, 'a> {
                 }
             }
             ExprKind::DateDiff(unit, a, b) => self.datediff(unit, a, b, line)?,
+            ExprKind::DayOf(last, unit, x) => self.day_of(*last, unit, x, line)?,
             ExprKind::Element(array, subscripts) => {
                 let mut s = self.expr(array)?;
                 for i in subscripts {
@@ -1039,6 +1040,57 @@ impl<'c, 'a> Gen<'c, 'a> {
                 moment(&a)
             ),
             _ => return Err(refuse(&format!("DATEDIFF({unit})"), line, "not translated")),
+        })
+    }
+
+    /// `FIRST_DAY`/`LAST_DAY(OF unit FROM x)`, of the same type as `x`
+    /// (measured on Firebird 5): a timestamp keeps its time of day, a
+    /// week runs Sunday to Saturday. PostgreSQL's arithmetic gives
+    /// another type for a date than for a timestamp, so the argument's
+    /// type must be known here.
+    fn day_of(&self, last: bool, unit: &str, x: &Expr, line: u32) -> Result<String> {
+        let what = format!("{}_DAY(OF {unit})", if last { "LAST" } else { "FIRST" });
+        let kind = self.temporal(x);
+        if !matches!(kind, Some(Temporal::Date) | Some(Temporal::Timestamp)) {
+            return Err(refuse(
+                &what,
+                line,
+                "the type of its argument (DATE or TIMESTAMP) is not known here",
+            ));
+        }
+        let date = kind == Some(Temporal::Date);
+        let v = self.operand(x)?;
+        Ok(match unit {
+            "WEEK" => {
+                let days = if last {
+                    format!("(6 - CAST(EXTRACT(DOW FROM {v}) AS integer))")
+                } else {
+                    format!("-CAST(EXTRACT(DOW FROM {v}) AS integer)")
+                };
+                if date {
+                    format!("({v} + {days})")
+                } else {
+                    format!("({v} + {days} * INTERVAL '1 day')")
+                }
+            }
+            "YEAR" | "QUARTER" | "MONTH" => {
+                let u = unit.to_ascii_lowercase();
+                let mut day = format!("date_trunc('{u}', {v})");
+                if last {
+                    let span = if u == "quarter" {
+                        "3 month".to_string()
+                    } else {
+                        format!("1 {u}")
+                    };
+                    day = format!("{day} + INTERVAL '{span}' - INTERVAL '1 day'");
+                }
+                if date {
+                    format!("CAST({day} AS date)")
+                } else {
+                    format!("({day} + CAST({v} AS time))")
+                }
+            }
+            _ => return Err(refuse(&what, line, "not translated")),
         })
     }
 

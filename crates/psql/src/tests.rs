@@ -250,6 +250,7 @@ fn what_is_not_translated_says_what_and_where() {
         ("a COLLATE UNICODE_CI", "COLLATE", 1),
         ("(a || b)[1]", "an element of an expression", 1),
         ("a[1:2]", "an array slice", 1),
+        ("FIRST_DAY(OF MONTH FROM a)", "FIRST_DAY(OF MONTH)", 1),
         ("CURRENT_ROLE", "CURRENT_ROLE", 1),
         ("a +", "the end of the text", 1),
         ("a b", "B", 1),
@@ -942,6 +943,18 @@ fn context_variables_uuids_and_overlay() {
         ("BIN_OR(a, 3, 8)", r#"(("a") | (3) | (8))"#),
         ("t.a[1] || m[i, 2]", r#""t"."a"[1] || "m"["i"][2]"#),
         ("a = ' '", r#"rtrim(CAST("a" AS text)) = ''"#),
+        (
+            "FIRST_DAY(OF MONTH FROM CURRENT_DATE)",
+            "CAST(date_trunc('month', CURRENT_DATE) AS date)",
+        ),
+        (
+            "LAST_DAY(OF QUARTER FROM CAST(a AS TIMESTAMP))",
+            r#"(date_trunc('quarter', CAST("a" AS timestamp)) + INTERVAL '3 month' - INTERVAL '1 day' + CAST(CAST("a" AS timestamp) AS time))"#,
+        ),
+        (
+            "FIRST_DAY(OF WEEK FROM DATE '2024-02-17')",
+            "(CAST('2024-02-17' AS date) + -CAST(EXTRACT(DOW FROM CAST('2024-02-17' AS date)) AS integer))",
+        ),
         ("'x  ' <> a || b", r#"rtrim(CAST("a" || "b" AS text)) <> 'x'"#),
         ("BIN_SHR(a, 2) + BIN_NOT(5)", r#"(("a") >> (2)) + (~(5))"#),
         (
