@@ -516,6 +516,10 @@ fn richer(dir: &Path) -> PathBuf {
              UPDATE ITEMS SET QTY = :Q + 1 WHERE ID = :ID; \
              FOR SELECT FIRST 1 ID FROM ITEMS WHERE ID > :ID ORDER BY ID WITH LOCK SKIP LOCKED \
              INTO :FIRST_FREE DO SUSPEND; END",
+            "CREATE PROCEDURE DAYS_LATER (D DATE) RETURNS (T TIMESTAMP, HALF TIMESTAMP, \
+             SPAN NUMERIC(18,4), LAST_ TIMESTAMP) AS BEGIN \
+             T = D; T = T + 1; HALF = :T - 0.5; SPAN = T - HALF; LAST_ = LAST_DAY(OF MONTH FROM T); \
+             SUSPEND; END",
             "CREATE PROCEDURE UPSERT_ITEM (ID INTEGER, NAME VARCHAR(40), PRICE NUMERIC(9,2)) \
              RETURNS (N INTEGER) AS BEGIN \
              UPDATE OR INSERT INTO ITEMS (ID, NAME, PRICE, CATEGORY) VALUES (:ID, :NAME, :PRICE, 'toy'); \
@@ -860,6 +864,13 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
         "BUMP: SELECT ... WITH LOCK, WITH LOCK SKIP LOCKED",
         "SELECT CAST(Q AS VARCHAR(10)), CAST(FIRST_FREE AS VARCHAR(10)) FROM BUMP(3)",
         "SELECT q::text, first_free::text FROM bump(3)",
+    );
+    both.same_rows(
+        "DAYS_LATER: a TIMESTAMP variable plus days, minus another",
+        "SELECT CAST(T AS VARCHAR(30)), CAST(HALF AS VARCHAR(30)), CAST(SPAN AS VARCHAR(20)), \
+         CAST(LAST_ AS VARCHAR(30)) FROM DAYS_LATER('2024-01-31')",
+        "SELECT to_char(t, 'YYYY-MM-DD HH24:MI:SS.0000'), to_char(half, 'YYYY-MM-DD HH24:MI:SS.0000'), \
+         span::text, to_char(last_, 'YYYY-MM-DD HH24:MI:SS.0000') FROM days_later('2024-01-31')",
     );
     let made = both.same_rows(
         "NEW_ITEM: INSERT, UPDATE (no row: the target kept), DELETE ... RETURNING ... INTO",

@@ -367,6 +367,9 @@ pub fn translate_procedure(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> 
         let name = quote(&pg_name(&param.name.text));
         r.outputs
             .insert(format!("{label}.{name}"), data_type.clone());
+        r.scope
+            .variable_types
+            .insert(param.name.text.clone(), data_type.clone());
         outs.push(format!("{name} {data_type}"));
     }
     let returns = if selectable {
@@ -616,12 +619,19 @@ impl<'c, 'a> Routine<'c, 'a> {
             )?;
             declarations.push(format!("{name} {data_type} := {from};"));
             self.scope
+                .variable_types
+                .insert(param.clone(), data_type.clone());
+            self.scope
                 .variables
                 .insert(param, format!("{LOCALS}.{name}"));
         }
         for v in &body.variables {
             let name = quote(&pg_name(&v.name.text));
-            let mut d = format!("{name} {}", gen.data_type(&v.data_type, v.line)?);
+            let data_type = gen.data_type(&v.data_type, v.line)?;
+            self.scope
+                .variable_types
+                .insert(v.name.text.clone(), data_type.clone());
+            let mut d = format!("{name} {data_type}");
             if v.not_null {
                 d += " NOT NULL";
             }

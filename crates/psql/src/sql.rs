@@ -26,6 +26,9 @@ pub struct Scope {
     /// statement's tables have one (`#variable_conflict use_column`),
     /// a `:name` always the variable.
     pub sql: bool,
+    /// Firebird variable or parameter name → its PostgreSQL type, so
+    /// that date arithmetic on it is Firebird's (a timestamp plus days).
+    pub variable_types: HashMap<String, String>,
     /// A `FOR SELECT ... AS CURSOR c` loop's cursor name → the record
     /// its rows are read into (`c.column` in the loop).
     pub cursor_rows: HashMap<String, String>,
@@ -445,6 +448,16 @@ impl<'c, 'a> Gen<'c, 'a> {
         ))
     }
 
+    fn variable_temporal(&self, name: &str) -> Option<Temporal> {
+        let t = self.scope.variable_types.get(name)?;
+        match t.split([' ', '(']).next().unwrap_or("") {
+            "date" => Some(Temporal::Date),
+            "time" => Some(Temporal::Time),
+            "timestamp" => Some(Temporal::Timestamp),
+            _ => None,
+        }
+    }
+
     fn temporal(&self, e: &Expr) -> Option<Temporal> {
         match &e.kind {
             ExprKind::Context(c) => match c.as_str() {
@@ -460,10 +473,16 @@ impl<'c, 'a> Gen<'c, 'a> {
                 _ => None,
             },
             ExprKind::DateAdd(_, _, x) => self.temporal(x),
+            ExprKind::Param(name) => self.variable_temporal(&name.text),
             ExprKind::Column(parts) if !parts.is_empty() => {
                 let name = &parts[parts.len() - 1].text;
                 if parts.len() == 1 && self.scope.variables.contains_key(name) {
-                    return None;
+                    // In SQL a bare name is a column first.
+                    return if self.scope.sql {
+                        None
+                    } else {
+                        self.variable_temporal(name)
+                    };
                 }
                 let t = (self.ctx.column_types)(name)?;
                 let word = t.split([' ', '(']).next().unwrap_or("");

@@ -1080,3 +1080,21 @@ fn hostile_text_in_parameters_and_context_names_stays_data() {
         assert!(out.contains(part), "{part}\n{out}");
     }
 }
+
+#[test]
+fn date_arithmetic_on_variables_is_firebirds() {
+    let out = routine(
+        "(d DATE) RETURNS (t TIMESTAMP, n NUMERIC(18,4))",
+        "DECLARE u TIMESTAMP; BEGIN t = d; t = t + 1; u = :t - 0.5; \
+         n = t - u; t = LAST_DAY(OF MONTH FROM t); END",
+    )
+    .unwrap();
+    for part in [
+        r#""p"."t" := CAST("p"."t" + 1 * INTERVAL '1 day' AS timestamp);"#,
+        r#"fb_local."u" := "p"."t" - 0.5 * INTERVAL '1 day';"#,
+        r#""p"."n" := CAST((EXTRACT(EPOCH FROM "p"."t" - fb_local."u") / 86400) AS numeric(18,4));"#,
+        r#"(date_trunc('month', "p"."t") + INTERVAL '1 month' - INTERVAL '1 day' + CAST("p"."t" AS time))"#,
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+}
