@@ -571,6 +571,13 @@ fn richer(dir: &Path) -> PathBuf {
             "CREATE PROCEDURE LOG_ALWAYS (NOTE VARCHAR(100)) AS BEGIN\n\
              IN AUTONOMOUS TRANSACTION DO\n\
              INSERT INTO AUDIT (OP, NOTE) VALUES ('log', :NOTE);\nEND",
+            // A view over two tables: each one's column types known.
+            "CREATE TABLE STARTS (ID INTEGER NOT NULL PRIMARY KEY, AT_START TIMESTAMP)",
+            "CREATE TABLE ENDS (ID INTEGER NOT NULL PRIMARY KEY, AT_END TIMESTAMP)",
+            "CREATE VIEW SPANS (ID, NEXT_START, NEXT_END, DAYS) AS SELECT S.ID, S.AT_START + 1, E.AT_END + 1, \
+             E.AT_END - S.AT_START FROM STARTS S JOIN ENDS E ON E.ID = S.ID",
+            "INSERT INTO STARTS VALUES (1, '2024-03-01 08:00:00')",
+            "INSERT INTO ENDS VALUES (1, '2024-03-03 20:00:00')",
             "INSERT INTO PRICE_CHANGES VALUES ('honey', 8.00)",
             "INSERT INTO PRICE_CHANGES VALUES ('saw', NULL)",
             "INSERT INTO PRICE_CHANGES VALUES ('drill', 55.00)",
@@ -864,6 +871,13 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
         "BUMP: SELECT ... WITH LOCK, WITH LOCK SKIP LOCKED",
         "SELECT CAST(Q AS VARCHAR(10)), CAST(FIRST_FREE AS VARCHAR(10)) FROM BUMP(3)",
         "SELECT q::text, first_free::text FROM bump(3)",
+    );
+    both.same_rows(
+        "SPANS: timestamp columns of two tables plus days, their difference",
+        "SELECT CAST(ID AS VARCHAR(10)), CAST(NEXT_START AS VARCHAR(30)), \
+         CAST(NEXT_END AS VARCHAR(30)), CAST(CAST(DAYS AS NUMERIC(18,4)) AS VARCHAR(20)) FROM SPANS",
+        "SELECT id::text, to_char(next_start, 'YYYY-MM-DD HH24:MI:SS.0000'), \
+         to_char(next_end, 'YYYY-MM-DD HH24:MI:SS.0000'), CAST(days AS numeric(18,4))::text FROM spans",
     );
     both.same_rows(
         "DAYS_LATER: a TIMESTAMP variable plus days, minus another",

@@ -35,12 +35,13 @@ struct Step {
 }
 
 /// The names the translation writes: unqualified (see the module's
-/// docs), a sequence by the name the load gave it.
+/// docs), a sequence by the name the load gave it; the column types of
+/// `tables` (those the object reads: a name of two types is not known).
 fn context<'a>(
     schema: &'a Schema,
     sequences: &'a SequenceNames,
     target: &str,
-    table: Option<&'a TableSchema>,
+    tables: Vec<&'a TableSchema>,
 ) -> ExprContext<'a> {
     ExprContext::new()
         .with_names(move |kind, name| match kind {
@@ -55,9 +56,12 @@ fn context<'a>(
             })
         })
         .with_column_types(move |column| {
-            let table = table?;
-            let c = table.columns.iter().find(|c| c.name == column)?;
-            Some(c.data_type.clone())
+            let mut types = tables
+                .iter()
+                .filter_map(|t| t.columns.iter().find(|c| c.name == column))
+                .map(|c| &c.data_type);
+            let first = types.next()?;
+            types.all(|t| t == first).then(|| first.clone())
         })
         .with_functions(move |name| schema.routines.find("function", name).is_some())
         .with_tables(move |name| {
@@ -125,7 +129,7 @@ fn steps(
         if loaded(&table.name).is_none() {
             continue;
         }
-        let ctx = context(schema, sequences, target, Some(table));
+        let ctx = context(schema, sequences, target, vec![table]);
         for column in table.columns.iter() {
             let Some(source) = &column.computed_by else {
                 continue;
@@ -161,7 +165,7 @@ fn steps(
         .iter()
         .filter(|o| o.kind == "function")
     {
-        let ctx = context(schema, sequences, target, None);
+        let ctx = context(schema, sequences, target, Vec::new());
         match psql::translate_function(&function.ddl, &ctx) {
             Ok(statements) => routines.push(Step {
                 kind: "function",
@@ -230,7 +234,18 @@ fn steps(
     }
     for object in &sources {
         let table = object.table.as_deref();
-        let ctx = context(schema, sequences, target, table.and_then(table_of));
+        // A view's columns may come from every table it reads.
+        let mut tables: Vec<&TableSchema> = table.and_then(table_of).into_iter().collect();
+        if object.kind == "view" {
+            for name in psql::view_reads(&object.source).unwrap_or_default() {
+                if let Some(t) = table_of(&name) {
+                    if !tables.iter().any(|x| x.name == t.name) {
+                        tables.push(t);
+                    }
+                }
+            }
+        }
+        let ctx = context(schema, sequences, target, tables);
         let kind = object.kind.as_str();
         match kind {
             "check constraint" => match psql::translate_expression(&object.source, &ctx) {
