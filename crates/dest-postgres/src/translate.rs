@@ -17,7 +17,7 @@
 //! `SET search_path` to the target schema, where their text is read
 //! when they run (after the staging schema became the target).
 
-use fbunload_plan::schema::{Schema, TableSchema};
+use fbunload_plan::schema::{ConstraintKind, Schema, TableSchema};
 use fbunload_psql::{self as psql, ExprContext, NameKind};
 use postgres::Client;
 
@@ -35,12 +35,13 @@ struct Step {
 }
 
 /// The names the translation writes: unqualified (see the module's
-/// docs), a sequence by the name the load gave it.
+/// docs), a sequence by the name the load gave it; the column types of
+/// `tables` (those the object reads: a name of two types is not known).
 fn context<'a>(
     schema: &'a Schema,
     sequences: &'a SequenceNames,
     target: &str,
-    table: Option<&'a TableSchema>,
+    tables: Vec<&'a TableSchema>,
 ) -> ExprContext<'a> {
     ExprContext::new()
         .with_names(move |kind, name| match kind {
@@ -55,11 +56,38 @@ fn context<'a>(
             })
         })
         .with_column_types(move |column| {
-            let table = table?;
-            let c = table.columns.iter().find(|c| c.name == column)?;
-            Some(c.data_type.clone())
+            let mut types = tables
+                .iter()
+                .filter_map(|t| t.columns.iter().find(|c| c.name == column))
+                .map(|c| &c.data_type);
+            let first = types.next()?;
+            types.all(|t| t == first).then(|| first.clone())
         })
         .with_functions(move |name| schema.routines.find("function", name).is_some())
+        .with_tables(move |name| {
+            let t = schema.tables.iter().find(|t| t.name == name)?;
+            Some(psql::TableShape {
+                columns: t
+                    .columns
+                    .iter()
+                    .filter(|c| c.computed_by.is_none())
+                    .map(|c| c.name.clone())
+                    .collect(),
+                primary_key: t
+                    .constraints
+                    .iter()
+                    .find(|c| c.kind == ConstraintKind::PrimaryKey)
+                    .map(|c| c.columns.clone())
+                    .unwrap_or_default(),
+            })
+        })
+        .with_routine_inputs(move |name| {
+            let routine = schema
+                .routines
+                .find("procedure", name)
+                .or_else(|| schema.routines.find("function", name))?;
+            psql::routine_input_types(&routine.ddl).ok()
+        })
         .with_search_path(target)
 }
 
@@ -101,7 +129,7 @@ fn steps(
         if loaded(&table.name).is_none() {
             continue;
         }
-        let ctx = context(schema, sequences, target, Some(table));
+        let ctx = context(schema, sequences, target, vec![table]);
         for column in table.columns.iter() {
             let Some(source) = &column.computed_by else {
                 continue;
@@ -137,7 +165,7 @@ fn steps(
         .iter()
         .filter(|o| o.kind == "function")
     {
-        let ctx = context(schema, sequences, target, None);
+        let ctx = context(schema, sequences, target, Vec::new());
         match psql::translate_function(&function.ddl, &ctx) {
             Ok(statements) => routines.push(Step {
                 kind: "function",
@@ -206,7 +234,18 @@ fn steps(
     }
     for object in &sources {
         let table = object.table.as_deref();
-        let ctx = context(schema, sequences, target, table.and_then(table_of));
+        // A view's columns may come from every table it reads.
+        let mut tables: Vec<&TableSchema> = table.and_then(table_of).into_iter().collect();
+        if object.kind == "view" {
+            for name in psql::view_reads(&object.source).unwrap_or_default() {
+                if let Some(t) = table_of(&name) {
+                    if !tables.iter().any(|x| x.name == t.name) {
+                        tables.push(t);
+                    }
+                }
+            }
+        }
+        let ctx = context(schema, sequences, target, tables);
         let kind = object.kind.as_str();
         match kind {
             "check constraint" => match psql::translate_expression(&object.source, &ctx) {
@@ -620,7 +659,7 @@ mod tests {
             (
                 "check constraint",
                 "INTEG_2",
-                "not translated: line 1: HASH: a function with no PostgreSQL counterpart known to fbunload"
+                "not translated: line 1: HASH: Firebird's own 64-bit hash: PostgreSQL has no function giving the same numbers"
             )
         );
     }

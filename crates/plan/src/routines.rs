@@ -163,6 +163,47 @@ fn has_catalog_column(tr: &Transaction, table: &str, column: &str) -> Result<boo
     Ok(found)
 }
 
+/// Procedures or PSQL functions, each as its header (built by `header`
+/// from the routine's name and parameters; `None` leaves it out) and
+/// its body. `parameters` selects owner, name, whether an output, then
+/// [`TYPE_COLUMNS`]; `sources` selects name and source. The two catalogs
+/// keep the same things under other names.
+fn routines_of(
+    tr: &Transaction,
+    kind: &str,
+    parameters: &str,
+    sources: &str,
+    header: impl Fn(&str, &[Parameter]) -> Option<String>,
+) -> Result<Vec<PsqlObject>, ClientError> {
+    let mut params: BTreeMap<String, Vec<Parameter>> = BTreeMap::new();
+    each_row(tr, parameters, |row| {
+        params
+            .entry(text(row, 0))
+            .or_default()
+            .push(parameter(row)?);
+        Ok(())
+    })?;
+    let mut out = Vec::new();
+    each_row(tr, sources, |row| {
+        let name = text(row, 0);
+        let Some(source) = blob_text(row, 1)? else {
+            return Ok(());
+        };
+        let own = params.get(&name).map(Vec::as_slice).unwrap_or_default();
+        let Some(header) = header(&name, own) else {
+            return Ok(());
+        };
+        out.push(PsqlObject {
+            kind: kind.into(),
+            name,
+            table: None,
+            ddl: format!("{header} {}", with_as(&source)),
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 pub fn read_routines(tr: &Transaction) -> Result<Routines, ClientError> {
     let mut routines = Routines::default();
     each_row(
@@ -208,9 +249,9 @@ pub fn read_routines(tr: &Transaction) -> Result<Routines, ClientError> {
             String::new()
         }
     };
-    let mut params: BTreeMap<String, Vec<Parameter>> = BTreeMap::new();
-    each_row(
+    routines.objects.extend(routines_of(
         tr,
+        "procedure",
         &format!(
             "SELECT p.RDB$PROCEDURE_NAME, p.RDB$PARAMETER_NAME, p.RDB$PARAMETER_TYPE, \
              {TYPE_COLUMNS} FROM RDB$PROCEDURE_PARAMETERS p \
@@ -218,52 +259,30 @@ pub fn read_routines(tr: &Transaction) -> Result<Routines, ClientError> {
              ORDER BY p.RDB$PROCEDURE_NAME, p.RDB$PARAMETER_TYPE, p.RDB$PARAMETER_NUMBER",
             not_packaged("p")
         ),
-        |row| {
-            params
-                .entry(text(row, 0))
-                .or_default()
-                .push(parameter(row)?);
-            Ok(())
-        },
-    )?;
-    each_row(
-        tr,
         &format!(
             "SELECT p.RDB$PROCEDURE_NAME, p.RDB$PROCEDURE_SOURCE FROM RDB$PROCEDURES p \
              WHERE COALESCE(p.RDB$SYSTEM_FLAG, 0) = 0 AND p.RDB$PROCEDURE_SOURCE IS NOT NULL{} \
              ORDER BY p.RDB$PROCEDURE_NAME",
             not_packaged("p")
         ),
-        |row| {
-            let name = text(row, 0);
-            let Some(source) = blob_text(row, 1)? else {
-                return Ok(());
-            };
-            let own = params.get(&name).map(Vec::as_slice).unwrap_or_default();
+        |name, own| {
             let inputs: Vec<&Parameter> = own.iter().filter(|p| !p.output).collect();
             let outputs: Vec<&Parameter> = own.iter().filter(|p| p.output).collect();
-            let mut ddl = format!("CREATE PROCEDURE {}", quote_identifier(&name));
+            let mut header = format!("CREATE PROCEDURE {}", quote_identifier(name));
             if !inputs.is_empty() {
-                ddl += &format!(" {}", parameter_list(&inputs));
+                header += &format!(" {}", parameter_list(&inputs));
             }
             if !outputs.is_empty() {
-                ddl += &format!(" RETURNS {}", parameter_list(&outputs));
+                header += &format!(" RETURNS {}", parameter_list(&outputs));
             }
-            ddl += &format!(" {}", with_as(&source));
-            routines.objects.push(PsqlObject {
-                kind: "procedure".into(),
-                name,
-                table: None,
-                ddl,
-            });
-            Ok(())
+            Some(header)
         },
-    )?;
+    )?);
     if has_catalog_column(tr, "RDB$FUNCTIONS", "RDB$FUNCTION_SOURCE")? {
-        let mut arguments: BTreeMap<String, Vec<Parameter>> = BTreeMap::new();
         // Position 0 (the RETURN_ARGUMENT) is the result.
-        each_row(
+        routines.objects.extend(routines_of(
             tr,
+            "function",
             &format!(
                 "SELECT p.RDB$FUNCTION_NAME, p.RDB$ARGUMENT_NAME, \
                  CASE WHEN p.RDB$ARGUMENT_POSITION = fn.RDB$RETURN_ARGUMENT THEN 1 ELSE 0 END, \
@@ -275,48 +294,23 @@ pub fn read_routines(tr: &Transaction) -> Result<Routines, ClientError> {
                 not_packaged("p"),
                 not_packaged("fn")
             ),
-            |row| {
-                arguments
-                    .entry(text(row, 0))
-                    .or_default()
-                    .push(parameter(row)?);
-                Ok(())
-            },
-        )?;
-        each_row(
-            tr,
             &format!(
                 "SELECT fn.RDB$FUNCTION_NAME, fn.RDB$FUNCTION_SOURCE FROM RDB$FUNCTIONS fn \
                  WHERE COALESCE(fn.RDB$SYSTEM_FLAG, 0) = 0 AND fn.RDB$FUNCTION_SOURCE IS NOT NULL{} \
                  ORDER BY fn.RDB$FUNCTION_NAME",
                 not_packaged("fn")
             ),
-            |row| {
-                let name = text(row, 0);
-                let Some(source) = blob_text(row, 1)? else {
-                    return Ok(());
-                };
-                let own = arguments.get(&name).map(Vec::as_slice).unwrap_or_default();
+            |name, own| {
                 let inputs: Vec<&Parameter> = own.iter().filter(|p| !p.output).collect();
-                let Some(result) = own.iter().find(|p| p.output) else {
-                    return Ok(());
-                };
-                let ddl = format!(
-                    "CREATE FUNCTION {} {} RETURNS {} {}",
-                    quote_identifier(&name),
+                let result = own.iter().find(|p| p.output)?;
+                Some(format!(
+                    "CREATE FUNCTION {} {} RETURNS {}",
+                    quote_identifier(name),
                     parameter_list(&inputs),
-                    result.data_type,
-                    with_as(&source)
-                );
-                routines.objects.push(PsqlObject {
-                    kind: "function".into(),
-                    name,
-                    table: None,
-                    ddl,
-                });
-                Ok(())
+                    result.data_type
+                ))
             },
-        )?;
+        )?);
     }
     each_row(
         tr,

@@ -75,6 +75,10 @@ pub enum ExprKind {
     DateDiff(String, Box<Expr>, Box<Expr>),
     /// `NEXT VALUE FOR G` and `GEN_ID(G, step)`.
     NextValue(Name, Option<Box<Expr>>),
+    /// `FIRST_DAY(OF unit FROM x)` (false) / `LAST_DAY(...)` (true).
+    DayOf(bool, String, Box<Expr>),
+    /// An array column's element: `A[i]`, `M[i, j]`.
+    Element(Box<Expr>, Vec<Expr>),
     /// A string with a character set introducer: `_UTF8 'x'`.
     Introduced(String, String),
 }
@@ -158,6 +162,9 @@ pub struct Query {
     pub order: Vec<OrderItem>,
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
+    /// `WITH LOCK [SKIP LOCKED]`: the rows locked as they are read; the
+    /// flag is SKIP LOCKED.
+    pub lock: Option<bool>,
     pub line: u32,
 }
 
@@ -245,41 +252,110 @@ pub enum StmtKind {
     Assign(Expr, Expr),
     If(Expr, Box<Stmt>, Option<Box<Stmt>>),
     While(Option<Name>, Expr, Box<Stmt>),
-    /// `FOR SELECT ... INTO ... DO stmt`.
-    ForSelect(Option<Name>, Query, Vec<Expr>, Box<Stmt>),
+    /// `FOR SELECT ... INTO ... [AS CURSOR c] DO stmt`.
+    ForSelect(Option<Name>, Query, Vec<Expr>, Option<Name>, Box<Stmt>),
+    /// `FOR EXECUTE STATEMENT ... INTO ... DO stmt`.
+    ForExecute(Option<Name>, Execute, Box<Stmt>),
     /// A singleton `SELECT ... INTO`.
     SelectInto(Query, Vec<Expr>),
     Insert {
         table: Name,
         columns: Vec<Name>,
         source: InsertSource,
+        returning: Option<Returning>,
     },
     Update {
         table: Name,
         alias: Option<Name>,
         sets: Vec<(Name, Expr)>,
-        filter: Option<Expr>,
+        filter: Filter,
+        returning: Option<Returning>,
     },
     Delete {
         table: Name,
         alias: Option<Name>,
-        filter: Option<Expr>,
+        filter: Filter,
+        returning: Option<Returning>,
     },
+    /// `UPDATE OR INSERT INTO t [(cols)] VALUES (...) [MATCHING (cols)]`.
+    UpdateOrInsert {
+        table: Name,
+        columns: Vec<Name>,
+        values: Vec<Expr>,
+        matching: Vec<Name>,
+        returning: Option<Returning>,
+    },
+    Merge(Box<Merge>),
+    /// `OPEN c`, `CLOSE c`.
+    Open(Name),
+    Close(Name),
+    /// `FETCH c INTO ...`.
+    Fetch(Name, Vec<Expr>),
+    /// `IN AUTONOMOUS TRANSACTION DO stmt`, kept only to refuse it.
+    Autonomous(Box<Stmt>),
     Suspend,
     Exit,
     /// `LEAVE [label]` / `BREAK`.
     Leave(Option<Name>),
     /// `CONTINUE [label]`.
     Continue(Option<Name>),
-    /// `EXCEPTION [name [message]]`; no name re-raises.
-    Raise(Option<Name>, Option<Expr>),
+    /// `EXCEPTION [name [message | USING (args)]]`; no name re-raises.
+    Raise(Option<Name>, Option<Expr>, Vec<Expr>),
     ExecuteProcedure(Name, Vec<Expr>, Vec<Expr>),
-    /// `EXECUTE STATEMENT e [INTO ...]`.
-    ExecuteStatement(Expr, Vec<Expr>),
+    /// `EXECUTE STATEMENT e [(params)] [INTO ...]`.
+    ExecuteStatement(Execute),
     PostEvent(Expr),
     /// A PSQL function's `RETURN e`.
     Return(Expr),
     Block(Block),
+}
+
+/// `RETURNING e, ... INTO :a, ...` of a PSQL statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Returning {
+    pub values: Vec<Expr>,
+    pub into: Vec<Expr>,
+}
+
+/// An UPDATE's or DELETE's rows: a condition, or the row a cursor is on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    All,
+    Where(Expr),
+    CurrentOf(Name),
+}
+
+/// `EXECUTE STATEMENT sql [(p := e, ...) | (e, ...)] [INTO targets]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execute {
+    pub sql: Expr,
+    /// Named (`:p` in the text) or positional (`?`) parameters.
+    pub params: Vec<(Option<Name>, Expr)>,
+    pub into: Vec<Expr>,
+}
+
+/// `MERGE INTO target USING source ON cond WHEN ...`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merge {
+    pub target: Name,
+    pub alias: Option<Name>,
+    pub source: TableRef,
+    pub on: Expr,
+    pub whens: Vec<MergeWhen>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeWhen {
+    pub matched: bool,
+    pub condition: Option<Expr>,
+    pub action: MergeAction,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeAction {
+    Update(Vec<(Name, Expr)>),
+    Delete,
+    Insert(Vec<Name>, Vec<Expr>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -326,5 +402,15 @@ pub struct Variable {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Body {
     pub variables: Vec<Variable>,
+    /// `DECLARE c CURSOR FOR (SELECT ...)`.
+    pub cursors: Vec<Cursor>,
     pub block: Block,
+}
+
+/// A cursor declared in a routine's header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cursor {
+    pub name: Name,
+    pub query: Query,
+    pub line: u32,
 }

@@ -27,8 +27,8 @@ use ast::{Query, SetExpr, TableRef};
 use parser::Parser;
 
 pub use plpgsql::{
-    key_generator, routine_calls, routine_tables, translate_function, translate_procedure,
-    translate_trigger, trigger_name, KeyGenerator,
+    key_generator, routine_calls, routine_input_types, routine_tables, translate_function,
+    translate_procedure, translate_trigger, trigger_name, KeyGenerator,
 };
 
 /// What was not translated: the construct, the line of the source it
@@ -95,10 +95,33 @@ pub struct ExprContext<'a> {
     /// Whether a name is a PSQL function of the database (called as
     /// `name(args)`, spelled by `names` as a [`NameKind::Procedure`]).
     pub functions: FunctionFn<'a>,
+    /// A table's columns and primary key, where known.
+    pub tables: TableFn<'a>,
+    /// A routine's inputs, where known: Firebird converts a call's
+    /// arguments to its parameters' types (a VARCHAR to an INTEGER),
+    /// PostgreSQL finds no function for arguments of other types.
+    pub routine_inputs: RoutineInputsFn<'a>,
 }
 
 /// Whether a name is a user's PSQL function.
 pub type FunctionFn<'a> = Box<dyn Fn(&str) -> bool + 'a>;
+
+/// A table's columns (those a row is written with, in order) and
+/// primary key, for `UPDATE OR INSERT` without a column list or
+/// `MATCHING`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableShape {
+    pub columns: Vec<String>,
+    pub primary_key: Vec<String>,
+}
+
+/// A procedure's or PSQL function's input parameters, each as the
+/// PostgreSQL type a call converts its argument to (`None`: left as it
+/// is), by its Firebird name.
+pub type RoutineInputsFn<'a> = Box<dyn Fn(&str) -> Option<Vec<Option<String>>> + 'a>;
+
+/// A table's shape by its Firebird name.
+pub type TableFn<'a> = Box<dyn Fn(&str) -> Option<TableShape> + 'a>;
 
 /// A column's Firebird type by its name.
 pub type ColumnTypeFn<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
@@ -112,6 +135,8 @@ impl Default for ExprContext<'_> {
             search_path: None,
             column_types: Box::new(|_| None),
             functions: Box::new(|_| false),
+            tables: Box::new(|_| None),
+            routine_inputs: Box::new(|_| None),
         }
     }
 }
@@ -146,6 +171,19 @@ impl<'a> ExprContext<'a> {
 
     pub fn with_functions(mut self, functions: impl Fn(&str) -> bool + 'a) -> Self {
         self.functions = Box::new(functions);
+        self
+    }
+
+    pub fn with_tables(mut self, tables: impl Fn(&str) -> Option<TableShape> + 'a) -> Self {
+        self.tables = Box::new(tables);
+        self
+    }
+
+    pub fn with_routine_inputs(
+        mut self,
+        inputs: impl Fn(&str) -> Option<Vec<Option<String>>> + 'a,
+    ) -> Self {
+        self.routine_inputs = Box::new(inputs);
         self
     }
 
@@ -267,8 +305,11 @@ fn varying(e: &ast::Expr) -> Option<(String, u32)> {
         K::NextValue(..) => here("a sequence"),
         K::Param(_) => here("a parameter"),
         K::Function { name, args, .. } => {
-            if name == "RAND" {
-                return here("RAND");
+            if matches!(
+                name.as_str(),
+                "RAND" | "GEN_UUID" | "RDB$GET_CONTEXT" | "RDB$SET_CONTEXT"
+            ) {
+                return here(name);
             }
             args.iter().find_map(varying)
         }
@@ -309,6 +350,8 @@ fn varying(e: &ast::Expr) -> Option<(String, u32)> {
             .or_else(|| varying(b))
             .or_else(|| c.as_deref().and_then(varying)),
         K::Trim(_, w, x) => w.as_deref().and_then(varying).or_else(|| varying(x)),
+        K::DayOf(_, _, x) => varying(x),
+        K::Element(x, subscripts) => varying(x).or_else(|| subscripts.iter().find_map(varying)),
         _ => None,
     }
 }

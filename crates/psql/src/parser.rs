@@ -10,7 +10,16 @@ use crate::Untranslated;
 pub struct Parser {
     tokens: Vec<Token>,
     pos: usize,
+    /// In an EXECUTE STATEMENT's text: how many `?` markers were read
+    /// (each is the parameter of its number, `?1`, `?2`, ...).
+    markers: Option<u32>,
 }
+
+/// Why `IN AUTONOMOUS TRANSACTION` is reported.
+pub const AUTONOMOUS: &str =
+    "PostgreSQL has no autonomous transactions: its writes would commit or \
+                              roll back with the caller's (dblink to the same database can do it \
+                              by hand)";
 
 type Result<T> = std::result::Result<T, Untranslated>;
 
@@ -71,12 +80,32 @@ const NOT_ALIAS: &[&str] = &[
     "LIMIT",
 ];
 
+/// Firebird's left-associative binary operators, loosest first. A
+/// level's operands are the next level's; between the levels sit what
+/// binds in between: NOT and the predicates (`=`, IS, IN, LIKE, ...)
+/// after AND, a sign after `*` and `/`, and `||`, which binds tighter
+/// than arithmetic in Firebird, over single terms.
+const BINARY: [&[(&str, BinaryOp)]; 5] = [
+    &[("OR", BinaryOp::Or)],
+    &[("AND", BinaryOp::And)],
+    &[("+", BinaryOp::Add), ("-", BinaryOp::Sub)],
+    &[("*", BinaryOp::Mul), ("/", BinaryOp::Div)],
+    &[("||", BinaryOp::Concat)],
+];
+
 impl Parser {
     pub fn new(source: &str) -> Result<Parser> {
         Ok(Parser {
             tokens: tokenize(source)?,
             pos: 0,
+            markers: None,
         })
+    }
+
+    /// An EXECUTE STATEMENT's text: `?` is a positional parameter.
+    pub fn with_markers(mut self) -> Self {
+        self.markers = Some(0);
+        self
     }
 
     fn peek(&self) -> &Tok {
@@ -260,6 +289,10 @@ impl Parser {
     }
 
     fn alias(&mut self) -> Result<Option<Name>> {
+        // `FOR SELECT ... FROM t AS CURSOR c DO`: the loop's cursor.
+        if self.is_word("AS") && self.is_word_at(1, "CURSOR") && self.is_word_at(3, "DO") {
+            return Ok(None);
+        }
         if self.eat_word("AS") {
             return self.name().map(Some);
         }
@@ -273,31 +306,39 @@ impl Parser {
     // ---- expressions ----
 
     pub fn expr(&mut self) -> Result<Expr> {
-        let mut left = self.and_expr()?;
-        while self.is_word("OR") {
+        self.binary(0)
+    }
+
+    /// One level of [`BINARY`]: its operators over the next level's
+    /// operands, left to right.
+    fn binary(&mut self, level: usize) -> Result<Expr> {
+        let operand = |p: &mut Self| match level {
+            0 => p.binary(1),
+            1 => p.not_expr(),
+            2 => p.binary(3),
+            3 => p.unary(),
+            _ => p.postfix(),
+        };
+        let mut left = operand(self)?;
+        while let Some(op) = self.binary_operator(BINARY[level]) {
             let line = self.line();
             self.advance();
-            let right = self.and_expr()?;
+            let right = operand(self)?;
             left = Expr {
-                kind: ExprKind::Binary(BinaryOp::Or, Box::new(left), Box::new(right)),
+                kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
                 line,
             };
         }
         Ok(left)
     }
 
-    fn and_expr(&mut self) -> Result<Expr> {
-        let mut left = self.not_expr()?;
-        while self.is_word("AND") {
-            let line = self.line();
-            self.advance();
-            let right = self.not_expr()?;
-            left = Expr {
-                kind: ExprKind::Binary(BinaryOp::And, Box::new(left), Box::new(right)),
-                line,
-            };
-        }
-        Ok(left)
+    fn binary_operator(&self, ops: &[(&str, BinaryOp)]) -> Option<BinaryOp> {
+        let at = match self.peek() {
+            Tok::Word(w) => w.as_str(),
+            Tok::Sym(s) => s,
+            _ => return None,
+        };
+        ops.iter().find(|(o, _)| *o == at).map(|(_, op)| *op)
     }
 
     fn not_expr(&mut self) -> Result<Expr> {
@@ -450,43 +491,7 @@ impl Parser {
     }
 
     fn additive(&mut self) -> Result<Expr> {
-        let mut left = self.multiplicative()?;
-        loop {
-            let op = if self.is_sym("+") {
-                BinaryOp::Add
-            } else if self.is_sym("-") {
-                BinaryOp::Sub
-            } else {
-                return Ok(left);
-            };
-            let line = self.line();
-            self.advance();
-            let right = self.multiplicative()?;
-            left = Expr {
-                kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
-                line,
-            };
-        }
-    }
-
-    fn multiplicative(&mut self) -> Result<Expr> {
-        let mut left = self.unary()?;
-        loop {
-            let op = if self.is_sym("*") {
-                BinaryOp::Mul
-            } else if self.is_sym("/") {
-                BinaryOp::Div
-            } else {
-                return Ok(left);
-            };
-            let line = self.line();
-            self.advance();
-            let right = self.unary()?;
-            left = Expr {
-                kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
-                line,
-            };
-        }
+        self.binary(2)
     }
 
     fn unary(&mut self) -> Result<Expr> {
@@ -500,22 +505,7 @@ impl Parser {
                 });
             }
         }
-        self.concat()
-    }
-
-    /// `||` binds tighter than arithmetic in Firebird.
-    fn concat(&mut self) -> Result<Expr> {
-        let mut left = self.postfix()?;
-        while self.is_sym("||") {
-            let line = self.line();
-            self.advance();
-            let right = self.postfix()?;
-            left = Expr {
-                kind: ExprKind::Binary(BinaryOp::Concat, Box::new(left), Box::new(right)),
-                line,
-            };
-        }
-        Ok(left)
+        self.binary(4)
     }
 
     fn postfix(&mut self) -> Result<Expr> {
@@ -523,10 +513,28 @@ impl Parser {
         if self.is_word("COLLATE") {
             return Err(self.unsupported("COLLATE", "a collation inside an expression"));
         }
-        if self.is_sym("[") {
-            return Err(
-                self.unsupported("an array element", "PostgreSQL arrays are loaded as JSON")
-            );
+        if self.eat_sym("[") {
+            // The array is loaded with its bounds: the same subscripts
+            // name the same element.
+            if !matches!(e.kind, ExprKind::Column(_)) {
+                return Err(self.unsupported(
+                    "an element of an expression",
+                    "only an array column's element is translated",
+                ));
+            }
+            let mut subscripts = vec![self.expr()?];
+            while self.eat_sym(",") {
+                subscripts.push(self.expr()?);
+            }
+            if self.is_sym(":") {
+                return Err(self.unsupported("an array slice", "not translated"));
+            }
+            self.expect_sym("]")?;
+            let line = e.line;
+            return Ok(Expr {
+                kind: ExprKind::Element(Box::new(e), subscripts),
+                line,
+            });
         }
         Ok(e)
     }
@@ -561,8 +569,9 @@ impl Parser {
             Tok::Sym(":") => {
                 self.advance();
                 let name = self.name()?;
-                if self.is_sym(".") {
-                    return Err(self.unsupported(":NEW.X", "a qualified parameter"));
+                if self.eat_sym(".") {
+                    // `:NEW.X`, `:C.X` (a cursor's row): as without the colon.
+                    return wrap(ExprKind::Column(vec![name, self.name()?]));
                 }
                 wrap(ExprKind::Param(name))
             }
@@ -570,7 +579,17 @@ impl Parser {
                 self.advance();
                 wrap(ExprKind::Star(None))
             }
-            Tok::Sym("?") => Err(self.unsupported("?", "a parameter marker")),
+            Tok::Sym("?") => match self.markers {
+                Some(n) => {
+                    self.advance();
+                    self.markers = Some(n + 1);
+                    wrap(ExprKind::Param(Name {
+                        text: format!("?{}", n + 1),
+                        quoted: true,
+                    }))
+                }
+                None => Err(self.unsupported("?", "a parameter marker")),
+            },
             Tok::Word(w) => self.word_expr(&w, line),
             Tok::Quoted(_) => self.column(line),
             _ => Err(self.unexpected("an expression")),
@@ -775,6 +794,33 @@ impl Parser {
                 }
                 wrap(ExprKind::Trim(spec, what, Box::new(target)))
             }
+            "FIRST_DAY" | "LAST_DAY" => {
+                self.expect_sym("(")?;
+                self.expect_word("OF")?;
+                let unit = self.name()?.text;
+                self.expect_word("FROM")?;
+                let x = self.expr()?;
+                self.expect_sym(")")?;
+                wrap(ExprKind::DayOf(w == "LAST_DAY", unit, Box::new(x)))
+            }
+            "OVERLAY" => {
+                self.expect_sym("(")?;
+                let mut args = vec![self.expr()?];
+                self.expect_word("PLACING")?;
+                args.push(self.expr()?);
+                self.expect_word("FROM")?;
+                args.push(self.expr()?);
+                if self.eat_word("FOR") {
+                    args.push(self.expr()?);
+                }
+                self.expect_sym(")")?;
+                wrap(ExprKind::Function {
+                    name: "OVERLAY".into(),
+                    args,
+                    distinct: false,
+                    over: None,
+                })
+            }
             "POSITION" => {
                 self.expect_sym("(")?;
                 let a = self.additive()?;
@@ -786,7 +832,14 @@ impl Parser {
                 self.expect_sym(",")?;
                 let b = self.expr()?;
                 if self.eat_sym(",") {
-                    return Err(self.unsupported("POSITION with a start", "not translated"));
+                    let start = self.expr()?;
+                    self.expect_sym(")")?;
+                    return wrap(ExprKind::Function {
+                        name: "POSITION".into(),
+                        args: vec![a, b, start],
+                        distinct: false,
+                        over: None,
+                    });
                 }
                 self.expect_sym(")")?;
                 wrap(ExprKind::Position(Box::new(a), Box::new(b)))
@@ -1187,10 +1240,27 @@ impl Parser {
             }
             self.expect_word("ONLY")?;
         }
-        if self.is_word("FOR") && self.is_word_at(1, "UPDATE")
-            || self.is_word("WITH") && self.is_word_at(1, "LOCK")
-        {
-            return Err(self.unsupported("FOR UPDATE / WITH LOCK", "row locks are not translated"));
+        // FOR UPDATE alone says the rows may be changed through a cursor:
+        // Firebird locks nothing for it. WITH LOCK locks each row read.
+        if self.is_word("FOR") && self.is_word_at(1, "UPDATE") {
+            self.advance();
+            self.advance();
+            if self.eat_word("OF") {
+                self.name()?;
+                while self.eat_sym(",") {
+                    self.name()?;
+                }
+            }
+        }
+        let mut lock = None;
+        if self.is_word("WITH") && self.is_word_at(1, "LOCK") {
+            self.advance();
+            self.advance();
+            let skip = self.eat_word("SKIP");
+            if skip {
+                self.expect_word("LOCKED")?;
+            }
+            lock = Some(skip);
         }
         if self.eat_word("INTO") {
             if !into.is_empty() {
@@ -1201,7 +1271,12 @@ impl Parser {
         if let SetExpr::Nested(_) = body {
             // keep as is
         }
-        if order.is_empty() && limit.is_none() && offset.is_none() && with.is_empty() {
+        if order.is_empty()
+            && limit.is_none()
+            && offset.is_none()
+            && with.is_empty()
+            && lock.is_none()
+        {
             if let SetExpr::Nested(inner) = body {
                 let q = *inner;
                 if q.with.is_empty() {
@@ -1214,6 +1289,7 @@ impl Parser {
                             order: q.order,
                             limit: q.limit,
                             offset: q.offset,
+                            lock: q.lock,
                             line,
                         },
                         into,
@@ -1230,6 +1306,7 @@ impl Parser {
                 order,
                 limit,
                 offset,
+                lock,
                 line,
             },
             into,
@@ -1514,6 +1591,7 @@ impl Parser {
     pub fn body(&mut self) -> Result<Body> {
         self.eat_word("AS");
         let mut variables = Vec::new();
+        let mut cursors = Vec::new();
         while self.is_word("DECLARE") {
             let line = self.line();
             self.advance();
@@ -1522,8 +1600,23 @@ impl Parser {
             }
             self.eat_word("VARIABLE");
             let name = self.name()?;
-            if self.is_word("CURSOR") || self.is_word("SCROLL") {
-                return Err(self.unsupported("a named cursor", "cursors are not translated"));
+            if self.is_word("SCROLL") {
+                return Err(self.unsupported(
+                    "a SCROLL cursor",
+                    "PL/pgSQL cursors fetch forward only here",
+                ));
+            }
+            if self.eat_word("NO") {
+                self.expect_word("SCROLL")?;
+            }
+            if self.eat_word("CURSOR") {
+                self.expect_word("FOR")?;
+                self.expect_sym("(")?;
+                let query = self.query()?;
+                self.expect_sym(")")?;
+                self.expect_sym(";")?;
+                cursors.push(Cursor { name, query, line });
+                continue;
             }
             let data_type = self.data_type()?;
             let not_null = if self.eat_word("NOT") {
@@ -1548,7 +1641,11 @@ impl Parser {
         }
         self.expect_word("BEGIN")?;
         let block = self.block_rest()?;
-        Ok(Body { variables, block })
+        Ok(Body {
+            variables,
+            cursors,
+            block,
+        })
     }
 
     /// After `BEGIN`: statements, handlers, `END`.
@@ -1633,10 +1730,17 @@ impl Parser {
                     line,
                 }),
                 Stmt {
-                    kind: StmtKind::ForSelect(None, q, i, b),
+                    kind: StmtKind::ForSelect(None, q, i, c, b),
                     line,
                 } => Ok(Stmt {
-                    kind: StmtKind::ForSelect(Some(label), q, i, b),
+                    kind: StmtKind::ForSelect(Some(label), q, i, c, b),
+                    line,
+                }),
+                Stmt {
+                    kind: StmtKind::ForExecute(None, e, b),
+                    line,
+                } => Ok(Stmt {
+                    kind: StmtKind::ForExecute(Some(label), e, b),
                     line,
                 }),
                 _ => Err(Untranslated {
@@ -1680,6 +1784,17 @@ impl Parser {
             }
             "FOR" => {
                 self.advance();
+                if self.is_word("EXECUTE") && self.is_word_at(1, "STATEMENT") {
+                    self.advance();
+                    self.advance();
+                    let execute = self.execute_statement()?;
+                    if execute.into.is_empty() {
+                        return Err(self.unexpected("INTO"));
+                    }
+                    self.expect_word("DO")?;
+                    let body = self.statement()?;
+                    return stmt(StmtKind::ForExecute(None, execute, Box::new(body)));
+                }
                 if !(self.is_word("SELECT") || self.is_word("WITH")) {
                     return Err(self.unsupported(
                         &format!("FOR {}", self.describe()),
@@ -1687,15 +1802,25 @@ impl Parser {
                     ));
                 }
                 let (query, into) = self.query_into()?;
-                if into.is_empty() {
+                let cursor = if self.eat_word("AS") {
+                    self.expect_word("CURSOR")?;
+                    Some(self.name()?)
+                } else {
+                    None
+                };
+                // Without INTO, the body reads the row as `cursor.column`.
+                if into.is_empty() && cursor.is_none() {
                     return Err(self.unexpected("INTO"));
-                }
-                if self.is_word("AS") {
-                    return Err(self.unsupported("AS CURSOR", "cursors are not translated"));
                 }
                 self.expect_word("DO")?;
                 let body = self.statement()?;
-                stmt(StmtKind::ForSelect(None, query, into, Box::new(body)))
+                stmt(StmtKind::ForSelect(
+                    None,
+                    query,
+                    into,
+                    cursor,
+                    Box::new(body),
+                ))
             }
             "SELECT" | "WITH" => {
                 let (query, into) = self.query_into()?;
@@ -1729,42 +1854,33 @@ impl Parser {
                 } else {
                     InsertSource::Query(Box::new(self.query()?))
                 };
-                self.no_returning()?;
+                let returning = self.returning()?;
                 self.expect_sym(";")?;
                 stmt(StmtKind::Insert {
                     table,
                     columns,
                     source,
+                    returning,
                 })
             }
             "UPDATE" => {
                 self.advance();
-                if self.is_word("OR") {
-                    return Err(self.unsupported("UPDATE OR INSERT", "not translated"));
+                if self.eat_word("OR") {
+                    return self.update_or_insert(line);
                 }
                 let table = self.name()?;
                 let alias = self.alias()?;
                 self.expect_word("SET")?;
-                let mut sets = Vec::new();
-                loop {
-                    let mut column = self.name()?;
-                    if self.eat_sym(".") {
-                        column = self.name()?;
-                    }
-                    self.expect_sym("=")?;
-                    sets.push((column, self.expr()?));
-                    if !self.eat_sym(",") {
-                        break;
-                    }
-                }
+                let sets = self.assignments()?;
                 let filter = self.where_clause()?;
-                self.no_returning()?;
+                let returning = self.returning()?;
                 self.expect_sym(";")?;
                 stmt(StmtKind::Update {
                     table,
                     alias,
                     sets,
                     filter,
+                    returning,
                 })
             }
             "DELETE" => {
@@ -1773,12 +1889,13 @@ impl Parser {
                 let table = self.name()?;
                 let alias = self.alias()?;
                 let filter = self.where_clause()?;
-                self.no_returning()?;
+                let returning = self.returning()?;
                 self.expect_sym(";")?;
                 stmt(StmtKind::Delete {
                     table,
                     alias,
                     filter,
+                    returning,
                 })
             }
             "SUSPEND" | "EXIT" | "BREAK" => {
@@ -1807,14 +1924,13 @@ impl Parser {
             "EXCEPTION" => {
                 self.advance();
                 if self.eat_sym(";") {
-                    return stmt(StmtKind::Raise(None, None));
+                    return stmt(StmtKind::Raise(None, None, Vec::new()));
                 }
                 let name = self.name()?;
-                if self.is_word("USING") {
-                    return Err(self.unsupported(
-                        "EXCEPTION ... USING",
-                        "parameters of a message are not translated",
-                    ));
+                if self.eat_word("USING") {
+                    let args = self.args()?;
+                    self.expect_sym(";")?;
+                    return stmt(StmtKind::Raise(Some(name), None, args));
                 }
                 let message = if self.is_sym(";") {
                     None
@@ -1822,7 +1938,7 @@ impl Parser {
                     Some(self.expr()?)
                 };
                 self.expect_sym(";")?;
-                stmt(StmtKind::Raise(Some(name), message))
+                stmt(StmtKind::Raise(Some(name), message, Vec::new()))
             }
             "EXECUTE" => {
                 self.advance();
@@ -1855,20 +1971,9 @@ impl Parser {
                     return stmt(StmtKind::ExecuteProcedure(name, args, returning));
                 }
                 if self.eat_word("STATEMENT") {
-                    let e = self.expr()?;
-                    let into = if self.eat_word("INTO") {
-                        self.targets()?
-                    } else {
-                        Vec::new()
-                    };
-                    if !self.is_sym(";") {
-                        return Err(self.unsupported(
-                            "EXECUTE STATEMENT options",
-                            "only EXECUTE STATEMENT text [INTO ...] is translated",
-                        ));
-                    }
+                    let execute = self.execute_statement()?;
                     self.expect_sym(";")?;
-                    return stmt(StmtKind::ExecuteStatement(e, into));
+                    return stmt(StmtKind::ExecuteStatement(execute));
                 }
                 Err(self.unsupported(&format!("EXECUTE {}", self.describe()), "not translated"))
             }
@@ -1884,9 +1989,49 @@ impl Parser {
                 self.expect_sym(";")?;
                 stmt(StmtKind::Return(e))
             }
-            "MERGE" | "OPEN" | "FETCH" | "CLOSE" | "IN" | "DECLARE" => {
-                Err(self.unsupported(&word, "not translated"))
+            "MERGE" => {
+                self.advance();
+                let merge = self.merge()?;
+                stmt(StmtKind::Merge(Box::new(merge)))
             }
+            "OPEN" | "CLOSE" => {
+                self.advance();
+                let cursor = self.name()?;
+                self.expect_sym(";")?;
+                stmt(if word == "OPEN" {
+                    StmtKind::Open(cursor)
+                } else {
+                    StmtKind::Close(cursor)
+                })
+            }
+            "FETCH" => {
+                self.advance();
+                if self.eat_word("NEXT") {
+                    self.expect_word("FROM")?;
+                } else if !self.is_name()
+                    || self.is_word_at(1, "FROM")
+                    || !self.is_word_at(1, "INTO")
+                {
+                    return Err(self.unsupported(
+                        &format!("FETCH {}", self.describe()),
+                        "PL/pgSQL cursors fetch forward only here",
+                    ));
+                }
+                let cursor = self.name()?;
+                self.expect_word("INTO")?;
+                let into = self.targets()?;
+                self.expect_sym(";")?;
+                stmt(StmtKind::Fetch(cursor, into))
+            }
+            "IN" if self.is_word_at(1, "AUTONOMOUS") => {
+                self.advance();
+                self.advance();
+                self.expect_word("TRANSACTION")?;
+                self.expect_word("DO")?;
+                let body = self.statement()?;
+                stmt(StmtKind::Autonomous(Box::new(body)))
+            }
+            "IN" | "DECLARE" => Err(self.unsupported(&word, "not translated")),
             _ => {
                 let target = if self.eat_sym(":") {
                     Expr {
@@ -1906,14 +2051,241 @@ impl Parser {
         }
     }
 
-    fn where_clause(&mut self) -> Result<Option<Expr>> {
+    fn where_clause(&mut self) -> Result<Filter> {
         if !self.eat_word("WHERE") {
-            return Ok(None);
+            return Ok(Filter::All);
         }
         if self.is_word("CURRENT") && self.is_word_at(1, "OF") {
-            return Err(self.unsupported("WHERE CURRENT OF", "cursors are not translated"));
+            self.advance();
+            self.advance();
+            return Ok(Filter::CurrentOf(self.name()?));
         }
-        Ok(Some(self.expr()?))
+        Ok(Filter::Where(self.expr()?))
+    }
+
+    /// After `UPDATE OR`: `INSERT INTO t [(cols)] VALUES (...) [MATCHING
+    /// (cols)];`.
+    fn update_or_insert(&mut self, line: u32) -> Result<Stmt> {
+        self.expect_word("INSERT")?;
+        self.expect_word("INTO")?;
+        let table = self.name()?;
+        let columns = if self.is_sym("(") {
+            self.name_list()?
+        } else {
+            Vec::new()
+        };
+        self.expect_word("VALUES")?;
+        let values = self.args()?;
+        let matching = if self.eat_word("MATCHING") {
+            self.name_list()?
+        } else {
+            Vec::new()
+        };
+        let returning = self.returning()?;
+        self.expect_sym(";")?;
+        Ok(Stmt {
+            kind: StmtKind::UpdateOrInsert {
+                table,
+                columns,
+                values,
+                matching,
+                returning,
+            },
+            line,
+        })
+    }
+
+    /// `(a, b, c)`.
+    fn name_list(&mut self) -> Result<Vec<Name>> {
+        self.expect_sym("(")?;
+        let mut names = vec![self.name()?];
+        while self.eat_sym(",") {
+            names.push(self.name()?);
+        }
+        self.expect_sym(")")?;
+        Ok(names)
+    }
+
+    /// After `MERGE`: `INTO target [alias] USING source ON cond WHEN ...;`.
+    fn merge(&mut self) -> Result<Merge> {
+        self.expect_word("INTO")?;
+        let target = self.name()?;
+        let alias = if self.is_word("USING") {
+            None
+        } else {
+            self.alias()?
+        };
+        self.expect_word("USING")?;
+        let source = self.table_primary()?;
+        self.expect_word("ON")?;
+        let on = self.expr()?;
+        let mut whens = Vec::new();
+        while self.eat_word("WHEN") {
+            let matched = !self.eat_word("NOT");
+            self.expect_word("MATCHED")?;
+            if self.eat_word("BY") {
+                if self.is_word("SOURCE") {
+                    return Err(self.unsupported(
+                        "WHEN NOT MATCHED BY SOURCE",
+                        "PostgreSQL 15's MERGE has no such clause",
+                    ));
+                }
+                self.expect_word("TARGET")?;
+            }
+            let condition = if self.eat_word("AND") {
+                Some(self.expr()?)
+            } else {
+                None
+            };
+            self.expect_word("THEN")?;
+            let action = if matched && self.eat_word("UPDATE") {
+                self.expect_word("SET")?;
+                MergeAction::Update(self.assignments()?)
+            } else if matched && self.eat_word("DELETE") {
+                MergeAction::Delete
+            } else if !matched && self.eat_word("INSERT") {
+                let columns = if self.is_sym("(") {
+                    self.name_list()?
+                } else {
+                    Vec::new()
+                };
+                self.expect_word("VALUES")?;
+                MergeAction::Insert(columns, self.args()?)
+            } else {
+                return Err(self.unexpected(if matched {
+                    "UPDATE or DELETE"
+                } else {
+                    "INSERT"
+                }));
+            };
+            whens.push(MergeWhen {
+                matched,
+                condition,
+                action,
+            });
+        }
+        if whens.is_empty() {
+            return Err(self.unexpected("WHEN"));
+        }
+        self.no_returning()?;
+        self.expect_sym(";")?;
+        Ok(Merge {
+            target,
+            alias,
+            source,
+            on,
+            whens,
+        })
+    }
+
+    /// `a = e, t.b = e`.
+    fn assignments(&mut self) -> Result<Vec<(Name, Expr)>> {
+        let mut sets = Vec::new();
+        loop {
+            let mut column = self.name()?;
+            if self.eat_sym(".") {
+                column = self.name()?;
+            }
+            self.expect_sym("=")?;
+            sets.push((column, self.expr()?));
+            if !self.eat_sym(",") {
+                return Ok(sets);
+            }
+        }
+    }
+
+    /// After `EXECUTE STATEMENT`: the text, its parameters, `INTO`.
+    fn execute_statement(&mut self) -> Result<Execute> {
+        let sql = if self.eat_sym("(") {
+            let e = self.expr()?;
+            self.expect_sym(")")?;
+            e
+        } else {
+            self.expr()?
+        };
+        let mut params = Vec::new();
+        if self.eat_sym("(") {
+            loop {
+                let named = self.is_name()
+                    && matches!(self.peek_at(1), Tok::Sym(":"))
+                    && matches!(self.peek_at(2), Tok::Sym("="));
+                if named {
+                    let name = self.name()?;
+                    self.advance();
+                    self.advance();
+                    params.push((Some(name), self.expr()?));
+                } else {
+                    params.push((None, self.expr()?));
+                }
+                if !self.eat_sym(",") {
+                    break;
+                }
+            }
+            self.expect_sym(")")?;
+        }
+        loop {
+            if self.is_word("WITH") && self.is_word_at(1, "COMMON") {
+                // The default: the caller's transaction.
+                self.advance();
+                self.advance();
+                self.expect_word("TRANSACTION")?;
+            } else if self.is_word("WITH") && self.is_word_at(1, "CALLER") {
+                // A PostgreSQL function runs with the caller's privileges.
+                self.advance();
+                self.advance();
+                self.expect_word("PRIVILEGES")?;
+            } else if self.is_word("WITH") && self.is_word_at(1, "AUTONOMOUS") {
+                return Err(self.unsupported(
+                    "EXECUTE STATEMENT ... WITH AUTONOMOUS TRANSACTION",
+                    AUTONOMOUS,
+                ));
+            } else if self.is_word("ON")
+                || self.is_word("AS")
+                || self.is_word("PASSWORD")
+                || self.is_word("ROLE")
+            {
+                return Err(self.unsupported(
+                    "EXECUTE STATEMENT ... ON EXTERNAL / AS USER",
+                    "another database or user: PostgreSQL reaches one only through dblink",
+                ));
+            } else {
+                break;
+            }
+        }
+        let into = if self.eat_word("INTO") {
+            self.targets()?
+        } else {
+            Vec::new()
+        };
+        Ok(Execute { sql, params, into })
+    }
+
+    /// `RETURNING e, ... INTO :a, ...`; `OLD.x`/`NEW.x` in it are
+    /// refused (PostgreSQL 15's RETURNING has the new row only).
+    fn returning(&mut self) -> Result<Option<Returning>> {
+        if !self.eat_word("RETURNING") {
+            return Ok(None);
+        }
+        let mut values = Vec::new();
+        loop {
+            if (self.is_word("OLD") || self.is_word("NEW"))
+                && matches!(self.peek_at(1), Tok::Sym("."))
+            {
+                return Err(self.unsupported(
+                    "RETURNING OLD./NEW.",
+                    "PostgreSQL 15's RETURNING gives the new row only",
+                ));
+            }
+            values.push(self.expr()?);
+            if !self.eat_sym(",") {
+                break;
+            }
+        }
+        if !self.eat_word("INTO") {
+            return Err(self.unexpected("INTO (RETURNING in PSQL returns into variables)"));
+        }
+        let into = self.targets()?;
+        Ok(Some(Returning { values, into }))
     }
 
     fn no_returning(&self) -> Result<()> {

@@ -367,6 +367,9 @@ pub fn translate_procedure(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> 
         let name = quote(&pg_name(&param.name.text));
         r.outputs
             .insert(format!("{label}.{name}"), data_type.clone());
+        r.scope
+            .variable_types
+            .insert(param.name.text.clone(), data_type.clone());
         outs.push(format!("{name} {data_type}"));
     }
     let returns = if selectable {
@@ -439,6 +442,40 @@ pub fn translate_function(ddl: &str, ctx: &ExprContext) -> Result<Vec<String>> {
     )])
 }
 
+/// The types a call converts its arguments to, from the callee's DDL
+/// (`CREATE PROCEDURE name (a CHAR(3), b SMALLINT) ...`): the input's
+/// type without its length or scale (`bpchar`, `numeric`): a longer
+/// CHAR argument must reach the routine, which refuses it as Firebird
+/// does, not be cut by the cast. A domain or `TYPE OF` parameter is
+/// left alone (`None`).
+pub fn routine_input_types(ddl: &str) -> Result<Vec<Option<String>>> {
+    let mut p = Parser::new(ddl)?;
+    if create_prefix(&mut p, "PROCEDURE").is_err() {
+        p = Parser::new(ddl)?;
+        create_prefix(&mut p, "FUNCTION")?;
+    }
+    p.name()?;
+    let ctx = ExprContext::new();
+    let gen = Gen::new(&ctx);
+    params(&mut p)?
+        .iter()
+        .map(|param| {
+            Ok(match &param.data_type {
+                DataType::Builtin { name, .. } => {
+                    let t = input_type(&gen, param)?;
+                    Some(match name.as_str() {
+                        "CHAR" | "CHARACTER" | "NCHAR" if !t.starts_with("bytea") => {
+                            "bpchar".to_string()
+                        }
+                        _ => t.split('(').next().unwrap_or(&t).to_string(),
+                    })
+                }
+                _ => None,
+            })
+        })
+        .collect()
+}
+
 /// An input parameter's type. SMALLINT takes an integer: PostgreSQL
 /// reads `f(2)` as an integer argument and would not find a function of
 /// a smallint (Firebird narrows it).
@@ -477,7 +514,10 @@ fn suspends(block: &Block) -> bool {
         match &s.kind {
             StmtKind::Suspend => true,
             StmtKind::If(_, a, b) => stmt(a) || b.as_deref().is_some_and(stmt),
-            StmtKind::While(_, _, b) | StmtKind::ForSelect(_, _, _, b) => stmt(b),
+            StmtKind::While(_, _, b)
+            | StmtKind::ForSelect(_, _, _, _, b)
+            | StmtKind::ForExecute(_, _, b)
+            | StmtKind::Autonomous(b) => stmt(b),
             StmtKind::Block(b) => suspends(b),
             _ => false,
         }
@@ -507,6 +547,16 @@ struct Routine<'c, 'a> {
     outputs: std::collections::HashMap<String, String>,
     /// A function's declared result type.
     returns: Option<String>,
+    /// Cursors by Firebird name: the PL/pgSQL variable and how many
+    /// columns the query gives.
+    cursors: std::collections::HashMap<String, (String, usize)>,
+    /// The cursors' variables and declarations (after the variables
+    /// their queries read).
+    cursor_declarations: Vec<(String, String)>,
+    /// Cursors an UPDATE or DELETE names in `WHERE CURRENT OF`: their
+    /// queries lock the rows (`FOR UPDATE`), which lets PostgreSQL find
+    /// the row through a sort or a join.
+    positioned: std::collections::HashSet<String>,
 }
 
 impl<'c, 'a> Routine<'c, 'a> {
@@ -521,6 +571,9 @@ impl<'c, 'a> Routine<'c, 'a> {
             inputs: Vec::new(),
             outputs: Default::default(),
             returns: None,
+            cursors: Default::default(),
+            cursor_declarations: Vec::new(),
+            positioned: Default::default(),
         }
     }
 
@@ -566,12 +619,19 @@ impl<'c, 'a> Routine<'c, 'a> {
             )?;
             declarations.push(format!("{name} {data_type} := {from};"));
             self.scope
+                .variable_types
+                .insert(param.clone(), data_type.clone());
+            self.scope
                 .variables
                 .insert(param, format!("{LOCALS}.{name}"));
         }
         for v in &body.variables {
             let name = quote(&pg_name(&v.name.text));
-            let mut d = format!("{name} {}", gen.data_type(&v.data_type, v.line)?);
+            let data_type = gen.data_type(&v.data_type, v.line)?;
+            self.scope
+                .variable_types
+                .insert(v.name.text.clone(), data_type.clone());
+            let mut d = format!("{name} {data_type}");
             if v.not_null {
                 d += " NOT NULL";
             }
@@ -600,7 +660,13 @@ impl<'c, 'a> Routine<'c, 'a> {
             inputs: Vec::new(),
             outputs: std::mem::take(&mut self.outputs),
             returns: self.returns.take(),
+            cursors: Default::default(),
+            cursor_declarations: Vec::new(),
+            positioned: positioned_cursors(statements),
         };
+        for c in &body.cursors {
+            inner.declare_cursor(&c.name, &c.query, true, c.line)?;
+        }
         inner.block(statements, 1)?;
         let ending = inner.ending();
         for e in ending {
@@ -615,6 +681,16 @@ impl<'c, 'a> Routine<'c, 'a> {
         if inner.scope.row_count {
             declarations.push("fb_row_count integer := 0;".into());
         }
+        declarations.extend(inner.cursor_declarations.iter().map(|(_, d)| d.clone()));
+        // A bound cursor's portal is named after its variable unless
+        // that is NULL: NULL gives each opening a name of its own, so a
+        // routine that calls itself, or another with a cursor of the same
+        // name, while one is open does not find the name taken.
+        let resets: String = inner
+            .cursor_declarations
+            .iter()
+            .map(|(v, _)| format!("  {v} := NULL;\n"))
+            .collect();
         let mut code = String::from("#variable_conflict use_column\n");
         code += &format!("<<{LOCALS}>>\n");
         if !declarations.is_empty() {
@@ -624,6 +700,7 @@ impl<'c, 'a> Routine<'c, 'a> {
             }
         }
         code += "BEGIN\n";
+        code += &resets;
         code += &inner.out;
         code += &format!("END {LOCALS};\n");
         Ok(code)
@@ -696,6 +773,11 @@ impl<'c, 'a> Routine<'c, 'a> {
                 -625 => "not_null_violation".into(),
                 -297 => "check_violation".into(),
                 -913 => "deadlock_detected".into(),
+                // Overflow, division by zero, a string too long.
+                -802 => "numeric_value_out_of_range OR division_by_zero OR \
+                         string_data_right_truncation"
+                    .into(),
+                -811 => "cardinality_violation".into(),
                 _ => {
                     return Err(refuse(
                         &format!("WHEN SQLCODE {code}"),
@@ -712,6 +794,9 @@ impl<'c, 'a> Routine<'c, 'a> {
                     "deadlock_detected OR serialization_failure OR lock_not_available".into()
                 }
                 "sing_select_err" => "cardinality_violation".into(),
+                "arith_except" => "numeric_value_out_of_range OR division_by_zero OR \
+                                   string_data_right_truncation"
+                    .into(),
                 "exception_integer_divide_by_zero" | "exception_float_divide_by_zero" => {
                     "division_by_zero".into()
                 }
@@ -776,12 +861,26 @@ impl<'c, 'a> Routine<'c, 'a> {
     /// A query whose select items are named `fb_1`, `fb_2`, ... so a
     /// loop's record gives them to the targets.
     fn numbered(&self, q: &Query, targets: usize, line: u32) -> Result<String> {
+        self.numbered_query(q, Some(targets), line)
+            .map(|(text, _)| text)
+    }
+
+    /// The same, for as many columns as the query has (a cursor's, whose
+    /// targets come with each FETCH), and their number.
+    fn numbered_query(
+        &self,
+        q: &Query,
+        targets: Option<usize>,
+        line: u32,
+    ) -> Result<(String, usize)> {
         let mut q = q.clone();
         let mut body = &mut q.body;
+        let count;
         loop {
             match body {
                 SetExpr::Select(s) => {
-                    if s.items.len() != targets
+                    count = s.items.len();
+                    if targets.is_some_and(|t| t != count)
                         || s.items
                             .iter()
                             .any(|i| matches!(i.expr.kind, ExprKind::Star(_)))
@@ -806,7 +905,67 @@ impl<'c, 'a> Routine<'c, 'a> {
                 }
             }
         }
-        self.sql_gen().query(&q)
+        Ok((self.sql_gen().query(&q)?, count))
+    }
+
+    /// A cursor, declared in the DECLARE section (bound: a FOR loop over
+    /// it and `WHERE CURRENT OF` need it so).
+    /// Its columns are numbered for FETCH ... INTO (`numbered`), or keep
+    /// their names for `cursor.column`.
+    fn declare_cursor(
+        &mut self,
+        name: &Name,
+        query: &Query,
+        numbered: bool,
+        line: u32,
+    ) -> Result<String> {
+        // Loops one after the other may name their cursors alike: each
+        // gets a variable of its own.
+        let base = format!("fb_cursor_{}", pg_name(&name.text));
+        let mut variable = quote(&base);
+        let mut n = 1;
+        while self.cursor_declarations.iter().any(|(v, _)| *v == variable) {
+            n += 1;
+            variable = quote(&format!("{base}_{n}"));
+        }
+        let (mut text, count) = if numbered {
+            self.numbered_query(query, None, line)?
+        } else {
+            (self.sql_gen().query(query)?, 0)
+        };
+        if self.positioned.contains(&name.text) && query.lock.is_none() {
+            text += " FOR UPDATE";
+        }
+        self.cursor_declarations
+            .push((variable.clone(), format!("{variable} CURSOR FOR {text};")));
+        self.cursors
+            .insert(name.text.clone(), (variable.clone(), count));
+        Ok(variable)
+    }
+
+    fn cursor(&self, name: &Name, line: u32) -> Result<(String, usize)> {
+        self.cursors.get(&name.text).cloned().ok_or_else(|| {
+            refuse(
+                &name.text,
+                line,
+                "not a cursor of the routine (FOR SELECT ... AS CURSOR or DECLARE ... CURSOR)",
+            )
+        })
+    }
+
+    /// `WHERE ...` of an UPDATE or DELETE, or nothing.
+    fn filter(&self, sql: &Gen, filter: &Filter, line: u32) -> Result<String> {
+        Ok(match filter {
+            Filter::All => String::new(),
+            Filter::Where(f) => format!(" WHERE {}", sql.expr(f)?),
+            Filter::CurrentOf(c) => format!(" WHERE CURRENT OF {}", self.cursor(c, line)?.0),
+        })
+    }
+
+    /// A loop's record for a query's rows: `fb_row_n`.
+    fn record(&mut self) -> String {
+        self.records += 1;
+        format!("fb_row_{}", self.records)
     }
 
     fn assign_from_record(&mut self, record: &str, targets: &[Expr], depth: usize) -> Result<()> {
@@ -826,6 +985,297 @@ impl<'c, 'a> Routine<'c, 'a> {
             Some(t) => format!("CAST({value} AS {t})"),
             None => value,
         }
+    }
+
+    /// An INSERT, UPDATE or DELETE (`text`), its RETURNING, ROW_COUNT.
+    fn dml(
+        &mut self,
+        sql: &Gen,
+        text: String,
+        returning: Option<&Returning>,
+        line: u32,
+        depth: usize,
+    ) -> Result<()> {
+        let (clause, record) = self.returning_clause(sql, returning, line)?;
+        self.line(depth, &format!("{text}{clause};"));
+        self.row_count(depth);
+        self.returned(record, returning, depth)
+    }
+
+    /// ` RETURNING e AS "fb_1", ... INTO fb_row_n` and its record.
+    fn returning_clause(
+        &mut self,
+        sql: &Gen,
+        returning: Option<&Returning>,
+        line: u32,
+    ) -> Result<(String, Option<String>)> {
+        let Some(r) = returning else {
+            return Ok((String::new(), None));
+        };
+        if r.values.len() != r.into.len() {
+            return Err(refuse(
+                "INTO",
+                line,
+                "the number of targets is not the number of columns",
+            ));
+        }
+        let values = r
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Ok(format!("{} AS \"fb_{}\"", sql.expr(v)?, i + 1)))
+            .collect::<Result<Vec<_>>>()?;
+        let record = self.record();
+        Ok((
+            format!(" RETURNING {} INTO {record}", values.join(", ")),
+            Some(record),
+        ))
+    }
+
+    /// The RETURNING row to its targets where there was one: Firebird
+    /// leaves them alone where no row was changed (PL/pgSQL's INTO would
+    /// set NULLs).
+    fn returned(
+        &mut self,
+        record: Option<String>,
+        returning: Option<&Returning>,
+        depth: usize,
+    ) -> Result<()> {
+        let (Some(record), Some(r)) = (record, returning) else {
+            return Ok(());
+        };
+        self.line(depth, "IF FOUND THEN");
+        self.assign_from_record(&record, &r.into, depth + 1)?;
+        self.line(depth, "END IF;");
+        Ok(())
+    }
+
+    /// `"a" = v, "b" = w` of an UPDATE (or MERGE's).
+    fn assignments(&self, sql: &Gen, sets: &[(Name, Expr)]) -> Result<String> {
+        let mut parts = Vec::new();
+        for (c, v) in sets {
+            parts.push(format!(
+                "{} = {}",
+                (self.ctx.names)(NameKind::Column, &c.text),
+                self.value(sql, v)?
+            ));
+        }
+        Ok(parts.join(", "))
+    }
+
+    /// ` ("a", "b")`, or nothing for no columns.
+    fn column_list(&self, columns: &[Name]) -> String {
+        if columns.is_empty() {
+            return String::new();
+        }
+        format!(
+            " ({})",
+            columns
+                .iter()
+                .map(|c| (self.ctx.names)(NameKind::Column, &c.text))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+
+    /// `UPDATE OR INSERT ... MATCHING (m)`: an UPDATE of the rows whose
+    /// `m` is not distinct from the value (Firebird's comparison: NULL
+    /// matches NULL), then an INSERT where it found none. Not `INSERT
+    /// ... ON CONFLICT`: that fires BEFORE INSERT triggers (a key
+    /// generator draws a value) also for a row it then updates, which
+    /// Firebird does not, and matches only by a unique index with `=`.
+    fn update_or_insert(&mut self, s: &Stmt, depth: usize) -> Result<()> {
+        let StmtKind::UpdateOrInsert {
+            table,
+            columns,
+            values,
+            matching,
+            returning,
+        } = &s.kind
+        else {
+            unreachable!("only UPDATE OR INSERT comes here")
+        };
+        let (returning, line) = (returning.as_ref(), s.line);
+        let shape = (self.ctx.tables)(&table.text);
+        let columns: Vec<Name> = if columns.is_empty() {
+            match &shape {
+                Some(t) => t
+                    .columns
+                    .iter()
+                    .map(|c| Name {
+                        text: c.clone(),
+                        quoted: true,
+                    })
+                    .collect(),
+                None => {
+                    return Err(refuse(
+                        "UPDATE OR INSERT without columns",
+                        line,
+                        "the table's columns are not known here: name them",
+                    ))
+                }
+            }
+        } else {
+            columns.to_vec()
+        };
+        let matching: Vec<String> = if matching.is_empty() {
+            match shape.as_ref().map(|t| &t.primary_key) {
+                Some(k) if !k.is_empty() => k.clone(),
+                _ => {
+                    return Err(refuse(
+                        "UPDATE OR INSERT without MATCHING",
+                        line,
+                        "the table has no primary key known here: say MATCHING (columns)",
+                    ))
+                }
+            }
+        } else {
+            matching.iter().map(|m| m.text.clone()).collect()
+        };
+        if columns.len() != values.len() {
+            return Err(refuse(
+                "UPDATE OR INSERT",
+                line,
+                "the number of values is not the number of columns",
+            ));
+        }
+        // Values are read by the UPDATE and again by the INSERT: one
+        // that draws a new value each time would differ between them.
+        let gen = self.gen();
+        let texts = values
+            .iter()
+            .map(|v| self.value(&gen, v))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(t) = texts.iter().find(|t| draws(t)) {
+            return Err(refuse(
+                "UPDATE OR INSERT",
+                line,
+                &format!("a value that changes each time it is read ({t}) would be read twice"),
+            ));
+        }
+        let mut conditions = Vec::new();
+        for m in &matching {
+            let Some(i) = columns.iter().position(|c| &c.text == m) else {
+                return Err(refuse(
+                    &format!("MATCHING {m}"),
+                    line,
+                    "a matching column not among the inserted ones",
+                ));
+            };
+            conditions.push(format!(
+                "{} IS NOT DISTINCT FROM {}",
+                (self.ctx.names)(NameKind::Column, m),
+                texts[i]
+            ));
+        }
+        let target = (self.ctx.names)(NameKind::Table, &table.text);
+        let sets = columns
+            .iter()
+            .zip(&texts)
+            .map(|(c, v)| format!("{} = {v}", (self.ctx.names)(NameKind::Column, &c.text)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = self.sql_gen();
+        let (clause, record) = self.returning_clause(&sql, returning, line)?;
+        self.line(
+            depth,
+            &format!(
+                "UPDATE {target} SET {sets} WHERE {}{clause};",
+                conditions.join(" AND ")
+            ),
+        );
+        self.row_count(depth);
+        self.line(depth, "IF NOT FOUND THEN");
+        self.line(
+            depth + 1,
+            &format!(
+                "INSERT INTO {target}{} VALUES ({}){clause};",
+                self.column_list(&columns),
+                texts.join(", ")
+            ),
+        );
+        self.row_count(depth + 1);
+        self.line(depth, "END IF;");
+        self.returned(record, returning, depth)
+    }
+
+    /// The text of an EXECUTE STATEMENT, where it is a constant: read
+    /// as the statement it is (SQL built when it runs is Firebird's,
+    /// which PostgreSQL would not read).
+    fn executed_text(&self, execute: &Execute, line: u32) -> Result<Parser> {
+        let ExprKind::Str(text) = &execute.sql.kind else {
+            return Err(refuse(
+                "EXECUTE STATEMENT",
+                line,
+                "its SQL is built when it runs: translate the statements it can run",
+            ));
+        };
+        Parser::new(&format!("{text};"))
+            .map(Parser::with_markers)
+            .map_err(|u| at(u, line))
+    }
+
+    fn executed_statement(&self, execute: &Execute, line: u32) -> Result<Stmt> {
+        let mut p = self.executed_text(execute, line)?;
+        let inner = p.statement().map_err(|u| at(u, line))?;
+        p.expect_end().map_err(|u| at(u, line))?;
+        if !matches!(
+            inner.kind,
+            StmtKind::Insert { .. }
+                | StmtKind::Update { .. }
+                | StmtKind::Delete { .. }
+                | StmtKind::UpdateOrInsert { .. }
+                | StmtKind::Merge(_)
+        ) {
+            return Err(refuse(
+                "EXECUTE STATEMENT",
+                line,
+                "only INSERT, UPDATE, DELETE, UPDATE OR INSERT, MERGE or SELECT ... INTO in it \
+                 are translated",
+            ));
+        }
+        Ok(Stmt { line, ..inner })
+    }
+
+    fn executed_query(&self, execute: &Execute, line: u32) -> Result<Query> {
+        let mut p = self.executed_text(execute, line)?;
+        let q = p.query().map_err(|u| at(u, line))?;
+        p.expect_end().map_err(|u| at(u, line))?;
+        Ok(q)
+    }
+
+    /// Runs `f` where the names of an EXECUTE STATEMENT's text are its
+    /// parameters (`:name`, `?` by position) and nothing else: the text
+    /// does not see the routine's variables. A parameter's value is read
+    /// where the text names it, so one that changes each time it is read
+    /// is refused.
+    fn with_parameters<T>(
+        &mut self,
+        execute: &Execute,
+        line: u32,
+        f: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        let gen = self.gen();
+        let mut variables = std::collections::HashMap::new();
+        for (i, (name, value)) in execute.params.iter().enumerate() {
+            let text = self.value(&gen, value)?;
+            if draws(&text) {
+                return Err(refuse(
+                    "EXECUTE STATEMENT",
+                    line,
+                    &format!("a parameter that changes each time it is read ({text})"),
+                ));
+            }
+            let key = match name {
+                Some(n) => n.text.clone(),
+                None => format!("?{}", i + 1),
+            };
+            variables.insert(key, format!("({text})"));
+        }
+        let outer = std::mem::replace(&mut self.scope.variables, variables);
+        let result = f(self);
+        self.scope.variables = outer;
+        result
     }
 
     fn label(&self, l: &Name, line: u32) -> Result<String> {
@@ -877,58 +1327,183 @@ impl<'c, 'a> Routine<'c, 'a> {
                 self.stmt(body, depth + 1)?;
                 self.line(depth, "END LOOP;");
             }
-            StmtKind::ForSelect(label, query, into, body) => {
-                let q = self.numbered(query, into.len(), line)?;
-                self.records += 1;
-                let record = format!("fb_row_{}", self.records);
+            StmtKind::ForSelect(label, query, into, cursor, body) => {
+                let outer = cursor
+                    .as_ref()
+                    .and_then(|c| self.cursors.get(&c.text).cloned());
+                let q = match cursor {
+                    Some(c) => {
+                        if !into.is_empty() {
+                            self.numbered(query, into.len(), line)?;
+                        }
+                        self.declare_cursor(c, query, !into.is_empty(), line)?
+                    }
+                    None => self.numbered(query, into.len(), line)?,
+                };
+                let record = self.record();
                 let l = match label {
                     Some(l) => format!("<<{}>> ", self.label(l, line)?),
                     None => String::new(),
                 };
                 self.line(depth, &format!("{l}FOR {record} IN {q} LOOP"));
                 self.assign_from_record(&record, into, depth + 1)?;
+                let reads = cursor.as_ref().map(|c| c.text.clone());
+                if let Some(c) = &reads {
+                    self.scope.cursor_rows.insert(c.clone(), record.clone());
+                }
                 self.stmt(body, depth + 1)?;
+                if let Some(c) = &reads {
+                    self.scope.cursor_rows.remove(c);
+                    // The loop's cursor is its own: a cursor of the same
+                    // name outside it is that one again.
+                    match outer {
+                        Some(o) => self.cursors.insert(c.clone(), o),
+                        None => self.cursors.remove(c),
+                    };
+                }
                 self.line(depth, "END LOOP;");
             }
             StmtKind::SelectInto(query, into) => {
                 let q = self.numbered(query, into.len(), line)?;
-                self.records += 1;
-                self.counts_rows = true;
-                let record = format!("fb_row_{}", self.records);
-                self.line(depth, "fb_rows := 0;");
-                self.line(depth, &format!("FOR {record} IN {q} LOOP"));
-                self.line(depth + 1, "fb_rows := fb_rows + 1;");
-                self.line(
-                    depth + 1,
-                    "IF fb_rows > 1 THEN RAISE EXCEPTION 'multiple rows in singleton select' \
-                     USING ERRCODE = '21000'; END IF;",
-                );
-                self.assign_from_record(&record, into, depth + 1)?;
-                self.line(depth, "END LOOP;");
-                if self.scope.row_count {
-                    self.line(depth, "fb_row_count := fb_rows;");
-                }
+                self.select_into(&q, into, depth)?;
             }
+            StmtKind::ForExecute(label, execute, body) => {
+                let query = self.executed_query(execute, line)?;
+                let q = self.with_parameters(execute, line, |r| {
+                    r.numbered(&query, execute.into.len(), line)
+                })?;
+                let record = self.record();
+                let l = match label {
+                    Some(l) => format!("<<{}>> ", self.label(l, line)?),
+                    None => String::new(),
+                };
+                self.line(depth, &format!("{l}FOR {record} IN {q} LOOP"));
+                self.assign_from_record(&record, &execute.into, depth + 1)?;
+                self.stmt(body, depth + 1)?;
+                self.line(depth, "END LOOP;");
+            }
+            StmtKind::Open(c) | StmtKind::Close(c) => {
+                let (variable, _) = self.cursor(c, line)?;
+                let verb = if matches!(s.kind, StmtKind::Open(_)) {
+                    "OPEN"
+                } else {
+                    "CLOSE"
+                };
+                self.line(depth, &format!("{verb} {variable};"));
+            }
+            StmtKind::Fetch(c, into) => {
+                // Firebird leaves the targets alone past the last row
+                // (PL/pgSQL's FETCH INTO would set them NULL).
+                let (variable, count) = self.cursor(c, line)?;
+                if count != into.len() {
+                    return Err(refuse(
+                        "INTO",
+                        line,
+                        "the number of targets is not the number of columns",
+                    ));
+                }
+                let record = self.record();
+                self.line(depth, &format!("FETCH {variable} INTO {record};"));
+                self.row_count(depth);
+                self.line(depth, "IF FOUND THEN");
+                self.assign_from_record(&record, into, depth + 1)?;
+                self.line(depth, "END IF;");
+            }
+            StmtKind::UpdateOrInsert { .. } => self.update_or_insert(s, depth)?,
+            StmtKind::Merge(m) => {
+                let sql = self.sql_gen();
+                let mut text = format!(
+                    "MERGE INTO {}",
+                    (self.ctx.names)(NameKind::Table, &m.target.text)
+                );
+                if let Some(a) = &m.alias {
+                    text += &format!(" AS {}", quote(&pg_name(&a.text)));
+                }
+                text += &format!(
+                    " USING {} ON {}",
+                    sql.table_ref(&m.source)?,
+                    sql.expr(&m.on)?
+                );
+                for w in &m.whens {
+                    text += if w.matched {
+                        " WHEN MATCHED"
+                    } else {
+                        " WHEN NOT MATCHED"
+                    };
+                    if let Some(c) = &w.condition {
+                        text += &format!(" AND {}", sql.expr(c)?);
+                    }
+                    text += " THEN ";
+                    text += &match &w.action {
+                        MergeAction::Update(sets) => {
+                            format!("UPDATE SET {}", self.assignments(&sql, sets)?)
+                        }
+                        MergeAction::Delete => "DELETE".into(),
+                        MergeAction::Insert(columns, values) => {
+                            let v = values
+                                .iter()
+                                .map(|v| self.value(&sql, v))
+                                .collect::<Result<Vec<_>>>()?;
+                            format!(
+                                "INSERT{} VALUES ({})",
+                                self.column_list(columns),
+                                v.join(", ")
+                            )
+                        }
+                    };
+                }
+                self.line(depth, &(text + ";"));
+                self.row_count(depth);
+            }
+            StmtKind::Autonomous(_) => {
+                return Err(refuse(
+                    "IN AUTONOMOUS TRANSACTION",
+                    line,
+                    crate::parser::AUTONOMOUS,
+                ));
+            }
+            _ => return self.data_stmt(s, depth),
+        }
+        Ok(())
+    }
+
+    /// A singleton SELECT's query (numbered) into its targets.
+    fn select_into(&mut self, q: &str, into: &[Expr], depth: usize) -> Result<()> {
+        let record = self.record();
+        self.counts_rows = true;
+        self.line(depth, "fb_rows := 0;");
+        self.line(depth, &format!("FOR {record} IN {q} LOOP"));
+        self.line(depth + 1, "fb_rows := fb_rows + 1;");
+        self.line(
+            depth + 1,
+            "IF fb_rows > 1 THEN RAISE EXCEPTION 'multiple rows in singleton select' \
+                     USING ERRCODE = '21000'; END IF;",
+        );
+        self.assign_from_record(&record, into, depth + 1)?;
+        self.line(depth, "END LOOP;");
+        if self.scope.row_count {
+            self.line(depth, "fb_row_count := fb_rows;");
+        }
+        Ok(())
+    }
+
+    /// The statements of [`Routine::stmt`] that open no loop or cursor.
+    fn data_stmt(&mut self, s: &Stmt, depth: usize) -> Result<()> {
+        let line = s.line;
+        let gen = self.gen();
+        match &s.kind {
             StmtKind::Insert {
                 table,
                 columns,
                 source,
+                returning,
             } => {
                 let sql = self.sql_gen();
                 let mut text = format!(
                     "INSERT INTO {}",
                     (self.ctx.names)(NameKind::Table, &table.text)
                 );
-                if !columns.is_empty() {
-                    text += &format!(
-                        " ({})",
-                        columns
-                            .iter()
-                            .map(|c| (self.ctx.names)(NameKind::Column, &c.text))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                }
+                text += &self.column_list(columns);
                 match source {
                     InsertSource::Values(values) => {
                         let v = values
@@ -940,39 +1515,29 @@ impl<'c, 'a> Routine<'c, 'a> {
                     InsertSource::Query(q) => text += &format!(" {}", sql.query(q)?),
                     InsertSource::Default => text += " DEFAULT VALUES",
                 }
-                self.line(depth, &(text + ";"));
-                self.row_count(depth);
+                self.dml(&sql, text, returning.as_ref(), line, depth)?;
             }
             StmtKind::Update {
                 table,
                 alias,
                 sets,
                 filter,
+                returning,
             } => {
                 let sql = self.sql_gen();
                 let mut text = format!("UPDATE {}", (self.ctx.names)(NameKind::Table, &table.text));
                 if let Some(a) = alias {
                     text += &format!(" AS {}", quote(&pg_name(&a.text)));
                 }
-                let mut parts = Vec::new();
-                for (c, v) in sets {
-                    parts.push(format!(
-                        "{} = {}",
-                        (self.ctx.names)(NameKind::Column, &c.text),
-                        self.value(&sql, v)?
-                    ));
-                }
-                text += &format!(" SET {}", parts.join(", "));
-                if let Some(f) = filter {
-                    text += &format!(" WHERE {}", sql.expr(f)?);
-                }
-                self.line(depth, &(text + ";"));
-                self.row_count(depth);
+                text += &format!(" SET {}", self.assignments(&sql, sets)?);
+                text += &self.filter(&sql, filter, line)?;
+                self.dml(&sql, text, returning.as_ref(), line, depth)?;
             }
             StmtKind::Delete {
                 table,
                 alias,
                 filter,
+                returning,
             } => {
                 let sql = self.sql_gen();
                 let mut text = format!(
@@ -982,11 +1547,8 @@ impl<'c, 'a> Routine<'c, 'a> {
                 if let Some(a) = alias {
                     text += &format!(" AS {}", quote(&pg_name(&a.text)));
                 }
-                if let Some(f) = filter {
-                    text += &format!(" WHERE {}", sql.expr(f)?);
-                }
-                self.line(depth, &(text + ";"));
-                self.row_count(depth);
+                text += &self.filter(&sql, filter, line)?;
+                self.dml(&sql, text, returning.as_ref(), line, depth)?;
             }
             StmtKind::Suspend => match self.kind {
                 RoutineKind::Selectable => self.line(depth, "RETURN NEXT;"),
@@ -1025,8 +1587,8 @@ impl<'c, 'a> Routine<'c, 'a> {
                 }
                 None => self.line(depth, "CONTINUE;"),
             },
-            StmtKind::Raise(None, _) => self.line(depth, "RAISE;"),
-            StmtKind::Raise(Some(name), message) => {
+            StmtKind::Raise(None, ..) => self.line(depth, "RAISE;"),
+            StmtKind::Raise(Some(name), message, args) => {
                 let Some(e) = (self.ctx.exceptions)(&name.text) else {
                     return Err(refuse(
                         &format!("EXCEPTION {}", name.text),
@@ -1036,6 +1598,13 @@ impl<'c, 'a> Routine<'c, 'a> {
                 };
                 let message = match message {
                     Some(m) => gen.expr(m)?,
+                    None if !args.is_empty() => {
+                        let args = args
+                            .iter()
+                            .map(|a| gen.expr(a))
+                            .collect::<Result<Vec<_>>>()?;
+                        message_with_arguments(&e.message, &args)
+                    }
                     None => format!("'{}'", e.message.replace('\'', "''")),
                 };
                 self.line(
@@ -1048,15 +1617,7 @@ impl<'c, 'a> Routine<'c, 'a> {
                 );
             }
             StmtKind::ExecuteProcedure(name, args, returning) => {
-                let a = args
-                    .iter()
-                    .map(|x| gen.expr(x))
-                    .collect::<Result<Vec<_>>>()?;
-                let call = format!(
-                    "{}({})",
-                    (self.ctx.names)(NameKind::Procedure, &name.text),
-                    a.join(", ")
-                );
+                let call = gen.call(&name.text, args)?;
                 if returning.is_empty() {
                     self.line(depth, &format!("PERFORM * FROM {call};"));
                 } else {
@@ -1070,56 +1631,16 @@ impl<'c, 'a> Routine<'c, 'a> {
                     );
                 }
             }
-            StmtKind::ExecuteStatement(e, into) => {
-                // A constant text is translated like the statement it is;
-                // a text built at run time is Firebird's SQL, unknown here.
-                let ExprKind::Str(text) = &e.kind else {
-                    return Err(refuse(
-                        "EXECUTE STATEMENT",
-                        line,
-                        "its SQL is built when it runs: translate the statements it can run",
-                    ));
-                };
-                let mut p = Parser::new(&format!("{text};")).map_err(|mut u| {
-                    u.line = line;
-                    u
-                })?;
-                if into.is_empty() {
-                    let inner = p.statement().map_err(|mut u| {
-                        u.line = line;
-                        u
-                    })?;
-                    p.expect_end()?;
-                    if !matches!(
-                        inner.kind,
-                        StmtKind::Insert { .. } | StmtKind::Update { .. } | StmtKind::Delete { .. }
-                    ) {
-                        return Err(refuse(
-                            "EXECUTE STATEMENT",
-                            line,
-                            "only INSERT, UPDATE, DELETE or SELECT ... INTO in it are translated",
-                        ));
-                    }
-                    self.stmt(
-                        &Stmt {
-                            kind: inner.kind,
-                            line,
-                        },
-                        depth,
-                    )?;
+            StmtKind::ExecuteStatement(execute) => {
+                if execute.into.is_empty() {
+                    let inner = self.executed_statement(execute, line)?;
+                    self.with_parameters(execute, line, |r| r.stmt(&inner, depth))?;
                 } else {
-                    let q = p.query().map_err(|mut u| {
-                        u.line = line;
-                        u
+                    let query = self.executed_query(execute, line)?;
+                    let q = self.with_parameters(execute, line, |r| {
+                        r.numbered(&query, execute.into.len(), line)
                     })?;
-                    p.expect_end()?;
-                    self.stmt(
-                        &Stmt {
-                            kind: StmtKind::SelectInto(q, into.clone()),
-                            line,
-                        },
-                        depth,
-                    )?;
+                    self.select_into(&q, &execute.into, depth)?;
                 }
             }
             StmtKind::PostEvent(e) => {
@@ -1139,9 +1660,109 @@ impl<'c, 'a> Routine<'c, 'a> {
                 _ => return Err(refuse("RETURN", line, "RETURN outside a function")),
             },
             StmtKind::Block(b) => self.block(b, depth)?,
+            _ => unreachable!("Routine::stmt writes the others"),
         }
         Ok(())
     }
+}
+
+/// An exception's message with `USING (args)` filled in, as Firebird's
+/// message format does it (measured on Firebird 5): `@1` ... `@9` is
+/// that argument as text, `*** null ***` where it is NULL, and stays
+/// `@n` where there is no such argument; `@@` is `@`; `@10` is the
+/// first argument and a `0`. The message is known here, so the text is
+/// put together from its pieces, not by replacing in it when it runs
+/// (an argument holding `@2` stays as it is).
+fn message_with_arguments(message: &str, args: &[String]) -> String {
+    let mut parts = Vec::new();
+    let mut literal = String::new();
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '@' {
+            match chars.peek().copied() {
+                Some('@') => {
+                    chars.next();
+                    literal.push('@');
+                    continue;
+                }
+                Some(d @ '1'..='9') if (d as usize - '0' as usize) <= args.len() => {
+                    chars.next();
+                    if !literal.is_empty() {
+                        parts.push(format!(
+                            "'{}'",
+                            std::mem::take(&mut literal).replace('\'', "''")
+                        ));
+                    }
+                    let arg = &args[d as usize - '1' as usize];
+                    parts.push(format!("coalesce(CAST({arg} AS text), '*** null ***')"));
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        literal.push(c);
+    }
+    if !literal.is_empty() || parts.is_empty() {
+        parts.push(format!("'{}'", literal.replace('\'', "''")));
+    }
+    parts.join(" || ")
+}
+
+/// An untranslated construct of an EXECUTE STATEMENT's text, at the
+/// line of the statement.
+fn at(mut u: Untranslated, line: u32) -> Untranslated {
+    u.line = line;
+    u
+}
+
+/// Whether generated text draws a new value each time it is read (a
+/// sequence, a random number, a new UUID, a context variable set).
+fn draws(text: &str) -> bool {
+    ["nextval(", "random()", "gen_random_uuid()", "set_config("]
+        .iter()
+        .any(|f| text.contains(f))
+}
+
+/// The cursors that an UPDATE or DELETE names in `WHERE CURRENT OF`.
+fn positioned_cursors(body: &Block) -> std::collections::HashSet<String> {
+    fn stmt(s: &Stmt, out: &mut std::collections::HashSet<String>) {
+        match &s.kind {
+            StmtKind::Update {
+                filter: Filter::CurrentOf(c),
+                ..
+            }
+            | StmtKind::Delete {
+                filter: Filter::CurrentOf(c),
+                ..
+            } => {
+                out.insert(c.text.clone());
+            }
+            StmtKind::If(_, a, b) => {
+                stmt(a, out);
+                if let Some(b) = b {
+                    stmt(b, out);
+                }
+            }
+            StmtKind::While(_, _, b)
+            | StmtKind::ForSelect(_, _, _, _, b)
+            | StmtKind::ForExecute(_, _, b)
+            | StmtKind::Autonomous(b) => stmt(b, out),
+            StmtKind::Block(b) => block(b, out),
+            _ => {}
+        }
+    }
+    fn block(b: &Block, out: &mut std::collections::HashSet<String>) {
+        for s in b
+            .statements
+            .iter()
+            .chain(b.handlers.iter().map(|h| h.body.as_ref()))
+        {
+            stmt(s, out);
+        }
+    }
+    let mut out = Default::default();
+    block(body, &mut out);
+    out
 }
 
 /// The procedures a trigger's, procedure's or function's DDL calls
@@ -1171,6 +1792,13 @@ fn routine_reads(ddl: &str, procedures: bool) -> Result<Vec<String>> {
     }
     let body = p.body()?;
     let mut out = Vec::new();
+    for c in &body.cursors {
+        out.extend(if procedures {
+            crate::query_procedures(&c.query)
+        } else {
+            crate::query_tables(&c.query)
+        });
+    }
     block_reads(&body.block, procedures, &mut out);
     out.sort();
     out.dedup();
@@ -1203,8 +1831,10 @@ fn stmt_reads(s: &Stmt, procedures: bool, out: &mut Vec<String>) {
                 stmt_reads(b, procedures, out);
             }
         }
-        StmtKind::While(_, _, b) => stmt_reads(b, procedures, out),
-        StmtKind::ForSelect(_, q, _, b) => {
+        StmtKind::While(_, _, b) | StmtKind::ForExecute(_, _, b) | StmtKind::Autonomous(b) => {
+            stmt_reads(b, procedures, out)
+        }
+        StmtKind::ForSelect(_, q, _, _, b) => {
             out.extend(query(q));
             stmt_reads(b, procedures, out);
         }
@@ -1217,8 +1847,24 @@ fn stmt_reads(s: &Stmt, procedures: bool, out: &mut Vec<String>) {
                 out.extend(query(q));
             }
         }
-        StmtKind::Update { table, .. } | StmtKind::Delete { table, .. } if !procedures => {
+        StmtKind::Update { table, .. }
+        | StmtKind::Delete { table, .. }
+        | StmtKind::UpdateOrInsert { table, .. }
+            if !procedures =>
+        {
             out.push(table.text.clone())
+        }
+        StmtKind::Merge(m) => {
+            if !procedures {
+                out.push(m.target.text.clone());
+            }
+            if let TableRef::Derived { query: q, .. } = &m.source {
+                out.extend(query(q));
+            } else if !procedures {
+                if let TableRef::Table { name, .. } = &m.source {
+                    out.push(name.text.clone());
+                }
+            }
         }
         StmtKind::Block(b) => block_reads(b, procedures, out),
         _ => {}

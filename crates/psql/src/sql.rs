@@ -26,6 +26,12 @@ pub struct Scope {
     /// statement's tables have one (`#variable_conflict use_column`),
     /// a `:name` always the variable.
     pub sql: bool,
+    /// Firebird variable or parameter name → its PostgreSQL type, so
+    /// that date arithmetic on it is Firebird's (a timestamp plus days).
+    pub variable_types: HashMap<String, String>,
+    /// A `FOR SELECT ... AS CURSOR c` loop's cursor name → the record
+    /// its rows are read into (`c.column` in the loop).
+    pub cursor_rows: HashMap<String, String>,
 }
 
 pub struct Gen<'c, 'a> {
@@ -279,6 +285,14 @@ impl<'c, 'a> Gen<'c, 'a> {
                 }
             }
             ExprKind::DateDiff(unit, a, b) => self.datediff(unit, a, b, line)?,
+            ExprKind::DayOf(last, unit, x) => self.day_of(*last, unit, x, line)?,
+            ExprKind::Element(array, subscripts) => {
+                let mut s = self.expr(array)?;
+                for i in subscripts {
+                    s += &format!("[{}]", self.expr(i)?);
+                }
+                s
+            }
             ExprKind::NextValue(g, step) => {
                 let sequence = string_literal(&self.name(NameKind::Sequence, g));
                 match step.as_deref().map(|s| &s.kind) {
@@ -313,6 +327,9 @@ impl<'c, 'a> Gen<'c, 'a> {
             [q, c] => {
                 if self.scope.trigger && !q.quoted && (q.text == "NEW" || q.text == "OLD") {
                     return Ok(format!("{}.{}", q.text, self.name(NameKind::Column, c)));
+                }
+                if let Some(record) = self.scope.cursor_rows.get(&q.text) {
+                    return Ok(format!("{record}.{}", self.name(NameKind::Column, c)));
                 }
                 Ok(format!(
                     "{}.{}",
@@ -360,6 +377,28 @@ impl<'c, 'a> Gen<'c, 'a> {
     }
 
     fn binary(&self, op: BinaryOp, l: &Expr, r: &Expr) -> Result<String> {
+        // Firebird compares strings as if padded with spaces (`'' = ' '`
+        // holds), PostgreSQL's text and varchar do not: where the words
+        // say it (a literal that ends in spaces) the spaces are trimmed
+        // on both sides.
+        if matches!(op, BinaryOp::Eq | BinaryOp::Ne) {
+            let padded = |e: &Expr| matches!(&e.kind, ExprKind::Str(s) if s.ends_with(' '));
+            let sides = if padded(r) {
+                Some((l, r))
+            } else if padded(l) {
+                Some((r, l))
+            } else {
+                None
+            };
+            if let Some((other, ExprKind::Str(literal))) = sides.map(|(o, l)| (o, &l.kind)) {
+                return Ok(format!(
+                    "rtrim(CAST({} AS text)) {} {}",
+                    self.expr(other)?,
+                    op_text(op),
+                    string_literal(literal.trim_end_matches(' '))
+                ));
+            }
+        }
         // Firebird adds days to a timestamp and seconds to a time.
         if matches!(op, BinaryOp::Add | BinaryOp::Sub) {
             let (lt, rt) = (self.temporal(l), self.temporal(r));
@@ -409,6 +448,16 @@ impl<'c, 'a> Gen<'c, 'a> {
         ))
     }
 
+    fn variable_temporal(&self, name: &str) -> Option<Temporal> {
+        let t = self.scope.variable_types.get(name)?;
+        match t.split([' ', '(']).next().unwrap_or("") {
+            "date" => Some(Temporal::Date),
+            "time" => Some(Temporal::Time),
+            "timestamp" => Some(Temporal::Timestamp),
+            _ => None,
+        }
+    }
+
     fn temporal(&self, e: &Expr) -> Option<Temporal> {
         match &e.kind {
             ExprKind::Context(c) => match c.as_str() {
@@ -424,10 +473,16 @@ impl<'c, 'a> Gen<'c, 'a> {
                 _ => None,
             },
             ExprKind::DateAdd(_, _, x) => self.temporal(x),
+            ExprKind::Param(name) => self.variable_temporal(&name.text),
             ExprKind::Column(parts) if !parts.is_empty() => {
                 let name = &parts[parts.len() - 1].text;
                 if parts.len() == 1 && self.scope.variables.contains_key(name) {
-                    return None;
+                    // In SQL a bare name is a column first.
+                    return if self.scope.sql {
+                        None
+                    } else {
+                        self.variable_temporal(name)
+                    };
                 }
                 let t = (self.ctx.column_types)(name)?;
                 let word = t.split([' ', '(']).next().unwrap_or("");
@@ -502,6 +557,25 @@ impl<'c, 'a> Gen<'c, 'a> {
             }
             _ => results.iter().map(|e| self.expr(e)).collect(),
         }
+    }
+
+    /// A call of the database's procedure or function, each argument
+    /// converted to its parameter's type where that is known.
+    pub(crate) fn call(&self, name: &str, args: &[Expr]) -> Result<String> {
+        let inputs = (self.ctx.routine_inputs)(name).unwrap_or_default();
+        let mut texts = Vec::new();
+        for (i, arg) in args.iter().enumerate() {
+            let text = self.expr(arg)?;
+            texts.push(match inputs.get(i) {
+                Some(Some(t)) => format!("CAST({text} AS {t})"),
+                _ => text,
+            });
+        }
+        Ok(format!(
+            "{}({})",
+            (self.ctx.names)(NameKind::Procedure, name),
+            texts.join(", ")
+        ))
     }
 
     fn args(&self, args: &[Expr]) -> Result<Vec<String>> {
@@ -655,17 +729,75 @@ impl<'c, 'a> Gen<'c, 'a> {
                     arity(n == 0)?;
                     "random()".into()
                 }
+                // Firebird's UUIDs are 16 bytes (CHAR(16) OCTETS, bytea here).
+                "GEN_UUID" => {
+                    arity(n == 0)?;
+                    "decode(replace(CAST(gen_random_uuid() AS text), '-', ''), 'hex')".into()
+                }
+                "UUID_TO_CHAR" => {
+                    arity(n == 1)?;
+                    format!("upper(CAST(CAST(encode({}, 'hex') AS uuid) AS text))", a[0])
+                }
+                "CHAR_TO_UUID" => {
+                    arity(n == 1)?;
+                    format!("decode(replace(CAST({} AS text), '-', ''), 'hex')", a[0])
+                }
+                "RDB$GET_CONTEXT" | "RDB$SET_CONTEXT" => {
+                    self.context_variable(name, args, &a, line)?
+                }
+                "OVERLAY" => {
+                    arity(n == 3 || n == 4)?;
+                    let count = if n == 4 {
+                        format!(" FOR {}", a[3])
+                    } else {
+                        String::new()
+                    };
+                    format!("OVERLAY({} PLACING {} FROM {}{count})", a[0], a[1], a[2])
+                }
+                // POSITION(a, b, start): the first a in b at or after start.
+                "POSITION" => {
+                    arity(n == 3)?;
+                    let found = format!("strpos(substr({}, {}), {})", a[1], a[2], a[0]);
+                    format!(
+                        "(CASE WHEN {found} = 0 THEN 0 ELSE {found} + {} - 1 END)",
+                        a[2]
+                    )
+                }
+                // Bitwise, on integers (BIN_SHR shifts the sign in, as >> does).
+                "BIN_AND" | "BIN_OR" | "BIN_XOR" => {
+                    arity(n >= 1)?;
+                    let op = match name {
+                        "BIN_AND" => " & ",
+                        "BIN_OR" => " | ",
+                        _ => " # ",
+                    };
+                    let operands: Vec<String> = a.iter().map(|x| format!("({x})")).collect();
+                    format!("({})", operands.join(op))
+                }
+                "BIN_SHL" | "BIN_SHR" => {
+                    arity(n == 2)?;
+                    let op = if name == "BIN_SHL" { "<<" } else { ">>" };
+                    format!("(({}) {op} ({}))", a[0], a[1])
+                }
+                "BIN_NOT" => {
+                    arity(n == 1)?;
+                    format!("(~({}))", a[0])
+                }
+                "HASH" => {
+                    return Err(refuse(
+                        name,
+                        line,
+                        "Firebird's own 64-bit hash: PostgreSQL has no function giving the same \
+                         numbers",
+                    ));
+                }
                 "LIST" => {
                     arity(n == 1 || n == 2)?;
                     let d = if distinct { "DISTINCT " } else { "" };
                     let sep = if n == 2 { a[1].clone() } else { "','".into() };
                     format!("string_agg({d}CAST({} AS text), {sep})", a[0])
                 }
-                _ if (self.ctx.functions)(name) => format!(
-                    "{}({})",
-                    (self.ctx.names)(NameKind::Procedure, name),
-                    a.join(", ")
-                ),
+                _ if (self.ctx.functions)(name) => self.call(name, args)?,
                 _ => {
                     return Err(refuse(
                         name,
@@ -691,6 +823,78 @@ impl<'c, 'a> Gen<'c, 'a> {
                 Ok(format!("{call} OVER ({})", parts.join(" ")))
             }
         }
+    }
+
+    /// `RDB$GET_CONTEXT` / `RDB$SET_CONTEXT`. A user's variables are
+    /// PostgreSQL settings of their own prefix (`fb_user_session.`,
+    /// `fb_user_transaction.`, set local to the transaction), named by
+    /// the md5 of the variable's name (a setting's name takes only
+    /// letters, digits and `_`); the value is kept after an `=`, so an
+    /// empty string stays one and a variable never set or set to NULL
+    /// reads NULL, as in Firebird. `SYSTEM` variables that PostgreSQL
+    /// has are read from it.
+    fn context_variable(
+        &self,
+        name: &str,
+        args: &[Expr],
+        a: &[String],
+        line: u32,
+    ) -> Result<String> {
+        let set = name == "RDB$SET_CONTEXT";
+        if a.len() != if set { 3 } else { 2 } {
+            return Err(refuse(name, line, "an unexpected number of arguments"));
+        }
+        let ExprKind::Str(namespace) = &args[0].kind else {
+            return Err(refuse(
+                name,
+                line,
+                "a namespace that is not a constant: which one is not known here",
+            ));
+        };
+        let (prefix, local) = match namespace.as_str() {
+            "USER_SESSION" => ("fb_user_session", false),
+            "USER_TRANSACTION" => ("fb_user_transaction", true),
+            "SYSTEM" if !set => {
+                let variable = match &args[1].kind {
+                    ExprKind::Str(v) => v.as_str(),
+                    _ => "",
+                };
+                let value = match variable {
+                    "DB_NAME" => "current_database()",
+                    "SESSION_ID" => "pg_backend_pid()",
+                    "TRANSACTION_ID" => "txid_current()",
+                    "CURRENT_USER" => "CURRENT_USER",
+                    "CLIENT_ADDRESS" => "host(inet_client_addr())",
+                    "CLIENT_PID" => "pg_backend_pid()",
+                    _ => {
+                        return Err(refuse(
+                            &format!("RDB$GET_CONTEXT('SYSTEM', {})", a[1]),
+                            line,
+                            "no PostgreSQL counterpart known to fbunload",
+                        ));
+                    }
+                };
+                return Ok(format!("CAST({value} AS varchar(255))"));
+            }
+            other => {
+                return Err(refuse(
+                    &format!("{name}('{other}')"),
+                    line,
+                    "a namespace PostgreSQL has no counterpart of",
+                ));
+            }
+        };
+        let key = format!("'{prefix}.v' || md5(CAST({} AS text))", a[1]);
+        let current = format!("nullif(current_setting({key}, true), '')");
+        if !set {
+            return Ok(format!("CAST(substr({current}, 2) AS varchar(255))"));
+        }
+        // 1 where the variable was set before, as Firebird's; the
+        // setting is made after that is read (operands left to right).
+        Ok(format!(
+            "(CASE WHEN {current} IS NULL THEN 0 ELSE 1 END + 0 * length(set_config({key}, '=' || CAST({} AS text), {local})))",
+            a[2]
+        ))
     }
 
     pub fn data_type(&self, t: &DataType, line: u32) -> Result<String> {
@@ -804,6 +1008,7 @@ impl<'c, 'a> Gen<'c, 'a> {
             }
             "SECOND" => format!("CAST(EXTRACT(SECOND FROM {v}) AS numeric(9,4))"),
             "WEEKDAY" => format!("CAST(EXTRACT(DOW FROM {v}) AS integer)"),
+            "QUARTER" => format!("CAST(EXTRACT(QUARTER FROM {v}) AS integer)"),
             "YEARDAY" => format!("(CAST(EXTRACT(DOY FROM {v}) AS integer) - 1)"),
             "MILLISECOND" => {
                 format!("CAST(mod(EXTRACT(MILLISECONDS FROM {v}), 1000) AS numeric(9,1))")
@@ -812,11 +1017,32 @@ impl<'c, 'a> Gen<'c, 'a> {
         })
     }
 
-    fn datediff(&self, unit: &str, a: &Expr, b: &Expr, line: u32) -> Result<String> {
-        let (a, b) = (self.operand(a)?, self.operand(b)?);
+    /// Firebird's DATEDIFF counts the unit's boundaries between the two
+    /// (`DATEDIFF(HOUR, 23:59, 00:01)` is 1, measured on Firebird 5):
+    /// whole years, months and days of the date parts, weeks as whole
+    /// days / 7, and hours, minutes, seconds of both truncated to the
+    /// unit; milliseconds with a decimal (NUMERIC(18,1), Firebird 4 on).
+    fn datediff(&self, unit: &str, a_expr: &Expr, b_expr: &Expr, line: u32) -> Result<String> {
+        let (a, b) = (self.operand(a_expr)?, self.operand(b_expr)?);
         let years = format!("(EXTRACT(YEAR FROM {b}) - EXTRACT(YEAR FROM {a}))");
-        let seconds =
-            format!("EXTRACT(EPOCH FROM CAST({b} AS timestamp) - CAST({a} AS timestamp))");
+        // A time of day is an interval since midnight (PostgreSQL casts
+        // no time to a timestamp).
+        let time = self.temporal(a_expr) == Some(Temporal::Time)
+            || self.temporal(b_expr) == Some(Temporal::Time);
+        let moment = |x: &str| {
+            if time {
+                format!("CAST({x} AS interval)")
+            } else {
+                format!("CAST({x} AS timestamp)")
+            }
+        };
+        let boundaries = |unit: &str, seconds: u32| {
+            format!(
+                "CAST((EXTRACT(EPOCH FROM date_trunc('{unit}', {})) - EXTRACT(EPOCH FROM date_trunc('{unit}', {}))) / {seconds} AS bigint)",
+                moment(&b),
+                moment(&a)
+            )
+        };
         Ok(match unit {
             "YEAR" => format!("CAST({years} AS bigint)"),
             "MONTH" => format!(
@@ -824,11 +1050,66 @@ impl<'c, 'a> Gen<'c, 'a> {
             ),
             "WEEK" => format!("CAST(trunc((CAST({b} AS date) - CAST({a} AS date)) / 7) AS bigint)"),
             "DAY" => format!("CAST(CAST({b} AS date) - CAST({a} AS date) AS bigint)"),
-            "HOUR" => format!("CAST(trunc({seconds} / 3600) AS bigint)"),
-            "MINUTE" => format!("CAST(trunc({seconds} / 60) AS bigint)"),
-            "SECOND" => format!("CAST(trunc({seconds}) AS bigint)"),
-            "MILLISECOND" => format!("CAST(trunc({seconds} * 1000) AS bigint)"),
+            "HOUR" => boundaries("hour", 3600),
+            "MINUTE" => boundaries("minute", 60),
+            "SECOND" => boundaries("second", 1),
+            "MILLISECOND" => format!(
+                "CAST(EXTRACT(EPOCH FROM {} - {}) * 1000 AS numeric(18,1))",
+                moment(&b),
+                moment(&a)
+            ),
             _ => return Err(refuse(&format!("DATEDIFF({unit})"), line, "not translated")),
+        })
+    }
+
+    /// `FIRST_DAY`/`LAST_DAY(OF unit FROM x)`, of the same type as `x`
+    /// (measured on Firebird 5): a timestamp keeps its time of day, a
+    /// week runs Sunday to Saturday. PostgreSQL's arithmetic gives
+    /// another type for a date than for a timestamp, so the argument's
+    /// type must be known here.
+    fn day_of(&self, last: bool, unit: &str, x: &Expr, line: u32) -> Result<String> {
+        let what = format!("{}_DAY(OF {unit})", if last { "LAST" } else { "FIRST" });
+        let kind = self.temporal(x);
+        if !matches!(kind, Some(Temporal::Date) | Some(Temporal::Timestamp)) {
+            return Err(refuse(
+                &what,
+                line,
+                "the type of its argument (DATE or TIMESTAMP) is not known here",
+            ));
+        }
+        let date = kind == Some(Temporal::Date);
+        let v = self.operand(x)?;
+        Ok(match unit {
+            "WEEK" => {
+                let days = if last {
+                    format!("(6 - CAST(EXTRACT(DOW FROM {v}) AS integer))")
+                } else {
+                    format!("-CAST(EXTRACT(DOW FROM {v}) AS integer)")
+                };
+                if date {
+                    format!("({v} + {days})")
+                } else {
+                    format!("({v} + {days} * INTERVAL '1 day')")
+                }
+            }
+            "YEAR" | "QUARTER" | "MONTH" => {
+                let u = unit.to_ascii_lowercase();
+                let mut day = format!("date_trunc('{u}', {v})");
+                if last {
+                    let span = if u == "quarter" {
+                        "3 month".to_string()
+                    } else {
+                        format!("1 {u}")
+                    };
+                    day = format!("{day} + INTERVAL '{span}' - INTERVAL '1 day'");
+                }
+                if date {
+                    format!("CAST({day} AS date)")
+                } else {
+                    format!("({day} + CAST({v} AS time))")
+                }
+            }
+            _ => return Err(refuse(&what, line, "not translated")),
         })
     }
 
@@ -899,6 +1180,11 @@ impl<'c, 'a> Gen<'c, 'a> {
         if let Some(o) = &q.offset {
             s += &format!(" OFFSET {}", me.operand(o)?);
         }
+        match q.lock {
+            Some(true) => s += " FOR UPDATE SKIP LOCKED",
+            Some(false) => s += " FOR UPDATE",
+            None => {}
+        }
         self.derived.set(me.derived.get());
         Ok(s)
     }
@@ -953,7 +1239,7 @@ impl<'c, 'a> Gen<'c, 'a> {
         Ok(out)
     }
 
-    fn table_ref(&self, t: &TableRef) -> Result<String> {
+    pub(crate) fn table_ref(&self, t: &TableRef) -> Result<String> {
         let alias = |a: &Option<Name>| match a {
             Some(a) => format!(" AS {}", self.plain(a)),
             None => String::new(),
@@ -985,12 +1271,7 @@ impl<'c, 'a> Gen<'c, 'a> {
                 name,
                 args,
                 alias: a,
-            } => format!(
-                "{}({}){}",
-                self.name(NameKind::Procedure, name),
-                self.args(args)?.join(", "),
-                alias(a)
-            ),
+            } => format!("{}{}", self.call(&name.text, args)?, alias(a)),
             TableRef::Derived {
                 query,
                 alias: a,

@@ -184,6 +184,22 @@ fn table_checks_and_expressions() {
             r#"CAST(CAST("b" AS date) - CAST("a" AS date) AS bigint)"#,
         ),
         (
+            "DATEDIFF(HOUR, a, b)",
+            r#"CAST((EXTRACT(EPOCH FROM date_trunc('hour', CAST("b" AS timestamp))) - EXTRACT(EPOCH FROM date_trunc('hour', CAST("a" AS timestamp)))) / 3600 AS bigint)"#,
+        ),
+        (
+            "DATEDIFF(MINUTE FROM TIME '10:00:59' TO a)",
+            r#"CAST((EXTRACT(EPOCH FROM date_trunc('minute', CAST("a" AS interval))) - EXTRACT(EPOCH FROM date_trunc('minute', CAST(CAST('10:00:59' AS time) AS interval)))) / 60 AS bigint)"#,
+        ),
+        (
+            "DATEDIFF(MILLISECOND, a, b)",
+            r#"CAST(EXTRACT(EPOCH FROM CAST("b" AS timestamp) - CAST("a" AS timestamp)) * 1000 AS numeric(18,1))"#,
+        ),
+        (
+            "EXTRACT(QUARTER FROM d)",
+            r#"CAST(EXTRACT(QUARTER FROM "d") AS integer)"#,
+        ),
+        (
             "DATEDIFF(YEAR FROM a TO b)",
             r#"CAST((EXTRACT(YEAR FROM "b") - EXTRACT(YEAR FROM "a")) AS bigint)"#,
         ),
@@ -232,7 +248,9 @@ fn what_is_not_translated_says_what_and_where() {
             2,
         ),
         ("a COLLATE UNICODE_CI", "COLLATE", 1),
-        ("a[1]", "an array element", 1),
+        ("(a || b)[1]", "an element of an expression", 1),
+        ("a[1:2]", "an array slice", 1),
+        ("FIRST_DAY(OF MONTH FROM a)", "FIRST_DAY(OF MONTH)", 1),
         ("CURRENT_ROLE", "CURRENT_ROLE", 1),
         ("a +", "the end of the text", 1),
         ("a b", "B", 1),
@@ -311,6 +329,9 @@ fn views() {
         ("SELECT * FROM t NATURAL JOIN u CROSS JOIN v", r#"SELECT * FROM "t" NATURAL JOIN "u" CROSS JOIN "v""#),
         ("SELECT a FROM t PLAN (t NATURAL)", r#"SELECT "a" FROM "t""#),
         ("SELECT p.x FROM proc(1, 'a') p", r#"SELECT "p"."x" FROM "proc"(1, 'a') AS "p""#),
+        ("SELECT a FROM t WHERE b = 1 FOR UPDATE", r#"SELECT "a" FROM "t" WHERE "b" = 1"#),
+        ("SELECT FIRST 1 a FROM t ORDER BY a WITH LOCK SKIP LOCKED", r#"SELECT "a" FROM "t" ORDER BY "a" NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED"#),
+        ("SELECT a FROM t FOR UPDATE OF a WITH LOCK", r#"SELECT "a" FROM "t" FOR UPDATE"#),
     ];
     for (source, target) in cases {
         assert_eq!(view(source), target, "{source}");
@@ -335,10 +356,17 @@ fn exception_states_are_stable_and_of_their_own_class() {
 }
 
 fn exceptions(name: &str) -> Option<Exception> {
-    (name == "REASSIGN_SALES").then(|| Exception {
-        message: "Reassign the sales records before deleting this employee.".into(),
-        sqlstate: "FB002".into(),
-    })
+    match name {
+        "REASSIGN_SALES" => Some(Exception {
+            message: "Reassign the sales records before deleting this employee.".into(),
+            sqlstate: "FB002".into(),
+        }),
+        "TOO_BIG" => Some(Exception {
+            message: "Order @1 too big (@2) @3 @@1 @10 it's @".into(),
+            sqlstate: "FB003".into(),
+        }),
+        _ => None,
+    }
 }
 
 #[test]
@@ -489,7 +517,10 @@ fn psql_statements() {
         ("BEGIN r = 1; WHEN ANY DO r = 0; END", "EXCEPTION\n    WHEN OTHERS THEN\n      \"p\".\"r\" := CAST(0 AS integer);"),
         ("BEGIN r = 1; WHEN EXCEPTION reassign_sales DO EXCEPTION; END", "WHEN SQLSTATE 'FB002' THEN\n      RAISE;"),
         ("EXCEPTION reassign_sales 'no: ' || i;", "MESSAGE = 'no: ' || fb_local.\"i\""),
+        ("EXCEPTION too_big USING (i, NULL);", "MESSAGE = 'Order ' || coalesce(CAST(fb_local.\"i\" AS text), '*** null ***') || ' too big (' || coalesce(CAST(NULL AS text), '*** null ***') || ') @3 @1 ' || coalesce(CAST(fb_local.\"i\" AS text), '*** null ***') || '0 it''s @', DETAIL"),
         ("EXECUTE STATEMENT 'DELETE FROM t';", "DELETE FROM \"t\";"),
+        ("BEGIN r = 1 / i; WHEN SQLCODE -802 DO r = 0; END", "WHEN numeric_value_out_of_range OR division_by_zero OR string_data_right_truncation THEN"),
+        ("BEGIN SELECT a FROM t INTO :r; WHEN GDSCODE sing_select_err, GDSCODE arith_except DO r = 0; END", "WHEN cardinality_violation OR numeric_value_out_of_range OR division_by_zero OR string_data_right_truncation THEN"),
         ("EXECUTE PROCEDURE q(1);", "PERFORM * FROM \"q\"(1);"),
         ("EXIT;", "RETURN;"),
         ("r = CURRENT_CONNECTION;", "pg_backend_pid()"),
@@ -524,16 +555,6 @@ fn psql_statements() {
             "no PostgreSQL condition known for this SQLCODE",
         ),
         (
-            "FOR SELECT a FROM t INTO :r AS CURSOR c DO SUSPEND;",
-            "AS CURSOR",
-            "cursors are not translated",
-        ),
-        (
-            "MERGE INTO t USING u ON 1=1 WHEN MATCHED THEN DELETE;",
-            "MERGE",
-            "not translated",
-        ),
-        (
             "SELECT a, b FROM t INTO :r;",
             "INTO",
             "the number of targets is not the number of columns",
@@ -553,7 +574,7 @@ fn psql_statements() {
 fn untranslated_points_at_the_line_it_stopped_at() {
     let ddl = "CREATE PROCEDURE p AS\nBEGIN\n  EXIT;\n  OPEN c;\nEND";
     let u = translate_procedure(ddl, &ExprContext::new()).unwrap_err();
-    assert_eq!((u.construct.as_str(), u.line), ("OPEN", 4));
+    assert_eq!((u.construct.as_str(), u.line), ("C", 4));
 }
 
 #[test]
@@ -665,5 +686,415 @@ fn literal_results_are_padded_where_firebird_pads_them() {
         ),
     ] {
         assert_eq!(expr(source), target, "{source}");
+    }
+}
+
+/// A procedure's body, translated, with the exceptions above and the
+/// table T (ID, A, B; key ID) known.
+fn routine(header: &str, body: &str) -> std::result::Result<String, Untranslated> {
+    let ddl = format!("CREATE PROCEDURE p {header} AS {body}");
+    let ctx = ExprContext::new()
+        .with_exceptions(exceptions)
+        .with_tables(|t| {
+            (t == "T").then(|| TableShape {
+                columns: vec!["ID".into(), "A".into(), "B".into()],
+                primary_key: vec!["ID".into()],
+            })
+        });
+    translate_procedure(&ddl, &ctx).map(|s| s[0].clone())
+}
+
+#[test]
+fn cursors() {
+    let out = routine(
+        "(k INTEGER) RETURNS (r INTEGER)",
+        "DECLARE x INTEGER; DECLARE c CURSOR FOR (SELECT a FROM t WHERE id > :k ORDER BY id); \
+         BEGIN OPEN c; WHILE (1 = 1) DO BEGIN FETCH c INTO :x; IF (ROW_COUNT = 0) THEN LEAVE; \
+         r = x; SUSPEND; END CLOSE c; END",
+    )
+    .unwrap();
+    for part in [
+        "  \"fb_cursor_c\" CURSOR FOR SELECT \"a\" AS \"fb_1\" FROM \"t\" WHERE \"id\" > fb_local.\"k\" ORDER BY \"id\" NULLS FIRST;\n",
+        "BEGIN\n  \"fb_cursor_c\" := NULL;\n  OPEN \"fb_cursor_c\";\n",
+        "    FETCH \"fb_cursor_c\" INTO fb_row_1;\n    GET DIAGNOSTICS fb_row_count = ROW_COUNT;\n    IF FOUND THEN\n      fb_local.\"x\" := fb_row_1.\"fb_1\";\n    END IF;\n",
+        "  CLOSE \"fb_cursor_c\";\n",
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+    let positioned = routine(
+        "",
+        "DECLARE x INTEGER; BEGIN FOR SELECT a FROM t ORDER BY id INTO :x AS CURSOR cur DO \
+         IF (x < 0) THEN DELETE FROM t WHERE CURRENT OF cur; \
+         ELSE UPDATE t SET a = a + 1 WHERE CURRENT OF cur; END",
+    )
+    .unwrap();
+    for part in [
+        "\"fb_cursor_cur\" CURSOR FOR SELECT \"a\" AS \"fb_1\" FROM \"t\" ORDER BY \"id\" NULLS FIRST FOR UPDATE;",
+        "FOR fb_row_1 IN \"fb_cursor_cur\" LOOP\n    fb_local.\"x\" := fb_row_1.\"fb_1\";",
+        "DELETE FROM \"t\" WHERE CURRENT OF \"fb_cursor_cur\";",
+        "UPDATE \"t\" SET \"a\" = \"a\" + 1 WHERE CURRENT OF \"fb_cursor_cur\";",
+    ] {
+        assert!(positioned.contains(part), "{part}\n{positioned}");
+    }
+    // Two loops may name their cursors alike.
+    let twice = routine(
+        "",
+        "DECLARE x INTEGER; BEGIN \
+         FOR SELECT a FROM t INTO :x AS CURSOR c DO DELETE FROM t WHERE CURRENT OF c; \
+         FOR SELECT b FROM t INTO :x AS CURSOR c DO DELETE FROM t WHERE CURRENT OF c; END",
+    )
+    .unwrap();
+    for part in [
+        "\"fb_cursor_c\" CURSOR FOR SELECT \"a\" AS \"fb_1\" FROM \"t\" FOR UPDATE;",
+        "\"fb_cursor_c_2\" CURSOR FOR SELECT \"b\" AS \"fb_1\" FROM \"t\" FOR UPDATE;",
+        "  \"fb_cursor_c\" := NULL;\n  \"fb_cursor_c_2\" := NULL;\n",
+        "DELETE FROM \"t\" WHERE CURRENT OF \"fb_cursor_c_2\";",
+    ] {
+        assert!(twice.contains(part), "{part}\n{twice}");
+    }
+    // Without INTO: the loop reads the row as `c.column` (`:c.column`).
+    let fields = routine(
+        "",
+        "BEGIN FOR SELECT id, a FROM t AS CURSOR c DO \
+         UPDATE t SET b = c.a + :c.id WHERE CURRENT OF c; END",
+    )
+    .unwrap();
+    for part in [
+        "\"fb_cursor_c\" CURSOR FOR SELECT \"id\", \"a\" FROM \"t\" FOR UPDATE;",
+        "FOR fb_row_1 IN \"fb_cursor_c\" LOOP\n    UPDATE \"t\" SET \"b\" = fb_row_1.\"a\" + fb_row_1.\"id\" WHERE CURRENT OF \"fb_cursor_c\";",
+    ] {
+        assert!(fields.contains(part), "{part}\n{fields}");
+    }
+    for (body, construct, reason) in [
+        (
+            "BEGIN OPEN nope; END",
+            "NOPE",
+            "not a cursor of the routine (FOR SELECT ... AS CURSOR or DECLARE ... CURSOR)",
+        ),
+        (
+            "DECLARE c SCROLL CURSOR FOR (SELECT a FROM t); BEGIN END",
+            "a SCROLL cursor",
+            "PL/pgSQL cursors fetch forward only here",
+        ),
+        (
+            "DECLARE x INTEGER; DECLARE c CURSOR FOR (SELECT a, b FROM t); BEGIN FETCH c INTO :x; END",
+            "INTO",
+            "the number of targets is not the number of columns",
+        ),
+    ] {
+        let u = routine("", body).unwrap_err();
+        assert_eq!((u.construct.as_str(), u.reason.as_str()), (construct, reason), "{body}");
+    }
+}
+
+#[test]
+fn update_or_insert() {
+    let out = routine(
+        "(i INTEGER, v VARCHAR(10))",
+        "BEGIN UPDATE OR INSERT INTO t (id, a) VALUES (:i, :v) MATCHING (id); END",
+    )
+    .unwrap();
+    assert!(
+        out.contains(
+            "  UPDATE \"t\" SET \"id\" = fb_local.\"i\", \"a\" = fb_local.\"v\" WHERE \"id\" IS NOT DISTINCT FROM fb_local.\"i\";\n  IF NOT FOUND THEN\n    INSERT INTO \"t\" (\"id\", \"a\") VALUES (fb_local.\"i\", fb_local.\"v\");\n  END IF;\n"
+        ),
+        "{out}"
+    );
+    // Without MATCHING: the primary key; without columns: the table's.
+    let out = routine(
+        "(i INTEGER)",
+        "BEGIN UPDATE OR INSERT INTO t VALUES (:i, 'x', NULL); i = ROW_COUNT; END",
+    )
+    .unwrap();
+    assert!(
+        out.contains("UPDATE \"t\" SET \"id\" = fb_local.\"i\", \"a\" = 'x', \"b\" = NULL WHERE \"id\" IS NOT DISTINCT FROM fb_local.\"i\";\n  GET DIAGNOSTICS fb_row_count = ROW_COUNT;\n  IF NOT FOUND THEN\n    INSERT INTO \"t\" (\"id\", \"a\", \"b\") VALUES (fb_local.\"i\", 'x', NULL);\n    GET DIAGNOSTICS fb_row_count = ROW_COUNT;\n  END IF;"),
+        "{out}"
+    );
+    for (body, construct) in [
+        (
+            "BEGIN UPDATE OR INSERT INTO u (id) VALUES (1); END",
+            "UPDATE OR INSERT without MATCHING",
+        ),
+        (
+            "BEGIN UPDATE OR INSERT INTO t (id, a) VALUES (GEN_ID(g, 1), 1) MATCHING (id); END",
+            "UPDATE OR INSERT",
+        ),
+        (
+            "BEGIN UPDATE OR INSERT INTO t (a) VALUES (1) MATCHING (id); END",
+            "MATCHING ID",
+        ),
+    ] {
+        assert_eq!(
+            routine("", body).unwrap_err().construct,
+            construct,
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn merge() {
+    let out = routine(
+        "(k INTEGER)",
+        "BEGIN MERGE INTO t USING (SELECT id, a FROM u WHERE id > :k) s ON t.id = s.id \
+         WHEN MATCHED AND s.a IS NULL THEN DELETE \
+         WHEN MATCHED THEN UPDATE SET a = s.a \
+         WHEN NOT MATCHED THEN INSERT (id, a) VALUES (s.id, s.a); END",
+    )
+    .unwrap();
+    assert!(
+        out.contains("  MERGE INTO \"t\" USING (SELECT \"id\", \"a\" FROM \"u\" WHERE \"id\" > fb_local.\"k\") AS \"s\" ON \"t\".\"id\" = \"s\".\"id\" WHEN MATCHED AND \"s\".\"a\" IS NULL THEN DELETE WHEN MATCHED THEN UPDATE SET \"a\" = \"s\".\"a\" WHEN NOT MATCHED THEN INSERT (\"id\", \"a\") VALUES (\"s\".\"id\", \"s\".\"a\");\n"),
+        "{out}"
+    );
+    let u = routine(
+        "",
+        "BEGIN MERGE INTO t USING u ON t.id = u.id WHEN NOT MATCHED BY SOURCE THEN DELETE; END",
+    )
+    .unwrap_err();
+    assert_eq!(u.construct, "WHEN NOT MATCHED BY SOURCE");
+}
+
+#[test]
+fn execute_statement_with_parameters() {
+    let out = routine(
+        "(k INTEGER) RETURNS (r INTEGER)",
+        "DECLARE a INTEGER = 5; BEGIN \
+         EXECUTE STATEMENT ('UPDATE t SET a = :a WHERE id = :id') (a := k * 2, id := 7); \
+         EXECUTE STATEMENT ('SELECT COUNT(*) FROM t WHERE a > ?') (:k) INTO :r; \
+         FOR EXECUTE STATEMENT 'SELECT id FROM t WHERE a = :a' (a := a) INTO :r DO SUSPEND; END",
+    )
+    .unwrap();
+    for part in [
+        // The text's :A is the parameter, not the routine's variable A.
+        "UPDATE \"t\" SET \"a\" = (fb_local.\"k\" * 2) WHERE \"id\" = (7);",
+        "FOR fb_row_1 IN SELECT count(*) AS \"fb_1\" FROM \"t\" WHERE \"a\" > (fb_local.\"k\") LOOP",
+        "FOR fb_row_2 IN SELECT \"id\" AS \"fb_1\" FROM \"t\" WHERE \"a\" = (fb_local.\"a\") LOOP",
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+    for (body, construct) in [
+        (
+            "BEGIN EXECUTE STATEMENT 'DELETE FROM t WHERE id = :x'; END",
+            ":X",
+        ),
+        (
+            "BEGIN EXECUTE STATEMENT 'DELETE FROM t' WITH AUTONOMOUS TRANSACTION; END",
+            "EXECUTE STATEMENT ... WITH AUTONOMOUS TRANSACTION",
+        ),
+        (
+            "BEGIN EXECUTE STATEMENT 'DELETE FROM t' ON EXTERNAL 'other.fdb'; END",
+            "EXECUTE STATEMENT ... ON EXTERNAL / AS USER",
+        ),
+    ] {
+        assert_eq!(
+            routine("", body).unwrap_err().construct,
+            construct,
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn autonomous_transactions_are_reported_with_why() {
+    let u = routine(
+        "",
+        "BEGIN\n  IN AUTONOMOUS TRANSACTION DO\n    INSERT INTO t (id) VALUES (1);\nEND",
+    )
+    .unwrap_err();
+    assert_eq!(
+        (u.construct.as_str(), u.line),
+        ("IN AUTONOMOUS TRANSACTION", 2)
+    );
+    assert!(
+        u.reason
+            .starts_with("PostgreSQL has no autonomous transactions"),
+        "{u}"
+    );
+}
+
+#[test]
+fn context_variables_uuids_and_overlay() {
+    for (source, target) in [
+        (
+            "RDB$GET_CONTEXT('USER_SESSION', 'APP_USER')",
+            "CAST(substr(nullif(current_setting('fb_user_session.v' || md5(CAST('APP_USER' AS text)), true), ''), 2) AS varchar(255))",
+        ),
+        (
+            "RDB$SET_CONTEXT('USER_TRANSACTION', 'K', a)",
+            r#"(CASE WHEN nullif(current_setting('fb_user_transaction.v' || md5(CAST('K' AS text)), true), '') IS NULL THEN 0 ELSE 1 END + 0 * length(set_config('fb_user_transaction.v' || md5(CAST('K' AS text)), '=' || CAST("a" AS text), true)))"#,
+        ),
+        (
+            "RDB$GET_CONTEXT('SYSTEM', 'DB_NAME')",
+            "CAST(current_database() AS varchar(255))",
+        ),
+        (
+            "UUID_TO_CHAR(GEN_UUID())",
+            "upper(CAST(CAST(encode(decode(replace(CAST(gen_random_uuid() AS text), '-', ''), 'hex'), 'hex') AS uuid) AS text))",
+        ),
+        (
+            "CHAR_TO_UUID(a)",
+            r#"decode(replace(CAST("a" AS text), '-', ''), 'hex')"#,
+        ),
+        (
+            "OVERLAY(a PLACING 'xy' FROM 2 FOR 3)",
+            r#"OVERLAY("a" PLACING 'xy' FROM 2 FOR 3)"#,
+        ),
+        ("OVERLAY(a PLACING b FROM 2)", r#"OVERLAY("a" PLACING "b" FROM 2)"#),
+        ("BIN_OR(a, 3, 8)", r#"(("a") | (3) | (8))"#),
+        ("t.a[1] || m[i, 2]", r#""t"."a"[1] || "m"["i"][2]"#),
+        ("a = ' '", r#"rtrim(CAST("a" AS text)) = ''"#),
+        (
+            "FIRST_DAY(OF MONTH FROM CURRENT_DATE)",
+            "CAST(date_trunc('month', CURRENT_DATE) AS date)",
+        ),
+        (
+            "LAST_DAY(OF QUARTER FROM CAST(a AS TIMESTAMP))",
+            r#"(date_trunc('quarter', CAST("a" AS timestamp)) + INTERVAL '3 month' - INTERVAL '1 day' + CAST(CAST("a" AS timestamp) AS time))"#,
+        ),
+        (
+            "FIRST_DAY(OF WEEK FROM DATE '2024-02-17')",
+            "(CAST('2024-02-17' AS date) + -CAST(EXTRACT(DOW FROM CAST('2024-02-17' AS date)) AS integer))",
+        ),
+        ("'x  ' <> a || b", r#"rtrim(CAST("a" || "b" AS text)) <> 'x'"#),
+        ("BIN_SHR(a, 2) + BIN_NOT(5)", r#"(("a") >> (2)) + (~(5))"#),
+        (
+            "POSITION('a', b, 3)",
+            r#"(CASE WHEN strpos(substr("b", 3), 'a') = 0 THEN 0 ELSE strpos(substr("b", 3), 'a') + 3 - 1 END)"#,
+        ),
+    ] {
+        assert_eq!(expr(source), target, "{source}");
+    }
+    for (source, construct) in [
+        (
+            "RDB$GET_CONTEXT('SYSTEM', 'ENGINE_VERSION')",
+            "RDB$GET_CONTEXT('SYSTEM', 'ENGINE_VERSION')",
+        ),
+        ("RDB$GET_CONTEXT(a, 'X')", "RDB$GET_CONTEXT"),
+        (
+            "RDB$SET_CONTEXT('DDL_TRIGGER', 'X', 1)",
+            "RDB$SET_CONTEXT('DDL_TRIGGER')",
+        ),
+    ] {
+        assert_eq!(refused(source).construct, construct, "{source}");
+    }
+    assert_eq!(
+        translate_computed(
+            "(RDB$GET_CONTEXT('USER_SESSION', 'X'))",
+            &ExprContext::new()
+        )
+        .unwrap_err()
+        .construct,
+        "RDB$GET_CONTEXT"
+    );
+}
+
+#[test]
+fn returning_into() {
+    let out = routine(
+        "(v INTEGER) RETURNS (r INTEGER, s INTEGER)",
+        "BEGIN INSERT INTO t (a) VALUES (:v) RETURNING id INTO :r; \
+         UPDATE t SET a = a + 1 WHERE id = :v RETURNING a, b INTO :r, :s; END",
+    )
+    .unwrap();
+    for part in [
+        "  INSERT INTO \"t\" (\"a\") VALUES (fb_local.\"v\") RETURNING \"id\" AS \"fb_1\" INTO fb_row_1;\n  IF FOUND THEN\n    \"p\".\"r\" := CAST(fb_row_1.\"fb_1\" AS integer);\n  END IF;\n",
+        "  UPDATE \"t\" SET \"a\" = \"a\" + 1 WHERE \"id\" = fb_local.\"v\" RETURNING \"a\" AS \"fb_1\", \"b\" AS \"fb_2\" INTO fb_row_2;\n  IF FOUND THEN\n",
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+    let upsert = routine(
+        "(v INTEGER) RETURNS (r INTEGER)",
+        "BEGIN UPDATE OR INSERT INTO t (id, a) VALUES (:v, 1) RETURNING a INTO :r; END",
+    )
+    .unwrap();
+    assert!(
+        upsert.contains("RETURNING \"a\" AS \"fb_1\" INTO fb_row_1;\n  IF NOT FOUND THEN\n    INSERT INTO \"t\" (\"id\", \"a\") VALUES (fb_local.\"v\", 1) RETURNING \"a\" AS \"fb_1\" INTO fb_row_1;\n  END IF;\n  IF FOUND THEN"),
+        "{upsert}"
+    );
+    for (body, construct) in [
+        (
+            "BEGIN UPDATE t SET a = 1 RETURNING OLD.a INTO :r; END",
+            "RETURNING OLD./NEW.",
+        ),
+        ("BEGIN DELETE FROM t RETURNING a, b INTO :r; END", "INTO"),
+    ] {
+        assert_eq!(
+            routine("RETURNS (r INTEGER)", body).unwrap_err().construct,
+            construct,
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn calls_convert_arguments_to_the_parameters_types() {
+    assert_eq!(
+        routine_input_types(
+            "CREATE PROCEDURE show_langs (code VARCHAR(5), grade SMALLINT, cty CHAR(15), \
+             n NUMERIC(9,2), d SOME_DOMAIN) RETURNS (x INTEGER) AS BEGIN END"
+        )
+        .unwrap(),
+        [
+            Some("varchar".to_string()),
+            Some("integer".into()),
+            Some("bpchar".into()),
+            Some("numeric".into()),
+            None
+        ]
+    );
+    let ctx = ExprContext::new().with_routine_inputs(|name| {
+        (name == "SHOW_LANGS").then(|| vec![Some("varchar".into()), Some("integer".into())])
+    });
+    let ddl = "CREATE PROCEDURE all_langs RETURNS (lang VARCHAR(15)) AS \
+               DECLARE grade VARCHAR(5); BEGIN \
+               FOR SELECT languages FROM show_langs ('Eng', :grade) INTO :lang DO SUSPEND; \
+               EXECUTE PROCEDURE show_langs 'x', :grade; END";
+    let out = translate_procedure(ddl, &ctx).unwrap()[0].clone();
+    for part in [
+        r#"FROM "show_langs"(CAST('Eng' AS varchar), CAST(fb_local."grade" AS integer))"#,
+        r#"PERFORM * FROM "show_langs"(CAST('x' AS varchar), CAST(fb_local."grade" AS integer));"#,
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+}
+
+#[test]
+fn hostile_text_in_parameters_and_context_names_stays_data() {
+    // A parameter's value is an expression in place of `:v`, never text
+    // pasted into the statement; a context variable's name only reaches
+    // md5(); a message argument is concatenated, not formatted.
+    let out = routine(
+        "(v VARCHAR(40))",
+        "DECLARE n INTEGER; BEGIN \
+         EXECUTE STATEMENT ('UPDATE t SET a = :v WHERE id = 1') (v := 'x''; DROP TABLE t; --$fb$'); \
+         n = RDB$SET_CONTEXT('USER_SESSION', 'k''); DROP TABLE t; --', :v); \
+         EXCEPTION too_big USING ('@2 $fb$ '''); END",
+    )
+    .unwrap();
+    for part in [
+        "UPDATE \"t\" SET \"a\" = ('x''; DROP TABLE t; --$fb$') WHERE \"id\" = 1;",
+        "md5(CAST('k''); DROP TABLE t; --' AS text))",
+        "MESSAGE = 'Order ' || coalesce(CAST('@2 $fb$ ''' AS text), '*** null ***') || ' too big (@2)",
+        "$fb1$\n",
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
+    }
+}
+
+#[test]
+fn date_arithmetic_on_variables_is_firebirds() {
+    let out = routine(
+        "(d DATE) RETURNS (t TIMESTAMP, n NUMERIC(18,4))",
+        "DECLARE u TIMESTAMP; BEGIN t = d; t = t + 1; u = :t - 0.5; \
+         n = t - u; t = LAST_DAY(OF MONTH FROM t); END",
+    )
+    .unwrap();
+    for part in [
+        r#""p"."t" := CAST("p"."t" + 1 * INTERVAL '1 day' AS timestamp);"#,
+        r#"fb_local."u" := "p"."t" - 0.5 * INTERVAL '1 day';"#,
+        r#""p"."n" := CAST((EXTRACT(EPOCH FROM "p"."t" - fb_local."u") / 86400) AS numeric(18,4));"#,
+        r#"(date_trunc('month', "p"."t") + INTERVAL '1 month' - INTERVAL '1 day' + CAST("p"."t" AS time))"#,
+    ] {
+        assert!(out.contains(part), "{part}\n{out}");
     }
 }
