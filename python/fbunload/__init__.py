@@ -612,7 +612,10 @@ def sample(path: str, *, warehouses: int = 1, items: int = 10_000, force: bool =
     ``items``, and ALL_TYPES, ``Mixed Case "Quoted"``, EMPTY_TABLE and
     ARRAY_TYPES with every Firebird column type and its edge values (ARRAY
     columns of each element type, one and two dimensions); about 370,000
-    rows by default, in seconds. Needs
+    rows by default, in seconds. The TPC-C tables have foreign keys, a key
+    trigger and its generator, a domain with a CHECK, a computed column, a
+    view and a selectable procedure, for a load into PostgreSQL to
+    translate (docs/postgresql.md walks through it). Needs
     the embedded engine (``pip install firebird-embedded``). A file that
     is already this sample (every table, with the rows these options make:
     the Quick start's ``fbunload sample shop.fdb``) is kept as it is, so

@@ -43,11 +43,19 @@ def sample(tmp_path_factory):
         cur = con.cursor()
         cur.execute("SELECT TRIM(RDB$RELATION_NAME) FROM RDB$RELATIONS "
                     "WHERE RDB$SYSTEM_FLAG = 0 AND RDB$VIEW_BLR IS NULL")
+        names = [name for (name,) in cur.fetchall()]
+        # Computed columns (the sample's CUSTOMER.C_NAME) are not unloaded.
+        cur.execute("SELECT TRIM(rf.RDB$RELATION_NAME), TRIM(rf.RDB$FIELD_NAME) "
+                    "FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f "
+                    "ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE WHERE f.RDB$COMPUTED_BLR IS NOT NULL "
+                    "AND COALESCE(rf.RDB$SYSTEM_FLAG, 0) = 0")
+        computed = set(cur.fetchall())
+        assert ("CUSTOMER", "C_NAME") in computed, computed
         tables = {}
-        for (name,) in cur.fetchall():
+        for name in names:
             quoted = '"' + name.replace('"', '""') + '"'
             cur.execute(f"SELECT FIRST 0 * FROM {quoted}")
-            columns = [d[0] for d in cur.description]
+            columns = [d[0] for d in cur.description if (name, d[0]) not in computed]
             cur.execute(f"SELECT COUNT(*) FROM {quoted}")
             tables[name] = (columns, cur.fetchone()[0])
         cur.execute(f"SELECT ID, {', '.join(EXACT)} FROM ALL_TYPES ORDER BY ID")

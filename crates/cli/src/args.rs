@@ -553,7 +553,12 @@ pub enum Command {
     /// Create a sample database to try fbunload on, with the embedded engine: TPC-C-like
     /// tables (WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE) and ALL_TYPES,
     /// Mixed Case "Quoted", EMPTY_TABLE and ARRAY_TYPES with every Firebird column type and its
-    /// edge values (ARRAY columns of each element type, one and two dimensions). The defaults make about 370,000 rows in seconds. Its owner is SYSDBA; the embedded
+    /// edge values (ARRAY columns of each element type, one and two dimensions). The TPC-C
+    /// tables have what an application keeps in the database, for -o postgresql:// to
+    /// translate: foreign keys, a key trigger and its generator (ITEM_KEY, ITEM_ID_GEN), a
+    /// domain with a CHECK (PRICE), a computed column (CUSTOMER.C_NAME), a view (LOW_STOCK)
+    /// and a selectable procedure (ORDER_TOTALS). The defaults make about 370,000 rows in
+    /// seconds. Its owner is SYSDBA; the embedded
     /// engine checks no password, so -d PATH needs none (a server serving the file would
     /// check it)
     Sample {
@@ -568,7 +573,8 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
         items: u32,
         /// Make PATH again if it exists. Without it, a PATH that is already this sample (every
-        /// table, with the rows these options make) is kept, and any other file is refused
+        /// table, with the rows these options make, and the objects above) is kept, and any
+        /// other file is refused
         #[arg(long)]
         force: bool,
         /// Change about N % of the rows of the sample at PATH (made first if it is not there),

@@ -509,7 +509,7 @@ fn make_sample(
     .map_err(|e| match e {
         fbunload::sample::SampleError::Exists(path) => Failure::from(format!(
             "sample: {} already exists and is not the sample these options make (another \
-             database, or other --warehouses or --items): use --force to replace it",
+             database, a sample of an older fbunload, or other --warehouses or --items): use --force to replace it",
             path.display()
         )),
         e => Failure::Error(format!("sample: {e}"), "database"),

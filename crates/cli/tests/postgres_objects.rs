@@ -359,6 +359,160 @@ fn every_kind_of_object_is_made_or_listed_and_behaves() {
     );
 }
 
+/// Expression indices (`COMPUTED BY`), partial ones (Firebird 5's `WHERE`)
+/// and descending ones are made through the PSQL translator, each as
+/// PostgreSQL's own (in pg_indexes, used by a query, a unique partial
+/// one refusing what Firebird's refuses); one that does not translate,
+/// or that PostgreSQL refuses, is listed with why.
+#[test]
+fn expression_partial_and_descending_indices_are_made_and_work() {
+    let Some(uri) = pg_database("fbu_objects_indices") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "indices.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE PEOPLE (ID INTEGER NOT NULL PRIMARY KEY, NAME VARCHAR(40), \
+             CITY VARCHAR(20), SCORE INTEGER, MADE DATE)",
+            "CREATE TABLE TICKETS (ID INTEGER NOT NULL PRIMARY KEY, PERSON INTEGER, \
+             STATUS VARCHAR(10))",
+            "CREATE INDEX PEOPLE_UPPER_NAME ON PEOPLE COMPUTED BY (UPPER(NAME))",
+            "COMMENT ON INDEX PEOPLE_UPPER_NAME IS 'people by name, any case'",
+            "CREATE DESCENDING INDEX PEOPLE_SCORE_DESC ON PEOPLE (SCORE)",
+            "CREATE DESCENDING INDEX PEOPLE_NAME_CITY ON PEOPLE COMPUTED BY (NAME || ', ' || CITY)",
+            "CREATE INDEX PEOPLE_SCORED ON PEOPLE (SCORE) WHERE SCORE IS NOT NULL",
+            "CREATE UNIQUE INDEX ONE_OPEN_TICKET ON TICKETS (PERSON) WHERE STATUS = 'open'",
+            "CREATE INDEX TICKETS_OPEN ON TICKETS COMPUTED BY (UPPER(STATUS)) \
+             WHERE STATUS STARTING WITH 'o'",
+            "CREATE INDEX PEOPLE_HASH ON PEOPLE COMPUTED BY (HASH(NAME))",
+            "CREATE INDEX PEOPLE_MADE_TEXT ON PEOPLE COMPUTED BY (CAST(MADE AS VARCHAR(20)))",
+            "INSERT INTO PEOPLE VALUES (1, 'Ada', 'London', 90, DATE '1815-12-10')",
+            "INSERT INTO PEOPLE VALUES (2, 'Grace', 'New York', NULL, DATE '1906-12-09')",
+            "INSERT INTO TICKETS VALUES (1, 1, 'open')",
+            "INSERT INTO TICKETS VALUES (2, 1, 'closed')",
+            "INSERT INTO TICKETS VALUES (3, 2, 'open')",
+        ],
+    );
+    let listed = every_object_made_or_listed(&db, &uri, "ix");
+    let reported: Vec<(&str, &str)> = listed
+        .iter()
+        .filter(|l| l.0 == "index")
+        .map(|l| (l.2.as_str(), l.3.as_str()))
+        .collect();
+    assert_eq!(reported.len(), 2, "{reported:?}");
+    assert_eq!(
+        reported.iter().find(|r| r.0 == "PEOPLE_HASH").map(|r| r.1),
+        Some("not translated: line 1: HASH: a function with no PostgreSQL counterpart known to fbunload"),
+        "{reported:?}"
+    );
+    let made_text = reported.iter().find(|r| r.0 == "PEOPLE_MADE_TEXT");
+    assert!(
+        made_text.is_some_and(|r| r.1.starts_with("PostgreSQL refused the translation: ")
+            && r.1.contains("IMMUTABLE")),
+        "{reported:?}"
+    );
+    let mut c = pg(&uri);
+    let definitions: Vec<(String, String)> = c
+        .query(
+            "SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = 'ix' \
+             AND indexname NOT LIKE '%pkey' AND indexname NOT LIKE 'rdb%' ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let expected = [
+        (
+            "one_open_ticket",
+            "CREATE UNIQUE INDEX one_open_ticket ON ix.tickets USING btree (person) \
+             WHERE ((status)::text = 'open'::text)",
+        ),
+        (
+            "people_name_city",
+            "CREATE INDEX people_name_city ON ix.people USING btree \
+             (((((name)::text || ', '::text) || (city)::text)) DESC)",
+        ),
+        (
+            "people_score_desc",
+            "CREATE INDEX people_score_desc ON ix.people USING btree (score DESC)",
+        ),
+        (
+            "people_scored",
+            "CREATE INDEX people_scored ON ix.people USING btree (score) \
+             WHERE (score IS NOT NULL)",
+        ),
+        (
+            "people_upper_name",
+            "CREATE INDEX people_upper_name ON ix.people USING btree (upper((name)::text))",
+        ),
+        (
+            "tickets_open",
+            "CREATE INDEX tickets_open ON ix.tickets USING btree (upper((status)::text)) \
+             WHERE starts_with((status)::text, 'o'::text)",
+        ),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .collect();
+    assert_eq!(definitions, expected);
+    // A query by the expression uses its index.
+    let mut tx = c.transaction().unwrap();
+    tx.batch_execute("SET LOCAL enable_seqscan = off").unwrap();
+    let plan: Vec<String> = tx
+        .query(
+            "EXPLAIN SELECT id FROM ix.people WHERE upper(name) = 'ADA'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    tx.commit().unwrap();
+    assert!(
+        plan.iter().any(|l| l.contains("people_upper_name")),
+        "{plan:?}"
+    );
+    let comment: Option<String> = c
+        .query_one(
+            "SELECT obj_description('ix.people_upper_name'::regclass)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(comment.as_deref(), Some("people by name, any case"));
+    // The unique partial index refuses a second open ticket of a person
+    // on both engines, and takes a closed one on both.
+    let firebird = |sql: &str| {
+        let att = connect(&db);
+        let tr = att
+            .start_transaction(fbunload_client::TransactionMode::ReadWrite)
+            .unwrap();
+        let done = tr.execute(sql);
+        if done.is_ok() {
+            tr.commit().unwrap();
+        }
+        done.map_err(|e| e.to_string())
+    };
+    let second_open = "INSERT INTO TICKETS (ID, PERSON, STATUS) VALUES (4, 1, 'open')";
+    let refused = firebird(second_open).unwrap_err();
+    assert!(refused.contains("ONE_OPEN_TICKET"), "{refused}");
+    let refused = c.batch_execute(&format!("SET search_path TO ix; {second_open}"));
+    let refused = refused.unwrap_err();
+    assert_eq!(
+        refused.as_db_error().and_then(|e| e.constraint()),
+        Some("one_open_ticket"),
+        "{refused}"
+    );
+    let closed = "INSERT INTO TICKETS (ID, PERSON, STATUS) VALUES (5, 1, 'closed')";
+    firebird(closed).unwrap();
+    c.batch_execute(&format!("SET search_path TO ix; {closed}"))
+        .unwrap();
+}
+
 #[test]
 fn the_cut_over_ends_the_sync_and_no_refusal_hides_that_overwrite_discards_writes() {
     let Some(uri) = pg_database("fbu_cut_over") else {

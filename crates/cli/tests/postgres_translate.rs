@@ -938,3 +938,178 @@ fn more_psql(both: &mut Both, items: (&str, &str)) {
         );
     }
 }
+
+/// `fbunload sample` made as a newcomer makes it (issue #50 item 9), loaded
+/// into PostgreSQL: its foreign keys, the key trigger and its generator,
+/// the domain with a CHECK, the computed column, the view and the
+/// selectable procedure are all made, nothing reported, and behave as in
+/// Firebird.
+#[test]
+fn the_sample_application_behaves_the_same_on_the_postgresql_copy() {
+    let Some(uri) = pg_database("fbu_sample_app") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.fdb");
+    let made = fbunload_alone(&["sample", db.to_str().unwrap(), "--items", "300", "-q"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let out = fbunload(&db, &["-o", &uri, "--pg-schema", "demo", "-j", "2"]);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    for made in [
+        "view 1/0",
+        "computed column 1/0",
+        "domain 1/0",
+        "domain check 1/0",
+        "foreign key 3/0",
+        "sequence 1/0",
+        "trigger 1/0",
+        "procedure 1/0",
+    ] {
+        assert!(said.contains(made), "{made}: {said}");
+    }
+    assert!(!said.contains("not translated"), "{said}");
+    let mut pg = postgres::Client::connect(&uri, postgres::NoTls).unwrap();
+    pg.batch_execute("SET search_path TO demo").unwrap();
+    let mut both = Both { db: db.clone(), pg };
+    both.same_rows(
+        "nothing reported",
+        "SELECT CAST(0 AS VARCHAR(1)) FROM RDB$DATABASE",
+        "SELECT count(*)::text FROM _fbunload_untranslated",
+    );
+    // The view is made as a view, not loaded as a table of its rows.
+    both.same_rows(
+        "LOW_STOCK is a view",
+        "SELECT TRIM(RDB$RELATION_NAME) FROM RDB$RELATIONS \
+         WHERE RDB$VIEW_BLR IS NOT NULL AND COALESCE(RDB$SYSTEM_FLAG, 0) = 0",
+        "SELECT upper(table_name) FROM information_schema.views WHERE table_schema = 'demo'",
+    );
+
+    // Left out, ITEM takes what reads it along, each saying why.
+    let part = fbunload(
+        &db,
+        &["-o", &uri, "--pg-schema", "part", "-j", "2", "-x", "ITEM"],
+    );
+    let said = stderr(&part);
+    assert!(part.status.success(), "{said}");
+    for why in [
+        "view LOW_STOCK: not made: it reads ITEM, which this run did not load",
+        "foreign key FK_STOCK_ITEM of STOCK: references a table not loaded",
+        "domain PRICE: used by no loaded column",
+        "domain check PRICE: its domain PRICE was not made",
+        "trigger ITEM_KEY of ITEM: its table was not loaded by this run",
+    ] {
+        assert!(said.contains(why), "{why}: {said}");
+    }
+
+    // Keys from the generator: an insert without one, and one with NULL.
+    for (what, firebird, postgres) in [
+        (
+            "an item without I_ID",
+            "INSERT INTO ITEM (I_IM_ID, I_NAME, I_PRICE, I_DATA) VALUES (7, 'new one', 9.99, 'n')",
+            "INSERT INTO item (i_im_id, i_name, i_price, i_data) VALUES (7, 'new one', 9.99, 'n')",
+        ),
+        (
+            "an item with a NULL I_ID",
+            "INSERT INTO ITEM (I_ID, I_NAME, I_PRICE) VALUES (NULL, 'new two', 1.50)",
+            "INSERT INTO item (i_id, i_name, i_price) VALUES (NULL, 'new two', 1.50)",
+        ),
+    ] {
+        both.same_rows(what, firebird, postgres);
+    }
+    let keys = both.same_rows(
+        "the generated keys",
+        "SELECT CAST(I_ID AS VARCHAR(10)), I_NAME FROM ITEM WHERE I_NAME STARTING WITH 'new ' \
+         ORDER BY I_ID",
+        "SELECT i_id::text, i_name FROM item WHERE i_name LIKE 'new %' ORDER BY i_id",
+    );
+    let expected = |k: &str, n: &str| vec![Some(k.to_string()), Some(n.to_string())];
+    assert_eq!(
+        keys,
+        [expected("301", "new one"), expected("302", "new two")]
+    );
+
+    // The domain's CHECK, and the foreign keys.
+    for (what, firebird, postgres) in [
+        (
+            "a price of 0 (domain PRICE)",
+            "UPDATE ITEM SET I_PRICE = 0 WHERE I_ID = 1",
+            "UPDATE item SET i_price = 0 WHERE i_id = 1",
+        ),
+        (
+            "a new item priced -1 (domain PRICE)",
+            "INSERT INTO ITEM (I_NAME, I_PRICE) VALUES ('bad', -1)",
+            "INSERT INTO item (i_name, i_price) VALUES ('bad', -1)",
+        ),
+        (
+            "stock of an item that is not there",
+            "INSERT INTO STOCK (S_I_ID, S_W_ID, S_QUANTITY) VALUES (9999, 1, 5)",
+            "INSERT INTO stock (s_i_id, s_w_id, s_quantity) VALUES (9999, 1, 5)",
+        ),
+        (
+            "an item that stock refers to",
+            "DELETE FROM ITEM WHERE I_ID = 1",
+            "DELETE FROM item WHERE i_id = 1",
+        ),
+        (
+            "a customer of a district that is not there",
+            "UPDATE CUSTOMER SET C_D_ID = 11 WHERE C_W_ID = 1 AND C_D_ID = 1 AND C_ID = 1",
+            "UPDATE customer SET c_d_id = 11 WHERE c_w_id = 1 AND c_d_id = 1 AND c_id = 1",
+        ),
+    ] {
+        both.both_refuse(what, firebird, postgres, None);
+    }
+
+    // The computed column, as loaded and after its inputs change.
+    let names = (
+        "SELECT C_NAME FROM CUSTOMER WHERE C_W_ID = 1 AND C_D_ID = 1 AND C_ID <= 5 ORDER BY C_ID",
+        "SELECT c_name FROM customer WHERE c_w_id = 1 AND c_d_id = 1 AND c_id <= 5 ORDER BY c_id",
+    );
+    assert_eq!(both.same_rows("C_NAME", names.0, names.1).len(), 5);
+    both.same_rows(
+        "a first name changed",
+        "UPDATE CUSTOMER SET C_FIRST = 'Ada' WHERE C_W_ID = 1 AND C_D_ID = 1 AND C_ID = 2",
+        "UPDATE customer SET c_first = 'Ada' WHERE c_w_id = 1 AND c_d_id = 1 AND c_id = 2",
+    );
+    let changed = both.same_rows("C_NAME after the change", names.0, names.1);
+    assert!(
+        changed[1][0].as_deref().unwrap().starts_with("Ada "),
+        "{changed:?}"
+    );
+
+    // The view, with the new items' stock in it.
+    both.same_rows(
+        "stock of a new item",
+        "INSERT INTO STOCK (S_I_ID, S_W_ID, S_QUANTITY) VALUES (301, 1, 3)",
+        "INSERT INTO stock (s_i_id, s_w_id, s_quantity) VALUES (301, 1, 3)",
+    );
+    let low = both.same_rows(
+        "LOW_STOCK",
+        "SELECT CAST(W_ID AS VARCHAR(10)), CAST(I_ID AS VARCHAR(10)), I_NAME, \
+         CAST(QUANTITY AS VARCHAR(10)) FROM LOW_STOCK ORDER BY I_ID",
+        "SELECT w_id::text, i_id::text, i_name, quantity::text FROM low_stock \
+         ORDER BY low_stock.i_id",
+    );
+    assert!(low.len() > 5, "{low:?}");
+    assert_eq!(low.last().unwrap()[1].as_deref(), Some("301"));
+
+    // The selectable procedure, for customers with and without new orders.
+    let mut totals = 0;
+    for customer in [1, 2, 3, 10, 30, 299, 1500, 3000, 3001] {
+        let rows = both.same_rows(
+            &format!("ORDER_TOTALS(1, 1, {customer})"),
+            &format!(
+                "SELECT CAST(O_ID AS VARCHAR(10)), CAST(LINES AS VARCHAR(10)), \
+                 CAST(TOTAL AS VARCHAR(20)) FROM ORDER_TOTALS(1, 1, {customer})"
+            ),
+            &format!(
+                "SELECT o_id::text, lines::text, total::text FROM order_totals(1, 1, {customer})"
+            ),
+        );
+        totals += rows
+            .iter()
+            .filter(|r| r[2].as_deref() != Some("0.00"))
+            .count();
+    }
+    assert!(totals > 0, "every order total is 0.00");
+}

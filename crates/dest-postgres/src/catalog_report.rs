@@ -73,7 +73,13 @@ pub fn account(
                 table: object.table.clone(),
                 name: object.name.clone(),
                 source: object.source.clone(),
-                why: why_not(object, loaded),
+                why: if object.kind == "domain check"
+                    && !created.has("domain", object.table.as_deref(), &object.name)
+                {
+                    format!("its domain {} was not made (see why above)", object.name)
+                } else {
+                    why_not(object, loaded)
+                },
             });
         }
     }

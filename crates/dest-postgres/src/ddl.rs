@@ -313,7 +313,7 @@ impl Names {
 }
 
 /// The catalog's comment on `on` (`sequence G`, `index I`), if any.
-fn comment_of<'c>(catalog: &'c Inventory, on: &str) -> Option<&'c str> {
+pub(crate) fn comment_of<'c>(catalog: &'c Inventory, on: &str) -> Option<&'c str> {
     catalog
         .objects
         .iter()
@@ -337,20 +337,6 @@ fn indices(
             source,
             why: why.into(),
         };
-        if let Some(expression) = &index.expression {
-            report.push(untranslated(
-                "an expression index: its SQL is Firebird's",
-                expression.clone(),
-            ));
-            continue;
-        }
-        if let Some(condition) = &index.condition {
-            report.push(untranslated(
-                "a partial index: its condition is Firebird's SQL",
-                condition.clone(),
-            ));
-            continue;
-        }
         if index.inactive {
             report.push(untranslated(
                 "inactive in Firebird",
@@ -363,6 +349,15 @@ fn indices(
                 "uses columns not loaded (--columns)",
                 index.columns.join(", "),
             ));
+            continue;
+        }
+        if translated_index(index) {
+            // Made by `translate`, by this name, once the computed
+            // columns its expression may read are made. Taken here so
+            // that no later name takes it; a name that is taken already
+            // (a suffix given here) makes PostgreSQL refuse it there,
+            // and it is reported.
+            names.take(&pg_name(&index.name));
             continue;
         }
         let order = if index.descending { " DESC" } else { "" };
@@ -394,6 +389,13 @@ fn indices(
             created.add("comment", Some(&table.name), &on);
         }
     }
+}
+
+/// An active index whose expression (`COMPUTED BY`) or condition (a
+/// partial index's `WHERE`) is Firebird's SQL: `translate` makes it
+/// through the PSQL translator, or reports why not.
+pub(crate) fn translated_index(index: &fbunload_plan::schema::Index) -> bool {
+    !index.inactive && (index.expression.is_some() || index.condition.is_some())
 }
 
 /// Identity columns, their sequence at Firebird's value.
@@ -732,9 +734,9 @@ mod tests {
             "{}",
             sql[6]
         );
-        let kinds: Vec<&str> = report.iter().map(|r| r.kind.as_str()).collect();
-        // Computed columns, CHECKs, views and PSQL: `translate`.
-        assert_eq!(kinds, ["index"]);
-        assert_eq!(report[0].source, "(UPPER(CUST))");
+        // Computed columns, CHECKs, views, PSQL and expression
+        // indices: `translate`.
+        assert_eq!(report, []);
+        assert!(!sql.iter().any(|s| s.contains("\"up\"")), "{sql:?}");
     }
 }

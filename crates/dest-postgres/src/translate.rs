@@ -3,7 +3,9 @@
 //! sequences are in: table CHECK constraints, generated keys (a BEFORE
 //! INSERT trigger filling a key from a generator → `DEFAULT nextval`,
 //! the sequence owned by the column), computed columns (`GENERATED
-//! ALWAYS AS ... STORED`), views in the order they read each other,
+//! ALWAYS AS ... STORED`), expression and partial indices (after the
+//! computed columns, which an index expression may read), views in the
+//! order they read each other,
 //! procedures and functions, and the triggers last, so that none fires
 //! during the load.
 //!
@@ -120,16 +122,28 @@ fn steps(
     let mut checks = Vec::new();
     let mut keys = Vec::new();
     let mut computed = Vec::new();
+    let mut indices = Vec::new();
     let mut views = Vec::new();
     let mut routines = Vec::new();
     let mut triggers = Vec::new();
     let mut report = Vec::new();
     let table_of = |name: &str| schema.tables.iter().find(|t| t.name == name);
     for table in &schema.tables {
-        if loaded(&table.name).is_none() {
+        let Some(columns) = loaded(&table.name) else {
             continue;
-        }
+        };
         let ctx = context(schema, sequences, target, vec![table]);
+        for index in table.indices.iter().filter(|i| {
+            // One over columns not loaded is reported by `ddl`.
+            crate::ddl::translated_index(i) && i.columns.iter().all(|c| columns.contains(c))
+        }) {
+            match index_steps(schema, table, index, &ctx) {
+                Ok(steps) => indices.extend(steps),
+                Err((source, u)) => {
+                    report.push(refused("index", Some(&table.name), &index.name, &source, u))
+                }
+            }
+        }
         for column in table.columns.iter() {
             let Some(source) = &column.computed_by else {
                 continue;
@@ -385,17 +399,86 @@ fn steps(
     let mut all = checks;
     all.extend(keys);
     all.extend(computed);
+    all.extend(indices);
     all.extend(routines);
     all.extend(views);
     all.extend(triggers);
     (all, report)
 }
 
+/// An expression index (`COMPUTED BY (expr)`) or a partial one (`WHERE
+/// cond`, Firebird 5) as PostgreSQL's `CREATE INDEX name ON t ((expr))`
+/// / `(columns) WHERE cond`, descending where Firebird's is, and the
+/// index's comment; or its Firebird source and why it does not
+/// translate.
+fn index_steps(
+    schema: &Schema,
+    table: &TableSchema,
+    index: &fbunload_plan::schema::Index,
+    ctx: &ExprContext,
+) -> Result<Vec<Step>, (String, psql::Untranslated)> {
+    let order = if index.descending { " DESC" } else { "" };
+    let mut source = match &index.expression {
+        Some(expression) => format!("COMPUTED BY {expression}"),
+        None => index.columns.join(", "),
+    };
+    if let Some(condition) = &index.condition {
+        source = format!("{source} {condition}");
+    }
+    let keys = match &index.expression {
+        Some(expression) => psql::translate_index_expression(expression, ctx)
+            .map(|e| format!("({e}){order}"))
+            .map_err(|u| (source.clone(), u))?,
+        None => {
+            let columns: Vec<String> = index
+                .columns
+                .iter()
+                .map(|c| format!("{}{order}", ident(&pg_name(c))))
+                .collect();
+            columns.join(", ")
+        }
+    };
+    let condition = match &index.condition {
+        Some(condition) => format!(
+            " WHERE {}",
+            psql::translate_index_expression(condition, ctx).map_err(|u| (source.clone(), u))?
+        ),
+        None => String::new(),
+    };
+    let name = ident(&pg_name(&index.name));
+    let mut steps = vec![Step {
+        kind: "index",
+        table: Some(table.name.clone()),
+        name: index.name.clone(),
+        source: source.clone(),
+        statements: vec![format!(
+            "CREATE {}INDEX {name} ON {} ({keys}){condition}",
+            if index.unique { "UNIQUE " } else { "" },
+            ident(&pg_name(&table.name)),
+        )],
+    }];
+    let on = format!("index {}", index.name);
+    if let Some(comment) = crate::ddl::comment_of(&schema.catalog, &on) {
+        steps.push(Step {
+            kind: "comment",
+            table: Some(table.name.clone()),
+            name: on,
+            source: comment.to_string(),
+            statements: vec![format!(
+                "COMMENT ON INDEX {name} IS {}",
+                crate::ddl::sql_literal(comment)
+            )],
+        });
+    }
+    Ok(steps)
+}
+
 /// An object the translation would make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Planned {
-    /// `check constraint`, `generated key`, `computed column`, `function`,
-    /// `procedure`, `view`, `trigger`.
+    /// `check constraint`, `generated key`, `computed column`, `index`
+    /// (expression and partial), `comment` (on such an index),
+    /// `function`, `procedure`, `view`, `trigger`.
     pub kind: String,
     pub table: Option<String>,
     pub name: String,
@@ -465,12 +548,18 @@ pub(crate) fn create(
         let made_any = refused.len() < before;
         if refused.is_empty() || !made_any {
             for (step, reason) in refused {
+                let why = match not_loaded_read(schema, loaded, &reason) {
+                    Some(table) => {
+                        format!("not made: it reads {table}, which this run did not load")
+                    }
+                    None => format!("PostgreSQL refused the translation: {reason}"),
+                };
                 report.push(Untranslated {
                     kind: step.kind.into(),
                     table: step.table,
                     name: step.name,
                     source: step.source,
-                    why: format!("PostgreSQL refused the translation: {reason}"),
+                    why,
                 });
             }
             break;
@@ -478,6 +567,27 @@ pub(crate) fn create(
         pending = refused.into_iter().map(|(s, _)| s).collect();
     }
     (made, report)
+}
+
+/// The Firebird table that PostgreSQL's `relation "x" does not exist`
+/// names, where it is a table of the catalog this run did not load (a
+/// view over a loaded table and one left out): said so, the fix is
+/// plain.
+fn not_loaded_read(
+    schema: &Schema,
+    loaded: &dyn Fn(&str) -> Option<Vec<String>>,
+    reason: &str,
+) -> Option<String> {
+    let relation = reason
+        .strip_prefix("relation \"")?
+        .strip_suffix("\" does not exist")?;
+    schema
+        .catalog
+        .objects
+        .iter()
+        .filter(|o| o.kind == "table" && pg_name(&o.name) == relation)
+        .map(|o| o.name.clone())
+        .find(|name| loaded(name).is_none())
 }
 
 /// One object, all or nothing. A CHECK the loaded rows break is added

@@ -6,7 +6,11 @@
 //! whose size scales with the warehouses, and ALL_TYPES, `Mixed Case "Quoted"`,
 //! EMPTY_TABLE and ARRAY_TYPES with every Firebird column type and its edge values (ARRAY
 //! columns of each element type, one and two dimensions), so what a user tries first is
-//! what the tests check.
+//! what the tests check. The TPC-C tables also get what an application
+//! keeps in the database (foreign keys, a key trigger and its generator, a
+//! domain with a CHECK, a computed column, a view, a selectable procedure:
+//! `fbunload_gen::application`), so that a load into PostgreSQL shows
+//! their translation.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -69,6 +73,7 @@ pub fn create_sample(
         items: options.items,
         tables: Table::ALL.to_vec(),
         force: options.force,
+        application: true,
         ..GenOptions::new(&options.database)
     };
     if !options.force && options.database.exists() {
@@ -155,8 +160,9 @@ pub fn change_sample(
 }
 
 /// The report of the sample at `gen.database` when it holds every table
-/// with the rows `gen` makes; `None` for any other file (or one that does
-/// not open).
+/// with the rows `gen` makes, and the application's objects; `None` for
+/// any other file (or one that does not open, or a sample made before
+/// the sample had those objects).
 fn same_sample(client: &Arc<Client>, gen: &GenOptions) -> Option<SampleReport> {
     let started = std::time::Instant::now();
     let database = std::path::absolute(&gen.database).ok()?;
@@ -164,6 +170,17 @@ fn same_sample(client: &Arc<Client>, gen: &GenOptions) -> Option<SampleReport> {
     let tr = attachment
         .start_transaction(TransactionMode::ReadOnlySnapshot)
         .ok()?;
+    for (catalog, column, name) in fbunload_gen::application::OBJECTS {
+        let mut stmt = tr
+            .prepare(&format!(
+                "SELECT CAST(COUNT(*) AS BIGINT) FROM {catalog} WHERE {column} = '{name}'"
+            ))
+            .ok()?;
+        stmt.execute().ok()?;
+        stmt.fetch().ok()?.then_some(())?;
+        let found = i64::from_ne_bytes(stmt.row().value(0)?.try_into().ok()?);
+        (found == 1).then_some(())?;
+    }
     let mut tables = Vec::new();
     for &table in &gen.tables {
         let name = table.db_name().replace('"', "\"\"");

@@ -13,6 +13,11 @@
 //! - BIG_BLOB, made only when named: blobs of many MiB ([`blobs`]), for
 //!   memory.
 //!
+//! On request the TPC-C tables also get what an application keeps in the
+//! database: foreign keys, a key trigger and its generator, a domain with
+//! a CHECK, a computed column, a view and a selectable procedure
+//! ([`application`]; `fbunload sample` asks for them).
+//!
 //! Everything is deterministic: the same options give byte-identical table
 //! contents on every run, so tests can compare unloads against checksums
 //! or golden files. Rows are produced by the engine itself in `EXECUTE
@@ -20,6 +25,7 @@
 //! [`GenOptions::chunk_rows`] rows: a round trip per row would be far too
 //! slow, one transaction for millions of rows too big.
 
+pub mod application;
 pub mod arrays;
 pub mod bank;
 pub mod blobs;
@@ -71,6 +77,9 @@ pub struct GenOptions {
     pub server: Option<String>,
     /// The password of [`USER`] (a server checks it; embedded does not).
     pub password: String,
+    /// Add the application's objects to the TPC-C tables
+    /// ([`application`]); needs all of them.
+    pub application: bool,
 }
 
 impl GenOptions {
@@ -89,6 +98,7 @@ impl GenOptions {
             many_rows: 1_000_000,
             server: None,
             password: PASSWORD.into(),
+            application: false,
         }
     }
 
@@ -287,6 +297,9 @@ pub fn generate_with(
         on_table(&report);
         reports.push(report);
     }
+    if opts.application {
+        add_application(&db, opts)?;
+    }
     let many = match opts.many_tables {
         0 => None,
         n => {
@@ -322,6 +335,16 @@ fn validate(opts: &GenOptions) -> Result<(), GenError> {
     if opts.chunk_rows == 0 {
         return Err(GenError::Invalid("chunk_rows must be at least 1".into()));
     }
+    if opts.application {
+        if let Some(missing) = application::TABLES
+            .iter()
+            .find(|t| !opts.tables.contains(t))
+        {
+            return Err(GenError::Invalid(format!(
+                "the application's objects need every TPC-C table: add {missing} to the tables"
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -334,6 +357,31 @@ fn create_sql(table: Table) -> String {
         Table::BigBlob => blobs::create_sql().to_string(),
         tpcc_table => tpcc::create_sql(tpcc_table).to_string(),
     }
+}
+
+/// The application's objects ([`application`]), once the tables are
+/// filled and keyed: the foreign keys are checked against the rows, and
+/// no trigger fires while they are inserted.
+fn add_application(db: &Attachment, opts: &GenOptions) -> Result<(), GenError> {
+    let tr = db
+        .start_transaction(TransactionMode::ReadWrite)
+        .map_err(fb("starting a transaction"))?;
+    for sql in application::ddl() {
+        let what = sql.lines().next().unwrap_or(sql);
+        tr.execute(sql).map_err(fb(what))?;
+    }
+    tr.commit()
+        .map_err(fb("committing the application's objects"))?;
+    // The generator exists once committed.
+    let tr = db
+        .start_transaction(TransactionMode::ReadWrite)
+        .map_err(fb("starting a transaction"))?;
+    let sql = application::generator_sql(opts.items);
+    let mut stmt = tr.prepare(&sql).map_err(fb(&sql))?;
+    stmt.execute().map_err(fb(&sql))?;
+    stmt.fetch().map_err(fb(&sql))?;
+    drop(stmt);
+    tr.commit().map_err(fb("committing the generator's value"))
 }
 
 /// Creates and fills the ERP-like tables ([`many`]); returns their rows.

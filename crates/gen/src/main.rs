@@ -53,6 +53,12 @@ struct Args {
     /// Delete an existing file first.
     #[arg(long)]
     force: bool,
+    /// Add what an application keeps in the database to the TPC-C tables:
+    /// foreign keys, a key trigger and its generator, a domain with a
+    /// CHECK, a computed column, a view and a selectable procedure (what
+    /// `fbunload sample` makes).
+    #[arg(long)]
+    application: bool,
     /// Rows per generated statement and transaction.
     #[arg(long, value_name = "N", default_value_t = 100_000, hide = true)]
     chunk_rows: u64,
@@ -101,6 +107,7 @@ fn main() -> ExitCode {
             None => fbunload_gen::PASSWORD.into(),
         },
         server: args.server,
+        application: args.application,
     };
     let result = generate_with(&client, &opts, |t| {
         let rate = if t.seconds > 0.0 {

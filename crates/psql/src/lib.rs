@@ -239,7 +239,7 @@ pub fn exception_sqlstate(number: i64) -> String {
 }
 
 /// Strips the word a catalog keeps before an expression: `CHECK`,
-/// `DEFAULT`, `COMPUTED [BY]`.
+/// `DEFAULT`, `COMPUTED [BY]`, a partial index's `WHERE`.
 fn expression_parser(source: &str) -> Result<Parser, Untranslated> {
     let mut p = Parser::new(source)?;
     p.skip_lead_words();
@@ -261,6 +261,30 @@ pub fn translate_expression(source: &str, ctx: &ExprContext) -> Result<String, U
 /// gives the same value every time; otherwise refused, saying what
 /// makes it vary.
 pub fn translate_computed(source: &str, ctx: &ExprContext) -> Result<String, Untranslated> {
+    row_expression(
+        source,
+        ctx,
+        "not deterministic or reads other rows: PostgreSQL stores a generated column's value \
+         once; compute it in a view or query instead",
+    )
+}
+
+/// An expression index's expression (`COMPUTED BY (...)`) or a partial
+/// index's condition (`WHERE ...`), where PostgreSQL can index it: it
+/// reads only its own row and gives the same value every time;
+/// otherwise refused, saying what makes it vary.
+pub fn translate_index_expression(source: &str, ctx: &ExprContext) -> Result<String, Untranslated> {
+    row_expression(
+        source,
+        ctx,
+        "not deterministic or reads other rows: PostgreSQL indexes only what a row alone \
+         gives, the same every time",
+    )
+}
+
+/// An expression of one row's columns that gives the same value every
+/// time, or `varies` as the reason it is refused.
+fn row_expression(source: &str, ctx: &ExprContext, varies: &str) -> Result<String, Untranslated> {
     let mut p = expression_parser(source)?;
     let e = p.expr()?;
     p.expect_end()?;
@@ -268,9 +292,7 @@ pub fn translate_computed(source: &str, ctx: &ExprContext) -> Result<String, Unt
         return Err(Untranslated {
             construct: what,
             line,
-            reason: "not deterministic or reads other rows: PostgreSQL stores a generated \
-                     column's value once; compute it in a view or query instead"
-                .into(),
+            reason: varies.into(),
         });
     }
     sql::Gen::new(ctx).expr(&e)

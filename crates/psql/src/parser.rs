@@ -208,7 +208,7 @@ impl Parser {
     /// Past the word a catalog keeps before an expression: `CHECK`,
     /// `DEFAULT`, `COMPUTED [BY]`.
     pub fn skip_lead_words(&mut self) {
-        if self.is_word("CHECK") || self.is_word("DEFAULT") {
+        if self.is_word("CHECK") || self.is_word("DEFAULT") || self.is_word("WHERE") {
             self.advance();
         } else if self.eat_word("COMPUTED") {
             self.eat_word("BY");

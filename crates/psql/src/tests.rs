@@ -293,6 +293,27 @@ fn computed_columns_only_where_deterministic() {
 }
 
 #[test]
+fn index_expressions_and_conditions_only_where_deterministic() {
+    let ctx = ExprContext::new();
+    assert_eq!(
+        translate_index_expression("COMPUTED BY (UPPER(last_name))", &ctx).unwrap(),
+        r#"upper("last_name")"#
+    );
+    // RDB$CONDITION_SOURCE keeps its WHERE.
+    assert_eq!(
+        translate_index_expression("WHERE status = 'open' AND qty > 0", &ctx).unwrap(),
+        r#""status" = 'open' AND "qty" > 0"#
+    );
+    assert_eq!(
+        translate_index_expression("where name starting with 'A'", &ctx).unwrap(),
+        r#"starts_with(CAST("name" AS text), CAST('A' AS text))"#
+    );
+    let u = translate_index_expression("WHERE made > CURRENT_DATE", &ctx).unwrap_err();
+    assert_eq!(u.construct, "CURRENT_DATE");
+    assert!(u.reason.contains("PostgreSQL indexes only"), "{u}");
+}
+
+#[test]
 fn views() {
     let cases = [
         (
