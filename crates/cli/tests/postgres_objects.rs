@@ -404,7 +404,10 @@ fn expression_partial_and_descending_indices_are_made_and_work() {
     assert_eq!(reported.len(), 2, "{reported:?}");
     assert_eq!(
         reported.iter().find(|r| r.0 == "PEOPLE_HASH").map(|r| r.1),
-        Some("not translated: line 1: HASH: a function with no PostgreSQL counterpart known to fbunload"),
+        Some(
+            "not translated: line 1: HASH: Firebird's own 64-bit hash: PostgreSQL has no \
+             function giving the same numbers"
+        ),
         "{reported:?}"
     );
     let made_text = reported.iter().find(|r| r.0 == "PEOPLE_MADE_TEXT");
