@@ -672,6 +672,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             ("--pg-lock-wait", args.pg_lock_wait.is_some()),
             ("--pg-drop-others", args.pg_drop_others),
             ("--pg-grants", args.pg_grants),
+            ("--pg-verify-only", args.pg_verify_only),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
             return Err(Failure::Error(
@@ -783,6 +784,35 @@ fn end_sync(args: &Args) -> Result<(), Failure> {
 /// `-o postgresql://...`: the run, then what it loaded and what did not
 /// translate.
 fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure> {
+    if args.pg_verify_only {
+        let verify = |progress: &dyn fbunload::Progress| {
+            unload
+                .verify_postgres(uri, args.pg_schema.as_deref(), progress)
+                .map_err(describe)
+        };
+        if args.progress == args::ProgressMode::Json && !args.quiet {
+            let events = progress::JsonLines::new();
+            let summary = verify(&events)?;
+            events.summary(&summary);
+            return Ok(());
+        }
+        let display = progress::Display::new(args.quiet);
+        let summary = verify(&display)?;
+        display.finish();
+        if !args.quiet {
+            eprintln!(
+                "verified: schema {} of {} holds what Firebird holds, every column of {}",
+                printable(
+                    args.pg_schema
+                        .as_deref()
+                        .unwrap_or(fbunload::postgres::DEFAULT_SCHEMA)
+                ),
+                fbunload::postgres::shown_target(uri),
+                count(summary.tables.len(), "table")
+            );
+        }
+        return Ok(());
+    }
     let run = |progress: &dyn fbunload::Progress| {
         unload
             .to_postgres(uri, args.pg_schema.as_deref(), progress)
