@@ -92,7 +92,10 @@ fn hand_changes_after_the_publish_are_found_by_range_and_column() {
         (
             "UPDATE n SET s = 'y' WHERE a = 2",
             "UPDATE n SET s = NULL WHERE a = 2",
-            &["table N (public.n) (no primary key", "column S differs"],
+            &[
+                "table N (public.n) (rows ordered by all their columns)",
+                "column S differs",
+            ],
         ),
         (
             "DELETE FROM t WHERE id = 1200",
@@ -124,6 +127,10 @@ fn hand_changes_after_the_publish_are_found_by_range_and_column() {
             "from ID 2001 to ID 2500: column C differs",
         ],
     );
+    refused_in_one_line(
+        &run(&db, &uri, &["--pg-verify-only", "--overwrite"]),
+        "--pg-verify-only loads nothing: leave out --overwrite",
+    );
     // No schema there: refused in one line.
     refused_in_one_line(
         &run(
@@ -153,5 +160,39 @@ fn a_syncs_verify_reads_the_tables_whole_after_the_sync() {
     assert_found(
         &run(&db, &uri, &["--verify"]),
         &["table T (public.t), from ID 1 to ID 1000: column D differs"],
+    );
+}
+
+#[test]
+fn no_schema_tables_of_wider_types_are_compared_as_loaded() {
+    let Some(uri) = pg_database("fbu_verify_existing") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "wide.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE W (ID INTEGER NOT NULL PRIMARY KEY, N NUMERIC(9,2), S VARCHAR(5))",
+            "INSERT INTO W VALUES (1, 1.50, 'a')",
+            "INSERT INTO W VALUES (2, NULL, '')",
+        ],
+    );
+    // Types that keep every value, and a column of the table's own.
+    pg(&uri)
+        .batch_execute(
+            "CREATE TABLE w (id bigint PRIMARY KEY, n numeric(12,3), s text, extra int DEFAULT 7)",
+        )
+        .unwrap();
+    assert_ok(&run(&db, &uri, &["--no-schema", "--verify"]));
+    pg(&uri)
+        .batch_execute("UPDATE w SET n = 2.5 WHERE id = 1")
+        .unwrap();
+    assert_found(
+        &run(&db, &uri, &["--no-schema", "--pg-verify-only"]),
+        &[
+            "table W (public.w) (rows ordered by all their columns), from (ID, N, S) = (1, ",
+            "column N differs",
+        ],
     );
 }

@@ -141,6 +141,13 @@ impl Digests {
         Ok(())
     }
 
+    /// Forgets the rows, keeping how they are digested.
+    fn clear_rows(&mut self) {
+        self.keys.clear();
+        self.ends.clear();
+        self.hashes.clear();
+    }
+
     /// Adds `other`'s rows (another unit of the same table).
     pub fn append(&mut self, other: Digests) {
         let offset = self.keys.len();
@@ -324,77 +331,111 @@ impl Range {
 /// Firebird's rows against PostgreSQL's, range by range (module docs):
 /// the ranges that differ, in key order.
 pub fn compare(firebird: &Digests, postgres: &Digests, columns: &[PgColumn]) -> Vec<Difference> {
-    let n = columns.len();
-    let ours = firebird.sorted();
-    // Each range's last key: a range ends after RANGE_ROWS rows, where the
-    // next row's key differs (a table without a key may repeat rows).
-    let mut bounds: Vec<&[u8]> = Vec::new();
-    let mut fb_ranges: Vec<Range> = Vec::new();
-    let mut in_range = 0;
-    for (i, &row) in ours.iter().enumerate() {
-        if fb_ranges.is_empty() || in_range >= RANGE_ROWS {
-            fb_ranges.push(Range::new(n));
-            in_range = 0;
+    let mut ranges = Ranges::of(firebird);
+    ranges.add(postgres);
+    ranges.differences(firebird, columns)
+}
+
+/// Firebird's rows cut into ranges, and PostgreSQL's added to them as
+/// they come: PostgreSQL's side is never held whole.
+pub struct Ranges {
+    /// Each range's last key: a range ends after [`RANGE_ROWS`] rows,
+    /// where the next row's key differs (a table without a key may
+    /// repeat rows).
+    bounds: Vec<Vec<u8>>,
+    firebird: Vec<Range>,
+    postgres: Vec<Range>,
+}
+
+impl Ranges {
+    pub fn of(firebird: &Digests) -> Ranges {
+        let n = firebird.columns();
+        let ours = firebird.sorted();
+        let mut bounds = Vec::new();
+        let mut ranges: Vec<Range> = Vec::new();
+        let mut in_range = 0;
+        for (i, &row) in ours.iter().enumerate() {
+            if ranges.is_empty() || in_range >= RANGE_ROWS {
+                ranges.push(Range::new(n));
+                in_range = 0;
+            }
+            ranges.last_mut().unwrap().add(firebird, row);
+            in_range += 1;
+            let ends = match ours.get(i + 1) {
+                None => true,
+                Some(&next) => {
+                    in_range >= RANGE_ROWS && firebird.key_of(next) != firebird.key_of(row)
+                }
+            };
+            if ends {
+                bounds.push(firebird.key_of(row).to_vec());
+            } else if in_range >= RANGE_ROWS {
+                // Same key as the next row: the range goes on.
+                in_range = RANGE_ROWS - 1;
+            }
         }
-        fb_ranges.last_mut().unwrap().add(firebird, row);
-        in_range += 1;
-        let ends = match ours.get(i + 1) {
-            None => true,
-            Some(&next) => in_range >= RANGE_ROWS && firebird.key_of(next) != firebird.key_of(row),
-        };
-        if ends {
-            bounds.push(firebird.key_of(row));
-        } else if in_range >= RANGE_ROWS {
-            // Same key as the next row: the range goes on.
-            in_range = RANGE_ROWS - 1;
+        if ranges.is_empty() {
+            ranges.push(Range::new(n));
+        }
+        Ranges {
+            bounds,
+            postgres: (0..ranges.len()).map(|_| Range::new(n)).collect(),
+            firebird: ranges,
         }
     }
-    if fb_ranges.is_empty() {
-        fb_ranges.push(Range::new(n));
-    }
-    let mut pg_ranges: Vec<Range> = (0..fb_ranges.len()).map(|_| Range::new(n)).collect();
-    for row in 0..postgres.rows() {
-        let key = postgres.key_of(row);
-        let at = bounds
-            .partition_point(|b| *b < key)
-            .min(pg_ranges.len() - 1);
-        pg_ranges[at].add(postgres, row);
-    }
-    let mut differences = Vec::new();
-    for (fb, pg) in fb_ranges.iter().zip(&pg_ranges) {
-        let differ: Vec<String> = (0..n)
-            .filter(|&c| fb.sums[c] != pg.sums[c])
-            .map(|c| columns[c].name.clone())
-            .collect();
-        if fb.rows == pg.rows && differ.is_empty() {
-            continue;
+
+    /// PostgreSQL's rows of `postgres`, each into the range of its key.
+    pub fn add(&mut self, postgres: &Digests) {
+        let last = self.postgres.len() - 1;
+        for row in 0..postgres.rows() {
+            let key = postgres.key_of(row);
+            let at = self
+                .bounds
+                .partition_point(|b| b.as_slice() < key)
+                .min(last);
+            self.postgres[at].add(postgres, row);
         }
-        let first = [&fb.first, &pg.first]
-            .into_iter()
-            .flatten()
-            .min()
-            .cloned()
-            .unwrap_or_default();
-        let last = [&fb.last, &pg.last]
-            .into_iter()
-            .flatten()
-            .max()
-            .cloned()
-            .unwrap_or_default();
-        differences.push(Difference {
-            first: key_text(&first, &firebird.key, columns),
-            last: key_text(&last, &firebird.key, columns),
-            firebird_rows: fb.rows,
-            postgres_rows: pg.rows,
-            // Where rows are missing every column differs: name none.
-            columns: if fb.rows == pg.rows {
-                differ
-            } else {
-                Vec::new()
-            },
-        });
     }
-    differences
+
+    /// The ranges that differ, in key order.
+    pub fn differences(&self, firebird: &Digests, columns: &[PgColumn]) -> Vec<Difference> {
+        let n = columns.len();
+        let mut differences = Vec::new();
+        for (fb, pg) in self.firebird.iter().zip(&self.postgres) {
+            let differ: Vec<String> = (0..n)
+                .filter(|&c| fb.sums[c] != pg.sums[c])
+                .map(|c| columns[c].name.clone())
+                .collect();
+            if fb.rows == pg.rows && differ.is_empty() {
+                continue;
+            }
+            let first = [&fb.first, &pg.first]
+                .into_iter()
+                .flatten()
+                .min()
+                .cloned()
+                .unwrap_or_default();
+            let last = [&fb.last, &pg.last]
+                .into_iter()
+                .flatten()
+                .max()
+                .cloned()
+                .unwrap_or_default();
+            differences.push(Difference {
+                first: key_text(&first, &firebird.key, columns),
+                last: key_text(&last, &firebird.key, columns),
+                firebird_rows: fb.rows,
+                postgres_rows: pg.rows,
+                // Where rows are missing every column differs: name none.
+                columns: if fb.rows == pg.rows {
+                    differ
+                } else {
+                    Vec::new()
+                },
+            });
+        }
+        differences
+    }
 }
 
 /// A unit of `--pg-verify-only`: its rows digested as a load would send
@@ -462,15 +503,16 @@ impl UnitWriter for VerifyUnit<'_> {
     }
 }
 
-/// PostgreSQL's rows of `schema`.`table` (a Firebird name), digested:
-/// read back as binary COPY.
+/// PostgreSQL's rows of `schema`.`table` (a Firebird name), read back as
+/// binary COPY, against `firebird`'s: the ranges that differ.
 pub(crate) fn read_back(
     client: &mut postgres::Client,
     schema: &str,
     table: &str,
     columns: &[PgColumn],
     key: &[usize],
-) -> Result<Digests, ExecError> {
+    firebird: &Digests,
+) -> Result<Vec<Difference>, ExecError> {
     let fail = |e| pg_error(&format!("reading table {table} back for --verify"), e);
     let relation = format!("{}.{}", ident(schema), ident(&pg_name(table)));
     let present: bool = client
@@ -486,7 +528,30 @@ pub(crate) fn read_back(
             pg_name(table)
         )));
     }
-    let list: Vec<String> = columns.iter().map(|c| ident(&pg_name(&c.name))).collect();
+    // As the load typed them: a table of --no-schema may hold a wider
+    // type (integer loaded into bigint), whose binary form differs; so
+    // may a domain. Where the types are the load's, nothing is cast.
+    let types: std::collections::HashMap<String, String> = client
+        .query(
+            "SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod) \
+             FROM pg_catalog.pg_attribute a WHERE a.attrelid = pg_catalog.to_regclass($1) \
+             AND a.attnum > 0 AND NOT a.attisdropped",
+            &[&relation],
+        )
+        .map_err(fail)?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let list: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            let name = pg_name(&c.name);
+            match types.get(&name) {
+                Some(theirs) if *theirs == formatted(&c.sql_type) => ident(&name),
+                _ => format!("{}::{}", ident(&name), c.sql_type),
+            }
+        })
+        .collect();
     let reader = client
         .copy_out(&format!(
             "COPY (SELECT {} FROM {relation}) TO STDOUT (FORMAT binary)",
@@ -507,6 +572,8 @@ pub(crate) fn read_back(
         &mut std::io::sink(),
     )
     .map_err(broken)?;
+    let mut ranges = Ranges::of(firebird);
+    // A piece at a time: digested, added to its ranges, forgotten.
     let mut digests = Digests::new(columns, key);
     let mut rows = Vec::with_capacity(1 << 20);
     let mut four = [0u8; 4];
@@ -535,6 +602,8 @@ pub(crate) fn read_back(
             digests
                 .add_rows(&rows, columns)
                 .map_err(|e| ExecError::table(table, format!("--verify: {e}")))?;
+            ranges.add(&digests);
+            digests.clear_rows();
             rows.clear();
         }
     }
@@ -543,7 +612,27 @@ pub(crate) fn read_back(
     digests
         .add_rows(&rows, columns)
         .map_err(|e| ExecError::table(table, format!("--verify: {e}")))?;
-    Ok(digests)
+    ranges.add(&digests);
+    Ok(ranges.differences(firebird, columns))
+}
+
+/// A type as the load spells it (`char(5)`, `varchar(9)[]`, `time`), as
+/// PostgreSQL's `format_type` spells it (`character(5)`, ...).
+fn formatted(sql_type: &str) -> String {
+    if let Some(element) = sql_type.strip_suffix("[]") {
+        return format!("{}[]", formatted(element));
+    }
+    if let Some(n) = sql_type.strip_prefix("char(") {
+        return format!("character({n}");
+    }
+    if let Some(n) = sql_type.strip_prefix("varchar(") {
+        return format!("character varying({n}");
+    }
+    match sql_type {
+        "time" => "time without time zone".into(),
+        "timestamp" => "timestamp without time zone".into(),
+        other => other.to_string(),
+    }
 }
 
 /// Whether values of `encoding` are fixed-width big-endian signed
@@ -644,6 +733,11 @@ fn value_text<'a>(key: &'a [u8], encoding: &Encoding) -> (String, &'a [u8]) {
             }
             let after = &rest[i.min(rest.len())..];
             let text = match (encoding, std::str::from_utf8(&value)) {
+                (Encoding::Decimal | Encoding::DecimalText, _)
+                    if numeric_text(&value).is_some() =>
+                {
+                    numeric_text(&value).unwrap_or_default()
+                }
                 (Encoding::Text, Ok(text)) => {
                     let shown: String = text.chars().take(40).collect();
                     let more = if shown.len() < text.len() { "…" } else { "" };
@@ -658,6 +752,59 @@ fn value_text<'a>(key: &'a [u8], encoding: &Encoding) -> (String, &'a [u8]) {
             (text, after)
         }
     }
+}
+
+/// A numeric's binary form as its text (`-12.50`).
+fn numeric_text(v: &[u8]) -> Option<String> {
+    let word =
+        |i: usize| -> Option<u16> { Some(u16::from_be_bytes(v.get(i..i + 2)?.try_into().ok()?)) };
+    let (ndigits, weight, sign, dscale) = (
+        word(0)? as usize,
+        word(2)? as i16 as i64,
+        word(4)?,
+        word(6)? as usize,
+    );
+    match sign {
+        0xc000 => return Some("NaN".into()),
+        0xd000 => return Some("Infinity".into()),
+        0xf000 => return Some("-Infinity".into()),
+        _ => {}
+    }
+    let group = |i: i64| -> Option<u16> {
+        if i < 0 || i as usize >= ndigits {
+            Some(0)
+        } else {
+            word(8 + 2 * i as usize)
+        }
+    };
+    let mut text = if sign == 0x4000 {
+        "-".to_string()
+    } else {
+        String::new()
+    };
+    if weight < 0 {
+        text.push('0');
+    } else {
+        for i in 0..=weight {
+            let g = group(i)?;
+            if i == 0 {
+                text += &g.to_string();
+            } else {
+                text += &format!("{g:04}");
+            }
+        }
+    }
+    if dscale > 0 {
+        let mut fraction = String::new();
+        let mut i = weight + 1;
+        while fraction.len() < dscale {
+            fraction += &format!("{:04}", group(i)?);
+            i += 1;
+        }
+        fraction.truncate(dscale);
+        text = format!("{text}.{fraction}");
+    }
+    Some(text)
 }
 
 /// Days from 2000-01-01 as `'YYYY-MM-DD'` (the proleptic Gregorian
@@ -800,5 +947,20 @@ mod tests {
         assert_eq!(date_text(-730_485), "'0000-01-01'");
         assert_eq!(date_text(9_190), "'2025-02-28'");
         assert_eq!(time_text(3_723_000_001), "'01:02:03.000001'");
+        assert_eq!(formatted("char(5)[]"), "character(5)[]");
+        for (negative, digits, scale, text) in [
+            (false, "150", 2, "1.50"),
+            (true, "12345678", 4, "-1234.5678"),
+            (false, "5", 6, "0.000005"),
+            (false, "0", 0, "0"),
+            (false, "100000000", 0, "100000000"),
+        ] {
+            let mut out = bytes::BytesMut::new();
+            types::put_numeric(&mut out, negative, digits, scale).unwrap();
+            assert_eq!(numeric_text(&out).as_deref(), Some(text));
+        }
+        assert_eq!(formatted("varchar(9)"), "character varying(9)");
+        assert_eq!(formatted("numeric(10,2)"), "numeric(10,2)");
+        assert_eq!(formatted("timestamp"), "timestamp without time zone");
     }
 }

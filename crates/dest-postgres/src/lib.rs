@@ -1200,16 +1200,18 @@ impl PostgresDestination {
     fn verify_content(&self, client: &mut Client, schema: &str) -> Result<(), ExecError> {
         let mut differ: Vec<String> = Vec::new();
         let mut ranges = 0;
-        let tables = self.tables.lock().unwrap();
-        for t in tables.iter() {
+        let mut tables = self.tables.lock().unwrap();
+        for t in tables.iter_mut() {
             self.check_stopped()?;
-            let postgres = content::read_back(client, schema, &t.name, &t.columns, &t.key)?;
-            let empty = content::Digests::new(&t.columns, &t.key);
-            let firebird = t.digest.as_ref().unwrap_or(&empty);
-            let found = content::compare(firebird, &postgres, &t.columns);
+            // Each table's digests let go once it is checked.
+            let firebird = t
+                .digest
+                .take()
+                .unwrap_or_else(|| content::Digests::new(&t.columns, &t.key));
+            let found = content::read_back(client, schema, &t.name, &t.columns, &t.key, &firebird)?;
             ranges += found.len();
             let key = if t.key.is_empty() {
-                " (no primary key: rows in the order of all their columns)"
+                " (rows ordered by all their columns)"
             } else {
                 ""
             };
@@ -1231,6 +1233,9 @@ impl PostgresDestination {
         let what = if self.options.verify_only {
             "load it again with --overwrite (which discards every write made there since), \
              or, where it is kept in sync (--keep-keys), with --overwrite --keep-keys"
+        } else if self.options.keep_state {
+            "the rows were changed in PostgreSQL after the publish (or on the way): load \
+             again with --overwrite --keep-keys (which discards every write made there since)"
         } else {
             "the rows were changed in PostgreSQL after the publish (or on the way): load \
              again with --overwrite (which discards every write made there since)"

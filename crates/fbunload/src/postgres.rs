@@ -276,6 +276,19 @@ impl Unload {
         progress: &dyn Progress,
     ) -> Result<Summary, Error> {
         self.table_filter()?;
+        let loading = [
+            ("--overwrite", self.reuse == Reuse::Overwrite),
+            ("--keep-keys", self.keep_keys),
+            ("--pg-drop-others", self.pg_drop_others),
+            ("--pg-grants", self.pg_grants),
+            ("--since", self.since.is_some()),
+            ("--journal", self.journal.is_some()),
+        ];
+        if let Some((flag, _)) = loading.iter().find(|(_, given)| *given) {
+            return Err(Error::Usage(format!(
+                "--pg-verify-only loads nothing: leave out {flag}"
+            )));
+        }
         let target = Target::parse(uri).map_err(Error::Usage)?;
         self.verify_target(target, schema.unwrap_or(DEFAULT_SCHEMA), progress)
     }
