@@ -395,6 +395,7 @@ def unload(
     pg_drop_others: bool = False,
     pg_grants: bool = False,
     journal: Optional[str] = None,
+    pg_verify_only: bool = False,
 ) -> Dict[str, Any]:
     """What the command line does: every selected table to a file in
     directory ``output``, then ``schema.sql`` (the tables' DDL) and
@@ -475,7 +476,12 @@ def unload(
       did not translate, with its Firebird source) and ``catalog`` (every
       object of Firebird's catalog by kind: how many made, how many
       reported). ``pg_grants=True`` also makes Firebird's roles and its
-      grants on the loaded tables (``--pg-grants``)."""
+      grants on the loaded tables (``--pg-grants``). ``verify=True`` also
+      compares every value PostgreSQL holds with the rows read, range by
+      range; ``pg_verify_only=True`` loads nothing and makes that
+      comparison of what ``pg_schema`` holds (``--pg-verify-only``); a
+      difference raises ``VerifyError`` naming table, key range and
+      columns."""
     try:
         return _fbunload.unload(
             database, str(output), format=format, compression=compression, header=header,
@@ -490,7 +496,9 @@ def unload(
             wire_crypt=wire_crypt, wire_compression=wire_compression,
             since=None if since is None else str(since), keep_keys=keep_keys,
             processes=processes, pg_schema=pg_schema, pg_lock_wait=pg_lock_wait,
-            pg_drop_others=pg_drop_others, pg_grants=pg_grants)
+            pg_drop_others=pg_drop_others, pg_grants=pg_grants,
+            journal=None if journal is None else str(journal),
+            pg_verify_only=pg_verify_only)
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None

@@ -140,3 +140,15 @@ def test_pg_end_sync_ends_a_kept_load(tmp_path, pg_uri):
     assert psql(pg_uri, "SELECT count(*) FROM pg_tables WHERE schemaname = 'e'") == [["1"]]
     with pytest.raises(fbunload.UsageError, match="holds no fbunload run"):
         fbunload.pg_end_sync(pg_uri, pg_schema="e")
+
+
+def test_verify_compares_values_and_pg_verify_only_loads_nothing(types_db, pg_uri):
+    fbunload.unload(types_db, pg_uri, pg_schema="py", verify=True, **AUTH)
+    summary = fbunload.unload(types_db, pg_uri, pg_schema="py", pg_verify_only=True, **AUTH)
+    assert [t["rows"] for t in summary["tables"]] == [3]
+    psql(pg_uri, "UPDATE py.t SET v = v || ' ' WHERE id = 3")
+    with pytest.raises(fbunload.VerifyError,
+                       match=r"table T \(py\.t\) \(rows ordered by all their columns\).*column V differs"):
+        fbunload.unload(types_db, pg_uri, pg_schema="py", pg_verify_only=True, **AUTH)
+    with pytest.raises(fbunload.UsageError, match="pg_verify_only is for a PostgreSQL output"):
+        fbunload.unload(types_db, "out", pg_verify_only=True, **AUTH)

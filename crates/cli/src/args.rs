@@ -215,6 +215,9 @@ pub struct Args {
     #[arg(long, help = fbunload::postgres::PG_END_SYNC_HELP)]
     pub pg_end_sync: bool,
 
+    #[arg(long, help = fbunload::postgres::PG_VERIFY_ONLY_HELP)]
+    pub pg_verify_only: bool,
+
     #[arg(long, help = fbunload::postgres::PG_GRANTS_HELP)]
     pub pg_grants: bool,
 
@@ -389,7 +392,10 @@ pub struct Args {
     pub no_schema: bool,
 
     /// After unloading, count every table's rows at the same snapshot and fail if any file
-    /// has a different number of rows
+    /// has a different number of rows. With -o postgresql://: also compare, once the tables
+    /// are published (a sync: once it is in, reading the tables whole again), every column's
+    /// values in PostgreSQL with the rows read, range by range in key order; a difference
+    /// names the table, the range's first and last key and the columns (docs/postgresql.md)
     #[arg(long)]
     pub verify: bool,
 

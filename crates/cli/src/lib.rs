@@ -689,6 +689,12 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
                 progress::plan_json(&prepared.plan, &prepared.start, &client.source.to_string());
             // What the estimates cost, for those who weigh running them.
             plan["estimate_seconds"] = ((estimate_seconds * 1e4).round() / 1e4).into();
+            if let Some(uri) = args.pg_uri() {
+                let target = unload
+                    .plan_postgres(&prepared, uri, args.pg_schema.as_deref())
+                    .map_err(describe)?;
+                plan["postgresql"] = postgres_plan_json(&target);
+            }
             return print_out(format_args!("{plan}"));
         }
         print_out(format_args!("{}", prepared.plan))?;
@@ -723,6 +729,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             ("--pg-lock-wait", args.pg_lock_wait.is_some()),
             ("--pg-drop-others", args.pg_drop_others),
             ("--pg-grants", args.pg_grants),
+            ("--pg-verify-only", args.pg_verify_only),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
             return Err(Failure::Error(
@@ -799,6 +806,58 @@ fn postgres_plan_text(plan: &fbunload::postgres::TargetPlan) -> String {
     text.trim_end().to_string()
 }
 
+/// What `--plan -o postgresql://... --progress json` says of the target:
+/// what the text plan says ([`postgres_plan_text`]), as fields.
+fn postgres_plan_json(plan: &fbunload::postgres::TargetPlan) -> serde_json::Value {
+    let tables: Vec<serde_json::Value> = plan
+        .tables
+        .iter()
+        .map(|(table, what)| {
+            let action = if what.starts_with("refused") {
+                "refused"
+            } else {
+                plan.kind
+            };
+            serde_json::json!({
+                "table": table,
+                "postgresql": fbunload::postgres::pg_name(table),
+                "action": action,
+                "detail": what,
+            })
+        })
+        .collect();
+    let replaced: Vec<serde_json::Value> = plan
+        .replaced
+        .iter()
+        .map(|(relation, rows)| serde_json::json!({"relation": relation, "estimated_rows": rows}))
+        .collect();
+    let catalog: Vec<serde_json::Value> = plan
+        .tallies
+        .iter()
+        .map(|t| serde_json::json!({"kind": t.kind, "made": t.created, "reported": t.reported}))
+        .collect();
+    let reported: Vec<serde_json::Value> = plan
+        .untranslated
+        .iter()
+        .map(|u| {
+            serde_json::json!({
+                "kind": u.kind,
+                "table": u.table,
+                "name": u.name,
+                "why": u.why,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "run": plan.kind,
+        "detail": plan.run,
+        "tables": tables,
+        "overwrite_replaces": replaced,
+        "catalog": catalog,
+        "reported": reported,
+    })
+}
+
 /// `--pg-end-sync`: the cut-over, in PostgreSQL only.
 fn end_sync(args: &Args) -> Result<(), Failure> {
     let Some(uri) = args.pg_uri() else {
@@ -834,6 +893,35 @@ fn end_sync(args: &Args) -> Result<(), Failure> {
 /// `-o postgresql://...`: the run, then what it loaded and what did not
 /// translate.
 fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure> {
+    if args.pg_verify_only {
+        let verify = |progress: &dyn fbunload::Progress| {
+            unload
+                .verify_postgres(uri, args.pg_schema.as_deref(), progress)
+                .map_err(describe)
+        };
+        if args.progress == args::ProgressMode::Json && !args.quiet {
+            let events = progress::JsonLines::new();
+            let summary = verify(&events)?;
+            events.summary(&summary);
+            return Ok(());
+        }
+        let display = progress::Display::new(args.quiet);
+        let summary = verify(&display)?;
+        display.finish();
+        if !args.quiet {
+            eprintln!(
+                "verified: schema {} of {} holds what Firebird holds, every column of {}",
+                printable(
+                    args.pg_schema
+                        .as_deref()
+                        .unwrap_or(fbunload::postgres::DEFAULT_SCHEMA)
+                ),
+                fbunload::postgres::shown_target(uri),
+                count(summary.tables.len(), "table")
+            );
+        }
+        return Ok(());
+    }
     let run = |progress: &dyn fbunload::Progress| {
         unload
             .to_postgres(uri, args.pg_schema.as_deref(), progress)

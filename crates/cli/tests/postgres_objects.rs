@@ -684,6 +684,16 @@ fn plan_says_full_load_sync_or_refusal_and_what_would_be_made_changing_nothing()
         assert!(out.status.success(), "{}", stderr(&out));
         String::from_utf8(out.stdout).unwrap()
     };
+    // The same as one JSON object on standard output (--progress json).
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["--progress", "json"];
+        all.extend_from_slice(args);
+        let text = plan(&all);
+        let plan: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!("--plan --progress json is not one JSON object ({e}): {text}")
+        });
+        plan["postgresql"].clone()
+    };
     let mut c = pg(&uri);
     let schemas = |c: &mut postgres::Client| -> i64 {
         c.query_one(
@@ -708,6 +718,26 @@ fn plan_says_full_load_sync_or_refusal_and_what_would_be_made_changing_nothing()
     assert!(text.contains("would report exception E_GONE"), "{text}");
     // The domain's CHECK, translated by fbunload-psql, would be made.
     assert!(text.contains("domain check 1/0"), "{text}");
+    let p = json(&[]);
+    assert_eq!(p["run"], "full load", "{p}");
+    assert_eq!(
+        p["tables"][0],
+        serde_json::json!({"table": "ITEM", "postgresql": "item", "action": "full load",
+                           "detail": "full load"}),
+        "{p}"
+    );
+    let kinds = p["catalog"].as_array().unwrap();
+    assert!(
+        kinds.contains(&serde_json::json!({"kind": "domain check", "made": 1, "reported": 0})),
+        "{p}"
+    );
+    let reported = p["reported"].as_array().unwrap();
+    assert!(
+        reported
+            .iter()
+            .any(|r| r["kind"] == "exception" && r["name"] == "E_GONE" && r["why"] != ""),
+        "{p}"
+    );
     assert_eq!(schemas(&mut c), before, "--plan made a schema");
     // Loaded without its state: refused, or replaced with --overwrite.
     let out = fbunload(&db, &["-o", &uri, "--pg-schema", "p"]);
@@ -724,6 +754,19 @@ fn plan_says_full_load_sync_or_refusal_and_what_would_be_made_changing_nothing()
         "{text}"
     );
     assert!(text.contains("--overwrite replaces: item (~"), "{text}");
+    let p = json(&[]);
+    assert_eq!(p["run"], "refused", "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("discarding every write"),
+        "{p}"
+    );
+    assert_eq!(p["overwrite_replaces"][0]["relation"], "item", "{p}");
+    let p = json(&["--overwrite"]);
+    assert_eq!(p["run"], "full load", "{p}");
+    assert_eq!(p["overwrite_replaces"][0]["relation"], "item", "{p}");
     // Loaded with its state: a sync.
     let out = fbunload(
         &db,
@@ -739,5 +782,8 @@ fn plan_says_full_load_sync_or_refusal_and_what_would_be_made_changing_nothing()
     let text = plan(&[]);
     assert!(text.contains("PostgreSQL: a sync"), "{text}");
     assert!(text.contains("ITEM: synced"), "{text}");
+    let p = json(&[]);
+    assert_eq!(p["run"], "sync", "{p}");
+    assert_eq!(p["tables"][0]["action"], "sync", "{p}");
     assert_eq!(runs(&mut c), kept, "--plan recorded a run");
 }

@@ -24,6 +24,7 @@
 
 mod casts;
 pub mod catalog_report;
+pub mod content;
 pub mod cut_over;
 pub mod ddl;
 mod defaults;
@@ -76,8 +77,13 @@ pub struct PostgresOptions {
     /// Create the tables, keys and sequences (`false`: `--no-schema`,
     /// load into the tables that exist).
     pub create_tables: bool,
-    /// Count every loaded table in PostgreSQL against the rows read.
+    /// Count every loaded table in PostgreSQL against the rows read, and
+    /// compare the content of the published tables with the rows read,
+    /// range by range ([`content`]).
     pub verify: bool,
+    /// Load nothing: compare the tables the target holds with the rows
+    /// read, as `verify` does after a load (`--pg-verify-only`).
+    pub verify_only: bool,
     /// What the run records of itself in `_fbunload_runs`: the source
     /// database (as given, without password) and its options.
     pub source: String,
@@ -135,6 +141,7 @@ impl Default for PostgresOptions {
             overwrite: false,
             create_tables: true,
             verify: false,
+            verify_only: false,
             source: String::new(),
             options_json: serde_json::Value::Null,
             keep_state: false,
@@ -268,6 +275,8 @@ struct TableLoad {
     /// Whether the catalog model describes it (a table, not a view or
     /// query), so keys and indices can follow.
     from_table: bool,
+    /// The rows read, digested for `--verify` ([`content`]).
+    digest: Option<content::Digests>,
 }
 
 /// What a lane is asked to do.
@@ -284,13 +293,17 @@ struct UnitCopy {
     table: String,
     columns: Arc<Vec<PgColumn>>,
     key: Vec<usize>,
+    /// Digest the rows sent, for `--verify` ([`content`]).
+    digest: bool,
 }
 
-/// What a lane's COPY of one unit took: rows, and bytes sent.
-#[derive(Debug, Clone, Copy, Default)]
+/// What a lane's COPY of one unit took: rows, bytes sent, and the rows
+/// digested where asked.
+#[derive(Debug, Default)]
 struct Copied {
     rows: u64,
     bytes: u64,
+    digest: Option<content::Digests>,
 }
 
 /// A PostgreSQL connection on a thread of its own, taking units.
@@ -353,6 +366,9 @@ fn copy_unit(
     // through the client's runtime, and PostgreSQL reads whole buffers.
     let mut buf = BytesMut::with_capacity(SEND_BYTES + SEND_BYTES / 4);
     buf.extend_from_slice(types::COPY_HEADER);
+    let mut digest = copy
+        .digest
+        .then(|| content::Digests::new(&copy.columns, &copy.key));
     let mut writer = match client.copy_in(&copy.sql) {
         Ok(sink) => Some(sink),
         Err(e) => {
@@ -372,7 +388,9 @@ fn copy_unit(
             Ok(ToLane::Batch(batch)) => {
                 if let Some(w) = writer.as_mut() {
                     rows += batch.num_rows() as u64;
-                    if let Err(e) = write_batch(w, &mut buf, &batch, copy, &mut sent) {
+                    if let Err(e) =
+                        write_batch(w, &mut buf, &batch, copy, &mut sent, digest.as_mut())
+                    {
                         // Dropping the writer cancels the COPY.
                         writer = None;
                         fail(e, &mut error);
@@ -389,7 +407,11 @@ fn copy_unit(
                             .and_then(|()| w.finish().map_err(|e| message(&copy.table, &e)))
                             .and_then(|n| {
                                 (n == rows)
-                                    .then_some(Copied { rows, bytes: sent })
+                                    .then_some(Copied {
+                                        rows,
+                                        bytes: sent,
+                                        digest,
+                                    })
                                     .ok_or_else(|| {
                                         format!(
                                             "table {}: PostgreSQL took {n} rows of {rows}",
@@ -438,12 +460,20 @@ fn write_batch(
     batch: &RecordBatch,
     copy: &UnitCopy,
     sent: &mut u64,
+    mut digest: Option<&mut content::Digests>,
 ) -> Result<(), String> {
     refuse_nul(batch, copy)?;
     let mut row = 0;
     while row < batch.num_rows() {
+        let start = buf.len();
         row = types::put_rows(batch.columns(), &copy.columns, row, SEND_BYTES, buf)
             .map_err(|e| format!("table {}: PostgreSQL COPY failed: {e}", copy.table))?;
+        // The very bytes that go out, digested.
+        if let Some(digest) = digest.as_deref_mut() {
+            digest
+                .add_rows(&buf[start..], &copy.columns)
+                .map_err(|e| format!("table {}: --verify: {e}", copy.table))?;
+        }
         if buf.len() >= SEND_BYTES {
             *sent += buf.len() as u64;
             send(writer, buf, &copy.table)?;
@@ -605,13 +635,29 @@ impl PostgresDestination {
                 ident(&staging)
             ))
             .map_err(|e| pg_error("removing an earlier run's staging schema", e))?;
+        if options.verify_only {
+            let present: bool = control
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)",
+                    &[schema],
+                )
+                .map_err(|e| pg_error("looking at the target schema", e))?
+                .get(0);
+            if !present {
+                return Err(ExecError::Usage(format!(
+                    "--pg-verify-only: {} has no schema {schema} to verify; --pg-schema names \
+                     the one that was loaded",
+                    target.shown()
+                )));
+            }
+        }
         // A target that holds a run with its state is synced from it.
-        let base = if options.create_tables && !options.overwrite {
+        let base = if options.create_tables && !options.overwrite && !options.verify_only {
             sync::read_base(&mut control, schema)?
         } else {
             None
         };
-        if options.create_tables && base.is_none() {
+        if options.create_tables && base.is_none() && !options.verify_only {
             Self::check_replaceable(&mut control, &target, &options)?;
         }
         let watch = safety::CancelWatch::start(options.cancel.clone(), control.cancel_token());
@@ -835,6 +881,7 @@ impl PostgresDestination {
                 units_left: table.unit_count,
                 rows: 0,
                 bytes: 0,
+                digest: None,
                 from_table: table.kind == Kind::Table && model.is_some(),
             });
         }
@@ -909,6 +956,36 @@ impl PostgresDestination {
             }
         }
         Ok(())
+    }
+
+    /// Whether the units digest the rows they send: a load's `--verify`
+    /// (a sync's reads only what changed: its check reads Firebird again,
+    /// `--pg-verify-only`).
+    fn digesting(&self) -> bool {
+        self.options.verify && self.base.is_none()
+    }
+
+    /// Counts a unit of table `table` that completed; `true` once it was
+    /// the table's last.
+    pub(crate) fn unit_done(
+        &self,
+        table: usize,
+        rows: u64,
+        bytes: u64,
+        digest: Option<content::Digests>,
+    ) -> bool {
+        let mut tables = self.tables.lock().unwrap();
+        let t = &mut tables[table];
+        t.rows += rows;
+        t.bytes += bytes;
+        if let Some(digest) = digest {
+            match &mut t.digest {
+                Some(all) => all.append(digest),
+                None => t.digest = Some(digest),
+            }
+        }
+        t.units_left = t.units_left.saturating_sub(1);
+        t.units_left == 0
     }
 
     fn lane(&self) -> Result<Lane, ExecError> {
@@ -1115,6 +1192,63 @@ impl PostgresDestination {
         } else {
             Err(ExecError::Verify(differ.join("; ")))
         }
+    }
+
+    /// `--verify`'s content check ([`content`]): each table of the run in
+    /// `schema`, read back, against the rows read from Firebird. All
+    /// tables are read, and every difference said in one line.
+    fn verify_content(&self, client: &mut Client, schema: &str) -> Result<(), ExecError> {
+        let mut differ: Vec<String> = Vec::new();
+        let mut ranges = 0;
+        let mut tables = self.tables.lock().unwrap();
+        for t in tables.iter_mut() {
+            self.check_stopped()?;
+            // Each table's digests let go once it is checked.
+            let firebird = t
+                .digest
+                .take()
+                .unwrap_or_else(|| content::Digests::new(&t.columns, &t.key));
+            let found = content::read_back(client, schema, &t.name, &t.columns, &t.key, &firebird)?;
+            ranges += found.len();
+            let key = if t.key.is_empty() {
+                " (rows ordered by all their columns)"
+            } else {
+                ""
+            };
+            for (i, d) in found.iter().enumerate() {
+                if i == 3 {
+                    differ.push(format!("table {}: {} more ranges", t.name, found.len() - 3));
+                    break;
+                }
+                differ.push(format!(
+                    "table {} ({schema}.{}){key}, {d}",
+                    t.name,
+                    pg_name(&t.name)
+                ));
+            }
+        }
+        if differ.is_empty() {
+            return Ok(());
+        }
+        let what = if self.options.verify_only {
+            "load it again with --overwrite (which discards every write made there since), \
+             or, where it is kept in sync (--keep-keys), with --overwrite --keep-keys"
+        } else if self.options.keep_state {
+            "the rows were changed in PostgreSQL after the publish (or on the way): load \
+             again with --overwrite --keep-keys (which discards every write made there since)"
+        } else {
+            "the rows were changed in PostgreSQL after the publish (or on the way): load \
+             again with --overwrite (which discards every write made there since)"
+        };
+        Err(ExecError::Verify(format!(
+            "{ranges} range{} (of up to {} rows, in key order) of schema {schema} of {} \
+             differ{} from Firebird: {}; {what}",
+            if ranges == 1 { "" } else { "s" },
+            content::RANGE_ROWS,
+            self.target.shown(),
+            if ranges == 1 { "s" } else { "" },
+            differ.join("; ")
+        )))
     }
 
     /// The one transaction that makes the run visible, once it holds the
@@ -1340,6 +1474,11 @@ impl Destination for PostgresDestination {
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
         let loads = self.prepare_tables(run.plan, run)?;
+        if self.options.verify_only {
+            *self.snapshot.lock().unwrap() = run.snapshot_number;
+            *self.tables.lock().unwrap() = loads;
+            return Ok(());
+        }
         let mut client = self.control.lock().unwrap();
         if !self.options.create_tables {
             self.check_existing(&mut client, &loads)?;
@@ -1380,6 +1519,17 @@ impl Destination for PostgresDestination {
     }
 
     fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        if self.options.verify_only {
+            let tables = self.tables.lock().unwrap();
+            let t = &tables[unit.table];
+            return Ok(Box::new(content::VerifyUnit::new(
+                self,
+                unit.table,
+                &t.name,
+                t.columns.clone(),
+                &t.key,
+            )));
+        }
         let copy = {
             let tables = self.tables.lock().unwrap();
             let t = &tables[unit.table];
@@ -1394,6 +1544,7 @@ impl Destination for PostgresDestination {
                 table: t.name.clone(),
                 columns: t.columns.clone(),
                 key: t.key.clone(),
+                digest: self.digesting(),
             })
         };
         let lane = self.lane()?;
@@ -1413,6 +1564,11 @@ impl Destination for PostgresDestination {
         // Idle lanes close their connections.
         self.idle.lock().unwrap().clear();
         let mut client = self.control.lock().unwrap();
+        if self.options.verify_only {
+            return self
+                .phase(|| self.verify_content(&mut client, &self.options.schema))
+                .map(|()| Vec::new());
+        }
         self.phase(|| {
             if self.options.verify {
                 self.verify(&mut client)?;
@@ -1435,6 +1591,9 @@ impl Destination for PostgresDestination {
                 }
                 if !self.options.keep_state {
                     self.publish(&mut client)?;
+                    if self.digesting() {
+                        self.verify_content(&mut client, &self.options.schema)?;
+                    }
                 }
             }
             Ok(())
@@ -1548,12 +1707,9 @@ impl UnitWriter for PgUnit<'_> {
             .map_err(|_| lost(&self.name))?
             .map_err(ExecError::Server)?;
         self.destination.idle.lock().unwrap().push(lane);
-        let mut tables = self.destination.tables.lock().unwrap();
-        let t = &mut tables[self.table];
-        t.rows += copied.rows;
-        t.bytes += copied.bytes;
-        t.units_left = t.units_left.saturating_sub(1);
-        Ok(t.units_left == 0)
+        Ok(self
+            .destination
+            .unit_done(self.table, copied.rows, copied.bytes, copied.digest))
     }
 
     fn abort(mut self: Box<Self>) -> Result<(), ExecError> {

@@ -172,6 +172,9 @@ pub fn whole_ddl(
 pub struct TargetPlan {
     /// The run as a whole: a full load, a sync, or refused and why.
     pub run: String,
+    /// The same in one word: `full load`, `sync`, `existing tables`
+    /// (`--no-schema`) or `refused`.
+    pub kind: &'static str,
     /// Each table of the run and what would happen to it.
     pub tables: Vec<(String, String)>,
     /// What `--overwrite` replaces (or would): the schema's tables and
@@ -252,6 +255,7 @@ pub fn plan_target(
     let full_load;
     if !options.create_tables {
         full_load = false;
+        out.kind = "existing tables";
         out.run = if options.overwrite {
             "rows replaced in the existing tables (--no-schema --overwrite)".into()
         } else {
@@ -267,6 +271,7 @@ pub fn plan_target(
         }
     } else if kept_state && !options.overwrite {
         full_load = false;
+        out.kind = "sync";
         out.run = "a sync: only what changed since the run that kept its state is applied, in \
                    one transaction"
             .into();
@@ -283,6 +288,7 @@ pub fn plan_target(
         }
     } else if !relations.is_empty() && !options.overwrite {
         full_load = false;
+        out.kind = "refused";
         out.run = format!(
             "refused: schema {schema} holds {} tables or views and no state to sync from; \
              --overwrite would replace them whole, {discards}",
@@ -291,6 +297,7 @@ pub fn plan_target(
         out.replaced = user_relations;
     } else {
         full_load = true;
+        out.kind = "full load";
         out.run = if relations.is_empty() {
             format!("a full load into schema {schema} (absent or empty)")
         } else {

@@ -280,7 +280,11 @@ impl PostgresDestination {
                 .map_err(|e| pg_error("publishing", e))?;
             *self.checksums.lock().unwrap() = self.key_checksums(&mut tx, &self.staging, None)?;
             tx.commit().map_err(|e| pg_error("publishing", e))?;
-            self.publish(&mut client)
+            self.publish(&mut client)?;
+            if self.digesting() {
+                self.verify_content(&mut client, &self.options.schema)?;
+            }
+            Ok(())
         })
     }
 
@@ -398,6 +402,7 @@ impl PostgresDestination {
                 table: table.to_string(),
                 columns: Arc::new(key),
                 key: Vec::new(),
+                digest: false,
             })))
             .map_err(|_| lost())?;
         for batch in batches {

@@ -41,7 +41,7 @@ pub enum ExecError {
     Usage(String),
     #[error("table {table}: the worker's connection was lost: {message}")]
     ConnectionLost { table: String, message: String },
-    #[error("--verify found different row counts: {0}")]
+    #[error("--verify found differences: {0}")]
     Verify(String),
     #[error(
         "interrupted; nothing of this run was kept (an output directory holds what it held \

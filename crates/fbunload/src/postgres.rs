@@ -38,6 +38,13 @@ pub const PG_GRANTS_HELP: &str = "With -o postgresql://: also make Firebird's ro
     default: roles belong to the whole PostgreSQL cluster. Every grant is reported either way: \
     made, or listed in _fbunload_untranslated with why";
 
+/// What `--pg-verify-only` and Python's `pg_verify_only` say in help.
+pub const PG_VERIFY_ONLY_HELP: &str = "With -o postgresql://: load nothing; read the tables from \
+    Firebird at a new snapshot and compare them with what --pg-schema holds, as --verify does \
+    after a load: every column's values, range by range in key order; any difference is named \
+    (table, first and last key of the range, the columns) and the status is 1. For the \
+    cut-over day, once writes to Firebird have stopped";
+
 /// What `--pg-end-sync` says in help.
 pub const PG_END_SYNC_HELP: &str = "With -o postgresql://: the cut-over. Ends keeping \
     --pg-schema in sync: removes fbunload's own tables there (_fbunload_state, _fbunload_runs, \
@@ -55,6 +62,13 @@ pub fn end_sync(uri: &str, schema: Option<&str>) -> Result<EndedSync, Error> {
     let target = Target::parse(uri).map_err(Error::Usage)?;
     let schema = schema.unwrap_or(DEFAULT_SCHEMA);
     fbunload_dest_postgres::cut_over::end_sync(&target, schema)
+}
+
+/// The target of `uri` as messages name it (no password).
+pub fn shown_target(uri: &str) -> String {
+    Target::parse(uri)
+        .map(|t| t.shown().to_string())
+        .unwrap_or_default()
 }
 
 /// What a load into PostgreSQL did.
@@ -193,6 +207,7 @@ impl Unload {
             overwrite: self.reuse == Reuse::Overwrite,
             create_tables: self.options.schema,
             verify: self.options.verify,
+            verify_only: false,
             source: self.connect.database.clone(),
             options_json: json!({
                 "tables": filter.include,
@@ -212,17 +227,25 @@ impl Unload {
         };
         // PostgreSQL first: a wrong URI, password or an occupied schema
         // fails before Firebird is attached.
-        let destination = PostgresDestination::open(target, options)?;
+        let destination = PostgresDestination::open(target.clone(), options)?;
         if self.keep_keys || destination.base_state().is_some() {
             let summary = self.keep_in_sync(&destination, &schema, progress)?;
-            return Ok(Loaded {
+            let loaded = Loaded {
                 summary,
                 target: destination.target().shown().to_string(),
                 schema,
                 untranslated: destination.untranslated(),
                 catalog: destination.catalog_tallies(),
                 synced: destination.base_state().is_some(),
-            });
+            };
+            if self.options.verify && loaded.synced {
+                // A sync read only what changed: its check reads the
+                // tables whole once the sync is in (docs/postgresql.md),
+                // after the sync's turn on the target ends.
+                drop(destination);
+                self.verify_target(target, &loaded.schema, progress)?;
+            }
+            return Ok(loaded);
         }
         let mut this = self.clone();
         // numeric holds INT128's 39 digits: read them all.
@@ -239,6 +262,62 @@ impl Unload {
             catalog: destination.catalog_tallies(),
             synced: false,
         })
+    }
+}
+
+impl Unload {
+    /// `--pg-verify-only`: compares the tables of schema `schema` (default
+    /// `public`) of the PostgreSQL database at `uri` with the rows read
+    /// from Firebird now, loading nothing ([`PG_VERIFY_ONLY_HELP`]).
+    pub fn verify_postgres(
+        &self,
+        uri: &str,
+        schema: Option<&str>,
+        progress: &dyn Progress,
+    ) -> Result<Summary, Error> {
+        self.table_filter()?;
+        let loading = [
+            ("--overwrite", self.reuse == Reuse::Overwrite),
+            ("--keep-keys", self.keep_keys),
+            ("--pg-drop-others", self.pg_drop_others),
+            ("--pg-grants", self.pg_grants),
+            ("--since", self.since.is_some()),
+            ("--journal", self.journal.is_some()),
+        ];
+        if let Some((flag, _)) = loading.iter().find(|(_, given)| *given) {
+            return Err(Error::Usage(format!(
+                "--pg-verify-only loads nothing: leave out {flag}"
+            )));
+        }
+        let target = Target::parse(uri).map_err(Error::Usage)?;
+        self.verify_target(target, schema.unwrap_or(DEFAULT_SCHEMA), progress)
+    }
+
+    fn verify_target(
+        &self,
+        target: Target,
+        schema: &str,
+        progress: &dyn Progress,
+    ) -> Result<Summary, Error> {
+        let options = PostgresOptions {
+            schema: schema.to_string(),
+            verify: true,
+            verify_only: true,
+            create_tables: self.options.schema,
+            lock_wait: self.pg_lock_wait,
+            cancel: self.options.cancel.clone(),
+            ..PostgresOptions::default()
+        };
+        let destination = PostgresDestination::open(target, options)?;
+        let mut this = self.clone();
+        // As a load reads them: numeric holds INT128's 39 digits.
+        this.options.types.decimal256 = true;
+        this.options.verify = false;
+        this.keep_keys = false;
+        this.since = None;
+        this.journal = None;
+        let prepared = this.prepare()?;
+        prepared.run(&destination, progress)
     }
 }
 

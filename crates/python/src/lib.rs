@@ -619,7 +619,7 @@ impl fbunload::Progress for SaidOnStderr {
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
     processes=None, pg_schema=None, pg_lock_wait=None, pg_drop_others=false, pg_grants=false,
-    journal=None))]
+    journal=None, pg_verify_only=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -666,6 +666,7 @@ fn unload<'py>(
     pg_drop_others: bool,
     pg_grants: bool,
     journal: Option<PathBuf>,
+    pg_verify_only: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     // `output` may be a PostgreSQL database rather than a directory.
     let pg_uri = output
@@ -678,6 +679,7 @@ fn unload<'py>(
             ("pg_lock_wait", pg_lock_wait.is_some()),
             ("pg_drop_others", pg_drop_others),
             ("pg_grants", pg_grants),
+            ("pg_verify_only", pg_verify_only),
         ];
         if let Some((keyword, _)) = given.iter().find(|(_, given)| *given) {
             return Err(UsageError::new_err(format!(
@@ -794,6 +796,9 @@ fn unload<'py>(
         });
     let cancel: Arc<AtomicBool> = unload.run_options().cancel.clone();
     let run = std::thread::spawn(move || match pg_uri {
+        Some(uri) if pg_verify_only => unload
+            .verify_postgres(&uri, pg_schema.as_deref(), &SaidOnStderr)
+            .map(|summary| (summary, None)),
         Some(uri) => unload
             .to_postgres(&uri, pg_schema.as_deref(), &SaidOnStderr)
             .map(|loaded| {
