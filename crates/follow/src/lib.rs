@@ -17,6 +17,7 @@
 //! statements. Data flows one way: journal → events → PostgreSQL.
 
 pub mod jsonl;
+pub mod net;
 pub mod source;
 pub mod target;
 
@@ -162,6 +163,7 @@ pub fn follow(
             )));
         }
         let state = target.position(&handoff, &journal)?;
+        target.defer_foreign_keys()?;
         (
             Sink::Postgres {
                 target: Box::new(target),
@@ -180,6 +182,7 @@ pub fn follow(
     let mut last_change = Instant::now();
     loop {
         if stop.load(Ordering::SeqCst) {
+            commit(&mut sink, &mut summary, progress)?;
             return Ok(summary);
         }
         let Some(segment) = journal.segment(cursor.sequence)? else {
@@ -199,6 +202,7 @@ pub fn follow(
                     cursor.sequence, journal.database_file, later
                 )));
             }
+            commit(&mut sink, &mut summary, progress)?;
             if idle(options, &last_change) {
                 return Ok(summary);
             }
@@ -242,25 +246,35 @@ pub fn follow(
             let anything = ended.change_count() > 0
                 || !ended.sequences.is_empty()
                 || !ended.statements.is_empty();
-            let count = match &mut sink {
-                Sink::Postgres { target, .. } if wanted && anything => {
-                    apply(&mut source, target, &ended, restart)?
-                }
+            let counted = wanted && anything && ended.outcome == Outcome::Committed;
+            match &mut sink {
                 Sink::Postgres { target, .. } => {
-                    target.record_position(ended.end, restart)?;
-                    0
+                    if wanted && anything {
+                        if let Err(e) = refuse_ddl(&ended) {
+                            // What came before it stays applied.
+                            commit(&mut sink, &mut summary, progress)?;
+                            return Err(e);
+                        }
+                        target.add(&mut source, &ended, counted)?;
+                    }
+                    target.reached(ended.end, restart);
+                    if target.due() {
+                        commit(&mut sink, &mut summary, progress)?;
+                    }
                 }
-                Sink::JsonLines(out) if anything => out.write(&mut source, &ended, restart)?,
-                Sink::JsonLines(_) => 0,
-            };
+                Sink::JsonLines(out) => {
+                    if anything {
+                        summary.changes += out.write(&mut source, &ended, restart)?;
+                    }
+                    summary.transactions += u64::from(counted);
+                    summary.position = ended.end;
+                    progress.applied(&summary, None);
+                }
+            }
             applied = ended.end;
-            summary.transactions +=
-                u64::from(wanted && anything && ended.outcome == Outcome::Committed);
-            summary.changes += count;
-            summary.position = applied;
             last_change = Instant::now();
-            progress.applied(&summary, None);
             if stop.load(Ordering::SeqCst) {
+                commit(&mut sink, &mut summary, progress)?;
                 return Ok(summary);
             }
         }
@@ -282,6 +296,7 @@ pub fn follow(
                 offset: 0,
             };
         } else if blocks.is_empty() {
+            commit(&mut sink, &mut summary, progress)?;
             if idle(options, &last_change) {
                 return Ok(summary);
             }
@@ -296,33 +311,23 @@ fn idle(options: &FollowOptions, last_change: &Instant) -> bool {
         .is_some_and(|idle| last_change.elapsed() >= idle)
 }
 
-/// Applies one ended transaction (its changes if it committed, its
-/// sequences either way) with the new position; returns the row changes.
-fn apply(
-    source: &mut source::Source,
-    target: &mut target::Target,
-    ended: &Committed,
-    restart: Position,
-) -> Result<u64, FollowError> {
-    refuse_ddl(ended)?;
-    let sequences = ended
-        .sequences
-        .iter()
-        .filter_map(|(name, value)| target.sequence_statement(name, *value))
-        .collect::<Vec<_>>();
-    let schema = target.schema().to_string();
-    let mut statements = ended.changes().map(|change| {
-        let change = change?;
-        let table = source.table(&change.table)?;
-        target::statement(&schema, &table, &change, &ended.blobs)
-    });
-    target.apply(
-        ended.transaction,
-        &mut statements,
-        &sequences,
-        ended.end,
-        restart,
-    )
+/// Commits the group a PostgreSQL target gathered (transactions go
+/// to PostgreSQL many at a time, with the position of the last).
+fn commit(
+    sink: &mut Sink,
+    summary: &mut FollowSummary,
+    progress: &dyn FollowProgress,
+) -> Result<(), FollowError> {
+    let Sink::Postgres { target, .. } = sink else {
+        return Ok(());
+    };
+    if let Some(applied) = target.commit()? {
+        summary.transactions += applied.transactions;
+        summary.changes += applied.changes;
+        summary.position = applied.end;
+        progress.applied(summary, None);
+    }
+    Ok(())
 }
 
 /// Where the changes go.
