@@ -520,8 +520,8 @@ pub enum Command {
         /// first segment)
         #[arg(long, value_name = "RESUME")]
         from: Option<String>,
-        /// json: one JSON object per line on stderr after each applied transaction
-        /// (transactions, changes, position)
+        /// json: one JSON object per line on stderr after each applied group of transactions
+        /// (transactions, changes, position, lag_seconds_at_least, lag_seconds_at_most)
         #[arg(long, value_name = "MODE", value_parser = ["json"])]
         progress: Option<String>,
         /// The schema the --keep-keys load made

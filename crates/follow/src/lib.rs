@@ -23,7 +23,7 @@ pub mod target;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use fbunload_journal::transactions::Outcome;
 use fbunload_journal::{Committed, Journal, JournalError, Position, Transactions};
@@ -73,9 +73,42 @@ pub struct FollowSummary {
     pub position: Position,
 }
 
-/// Progress as a follow goes: after each applied transaction.
+/// When a transaction's commit block was written to the journal, as
+/// closely as the follow can tell (the journal holds no commit times):
+/// not after the segment's modification time or the read that found it,
+/// and after the last read of the same segment that did not find it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub not_after: SystemTime,
+    /// `None`: it was there at the first read of its segment (a follow
+    /// catching up, or a segment begun between two reads).
+    pub after: Option<SystemTime>,
+}
+
+/// Seconds from the oldest applied commit's journal write to its commit
+/// in the target: at least `at_least`; at most `at_most` where known
+/// (then within the poll interval of it while the follow keeps up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lag {
+    pub at_least: Duration,
+    pub at_most: Option<Duration>,
+}
+
+impl Written {
+    /// The lag of a commit written then and applied now.
+    pub fn lag(&self) -> Lag {
+        let now = SystemTime::now();
+        let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
+        Lag {
+            at_least: since(self.not_after),
+            at_most: self.after.map(since),
+        }
+    }
+}
+
+/// Progress as a follow goes: after each group of applied transactions.
 pub trait FollowProgress {
-    fn applied(&self, _summary: &FollowSummary, _lag: Option<Duration>) {}
+    fn applied(&self, _summary: &FollowSummary, _lag: Option<Lag>) {}
 }
 
 impl FollowProgress for () {}
@@ -180,12 +213,16 @@ pub fn follow(
         ..FollowSummary::default()
     };
     let mut last_change = Instant::now();
+    // The last look for a segment, and when it started.
+    let mut last_look: Option<(u64, SystemTime)> = None;
     loop {
         if stop.load(Ordering::SeqCst) {
             commit(&mut sink, &mut summary, progress)?;
             return Ok(summary);
         }
+        let looked = SystemTime::now();
         let Some(segment) = journal.segment(cursor.sequence)? else {
+            last_look = Some((cursor.sequence, looked));
             // Not written yet, unless a later one is: then it is lost.
             let later = if journal.is_being_written(cursor.sequence) {
                 None
@@ -211,6 +248,18 @@ pub fn follow(
         };
         check_guid(&segment, &source, options)?;
         let blocks = segment.blocks_from(cursor.offset)?;
+        // Read whole, then its time asked: both are after every block read.
+        let read = SystemTime::now();
+        let modified = std::fs::metadata(&segment.path)
+            .and_then(|m| m.modified())
+            .unwrap_or(read);
+        let written = Written {
+            not_after: modified.min(read),
+            after: last_look
+                .filter(|(sequence, _)| *sequence == cursor.sequence)
+                .map(|(_, at)| at),
+        };
+        last_look = Some((cursor.sequence, looked));
         let read_to = blocks.last().map(|b| b.end);
         for block in &blocks {
             let Some(ended) = transactions.feed(block)? else {
@@ -257,7 +306,7 @@ pub fn follow(
                         }
                         target.add(&mut source, &ended, counted)?;
                     }
-                    target.reached(ended.end, restart);
+                    target.reached(ended.end, restart, written);
                     if target.due() {
                         commit(&mut sink, &mut summary, progress)?;
                     }
@@ -268,7 +317,7 @@ pub fn follow(
                     }
                     summary.transactions += u64::from(counted);
                     summary.position = ended.end;
-                    progress.applied(&summary, None);
+                    progress.applied(&summary, Some(written.lag()));
                 }
             }
             applied = ended.end;
@@ -325,7 +374,7 @@ fn commit(
         summary.transactions += applied.transactions;
         summary.changes += applied.changes;
         summary.position = applied.end;
-        progress.applied(summary, None);
+        progress.applied(summary, applied.first_written.map(|w| w.lag()));
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use postgres::Client;
 
 use crate::net::{Key, Net, NetTable, Op, Row};
 use crate::source::{Source, Table};
-use crate::{FollowError, FollowOptions};
+use crate::{FollowError, FollowOptions, Written};
 
 /// Row changes sent to PostgreSQL in one round trip.
 const STATEMENTS_PER_TRIP: usize = 500;
@@ -449,9 +449,11 @@ impl Target {
         Ok(())
     }
 
-    /// The group has gone as far as `end`; read again from `restart`.
-    pub fn reached(&mut self, end: Position, restart: Position) {
+    /// The group has gone as far as `end`, a transaction whose commit
+    /// was `written`; read again from `restart`.
+    pub fn reached(&mut self, end: Position, restart: Position, written: Written) {
         self.group.reached = Some((end, restart));
+        self.group.first_written.get_or_insert(written);
         self.group.started.get_or_insert_with(Instant::now);
     }
 
@@ -505,6 +507,7 @@ impl Target {
             transactions: group.transactions,
             changes: group.changes,
             end,
+            first_written: group.first_written,
         }))
     }
 
@@ -589,6 +592,8 @@ pub struct Applied {
     pub transactions: u64,
     pub changes: u64,
     pub end: Position,
+    /// When its first transaction's commit was written to the journal.
+    pub first_written: Option<Written>,
 }
 
 /// The transactions gathered for one PostgreSQL transaction.
@@ -613,6 +618,7 @@ struct Group {
     transactions: u64,
     changes: u64,
     reached: Option<(Position, Position)>,
+    first_written: Option<Written>,
 }
 
 /// How one table's changes go to PostgreSQL.
