@@ -739,7 +739,7 @@ fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
     };
     let dir = tempfile::tempdir().unwrap();
     let p = journaled_db(dir.path(), "group.fdb", true);
-    shop(&p, 50);
+    shop(&p, 80);
     load_live(&p, &uri);
     // A user trigger on the copy: a follow applies rows Firebird's
     // triggers already acted on, so it must not fire.
@@ -775,9 +775,12 @@ fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
             format!("DELETE FROM LINES WHERE ID = {}", 25 + r),
             format!("DELETE FROM ITEMS WHERE ID = {}", 25 + r),
             format!("INSERT INTO ITEMS VALUES ({}, 'back', NULL, NULL)", 25 + r),
-            // An item and its line; an item deleted above while its
-            // line is still in PostgreSQL (ITEMS goes first): the
+            // A line and its item deleted: ITEMS goes first, so its
+            // row goes while the line is still in PostgreSQL: the
             // foreign key holds at the group's commit.
+            format!("DELETE FROM LINES WHERE ID = {}", 50 + r),
+            format!("DELETE FROM ITEMS WHERE ID = {}", 50 + r),
+            // An item and its line.
             format!("INSERT INTO ITEMS VALUES ({}, 'parent', 0, NULL)", 3000 + r),
             format!(
                 "INSERT INTO LINES VALUES ({}, {}, 9.99)",
@@ -794,7 +797,7 @@ fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
     let out = follow_until_idle_with(&p, &uri, &["--progress", "json"]);
     let (firebird, postgres) = shop_sides(&p, &uri);
     assert_eq!(firebird, postgres);
-    // 360 transactions, in a few groups.
+    // 400 transactions, in a few groups.
     let groups: Vec<serde_json::Value> = stderr(&out)
         .lines()
         .filter(|l| l.contains(r#""event":"applied""#))
