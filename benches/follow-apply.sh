@@ -12,6 +12,8 @@
 #   BIN=target/debug benches/follow-apply.sh         # a debug build
 #   BINS="/work/main/target/debug target/debug" benches/follow-apply.sh
 #                                                    # several builds, same data, in turn
+#   FOLLOW_WRAP="perf record -g -o /tmp/follow.perf" benches/follow-apply.sh
+#                                                    # the follow under a profiler
 #
 # Same set-up as benches/follow.sh (a runtime copy with replication.conf,
 # a private PostgreSQL cluster unless FBUNLOAD_TEST_PG_URI names one).
@@ -99,7 +101,7 @@ PY
 
 printf 'ITEMS %s rows; %s transactions of 50 row changes (20 updates, 10 deletes, 10 key updates, 10 inserts); %s cores\n' \
   "$ROWS" "$T" "$(nproc)"
-printf '%-28s %9s %8s %11s %8s  %s\n' build changes wall 'changes/s' 'pg cpu' target
+printf '%-28s %9s %8s %11s %9s %8s  %s\n' build changes wall 'changes/s' 'own cpu' 'pg cpu' target
 # Each build: the same database made again, loaded, the same stream
 # written, then followed (timed).
 for bin in $BINS; do
@@ -111,14 +113,16 @@ for bin in $BINS; do
     --journal "$DATA/apply-archive"
   write stream
   cpu0=$(pg_cpu)
-  /usr/bin/time -f '%e' -o "$DATA/time.txt" \
-    "$bin/fbunload" follow -d "$DB" -u SYSDBA -p masterkey --journal "$DATA/apply-archive" \
+  /usr/bin/time -f '%e %U %S' -o "$DATA/time.txt" \
+    ${FOLLOW_WRAP:-} "$bin/fbunload" follow -d "$DB" -u SYSDBA -p masterkey --journal "$DATA/apply-archive" \
     --journal-live "$DATA/apply-journal" -o "$URI" --pg-schema live --until-idle 1 2>"$DATA/follow.txt"
   cpu1=$(pg_cpu)
-  wall=$(echo "$(cat "$DATA/time.txt") - 1" | bc -l)
+  read -r secs user system < "$DATA/time.txt"
+  wall=$(echo "$secs - 1" | bc -l)
   applied=$(grep -o '[0-9,]* row changes\?' "$DATA/follow.txt" | tr -d ',' | grep -o '^[0-9]*' || echo 0)
-  printf '%-28s %9s %8.2f %11.0f %8.2f  %s\n' "$bin" "$applied" "$wall" \
-    "$(echo "$applied / $wall" | bc -l)" "$(echo "$cpu1 - $cpu0" | bc -l)" "$(differs)"
+  printf '%-28s %9s %8.2f %11.0f %9.2f %8.2f  %s\n' "$bin" "$applied" "$wall" \
+    "$(echo "$applied / $wall" | bc -l)" "$(echo "$user + $system" | bc -l)" \
+    "$(echo "$cpu1 - $cpu0" | bc -l)" "$(differs 2>/dev/null)"
 done
 PGOPTIONS='-c client_min_messages=warning' psql "$URI" -X -q -c "DROP SCHEMA IF EXISTS live CASCADE" >/dev/null 2>&1
 rm -rf "$DB" "$RT" "$DATA/apply-journal" "$DATA/apply-archive"
