@@ -81,7 +81,8 @@ pub struct FollowSummary {
 pub struct Written {
     pub not_after: SystemTime,
     /// `None`: it was there at the first read of its segment (a follow
-    /// catching up, or a segment begun between two reads).
+    /// catching up, or a segment begun between two reads), or only the
+    /// archived segments are read.
     pub after: Option<SystemTime>,
 }
 
@@ -253,10 +254,13 @@ pub fn follow(
         let modified = std::fs::metadata(&segment.path)
             .and_then(|m| m.modified())
             .unwrap_or(read);
+        // A block the last look did not find was written after it only
+        // where that look saw the file the engine writes: an archived
+        // copy shows blocks written long before it appeared.
         let written = Written {
             not_after: modified.min(read),
             after: last_look
-                .filter(|(sequence, _)| *sequence == cursor.sequence)
+                .filter(|(sequence, _)| *sequence == cursor.sequence && options.live.is_some())
                 .map(|(_, at)| at),
         };
         last_look = Some((cursor.sequence, looked));
