@@ -1,7 +1,9 @@
 //! `fbunload follow`: the committed transactions of a Firebird database's
 //! replication journal applied to the PostgreSQL schema a `--keep-keys`
-//! load made, in commit order, each in one PostgreSQL transaction that
-//! also records how far the journal is applied.
+//! load made, in commit order, many to one PostgreSQL transaction (a
+//! group: what is read within 100 ms, at most 20,000 row changes, or
+//! until the journal has no more) that also records how far the journal
+//! is applied, so a kill loses or keeps a whole group.
 //!
 //! The hand-off is the load's own snapshot marks (kept with its state in
 //! `_fbunload_state`): a journal transaction is applied when that snapshot
@@ -13,8 +15,9 @@
 //! any kill applies each transaction once.
 //!
 //! The Firebird side ([`source`]) gives each table's record format and
-//! key; the PostgreSQL side ([`target`]) turns decoded rows into
-//! statements. Data flows one way: journal → events → PostgreSQL.
+//! key; the PostgreSQL side ([`target`]) applies decoded rows, a keyed
+//! table's as their net effect per key ([`net`]), set-based. Data flows
+//! one way: journal → events → PostgreSQL.
 
 pub mod jsonl;
 pub mod net;

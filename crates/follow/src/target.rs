@@ -1,12 +1,23 @@
 //! The PostgreSQL side of a follow: the hand-off a `--keep-keys` load
-//! left, the follow's position (`_fbunload_journal`), and each change as
-//! a statement whose values are SQL literals, applied with the position
-//! in one transaction.
+//! left, the follow's position (`_fbunload_journal`), and a group of
+//! journal transactions applied with the position in one transaction.
 //!
-//! Values go in as literals, not parameters: an untyped literal takes the
-//! type of the column it meets, so one renderer serves every column type
-//! the load made. `standard_conforming_strings` is set on, so a quote
-//! doubled is the only escape a text needs (a hostile value is tested).
+//! A keyed table's changes go set-based: their net effect per key
+//! ([`crate::net`]) is copied (`COPY`, text format) into a temporary
+//! staging table typed as the target's columns, then one `DELETE`, one
+//! `UPDATE` and one `INSERT` apply it, each counted against what the
+//! journal says must be there. Statement per statement, in commit order,
+//! stay the tables where the net effect could differ from what the
+//! changes one by one would do: no primary key (rows matched by all
+//! their values), another unique key (values swapped between rows within
+//! one `UPDATE`), a foreign key with an action (`CASCADE` acts at once).
+//!
+//! Values are the text PostgreSQL's input functions read: as SQL
+//! literals in statements (an untyped literal takes the type of the
+//! column it meets, so one renderer serves every column type the load
+//! made; `standard_conforming_strings` is on, so a doubled quote is the
+//! only escape a text needs, and a hostile value is tested), and as
+//! COPY's text fields, escaped as COPY reads them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
