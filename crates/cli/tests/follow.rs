@@ -471,7 +471,8 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
          TIME '23:59:59.9999', TIMESTAMP '9999-12-31 23:59:59.9999', \
          TIME '10:11:12.1314 Europe/Prague', TIMESTAMP '2024-03-31 02:30:00 America/New_York', \
          'ab', 'it''s \\'' ); DROP TABLE \"Odd ''Name\"\"\"; --', x'00FF10', 'caf\u{e9}', \
-         'text blob \u{1F600}', x'000102'";
+         'text blob \u{1F600}' || ASCII_CHAR(9) || ASCII_CHAR(10) || ASCII_CHAR(13) || '\\N \\.', \
+         x'000102'";
     execute(
         &p.db,
         &[
