@@ -76,13 +76,14 @@ $BIN/fbunload -d "$DB" -u SYSDBA -p masterkey -q -o "$URI" --pg-schema lag --kee
 psql_q -c "ALTER TABLE lag.lags ADD COLUMN seen timestamptz DEFAULT clock_timestamp()" >/dev/null
 
 printf 'follow lag, %s rows, one committed every %s s, %s cores (ms)\n' "$N" "$INTERVAL" "$(nproc)"
-printf '%-26s %8s %8s %8s\n' reading median p90 max
+printf '%-26s %8s %8s %8s   %s\n' reading median p90 max \
+  '--progress json medians (ms): lag_seconds_at_least, lag_seconds_at_most'
 first=1
 for mode in live archive; do
   live=()
   [ $mode = live ] && live=(--journal-live "$DATA/lag-journal")
   $BIN/fbunload follow -d "$DB" -u SYSDBA -p masterkey --journal "$DATA/lag-archive" "${live[@]}" \
-    -o "$URI" --pg-schema lag 2>/dev/null &
+    -o "$URI" --pg-schema lag --progress json 2>"$DATA/lag-progress.txt" &
   follower=$!
   write $first
   sleep 3
@@ -92,10 +93,20 @@ for mode in live archive; do
     (SELECT (extract(epoch FROM seen) * 1e6 - written_us) / 1000 AS l FROM lag.lags \
      WHERE id >= $first) x" | {
     read -r median p90 max
-    printf '%-26s %8.0f %8.0f %8.0f\n' "$( [ $mode = live ] && echo '--journal-live' || echo 'archive only')" \
-      "$median" "$p90" "$max"
+    reported=$(python3 - "$DATA/lag-progress.txt" <<'PY'
+import json, statistics, sys
+events = [json.loads(l) for l in open(sys.argv[1]) if '"event":"applied"' in l]
+events = [e for e in events if e["transactions"] > 0]
+def med(key):
+    v = [e[key] * 1000 for e in events if e.get(key) is not None]
+    return f"{statistics.median(v):.0f} ({len(v)} of {len(events)})" if v else f"- (0 of {len(events)})"
+print(med("lag_seconds_at_least"), med("lag_seconds_at_most"))
+PY
+)
+    printf '%-26s %8.0f %8.0f %8.0f   %s\n' "$( [ $mode = live ] && echo '--journal-live' || echo 'archive only')" \
+      "$median" "$p90" "$max" "$reported"
   }
   first=$((first + N))
 done
 psql_q -c "DROP SCHEMA IF EXISTS lag CASCADE" >/dev/null
-rm -rf "$RT" "$DB" "$DATA/lag-journal" "$DATA/lag-archive"
+rm -rf "$RT" "$DB" "$DATA/lag-journal" "$DATA/lag-archive" "$DATA/lag-progress.txt"

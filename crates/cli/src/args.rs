@@ -537,9 +537,9 @@ pub enum Command {
         /// first segment)
         #[arg(long, value_name = "RESUME")]
         from: Option<String>,
-        /// json: one JSON object per line on stderr after each applied transaction
-        /// (transactions, changes, position), and with -o DIR after each change set written
-        /// (event link: path, transactions, position)
+        /// json: one JSON object per line on stderr after each applied group of transactions
+        /// (transactions, changes, position, lag_seconds_at_least, lag_seconds_at_most), and
+        /// with -o DIR after each change set written (event link: path, transactions, position)
         #[arg(long, value_name = "MODE", value_parser = ["json"])]
         progress: Option<String>,
         /// The schema the --keep-keys load made

@@ -413,8 +413,11 @@ fn follow(
         fn applied(
             &self,
             summary: &fbunload::follow::FollowSummary,
-            _lag: Option<std::time::Duration>,
+            lag: Option<fbunload::follow::Lag>,
         ) {
+            // The journal holds no commit times: the lag is bounded by
+            // when the commit's block was written (docs/postgresql.md, "Live").
+            let seconds = |d: std::time::Duration| (d.as_secs_f64() * 1000.0).round() / 1000.0;
             eprintln!(
                 "{}",
                 serde_json::json!({
@@ -422,6 +425,8 @@ fn follow(
                     "transactions": summary.transactions,
                     "changes": summary.changes,
                     "position": summary.position.to_string(),
+                    "lag_seconds_at_least": lag.map(|l| seconds(l.at_least)),
+                    "lag_seconds_at_most": lag.and_then(|l| l.at_most).map(seconds),
                 })
             );
         }

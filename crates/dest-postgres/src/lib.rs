@@ -56,7 +56,7 @@ use postgres::{Client, CopyInWriter, GenericClient};
 pub use catalog_report::Tally;
 pub use ddl::Untranslated;
 pub use target::{is_postgres_uri, Target};
-pub use translate::{plan as translation_plan, Planned};
+pub use translate::{hold_triggers, plan as translation_plan, Planned};
 use types::{Encoding, PgColumn};
 
 /// The schema a run loads into unless told otherwise.

@@ -632,7 +632,7 @@ fn make(client: &mut Client, staging: &str, step: &Step) -> Result<Option<String
 /// user triggers of its tables that are enabled now are disabled for
 /// the sync's transaction. Returns the SQL that disables them and the
 /// SQL that enables them again, each as it was (`ALWAYS`, `REPLICA`).
-pub(crate) fn hold_triggers(
+pub fn hold_triggers(
     client: &mut impl postgres::GenericClient,
     schema: &str,
     tables: &[String],

@@ -6,7 +6,7 @@
 //! itself is read by crates/journal), here only turned into this crate's
 //! [`Error`] so every front end reports it the same way.
 
-pub use fbunload_follow::{FollowOptions, FollowProgress, FollowSummary, Position};
+pub use fbunload_follow::{FollowOptions, FollowProgress, FollowSummary, Lag, Position};
 
 use std::sync::atomic::AtomicBool;
 

@@ -1,7 +1,9 @@
 //! `fbunload follow`: the committed transactions of a Firebird database's
 //! replication journal applied to the PostgreSQL schema a `--keep-keys`
-//! load made, in commit order, each in one PostgreSQL transaction that
-//! also records how far the journal is applied.
+//! load made, in commit order, many to one PostgreSQL transaction (a
+//! group: what is read within 100 ms, at most 20,000 row changes, or
+//! until the journal has no more) that also records how far the journal
+//! is applied, so a kill loses or keeps a whole group.
 //!
 //! The hand-off is the load's own snapshot marks (kept with its state in
 //! `_fbunload_state`): a journal transaction is applied when that snapshot
@@ -13,17 +15,19 @@
 //! any kill applies each transaction once.
 //!
 //! The Firebird side ([`source`]) gives each table's record format and
-//! key; the PostgreSQL side ([`target`]) turns decoded rows into
-//! statements. Data flows one way: journal → events → PostgreSQL.
+//! key; the PostgreSQL side ([`target`]) applies decoded rows, a keyed
+//! table's as their net effect per key ([`net`]), set-based. Data flows
+//! one way: journal → events → PostgreSQL.
 
 pub mod changeset;
 pub mod jsonl;
+pub mod net;
 pub mod source;
 pub mod target;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use fbunload_journal::transactions::Outcome;
 use fbunload_journal::{Committed, Journal, JournalError, Transactions};
@@ -81,10 +85,44 @@ pub struct FollowSummary {
     pub position: Position,
 }
 
-/// Progress as a follow goes: after each applied transaction, and each
-/// change set written.
+/// When a transaction's commit block was written to the journal, as
+/// closely as the follow can tell (the journal holds no commit times):
+/// not after the segment's modification time or the read that found it,
+/// and after the last read of the same segment that did not find it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub not_after: SystemTime,
+    /// `None`: it was there at the first read of its segment (a follow
+    /// catching up, or a segment begun between two reads), or only the
+    /// archived segments are read.
+    pub after: Option<SystemTime>,
+}
+
+/// Seconds from the oldest applied commit's journal write to its commit
+/// in the target: at least `at_least`; at most `at_most` where known
+/// (then within the poll interval of it while the follow keeps up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lag {
+    pub at_least: Duration,
+    pub at_most: Option<Duration>,
+}
+
+impl Written {
+    /// The lag of a commit written then and applied now.
+    pub fn lag(&self) -> Lag {
+        let now = SystemTime::now();
+        let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
+        Lag {
+            at_least: since(self.not_after),
+            at_most: self.after.map(since),
+        }
+    }
+}
+
+/// Progress as a follow goes: after each group of applied transactions,
+/// and each change set written.
 pub trait FollowProgress {
-    fn applied(&self, _summary: &FollowSummary, _lag: Option<Duration>) {}
+    fn applied(&self, _summary: &FollowSummary, _lag: Option<Lag>) {}
     /// A change set moved into place at `link`, holding `transactions`,
     /// ending at `position` in the journal.
     fn linked(&self, _link: &std::path::Path, _transactions: u64, _position: Position) {}
@@ -203,6 +241,7 @@ pub fn follow_into(
             )));
         }
         let state = target.position(&handoff, &journal)?;
+        target.defer_foreign_keys()?;
         (
             Sink::Postgres {
                 target: Box::new(target),
@@ -219,14 +258,19 @@ pub fn follow_into(
         ..FollowSummary::default()
     };
     let mut last_change = Instant::now();
+    // The last look for a segment, and when it started.
+    let mut last_look: Option<(u64, SystemTime)> = None;
     loop {
         if stop.load(Ordering::SeqCst) {
+            commit(&mut sink, &mut summary, progress)?;
             return finish(&mut sink, summary, progress);
         }
         if let Sink::ChangeSets { sets, .. } = &mut sink {
             sets.write_if_due(progress)?;
         }
+        let looked = SystemTime::now();
         let Some(segment) = journal.segment(cursor.sequence)? else {
+            last_look = Some((cursor.sequence, looked));
             // Not written yet, unless a later one is: then it is lost.
             let later = if journal.is_being_written(cursor.sequence) {
                 None
@@ -243,6 +287,7 @@ pub fn follow_into(
                     cursor.sequence, journal.database_file, later
                 )));
             }
+            commit(&mut sink, &mut summary, progress)?;
             if idle(options, &last_change) {
                 return finish(&mut sink, summary, progress);
             }
@@ -251,6 +296,21 @@ pub fn follow_into(
         };
         check_guid(&segment, &source, options)?;
         let blocks = segment.blocks_from(cursor.offset)?;
+        // Read whole, then its time asked: both are after every block read.
+        let read = SystemTime::now();
+        let modified = std::fs::metadata(&segment.path)
+            .and_then(|m| m.modified())
+            .unwrap_or(read);
+        // A block the last look did not find was written after it only
+        // where that look saw the file the engine writes: an archived
+        // copy shows blocks written long before it appeared.
+        let written = Written {
+            not_after: modified.min(read),
+            after: last_look
+                .filter(|(sequence, _)| *sequence == cursor.sequence && options.live.is_some())
+                .map(|(_, at)| at),
+        };
+        last_look = Some((cursor.sequence, looked));
         let read_to = blocks.last().map(|b| b.end);
         for block in &blocks {
             let Some(ended) = transactions.feed(block)? else {
@@ -288,40 +348,48 @@ pub fn follow_into(
             let anything = ended.change_count() > 0
                 || !ended.sequences.is_empty()
                 || !ended.statements.is_empty();
-            let count = match &mut sink {
-                Sink::Postgres { target, .. } if wanted && anything => {
-                    apply(&mut source, target, &ended, restart)?
-                }
+            let counted = wanted && anything && ended.outcome == Outcome::Committed;
+            match &mut sink {
                 Sink::Postgres { target, .. } => {
-                    target.record_position(ended.end, restart)?;
-                    0
+                    if wanted && anything {
+                        if let Err(e) = refuse_ddl(&ended) {
+                            // What came before it stays applied.
+                            commit(&mut sink, &mut summary, progress)?;
+                            return Err(e);
+                        }
+                        target.add(&mut source, &ended, counted)?;
+                    }
+                    target.reached(ended.end, restart, written);
+                    if target.due() {
+                        commit(&mut sink, &mut summary, progress)?;
+                    }
                 }
-                Sink::JsonLines(out) if anything => out.write(&mut source, &ended, restart)?,
-                Sink::JsonLines(_) => 0,
-                Sink::ChangeSets { sets, .. }
-                    if wanted
-                        && ended.outcome == Outcome::Committed
-                        && ended.change_count() > 0 =>
-                {
-                    refuse_ddl(&ended)?;
-                    sets.add(&mut source, &ended, restart, progress)?
+                Sink::JsonLines(out) => {
+                    if anything {
+                        summary.changes += out.write(&mut source, &ended, restart)?;
+                    }
+                    summary.transactions += u64::from(counted);
+                    summary.position = ended.end;
+                    progress.applied(&summary, Some(written.lag()));
                 }
                 Sink::ChangeSets { sets, .. } => {
                     if wanted {
                         refuse_ddl(&ended)?;
                     }
-                    sets.passed(ended.end, restart);
-                    0
+                    if wanted && ended.outcome == Outcome::Committed && ended.change_count() > 0 {
+                        summary.changes += sets.add(&mut source, &ended, restart, progress)?;
+                    } else {
+                        sets.passed(ended.end, restart);
+                    }
+                    summary.transactions += u64::from(counted);
+                    summary.position = ended.end;
+                    progress.applied(&summary, Some(written.lag()));
                 }
-            };
+            }
             applied = ended.end;
-            summary.transactions +=
-                u64::from(wanted && anything && ended.outcome == Outcome::Committed);
-            summary.changes += count;
-            summary.position = applied;
             last_change = Instant::now();
-            progress.applied(&summary, None);
             if stop.load(Ordering::SeqCst) {
+                commit(&mut sink, &mut summary, progress)?;
                 return finish(&mut sink, summary, progress);
             }
         }
@@ -343,6 +411,7 @@ pub fn follow_into(
                 offset: 0,
             };
         } else if blocks.is_empty() {
+            commit(&mut sink, &mut summary, progress)?;
             if idle(options, &last_change) {
                 return finish(&mut sink, summary, progress);
             }
@@ -370,35 +439,23 @@ fn idle(options: &FollowOptions, last_change: &Instant) -> bool {
         .is_some_and(|idle| last_change.elapsed() >= idle)
 }
 
-/// Applies one ended transaction (its changes if it committed, its
-/// sequences either way) with the new position; returns the row changes.
-fn apply(
-    source: &mut source::Source,
-    target: &mut target::Target,
-    ended: &Committed,
-    restart: Position,
-) -> Result<u64, FollowError> {
-    refuse_ddl(ended)?;
-    let sequences = ended
-        .sequences
-        .iter()
-        .filter_map(|(name, value)| target.sequence_statement(name, *value))
-        .collect::<Vec<_>>();
-    let schema = target.schema().to_string();
-    let mut statements = ended.changes().map(|change| {
-        let change = change?;
-        let table = source.table(&change.table)?;
-        // Only this change's blobs, if they went to their file.
-        let blobs = ended.blobs_of(&table.format, &change)?;
-        target::statement(&schema, &table, &change, &blobs)
-    });
-    target.apply(
-        ended.transaction,
-        &mut statements,
-        &sequences,
-        ended.end,
-        restart,
-    )
+/// Commits the group a PostgreSQL target gathered (transactions go
+/// to PostgreSQL many at a time, with the position of the last).
+fn commit(
+    sink: &mut Sink,
+    summary: &mut FollowSummary,
+    progress: &dyn FollowProgress,
+) -> Result<(), FollowError> {
+    let Sink::Postgres { target, .. } = sink else {
+        return Ok(());
+    };
+    if let Some(applied) = target.commit()? {
+        summary.transactions += applied.transactions;
+        summary.changes += applied.changes;
+        summary.position = applied.end;
+        progress.applied(summary, applied.first_written.map(|w| w.lag()));
+    }
+    Ok(())
 }
 
 /// Where the changes go.

@@ -1,21 +1,35 @@
 //! The PostgreSQL side of a follow: the hand-off a `--keep-keys` load
-//! left, the follow's position (`_fbunload_journal`), and each change as
-//! a statement whose values are SQL literals, applied with the position
-//! in one transaction.
+//! left, the follow's position (`_fbunload_journal`), and a group of
+//! journal transactions applied with the position in one transaction.
 //!
-//! Values go in as literals, not parameters: an untyped literal takes the
-//! type of the column it meets, so one renderer serves every column type
-//! the load made. `standard_conforming_strings` is set on, so a quote
-//! doubled is the only escape a text needs (a hostile value is tested).
+//! A keyed table's changes go set-based: their net effect per key
+//! ([`crate::net`]) is copied (`COPY`, text format) into a temporary
+//! staging table typed as the target's columns, then one `DELETE`, one
+//! `UPDATE` and one `INSERT` apply it, each counted against what the
+//! journal says must be there. Statement per statement, in commit order,
+//! stay the tables where the net effect could differ from what the
+//! changes one by one would do: no primary key (rows matched by all
+//! their values), another unique key (values swapped between rows within
+//! one `UPDATE`), a foreign key with an action (`CASCADE` acts at once).
+//!
+//! Values are the text PostgreSQL's input functions read: as SQL
+//! literals in statements (an untyped literal takes the type of the
+//! column it meets, so one renderer serves every column type the load
+//! made; `standard_conforming_strings` is on, so a doubled quote is the
+//! only escape a text needs, and a hostile value is tested), and as
+//! COPY's text fields, escaped as COPY reads them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use fbunload_dest_postgres::{ident, pg_name, Target as PgTarget, RUNS_TABLE};
-use fbunload_journal::{BlobId, Change, ChangeKind, Journal, Position, Value};
+use fbunload_journal::{BlobId, Change, ChangeKind, Committed, Journal, Position, Value};
 use postgres::Client;
 
-use crate::source::Table;
-use crate::{FollowError, FollowOptions};
+use crate::net::{Key, Net, NetTable, Op, Row};
+use crate::source::{Source, Table};
+use crate::{FollowError, FollowOptions, Written};
 
 /// Row changes sent to PostgreSQL in one round trip.
 const STATEMENTS_PER_TRIP: usize = 500;
@@ -69,6 +83,11 @@ pub struct Target {
     schema: String,
     sequences: BTreeMap<String, String>,
     state: String,
+    /// Bytes of changes a group holds before they go on to PostgreSQL
+    /// (in its open transaction).
+    memory_budget: usize,
+    plans: HashMap<String, TablePlan>,
+    group: Group,
 }
 
 fn pg(what: &str, e: postgres::Error) -> FollowError {
@@ -108,6 +127,9 @@ impl Target {
             schema: options.schema.clone(),
             sequences: BTreeMap::new(),
             state: String::new(),
+            memory_budget: options.memory_budget,
+            plans: HashMap::new(),
+            group: Group::default(),
         })
     }
 
@@ -251,7 +273,7 @@ impl Target {
         Ok(resume)
     }
 
-    fn position_update(&self, end: Position, restart: Position, applied: bool) -> String {
+    fn position_update(&self, end: Position, restart: Position, applied: u64) -> String {
         format!(
             "UPDATE {} SET applied_sequence = {}, applied_offset = {}, restart_sequence = {}, \
              restart_offset = {}, transactions = transactions + {}, updated = now() \
@@ -261,18 +283,9 @@ impl Target {
             end.offset,
             restart.sequence,
             restart.offset,
-            u8::from(applied),
+            applied,
             literal(&self.state)
         )
-    }
-
-    /// Records a transaction passed over (the load saw it, or it rolled
-    /// back without sequences).
-    pub fn record_position(&mut self, end: Position, restart: Position) -> Result<(), FollowError> {
-        let sql = self.position_update(end, restart, false);
-        self.client
-            .batch_execute(&sql)
-            .map_err(|e| pg("recording the follow's position", e))
     }
 
     /// The statement that moves a sequence forward to `value`, if the load
@@ -289,95 +302,617 @@ impl Target {
         ))
     }
 
-    /// One transaction's statements and sequences, and the new position,
-    /// in one PostgreSQL transaction; each row change must touch one row.
-    /// `statements` are made as they are sent, a round trip's worth at a
-    /// time, so a big transaction's SQL is never held whole.
-    pub fn apply(
-        &mut self,
-        transaction: u64,
-        statements: &mut dyn Iterator<Item = Result<Statement, FollowError>>,
-        sequences: &[String],
-        end: Position,
-        restart: Position,
-    ) -> Result<u64, FollowError> {
-        let position = self.position_update(end, restart, true);
-        let mut tr = self
+    /// The foreign keys of the schema made deferrable (a load before they
+    /// were made so), so a group's tables can go in any order and be
+    /// checked at its commit, as a sync does.
+    pub fn defer_foreign_keys(&mut self) -> Result<(), FollowError> {
+        let rows = self
             .client
-            .transaction()
-            .map_err(|e| pg("starting a transaction", e))?;
-        let mut sent = 0;
-        // Many statements to a round trip (the simple query protocol runs
-        // them in order and says how many rows each touched).
-        loop {
-            let chunk = (&mut *statements)
-                .take(STATEMENTS_PER_TRIP)
-                .collect::<Result<Vec<_>, _>>()?;
-            if chunk.is_empty() {
-                break;
-            }
-            sent += chunk.len() as u64;
-            // Inserts in a row into one table: one statement, many rows.
-            let mut text = String::new();
-            let mut expected: Vec<(u64, &Statement)> = Vec::new();
-            for (i, statement) in chunk.iter().enumerate() {
-                let previous = i.checked_sub(1).map(|p| &chunk[p]);
-                match (&statement.insert, previous.and_then(|p| p.insert.as_ref())) {
-                    (Some((start, values)), Some((previous_start, _)))
-                        if start == previous_start =>
-                    {
-                        text.push_str(", ");
-                        text.push_str(values);
-                        expected.last_mut().unwrap().0 += 1;
-                        continue;
-                    }
-                    _ => {}
-                }
-                if !text.is_empty() {
-                    text.push_str(";\n");
-                }
-                match &statement.insert {
-                    Some((start, values)) => {
-                        text.push_str(start);
-                        text.push_str(" VALUES ");
-                        text.push_str(values);
-                    }
-                    None => text.push_str(&statement.sql),
-                }
-                expected.push((1, statement));
-            }
-            let replies = tr.simple_query(&text).map_err(|e| {
-                let what = match &chunk[..] {
-                    [one] => one.what.clone(),
-                    _ => format!("one of {} row changes", chunk.len()),
-                };
-                pg(&format!("transaction {transaction}, {what}"), e)
-            })?;
-            let touched = replies.iter().filter_map(|reply| match reply {
-                postgres::SimpleQueryMessage::CommandComplete(rows) => Some(*rows),
-                _ => None,
-            });
-            for ((rows_expected, statement), rows) in expected.iter().zip(touched) {
-                if rows != *rows_expected {
-                    return Err(FollowError::Target(format!(
-                        "transaction {transaction}, {}: the row is not in PostgreSQL as Firebird \
-                         had it (the target was changed by hand?); load it again with \
-                         --overwrite --keep-keys",
-                        statement.what
-                    )));
-                }
-            }
+            .query(
+                "SELECT c.relname::text, k.conname::text FROM pg_catalog.pg_constraint k \
+                 JOIN pg_catalog.pg_class c ON c.oid = k.conrelid JOIN pg_catalog.pg_namespace n \
+                 ON n.oid = c.relnamespace WHERE n.nspname = $1 AND k.contype = 'f' \
+                 AND NOT k.condeferrable",
+                &[&self.schema],
+            )
+            .map_err(|e| pg("reading the foreign keys", e))?;
+        let mut sql = String::new();
+        for row in rows {
+            let (table, constraint): (String, String) = (row.get(0), row.get(1));
+            sql += &format!(
+                "ALTER TABLE {}.{} ALTER CONSTRAINT {} DEFERRABLE INITIALLY IMMEDIATE;",
+                ident(&self.schema),
+                ident(&table),
+                ident(&constraint)
+            );
         }
-        for sql in sequences {
-            tr.batch_execute(sql)
-                .map_err(|e| pg(&format!("transaction {transaction}, sequences"), e))?;
-        }
-        tr.batch_execute(&position)
-            .map_err(|e| pg("recording the follow's position", e))?;
-        tr.commit()
-            .map_err(|e| pg(&format!("committing transaction {transaction}"), e))?;
-        Ok(sent)
+        self.client
+            .batch_execute(&sql)
+            .map_err(|e| pg("making the foreign keys deferrable", e))
     }
+
+    /// How `table`'s changes go: set-based where the net effect per key
+    /// is what change-by-change would leave, else change by change.
+    fn plan(&mut self, table: &Arc<Table>) -> Result<(), FollowError> {
+        if self.plans.contains_key(&table.name) {
+            return Ok(());
+        }
+        let name = pg_name(&table.name);
+        let qualified = format!("{}.{}", ident(&self.schema), ident(&name));
+        let row = self
+            .client
+            .query_opt(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid \
+                 AND i.indisprimary), \
+                 EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid \
+                 AND i.indisunique AND NOT i.indisprimary), \
+                 EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.contype = 'f' \
+                 AND c.oid IN (k.conrelid, k.confrelid) \
+                 AND (k.confdeltype <> 'a' OR k.confupdtype <> 'a')) \
+                 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n \
+                 ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
+                &[&self.schema, &name],
+            )
+            .map_err(|e| pg(&format!("table {}: reading its keys", table.name), e))?;
+        // Another unique key could be met half-way through one UPDATE of
+        // many rows (values swapped), and a referential action (CASCADE,
+        // SET NULL, RESTRICT) acts at once, in the order of the changes.
+        let set_based = !table.key.is_empty()
+            && row.is_some_and(|r| {
+                r.get::<_, bool>(0) && !r.get::<_, bool>(1) && !r.get::<_, bool>(2)
+            });
+        let (hold, release) = fbunload_dest_postgres::hold_triggers(
+            &mut self.client,
+            &self.schema,
+            std::slice::from_ref(&name),
+        )
+        .map_err(|e| pg(&format!("table {}: reading its triggers", table.name), e))?;
+        let staged = set_based.then(|| {
+            let fields: Vec<usize> = (0..table.format.fields.len())
+                .filter(|id| {
+                    table.format.fields[*id].is_some()
+                        && matches!(table.fields.get(*id), Some(Some(_)))
+                })
+                .collect();
+            let key = table
+                .key
+                .iter()
+                .filter_map(|id| fields.iter().position(|f| f == id))
+                .collect();
+            Staged {
+                stage: ident(&format!("_fbunload_stage_{}", self.plans.len())),
+                fields,
+                key,
+                created: false,
+            }
+        });
+        self.plans.insert(
+            table.name.clone(),
+            TablePlan {
+                table: table.clone(),
+                qualified,
+                staged,
+                hold,
+                release,
+            },
+        );
+        Ok(())
+    }
+
+    fn begin(&mut self) -> Result<(), FollowError> {
+        if !self.group.begun {
+            self.client
+                .batch_execute("BEGIN; SET CONSTRAINTS ALL DEFERRED")
+                .map_err(|e| pg("starting a transaction", e))?;
+            self.group.begun = true;
+            self.group.started = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Adds an ended transaction's changes and sequences to the group
+    /// (`counted`: it committed work the summary counts).
+    pub fn add(
+        &mut self,
+        source: &mut Source,
+        ended: &Committed,
+        counted: bool,
+    ) -> Result<(), FollowError> {
+        self.begin()?;
+        for change in ended.changes() {
+            let change = change?;
+            let table = source.table(&change.table)?;
+            self.plan(&table)?;
+            if self.group.held.insert(table.name.clone()) {
+                let plan = &self.plans[&table.name];
+                if !plan.hold.is_empty() {
+                    self.client.batch_execute(&plan.hold).map_err(|e| {
+                        pg(&format!("table {}: holding its triggers", table.name), e)
+                    })?;
+                    self.group.release += &plan.release;
+                }
+            }
+            self.group.changes += 1;
+            if self.plans[&table.name].staged.is_none() {
+                // Only this change's blobs, if they went to their file.
+                let blobs = ended.blobs_of(&table.format, &change)?;
+                let statement = statement(&self.schema, &table, &change, &blobs)?;
+                self.group.bytes += statement.sql.len();
+                self.group.statements.push((ended.transaction, statement));
+                if self.group.statements.len() >= STATEMENTS_PER_TRIP {
+                    self.send_statements()?;
+                }
+            } else {
+                let plan = &self.plans[&table.name];
+                let net = self.group.nets.entry(table.name.clone()).or_default();
+                let before = net.bytes;
+                net_change(plan, net, ended, &change)?;
+                self.group.bytes += net.bytes - before;
+            }
+            if self.group.bytes > self.memory_budget {
+                self.send_statements()?;
+                self.send_sets()?;
+            }
+        }
+        for (name, value) in &ended.sequences {
+            let last = self.group.sequences.entry(name.clone()).or_insert(*value);
+            *last = (*last).max(*value);
+        }
+        self.group.transactions += u64::from(counted);
+        Ok(())
+    }
+
+    /// The group has gone as far as `end`, a transaction whose commit
+    /// was `written`; read again from `restart`.
+    pub fn reached(&mut self, end: Position, restart: Position, written: Written) {
+        self.group.reached = Some((end, restart));
+        self.group.first_written.get_or_insert(written);
+        self.group.started.get_or_insert_with(Instant::now);
+    }
+
+    /// The group holds enough changes, or has gathered long enough.
+    pub fn due(&self) -> bool {
+        self.group.changes >= GROUP_CHANGES
+            || self
+                .group
+                .started
+                .is_some_and(|s| s.elapsed() >= GROUP_TIME)
+    }
+
+    /// Applies the group with its position in one PostgreSQL transaction;
+    /// `None` if it held nothing.
+    pub fn commit(&mut self) -> Result<Option<Applied>, FollowError> {
+        let Some((end, restart)) = self.group.reached else {
+            return Ok(None);
+        };
+        let position = self.position_update(end, restart, self.group.transactions);
+        if self.group.begun {
+            self.send_statements()?;
+            self.send_sets()?;
+            let mut sql = String::new();
+            for (name, value) in &self.group.sequences {
+                if let Some(statement) = self.sequence_statement(name, *value) {
+                    sql += &statement;
+                    sql += ";";
+                }
+            }
+            // The deferred foreign keys are checked before the triggers
+            // come back (PostgreSQL alters no table with events pending).
+            if !self.group.release.is_empty() {
+                sql += "SET CONSTRAINTS ALL IMMEDIATE;";
+                sql += &self.group.release;
+            }
+            sql += &position;
+            self.client
+                .batch_execute(&sql)
+                .map_err(|e| pg("recording the follow's position", e))?;
+            self.client
+                .batch_execute("COMMIT")
+                .map_err(|e| pg("committing the applied transactions", e))?;
+        } else {
+            // Only transactions passed over (the load saw them).
+            self.client
+                .batch_execute(&position)
+                .map_err(|e| pg("recording the follow's position", e))?;
+        }
+        let group = std::mem::take(&mut self.group);
+        Ok(Some(Applied {
+            transactions: group.transactions,
+            changes: group.changes,
+            end,
+            first_written: group.first_written,
+        }))
+    }
+
+    /// The statement path's changes gathered so far, many to a round trip
+    /// (the simple query protocol runs them in order and says how many
+    /// rows each touched); each must touch one row.
+    fn send_statements(&mut self) -> Result<(), FollowError> {
+        let chunk = std::mem::take(&mut self.group.statements);
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        // Inserts in a row into one table: one statement, many rows.
+        let mut text = String::new();
+        let mut expected: Vec<(u64, &(u64, Statement))> = Vec::new();
+        for (i, entry) in chunk.iter().enumerate() {
+            let statement = &entry.1;
+            let previous = i.checked_sub(1).map(|p| &chunk[p].1);
+            match (&statement.insert, previous.and_then(|p| p.insert.as_ref())) {
+                (Some((start, values)), Some((previous_start, _))) if start == previous_start => {
+                    text.push_str(", ");
+                    text.push_str(values);
+                    expected.last_mut().unwrap().0 += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            if !text.is_empty() {
+                text.push_str(";\n");
+            }
+            match &statement.insert {
+                Some((start, values)) => {
+                    text.push_str(start);
+                    text.push_str(" VALUES ");
+                    text.push_str(values);
+                }
+                None => text.push_str(&statement.sql),
+            }
+            expected.push((1, entry));
+        }
+        let replies = self.client.simple_query(&text).map_err(|e| {
+            let what = match &chunk[..] {
+                [(transaction, one)] => format!("transaction {transaction}, {}", one.what),
+                _ => format!("one of {} row changes", chunk.len()),
+            };
+            pg(&what, e)
+        })?;
+        let touched = replies.iter().filter_map(|reply| match reply {
+            postgres::SimpleQueryMessage::CommandComplete(rows) => Some(*rows),
+            _ => None,
+        });
+        for ((rows_expected, (transaction, statement)), rows) in expected.iter().zip(touched) {
+            if rows != *rows_expected {
+                return Err(not_as_firebird_had_it(*transaction, &statement.what));
+            }
+        }
+        self.group.bytes = 0;
+        Ok(())
+    }
+
+    /// Each table's net changes through its staging table: one DELETE,
+    /// one UPDATE and one INSERT.
+    fn send_sets(&mut self) -> Result<(), FollowError> {
+        let nets = std::mem::take(&mut self.group.nets);
+        for (name, net) in nets {
+            let plan = self.plans.get_mut(&name).expect("planned when added");
+            let again = !self.group.staged.insert(name.clone());
+            apply_net(&mut self.client, plan, &net, again)?;
+        }
+        self.group.bytes = 0;
+        Ok(())
+    }
+}
+
+/// Row changes a group gathers before its commit.
+const GROUP_CHANGES: u64 = 20_000;
+/// How long a group gathers: the bound it adds to the lag.
+const GROUP_TIME: Duration = Duration::from_millis(100);
+
+/// What a group's commit applied.
+#[derive(Debug, Clone, Copy)]
+pub struct Applied {
+    pub transactions: u64,
+    pub changes: u64,
+    pub end: Position,
+    /// When its first transaction's commit was written to the journal.
+    pub first_written: Option<Written>,
+}
+
+/// The transactions gathered for one PostgreSQL transaction.
+#[derive(Default)]
+struct Group {
+    /// `BEGIN` sent.
+    begun: bool,
+    started: Option<Instant>,
+    /// Keyed tables' changes, by Firebird's table name.
+    nets: BTreeMap<String, NetTable>,
+    /// The other tables' changes, in commit order, with their transaction.
+    statements: Vec<(u64, Statement)>,
+    /// Tables whose triggers are held, and the SQL that releases them.
+    held: HashSet<String>,
+    release: String,
+    /// Tables staged once in this transaction (their staging table is
+    /// emptied before the next time).
+    staged: HashSet<String>,
+    sequences: BTreeMap<String, i64>,
+    /// Bytes of SQL and row text held.
+    bytes: usize,
+    transactions: u64,
+    changes: u64,
+    reached: Option<(Position, Position)>,
+    first_written: Option<Written>,
+}
+
+/// How one table's changes go to PostgreSQL.
+struct TablePlan {
+    table: Arc<Table>,
+    qualified: String,
+    /// `None`: change by change.
+    staged: Option<Staged>,
+    /// Disables the table's user triggers for the transaction, and
+    /// enables them again.
+    hold: String,
+    release: String,
+}
+
+/// A keyed table's staging: a temporary table of its columns, an
+/// operation and a row number (for a message).
+struct Staged {
+    stage: String,
+    /// Field ids of the columns, in order.
+    fields: Vec<usize>,
+    /// Positions of the key's columns in `fields`.
+    key: Vec<usize>,
+    created: bool,
+}
+
+fn not_as_firebird_had_it(transaction: u64, what: &str) -> FollowError {
+    FollowError::Target(format!(
+        "transaction {transaction}, {what}: the row is not in PostgreSQL as Firebird had it (the \
+         target was changed by hand?); load it again with --overwrite --keep-keys"
+    ))
+}
+
+/// The table and key of a change, as a message names them.
+fn change_what(table: &Table, staged: &Staged, kind: ChangeKind, key: &[String]) -> String {
+    let keyed = staged
+        .key
+        .iter()
+        .zip(key)
+        .map(|(at, value)| {
+            let name = table.fields[staged.fields[*at]].as_deref().unwrap_or("");
+            format!("{name}={}", literal(value))
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let how = match kind {
+        ChangeKind::Insert => "insert into",
+        ChangeKind::Update => "update of",
+        ChangeKind::Delete => "delete of",
+    };
+    format!("{how} table {} row {keyed}", table.name)
+}
+
+/// One change into its table's net changes.
+fn net_change(
+    plan: &TablePlan,
+    net: &mut NetTable,
+    ended: &Committed,
+    change: &Change,
+) -> Result<(), FollowError> {
+    let table = &plan.table;
+    let staged = plan.staged.as_ref().expect("a staged table");
+    let blobs = ended.blobs_of(&table.format, change)?;
+    let decode = |image: &Option<Vec<u8>>| {
+        table
+            .format
+            .decode(image.as_deref().unwrap_or_default(), &blobs)
+            .map_err(|e| FollowError::Source(format!("table {}: {e}", table.name)))
+    };
+    let text = |values: &[Option<Value>], id: usize| -> Result<Option<String>, FollowError> {
+        let name = table.fields[id].as_deref().unwrap_or("");
+        match &values[id] {
+            Some(value) => value_text(&table.name, name, value),
+            None => Ok(None),
+        }
+    };
+    let key_of = |values: &[Option<Value>]| -> Result<Key, FollowError> {
+        staged
+            .key
+            .iter()
+            .map(|at| text(values, staged.fields[*at]).map(Option::unwrap_or_default))
+            .collect()
+    };
+    let row_of = |values: &[Option<Value>]| -> Result<Row, FollowError> {
+        staged.fields.iter().map(|id| text(values, *id)).collect()
+    };
+    let transaction = ended.transaction;
+    let done = match change.kind {
+        ChangeKind::Insert => {
+            let after = decode(&change.after)?;
+            net.insert(transaction, key_of(&after)?, row_of(&after)?)
+        }
+        ChangeKind::Update => {
+            let before = key_of(&decode(&change.before)?)?;
+            let after = decode(&change.after)?;
+            let key = key_of(&after)?;
+            if key == before {
+                net.update(transaction, key, row_of(&after)?)
+            } else {
+                net.move_key(transaction, before, key, row_of(&after)?)
+            }
+        }
+        ChangeKind::Delete => net.delete(transaction, key_of(&decode(&change.before)?)?),
+    };
+    done.map_err(|c| {
+        FollowError::Target(format!(
+            "transaction {}, {}: the journal's earlier changes in this group leave no such row \
+             (or one already there); the journal or the table's key is not what the follow \
+             took it for: load it again with --overwrite --keep-keys",
+            c.transaction,
+            change_what(table, staged, c.kind, &c.key)
+        ))
+    })
+}
+
+/// Writes `text` as COPY's text format reads it.
+fn copy_escaped(out: &mut Vec<u8>, text: &str) {
+    for byte in text.bytes() {
+        match byte {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => out.push(byte),
+        }
+    }
+}
+
+/// One table's net changes: staged by COPY, then applied with one
+/// statement per operation; deletes and updates must each meet their
+/// row, an insert must meet none.
+fn apply_net(
+    client: &mut Client,
+    plan: &mut TablePlan,
+    net: &NetTable,
+    again: bool,
+) -> Result<(), FollowError> {
+    let entries: Vec<(&Key, &Net, Op)> = net
+        .keys
+        .iter()
+        .filter_map(|(key, n)| n.op().map(|op| (key, n, op)))
+        .collect();
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let table = plan.table.clone();
+    let failed = |what: &str, e: postgres::Error| pg(&format!("table {}: {what}", table.name), e);
+    let staged = plan.staged.as_mut().expect("a staged table");
+    let stage = staged.stage.clone();
+    let qualified = &plan.qualified;
+    let column = |id: usize| ident(&pg_name(table.fields[id].as_deref().unwrap_or("")));
+    let columns: Vec<String> = staged.fields.iter().map(|id| column(*id)).collect();
+    let list = columns.join(", ");
+    if !staged.created {
+        // Typed as the target's columns; emptied at each commit.
+        client
+            .batch_execute(&format!(
+                "CREATE TEMPORARY TABLE IF NOT EXISTS {stage} ON COMMIT DELETE ROWS AS \
+                 SELECT 0::smallint AS _fbunload_op, 0::integer AS _fbunload_row, {list} \
+                 FROM {qualified} WITH NO DATA"
+            ))
+            .map_err(|e| failed("creating its staging table", e))?;
+        staged.created = true;
+    } else if again {
+        client
+            .batch_execute(&format!("TRUNCATE {stage}"))
+            .map_err(|e| failed("emptying its staging table", e))?;
+    }
+    let mut data = Vec::with_capacity(net.bytes + entries.len() * 8);
+    let mut counts = [0u64; 3];
+    for (number, (key, n, op)) in entries.iter().enumerate() {
+        counts[*op as usize] += 1;
+        data.extend_from_slice(format!("{}\t{number}", *op as u8).as_bytes());
+        match &n.after {
+            Some(row) => {
+                for value in row {
+                    data.push(b'\t');
+                    match value {
+                        Some(text) => copy_escaped(&mut data, text),
+                        None => data.extend_from_slice(b"\\N"),
+                    }
+                }
+            }
+            // A delete: its key alone.
+            None => {
+                for at in 0..staged.fields.len() {
+                    data.push(b'\t');
+                    match staged.key.iter().position(|k| *k == at) {
+                        Some(i) => copy_escaped(&mut data, &key[i]),
+                        None => data.extend_from_slice(b"\\N"),
+                    }
+                }
+            }
+        }
+        data.push(b'\n');
+    }
+    let mut writer = client
+        .copy_in(&format!("COPY {stage} FROM STDIN"))
+        .map_err(|e| failed("staging its changes", e))?;
+    std::io::Write::write_all(&mut writer, &data).map_err(|e| {
+        FollowError::Target(format!("table {}: staging its changes: {e}", table.name))
+    })?;
+    writer
+        .finish()
+        .map_err(|e| failed("staging its changes", e))?;
+    let matches = staged
+        .key
+        .iter()
+        .map(|at| format!("t.{0} = s.{0}", columns[*at]))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let missing = |number: &str| -> FollowError {
+        let number: usize = number.parse().unwrap_or(0);
+        let (key, n, _) = entries[number.min(entries.len() - 1)];
+        not_as_firebird_had_it(n.first.0, &change_what(&table, staged, n.first.1, key))
+    };
+    if counts[Op::Delete as usize] > 0 {
+        // The rows a delete did not find, from the rows it deleted.
+        let replies = client
+            .simple_query(&format!(
+                "WITH gone AS (DELETE FROM {qualified} t USING {stage} s \
+                 WHERE s._fbunload_op = 0 AND {matches} RETURNING s._fbunload_row) \
+                 SELECT s._fbunload_row FROM {stage} s WHERE s._fbunload_op = 0 \
+                 AND s._fbunload_row NOT IN (SELECT _fbunload_row FROM gone) LIMIT 1"
+            ))
+            .map_err(|e| failed("deleting rows", e))?;
+        for reply in replies {
+            if let postgres::SimpleQueryMessage::Row(row) = reply {
+                return Err(missing(row.get(0).unwrap_or("0")));
+            }
+        }
+    }
+    if counts[Op::Update as usize] > 0 {
+        let set = columns
+            .iter()
+            .map(|c| format!("{c} = s.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let updated = client
+            .execute(
+                &format!(
+                    "UPDATE {qualified} t SET {set} FROM {stage} s \
+                     WHERE s._fbunload_op = 1 AND {matches}"
+                ),
+                &[],
+            )
+            .map_err(|e| failed("updating rows", e))?;
+        if updated != counts[Op::Update as usize] {
+            let row = client
+                .query_one(
+                    &format!(
+                        "SELECT s._fbunload_row::text FROM {stage} s WHERE s._fbunload_op = 1 \
+                         AND NOT EXISTS (SELECT 1 FROM {qualified} t WHERE {matches}) LIMIT 1"
+                    ),
+                    &[],
+                )
+                .map_err(|e| failed("updating rows", e))?;
+            return Err(missing(row.get(0)));
+        }
+    }
+    if counts[Op::Insert as usize] > 0 {
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {qualified} ({list}) SELECT {list} FROM {stage} \
+                     WHERE _fbunload_op = 2"
+                ),
+                &[],
+            )
+            .map_err(|e| match e.as_db_error() {
+                Some(db) if *db.code() == postgres::error::SqlState::UNIQUE_VIOLATION => {
+                    FollowError::Target(format!(
+                        "table {}: a row Firebird inserted is in PostgreSQL already ({}) (the \
+                         target was changed by hand?); load it again with --overwrite --keep-keys",
+                        table.name,
+                        db.detail().unwrap_or(db.message())
+                    ))
+                }
+                _ => failed("inserting rows", e),
+            })?;
+    }
+    Ok(())
 }
 
 /// The statement that applies `change` to `table` in `schema`.
@@ -517,6 +1052,15 @@ const CHARSET_OCTETS: u8 = 1;
 
 /// A value as an SQL literal PostgreSQL reads into the column the load made.
 pub fn sql_value(table: &str, column: &str, value: &Value) -> Result<String, FollowError> {
+    Ok(match value_text(table, column, value)? {
+        Some(text) => literal(&text),
+        None => "NULL".into(),
+    })
+}
+
+/// A value as the text PostgreSQL's input function for the column the
+/// load made reads (`None`: NULL).
+pub fn value_text(table: &str, column: &str, value: &Value) -> Result<Option<String>, FollowError> {
     let text = |bytes: &[u8], charset: u8| -> Result<String, FollowError> {
         let out = crate::source::text_of(table, column, bytes, charset)?;
         if out.contains('\0') {
@@ -525,14 +1069,14 @@ pub fn sql_value(table: &str, column: &str, value: &Value) -> Result<String, Fol
                  cannot hold"
             )));
         }
-        Ok(literal(&out))
+        Ok(out)
     };
     let bytea = |bytes: &[u8]| {
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        format!("'\\x{hex}'")
+        format!("\\x{hex}")
     };
-    Ok(match value {
-        Value::Null => "NULL".into(),
+    Ok(Some(match value {
+        Value::Null => return Ok(None),
         Value::Text { bytes, charset } if *charset == CHARSET_OCTETS => bytea(bytes),
         Value::Text { bytes, charset } => text(bytes, *charset)?,
         Value::Blob {
@@ -553,7 +1097,7 @@ pub fn sql_value(table: &str, column: &str, value: &Value) -> Result<String, Fol
                  Firebird's journal; sync this table by scan (fbunload … --keep-keys) instead"
             )))
         }
-        Value::Float(f) => literal(&f.to_string()),
-        other => literal(&other.to_text().unwrap_or_default()),
-    })
+        Value::Float(f) => f.to_string(),
+        other => other.to_text().unwrap_or_default(),
+    }))
 }

@@ -288,18 +288,26 @@ pub struct Around {
 /// [`UNSEEN_LISTED`] + 1 rows. Run while the probe lives.
 ///
 /// A commit number of 0 (active), -1 (limbo) or above the snapshot's
-/// (committed after it) is unseen; -2 (dead) never commits; 1
-/// ("prehistoric") is below the engine's oldest kept state, which the
-/// probe's oldest active cannot pass while it lives, so it is committed
-/// long ago from there on, and unknown below (a prepared transaction
-/// committed since could read 1 there).
+/// (committed after it) is unseen; -2 (dead) never commits. 1 (Firebird's
+/// `CN_PREHISTORIC`) is seen: the engine gives it to a transaction below
+/// its oldest kept state (the least of the oldest interesting transaction,
+/// below which every transaction committed or was swept away rolled back,
+/// and the oldest snapshot, which cannot pass the probe's oldest active
+/// while the probe lives), or to one that committed before the engine
+/// last opened the database (`TipCache::cacheState`, `initializeTpc`):
+/// either way it ended before the probe started, so before the snapshot. Marking
+/// it unseen would be harmless for a scan, which reads a superset, but
+/// would make a follow apply a transaction the load already holds. (A
+/// transaction left in limbo at the snapshot, committed by `gfix` in the
+/// milliseconds before this runs and passed by the oldest state in them,
+/// reads 1 too: the module docs' limbo limit.)
 pub fn oldest_unseen_sql(around: &Around) -> String {
     let Around {
         probe,
-        probe_oldest_active,
         probe_oldest_snapshot,
         transaction,
         snapshot_number,
+        ..
     } = *around;
     let from = probe_oldest_snapshot.min(transaction);
     let until = unseen_until(around);
@@ -314,8 +322,7 @@ pub fn oldest_unseen_sql(around: &Around) -> String {
              IF (X <> {probe}) THEN \
              BEGIN \
                C = RDB$GET_TRANSACTION_CN(X); \
-               IF (C IS NULL OR C = 0 OR C = -1 OR C > {snapshot_number} \
-                   OR (C = 1 AND X < {probe_oldest_active})) THEN \
+               IF (C IS NULL OR C = 0 OR C = -1 OR C > {snapshot_number}) THEN \
                BEGIN N = N + 1; SUSPEND; END \
              END \
              X = X + 1; \
@@ -678,7 +685,8 @@ mod tests {
         assert!(sql.contains("X = 95;"), "{sql}");
         assert!(sql.contains("WHILE (X < 120 AND N < 1001)"), "{sql}");
         assert!(sql.contains("X <> 117") && sql.contains("C > 500"), "{sql}");
-        assert!(sql.contains("X < 100"), "{sql}");
+        // 1 (prehistoric) ended before the probe: seen, wherever it is.
+        assert!(!sql.contains("C = 1"), "{sql}");
         // Far below: asked up to the limit only.
         let far = Around {
             probe_oldest_snapshot: 3,
