@@ -37,7 +37,7 @@ pub use ffi::sql_type;
 pub use locate::{Client, LibrarySource};
 pub use params::{WireCrypt, WireOptions};
 pub use places::set_embedded_runtime_lookup;
-pub use statement::{statements_prepared, ColumnDesc, Row, Statement};
+pub use statement::{ColumnDesc, Row, Statement};
 pub use waits::{
     longest_prepare, name_reads_on_this_thread, new_read_group, stop_watching_reads_on_this_thread,
     watch_reads_on_this_thread, Preparing, ReadWatch, StalledRead,

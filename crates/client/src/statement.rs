@@ -17,15 +17,6 @@ use crate::ffi::{self, sql_type, Handle, StatusVector, XsqlVar, Xsqlda};
 use crate::message::MessageCursor;
 use crate::waits;
 
-/// Statements this process has prepared (see [`statements_prepared`]).
-static PREPARED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// How many statements this process has prepared so far: what a task costs
-/// the server in prepares, which tests of that cost count.
-pub fn statements_prepared() -> u64 {
-    PREPARED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// One output column as the server describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnDesc {
@@ -82,7 +73,6 @@ impl<'t> Statement<'t> {
                 sql.len()
             )));
         }
-        PREPARED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let api = &transaction.client().api;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         let mut db = transaction.attachment.handle();

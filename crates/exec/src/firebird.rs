@@ -31,7 +31,7 @@ use std::time::Duration;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use fbunload_client::{
-    Attachment, Client, ColumnDesc, ConnectOptions, Interrupter, ReadWatch, Statement, Transaction,
+    Attachment, Client, ConnectOptions, Interrupter, ReadWatch, Statement, Transaction,
     TransactionMode,
 };
 use fbunload_decode::types::type_name_of;
@@ -252,15 +252,11 @@ pub(crate) fn plan_in(
     let plan = Plan::new(&catalog, options).with_conditions(conditions);
     let reads = views_and_queries(tr, filter, &plan, &options, &movers)?;
     let plan = plan.with_reads(reads, options);
-    let mut described = describe_tables(tr, &plan);
     let schemas = plan
         .tables
         .iter()
         .enumerate()
         .map(|(index, table)| {
-            if let Some(columns) = described[index].take() {
-                return schema_of_columns(table, &columns, types);
-            }
             let stmt = tr
                 .prepare_for(&subject(table), &table.select_sql())
                 .map_err(|e| {
@@ -304,87 +300,6 @@ pub(crate) fn plan_in(
             plan_incremental(tr, incremental, &catalog, plan, schemas, options, types)
         }
         None => Ok((plan, schemas)),
-    }
-}
-
-/// Tables whose columns one statement describes at most, the columns it
-/// returns at most (a message has a limit of its own), and its bytes at
-/// most (Firebird takes a statement of up to 64 KiB).
-const TABLES_DESCRIBED_AT_ONCE: usize = 50;
-const COLUMNS_DESCRIBED_AT_ONCE: usize = 1000;
-const BYTES_DESCRIBED_AT_ONCE: usize = 60_000;
-
-/// The columns of each plain table's select (no `--where`), described
-/// [`TABLES_DESCRIBED_AT_ONCE`] tables a statement: `SELECT * FROM
-/// (select of A) AS D0, (select of B) AS D1, ...`, only prepared, which
-/// describes each table's columns as its own select does (types,
-/// lengths, character sets, nullability, names). A prepare costs the
-/// server about 1.2 ms whatever it reads; 50 tables in one cost 0.36 ms
-/// a table (embedded Firebird 5, 5,000 small tables), and a database of
-/// thousands of tables prepared one a table for most of its plan. `None`
-/// for a table left to a prepare of its own: views, queries, conditions,
-/// and the tables of a statement the server refused (a limit, a table
-/// the user may not read), whose own prepare then says what is wrong.
-fn describe_tables(tr: &Transaction, plan: &Plan) -> Vec<Option<Vec<ColumnDesc>>> {
-    let mut described = vec![None; plan.tables.len()];
-    // Each plain table: its index, its select as a source, its columns.
-    let plain: Vec<(usize, String, usize)> = plan
-        .tables
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.kind == Kind::Table && t.condition.is_none() && t.count_buckets == 0)
-        .map(|(i, t)| (i, t.select_sql(), t.columns.len()))
-        .collect();
-    let mut chunk: Vec<(usize, String, usize)> = Vec::new();
-    let (mut columns, mut bytes) = (0, 0);
-    for (index, sql, count) in plain {
-        let fits = chunk.len() < TABLES_DESCRIBED_AT_ONCE
-            && columns + count <= COLUMNS_DESCRIBED_AT_ONCE
-            && bytes + sql.len() + 20 <= BYTES_DESCRIBED_AT_ONCE;
-        if !fits {
-            describe_together(tr, plan, &chunk, &mut described);
-            chunk.clear();
-            (columns, bytes) = (0, 0);
-        }
-        columns += count;
-        bytes += sql.len() + 20;
-        chunk.push((index, sql, count));
-    }
-    describe_together(tr, plan, &chunk, &mut described);
-    described
-}
-
-/// [`describe_tables`] of the tables `chunk` in one statement.
-fn describe_together(
-    tr: &Transaction,
-    plan: &Plan,
-    chunk: &[(usize, String, usize)],
-    described: &mut [Option<Vec<ColumnDesc>>],
-) {
-    // One table alone is prepared as before, where its errors are told.
-    if chunk.len() < 2 {
-        return;
-    }
-    let sources: Vec<String> = chunk
-        .iter()
-        .enumerate()
-        .map(|(n, (_, sql, _))| format!("(\n{sql}\n) AS D{n}"))
-        .collect();
-    let sql = format!("SELECT * FROM {}", sources.join(",\n"));
-    let first = &plan.tables[chunk[0].0].name;
-    let subject = format!("table {} and {} more", printable(first), chunk.len() - 1);
-    let Ok(stmt) = tr.prepare_for(&subject, &sql) else {
-        return;
-    };
-    let expected: usize = chunk.iter().map(|(_, _, count)| count).sum();
-    if stmt.columns().len() != expected {
-        return;
-    }
-    let mut rest = stmt.columns();
-    for (index, _, count) in chunk {
-        let (own, after) = rest.split_at(*count);
-        described[*index] = Some(own.to_vec());
-        rest = after;
     }
 }
 
@@ -526,17 +441,8 @@ fn schema_of(
     stmt: &Statement<'_>,
     types: &TypeOptions,
 ) -> Result<SchemaRef, ExecError> {
-    schema_of_columns(table, stmt.columns(), types)
-}
-
-/// The Arrow schema of the read of `table`, described as `columns`.
-fn schema_of_columns(
-    table: &TablePlan,
-    columns: &[ColumnDesc],
-    types: &TypeOptions,
-) -> Result<SchemaRef, ExecError> {
     Ok(Arc::new(Schema::new(
-        output_columns_of(table, columns, types)?
+        output_columns(table, stmt, types)?
             .iter()
             .map(OutputColumn::arrow_field)
             .collect::<Vec<_>>(),
@@ -680,18 +586,9 @@ fn output_columns(
     stmt: &Statement<'_>,
     types: &TypeOptions,
 ) -> Result<Vec<OutputColumn>, ExecError> {
-    output_columns_of(table, stmt.columns(), types)
-}
-
-/// [`output_columns`] of a select of `table` described as `columns`.
-fn output_columns_of(
-    table: &TablePlan,
-    columns: &[ColumnDesc],
-    types: &TypeOptions,
-) -> Result<Vec<OutputColumn>, ExecError> {
     // A table that keeps its keys reads its rows' DB_KEY last.
     let db_key = !table.key_columns.is_empty();
-    if columns.len() != table.columns.len() + usize::from(db_key) {
+    if stmt.columns().len() != table.columns.len() + usize::from(db_key) {
         return Err(ExecError::table(
             &table.name,
             "the table's columns changed while it was being read; run fbunload again",
@@ -702,7 +599,7 @@ fn output_columns_of(
         .iter()
         .map(String::as_str)
         .chain(db_key.then_some(fbunload_plan::DB_KEY_COLUMN));
-    columns
+    stmt.columns()
         .iter()
         .zip(names)
         .enumerate()
