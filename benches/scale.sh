@@ -16,11 +16,20 @@
 # rows in FEW tables: --plan's seconds, the whole unload's, and the
 # unload's over the few tables' (the aim: 2x at most).
 #
+# With PG=1, both parts also load into PostgreSQL (a database of its own
+# in the cluster FBUNLOAD_TEST_PG_URI names, else a private one,
+# scripts/pg-cluster.sh): a --keep-keys load (its seconds over the CSV
+# unload's: the aim is 2x at most; its peak RSS under MAX_SINCE_MB), then
+# PCT% of STOCK's rows, or one row in every 10th of the TABLES, changed
+# and synced; with the WAL each wrote and the temporary files' bytes
+# PostgreSQL reports (pg_stat_database).
+#
 #   benches/scale.sh                                  # ROWS=5000000, TABLES=5000
 #   ROWS="5000000 15000000 30000000" benches/scale.sh # --since's memory flat across sizes
 #   ROWS= TABLES=5000 benches/scale.sh                # many tables only
 #   ROWS=5000000 TABLES=0 benches/scale.sh            # the big table only
 #   BIN=target/debug ROWS=1000000 TABLES=500 benches/scale.sh   # a build of your own
+#   PG=1 ROWS=15000000 TABLES=5000 benches/scale.sh   # and into PostgreSQL
 #
 # Databases are kept in DATA (bench-data) and made again only if missing
 # (a 30,000,000-row STOCK is 12.5 GB); KEEP=0 removes them at the end.
@@ -36,6 +45,7 @@ PCT=${PCT:-0.1}
 J=${J:-2}
 MAX_SINCE_MB=${MAX_SINCE_MB:-300}
 KEEP=${KEEP:-1}
+PG=${PG:-0}
 RUNS=1
 DATA=${DATA:-bench-data}
 . benches/lib.sh
@@ -43,6 +53,10 @@ release_binaries
 need_time_and_bc
 mkdir -p "$DATA"
 made=()
+if [ "$PG" = 1 ]; then
+  command -v psql >/dev/null || { echo "PG=1 needs psql" >&2; exit 1; }
+  use_pg_cluster
+fi
 
 # timed LABEL ARGS...: one fbunload run (as SYSDBA); prints a line of its
 # seconds, CPU seconds and peak RSS, and sets SECS, CPU and PEAK_MB.
@@ -55,6 +69,48 @@ timed() {
   CPU=$(echo "$user + $system" | bc)
   PEAK_MB=$(echo "$kb / 1024" | bc)
   printf '%-28s %9.2f %9.2f %9d\n' "$label" "$SECS" "$CPU" "$PEAK_MB"
+}
+
+# update DB SQL...: runs the statements on DB in one transaction, through
+# Python's firebird-driver on the embedded engine.
+update() {
+  PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$@" <<'EOF'
+import sys
+import embedded_driver
+embedded_driver.setup()
+from firebird.driver import connect
+con = connect(sys.argv[1], user="SYSDBA", password="masterkey")
+cur = con.cursor()
+for sql in sys.argv[2:]:
+    cur.execute(sql)
+con.commit()
+con.close()
+EOF
+}
+
+# pg_fresh NAME: an empty PostgreSQL database NAME; sets PG_URI to it and
+# marks the cluster's WAL and the database's temporary files, for pg_used.
+pg_fresh() {
+  psql "$FBUNLOAD_TEST_PG_URI" -qc "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1"
+  PG_URI=${FBUNLOAD_TEST_PG_URI%/*}/$1
+  PG_DB=$1
+  pg_mark
+}
+
+pg_mark() {
+  WAL0=$(psql "$FBUNLOAD_TEST_PG_URI" -Atc "SELECT pg_current_wal_lsn()")
+  TEMP0=$(psql "$FBUNLOAD_TEST_PG_URI" -Atc \
+    "SELECT temp_bytes FROM pg_stat_database WHERE datname = '$PG_DB'")
+}
+
+# pg_used: the WAL the cluster wrote and the temporary files' bytes of
+# PG_DB since the mark, and the database's size; marks again.
+pg_used() {
+  psql "$FBUNLOAD_TEST_PG_URI" -Atc "SELECT format('  PostgreSQL: WAL %s MB, temporary files %s MB, database %s MB',
+    (pg_wal_lsn_diff(pg_current_wal_lsn(), '$WAL0') / 1048576)::bigint,
+    (temp_bytes - $TEMP0) / 1048576, pg_database_size('$PG_DB') / 1048576)
+    FROM pg_stat_database WHERE datname = '$PG_DB'"
+  pg_mark
 }
 
 header() {
@@ -78,19 +134,9 @@ for rows in $ROWS; do
   timed keep-keys -d "$db" -f parquet --keep-keys -o "$DATA/out-keep-keys"
   # PCT% of the rows, spread over every unit (S_I_ID runs through each
   # warehouse's rows).
-  PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$db" "$PCT" <<'EOF'
-import sys
-import embedded_driver
-embedded_driver.setup()
-from firebird.driver import connect
-db, pct = sys.argv[1], float(sys.argv[2])
-every = max(1, round(100 / pct))
-con = connect(db, user="SYSDBA", password="masterkey")
-cur = con.cursor()
-cur.execute(f"UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1 WHERE MOD(S_I_ID, {every}) = 7")
-con.commit()
-con.close()
-EOF
+  every=$(echo "scale=0; (100 / $PCT + 0.5) / 1" | bc)
+  change="UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1 WHERE MOD(S_I_ID, $every) = 7"
+  update "$db" "$change"
   timed since -d "$db" -f parquet --since "$DATA/out-keep-keys" -o "$DATA/out-since"
   printf '%-28s %9.2fx %8.2fx\n' 'since / csv' "$(echo "$SECS / $full_csv" | bc -l)" \
     "$(echo "$CPU / $full_csv_cpu" | bc -l)"
@@ -108,6 +154,21 @@ EOF
     failed=1
   fi
   rm -rf "$DATA"/out-*
+  if [ "$PG" = 1 ]; then
+    pg_fresh scale_stock
+    timed "postgresql, --keep-keys" -d "$db" --keep-keys -o "$PG_URI"
+    printf '%-28s %9.2fx %8.2fx\n' 'postgresql / csv' "$(echo "$SECS / $full_csv" | bc -l)" \
+      "$(echo "$CPU / $full_csv_cpu" | bc -l)"
+    if [ "$PEAK_MB" -ge "$MAX_SINCE_MB" ]; then
+      echo "FAIL: the PostgreSQL load peaked at $PEAK_MB MB at $rows rows (limit $MAX_SINCE_MB MB)"
+      failed=1
+    fi
+    pg_used
+    update "$db" "$change"
+    timed "postgresql, sync $PCT%" -d "$db" -o "$PG_URI"
+    pg_used
+    psql "$FBUNLOAD_TEST_PG_URI" -qc "DROP DATABASE scale_stock"
+  fi
 done
 
 if [ "$TABLES" -gt 0 ]; then
@@ -131,6 +192,23 @@ if [ "$TABLES" -gt 0 ]; then
   per_table_ms=$(echo "($many_cpu - $CPU) * 1000 / ($TABLES - $FEW)" | bc -l)
   printf 'a table costs %.2f ms CPU beyond its rows\n' "$per_table_ms"
   rm -rf "$DATA"/out-*
+  if [ "$PG" = 1 ]; then
+    pg_fresh scale_many
+    timed "postgresql, $TABLES tables" -d "$many" --keep-keys -o "$PG_URI"
+    printf '%-28s %9.2fx %8.2fx\n' 'postgresql / csv' "$(echo "$SECS / $many_secs" | bc -l)" \
+      "$(echo "$CPU / $many_cpu" | bc -l)"
+    pg_used
+    # One row in every 10th table: a new version of it, its key kept.
+    changes=()
+    for ((i = 1; i <= TABLES; i += 10)); do
+      t=$(printf 'ERP_%05d' "$i")
+      changes+=("UPDATE $t SET ID = ID WHERE ID = (SELECT MIN(ID) FROM $t)")
+    done
+    update "$many" "${changes[@]}"
+    timed "postgresql, sync ${#changes[@]} rows" -d "$many" -o "$PG_URI"
+    pg_used
+    psql "$FBUNLOAD_TEST_PG_URI" -qc "DROP DATABASE scale_many"
+  fi
   if [ -n "${per_row_us:-}" ]; then
     # 1 TB of STOCK-like rows (the STOCK file's bytes a row), in 10,000
     # tables: CPU seconds (the run's wall time on an idle machine with

@@ -252,13 +252,26 @@ pub fn ident(name: &str) -> String {
 
 fn pg_error(context: &str, e: postgres::Error) -> ExecError {
     let reason = match e.as_db_error() {
-        Some(db) => match db.detail() {
-            Some(detail) => format!("{} ({detail})", db.message()),
-            None => db.message().to_string(),
-        },
+        Some(db) => server_reason(db.message(), db.detail(), db.hint()),
         None => e.to_string(),
     };
     ExecError::Server(format!("PostgreSQL: {context}: {reason}"))
+}
+
+/// A server's error in one line: its message, detail and hint, which is
+/// where PostgreSQL names the fix ("out of shared memory" when one
+/// transaction locks more objects than its lock table holds, as a load of
+/// thousands of tables does: "You might need to increase
+/// max_locks_per_transaction.").
+fn server_reason(message: &str, detail: Option<&str>, hint: Option<&str>) -> String {
+    let mut reason = message.to_string();
+    if let Some(detail) = detail {
+        reason.push_str(&format!(" ({detail})"));
+    }
+    if let Some(hint) = hint {
+        reason.push_str(&format!("; {hint}"));
+    }
+    reason.replace('\n', " ")
 }
 
 /// One table's load.
@@ -1724,6 +1737,22 @@ impl UnitWriter for PgUnit<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// PostgreSQL's hint names the fix: a load of 5,000 tables failed with
+    /// only "out of shared memory".
+    #[test]
+    fn a_servers_hint_is_part_of_the_one_line() {
+        let reason = super::server_reason(
+            "out of shared memory",
+            None,
+            Some("You might need to increase max_locks_per_transaction."),
+        );
+        assert_eq!(
+            reason,
+            "out of shared memory; You might need to increase max_locks_per_transaction."
+        );
+        assert_eq!(super::server_reason("a\nb", Some("c"), None), "a b (c)");
+    }
+
     use super::*;
 
     #[test]

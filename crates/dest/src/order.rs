@@ -389,8 +389,9 @@ impl ByteTable {
             Some(out) => (out, state.digest.take()),
             None => self.open().map_err(|e| self.context.output_error(e))?,
         };
+        // A file is synced with the run's others before the switch.
         let done = match out {
-            ByteOut::File(file) => file.sync_all(),
+            ByteOut::File(_) => Ok(()),
             ByteOut::Stream(stream) => stream.finish(),
         };
         done.map_err(|e| self.context.output_error(e))?;

@@ -1,9 +1,9 @@
 //! Starting the disk's work while a file is still being written.
 //!
-//! A table's file is synced (`fsync`) before the run can publish it. The
+//! A run's files are synced before the switch publishes them. The
 //! kernel starts writing dirty pages on its own only past
 //! `dirty_background_ratio` (10% of memory by default) or after 30 s, so
-//! without help the sync at the end of a table waits for up to gigabytes,
+//! without help that sync waits for up to gigabytes,
 //! with every core idle: 0.55 s for 1.5 GB written just before, here. As
 //! a table's file grows past each [`WRITEBACK_EVERY`] bytes, we ask the
 //! kernel to start writing what came before (`sync_file_range` with
