@@ -56,8 +56,8 @@ pub use directory::{finish_interrupted_switch, OutputDir, Reuse, STAGING_PREFIX,
 pub use keys::{key_set, KeyEncoder, KeyOutcome, PreviousKeys};
 pub use manifest::{
     is_plain_name, open_verified_listed_file, verified_listed_file, CommitMark, Manifest,
-    ManifestChange, ManifestColumn, ManifestFile, ManifestIncremental, ManifestTable,
-    PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
+    ManifestChange, ManifestColumn, ManifestFile, ManifestIncremental, ManifestResumed,
+    ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
 };
 pub use names::{file_name_for, part_file_name};
 pub use stream::{BatchStream, StreamReceiver, StreamedBatch};

@@ -653,6 +653,50 @@ impl Plan {
         self
     }
 
+    /// Counts instead of reading the units of a stopped run that each
+    /// table `(of, finished)` lists (first and end slot, as planned again
+    /// now): they go to a [`Role::ResumeCheck`] entry of the table whose
+    /// query is `select` (two counts per unit); the table keeps its unit
+    /// count, for the destination takes them as its own again.
+    pub fn with_resume_checks(
+        mut self,
+        checks: Vec<(usize, Vec<(u64, Option<u64>)>, String)>,
+    ) -> Plan {
+        let mut per_entry = self.units_by_entry();
+        for (of, finished, select) in checks {
+            let (counted, read): (Vec<Unit>, Vec<Unit>) = per_entry[of]
+                .iter()
+                .partition(|u| finished.contains(&(u.first_slot, u.end_slot)));
+            if counted.is_empty() {
+                continue;
+            }
+            let mut check = self.tables[of].clone();
+            check.columns = vec!["ROWS_NOW".into(), "CHANGED".into()];
+            check.declared_types = vec!["BIGINT".into(); 2];
+            check.arrays = vec![None; 2];
+            check.byte_charsets = vec![None; 2];
+            check.casts = Vec::new();
+            check.key_columns = Vec::new();
+            check.computed = Vec::new();
+            check.count_buckets = 0;
+            check.select = select;
+            check.role = Role::ResumeCheck { of };
+            check.unit_count = counted.len();
+            let index = self.tables.len();
+            per_entry[of] = read;
+            per_entry.push(
+                counted
+                    .into_iter()
+                    .map(|u| Unit { table: index, ..u })
+                    .collect(),
+            );
+            self.tables.push(check);
+        }
+        per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));
+        self.units = per_entry.into_iter().flatten().collect();
+        self
+    }
+
     /// How many entries of the plan are of `kind`.
     pub fn count_of(&self, kind: Kind) -> usize {
         self.listed().filter(|t| t.kind == kind).count()
