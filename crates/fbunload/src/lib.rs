@@ -798,7 +798,16 @@ impl Unload {
         if resumable {
             self.refuse_with_resumable(pg.is_some())?;
         }
-        let output = OutputDir::open(dir, self.reuse)?;
+        // A resume may replace what the stopped run was to replace (it
+        // was given --overwrite, or there was no run to replace).
+        let reuse = match self.resume && resume::left_in(dir)? {
+            true => Reuse::Overwrite,
+            false => self.reuse,
+        };
+        if self.resume && reuse != Reuse::Overwrite {
+            return Err(resume::nothing_to_resume(dir));
+        }
+        let output = OutputDir::open(dir, reuse)?;
         let mut this = self.clone();
         // Under the directory's lock: never a live run's area.
         let stopped = match (resume::left_in(output.path())?, self.resume) {
@@ -818,14 +827,7 @@ impl Unload {
                     resume::RESUME_DIR
                 )))
             }
-            (false, true) => {
-                return Err(Error::Usage(format!(
-                    "--resume: {} holds no stopped --resumable run ({} is not there); run \
-                     without --resume",
-                    dir.display(),
-                    resume::RESUME_DIR
-                )))
-            }
+            (false, true) => return Err(resume::nothing_to_resume(dir)),
             (false, false) => None,
         };
         if resumable {

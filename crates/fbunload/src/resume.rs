@@ -108,6 +108,15 @@ pub(crate) fn left_in(dir: &Path) -> Result<bool, Error> {
     }
 }
 
+/// `--resume` where no stopped run is.
+pub(crate) fn nothing_to_resume(dir: &Path) -> Error {
+    Error::Usage(format!(
+        "--resume: {} holds no stopped --resumable run ({RESUME_DIR} is not there); run without \
+         --resume",
+        dir.display()
+    ))
+}
+
 /// What the stopped run in `dir` left, read and checked; refused when its
 /// options other than `--parallel` differ from `mine`.
 pub(crate) fn read_stopped(dir: &Path, mine: &BTreeMap<String, Value>) -> Result<Stopped, Error> {
