@@ -99,12 +99,27 @@ fn read_plain(area: &Path, name: &str) -> Result<Vec<u8>, Error> {
 pub(crate) fn left_in(dir: &Path) -> Result<bool, Error> {
     let area = dir.join(RESUME_DIR);
     match fs::symlink_metadata(&area) {
-        Ok(meta) if meta.is_dir() => Ok(true),
+        Ok(meta) if meta.is_dir() && same_owner(dir, &meta) => Ok(true),
         Ok(_) => Err(Error::Usage(format!(
-            "{}: not a directory fbunload made (a link or a file); remove it",
+            "{}: not a directory fbunload made (a link, a file, or another owner's); remove it",
             area.display()
         ))),
         Err(_) => Ok(false),
+    }
+}
+
+/// Whether the area belongs to whoever owns the output directory, as a
+/// run leaves it (on Unix).
+fn same_owner(dir: &Path, area: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(dir).is_ok_and(|d| d.uid() == area.uid())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (dir, area);
+        true
     }
 }
 
