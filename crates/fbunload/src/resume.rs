@@ -277,11 +277,12 @@ fn since_of(start: &Value) -> Option<Since> {
             .get("database_file_id")
             .and_then(Value::as_str)
             .map(str::to_string),
-        commit_mark: marks
-            .get("probe_commit_number")
-            .and_then(Value::as_i64)
-            .zip(u("probe"))
-            .map(|(cn, probe)| (probe, cn)),
+        // The first run's commit mark tells a copy of the database from
+        // the database; but the run was killed, and the engine killed with
+        // it (embedded) may never have written that read-only commit
+        // down: the next engine finds it rolled back. The GUID, the file's
+        // id and the transaction numbers still tell a copy or a restore.
+        commit_mark: None,
         tables: Vec::new(),
     })
 }
