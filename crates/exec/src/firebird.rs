@@ -352,9 +352,13 @@ fn plan_resumable(
                         .filter(|(name, _, _)| *name == t.name)
                         .map(|(_, first, end)| (*first, *end))
                         .collect();
-                    (of, finished, inc::resume_check_select(&t.name, first))
+                    fbunload_plan::ResumeCheck {
+                        of,
+                        finished,
+                        select: inc::resume_check_select(&t.name, first),
+                    }
                 })
-                .filter(|(_, finished, _)| !finished.is_empty())
+                .filter(|check| !check.finished.is_empty())
                 .collect();
             let before = plan.tables.len();
             plan = plan.with_resume_checks(checks);

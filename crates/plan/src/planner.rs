@@ -448,6 +448,15 @@ pub struct Unit {
     pub end_slot: Option<u64>,
 }
 
+/// Units of table `of` a stopped run finished, as (first, end) slots, to
+/// count with `select` ([`Plan::with_resume_checks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeCheck {
+    pub of: usize,
+    pub finished: Vec<(u64, Option<u64>)>,
+    pub select: String,
+}
+
 /// What to unload and in which pieces.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
@@ -658,12 +667,14 @@ impl Plan {
     /// now): they go to a [`Role::ResumeCheck`] entry of the table whose
     /// query is `select` (two counts per unit); the table keeps its unit
     /// count, for the destination takes them as its own again.
-    pub fn with_resume_checks(
-        mut self,
-        checks: Vec<(usize, Vec<(u64, Option<u64>)>, String)>,
-    ) -> Plan {
+    pub fn with_resume_checks(mut self, checks: Vec<ResumeCheck>) -> Plan {
         let mut per_entry = self.units_by_entry();
-        for (of, finished, select) in checks {
+        for ResumeCheck {
+            of,
+            finished,
+            select,
+        } in checks
+        {
             let (counted, read): (Vec<Unit>, Vec<Unit>) = per_entry[of]
                 .iter()
                 .partition(|u| finished.contains(&(u.first_slot, u.end_slot)));
