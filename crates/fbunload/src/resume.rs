@@ -434,9 +434,16 @@ impl<'a> Journaling<'a> {
         Ok(())
     }
 
-    /// The rows of a finished unit of table `of` as the journal's file
-    /// holds them, if that file is what the journal says.
-    fn kept(&self, of: usize, unit: &Unit, rows_now: i64) -> Option<Vec<RecordBatch>> {
+    /// A reader of the rows of a finished unit of table `of`, as the
+    /// journal's file holds them, and how many it holds, if that file is
+    /// what the journal says (its schema the table's). The file is read a
+    /// batch at a time, as it is handed on.
+    fn kept(
+        &self,
+        of: usize,
+        unit: &Unit,
+        rows_now: i64,
+    ) -> Option<(arrow_ipc::reader::FileReader<File>, u64)> {
         let stopped = self.stopped.as_ref()?;
         let name = &self.names.get()?[of];
         let entry = stopped
@@ -451,17 +458,10 @@ impl<'a> Journaling<'a> {
             sha256: entry.sha256.clone(),
             role: None,
         };
-        let mut file = fbunload_dest::open_verified_listed_file(&self.area, &listed).ok()?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).ok()?;
-        let reader =
-            arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None).ok()?;
-        if reader.schema() != self.schemas.get()?[of] {
-            return None;
-        }
-        let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().ok()?;
-        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        (rows as u64 == entry.rows).then_some(batches)
+        // Hashed through a handle that stays on what was hashed.
+        let file = fbunload_dest::open_verified_listed_file(&self.area, &listed).ok()?;
+        let reader = arrow_ipc::reader::FileReader::try_new(file, None).ok()?;
+        (reader.schema() == self.schemas.get()?[of]).then_some((reader, entry.rows))
     }
 
     fn append(&self, line: Value) -> Result<(), ExecError> {
@@ -697,25 +697,39 @@ impl UnitWriter for Check<'_, '_> {
 
     fn finish(self: Box<Self>) -> Result<bool, ExecError> {
         let dest = self.dest;
+        let read_again = || {
+            dest.read_again.fetch_add(1, Ordering::SeqCst);
+            dest.redo.lock().unwrap().push(self.unit);
+            Ok(false)
+        };
         let kept = match self.counts {
             Some((rows, 0)) => dest.kept(self.unit.table, &self.unit, rows),
             _ => None,
         };
-        let Some(batches) = kept else {
-            dest.read_again.fetch_add(1, Ordering::SeqCst);
-            dest.redo.lock().unwrap().push(self.unit);
-            return Ok(false);
+        let Some((reader, listed)) = kept else {
+            return read_again();
         };
-        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let mut writer = dest.inner.begin_unit(&self.unit)?;
-        for batch in batches {
+        let mut rows = 0u64;
+        for batch in reader {
+            let Ok(batch) = batch else {
+                // A file that does not read to its end: taken back, and
+                // the unit read again.
+                writer.abort()?;
+                return read_again();
+            };
+            rows += batch.num_rows() as u64;
             if let Err(e) = writer.write(batch) {
                 let _ = writer.abort();
                 return Err(e);
             }
         }
+        if rows != listed {
+            writer.abort()?;
+            return read_again();
+        }
         let done = writer.finish()?;
-        dest.kept_rows.lock().unwrap()[self.unit.table] += rows as u64;
+        dest.kept_rows.lock().unwrap()[self.unit.table] += rows;
         dest.kept_units.fetch_add(1, Ordering::SeqCst);
         Ok(done)
     }
