@@ -669,6 +669,7 @@ impl Plan {
     /// count, for the destination takes them as its own again.
     pub fn with_resume_checks(mut self, checks: Vec<ResumeCheck>) -> Plan {
         let mut per_entry = self.units_by_entry();
+        let listed = self.tables.len();
         for ResumeCheck {
             of,
             finished,
@@ -704,7 +705,13 @@ impl Plan {
             self.tables.push(check);
         }
         per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));
-        self.units = per_entry.into_iter().flatten().collect();
+        // The counts first: each is quick, and the units they keep mostly
+        // come first in their tables (a run finishes them about in order),
+        // so the units read after them do not wait in memory for them.
+        let (counts, reads): (Vec<_>, Vec<_>) = per_entry
+            .into_iter()
+            .partition(|units| units.first().is_some_and(|u| u.table >= listed));
+        self.units = counts.into_iter().chain(reads).flatten().collect();
         self
     }
 
