@@ -389,6 +389,8 @@ def unload(
     stall_timeout: Optional[float] = None,
     since: Optional[str] = None,
     keep_keys: bool = False,
+    resumable: bool = False,
+    resume: bool = False,
     processes: Union[str, int, None] = None,
     pg_schema: Optional[str] = None,
     pg_lock_wait: Optional[float] = None,
@@ -457,6 +459,13 @@ def unload(
       ``journal_archive_directory``) hands the run over to :func:`follow`,
       checking first that the database publishes to that journal.
 
+    Resumable runs (Firebird 4+, docs/reliability.md):
+      ``resumable=True`` keeps each finished unit in
+      ``output/.fbunload-resume`` until the run is published, so that a
+      run that dies can be continued with ``resume=True`` (same options):
+      units unchanged since are taken from what it kept, the others read at
+      a new snapshot, and every file is that one snapshot's.
+
     Into PostgreSQL (docs/postgresql.md):
       ``output='postgresql://USER[:PASSWORD]@HOST:PORT/DBNAME'`` loads every
       selected table into schema ``pg_schema`` (default 'public') with
@@ -495,8 +504,8 @@ def unload(
             schema=schema, allow_inconsistent=allow_inconsistent, stall_timeout=stall_timeout,
             wire_crypt=wire_crypt, wire_compression=wire_compression,
             since=None if since is None else str(since), keep_keys=keep_keys,
-            processes=processes, pg_schema=pg_schema, pg_lock_wait=pg_lock_wait,
-            pg_drop_others=pg_drop_others, pg_grants=pg_grants,
+            resumable=resumable, resume=resume, processes=processes, pg_schema=pg_schema,
+            pg_lock_wait=pg_lock_wait, pg_drop_others=pg_drop_others, pg_grants=pg_grants,
             journal=None if journal is None else str(journal),
             pg_verify_only=pg_verify_only)
     except UsageError as e:

@@ -251,6 +251,19 @@ pub struct Args {
     #[arg(long)]
     pub keep_keys: bool,
 
+    /// Make a run into a directory resumable (Firebird 4+): each unit is also kept, as it
+    /// finishes, in DIR/.fbunload-resume (removed once the run is published), so that a run
+    /// that dies (kill -9, power loss, a server restart) can be continued with --resume.
+    /// Costs a second write of every row while the run lasts (docs/reliability.md)
+    #[arg(long)]
+    pub resumable: bool,
+
+    /// Continue the --resumable run that stopped in -o DIR, with the same options: the units it
+    /// finished that no row of changed since are taken from what it wrote, the others read at a
+    /// new snapshot, so every file holds that one snapshot. Implies --resumable
+    #[arg(long)]
+    pub resume: bool,
+
     /// With --keep-keys (into postgresql:// or a directory): the database's
     /// journal_archive_directory (replication.conf), which `fbunload follow` applies (or writes
     /// as change sets after the directory: follow --since) from where this run's snapshot ends.

@@ -635,6 +635,8 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
         .memory_budget(args.memory_mb.saturating_mul(1 << 20))
         .overwrite(args.overwrite)
         .keep_keys(args.keep_keys)
+        .resumable(args.resumable)
+        .resume(args.resume)
         .pg_drop_others(args.pg_drop_others)
         .pg_grants(args.pg_grants)
         .part_limits(part_limits)

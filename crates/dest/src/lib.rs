@@ -57,7 +57,7 @@ pub use keys::{key_set, KeyEncoder, KeyOutcome, PreviousKeys};
 pub use manifest::{
     is_plain_name, open_verified_listed_file, read_run_manifest, verified_listed_file, CommitMark,
     Manifest, ManifestChange, ManifestColumn, ManifestFile, ManifestIncremental, ManifestJournal,
-    ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
+    ManifestResumed, ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
 };
 pub use names::{file_name_for, part_file_name};
 pub use stream::{BatchStream, StreamReceiver, StreamedBatch};

@@ -59,6 +59,27 @@ pub struct Manifest {
     /// names as its previous run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_of: Option<String>,
+    /// A run that continued a stopped one (`--resume`): that run's
+    /// snapshot, and what became of the units it had finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<ManifestResumed>,
+}
+
+/// The two snapshots of a resumed run: every file holds the rows of
+/// `snapshot_number` (the manifest's), the units the first run finished
+/// brought forward to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestResumed {
+    /// The snapshot of the run that was stopped.
+    pub first_snapshot_number: Option<u64>,
+    /// Its snapshot's transaction.
+    pub first_transaction: u64,
+    /// Units it had finished that no row of changed since: counted, and
+    /// taken from what it wrote.
+    pub units_kept: u64,
+    /// Units it had finished that were read again (rows changed since,
+    /// or what it wrote did not check).
+    pub units_read_again: u64,
 }
 
 /// What an incremental run records of its snapshot, and of the run it

@@ -30,6 +30,9 @@ pub struct RunInfo<'a> {
     pub schemas: &'a [SchemaRef],
     /// The snapshot every unit is read at, where there is one to share.
     pub snapshot_number: Option<u64>,
+    /// The marks of the snapshot's transaction, where the plan asked for
+    /// them (an incremental or resumable run).
+    pub snapshot_marks: Option<&'a crate::SnapshotMarks>,
     /// The DDL of the plan's tables, read at the snapshot, where the
     /// destination [keeps one](Destination::keeps_schema).
     pub schema_sql: Option<&'a str>,

@@ -295,12 +295,84 @@ pub(crate) fn plan_in(
             Ok(schema)
         })
         .collect::<Result<_, ExecError>>()?;
-    match &filter.incremental {
-        Some(incremental) => {
+    match (&filter.incremental, &filter.resumable) {
+        (Some(incremental), _) => {
             plan_incremental(tr, incremental, &catalog, plan, schemas, options, types)
         }
-        None => Ok((plan, schemas)),
+        (None, Some(resumable)) => plan_resumable(tr, resumable, plan, schemas, options, types),
+        (None, None) => Ok((plan, schemas)),
     }
+}
+
+/// Makes a plan resumable (see [`fbunload_plan::incremental::Resumable`]):
+/// its snapshot's marks are taken, as for `--keep-keys`; resuming, each
+/// unit the stopped run finished is counted instead of read, unless the
+/// database is no longer the one it read (restored, replaced, a copy).
+fn plan_resumable(
+    tr: &Transaction,
+    resumable: &fbunload_plan::incremental::Resumable,
+    mut plan: Plan,
+    mut schemas: Vec<SchemaRef>,
+    options: PlanOptions,
+    types: &TypeOptions,
+) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
+    use fbunload_plan::incremental as inc;
+    if !options.split_tables {
+        return Err(ExecError::Usage(
+            "--resumable and --resume need Firebird 4 or later (commit numbers and shared \
+             snapshots); this server has neither"
+                .into(),
+        ));
+    }
+    let client = |e| ExecError::Client(e);
+    let guid = inc::read_database_guid(tr).map_err(client)?;
+    let file_id = inc::read_database_file_id(tr).map_err(client)?;
+    plan.row_places = Some(row_places(tr)?);
+    if let Some(first) = &resumable.first {
+        let mark_commit_number = match first.commit_mark {
+            Some((mark, _)) => inc::read_commit_number(tr, mark).map_err(client)?,
+            None => None,
+        };
+        let now = inc::DatabaseNow {
+            guid: guid.clone(),
+            file_id: file_id.clone(),
+            transaction: tr.number().map_err(client)?,
+            mark_commit_number,
+        };
+        if inc::whole_database_reason(first, &now).is_none() {
+            let checks: Vec<_> = plan
+                .tables
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.kind == Kind::Table && t.condition.is_none())
+                .map(|(of, t)| {
+                    let finished: Vec<(u64, Option<u64>)> = resumable
+                        .finished
+                        .iter()
+                        .filter(|(name, _, _)| *name == t.name)
+                        .map(|(_, first, end)| (*first, *end))
+                        .collect();
+                    fbunload_plan::ResumeCheck {
+                        of,
+                        finished,
+                        select: inc::resume_check_select(&t.name, first),
+                    }
+                })
+                .filter(|check| !check.finished.is_empty())
+                .collect();
+            let before = plan.tables.len();
+            plan = plan.with_resume_checks(checks);
+            for table in &plan.tables[before..] {
+                let stmt = tr
+                    .prepare_for(&subject(table), &table.select_sql())
+                    .map_err(|e| ExecError::from_client(&table.name, e))?;
+                schemas.push(schema_of(table, &stmt, types)?);
+            }
+        }
+    }
+    plan.database_guid = Some(guid);
+    plan.database_file_id = Some(file_id);
+    Ok((plan, schemas))
 }
 
 /// Makes a plan of whole tables incremental (see

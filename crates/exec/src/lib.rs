@@ -491,6 +491,7 @@ impl Dispatching<'_> {
                 plan,
                 schemas,
                 snapshot_number,
+                snapshot_marks: start.snapshot_marks.as_ref(),
                 schema_sql: schema_sql.as_deref(),
                 schema: schema.as_ref(),
             })

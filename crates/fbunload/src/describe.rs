@@ -81,6 +81,7 @@ pub(crate) fn manifest(
         files: Vec::new(),
         incremental: None,
         state_of: None,
+        resumed: None,
     }
 }
 

@@ -65,6 +65,7 @@ mod incremental;
 pub mod output;
 mod pgsync;
 pub mod postgres;
+mod resume;
 pub mod sample;
 
 use std::path::{Path, PathBuf};
@@ -273,6 +274,10 @@ pub struct Unload {
     since: Option<PathBuf>,
     /// Whether a run into a directory keeps its tables' keys.
     keep_keys: bool,
+    /// Whether a run into a directory can be resumed, and whether it
+    /// resumes a stopped one ([`Unload::resumable`]).
+    resumable: bool,
+    resume: bool,
     /// Whether a load into PostgreSQL makes roles and grants.
     pg_grants: bool,
     /// The replication journal a `--keep-keys` load into PostgreSQL hands
@@ -311,6 +316,8 @@ impl Unload {
             part_limits: PartLimits::default(),
             since: None,
             keep_keys: false,
+            resumable: false,
+            resume: false,
             pg_grants: false,
             journal: None,
             processes: Processes::Auto,
@@ -338,6 +345,27 @@ impl Unload {
     /// start from this one with [`Unload::since`] (Firebird 4+).
     pub fn keep_keys(mut self, keep: bool) -> Self {
         self.keep_keys = keep;
+        self
+    }
+
+    /// Makes [`Unload::to_directory`] resumable (Firebird 4+): each unit
+    /// is also kept, as it finishes, in `DIR/.fbunload-resume` (an Arrow
+    /// IPC file per unit, and a journal of them), so that a run that dies
+    /// can be continued with [`Unload::resume`]. Costs a second write of
+    /// every row while the run lasts; the area goes once the run is
+    /// published.
+    pub fn resumable(mut self, resumable: bool) -> Self {
+        self.resumable = resumable;
+        self
+    }
+
+    /// Continues the resumable run that stopped in the output directory,
+    /// with its options: the units it finished that no row of changed
+    /// since are taken from what it wrote, every other unit is read at a
+    /// new snapshot, so the output is one snapshot, the new one. Implies
+    /// [`Unload::resumable`].
+    pub fn resume(mut self, resume: bool) -> Self {
+        self.resume = resume;
         self
     }
 
@@ -771,8 +799,51 @@ impl Unload {
             }
             (None, _) => {}
         }
-        let output = OutputDir::open(dir, self.reuse)?;
+        let resumable = self.resumable || self.resume;
+        if resumable {
+            self.refuse_with_resumable(pg.is_some())?;
+        }
+        // A resume may replace what the stopped run was to replace (it
+        // was given --overwrite, or there was no run to replace).
+        let reuse = match self.resume && resume::left_in(dir)? {
+            true => Reuse::Overwrite,
+            false => self.reuse,
+        };
+        if self.resume && reuse != Reuse::Overwrite {
+            return Err(resume::nothing_to_resume(dir));
+        }
+        let output = OutputDir::open(dir, reuse)?;
         let mut this = self.clone();
+        // Under the directory's lock: never a live run's area.
+        let stopped = match (resume::left_in(output.path())?, self.resume) {
+            (true, true) => Some(resume::read_stopped(
+                output.path(),
+                &describe::requested(&request),
+            )?),
+            (true, false) if self.reuse == Reuse::Overwrite => {
+                resume::remove(output.path())?;
+                None
+            }
+            (true, false) => {
+                return Err(Error::Usage(format!(
+                    "{}: a --resumable run that stopped left what it finished in {}: continue \
+                     it with --resume, or start again with --overwrite",
+                    dir.display(),
+                    resume::RESUME_DIR
+                )))
+            }
+            (false, true) => return Err(resume::nothing_to_resume(dir)),
+            (false, false) => None,
+        };
+        if resumable {
+            this.filter.resumable = Some(match &stopped {
+                Some(stopped) => {
+                    this.options.plan.unit_pages = stopped.unit_pages();
+                    stopped.resumable()
+                }
+                None => fbunload_plan::incremental::Resumable::default(),
+            });
+        }
         if incremental {
             this.filter.incremental = Some(fbunload_plan::Incremental {
                 since: previous.as_ref().map(|p| p.since.clone()),
@@ -795,11 +866,46 @@ impl Unload {
         if pg.is_some() {
             files = files.without_table_files();
         }
-        let mut summary = match pg {
-            Some(pg) => prepared.run(&pgsync::Tee::new(&files, pg), progress)?,
-            None => prepared.run(&files, progress)?,
+        let first_snapshot = stopped.as_ref().map(resume::Stopped::first_snapshot);
+        let journaling = resumable.then(|| {
+            resume::Journaling::new(
+                &files,
+                output.path(),
+                stopped,
+                describe::requested(&request),
+            )
+        });
+        let mut summary = match (pg, &journaling) {
+            (Some(pg), _) => prepared.run(&pgsync::Tee::new(&files, pg), progress)?,
+            (None, Some(journaling)) => prepared.run(journaling, progress)?,
+            (None, None) => prepared.run(&files, progress)?,
         };
+        let (mut plan, mut schemas) = (plan, schemas);
+        if let Some(journaling) = &journaling {
+            // The units taken from the journal were not read: their rows
+            // are the journal's. The count entries are no tables.
+            let kept = journaling.kept_rows.lock().unwrap().clone();
+            for (table, rows) in summary.tables.iter_mut().zip(kept) {
+                table.rows += rows;
+            }
+            let listed = plan.listed_len();
+            std::sync::Arc::make_mut(&mut plan).tables.truncate(listed);
+            std::sync::Arc::make_mut(&mut schemas).truncate(listed);
+            summary.tables.truncate(listed);
+        }
         let mut manifest = describe::manifest(&request, &plan, &schemas, &summary);
+        if let (Some(journaling), Some((number, transaction))) = (&journaling, first_snapshot) {
+            manifest.resumed = Some(fbunload_dest::ManifestResumed {
+                first_snapshot_number: number,
+                first_transaction: transaction,
+                units_kept: journaling
+                    .kept_units
+                    .load(std::sync::atomic::Ordering::SeqCst),
+                units_read_again: journaling
+                    .read_again
+                    .load(std::sync::atomic::Ordering::SeqCst),
+            });
+        }
         manifest.files = files.run_files().into_iter().map(Into::into).collect();
         if incremental {
             let outcomes = files.key_outcomes();
@@ -820,7 +926,40 @@ impl Unload {
             }
         }
         output.publish_manifest(&manifest)?;
+        if resumable {
+            // Published: nothing is left to resume. A kill right here
+            // leaves an area the next run refuses until --overwrite.
+            resume::remove(output.path())?;
+        }
         Ok((summary, manifest))
+    }
+
+    /// What a resumable run cannot be combined with, refused before
+    /// anything attaches.
+    fn refuse_with_resumable(&self, into_postgres: bool) -> Result<(), Error> {
+        let what = if into_postgres {
+            Some("a load into PostgreSQL (it starts again from zero)")
+        } else if self.since.is_some() || self.keep_keys {
+            Some("--since and --keep-keys")
+        } else if self
+            .choices
+            .iter()
+            .any(|c| matches!(c, Ok(c) if matches!(c.what, fbunload_plan::selection::Choice::Condition(_)))) {
+            Some("--where")
+        } else if self.options.allow_inconsistent {
+            Some("--allow-inconsistent")
+        } else if self.options.verify {
+            Some("--verify")
+        } else {
+            None
+        };
+        match what {
+            Some(what) => Err(Error::Usage(format!(
+                "--resumable and --resume keep one snapshot across a stop; {what} cannot be \
+                 combined with them"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// What an incremental run (or one keeping its keys) cannot be
@@ -846,6 +985,13 @@ impl Unload {
 
     /// Unloads the one selected table to standard output.
     pub fn to_stdout(&self, format: Format, progress: &dyn Progress) -> Result<Summary, Error> {
+        if self.resumable || self.resume {
+            return Err(Error::Usage(
+                "--resumable and --resume keep what a run finished in its output directory; \
+                 -o - has none"
+                    .into(),
+            ));
+        }
         if self.since.is_some() || self.keep_keys {
             return Err(Error::Usage(
                 "--since and --keep-keys write several files per table; give an output \

@@ -81,6 +81,7 @@ impl Destination for Tee<'_> {
             plan: &plan,
             schemas: &schemas,
             snapshot_number: run.snapshot_number,
+            snapshot_marks: run.snapshot_marks,
             schema_sql: run.schema_sql,
             schema: run.schema,
         })

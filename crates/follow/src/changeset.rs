@@ -590,6 +590,7 @@ impl ChangeSets {
                 ..self.base.incremental.clone().expect("checked at open")
             }),
             state_of: None,
+            resumed: None,
         };
         let text = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| FollowError::Target(format!("manifest: {e}")))?;

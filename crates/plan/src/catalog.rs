@@ -57,6 +57,9 @@ pub struct TableFilter {
     pub queries: Vec<crate::QuerySpec>,
     /// An incremental run (`--since`), or a full one keeping its keys.
     pub incremental: Option<crate::Incremental>,
+    /// A run that can be resumed, or resumes one (`--resumable`,
+    /// `--resume`).
+    pub resumable: Option<crate::incremental::Resumable>,
 }
 
 impl TableFilter {

@@ -138,6 +138,10 @@ pub enum Role {
     /// read only for units whose count says a row is gone: it has no
     /// planned units, the destination asks for them.
     UnchangedKeys { of: usize },
+    /// Per unit of table `of` that a stopped `--resumable` run finished,
+    /// the rows there now and how many of them changed since that run's
+    /// snapshot: one row of two counts ([`Resumable`]).
+    ResumeCheck { of: usize },
 }
 
 impl Role {
@@ -146,9 +150,36 @@ impl Role {
     pub fn is_helper(&self) -> bool {
         matches!(
             self,
-            Role::UnchangedCount { .. } | Role::UnchangedKeys { .. }
+            Role::UnchangedCount { .. } | Role::UnchangedKeys { .. } | Role::ResumeCheck { .. }
         )
     }
+}
+
+/// A run that can be resumed (`--resumable`), and what it resumes from.
+///
+/// A unit a stopped run finished holds the rows of its DB_KEY range at
+/// that run's snapshot. At a later snapshot the range holds the same rows
+/// when none of its rows changed since (no row meets
+/// [`changed_condition`]) and it has as many rows: every row it has then
+/// is one of the earlier run's (unchanged rows do not move), and none is
+/// gone. So such a unit is counted, not read; any other is read again.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Resumable {
+    /// The stopped run's snapshot; `None` for a first run, which only
+    /// takes its marks. Its `tables` are not used.
+    pub first: Option<Since>,
+    /// The units it finished: table name, first slot, end slot.
+    pub finished: Vec<(String, u64, Option<u64>)>,
+}
+
+/// The two counts a [`Role::ResumeCheck`] entry reads of a unit of table
+/// `table`: its rows, and those changed since `since`.
+pub fn resume_check_select(table: &str, since: &Since) -> String {
+    format!(
+        "SELECT COUNT(*), COUNT(IIF({}, 1, NULL)) FROM {}",
+        changed_condition(since),
+        crate::quote_identifier(table)
+    )
 }
 
 /// The pseudo-column a table that keeps its keys also reads, last.

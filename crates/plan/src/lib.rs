@@ -32,7 +32,9 @@ pub use incremental::{
     DatabaseNow, DbKeyLayout, Incremental, PreviousTable, Role, RowPlaces, Since, TableMode,
     DB_KEY_COLUMN,
 };
-pub use planner::{counted, Kind, Plan, PlanOptions, Read, TablePlan, Unit, COUNT_BUCKETS};
+pub use planner::{
+    counted, Kind, Plan, PlanOptions, Read, ResumeCheck, TablePlan, Unit, COUNT_BUCKETS,
+};
 pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};
 pub use selection::{SelectionError, TableChoice};

@@ -448,6 +448,15 @@ pub struct Unit {
     pub end_slot: Option<u64>,
 }
 
+/// Units of table `of` a stopped run finished, as (first, end) slots, to
+/// count with `select` ([`Plan::with_resume_checks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeCheck {
+    pub of: usize,
+    pub finished: Vec<(u64, Option<u64>)>,
+    pub select: String,
+}
+
 /// What to unload and in which pieces.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
@@ -650,6 +659,59 @@ impl Plan {
         }
         per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));
         self.units = per_entry.into_iter().flatten().collect();
+        self
+    }
+
+    /// Counts instead of reading the units of a stopped run that each
+    /// table `(of, finished)` lists (first and end slot, as planned again
+    /// now): they go to a [`Role::ResumeCheck`] entry of the table whose
+    /// query is `select` (two counts per unit); the table keeps its unit
+    /// count, for the destination takes them as its own again.
+    pub fn with_resume_checks(mut self, checks: Vec<ResumeCheck>) -> Plan {
+        let mut per_entry = self.units_by_entry();
+        let listed = self.tables.len();
+        for ResumeCheck {
+            of,
+            finished,
+            select,
+        } in checks
+        {
+            let (counted, read): (Vec<Unit>, Vec<Unit>) = per_entry[of]
+                .iter()
+                .partition(|u| finished.contains(&(u.first_slot, u.end_slot)));
+            if counted.is_empty() {
+                continue;
+            }
+            let mut check = self.tables[of].clone();
+            check.columns = vec!["ROWS_NOW".into(), "CHANGED".into()];
+            check.declared_types = vec!["BIGINT".into(); 2];
+            check.arrays = vec![None; 2];
+            check.byte_charsets = vec![None; 2];
+            check.casts = Vec::new();
+            check.key_columns = Vec::new();
+            check.computed = Vec::new();
+            check.count_buckets = 0;
+            check.select = select;
+            check.role = Role::ResumeCheck { of };
+            check.unit_count = counted.len();
+            let index = self.tables.len();
+            per_entry[of] = read;
+            per_entry.push(
+                counted
+                    .into_iter()
+                    .map(|u| Unit { table: index, ..u })
+                    .collect(),
+            );
+            self.tables.push(check);
+        }
+        per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));
+        // The counts first: each is quick, and the units they keep mostly
+        // come first in their tables (a run finishes them about in order),
+        // so the units read after them do not wait in memory for them.
+        let (counts, reads): (Vec<_>, Vec<_>) = per_entry
+            .into_iter()
+            .partition(|units| units.first().is_some_and(|u| u.table >= listed));
+        self.units = counts.into_iter().chain(reads).flatten().collect();
         self
     }
 

@@ -618,8 +618,8 @@ impl fbunload::Progress for SaidOnStderr {
     decimal256=false, verify=false, memory_mb=fbunload::DEFAULT_MEMORY_MB, overwrite=false, views=None,
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
-    processes=None, pg_schema=None, pg_lock_wait=None, pg_drop_others=false, pg_grants=false,
-    journal=None, pg_verify_only=false))]
+    resumable=false, resume=false, processes=None, pg_schema=None, pg_lock_wait=None,
+    pg_drop_others=false, pg_grants=false, journal=None, pg_verify_only=false))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -660,6 +660,8 @@ fn unload<'py>(
     wire_compression: bool,
     since: Option<PathBuf>,
     keep_keys: bool,
+    resumable: bool,
+    resume: bool,
     processes: Option<Bound<'py, PyAny>>,
     pg_schema: Option<String>,
     pg_lock_wait: Option<f64>,
@@ -785,6 +787,8 @@ fn unload<'py>(
     }
     let unload = unload
         .keep_keys(keep_keys)
+        .resumable(resumable)
+        .resume(resume)
         .pg_drop_others(pg_drop_others)
         .pg_grants(pg_grants)
         .options(options)

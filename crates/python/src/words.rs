@@ -48,6 +48,8 @@ const SWITCHES: &[(&str, &str)] = &[
     ("no-schema", "schema=False"),
     ("wire-compression", "wire_compression=True"),
     ("keep-keys", "keep_keys=True"),
+    ("resumable", "resumable=True"),
+    ("resume", "resume=True"),
     // A query is named by its key in `queries=` (or is read_sql's own).
     ("query", "query"),
     ("name", "the query's name"),
