@@ -329,16 +329,7 @@ fn plan_resumable(
     let file_id = inc::read_database_file_id(tr).map_err(client)?;
     plan.row_places = Some(row_places(tr)?);
     if let Some(first) = &resumable.first {
-        let mark_commit_number = match first.commit_mark {
-            Some((mark, _)) => inc::read_commit_number(tr, mark).map_err(client)?,
-            None => None,
-        };
-        let now = inc::DatabaseNow {
-            guid: guid.clone(),
-            file_id: file_id.clone(),
-            transaction: tr.number().map_err(client)?,
-            mark_commit_number,
-        };
+        let now = inc::read_database_now(tr, &guid, &file_id, first.commit_mark).map_err(client)?;
         if inc::whole_database_reason(first, &now).is_none() {
             let checks: Vec<_> = plan
                 .tables
@@ -404,16 +395,8 @@ fn plan_incremental(
     let formats = inc::read_table_formats(tr).map_err(client)?;
     let whole_database = match &incremental.since {
         Some(since) => {
-            let mark_commit_number = match since.commit_mark {
-                Some((mark, _)) => inc::read_commit_number(tr, mark).map_err(client)?,
-                None => None,
-            };
-            let now = inc::DatabaseNow {
-                guid: guid.clone(),
-                file_id: file_id.clone(),
-                transaction: tr.number().map_err(client)?,
-                mark_commit_number,
-            };
+            let now =
+                inc::read_database_now(tr, &guid, &file_id, since.commit_mark).map_err(client)?;
             inc::whole_database_reason(since, &now)
         }
         None => None,

@@ -561,6 +561,27 @@ pub fn read_unseen(tr: &Transaction, around: &Around) -> Result<(u64, Vec<u64>),
     Ok(unseen_bound(&unseen, unseen_until(around)))
 }
 
+/// The database as this run finds it, to hold against an earlier run's
+/// marks (`commit_mark`: that run's mark transaction and its commit
+/// number then, whose commit number now is read).
+pub fn read_database_now(
+    tr: &Transaction,
+    guid: &str,
+    file_id: &str,
+    commit_mark: Option<(u64, i64)>,
+) -> Result<DatabaseNow, ClientError> {
+    let mark_commit_number = match commit_mark {
+        Some((mark, _)) => read_commit_number(tr, mark)?,
+        None => None,
+    };
+    Ok(DatabaseNow {
+        guid: guid.to_string(),
+        file_id: file_id.to_string(),
+        transaction: tr.number()?,
+        mark_commit_number,
+    })
+}
+
 /// `RDB$GET_TRANSACTION_CN(number)` now: `None` for a number the
 /// database has not reached.
 pub fn read_commit_number(tr: &Transaction, number: u64) -> Result<Option<i64>, ClientError> {
