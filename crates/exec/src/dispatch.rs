@@ -11,7 +11,7 @@
 //! that a signal ends the run within moments.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
@@ -59,6 +59,56 @@ const FOLLOW_UP_WAIT: Duration = Duration::from_millis(2);
 /// Batches a worker's fetcher may queue for its writer thread: enough to
 /// smooth out a slow write, few enough to keep memory bounded.
 const WRITER_QUEUE: usize = 4;
+
+/// Bytes of batches a worker's fetcher may have handed to its writer
+/// thread and not seen written (one batch is let through whatever its
+/// size). Batches of narrow rows are a few MB and still queue
+/// [`WRITER_QUEUE`] deep; batches of blobs reach the decoder's 16 MB cap,
+/// and four of them queued beside the one being filled and the one being
+/// written held about 100 MB that `--memory` does not count
+/// (docs/PERFORMANCE.md, "BLOB-heavy and wide tables").
+const WRITER_QUEUE_BYTES: usize = 16 << 20;
+
+/// The bytes of batches handed to a writer thread and not yet written.
+#[derive(Default)]
+struct Handed {
+    /// Bytes handed; whether the writer has stopped taking batches.
+    state: Mutex<(usize, bool)>,
+    written: Condvar,
+}
+
+impl Handed {
+    /// Waits until `bytes` more fit in [`WRITER_QUEUE_BYTES`] (or nothing
+    /// is handed, or the writer stopped), then counts them.
+    fn reserve(&self, bytes: usize) {
+        let mut state = self.state.lock().unwrap();
+        while !state.1 && state.0 > 0 && state.0 + bytes > WRITER_QUEUE_BYTES {
+            state = self.written.wait(state).unwrap();
+        }
+        state.0 += bytes;
+    }
+
+    fn release(&self, bytes: usize) {
+        let mut state = self.state.lock().unwrap();
+        state.0 = state.0.saturating_sub(bytes);
+        self.written.notify_all();
+    }
+
+    /// The writer takes no more: nothing waits for it from now on.
+    fn close(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.written.notify_all();
+    }
+}
+
+impl ToWriter {
+    fn bytes(&self) -> usize {
+        match self {
+            ToWriter::Batch(batch) => batch.get_array_memory_size(),
+            _ => 0,
+        }
+    }
+}
 
 /// Runs every unit of `plan` through `destination`. `on_start` is given the
 /// session once every reader has joined its snapshot, before the first unit.
@@ -363,23 +413,32 @@ impl<'r, S: Session> Run<'r, S> {
             };
             return self.take_units(&mut reader, resume, &mut deliver);
         }
+        let handed = Handed::default();
         std::thread::scope(|scope| {
-            let (to_writer, from_fetcher) = std::sync::mpsc::sync_channel(WRITER_QUEUE);
+            let (to_writer, from_fetcher) = std::sync::mpsc::sync_channel::<ToWriter>(WRITER_QUEUE);
+            let handed = &handed;
             scope.spawn(move || {
                 let mut writing = Writing::default();
                 // Ends at the first error; the channel closes with it.
                 self.guard(|| {
                     for message in from_fetcher {
-                        self.write(&mut writing, message)?;
+                        let bytes = message.bytes();
+                        let written = self.write(&mut writing, message);
+                        handed.release(bytes);
+                        written?;
                     }
                     Ok(())
                 });
+                handed.close();
                 // Whatever is unfinished goes (a stop, or the fetcher died).
                 self.guard(|| self.write(&mut writing, ToWriter::Abort));
             });
             // A closed channel means the writer failed; its error is the
             // one recorded, so this side just stops.
-            let mut deliver = |message| to_writer.send(message).is_ok();
+            let mut deliver = |message: ToWriter| {
+                handed.reserve(message.bytes());
+                to_writer.send(message).is_ok()
+            };
             self.take_units(&mut reader, resume, &mut deliver)
         })
     }

@@ -11,7 +11,9 @@
 //!   ([`special`]), and ARRAY_TYPES ([`arrays`]), for correctness at the
 //!   edges;
 //! - BIG_BLOB, made only when named: blobs of many MiB ([`blobs`]), for
-//!   memory.
+//!   memory;
+//! - BLOB_HEAVY and WIDE, made only when named: many rows of medium blobs,
+//!   and hundreds of columns of mixed types ([`heavy`]), for scale.
 //!
 //! On request the TPC-C tables also get what an application keeps in the
 //! database: foreign keys, a key trigger and its generator, a domain with
@@ -29,6 +31,7 @@ pub mod application;
 pub mod arrays;
 pub mod bank;
 pub mod blobs;
+pub mod heavy;
 pub mod many;
 pub mod special;
 pub mod sql;
@@ -67,6 +70,14 @@ pub struct GenOptions {
     pub chunk_rows: u64,
     /// The size of each of BIG_BLOB's two big blobs, in MiB.
     pub blob_mb: u32,
+    /// BLOB_HEAVY's rows.
+    pub blob_rows: u64,
+    /// The size of all of BLOB_HEAVY's blobs together, in MiB.
+    pub blob_total_mb: u64,
+    /// WIDE's columns, its key included.
+    pub wide_columns: u32,
+    /// WIDE's rows.
+    pub wide_rows: u64,
     /// How many ERP-like tables to make besides `tables` ([`many`]).
     pub many_tables: usize,
     /// About how many rows those tables hold in all.
@@ -94,6 +105,10 @@ impl GenOptions {
             force: false,
             chunk_rows: 100_000,
             blob_mb: 100,
+            blob_rows: 10_000,
+            blob_total_mb: 2048,
+            wide_columns: 500,
+            wide_rows: 100_000,
             many_tables: 0,
             many_rows: 1_000_000,
             server: None,
@@ -117,6 +132,8 @@ impl GenOptions {
             Table::EmptyTable => 0,
             Table::ArrayTypes => arrays::ARRAY_TYPES_ROWS,
             Table::BigBlob => blobs::ROWS,
+            Table::BlobHeavy => self.blob_rows,
+            Table::Wide => self.wide_rows,
             tpcc_table => tpcc::rows(tpcc_table, self.scale()),
         }
     }
@@ -280,7 +297,7 @@ pub fn generate_with(
         .start_transaction(TransactionMode::ReadWrite)
         .map_err(fb("starting a transaction"))?;
     for &table in &tables {
-        tr.execute(&create_sql(table))
+        tr.execute(&create_sql(table, opts))
             .map_err(fb(format!("creating table {table}")))?;
     }
     tr.commit().map_err(fb("committing the tables"))?;
@@ -335,6 +352,20 @@ fn validate(opts: &GenOptions) -> Result<(), GenError> {
     if opts.chunk_rows == 0 {
         return Err(GenError::Invalid("chunk_rows must be at least 1".into()));
     }
+    if opts.tables.contains(&Table::BlobHeavy)
+        && (opts.blob_rows == 0
+            || heavy::blob_bytes_per_row(opts.blob_rows, opts.blob_total_mb) == 0)
+    {
+        return Err(GenError::Invalid(
+            "--blob-rows and --blob-total-mb must leave each BLOB_HEAVY row a byte at least".into(),
+        ));
+    }
+    if opts.tables.contains(&Table::Wide) && !(2..=1000).contains(&opts.wide_columns) {
+        return Err(GenError::Invalid(format!(
+            "--wide-columns must be 2 to 1000 (a record's 64 KiB), not {}",
+            opts.wide_columns
+        )));
+    }
     if opts.application {
         if let Some(missing) = application::TABLES
             .iter()
@@ -348,13 +379,15 @@ fn validate(opts: &GenOptions) -> Result<(), GenError> {
     Ok(())
 }
 
-fn create_sql(table: Table) -> String {
+fn create_sql(table: Table, opts: &GenOptions) -> String {
     match table {
         Table::AllTypes => special::all_types_create_sql(),
         Table::Mixed => special::mixed_create_sql(),
         Table::EmptyTable => special::empty_create_sql().to_string(),
         Table::ArrayTypes => arrays::array_types_create_sql().to_string(),
         Table::BigBlob => blobs::create_sql().to_string(),
+        Table::BlobHeavy => heavy::blob_heavy_create_sql().to_string(),
+        Table::Wide => heavy::wide_create_sql(opts.wide_columns),
         tpcc_table => tpcc::create_sql(tpcc_table).to_string(),
     }
 }
@@ -433,6 +466,22 @@ fn fill_many(db: &Attachment, tables: usize, opts: &GenOptions) -> Result<u64, G
     Ok(counts.iter().sum())
 }
 
+/// Calls `step_rows(lo, hi)` for consecutive ranges of `rows`, `step`
+/// rows each (the last fewer).
+fn chunked(
+    rows: u64,
+    step: u64,
+    mut step_rows: impl FnMut(u64, u64) -> Result<(), GenError>,
+) -> Result<(), GenError> {
+    let mut lo = 0;
+    while lo < rows {
+        let hi = (lo + step).min(rows);
+        step_rows(lo, hi)?;
+        lo = hi;
+    }
+    Ok(())
+}
+
 fn fill(db: &Attachment, table: Table, opts: &GenOptions) -> Result<(), GenError> {
     let run = |statements: &[String], what: &str| -> Result<(), GenError> {
         let tr = db
@@ -452,6 +501,22 @@ fn fill(db: &Attachment, table: Table, opts: &GenOptions) -> Result<(), GenError
         // SQL cannot write an array: the client's slice calls do.
         Table::ArrayTypes => arrays::fill_array_types(db).map_err(fb("rows of ARRAY_TYPES")),
         Table::BigBlob => run(&blobs::fill_sql(opts.blob_mb), "rows"),
+        Table::BlobHeavy => {
+            let bytes = heavy::blob_bytes_per_row(opts.blob_rows, opts.blob_total_mb);
+            let step = heavy::blob_rows_per_chunk(opts.blob_rows, opts.blob_total_mb);
+            chunked(opts.blob_rows, step, |lo, hi| {
+                run(
+                    &[heavy::blob_heavy_block(lo, hi, bytes)],
+                    &format!("rows {lo}..{hi}"),
+                )
+            })
+        }
+        Table::Wide => chunked(opts.wide_rows, opts.chunk_rows, |lo, hi| {
+            run(
+                &[heavy::wide_block(opts.wide_columns, lo, hi)],
+                &format!("rows {lo}..{hi}"),
+            )
+        }),
         tpcc_table => {
             let units = tpcc::units(tpcc_table, opts.scale());
             let step = tpcc::units_per_chunk(tpcc_table, opts.chunk_rows);

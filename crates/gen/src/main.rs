@@ -17,7 +17,9 @@ use fbunload_gen::{generate_with, parse_table_list, GenOptions};
     about = "Create a deterministic Firebird test database for fbunload",
     after_help = "Tables: WAREHOUSE, DISTRICT, CUSTOMER, ITEM, STOCK, ORDERS, ORDER_LINE, \
                   ALL_TYPES, MIXED, EMPTY_TABLE, ARRAY_TYPES; and, only when named, BIG_BLOB (two blobs of \
-                  --blob-mb MiB, for memory measurements). The database is created as SYSDBA/masterkey."
+                  --blob-mb MiB, for memory measurements), BLOB_HEAVY (--blob-rows rows, a text \
+                  and an incompressible binary blob each, --blob-total-mb MiB in all) and WIDE \
+                  (--wide-rows rows of --wide-columns columns of mixed types, NULLs sprinkled). The database is created as SYSDBA/masterkey."
 )]
 struct Args {
     /// The database file to create (must not exist unless --force).
@@ -65,6 +67,21 @@ struct Args {
     /// BIG_BLOB: the size of each of its two big blobs, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 100)]
     blob_mb: u32,
+    /// BLOB_HEAVY: its rows.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    blob_rows: u64,
+    /// BLOB_HEAVY: the size of all its blobs together, in MiB (half text,
+    /// half binary).
+    #[arg(long, value_name = "MIB", default_value_t = 2048)]
+    blob_total_mb: u64,
+    /// WIDE: its columns, the key ID included (INTEGER, BIGINT,
+    /// NUMERIC(18,4), DOUBLE PRECISION, VARCHAR(40), CHAR(10), DATE,
+    /// TIMESTAMP and BOOLEAN in turn).
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    wide_columns: u32,
+    /// WIDE: its rows.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    wide_rows: u64,
     /// The Firebird client library (default: the embedded engine of the
     /// firebird-embedded Python package, or FIREBIRD, or the system's).
     #[arg(long, value_name = "PATH")]
@@ -100,6 +117,10 @@ fn main() -> ExitCode {
         force: args.force,
         chunk_rows: args.chunk_rows,
         blob_mb: args.blob_mb,
+        blob_rows: args.blob_rows,
+        blob_total_mb: args.blob_total_mb,
+        wide_columns: args.wide_columns,
+        wide_rows: args.wide_rows,
         many_tables: args.many_tables,
         many_rows: args.many_rows,
         password: match &args.server {

@@ -28,6 +28,12 @@ pub enum Table {
     /// Two blobs of [`crate::GenOptions::blob_mb`] MiB each, for memory
     /// measurements ([`crate::blobs`]); never part of `ALL`.
     BigBlob,
+    /// Many rows of medium blobs, [`crate::GenOptions::blob_total_mb`] MiB
+    /// in all ([`crate::heavy`]); never part of `ALL`.
+    BlobHeavy,
+    /// [`crate::GenOptions::wide_columns`] columns of mixed types
+    /// ([`crate::heavy`]); never part of `ALL`.
+    Wide,
 }
 
 impl Table {
@@ -47,7 +53,7 @@ impl Table {
     ];
 
     /// Tables made only when named: too big for a default database.
-    pub const ON_REQUEST: [Table; 1] = [Table::BigBlob];
+    pub const ON_REQUEST: [Table; 3] = [Table::BigBlob, Table::BlobHeavy, Table::Wide];
 
     /// The name used on the command line (and, except for [`Table::Mixed`],
     /// the table's name in the database).
@@ -65,6 +71,8 @@ impl Table {
             Table::EmptyTable => "EMPTY_TABLE",
             Table::ArrayTypes => "ARRAY_TYPES",
             Table::BigBlob => "BIG_BLOB",
+            Table::BlobHeavy => "BLOB_HEAVY",
+            Table::Wide => "WIDE",
         }
     }
 
