@@ -290,7 +290,9 @@ impl From<String> for Failure {
 
 fn describe(err: Error) -> Failure {
     match err {
-        Error::Interrupted => Failure::Interrupted(err.to_string()),
+        Error::Interrupted | Error::InterruptedResumable { .. } => {
+            Failure::Interrupted(err.to_string())
+        }
         other if other.is_broken_pipe() => Failure::BrokenPipe,
         other => Failure::Error(other.to_string(), other.kind()),
     }

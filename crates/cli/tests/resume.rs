@@ -58,6 +58,15 @@ fn bank(dir: &Path) -> PathBuf {
 /// accounts closed into another, each in one transaction; the SUM of the
 /// balances stays `ACCOUNTS * OPENING`. A transaction that fails (a
 /// conflict with the other writer) is rolled back.
+/// Sets its flag when dropped, by a panic's unwinding too.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 fn write_until(db: &Path, stop: &AtomicBool, seed: i64) {
     let att = connect(db);
     let mut r = seed;
@@ -226,6 +235,9 @@ fn a_killed_run_resumed_is_one_snapshot_the_same_for_any_parallel() {
                 let (db, stop) = (&db, &stop);
                 scope.spawn(move || write_until(db, stop, seed));
             }
+            // The writers stop also when this thread panics: else the
+            // scope would wait for them for ever instead of failing.
+            let _stop_writers = StopOnDrop(&stop);
             kill_at(
                 &db,
                 &killed,
@@ -446,4 +458,53 @@ fn what_a_killed_run_left_is_read_as_a_strangers() {
 
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// Stopped by a signal (SIGTERM, as Ctrl-C), a resumable run says that
+/// what it finished is kept for `--resume`, not that nothing was kept, and
+/// the resume then finishes the run.
+#[test]
+fn a_resumable_run_stopped_by_a_signal_says_what_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bank(dir.path());
+    let out = dir.path().join("stopped");
+    let options = ["--unit-pages", "8", "-j", "1"];
+    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .arg("-d")
+        .arg(&db)
+        .args(["-u", "SYSDBA", "-p", "masterkey", "--resumable", "-o"])
+        .arg(&out)
+        .args(options)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while journal_lines(&out) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(300), "no progress");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let signalled = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    let stopped = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&stopped.stderr);
+    if stopped.status.code() == Some(0) {
+        // It finished before the signal came: nothing to say of a stop.
+        return;
+    }
+    assert_eq!(stopped.status.code(), Some(130), "{said}");
+    assert!(
+        said.contains("are kept in") && said.contains("--resume"),
+        "the stop must say what it kept: {said}"
+    );
+    assert!(!said.contains("nothing of this run was kept"), "{said}");
+    assert!(area(&out).join("journal.jsonl").exists());
+    let mut resume = vec!["--resume", "-o", path(&out)];
+    resume.extend(options);
+    run_ok(&db, &resume);
+    assert!(out.join("manifest.json").exists());
+    assert!(!area(&out).exists(), "the area stays after the resume");
 }

@@ -48,6 +48,13 @@ pub enum ExecError {
          before): run the same command again"
     )]
     Interrupted,
+    /// A `--resumable` run stopped: what it finished stays for `--resume`.
+    #[error(
+        "interrupted; the output directory holds what it held before, and the units this run \
+         finished are kept in {area}: run the same command with --resume to go on from them \
+         (--overwrite starts again)"
+    )]
+    InterruptedResumable { area: String },
     /// Table names in `subject` are [`printable`].
     #[error(
         "{subject}: no answer from the database for {seconds} s: the server or the network \
@@ -179,7 +186,7 @@ impl ExecError {
             }
             ExecError::OutputDir { .. } | ExecError::Output { .. } => "output",
             ExecError::Verify(_) => "verify",
-            ExecError::Interrupted => "interrupted",
+            ExecError::Interrupted | ExecError::InterruptedResumable { .. } => "interrupted",
             ExecError::SnapshotClosed { .. } => "snapshot_closed",
             ExecError::Internal(_) => "internal",
             _ => "database",

@@ -877,7 +877,16 @@ impl Unload {
         });
         let mut summary = match (pg, &journaling) {
             (Some(pg), _) => prepared.run(&pgsync::Tee::new(&files, pg), progress)?,
-            (None, Some(journaling)) => prepared.run(journaling, progress)?,
+            (None, Some(journaling)) => prepared.run(journaling, progress).map_err(|e| {
+                let area = output.path().join(resume::RESUME_DIR);
+                match e {
+                    // Stopped, not failed: say that what it finished stays.
+                    Error::Interrupted if area.is_dir() => Error::InterruptedResumable {
+                        area: area.display().to_string(),
+                    },
+                    e => e,
+                }
+            })?,
             (None, None) => prepared.run(&files, progress)?,
         };
         let (mut plan, mut schemas) = (plan, schemas);
