@@ -77,9 +77,16 @@ start)
   # A free port: the kernel's choice for a socket bound to port 0.
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   # Small memory: the machine is shared; no fsync: test data is throwaway.
+  # max_locks_per_transaction: a load publishes all its tables in one
+  # transaction, several locks a table (docs/PERFORMANCE.md, "Many
+  # tables"), and the lock table holds this many per connection slot; the
+  # default 64 stops `PG=1 TABLES=5000 benches/scale.sh` ("out of shared
+  # memory"). 1024 holds 5,000 tables, for 30 MB more shared memory
+  # (`SHOW shared_memory_size`: 70 MB, 40 MB with 64).
   as_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o \
     "-p $port -c listen_addresses=127.0.0.1 -k $dir -c shared_buffers=32MB -c fsync=off \
      -c synchronous_commit=off -c full_page_writes=off -c max_connections=60 \
+     -c max_locks_per_transaction=1024 \
      -c ssl=on -c ssl_ca_file=ca.crt" >&2 ||
     { tail -20 "$dir/server.log" >&2; exit 1; }
   printf 'export FBUNLOAD_TEST_PG_DIR=%s\n' "$dir"
