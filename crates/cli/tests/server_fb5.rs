@@ -1705,7 +1705,7 @@ fn follow_over_tcp_equals_the_served_database_across_kills() {
 
     let out = follow_until_idle(&["--memory", "0"]);
     assert!(
-        stderr(&out).contains("fbunload follow applied"),
+        stderr(&out).contains("fbunload: follow applied"),
         "{}",
         stderr(&out)
     );
