@@ -22,7 +22,12 @@
 # kill: its root DIR/root links to HOME's files (hard links where it can)
 # but has its own firebird.conf (port PORT, plus the lines of
 # $FB5_PRIVATE_CONF if set) and security database (SuperServer opens that
-# exclusively), its own lock directory, databases in DIR/db. It prints
+# exclusively), its own lock directory, databases in DIR/db. With
+# FB5_PRIVATE_REPLICATION="JOURNAL ARCHIVE" (two directories, made if
+# missing) its replication.conf sends every database that publishes
+# (ALTER DATABASE ENABLE PUBLICATION) to the journal in JOURNAL, archived
+# into ARCHIVE a second after a segment's last write at the latest: what
+# `fbunload follow` reads (docs/postgresql.md, "Live"). It prints
 # FB5_PRIVATE_ADDRESS, _DIR, _PASSWORD and _PID.
 set -euo pipefail
 
@@ -64,6 +69,17 @@ case "$command" in
         printf '%s\n' "${FB5_PRIVATE_CONF:-}" | grep -q "^${line%% *}[ =]" || printf '%s\n' "$line"
       done >>"$root/firebird.conf"
     [ -z "${FB5_PRIVATE_CONF:-}" ] || printf '%s\n' "$FB5_PRIVATE_CONF" >>"$root/firebird.conf"
+    if [ -n "${FB5_PRIVATE_REPLICATION:-}" ]; then
+      read -r journal archive rest <<<"$FB5_PRIVATE_REPLICATION"
+      [ -n "${archive:-}" ] && [ -z "${rest:-}" ] ||
+        fail "FB5_PRIVATE_REPLICATION: give two directories, \"JOURNAL ARCHIVE\""
+      mkdir -p "$journal" "$archive"
+      # The default section: every database of this server that publishes.
+      # Removed first: the linked file is HOME's own.
+      rm -f "$root/replication.conf"
+      printf 'database\n{\n  journal_directory = %s\n  journal_archive_directory = %s\n  journal_archive_timeout = 1\n}\n' \
+        "$(cd "$journal" && pwd)" "$(cd "$archive" && pwd)" >"$root/replication.conf"
+    fi
     security=$(security_db "$home")
     cp "$home/$security" "$root/$security"
     export FIREBIRD="$root" FIREBIRD_LOCK="$dir/lock" FIREBIRD_TMP="$dir"

@@ -445,6 +445,16 @@ struct PrivateServer {
 
 impl PrivateServer {
     fn start(test: &str) -> Option<PrivateServer> {
+        PrivateServer::start_with(test, None)
+    }
+
+    /// A private server that writes the replication journal of every
+    /// database that publishes to `journal`, archived into `archive`.
+    fn start_journaling(test: &str, journal: &Path, archive: &Path) -> Option<PrivateServer> {
+        PrivateServer::start_with(test, Some((journal, archive)))
+    }
+
+    fn start_with(test: &str, journaling: Option<(&Path, &Path)>) -> Option<PrivateServer> {
         let home = std::env::var("FBUNLOAD_FB5_HOME").unwrap_or("/opt/fbunload-fb5".into());
         if !Path::new(&home).join("bin/firebird").exists() {
             eprintln!(
@@ -460,7 +470,14 @@ impl PrivateServer {
             .unwrap()
             .port();
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fb5-server.sh");
-        let started = Command::new("bash")
+        let mut command = Command::new("bash");
+        if let Some((journal, archive)) = journaling {
+            command.env(
+                "FB5_PRIVATE_REPLICATION",
+                format!("{} {}", journal.display(), archive.display()),
+            );
+        }
+        let started = command
             .arg(script)
             .args([
                 "private",
@@ -1587,4 +1604,129 @@ fn reader_processes_run_the_running_program_not_its_replaced_file() {
         assert!(err.contains("in 2 reader processes"), "{err}");
         assert!(wide(&out) == wide(&one), "not the -j 1 table");
     }
+}
+
+/// `fbunload follow` of a database a Firebird 5 server serves: the
+/// `--keep-keys --journal` load and the follow attach over TCP
+/// (`host/port:path`) and read the journal the server writes from its
+/// directories on this machine. Clerks write before, during and after
+/// the load (transfers, rollbacks, savepoints, key updates, blob changes,
+/// deletes in a table without a key; a transaction held open across the
+/// load's snapshot); PostgreSQL equals Firebird value by value after the
+/// follow, and again after follows killed with SIGKILL at random points
+/// while clerks write.
+#[test]
+fn follow_over_tcp_equals_the_served_database_across_kills() {
+    use common::clerks::{self, Dice};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let test = "follow_over_tcp_equals_the_served_database_across_kills";
+    if fb5(test).is_none() {
+        return;
+    }
+    let Some(uri) = pg_database("follow_fb5") else {
+        return;
+    };
+    let journals = tempfile::tempdir().unwrap();
+    let (live, archive) = (
+        journals.path().join("journal"),
+        journals.path().join("archive"),
+    );
+    let Some(private) = PrivateServer::start_journaling(test, &live, &archive) else {
+        return;
+    };
+    let server = private.as_fb5();
+    let file = server.file("follow");
+    let _removed = Removed(file.clone());
+    let mut statements = vec![
+        "ALTER DATABASE ENABLE PUBLICATION".to_string(),
+        "ALTER DATABASE INCLUDE ALL TO PUBLICATION".to_string(),
+    ];
+    statements.extend(clerks::bank_statements());
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    drop(server.create(&file, &statements));
+    let options = server.connect(&file, WireOptions::default());
+    let on: clerks::Connect = Arc::new(move || {
+        Attachment::connect(&client(), &options).unwrap_or_else(|e| panic!("attach: {e}"))
+    });
+    let (live_arg, archive_arg) = (live.to_str().unwrap(), archive.to_str().unwrap());
+    let follow = |more: &[&str]| -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
+        command
+            .args(["follow", "-d", &server.dsn(&file), "-u", "SYSDBA"])
+            .args(["--journal", archive_arg, "--journal-live", live_arg])
+            .args(["-o", &uri, "--pg-schema", "live"])
+            .args(more)
+            .env("ISC_PASSWORD", &server.password)
+            .env_remove("FBUNLOAD_TEST_FB5_PASSWORD");
+        command
+    };
+    let follow_until_idle = |more: &[&str]| -> Output {
+        let mut args = vec!["--until-idle", "3"];
+        args.extend_from_slice(more);
+        let out = follow(&args).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+
+    clerks::clerks(&on, 1, 60);
+    // Held open across the snapshot: the load does not see it, the
+    // follow applies it once it commits.
+    let held_att = on();
+    let held = held_att
+        .start_transaction(TransactionMode::ReadWrite)
+        .unwrap();
+    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
+        .unwrap();
+    held.execute("INSERT INTO MOVES VALUES (0, -500)").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks::clerks_until(&on, 2, stop.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    let load = server.fbunload(
+        &file,
+        &[
+            "-o",
+            &uri,
+            "--pg-schema",
+            "live",
+            "--keep-keys",
+            "--journal",
+            archive_arg,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::SeqCst);
+    let written = during.join().unwrap();
+    assert!(load.status.success(), "{}", stderr(&load));
+    assert!(written > 5, "clerks wrote during the load: {written}");
+    held.commit().unwrap();
+    clerks::clerks(&on, 3, 60);
+
+    let out = follow_until_idle(&["--memory", "0"]);
+    assert!(
+        stderr(&out).contains("fbunload: follow applied"),
+        "{}",
+        stderr(&out)
+    );
+    clerks::assert_equal(&on(), &uri, "after the first follow");
+
+    // Killed at random points while clerks write; then to the end.
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks::clerks_until(&on, 4, stop.clone());
+    let mut dice = Dice(5);
+    for _ in 0..4 {
+        let mut child = follow(&[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200 + dice.roll(1200) as u64));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    assert!(during.join().unwrap() > 5);
+    follow_until_idle(&[]);
+    clerks::assert_equal(&on(), &uri, "after follows killed with SIGKILL");
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod clerks;
 pub mod oracle;
 
 use std::path::{Path, PathBuf};
