@@ -1154,6 +1154,15 @@ mod tests {
         }
         let files = what_a_forced_stop_leaves(&argv(&["-d", "x.fdb", "-o", "out"]));
         assert!(files.contains("directory") && !files.contains("PostgreSQL"));
+        // A resumable load keeps its staging schema for --resume.
+        let kept = what_a_forced_stop_leaves(&argv(&[
+            "-d",
+            "x.fdb",
+            "--resumable",
+            "-o",
+            "postgresql://u@h/db",
+        ]));
+        assert!(kept.contains("--resume"), "{kept}");
     }
 
     #[test]

@@ -304,9 +304,10 @@ fn a_killed_load_resumed_is_one_snapshot() {
 }
 
 /// What a killed load left is read as a stranger's: a table someone
-/// made in the staging schema, or a row someone added to a staging
-/// table, refuses the resume, and neither is dropped; once they are
-/// gone the resume keeps every unit (nothing changed in Firebird).
+/// made in the staging schema, a row someone added to a staging table,
+/// or a unit's rows someone deleted, refuses the resume, and nothing is
+/// dropped; once they are gone the resume keeps every journaled unit
+/// (nothing changed in Firebird).
 #[test]
 fn what_a_killed_load_left_is_read_as_a_strangers() {
     let Some(uri) = pg_database("fbu_resume_stranger") else {
@@ -347,11 +348,30 @@ fn what_a_killed_load_left_is_read_as_a_strangers() {
         .batch_execute(&format!("DELETE FROM \"{staging}\".accounts WHERE id = -1"))
         .unwrap();
 
+    // A unit's rows all deleted by someone: refused; with its journal
+    // row gone too, the unit is one the load did not finish.
+    let unit = format!(
+        "(SELECT xmin::text FROM \"{staging}\"._fbunload_resume_units WHERE tbl = 'ACCOUNTS' \
+         AND rows > 0 LIMIT 1)"
+    );
+    client
+        .batch_execute(&format!(
+            "DELETE FROM \"{staging}\".accounts WHERE xmin::text = {unit}"
+        ))
+        .unwrap();
+    let refused = load(&db, &uri, &["--resume"]);
+    refused_in_one_line(&refused, "are gone");
+    client
+        .batch_execute(&format!(
+            "DELETE FROM \"{staging}\"._fbunload_resume_units WHERE xmin::text = {unit}"
+        ))
+        .unwrap();
+
     let events = load_ok(&db, &uri, &["--resume", "--progress", "json"]);
     let resumed = resumed_event(&events);
     assert_eq!(
         resumed["units_kept"].as_i64().unwrap(),
-        journaled,
+        journaled - 1,
         "{resumed}"
     );
     assert_eq!(resumed["units_read_again"], 0, "{resumed}");

@@ -273,21 +273,34 @@ pub(crate) fn read_stopped(
                 &[],
             )
             .map_err(fail)?;
-        let journaled = by_table.remove(firebird.as_str()).unwrap_or_default();
+        let mut journaled = by_table.remove(firebird.as_str()).unwrap_or_default();
         for row in &found {
             let (xid, n): (&str, i64) = (row.get(0), row.get(1));
-            if journaled.get(xid) != Some(&(n as u64)) {
+            if journaled.remove(xid) != Some(n as u64) {
                 return Err(refuse(
                     target,
                     schema,
                     staging,
                     format!(
                         "table {}: {n} rows of transaction {xid} are no journaled unit's (rows \
-                         written by another session)",
+                         written or changed by another session)",
                         ident(pg)
                     ),
                 ));
             }
+        }
+        // A unit whose rows are all gone (deleted by another session).
+        if let Some((xid, n)) = journaled.iter().find(|(_, n)| **n > 0) {
+            return Err(refuse(
+                target,
+                schema,
+                staging,
+                format!(
+                    "table {}: the {n} rows of the unit of transaction {xid} are gone (deleted \
+                     by another session)",
+                    ident(pg)
+                ),
+            ));
         }
     }
     if let Some(table) = by_table.keys().next() {
