@@ -19,7 +19,8 @@ release_binaries() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# run DB ARGS... : runs fbunload RUNS times (as SYSDBA, password FB_PASSWORD or masterkey); sets SECS (median of RUNS), SPREAD (min-max), PEAK_MB (max),
+# run DB ARGS... : runs fbunload RUNS times (as SYSDBA, password FB_PASSWORD or masterkey; into
+# RUN_OUTPUT, default DATA/out); sets SECS (median of RUNS), SPREAD (min-max), PEAK_MB (max),
 # CPU (fbunload's user + system seconds, median), BYTES (output size)
 run() {
   local db=$1; shift
@@ -27,7 +28,7 @@ run() {
   for _ in $(seq "$RUNS"); do
     rm -rf "$DATA/out"
     /usr/bin/time -f '%e %M %U %S' -o "$DATA/time.txt" \
-      $BIN/fbunload -d "$db" -u SYSDBA -p "${FB_PASSWORD:-masterkey}" -q -o "$DATA/out" "$@"
+      $BIN/fbunload -d "$db" -u SYSDBA -p "${FB_PASSWORD:-masterkey}" -q -o "${RUN_OUTPUT:-$DATA/out}" "$@"
     read -r secs kb user system < "$DATA/time.txt"
     times+=("$secs"); peaks+=("$kb"); cpus+=("$(echo "$user + $system" | bc)")
   done

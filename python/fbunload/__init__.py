@@ -464,7 +464,10 @@ def unload(
       ``output/.fbunload-resume`` until the run is published, so that a
       run that dies can be continued with ``resume=True`` (same options):
       units unchanged since are taken from what it kept, the others read at
-      a new snapshot, and every file is that one snapshot's.
+      a new snapshot, and every file is that one snapshot's. Into
+      PostgreSQL the units are journaled in the load's staging schema, and
+      ``resume=True`` goes on from them the same way
+      (docs/postgresql.md, Resumable loads).
 
     Into PostgreSQL (docs/postgresql.md):
       ``output='postgresql://USER[:PASSWORD]@HOST:PORT/DBNAME'`` loads every

@@ -152,3 +152,27 @@ def test_verify_compares_values_and_pg_verify_only_loads_nothing(types_db, pg_ur
         fbunload.unload(types_db, pg_uri, pg_schema="py", pg_verify_only=True, **AUTH)
     with pytest.raises(fbunload.UsageError, match="pg_verify_only is for a PostgreSQL output"):
         fbunload.unload(types_db, "out", pg_verify_only=True, **AUTH)
+
+
+def test_a_resumable_load_publishes_without_its_journal(tmp_path, pg_uri):
+    """resumable=/resume= into PostgreSQL spell --resumable/--resume
+    (crates/cli/tests/postgres_resume.rs kills loads and resumes them)."""
+    db = make_database(
+        tmp_path / "r.fdb",
+        [
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V VARCHAR(20))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 1000) DO BEGIN "
+            "INSERT INTO T VALUES (:I, 'v' || :I); I = I + 1; END END",
+        ],
+    )
+    summary = fbunload.unload(db, pg_uri, pg_schema="res", resumable=True, **AUTH)
+    assert [t["rows"] for t in summary["tables"]] == [1000]
+    assert psql(pg_uri, "SELECT count(*), sum(id) FROM res.t") == [["1000", "500500"]]
+    # Published: the staging schema, with its journal, is gone.
+    assert psql(pg_uri, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE "
+                        "'\\_fbunload\\_staging\\_%'") == [["0"]]
+    assert psql(pg_uri, "SELECT to_regclass('res._fbunload_resume') IS NULL") == [["t"]]
+    with pytest.raises(fbunload.UsageError) as refused:
+        fbunload.unload(db, pg_uri, pg_schema="other", resume=True, **AUTH)
+    message = str(refused.value)
+    assert "resume=True" in message and "--" not in message, message

@@ -251,16 +251,19 @@ pub struct Args {
     #[arg(long)]
     pub keep_keys: bool,
 
-    /// Make a run into a directory resumable (Firebird 4+): each unit is also kept, as it
-    /// finishes, in DIR/.fbunload-resume (removed once the run is published), so that a run
-    /// that dies (kill -9, power loss, a server restart) can be continued with --resume.
-    /// Costs a second write of every row while the run lasts (docs/reliability.md)
+    /// Make a run resumable (Firebird 4+), so that a run that dies (kill -9, power loss, a
+    /// server restart) can be continued with --resume. Into a directory each unit is also kept,
+    /// as it finishes, in DIR/.fbunload-resume (removed once the run is published): a second
+    /// write of every row while the run lasts. Into postgresql:// each unit's COPY commits with
+    /// its journal row in the staging schema, which a failed or stopped load then keeps
+    /// (docs/reliability.md)
     #[arg(long)]
     pub resumable: bool,
 
-    /// Continue the --resumable run that stopped in -o DIR, with the same options: the units it
-    /// finished that no row of changed since are taken from what it wrote, the others read at a
-    /// new snapshot, so every file holds that one snapshot. Implies --resumable
+    /// Continue the --resumable run that stopped in -o DIR or its postgresql:// staging schema,
+    /// with the same options: the units it finished that no row of changed since are taken from
+    /// what it wrote, the others read at a new snapshot, so every file (every table) holds that
+    /// one snapshot. Implies --resumable
     #[arg(long)]
     pub resume: bool,
 

@@ -83,7 +83,9 @@ pub fn run(argv: Vec<OsString>) -> i32 {
 fn what_a_forced_stop_leaves(argv: &[OsString]) -> &'static str {
     let mut args = argv.iter().skip(1).map(|a| a.to_string_lossy());
     let mut to_postgres = false;
+    let mut resumable = false;
     while let Some(arg) = args.next() {
+        resumable |= arg == "--resumable" || arg == "--resume";
         let output = match arg.as_ref() {
             "-o" | "--output" => args.next().map(|o| o.into_owned()),
             other => other
@@ -95,7 +97,10 @@ fn what_a_forced_stop_leaves(argv: &[OsString]) -> &'static str {
             to_postgres = true;
         }
     }
-    if to_postgres {
+    if to_postgres && resumable {
+        "the PostgreSQL target is as before; what the load committed of its units stays in \
+         its staging schema for the same command with --resume"
+    } else if to_postgres {
         "the PostgreSQL target is as before (the server rolls back what was not committed \
          when the connection ends), and the next run into the schema removes what this one \
          left in staging"
@@ -959,6 +964,20 @@ fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure>
             printable(&loaded.schema),
             loaded.target
         );
+        if let Some(resumed) = &loaded.resumed {
+            eprintln!(
+                "resumed the load stopped at snapshot {}: {} kept (unchanged since), {} read \
+                 again at snapshot {}",
+                resumed
+                    .first_snapshot_number
+                    .map_or_else(|| "?".into(), |n| n.to_string()),
+                count(resumed.units_kept as usize, "unit"),
+                resumed.units_read_again,
+                resumed
+                    .snapshot_number
+                    .map_or_else(|| "?".into(), |n| n.to_string())
+            );
+        }
         if !loaded.catalog.is_empty() {
             let kinds: Vec<String> = loaded
                 .catalog
@@ -1135,6 +1154,15 @@ mod tests {
         }
         let files = what_a_forced_stop_leaves(&argv(&["-d", "x.fdb", "-o", "out"]));
         assert!(files.contains("directory") && !files.contains("PostgreSQL"));
+        // A resumable load keeps its staging schema for --resume.
+        let kept = what_a_forced_stop_leaves(&argv(&[
+            "-d",
+            "x.fdb",
+            "--resumable",
+            "-o",
+            "postgresql://u@h/db",
+        ]));
+        assert!(kept.contains("--resume"), "{kept}");
     }
 
     #[test]

@@ -314,6 +314,13 @@ impl JsonLines {
             "schema": loaded.schema,
             "synced": loaded.synced,
             "untranslated": untranslated,
+            "resumed": loaded.resumed.as_ref().map(|r| json!({
+                "first_snapshot_number": r.first_snapshot_number,
+                "first_transaction": r.first_transaction,
+                "snapshot_number": r.snapshot_number,
+                "units_kept": r.units_kept,
+                "units_read_again": r.units_read_again,
+            })),
         }));
     }
 }

@@ -31,6 +31,7 @@ mod defaults;
 pub mod domains;
 pub mod grants;
 pub mod plan_target;
+pub mod resume;
 mod safety;
 pub mod sync;
 mod target;
@@ -107,6 +108,11 @@ pub struct PostgresOptions {
     /// Make Firebird's roles and its grants on the loaded tables
     /// (`--pg-grants`; [`grants`]).
     pub grants: bool,
+    /// Keep what the load finished in its staging schema across a kill,
+    /// journaled per unit (`--resumable`; [`resume`]).
+    pub resumable: bool,
+    /// Go on from what a stopped resumable load left (`--resume`).
+    pub resume: bool,
 }
 
 /// How long one try of the publish waits for the target's locks, how
@@ -150,6 +156,8 @@ impl Default for PostgresOptions {
             cancel: Arc::new(AtomicBool::new(false)),
             say: Say::default(),
             grants: false,
+            resumable: false,
+            resume: false,
         }
     }
 }
@@ -308,6 +316,17 @@ struct UnitCopy {
     key: Vec<usize>,
     /// Digest the rows sent, for `--verify` ([`content`]).
     digest: bool,
+    /// A resumable load's journal row, added in the unit's COPY
+    /// transaction ([`resume`]).
+    journal: Option<JournalRow>,
+}
+
+/// A unit's row in [`resume::UNITS_TABLE`]: its insert and the unit.
+struct JournalRow {
+    sql: String,
+    seq: i64,
+    first_slot: i64,
+    end_slot: Option<i64>,
 }
 
 /// What a lane's COPY of one unit took: rows, bytes sent, and the rows
@@ -350,7 +369,24 @@ fn lane(
             continue;
         };
         *failed.lock().unwrap() = None;
+        let journaled = copy.journal.is_some();
+        if journaled {
+            if let Err(e) = client.batch_execute("BEGIN") {
+                let _ = done.send(Err(self::message(&copy.table, &e)));
+                return;
+            }
+        }
         let outcome = copy_unit(&mut client, &copy, &from, &failed);
+        // A resumable load's unit is committed with its journal row, or
+        // not at all.
+        let outcome = match (&copy.journal, outcome) {
+            (Some(row), Some(Ok(copied))) => Some(commit_unit(&mut client, &copy, row, copied)),
+            (Some(_), outcome) => {
+                let _ = client.batch_execute("ROLLBACK");
+                outcome
+            }
+            (None, outcome) => outcome,
+        };
         let Some(result) = outcome else {
             // Aborted: the COPY was dropped, which cancels it.
             if done.send(Ok(Copied::default())).is_err() || client.is_closed() {
@@ -360,6 +396,34 @@ fn lane(
         };
         if done.send(result).is_err() || client.is_closed() {
             return;
+        }
+    }
+}
+
+/// Adds a unit's journal row in its COPY's transaction and commits both.
+fn commit_unit(
+    client: &mut Client,
+    copy: &UnitCopy,
+    row: &JournalRow,
+    copied: Copied,
+) -> Result<Copied, String> {
+    let journaled = client
+        .execute(
+            &row.sql,
+            &[
+                &copy.table,
+                &row.seq,
+                &row.first_slot,
+                &row.end_slot,
+                &(copied.rows as i64),
+            ],
+        )
+        .and_then(|_| client.batch_execute("COMMIT"));
+    match journaled {
+        Ok(()) => Ok(copied),
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK");
+            Err(message(&copy.table, &e))
         }
     }
 }
@@ -589,6 +653,15 @@ pub struct PostgresDestination {
     sequence_names: Mutex<ddl::SequenceNames>,
     /// The keys' checksums this run leaves ([`sync::KeyChecksums`]).
     checksums: Mutex<sync::KeyChecksums>,
+    /// What a stopped resumable load left, where this run resumes it.
+    stopped: Option<resume::Stopped>,
+    /// What a resumable load records of its start ([`resume`]), given
+    /// before [`Destination::start`].
+    resume_start: Mutex<Option<serde_json::Value>>,
+    /// The stopped load's units kept (table, first slot, end slot).
+    kept: Mutex<std::collections::HashSet<(String, u64, Option<u64>)>>,
+    /// What a resume kept and read again, recorded with the run.
+    resumed: Mutex<Option<serde_json::Value>>,
 }
 
 /// Names of fbunload's own in the target database, at most 63 bytes:
@@ -641,13 +714,29 @@ impl PostgresDestination {
             )));
         }
         let staging = own_name("_fbunload_staging_", schema);
-        // A staging schema left by a run that was killed outright.
-        control
-            .batch_execute(&format!(
-                "DROP SCHEMA IF EXISTS {} CASCADE",
-                ident(&staging)
-            ))
-            .map_err(|e| pg_error("removing an earlier run's staging schema", e))?;
+        let stopped = if options.resume {
+            Some(resume::read_stopped(
+                &mut control,
+                &target,
+                schema,
+                &staging,
+            )?)
+        } else {
+            if !options.overwrite && resume::left_in(&mut control, &staging)? {
+                return Err(ExecError::Usage(format!(
+                    "schema {schema} of {}: a --resumable load that stopped left what it                      finished in staging schema {staging}: continue it with --resume, or start                      again with --overwrite",
+                    target.shown()
+                )));
+            }
+            // A staging schema left by a run that was killed outright.
+            control
+                .batch_execute(&format!(
+                    "DROP SCHEMA IF EXISTS {} CASCADE",
+                    ident(&staging)
+                ))
+                .map_err(|e| pg_error("removing an earlier run's staging schema", e))?;
+            None
+        };
         if options.verify_only {
             let present: bool = control
                 .query_one(
@@ -697,6 +786,10 @@ impl PostgresDestination {
             base,
             state: Mutex::new(None),
             checksums: Mutex::new(Default::default()),
+            stopped,
+            resume_start: Mutex::new(None),
+            kept: Mutex::new(Default::default()),
+            resumed: Mutex::new(None),
         })
     }
 
@@ -1009,6 +1102,85 @@ impl PostgresDestination {
         Ok(Lane::open(client))
     }
 
+    /// Whether the load journals its units ([`resume`]).
+    fn resumable(&self) -> bool {
+        self.options.resumable || self.options.resume
+    }
+
+    /// What the stopped load left, where this run resumes one.
+    pub fn stopped_load(&self) -> Option<&resume::Stopped> {
+        self.stopped.as_ref()
+    }
+
+    /// The staging schema, as messages name it.
+    pub fn staging(&self) -> &str {
+        &self.staging
+    }
+
+    /// What a resumable load records of its start (the facade's first
+    /// snapshot, database and options), before [`Destination::start`].
+    pub fn set_resume_start(&self, start: serde_json::Value) {
+        *self.resume_start.lock().unwrap() = Some(start);
+    }
+
+    /// What a resume kept and read again, recorded with the run in
+    /// `_fbunload_runs` (its `options.resumed`).
+    pub fn set_resumed(&self, resumed: serde_json::Value) {
+        *self.resumed.lock().unwrap() = Some(resumed);
+    }
+
+    /// A unit the stopped load finished, unchanged since: its rows stay
+    /// where they are, counted as read. `true` once it completed its
+    /// table.
+    pub fn keep_unit(&self, table: usize, unit: &Unit, rows: u64) -> bool {
+        let name = self.tables.lock().unwrap()[table].name.clone();
+        self.kept
+            .lock()
+            .unwrap()
+            .insert((name, unit.first_slot, unit.end_slot));
+        self.unit_done(table, rows, 0, None)
+    }
+
+    /// The stopped load's units not kept: their rows go (module
+    /// [`resume`]); the units were read again at this run's snapshot.
+    fn forget_unkept(&self, client: &mut Client) -> Result<(), ExecError> {
+        let Some(stopped) = &self.stopped else {
+            return Ok(());
+        };
+        let kept = self.kept.lock().unwrap();
+        let gone: Vec<&resume::JournaledUnit> = stopped
+            .units
+            .iter()
+            .filter(|u| !kept.contains(&(u.table.clone(), u.first_slot, u.end_slot)))
+            .collect();
+        let names: std::collections::HashMap<String, String> = stopped
+            .start
+            .get("table_names")
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .unwrap_or_default();
+        resume::forget(client, &self.staging, &names, &gone)
+    }
+
+    /// A resume's tables must be the stopped load's, as it made them.
+    fn check_stopped_tables(
+        &self,
+        client: &mut Client,
+        loads: &[TableLoad],
+    ) -> Result<(), ExecError> {
+        for load in loads {
+            let found = resume::columns_of(client, &self.staging, &load.pg)?;
+            let names: Vec<String> = found.into_iter().map(|(name, _)| name).collect();
+            let wanted: Vec<String> = load.columns.iter().map(|c| pg_name(&c.name)).collect();
+            if names != wanted {
+                return Err(ExecError::Usage(format!(
+                    "--resume: table {} is not in staging schema {} as the stopped load made it                      (its columns changed in Firebird since, or it was not selected then); start                      again with --overwrite",
+                    load.name, self.staging
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Keys, indices, foreign keys, NOT NULL, defaults, sequences.
     fn build_schema(&self, client: &mut Client) -> Result<(), ExecError> {
         let schema = self.schema.lock().unwrap().clone();
@@ -1127,6 +1299,9 @@ impl PostgresDestination {
         let snapshot = self.snapshot.lock().unwrap().map(|n| n as i64);
         let mut options = self.run_options_json();
         options["made"] = self.made_objects(client, schema)?;
+        if let Some(resumed) = self.resumed.lock().unwrap().clone() {
+            options["resumed"] = resumed;
+        }
         self.run_sql(
             client,
             "recording the run",
@@ -1402,6 +1577,15 @@ impl PostgresDestination {
             .map_err(|e| pg_error("publishing", e))?
             .get(0);
         if self.options.create_tables {
+            if self.resumable() {
+                // Published, nothing is left to resume: the journal goes.
+                tx.batch_execute(&format!(
+                    "DROP TABLE {staging}.{}, {staging}.{}",
+                    ident(resume::START_TABLE),
+                    ident(resume::UNITS_TABLE)
+                ))
+                .map_err(|e| pg_error("publishing", e))?;
+            }
             self.record(&mut tx, &self.staging)?;
             self.write_state(&mut tx, &self.staging)?;
             let runs = ident(RUNS_TABLE);
@@ -1511,7 +1695,22 @@ impl Destination for PostgresDestination {
             );
         }
         self.started.store(true, Ordering::SeqCst);
-        self.run_sql(&mut *client, "creating the staging tables", &sql)?;
+        if self.stopped.is_some() {
+            self.check_stopped_tables(&mut client, &loads)?;
+        } else if self.resumable() {
+            let mut start = self.resume_start.lock().unwrap().clone().ok_or_else(|| {
+                ExecError::Internal("a resumable load without its start record".into())
+            })?;
+            let names: std::collections::HashMap<&str, &str> = loads
+                .iter()
+                .map(|l| (l.name.as_str(), l.pg.as_str()))
+                .collect();
+            start["pg_tables"] = serde_json::json!(names.values().collect::<Vec<_>>());
+            start["table_names"] = serde_json::json!(names);
+            resume::create_with(&mut client, &sql, &self.staging, &start)?;
+        } else {
+            self.run_sql(&mut *client, "creating the staging tables", &sql)?;
+        }
         if !self.options.create_tables {
             for load in &loads {
                 let columns: Vec<String> = load.columns.iter().map(|c| c.name.clone()).collect();
@@ -1558,6 +1757,12 @@ impl Destination for PostgresDestination {
                 columns: t.columns.clone(),
                 key: t.key.clone(),
                 digest: self.digesting(),
+                journal: self.resumable().then(|| JournalRow {
+                    sql: resume::unit_sql(&self.staging),
+                    seq: unit.seq as i64,
+                    first_slot: unit.first_slot as i64,
+                    end_slot: unit.end_slot.map(|e| e as i64),
+                }),
             })
         };
         let lane = self.lane()?;
@@ -1583,6 +1788,7 @@ impl Destination for PostgresDestination {
                 .map(|()| Vec::new());
         }
         self.phase(|| {
+            self.forget_unkept(&mut client)?;
             if self.options.verify {
                 self.verify(&mut client)?;
             }
@@ -1667,7 +1873,11 @@ impl Drop for PostgresDestination {
         // No cancel may hit the clean-up below.
         self.watch.busy.store(false, Ordering::SeqCst);
         self.idle.lock().unwrap().clear();
-        if self.started.load(Ordering::SeqCst) && !self.published.load(Ordering::SeqCst) {
+        // A resumable load keeps what it finished for --resume.
+        if self.started.load(Ordering::SeqCst)
+            && !self.published.load(Ordering::SeqCst)
+            && !self.resumable()
+        {
             if let Ok(mut client) = self.control.lock() {
                 // A lane still cancelling its COPY holds a lock: wait a
                 // little, else leave the schema for the next run to drop.

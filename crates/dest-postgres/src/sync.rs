@@ -403,6 +403,7 @@ impl PostgresDestination {
                 columns: Arc::new(key),
                 key: Vec::new(),
                 digest: false,
+                journal: None,
             })))
             .map_err(|_| lost())?;
         for batch in batches {

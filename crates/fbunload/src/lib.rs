@@ -63,6 +63,7 @@ mod describe;
 pub mod follow;
 mod incremental;
 pub mod output;
+pub mod pgresume;
 mod pgsync;
 pub mod postgres;
 mod resume;
@@ -947,7 +948,7 @@ impl Unload {
     /// anything attaches.
     fn refuse_with_resumable(&self, into_postgres: bool) -> Result<(), Error> {
         let what = if into_postgres {
-            Some("a load into PostgreSQL (it starts again from zero)")
+            Some("a --keep-keys load into PostgreSQL")
         } else if self.since.is_some() || self.keep_keys {
             Some("--since and --keep-keys")
         } else if self

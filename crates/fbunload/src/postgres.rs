@@ -90,6 +90,8 @@ pub struct Loaded {
     /// Whether the run synced a target that kept its state (only the
     /// changes applied) rather than loading it whole.
     pub synced: bool,
+    /// What a `--resume` kept of the stopped load and read again.
+    pub resumed: Option<crate::pgresume::Resumed>,
 }
 
 /// The file-format option given, if any: PostgreSQL takes the rows as
@@ -167,6 +169,20 @@ impl Unload {
                 "--pg-drop-others is for --overwrite: add it, or leave --pg-drop-others out".into(),
             ));
         }
+        if self.resumable || self.resume {
+            if self.keep_keys || !self.options.schema {
+                return Err(Error::Usage(format!(
+                    "--resumable and --resume keep one snapshot across a stop; {} cannot be \
+                     combined with them into PostgreSQL",
+                    if self.keep_keys {
+                        "--keep-keys"
+                    } else {
+                        "--no-schema"
+                    }
+                )));
+            }
+            self.refuse_with_resumable(false)?;
+        }
         if let Some(archive) = &self.journal {
             if !self.keep_keys {
                 return Err(Error::Usage(
@@ -224,6 +240,8 @@ impl Unload {
             cancel: self.options.cancel.clone(),
             say,
             grants: self.pg_grants,
+            resumable: self.resumable,
+            resume: self.resume,
         };
         // PostgreSQL first: a wrong URI, password or an occupied schema
         // fails before Firebird is attached.
@@ -237,6 +255,7 @@ impl Unload {
                 untranslated: destination.untranslated(),
                 catalog: destination.catalog_tallies(),
                 synced: destination.base_state().is_some(),
+                resumed: None,
             };
             if self.options.verify && loaded.synced {
                 // A sync read only what changed: its check reads the
@@ -250,6 +269,9 @@ impl Unload {
         let mut this = self.clone();
         // numeric holds INT128's 39 digits: read them all.
         this.options.types.decimal256 = true;
+        if self.resumable || self.resume {
+            return this.load_resumable(destination, schema, progress);
+        }
         let prepared = this.prepare()?;
         fbunload_plan::query::unique_column_names(&prepared.plan)
             .map_err(|e| Error::Usage(e.to_string()))?;
@@ -261,6 +283,90 @@ impl Unload {
             untranslated: destination.untranslated(),
             catalog: destination.catalog_tallies(),
             synced: false,
+            resumed: None,
+        })
+    }
+
+    /// A load that journals its units in its staging schema, or goes on
+    /// from those a stopped one journaled (`crate::pgresume`).
+    fn load_resumable(
+        mut self,
+        destination: PostgresDestination,
+        schema: String,
+        progress: &dyn Progress,
+    ) -> Result<Loaded, Error> {
+        let filter = self.table_filter()?;
+        let format = crate::Format::batches(crate::format::columnar::ArrowFormat);
+        let request = crate::describe::Request {
+            database: &self.connect.database,
+            filter: &filter,
+            options: &self.options,
+            format: &format,
+            part_limits: self.part_limits,
+            started: std::time::SystemTime::now(),
+        };
+        let mine = crate::describe::requested(&request);
+        let shown = format!(
+            "staging schema {} of {}",
+            destination.staging(),
+            destination.target().shown()
+        );
+        self.filter.resumable = Some(match destination.stopped_load() {
+            Some(stopped) => {
+                let theirs: std::collections::BTreeMap<String, serde_json::Value> = stopped
+                    .start
+                    .get("options")
+                    .cloned()
+                    .and_then(|o| serde_json::from_value(o).ok())
+                    .unwrap_or_default();
+                crate::resume::refuse_other_options(&shown, &theirs, &mine)?;
+                let first = crate::resume::since_of(&stopped.start).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--resume: {shown}: its first snapshot's marks are not a run's; start \
+                         again with --overwrite"
+                    ))
+                })?;
+                self.options.plan.unit_pages = stopped
+                    .start
+                    .get("unit_pages")
+                    .and_then(serde_json::Value::as_u64);
+                fbunload_plan::incremental::Resumable {
+                    first: Some(first),
+                    finished: stopped
+                        .units
+                        .iter()
+                        .map(|u| (u.table.clone(), u.first_slot, u.end_slot))
+                        .collect(),
+                }
+            }
+            None => fbunload_plan::incremental::Resumable::default(),
+        });
+        let prepared = self.prepare()?;
+        fbunload_plan::query::unique_column_names(&prepared.plan)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let listed = prepared.plan.listed_len();
+        let resuming = crate::pgresume::PgResume::new(&destination, mine);
+        let mut summary = prepared.run(&resuming, progress).map_err(|e| match e {
+            // Stopped, not failed: what it finished stays for --resume.
+            Error::Interrupted => Error::InterruptedResumable {
+                area: shown.clone(),
+            },
+            e => e,
+        })?;
+        let kept = resuming.kept_rows.lock().unwrap().clone();
+        for (table, rows) in summary.tables.iter_mut().zip(kept) {
+            table.rows += rows;
+        }
+        summary.tables.truncate(listed);
+        let resumed = resuming.resumed();
+        Ok(Loaded {
+            summary,
+            target: destination.target().shown().to_string(),
+            schema,
+            untranslated: destination.untranslated(),
+            catalog: destination.catalog_tallies(),
+            synced: false,
+            resumed,
         })
     }
 }

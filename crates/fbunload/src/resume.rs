@@ -143,6 +143,19 @@ pub(crate) fn read_stopped(dir: &Path, mine: &BTreeMap<String, Value>) -> Result
         .cloned()
         .and_then(|o| serde_json::from_value(o).ok())
         .ok_or_else(|| refuse(&area, format!("{START} has no options")))?;
+    refuse_other_options(&dir.display().to_string(), &theirs, mine)?;
+    since_of(&start).ok_or_else(|| refuse(&area, format!("{START} was edited")))?;
+    read_journal(&area, start)
+}
+
+/// Refuses a resume whose options other than `--parallel` differ from
+/// the stopped run's (`theirs`), naming the first that does; `place` is
+/// where the stopped run is.
+pub(crate) fn refuse_other_options(
+    place: &str,
+    theirs: &BTreeMap<String, Value>,
+    mine: &BTreeMap<String, Value>,
+) -> Result<(), Error> {
     // The format first: the options that go with it differ with it.
     let format = "format".to_string();
     let names = std::iter::once(&format).chain(
@@ -162,17 +175,19 @@ pub(crate) fn read_stopped(dir: &Path, mine: &BTreeMap<String, Value>) -> Result
             Some(v) => format!("--{name} {v}"),
         };
         return Err(Error::Usage(format!(
-            "--resume: the stopped run in {} was made with {}, this one with {}; a resume takes \
-             the first run's options (or start again with --overwrite)",
-            dir.display(),
+            "--resume: the stopped run in {place} was made with {}, this one with {}; a resume \
+             takes the first run's options (or start again with --overwrite)",
             shown(theirs.get(name)),
             shown(mine.get(name))
         )));
     }
-    since_of(&start).ok_or_else(|| refuse(&area, format!("{START} was edited")))?;
+    Ok(())
+}
+
+fn read_journal(area: &Path, start: Value) -> Result<Stopped, Error> {
     let journal = match fs::symlink_metadata(area.join(JOURNAL)) {
         Err(_) => Vec::new(),
-        Ok(_) => read_plain(&area, JOURNAL)?,
+        Ok(_) => read_plain(area, JOURNAL)?,
     };
     let mut entries = HashMap::new();
     let mut next_file = 0;
@@ -185,7 +200,7 @@ pub(crate) fn read_stopped(dir: &Path, mine: &BTreeMap<String, Value>) -> Result
         }
         let entry = parse_entry(line).ok_or_else(|| {
             refuse(
-                &area,
+                area,
                 format!(
                     "{JOURNAL} line {} is not one a run writes (a file outside the area, or an \
                      edited line)",
@@ -244,7 +259,7 @@ fn parse_entry(line: &[u8]) -> Option<Parsed> {
 }
 
 /// The first run's snapshot, as `--since` takes one.
-fn since_of(start: &Value) -> Option<Since> {
+pub(crate) fn since_of(start: &Value) -> Option<Since> {
     let marks = start.get("marks")?;
     let u = |name: &str| marks.get(name).and_then(Value::as_u64);
     let transaction = u("transaction")?;
@@ -307,6 +322,73 @@ impl Stopped {
             since_of(&self.start).map_or(0, |s| s.transaction),
         )
     }
+}
+
+/// What a resumable run records before any unit is read: its snapshot's
+/// marks (the first snapshot of a resume), the database it reads, its
+/// unit size and its options.
+pub(crate) fn start_record(
+    run: &RunInfo<'_>,
+    options: &BTreeMap<String, Value>,
+) -> Result<Value, ExecError> {
+    let marks = run.snapshot_marks.ok_or_else(|| {
+        ExecError::Internal("a resumable run without its snapshot's marks".into())
+    })?;
+    Ok(serde_json::json!({
+        "snapshot_number": run.snapshot_number,
+        "marks": {
+            "oldest_interesting": marks.oldest_interesting,
+            "oldest_unseen": marks.oldest_unseen,
+            "unseen_below": marks.unseen_below,
+            "transaction": marks.transaction,
+            "probe": marks.probe,
+            "probe_commit_number": marks.probe_commit_number,
+        },
+        "database_guid": run.plan.database_guid,
+        "database_file_id": run.plan.database_file_id,
+        "unit_pages": run.plan.unit_pages,
+        "units": run.plan.units.len(),
+        "options": options,
+    }))
+}
+
+/// The checks' entries of a resumed plan: per entry, the table a
+/// [`Role::ResumeCheck`] counts for; and the plan as the destination
+/// behind sees it, as if every unit were read.
+pub(crate) fn plan_without_checks(plan: &Plan) -> (Vec<Option<usize>>, Plan) {
+    let checks: Vec<Option<usize>> = plan
+        .tables
+        .iter()
+        .map(|t| match t.role {
+            Role::ResumeCheck { of } => Some(of),
+            _ => None,
+        })
+        .collect();
+    let listed = checks.iter().take_while(|c| c.is_none()).count();
+    let mut plan = plan.clone();
+    plan.tables.truncate(listed);
+    for unit in &mut plan.units {
+        if let Some(of) = checks[unit.table] {
+            unit.table = of;
+        }
+    }
+    (checks, plan)
+}
+
+/// The two counts of a [`Role::ResumeCheck`] entry's batch: the unit's
+/// rows now and those changed since the first snapshot.
+pub(crate) fn check_counts(batch: &RecordBatch) -> Option<(i64, i64)> {
+    let count = |i: usize| {
+        batch
+            .column(i)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .filter(|c| c.len() == 1 && !c.is_null(0))
+            .map(|c| c.value(0))
+    };
+    (batch.num_rows() == 1)
+        .then(|| count(0).zip(count(1)))
+        .flatten()
 }
 
 /// Removes the area once the run it served is published (or `--overwrite`
@@ -372,25 +454,7 @@ impl<'a> Journaling<'a> {
         if self.stopped.is_none() {
             let _ = fs::remove_dir_all(&self.area);
             make_private_dir(&self.area).map_err(&io)?;
-            let marks = run.snapshot_marks.ok_or_else(|| {
-                ExecError::Internal("a resumable run without its snapshot's marks".into())
-            })?;
-            let start = serde_json::json!({
-                "snapshot_number": run.snapshot_number,
-                "marks": {
-                    "oldest_interesting": marks.oldest_interesting,
-                    "oldest_unseen": marks.oldest_unseen,
-                    "unseen_below": marks.unseen_below,
-                    "transaction": marks.transaction,
-                    "probe": marks.probe,
-                    "probe_commit_number": marks.probe_commit_number,
-                },
-                "database_guid": run.plan.database_guid,
-                "database_file_id": run.plan.database_file_id,
-                "unit_pages": run.plan.unit_pages,
-                "units": run.plan.units.len(),
-                "options": self.options,
-            });
+            let start = start_record(run, &self.options)?;
             let temp = self.area.join("start.json.partial");
             let mut file = new_file(&temp).map_err(&io)?;
             file.write_all(&serde_json::to_vec_pretty(&start).expect("JSON"))
@@ -509,24 +573,9 @@ impl Destination for Journaling<'_> {
     }
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
-        let checks: Vec<Option<usize>> = run
-            .plan
-            .tables
-            .iter()
-            .map(|t| match t.role {
-                Role::ResumeCheck { of } => Some(of),
-                _ => None,
-            })
-            .collect();
-        let listed = checks.iter().take_while(|c| c.is_none()).count();
         // The inner destination sees the plan as if every unit were read.
-        let mut plan: Plan = run.plan.clone();
-        plan.tables.truncate(listed);
-        for unit in &mut plan.units {
-            if let Some(of) = checks[unit.table] {
-                unit.table = of;
-            }
-        }
+        let (checks, plan) = plan_without_checks(run.plan);
+        let listed = plan.tables.len();
         let _ = self
             .names
             .set(plan.tables.iter().map(|t| t.name.clone()).collect());
@@ -681,16 +730,8 @@ struct Check<'d, 'a> {
 
 impl UnitWriter for Check<'_, '_> {
     fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
-        let count = |i: usize| {
-            batch
-                .column(i)
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .filter(|c| c.len() == 1 && !c.is_null(0))
-                .map(|c| c.value(0))
-        };
-        if batch.num_rows() == 1 {
-            self.counts = count(0).zip(count(1));
+        if let Some(counts) = check_counts(&batch) {
+            self.counts = Some(counts);
         }
         Ok(())
     }

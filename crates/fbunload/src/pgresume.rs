@@ -1,0 +1,220 @@
+//! Resumable loads into PostgreSQL (`--resumable`, `--resume` with
+//! `-o postgresql://`): the units are journaled in the staging schema,
+//! each in its COPY's transaction ([`fbunload_dest_postgres::resume`]).
+//!
+//! `--resume` plans again with the first run's unit size, so a table's
+//! units are the same DB_KEY ranges, and counts each unit the stopped
+//! load finished at the new snapshot, as a file resume does
+//! ([`fbunload_plan::incremental::Resumable`]): one with no row changed
+//! since the first snapshot and as many rows keeps its rows where they
+//! are; any other is read again after the planned units, and its old rows
+//! are removed before the publish. So the published schema holds the new
+//! snapshot's rows only.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use arrow_array::RecordBatch;
+use fbunload_dest_postgres::PostgresDestination;
+use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
+use fbunload_plan::Unit;
+use serde_json::Value;
+
+use crate::resume;
+
+/// What a resumed load kept and read again (also recorded in the
+/// target's `_fbunload_runs`, its `options.resumed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resumed {
+    /// The stopped load's snapshot.
+    pub first_snapshot_number: Option<u64>,
+    pub first_transaction: u64,
+    /// The resume's snapshot, which the published schema holds.
+    pub snapshot_number: Option<u64>,
+    /// Units of the stopped load kept, unchanged since its snapshot.
+    pub units_kept: u64,
+    /// Units of the stopped load read again (changed since).
+    pub units_read_again: u64,
+}
+
+/// The load's destination, with the stopped load's units counted instead
+/// of read (module docs).
+pub(crate) struct PgResume<'a> {
+    inner: &'a PostgresDestination,
+    options: BTreeMap<String, Value>,
+    checks: OnceLock<Vec<Option<usize>>>,
+    names: OnceLock<Vec<String>>,
+    redo: Mutex<Vec<Unit>>,
+    snapshot: Mutex<Option<u64>>,
+    /// Rows of each table kept (the run's counts are of rows read).
+    pub kept_rows: Mutex<Vec<u64>>,
+    pub kept_units: AtomicU64,
+    pub read_again: AtomicU64,
+}
+
+impl<'a> PgResume<'a> {
+    pub(crate) fn new(inner: &'a PostgresDestination, options: BTreeMap<String, Value>) -> Self {
+        PgResume {
+            inner,
+            options,
+            checks: OnceLock::new(),
+            names: OnceLock::new(),
+            redo: Mutex::new(Vec::new()),
+            snapshot: Mutex::new(None),
+            kept_rows: Mutex::new(Vec::new()),
+            kept_units: AtomicU64::new(0),
+            read_again: AtomicU64::new(0),
+        }
+    }
+
+    /// What the resume did; `None` for a first run.
+    pub(crate) fn resumed(&self) -> Option<Resumed> {
+        let stopped = self.inner.stopped_load()?;
+        let since = resume::since_of(&stopped.start);
+        Some(Resumed {
+            first_snapshot_number: stopped.start.get("snapshot_number").and_then(Value::as_u64),
+            first_transaction: since.map_or(0, |s| s.transaction),
+            snapshot_number: *self.snapshot.lock().unwrap(),
+            units_kept: self.kept_units.load(Ordering::SeqCst),
+            units_read_again: self.read_again.load(Ordering::SeqCst),
+        })
+    }
+
+    /// Refuses a resume that reads another database than the stopped
+    /// load did (another file, a restore), before any row is read.
+    fn refuse_other_database(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
+        let Some(stopped) = self.inner.stopped_load() else {
+            return Ok(());
+        };
+        let theirs = |name: &str| {
+            stopped
+                .start
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let differs = theirs("database_guid") != run.plan.database_guid
+            || theirs("database_file_id") != run.plan.database_file_id;
+        if differs {
+            return Err(ExecError::Usage(format!(
+                "--resume: the stopped load in staging schema {} read the database with GUID \
+                 {}, this run reads {} (another database, a copy or a restore); a resume reads \
+                 the database the load began with (or start again with --overwrite)",
+                self.inner.staging(),
+                theirs("database_guid").unwrap_or_default(),
+                run.plan.database_guid.as_deref().unwrap_or("")
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Destination for PgResume<'_> {
+    fn keeps_schema(&self) -> bool {
+        self.inner.keeps_schema()
+    }
+
+    fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
+        self.refuse_other_database(run)?;
+        let (checks, plan) = resume::plan_without_checks(run.plan);
+        let listed = plan.tables.len();
+        let _ = self
+            .names
+            .set(plan.tables.iter().map(|t| t.name.clone()).collect());
+        let _ = self.checks.set(checks);
+        *self.kept_rows.lock().unwrap() = vec![0; listed];
+        *self.snapshot.lock().unwrap() = run.snapshot_number;
+        if self.inner.stopped_load().is_none() {
+            self.inner
+                .set_resume_start(resume::start_record(run, &self.options)?);
+        }
+        self.inner.start(&RunInfo {
+            plan: &plan,
+            schemas: &run.schemas[..listed],
+            ..*run
+        })
+    }
+
+    fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
+        let checks = self
+            .checks
+            .get()
+            .ok_or_else(|| ExecError::Internal("a unit before the run started".into()))?;
+        if let Some(of) = checks[unit.table] {
+            return Ok(Box::new(Check {
+                dest: self,
+                unit: Unit { table: of, ..*unit },
+                counts: None,
+            }));
+        }
+        self.inner.begin_unit(unit)
+    }
+
+    fn finish(&self) -> Result<Vec<Written>, ExecError> {
+        if let Some(resumed) = self.resumed() {
+            self.inner.set_resumed(serde_json::json!({
+                "first_snapshot_number": resumed.first_snapshot_number,
+                "first_transaction": resumed.first_transaction,
+                "snapshot_number": resumed.snapshot_number,
+                "units_kept": resumed.units_kept,
+                "units_read_again": resumed.units_read_again,
+            }));
+        }
+        self.inner.finish()
+    }
+
+    fn follow_ups(&self) -> Result<Vec<Unit>, ExecError> {
+        let mut units = std::mem::take(&mut *self.redo.lock().unwrap());
+        units.sort_by_key(|u| (u.table, u.seq));
+        units.extend(self.inner.follow_ups()?);
+        Ok(units)
+    }
+
+    fn stop(&self) {
+        self.inner.stop()
+    }
+}
+
+/// A unit the stopped load finished, counted at the new snapshot: kept
+/// where it is when unchanged, else read again after the planned units.
+struct Check<'d, 'a> {
+    dest: &'d PgResume<'a>,
+    /// The table's own unit.
+    unit: Unit,
+    counts: Option<(i64, i64)>,
+}
+
+impl UnitWriter for Check<'_, '_> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        if let Some(counts) = resume::check_counts(&batch) {
+            self.counts = Some(counts);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        let dest = self.dest;
+        let name = &dest.names.get().expect("set at start")[self.unit.table];
+        let journaled = dest
+            .inner
+            .stopped_load()
+            .and_then(|s| s.unit(name, self.unit.first_slot, self.unit.end_slot));
+        match (self.counts, journaled) {
+            (Some((rows, 0)), Some(unit)) if rows >= 0 && rows as u64 == unit.rows => {
+                dest.kept_rows.lock().unwrap()[self.unit.table] += unit.rows;
+                dest.kept_units.fetch_add(1, Ordering::SeqCst);
+                Ok(dest.inner.keep_unit(self.unit.table, &self.unit, unit.rows))
+            }
+            _ => {
+                dest.read_again.fetch_add(1, Ordering::SeqCst);
+                dest.redo.lock().unwrap().push(self.unit);
+                Ok(false)
+            }
+        }
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), ExecError> {
+        Ok(())
+    }
+}
