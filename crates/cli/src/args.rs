@@ -237,7 +237,9 @@ pub struct Args {
     /// of a database restored from a backup or copied to another file since; the summary and
     /// manifest.json say which and why. A file-level copy put back in the database's own file
     /// is not told apart: start a new chain (--keep-keys) after one. DIR must have kept its
-    /// keys (--keep-keys, or an earlier --since); this run keeps its own (T.keys.parquet).
+    /// keys (--keep-keys, or an earlier --since), or be a change set `fbunload follow` wrote from
+    /// the journal (then what changed since the chain's base is read); this run keeps its own
+    /// keys (T.keys.parquet).
     /// Every page is still read on the server: for the changed rows, and for a count of the
     /// unchanged ones per unit, which finds the units that lost rows (only their keys are read
     /// again). `fbunload apply` makes the new state from DIR and this run

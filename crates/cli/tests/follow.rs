@@ -767,6 +767,32 @@ fn table_rows(
     rows
 }
 
+/// The keys in the deletes file of `table` in the change set `dir`.
+fn parquet_deletes(dir: &Path, table: &str) -> Vec<String> {
+    let manifest = read_manifest(dir);
+    let mut keys = Vec::new();
+    for file in manifest_entry(&manifest, table)["files"]
+        .as_array()
+        .unwrap()
+    {
+        if file["role"] != "deletes" {
+            continue;
+        }
+        let file = std::fs::File::open(dir.join(file["name"].as_str().unwrap())).unwrap();
+        for batch in parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap()
+        {
+            let batch = batch.unwrap();
+            for i in 0..batch.num_rows() {
+                keys.push(format!("{:?}", batch.slice(i, 1).columns()));
+            }
+        }
+    }
+    keys
+}
+
 /// The chain applied link by link to `base`: the last state.
 fn apply_chain(base: &Path, out: &Path, states: &Path) -> PathBuf {
     let mut state = base.to_path_buf();
@@ -929,26 +955,89 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert!(want.iter().any(|r| r.contains("\"moved\"")), "{want:?}");
     assert!(want.iter().any(|r| r.contains("\"held\"")), "{want:?}");
 
-    // A scan goes on from a keys-keeping run, never from a link.
-    let scan = fbunload(
+    // A scan goes on from the chain's last link: it holds what changed
+    // since, and applied to the chain's state it gives what a fresh unload
+    // reads (a row a link inserted, then deleted; a key a link deleted,
+    // back; rows the base and the links hold, changed).
+    execute(
+        &p.db,
+        &[
+            "DELETE FROM ACCOUNTS WHERE ID = 7000",
+            "INSERT INTO ACCOUNTS VALUES (5001, 3, 'back')",
+            "DELETE FROM ACCOUNTS WHERE MOD(ID, 100000) = 7",
+            "UPDATE ACCOUNTS SET NOTE = 'after the links' WHERE MOD(ID, 100000) = 9",
+        ],
+    );
+    clerks(&p.db, 15, 20);
+    let scan = dir.path().join("scan");
+    let scan_from = |since: &Path, out: &Path| {
+        fbunload(
+            &p.db,
+            &[
+                "-f",
+                "parquet",
+                "-x",
+                "MOVES",
+                "--since",
+                since.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        )
+    };
+    let run = scan_from(chain.last().unwrap(), &scan);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let deleted = parquet_deletes(&scan, "ACCOUNTS");
+    assert!(deleted.iter().any(|d| d.contains("7000")), "{deleted:?}");
+    let after_scan = dir.path().join("after-scan");
+    let applied = fbunload_alone(&[
+        "apply",
+        state.to_str().unwrap(),
+        scan.to_str().unwrap(),
+        "-o",
+        after_scan.to_str().unwrap(),
+    ]);
+    assert!(applied.status.success(), "{}", stderr(&applied));
+    let fresh = dir.path().join("fresh-after-scan");
+    let run = fbunload(
         &p.db,
         &[
             "-f",
             "parquet",
+            "--keep-keys",
             "-x",
             "MOVES",
-            "--since",
-            chain[0].to_str().unwrap(),
             "-o",
-            dir.path().join("scan").to_str().unwrap(),
+            fresh.to_str().unwrap(),
         ],
     );
-    let err = stderr(&scan);
-    assert_eq!(scan.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("fbunload follow wrote from the journal"),
-        "{err}"
+    assert!(run.status.success(), "{}", stderr(&run));
+    let (want, got) = (
+        parquet_table(&fresh, "ACCOUNTS"),
+        parquet_table(&after_scan, "ACCOUNTS"),
     );
+    assert_eq!(want.len(), got.len());
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g);
+    }
+    assert!(want.iter().any(|r| r.contains("\"back\"")), "{want:?}");
+    // Its keys are the chain's: a scan since it holds nothing more.
+    let again = dir.path().join("scan-again");
+    let run = scan_from(&scan, &again);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let manifest = read_manifest(&again);
+    let entry = manifest_entry(&manifest, "ACCOUNTS");
+    assert_eq!(entry["rows"], 0, "{entry}");
+    assert_eq!(entry["change"]["deletes"], 0, "{entry}");
+    // Without its base, a link cannot be gone on from: one line says so.
+    let moved = dir.path().join("base-moved");
+    std::fs::rename(&base, &moved).unwrap();
+    let refused = scan_from(chain.last().unwrap(), &dir.path().join("refused"));
+    std::fs::rename(&moved, &base).unwrap();
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("put that run back there"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
 
     // One follow a chain.
     let mut running = Command::new(env!("CARGO_BIN_EXE_fbunload"))
@@ -974,6 +1063,8 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
 
     // A stranger's link: refused, not followed; other names are left alone.
     std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    // (The follow above wrote the changes made since the scan.)
+    let chain = links(&out);
     let next = out.join(format!("{:08}", chain.len() + 1));
     std::os::unix::fs::symlink(chain.last().unwrap(), &next).unwrap();
     let refused = fbunload_alone(&chain_args(
