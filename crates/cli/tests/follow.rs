@@ -1384,6 +1384,74 @@ fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
     assert_eq!(enabled, "O", "the trigger is enabled again");
 }
 
+/// A user trigger made on the target while the follow runs, on a table
+/// it met before, is held as one there at its start: it does not fire,
+/// and is enabled again.
+#[test]
+fn a_trigger_made_while_the_follow_runs_is_held_too() {
+    let Some(uri) = pg_database("follow_trigger_later") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), "trigger_later.fdb", true);
+    shop(&p, 10);
+    load_live(&p, &uri);
+    let follow = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(follow_args(&p, &uri, &["--until-idle", "6"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pg = pg(&uri);
+    let arrived = |pg: &mut postgres::Client, sql: &str| {
+        for _ in 0..100 {
+            if pg.query_one(sql, &[]).unwrap().get::<_, i64>(0) == 1 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("not applied: {sql}");
+    };
+    execute(&p.db, &["UPDATE ITEMS SET QTY = 100 WHERE ID = 1"]);
+    arrived(
+        &mut pg,
+        "SELECT count(*) FROM live.items WHERE id = 1 AND qty = 100",
+    );
+    pg.batch_execute(
+        "CREATE TABLE live.fired (what text); \
+         CREATE FUNCTION live.fire() RETURNS trigger LANGUAGE plpgsql AS \
+         $$BEGIN INSERT INTO live.fired VALUES (TG_OP); RETURN NULL; END$$; \
+         CREATE TRIGGER fire AFTER INSERT OR UPDATE OR DELETE ON live.items \
+         FOR EACH ROW EXECUTE FUNCTION live.fire()",
+    )
+    .unwrap();
+    execute(
+        &p.db,
+        &[
+            "UPDATE ITEMS SET QTY = 200 WHERE ID = 1",
+            "INSERT INTO ITEMS VALUES (500, 'late', 1, NULL)",
+        ],
+    );
+    arrived(&mut pg, "SELECT count(*) FROM live.items WHERE id = 500");
+    let out = follow.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (firebird, postgres) = shop_sides(&p, &uri);
+    assert_eq!(firebird, postgres);
+    let fired: i64 = pg
+        .query_one("SELECT count(*) FROM live.fired", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(fired, 0, "the trigger made while the follow ran fired");
+    let enabled: String = pg
+        .query_one(
+            "SELECT tgenabled::text FROM pg_trigger WHERE tgname = 'fire'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(enabled, "O", "the trigger is enabled again");
+}
+
 /// A row changed by hand in the target stops a grouped follow, naming
 /// the table and the key, whichever of the group's statements meets it;
 /// nothing of the group is applied, and the follow goes on once the
