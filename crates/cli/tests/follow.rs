@@ -77,6 +77,14 @@ fn journaled_db(dir: &Path, name: &str, publish: bool) -> Published {
     Published { db, archive, live }
 }
 
+/// A published database `name` in a directory of its own (kept while the
+/// directory is).
+fn journaled(name: &str) -> (tempfile::TempDir, Published) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), name, true);
+    (dir, p)
+}
+
 const ACCOUNTS: i64 = 200;
 
 fn bank(p: &Published) {
@@ -164,6 +172,15 @@ fn clerk(att: &Attachment, dice: &mut Dice) {
     }
 }
 
+/// A transaction on `att` that changed account 0 and is left open (to be
+/// held across a snapshot).
+fn held_account(att: &Attachment) -> fbunload_client::Transaction {
+    let held = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
+        .unwrap();
+    held
+}
+
 fn clerks(db: &Path, seed: u64, transactions: usize) {
     let att = connect(db);
     let mut dice = Dice(seed);
@@ -187,8 +204,9 @@ fn clerks_until(db: &Path, seed: u64, stop: Arc<AtomicBool>) -> std::thread::Joi
     })
 }
 
-fn follow_args<'a>(p: &'a Published, uri: &'a str, more: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
+/// `follow` of `p`'s database and journal (archive and live segments).
+fn follow_of(p: &Published) -> Vec<&str> {
+    vec![
         "follow",
         "-d",
         p.db.to_str().unwrap(),
@@ -200,11 +218,34 @@ fn follow_args<'a>(p: &'a Published, uri: &'a str, more: &[&'a str]) -> Vec<&'a 
         p.archive.to_str().unwrap(),
         "--journal-live",
         p.live.to_str().unwrap(),
-        "-o",
-        uri,
-        "--pg-schema",
-        "live",
-    ];
+    ]
+}
+
+/// fbunload `args` started and killed with SIGKILL four times, each
+/// after `least` ms and up to `spread` more (chosen by `seed`), while
+/// clerks write.
+fn killed_while_clerks_write(p: &Published, seed: u64, args: &[&str], (least, spread): (u64, i64)) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks_until(&p.db, seed, stop.clone());
+    let mut dice = Dice(seed + 1);
+    for _ in 0..4 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(least + dice.roll(spread) as u64));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    during.join().unwrap();
+}
+
+fn follow_args<'a>(p: &'a Published, uri: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = follow_of(p);
+    args.extend_from_slice(&["-o", uri, "--pg-schema", "live"]);
     args.extend_from_slice(more);
     args
 }
@@ -274,36 +315,20 @@ fn follow_after_a_keep_keys_load_equals_firebird_across_kills() {
     let Some(uri) = pg_database("follow_bank") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "bank.fdb", true);
+    let (_dir, p) = journaled("bank.fdb");
     bank(&p);
     clerks(&p.db, 1, 60);
 
     // Held open across the snapshot: the load does not see it, the
     // follow applies it once it commits.
     let held_att = connect(&p.db);
-    let held = held_att
-        .start_transaction(TransactionMode::ReadWrite)
-        .unwrap();
-    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
-        .unwrap();
+    let held = held_account(&held_att);
     held.execute("INSERT INTO MOVES VALUES (0, -500)").unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
     let during = clerks_until(&p.db, 2, stop.clone());
     std::thread::sleep(Duration::from_millis(300));
-    let load = fbunload(
-        &p.db,
-        &[
-            "-o",
-            &uri,
-            "--pg-schema",
-            "live",
-            "--keep-keys",
-            "--journal",
-            p.archive.to_str().unwrap(),
-        ],
-    );
+    let load = live_load(&p, &uri);
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, Ordering::SeqCst);
     let written = during.join().unwrap();
@@ -322,22 +347,7 @@ fn follow_after_a_keep_keys_load_equals_firebird_across_kills() {
     assert_equal(&p, &uri, "after the first follow");
 
     // Killed at random points while clerks write; then to the end.
-    let stop = Arc::new(AtomicBool::new(false));
-    let during = clerks_until(&p.db, 4, stop.clone());
-    let mut dice = Dice(5);
-    for _ in 0..4 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-            .args(follow_args(&p, &uri, &[]))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(200 + dice.roll(1200) as u64));
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-    stop.store(true, Ordering::SeqCst);
-    during.join().unwrap();
+    killed_while_clerks_write(&p, 4, &follow_args(&p, &uri, &[]), (200, 1200));
     follow_until_idle(&p, &uri);
     assert_equal(&p, &uri, "after follows killed with SIGKILL");
 
@@ -485,8 +495,7 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
     let Some(uri) = pg_database("follow_types") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "types.fdb", true);
+    let (_dir, p) = journaled("types.fdb");
     let values = EVERY_TYPE_VALUES;
     execute(
         &p.db,
@@ -496,18 +505,7 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
             "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (3)",
         ],
     );
-    let load = fbunload(
-        &p.db,
-        &[
-            "-o",
-            &uri,
-            "--pg-schema",
-            "live",
-            "--keep-keys",
-            "--journal",
-            p.archive.to_str().unwrap(),
-        ],
-    );
+    let load = live_load(&p, &uri);
     assert!(load.status.success(), "{}", stderr(&load));
     execute(
         &p.db,
@@ -576,8 +574,7 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
 /// and `--from` an event's `resume` goes on after it, nothing twice.
 #[test]
 fn json_lines_stream_committed_changes_and_resume_after_the_last() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "stream.fdb", true);
+    let (_dir, p) = journaled("stream.fdb");
     execute(
         &p.db,
         &[
@@ -594,14 +591,8 @@ fn json_lines_stream_committed_changes_and_resume_after_the_last() {
     drop(tr);
     execute(&p.db, &["DELETE FROM ITEMS WHERE ID = 2"]);
     let stream = |from: Option<&str>| -> Vec<serde_json::Value> {
-        let mut args = vec![
-            "follow",
-            "-d",
-            p.db.to_str().unwrap(),
-            "--journal",
-            p.archive.to_str().unwrap(),
-            "--journal-live",
-            p.live.to_str().unwrap(),
+        let mut args = follow_of(&p);
+        args.extend([
             "-o",
             "-",
             "--format",
@@ -610,7 +601,7 @@ fn json_lines_stream_committed_changes_and_resume_after_the_last() {
             "2",
             "--progress",
             "json",
-        ];
+        ]);
         if let Some(from) = from {
             args.extend(["--from", from]);
         }
@@ -674,23 +665,8 @@ fn json_lines_stream_committed_changes_and_resume_after_the_last() {
 /// `fbunload follow -o DIR` after a `--keep-keys --journal` run into
 /// `base`: change sets every `every`.
 fn chain_args<'a>(p: &'a Published, base: &'a str, out: &'a str, more: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "follow",
-        "-d",
-        p.db.to_str().unwrap(),
-        "-u",
-        "SYSDBA",
-        "-p",
-        "masterkey",
-        "--journal",
-        p.archive.to_str().unwrap(),
-        "--journal-live",
-        p.live.to_str().unwrap(),
-        "--since",
-        base,
-        "-o",
-        out,
-    ];
+    let mut args = follow_of(p);
+    args.extend_from_slice(&["--since", base, "-o", out]);
     args.extend_from_slice(more);
     args
 }
@@ -793,19 +769,56 @@ fn parquet_deletes(dir: &Path, table: &str) -> Vec<String> {
     keys
 }
 
+/// A `--keep-keys` Parquet unload of the bank but MOVES (no primary key)
+/// into `out`: what a chain's state is compared with.
+fn fresh_unload(p: &Published, out: &Path) {
+    let run = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "--keep-keys",
+            "-x",
+            "MOVES",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+}
+
+/// `fbunload apply OLD CHANGES -o OUT`, which must succeed.
+fn apply(old: &Path, changes: &Path, out: &Path) {
+    let applied = fbunload_alone(&[
+        "apply",
+        old.to_str().unwrap(),
+        changes.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(applied.status.success(), "{}", stderr(&applied));
+}
+
+/// ACCOUNTS of the run `fresh` and of the state `state`, equal value by
+/// value: its rows.
+fn same_accounts(fresh: &Path, state: &Path) -> Vec<String> {
+    let (want, got) = (
+        parquet_table(fresh, "ACCOUNTS"),
+        parquet_table(state, "ACCOUNTS"),
+    );
+    assert_eq!(want.len(), got.len());
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g);
+    }
+    want
+}
+
 /// The chain applied link by link to `base`: the last state.
 fn apply_chain(base: &Path, out: &Path, states: &Path) -> PathBuf {
     let mut state = base.to_path_buf();
     for (i, link) in links(out).iter().enumerate() {
         let next = states.join(format!("s{i}"));
-        let applied = fbunload_alone(&[
-            "apply",
-            state.to_str().unwrap(),
-            link.to_str().unwrap(),
-            "-o",
-            next.to_str().unwrap(),
-        ]);
-        assert!(applied.status.success(), "{}", stderr(&applied));
+        apply(&state, link, &next);
         state = next;
     }
     state
@@ -820,16 +833,11 @@ fn apply_chain(base: &Path, out: &Path, states: &Path) -> PathBuf {
 /// links; a stranger's link in the directory is refused, never followed.
 #[test]
 fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "chain.fdb", true);
+    let (dir, p) = journaled("chain.fdb");
     bank(&p);
     clerks(&p.db, 11, 40);
     let held_att = connect(&p.db);
-    let held = held_att
-        .start_transaction(TransactionMode::ReadWrite)
-        .unwrap();
-    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
-        .unwrap();
+    let held = held_account(&held_att);
 
     let base = dir.path().join("base");
     let out = dir.path().join("chain");
@@ -875,22 +883,8 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert!(!links(&out).is_empty(), "{}", stderr(&first));
 
     // Killed at random points while clerks write and links are made.
-    let stop = Arc::new(AtomicBool::new(false));
-    let during = clerks_until(&p.db, 13, stop.clone());
-    let mut dice = Dice(14);
-    for _ in 0..4 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-            .args(chain_args(&p, base_arg, out_arg, &["--every", "0.2"]))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300 + dice.roll(1500) as u64));
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-    stop.store(true, Ordering::SeqCst);
-    during.join().unwrap();
+    let args = chain_args(&p, base_arg, out_arg, &["--every", "0.2"]);
+    killed_while_clerks_write(&p, 13, &args, (300, 1500));
     execute(
         &p.db,
         &[
@@ -930,28 +924,9 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert!(check.status.success(), "{}", stderr(&check));
 
     let fresh = dir.path().join("fresh");
-    let run = fbunload(
-        &p.db,
-        &[
-            "-f",
-            "parquet",
-            "--keep-keys",
-            "-x",
-            "MOVES",
-            "-o",
-            fresh.to_str().unwrap(),
-        ],
-    );
-    assert!(run.status.success(), "{}", stderr(&run));
+    fresh_unload(&p, &fresh);
     let state = apply_chain(&base, &out, dir.path());
-    let (want, got) = (
-        parquet_table(&fresh, "ACCOUNTS"),
-        parquet_table(&state, "ACCOUNTS"),
-    );
-    assert_eq!(want.len(), got.len());
-    for (w, g) in want.iter().zip(&got) {
-        assert_eq!(w, g);
-    }
+    let want = same_accounts(&fresh, &state);
     assert!(want.iter().any(|r| r.contains("\"moved\"")), "{want:?}");
     assert!(want.iter().any(|r| r.contains("\"held\"")), "{want:?}");
 
@@ -990,36 +965,10 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     let deleted = parquet_deletes(&scan, "ACCOUNTS");
     assert!(deleted.iter().any(|d| d.contains("7000")), "{deleted:?}");
     let after_scan = dir.path().join("after-scan");
-    let applied = fbunload_alone(&[
-        "apply",
-        state.to_str().unwrap(),
-        scan.to_str().unwrap(),
-        "-o",
-        after_scan.to_str().unwrap(),
-    ]);
-    assert!(applied.status.success(), "{}", stderr(&applied));
+    apply(&state, &scan, &after_scan);
     let fresh = dir.path().join("fresh-after-scan");
-    let run = fbunload(
-        &p.db,
-        &[
-            "-f",
-            "parquet",
-            "--keep-keys",
-            "-x",
-            "MOVES",
-            "-o",
-            fresh.to_str().unwrap(),
-        ],
-    );
-    assert!(run.status.success(), "{}", stderr(&run));
-    let (want, got) = (
-        parquet_table(&fresh, "ACCOUNTS"),
-        parquet_table(&after_scan, "ACCOUNTS"),
-    );
-    assert_eq!(want.len(), got.len());
-    for (w, g) in want.iter().zip(&got) {
-        assert_eq!(w, g);
-    }
+    fresh_unload(&p, &fresh);
+    let want = same_accounts(&fresh, &after_scan);
     assert!(want.iter().any(|r| r.contains("\"back\"")), "{want:?}");
     // Its keys are the chain's: a scan since it holds nothing more.
     let again = dir.path().join("scan-again");
@@ -1062,31 +1011,28 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     );
 
     // A stranger's link: refused, not followed; other names are left alone.
+    let refused = || {
+        let refused = fbunload_alone(&chain_args(
+            &p,
+            base_arg,
+            out_arg,
+            &["--every", "1", "--until-idle", "1"],
+        ));
+        let err = stderr(&refused);
+        assert_eq!(refused.status.code(), Some(1), "{err}");
+        err
+    };
     std::fs::write(out.join("notes.txt"), "mine").unwrap();
     // (The follow above wrote the changes made since the scan.)
     let chain = links(&out);
     let next = out.join(format!("{:08}", chain.len() + 1));
     std::os::unix::fs::symlink(chain.last().unwrap(), &next).unwrap();
-    let refused = fbunload_alone(&chain_args(
-        &p,
-        base_arg,
-        out_arg,
-        &["--every", "1", "--until-idle", "1"],
-    ));
-    let err = stderr(&refused);
-    assert_eq!(refused.status.code(), Some(1), "{err}");
+    let err = refused();
     assert!(err.contains("not a plain directory"), "{err}");
     std::fs::remove_file(&next).unwrap();
     std::fs::create_dir(&next).unwrap();
     std::fs::copy(chain[0].join("manifest.json"), next.join("manifest.json")).unwrap();
-    let refused = fbunload_alone(&chain_args(
-        &p,
-        base_arg,
-        out_arg,
-        &["--every", "1", "--until-idle", "1"],
-    ));
-    let err = stderr(&refused);
-    assert_eq!(refused.status.code(), Some(1), "{err}");
+    let err = refused();
     assert!(err.contains("names another run"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
@@ -1098,8 +1044,7 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
 /// one line.
 #[test]
 fn every_type_in_a_change_set_is_what_a_scan_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "types.fdb", true);
+    let (dir, p) = journaled("types.fdb");
     let table = "Odd 'Name\"";
     execute(
         &p.db,
@@ -1266,8 +1211,24 @@ fn shop_sides(p: &Published, uri: &str) -> (Vec<String>, Vec<String>) {
     (firebird, postgres)
 }
 
-fn load_live(p: &Published, uri: &str) {
-    let load = fbunload(
+/// A published database `name` with [`shop`]'s tables of `rows` rows,
+/// loaded into schema `live` of a fresh PostgreSQL database `pg_name`,
+/// if PostgreSQL is there to test with.
+fn loaded_shop(
+    pg_name: &str,
+    name: &str,
+    rows: i64,
+) -> Option<(String, tempfile::TempDir, Published)> {
+    let uri = pg_database(pg_name)?;
+    let (dir, p) = journaled(name);
+    shop(&p, rows);
+    load_live(&p, &uri);
+    Some((uri, dir, p))
+}
+
+/// A `--keep-keys --journal` load of `p` into schema `live`.
+fn live_load(p: &Published, uri: &str) -> Output {
+    fbunload(
         &p.db,
         &[
             "-o",
@@ -1278,8 +1239,43 @@ fn load_live(p: &Published, uri: &str) {
             "--journal",
             p.archive.to_str().unwrap(),
         ],
-    );
+    )
+}
+
+fn load_live(p: &Published, uri: &str) {
+    let load = live_load(p, uri);
     assert!(load.status.success(), "{}", stderr(&load));
+}
+
+/// A user trigger on the copy's ITEMS that notes each row it fires for
+/// in `live.fired`: a follow applies rows Firebird's triggers already
+/// acted on, so it must not fire.
+fn user_trigger(pg: &mut postgres::Client) {
+    pg.batch_execute(
+        "CREATE TABLE live.fired (what text); \
+         CREATE FUNCTION live.fire() RETURNS trigger LANGUAGE plpgsql AS \
+         $$BEGIN INSERT INTO live.fired VALUES (TG_OP); RETURN NULL; END$$; \
+         CREATE TRIGGER fire AFTER INSERT OR UPDATE OR DELETE ON live.items \
+         FOR EACH ROW EXECUTE FUNCTION live.fire()",
+    )
+    .unwrap();
+}
+
+/// [`user_trigger`] never fired, and is enabled again.
+fn assert_user_trigger_held(pg: &mut postgres::Client) {
+    let fired: i64 = pg
+        .query_one("SELECT count(*) FROM live.fired", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(fired, 0, "the user trigger fired");
+    let enabled: String = pg
+        .query_one(
+            "SELECT tgenabled::text FROM pg_trigger WHERE tgname = 'fire'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(enabled, "O", "the trigger is enabled again");
 }
 
 /// Many transactions on the same keys go to PostgreSQL as one group:
@@ -1288,24 +1284,10 @@ fn load_live(p: &Published, uri: &str) {
 /// trigger made on the target by hand held: the copy equals Firebird.
 #[test]
 fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
-    let Some(uri) = pg_database("follow_group") else {
+    let Some((uri, _dir, p)) = loaded_shop("follow_group", "group.fdb", 80) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "group.fdb", true);
-    shop(&p, 80);
-    load_live(&p, &uri);
-    // A user trigger on the copy: a follow applies rows Firebird's
-    // triggers already acted on, so it must not fire.
-    pg(&uri)
-        .batch_execute(
-            "CREATE TABLE live.fired (what text); \
-             CREATE FUNCTION live.fire() RETURNS trigger LANGUAGE plpgsql AS \
-             $$BEGIN INSERT INTO live.fired VALUES (TG_OP); RETURN NULL; END$$; \
-             CREATE TRIGGER fire AFTER INSERT OR UPDATE OR DELETE ON live.items \
-             FOR EACH ROW EXECUTE FUNCTION live.fire()",
-        )
-        .unwrap();
+    user_trigger(&mut pg(&uri));
     let mut statements = Vec::new();
     for r in 0..20 {
         let (new, moved) = (1000 + r, 2000 + r);
@@ -1368,20 +1350,7 @@ fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
     assert!(at_least > 0.3, "{first}");
     // Found at the first read of its segment: no upper bound.
     assert!(first["lag_seconds_at_most"].is_null(), "{first}");
-    let mut pg = pg(&uri);
-    let fired: i64 = pg
-        .query_one("SELECT count(*) FROM live.fired", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(fired, 0, "the user trigger fired");
-    let enabled: String = pg
-        .query_one(
-            "SELECT tgenabled::text FROM pg_trigger WHERE tgname = 'fire'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(enabled, "O", "the trigger is enabled again");
+    assert_user_trigger_held(&mut pg(&uri));
 }
 
 /// A user trigger made on the target while the follow runs, on a table
@@ -1389,13 +1358,9 @@ fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
 /// and is enabled again.
 #[test]
 fn a_trigger_made_while_the_follow_runs_is_held_too() {
-    let Some(uri) = pg_database("follow_trigger_later") else {
+    let Some((uri, _dir, p)) = loaded_shop("follow_trigger_later", "trigger_later.fdb", 10) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "trigger_later.fdb", true);
-    shop(&p, 10);
-    load_live(&p, &uri);
     let follow = Command::new(env!("CARGO_BIN_EXE_fbunload"))
         .args(follow_args(&p, &uri, &["--until-idle", "6"]))
         .stdout(Stdio::null())
@@ -1417,14 +1382,7 @@ fn a_trigger_made_while_the_follow_runs_is_held_too() {
         &mut pg,
         "SELECT count(*) FROM live.items WHERE id = 1 AND qty = 100",
     );
-    pg.batch_execute(
-        "CREATE TABLE live.fired (what text); \
-         CREATE FUNCTION live.fire() RETURNS trigger LANGUAGE plpgsql AS \
-         $$BEGIN INSERT INTO live.fired VALUES (TG_OP); RETURN NULL; END$$; \
-         CREATE TRIGGER fire AFTER INSERT OR UPDATE OR DELETE ON live.items \
-         FOR EACH ROW EXECUTE FUNCTION live.fire()",
-    )
-    .unwrap();
+    user_trigger(&mut pg);
     execute(
         &p.db,
         &[
@@ -1437,19 +1395,7 @@ fn a_trigger_made_while_the_follow_runs_is_held_too() {
     assert!(out.status.success(), "{}", stderr(&out));
     let (firebird, postgres) = shop_sides(&p, &uri);
     assert_eq!(firebird, postgres);
-    let fired: i64 = pg
-        .query_one("SELECT count(*) FROM live.fired", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(fired, 0, "the trigger made while the follow ran fired");
-    let enabled: String = pg
-        .query_one(
-            "SELECT tgenabled::text FROM pg_trigger WHERE tgname = 'fire'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(enabled, "O", "the trigger is enabled again");
+    assert_user_trigger_held(&mut pg);
 }
 
 /// A row changed by hand in the target stops a grouped follow, naming
@@ -1458,13 +1404,9 @@ fn a_trigger_made_while_the_follow_runs_is_held_too() {
 /// row is back.
 #[test]
 fn a_row_changed_by_hand_stops_a_grouped_follow_naming_table_and_key() {
-    let Some(uri) = pg_database("follow_by_hand") else {
+    let Some((uri, _dir, p)) = loaded_shop("follow_by_hand", "by_hand.fdb", 20) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "by_hand.fdb", true);
-    shop(&p, 20);
-    load_live(&p, &uri);
     let mut pg = pg(&uri);
     let follow = |expected: &str| {
         let out = fbunload_alone(&follow_args(&p, &uri, &["--until-idle", "1"]));
