@@ -537,8 +537,8 @@ pub enum Command {
         /// chain of change sets (DIR/00000001, ...) that `fbunload apply` applies to BASE
         #[arg(short = 'o', long, value_name = "URI|-|DIR")]
         output: String,
-        /// With -o DIR: the --keep-keys --journal run (Parquet or Arrow) the chain of change
-        /// sets starts from
+        /// With -o DIR: the --keep-keys --journal run the chain of change sets starts from
+        /// (its format and settings are the links'; not one cut into parts)
         #[arg(long, value_name = "BASE")]
         since: Option<PathBuf>,
         /// With -o DIR: write a change set this often, when something changed (10s, 5m, 1h,

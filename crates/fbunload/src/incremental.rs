@@ -189,6 +189,18 @@ fn journal_chain(
             ))
         }
     };
+    // The links' keys are read back from their files.
+    if !matches!(
+        base_manifest.options.get("format").and_then(|f| f.as_str()),
+        Some("parquet" | "arrow")
+    ) {
+        return Err(refuse(
+            dir,
+            "a scan goes on from the links of a Parquet or Arrow chain only (it reads their \
+             keys back, and fbunload reads no text files): go on with fbunload follow, or start \
+             a chain of scans with --keep-keys",
+        ));
+    }
     let mut before = (base_digest.clone(), base_manifest.snapshot_number);
     for (link, m, d) in &links {
         let since = since_of(m);
