@@ -557,9 +557,9 @@ pub enum Command {
         /// with -o DIR after each change set written (event link: path, transactions, position)
         #[arg(long, value_name = "MODE", value_parser = ["json"])]
         progress: Option<String>,
-        /// The schema the --keep-keys load made
-        #[arg(long, value_name = "SCHEMA", default_value = "public")]
-        pg_schema: String,
+        /// With -o postgresql://: the schema the --keep-keys load made (default public)
+        #[arg(long, value_name = "SCHEMA")]
+        pg_schema: Option<String>,
         /// Exit 0 once no change arrived for SECONDS
         #[arg(long, value_name = "SECONDS")]
         until_idle: Option<f64>,

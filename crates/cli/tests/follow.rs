@@ -1041,8 +1041,8 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
 /// 3 read by the base run, rows 2 and 4 (the same values) from the
 /// journal, applied, equal a fresh unload value by value, in Parquet and
 /// in Arrow; in CSV and JSON Lines its records are those a scan writes. A
-/// base cut into parts, or a follow without --every, is refused in one
-/// line.
+/// base cut into parts, a follow without --every or with --pg-schema, is
+/// refused in one line.
 #[test]
 fn every_type_in_a_change_set_is_what_a_scan_reads() {
     let (dir, p) = journaled("types.fdb");
@@ -1216,6 +1216,27 @@ fn every_type_in_a_change_set_is_what_a_scan_reads() {
     let err = stderr(&refused);
     assert_eq!(refused.status.code(), Some(1), "{err}");
     assert!(err.contains("give --every"), "{err}");
+    // A schema is for a PostgreSQL target only: not ignored.
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        at("base-parquet").to_str().unwrap(),
+        at("chain-y").to_str().unwrap(),
+        &[
+            "--every",
+            "1",
+            "--until-idle",
+            "1",
+            "--pg-schema",
+            "elsewhere",
+        ],
+    ));
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--pg-schema elsewhere: it is for a PostgreSQL target"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
 /// ITEMS (keyed, set-based) and LINES (keyed, a foreign key to ITEMS),

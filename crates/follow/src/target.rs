@@ -112,19 +112,19 @@ impl Target {
         let locked: bool = client
             .query_one(
                 "SELECT pg_try_advisory_lock(hashtext('fbunload follow ' || $1))",
-                &[&options.schema],
+                &[&options.pg_schema()],
             )
             .map_err(|e| pg("locking the schema", e))?
             .get(0);
         if !locked {
             return Err(FollowError::Usage(format!(
                 "schema {}: another fbunload follow applies the journal to it; stop that one first",
-                options.schema
+                options.pg_schema()
             )));
         }
         Ok(Target {
             client,
-            schema: options.schema.clone(),
+            schema: options.pg_schema().to_string(),
             sequences: BTreeMap::new(),
             state: String::new(),
             memory_budget: options.memory_budget,

@@ -937,7 +937,7 @@ fn follow<'py>(
         archive: journal,
         live: journal_live,
         target: output,
-        schema: pg_schema.unwrap_or_else(|| "public".into()),
+        schema: pg_schema,
         until_idle: seconds("until_idle", until_idle)?,
         memory_budget: memory_mb.saturating_mul(1 << 20),
         from: from_,
