@@ -624,6 +624,35 @@ fn make(client: &mut Client, staging: &str, step: &Step) -> Result<Option<String
                 "made NOT VALID: {reason} (it checks new and changed rows, as Firebird's does)"
             )))
         }
+        // Firebird's indices have names of their own; PostgreSQL's share
+        // the schema's with its tables, views and sequences.
+        Err(reason) if step.kind == "index" && reason.ends_with("already exists") => {
+            let taken: Vec<String> = client
+                .query(
+                    "SELECT c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n \
+                     ON n.oid = c.relnamespace WHERE n.nspname = $1",
+                    &[&staging],
+                )
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let wanted = pg_name(&step.name);
+            let free = crate::ddl::Names::taken(taken).take(&wanted);
+            let (old, new) = (
+                format!("INDEX {} ", ident(&wanted)),
+                format!("INDEX {} ", ident(&free)),
+            );
+            let renamed: Vec<String> = step
+                .statements
+                .iter()
+                .map(|s| s.replace(&old, &new))
+                .collect();
+            run(client, &renamed)?;
+            Ok(Some(format!(
+                "made as {free}: {wanted} is another relation's name in PostgreSQL"
+            )))
+        }
         Err(reason) => Err(reason),
     }
 }
