@@ -32,18 +32,7 @@ URI=$FBUNLOAD_TEST_PG_URI
 
 DB=$DATA/apply.fdb
 RT=$DATA/apply-runtime
-rm -rf "$RT"
-cp -a "$(python3 -c 'import firebird.embedded, os; print(os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime"))')" "$RT"
-printf '\nServerMode = SuperClassic\n' >> "$RT/firebird.conf"
-cat > "$RT/replication.conf" <<CONF
-database = $DB
-{
-  journal_directory = $DATA/apply-journal
-  journal_archive_directory = $DATA/apply-archive
-  journal_archive_timeout = 1
-}
-CONF
-export FIREBIRD=$RT LD_LIBRARY_PATH=$RT${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+replication_runtime "$RT" "$DB" "$DATA/apply-journal" "$DATA/apply-archive"
 
 # write MODE: create (the table and its ROWS rows) or stream (T transactions).
 write() {

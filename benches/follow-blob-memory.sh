@@ -27,19 +27,8 @@ DATA=$(cd "$DATA" && pwd)
 
 DB=$DATA/follow-blobs.fdb
 RT=$DATA/follow-blob-runtime
-rm -rf "$RT" "$DB" "$DATA/blob-journal" "$DATA/blob-archive"
-mkdir -p "$DATA/blob-journal" "$DATA/blob-archive"
-cp -a "$(python3 -c 'import firebird.embedded, os; print(os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime"))')" "$RT"
-printf '\nServerMode = SuperClassic\n' >> "$RT/firebird.conf"
-cat > "$RT/replication.conf" <<CONF
-database = $DB
-{
-  journal_directory = $DATA/blob-journal
-  journal_archive_directory = $DATA/blob-archive
-  journal_archive_timeout = 1
-}
-CONF
-export FIREBIRD=$RT LD_LIBRARY_PATH=$RT${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+rm -rf "$DB"
+replication_runtime "$RT" "$DB" "$DATA/blob-journal" "$DATA/blob-archive"
 
 PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$DB" "$ROWS" "$MB" <<'PY'
 import os

@@ -42,19 +42,9 @@ rows=$((W * 100000))
 
 RT=$DATA/files-runtime
 OUT=$DATA/files-out
-rm -rf "$RT" "$OUT" "$DATA/files-journal" "$DATA/files-archive"
-mkdir -p "$DATA/files-journal" "$DATA/files-archive" "$OUT"
-cp -a "$(python3 -c 'import firebird.embedded, os; print(os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime"))')" "$RT"
-printf '\nServerMode = SuperClassic\n' >> "$RT/firebird.conf"
-cat > "$RT/replication.conf" <<CONF
-database = $DB
-{
-  journal_directory = $DATA/files-journal
-  journal_archive_directory = $DATA/files-archive
-  journal_archive_timeout = 1
-}
-CONF
-export FIREBIRD=$RT LD_LIBRARY_PATH=$RT${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+rm -rf "$OUT"
+mkdir -p "$OUT"
+replication_runtime "$RT" "$DB" "$DATA/files-journal" "$DATA/files-archive"
 cp "$BASE" "$DB"
 
 every=$(python3 -c "print(max(1, round(100 / $PCT)))")

@@ -29,19 +29,8 @@ URI=$FBUNLOAD_TEST_PG_URI
 
 DB=$DATA/lag.fdb
 RT=$DATA/lag-runtime
-rm -rf "$RT" "$DB" "$DATA/lag-journal" "$DATA/lag-archive"
-mkdir -p "$DATA/lag-journal" "$DATA/lag-archive"
-cp -a "$(python3 -c 'import firebird.embedded, os; print(os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime"))')" "$RT"
-printf '\nServerMode = SuperClassic\n' >> "$RT/firebird.conf"
-cat > "$RT/replication.conf" <<CONF
-database = $DB
-{
-  journal_directory = $DATA/lag-journal
-  journal_archive_directory = $DATA/lag-archive
-  journal_archive_timeout = 1
-}
-CONF
-export FIREBIRD=$RT LD_LIBRARY_PATH=$RT${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+rm -rf "$DB"
+replication_runtime "$RT" "$DB" "$DATA/lag-journal" "$DATA/lag-archive"
 
 # write FIRST: N rows from id FIRST, one committed every INTERVAL seconds.
 write() {

@@ -45,19 +45,7 @@ DB=$DATA/stock-follow-w$W.fdb
 rows=$((W * 100000))
 
 RT=$DATA/follow-runtime
-rm -rf "$RT" "$DATA/follow-journal" "$DATA/follow-archive"
-mkdir -p "$DATA/follow-journal" "$DATA/follow-archive"
-cp -a "$(python3 -c 'import firebird.embedded, os; print(os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime"))')" "$RT"
-printf '\nServerMode = SuperClassic\n' >> "$RT/firebird.conf"
-cat > "$RT/replication.conf" <<CONF
-database = $DB
-{
-  journal_directory = $DATA/follow-journal
-  journal_archive_directory = $DATA/follow-archive
-  journal_archive_timeout = 1
-}
-CONF
-export FIREBIRD=$RT LD_LIBRARY_PATH=$RT${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+replication_runtime "$RT" "$DB" "$DATA/follow-journal" "$DATA/follow-archive"
 cp "$BASE" "$DB"
 
 # sql STATEMENT...: each in a transaction of its own, through firebird-driver.

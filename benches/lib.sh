@@ -87,3 +87,24 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 print(total / os.sysconf("SC_CLK_TCK"))
 PY
 }
+
+# replication_runtime RT DB JOURNAL ARCHIVE: a copy of the firebird-embedded
+# runtime in RT, in SuperClassic mode, whose replication.conf sends DB's
+# changes to JOURNAL, archived into ARCHIVE every second (both made empty
+# here); the engine of this shell and of what it starts is that copy.
+replication_runtime() {
+  local rt=$1 db=$2 journal=$3 archive=$4
+  rm -rf "$rt" "$journal" "$archive"
+  mkdir -p "$journal" "$archive"
+  cp -a "$(python3 -c 'import firebird.embedded, os; print(os.path.join(os.path.dirname(firebird.embedded.__file__), "runtime"))')" "$rt"
+  printf '\nServerMode = SuperClassic\n' >> "$rt/firebird.conf"
+  cat > "$rt/replication.conf" <<CONF
+database = $db
+{
+  journal_directory = $journal
+  journal_archive_directory = $archive
+  journal_archive_timeout = 1
+}
+CONF
+  export FIREBIRD=$rt LD_LIBRARY_PATH=$rt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}

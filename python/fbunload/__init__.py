@@ -586,35 +586,29 @@ def follow(
     change, which :func:`apply` takes in order. ``memory_mb``: row images
     and blobs one transaction may hold in memory before they go on in
     temporary files (128)."""
-    login = dict(user=user, password=password, client_lib=client_lib)
-    if output is None or output == "-":
+    stream = output is None or output == "-"
+    if stream:
         for keyword, value in (("pg_schema", pg_schema), ("since", since), ("every", every)):
             if value is not None:
                 raise UsageError(f"{keyword} is for output='postgresql://...' or a directory, not the change stream")
-        stream = _fbunload.follow_events(
-            str(database),
-            journal=str(journal),
-            journal_live=None if journal_live is None else str(journal_live),
-            until_idle=until_idle,
-            memory_mb=memory_mb,
-            from_=from_,
-            **login,
-        )
-        return _events(stream)
-    if from_ is not None:
+    elif from_ is not None:
         raise UsageError("from_ is for the change stream (output=None): a target keeps its own position")
-    return _fbunload.follow(
+    result = _fbunload.follow(
         str(database),
         journal=str(journal),
-        output=str(output),
+        output="-" if stream else str(output),
         journal_live=None if journal_live is None else str(journal_live),
         pg_schema=pg_schema,
         until_idle=until_idle,
         memory_mb=memory_mb,
+        from_=from_,
         since=None if since is None else str(since),
         every=every,
-        **login,
+        user=user,
+        password=password,
+        client_lib=client_lib,
     )
+    return _events(result) if stream else result
 
 
 def _events(stream: Any) -> Iterator[Dict[str, Any]]:

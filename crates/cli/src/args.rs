@@ -237,7 +237,9 @@ pub struct Args {
     /// of a database restored from a backup or copied to another file since; the summary and
     /// manifest.json say which and why. A file-level copy put back in the database's own file
     /// is not told apart: start a new chain (--keep-keys) after one. DIR must have kept its
-    /// keys (--keep-keys, or an earlier --since); this run keeps its own (T.keys.parquet).
+    /// keys (--keep-keys, or an earlier --since), or be a change set `fbunload follow` wrote from
+    /// the journal (then what changed since the chain's base is read); this run keeps its own
+    /// keys (T.keys.parquet).
     /// Every page is still read on the server: for the changed rows, and for a count of the
     /// unchanged ones per unit, which finds the units that lost rows (only their keys are read
     /// again). `fbunload apply` makes the new state from DIR and this run
@@ -538,8 +540,8 @@ pub enum Command {
         /// chain of change sets (DIR/00000001, ...) that `fbunload apply` applies to BASE
         #[arg(short = 'o', long, value_name = "URI|-|DIR")]
         output: String,
-        /// With -o DIR: the --keep-keys --journal run (Parquet or Arrow) the chain of change
-        /// sets starts from
+        /// With -o DIR: the --keep-keys --journal run the chain of change sets starts from
+        /// (its format and settings are the links'; not one cut into parts)
         #[arg(long, value_name = "BASE")]
         since: Option<PathBuf>,
         /// With -o DIR: write a change set this often, when something changed (10s, 5m, 1h,
@@ -558,9 +560,9 @@ pub enum Command {
         /// with -o DIR after each change set written (event link: path, transactions, position)
         #[arg(long, value_name = "MODE", value_parser = ["json"])]
         progress: Option<String>,
-        /// The schema the --keep-keys load made
-        #[arg(long, value_name = "SCHEMA", default_value = "public")]
-        pg_schema: String,
+        /// With -o postgresql://: the schema the --keep-keys load made (default public)
+        #[arg(long, value_name = "SCHEMA")]
+        pg_schema: Option<String>,
         /// Exit 0 once no change arrived for SECONDS
         #[arg(long, value_name = "SECONDS")]
         until_idle: Option<f64>,

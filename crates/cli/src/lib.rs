@@ -465,7 +465,7 @@ fn follow(
         if stream {
             "standard output"
         } else if fbunload::postgres::is_postgres_uri(&options.target) {
-            &options.schema
+            options.pg_schema()
         } else {
             &options.target
         },

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use common::clerks::{self, Dice};
 use common::*;
-use fbunload_client::TransactionMode;
+use fbunload_client::{Attachment, TransactionMode};
 
 /// The runtime copy every database of this binary runs on: the engine
 /// reads `replication.conf` from its root, and a process has one engine.
@@ -78,6 +78,14 @@ fn journaled_db(dir: &Path, name: &str, publish: bool) -> Published {
     Published { db, archive, live }
 }
 
+/// A published database `name` in a directory of its own (kept while the
+/// directory is).
+fn journaled(name: &str) -> (tempfile::TempDir, Published) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = journaled_db(dir.path(), name, true);
+    (dir, p)
+}
+
 fn bank(p: &Published) {
     let statements = clerks::bank_statements();
     let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
@@ -90,6 +98,15 @@ fn on(db: &Path) -> clerks::Connect {
     Arc::new(move || connect(&db))
 }
 
+/// A transaction on `att` that changed account 0 and is left open (to be
+/// held across a snapshot).
+fn held_account(att: &Attachment) -> fbunload_client::Transaction {
+    let held = att.start_transaction(TransactionMode::ReadWrite).unwrap();
+    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
+        .unwrap();
+    held
+}
+
 fn clerks(db: &Path, seed: u64, transactions: usize) {
     clerks::clerks(&on(db), seed, transactions);
 }
@@ -98,8 +115,9 @@ fn clerks_until(db: &Path, seed: u64, stop: Arc<AtomicBool>) -> std::thread::Joi
     clerks::clerks_until(&on(db), seed, stop)
 }
 
-fn follow_args<'a>(p: &'a Published, uri: &'a str, more: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
+/// `follow` of `p`'s database and journal (archive and live segments).
+fn follow_of(p: &Published) -> Vec<&str> {
+    vec![
         "follow",
         "-d",
         p.db.to_str().unwrap(),
@@ -111,11 +129,34 @@ fn follow_args<'a>(p: &'a Published, uri: &'a str, more: &[&'a str]) -> Vec<&'a 
         p.archive.to_str().unwrap(),
         "--journal-live",
         p.live.to_str().unwrap(),
-        "-o",
-        uri,
-        "--pg-schema",
-        "live",
-    ];
+    ]
+}
+
+/// fbunload `args` started and killed with SIGKILL four times, each
+/// after `least` ms and up to `spread` more (chosen by `seed`), while
+/// clerks write.
+fn killed_while_clerks_write(p: &Published, seed: u64, args: &[&str], (least, spread): (u64, i64)) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let during = clerks_until(&p.db, seed, stop.clone());
+    let mut dice = Dice(seed + 1);
+    for _ in 0..4 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(least + dice.roll(spread) as u64));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    during.join().unwrap();
+}
+
+fn follow_args<'a>(p: &'a Published, uri: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = follow_of(p);
+    args.extend_from_slice(&["-o", uri, "--pg-schema", "live"]);
     args.extend_from_slice(more);
     args
 }
@@ -141,36 +182,20 @@ fn follow_after_a_keep_keys_load_equals_firebird_across_kills() {
     let Some(uri) = pg_database("follow_bank") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "bank.fdb", true);
+    let (_dir, p) = journaled("bank.fdb");
     bank(&p);
     clerks(&p.db, 1, 60);
 
     // Held open across the snapshot: the load does not see it, the
     // follow applies it once it commits.
     let held_att = connect(&p.db);
-    let held = held_att
-        .start_transaction(TransactionMode::ReadWrite)
-        .unwrap();
-    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
-        .unwrap();
+    let held = held_account(&held_att);
     held.execute("INSERT INTO MOVES VALUES (0, -500)").unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
     let during = clerks_until(&p.db, 2, stop.clone());
     std::thread::sleep(Duration::from_millis(300));
-    let load = fbunload(
-        &p.db,
-        &[
-            "-o",
-            &uri,
-            "--pg-schema",
-            "live",
-            "--keep-keys",
-            "--journal",
-            p.archive.to_str().unwrap(),
-        ],
-    );
+    let load = live_load(&p, &uri);
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, Ordering::SeqCst);
     let written = during.join().unwrap();
@@ -189,22 +214,7 @@ fn follow_after_a_keep_keys_load_equals_firebird_across_kills() {
     assert_equal(&p, &uri, "after the first follow");
 
     // Killed at random points while clerks write; then to the end.
-    let stop = Arc::new(AtomicBool::new(false));
-    let during = clerks_until(&p.db, 4, stop.clone());
-    let mut dice = Dice(5);
-    for _ in 0..4 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-            .args(follow_args(&p, &uri, &[]))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(200 + dice.roll(1200) as u64));
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-    stop.store(true, Ordering::SeqCst);
-    during.join().unwrap();
+    killed_while_clerks_write(&p, 4, &follow_args(&p, &uri, &[]), (200, 1200));
     follow_until_idle(&p, &uri);
     assert_equal(&p, &uri, "after follows killed with SIGKILL");
 
@@ -352,8 +362,7 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
     let Some(uri) = pg_database("follow_types") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "types.fdb", true);
+    let (_dir, p) = journaled("types.fdb");
     let values = EVERY_TYPE_VALUES;
     execute(
         &p.db,
@@ -363,18 +372,7 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
             "INSERT INTO \"Odd 'Name\"\"\" (ID) VALUES (3)",
         ],
     );
-    let load = fbunload(
-        &p.db,
-        &[
-            "-o",
-            &uri,
-            "--pg-schema",
-            "live",
-            "--keep-keys",
-            "--journal",
-            p.archive.to_str().unwrap(),
-        ],
-    );
+    let load = live_load(&p, &uri);
     assert!(load.status.success(), "{}", stderr(&load));
     execute(
         &p.db,
@@ -416,13 +414,7 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
         .unwrap();
     let first = first.wait_with_output().unwrap();
     assert_eq!(first.status.code(), Some(0), "SIGINT: {}", stderr(&first));
-    let err = stderr(&second);
-    assert_eq!(second.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("another fbunload follow applies the journal to it"),
-        "{err}"
-    );
-    assert_eq!(err.lines().count(), 1, "{err}");
+    refused_in_one_line(&second, "another fbunload follow applies the journal to it");
 
     // A row changed by hand in the target: the follow stops, naming it.
     pg.batch_execute("DELETE FROM live.\"Odd 'Name\"\"\" WHERE id = 4")
@@ -443,8 +435,7 @@ fn every_type_and_hostile_text_arrive_as_the_load_writes_them() {
 /// and `--from` an event's `resume` goes on after it, nothing twice.
 #[test]
 fn json_lines_stream_committed_changes_and_resume_after_the_last() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "stream.fdb", true);
+    let (_dir, p) = journaled("stream.fdb");
     execute(
         &p.db,
         &[
@@ -461,14 +452,8 @@ fn json_lines_stream_committed_changes_and_resume_after_the_last() {
     drop(tr);
     execute(&p.db, &["DELETE FROM ITEMS WHERE ID = 2"]);
     let stream = |from: Option<&str>| -> Vec<serde_json::Value> {
-        let mut args = vec![
-            "follow",
-            "-d",
-            p.db.to_str().unwrap(),
-            "--journal",
-            p.archive.to_str().unwrap(),
-            "--journal-live",
-            p.live.to_str().unwrap(),
+        let mut args = follow_of(&p);
+        args.extend([
             "-o",
             "-",
             "--format",
@@ -477,7 +462,7 @@ fn json_lines_stream_committed_changes_and_resume_after_the_last() {
             "2",
             "--progress",
             "json",
-        ];
+        ]);
         if let Some(from) = from {
             args.extend(["--from", from]);
         }
@@ -541,23 +526,8 @@ fn json_lines_stream_committed_changes_and_resume_after_the_last() {
 /// `fbunload follow -o DIR` after a `--keep-keys --journal` run into
 /// `base`: change sets every `every`.
 fn chain_args<'a>(p: &'a Published, base: &'a str, out: &'a str, more: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "follow",
-        "-d",
-        p.db.to_str().unwrap(),
-        "-u",
-        "SYSDBA",
-        "-p",
-        "masterkey",
-        "--journal",
-        p.archive.to_str().unwrap(),
-        "--journal-live",
-        p.live.to_str().unwrap(),
-        "--since",
-        base,
-        "-o",
-        out,
-    ];
+    let mut args = follow_of(p);
+    args.extend_from_slice(&["--since", base, "-o", out]);
     args.extend_from_slice(more);
     args
 }
@@ -634,19 +604,82 @@ fn table_rows(
     rows
 }
 
+/// The keys in the deletes file of `table` in the change set `dir`.
+fn parquet_deletes(dir: &Path, table: &str) -> Vec<String> {
+    let manifest = read_manifest(dir);
+    let mut keys = Vec::new();
+    for file in manifest_entry(&manifest, table)["files"]
+        .as_array()
+        .unwrap()
+    {
+        if file["role"] != "deletes" {
+            continue;
+        }
+        let file = std::fs::File::open(dir.join(file["name"].as_str().unwrap())).unwrap();
+        for batch in parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap()
+        {
+            let batch = batch.unwrap();
+            for i in 0..batch.num_rows() {
+                keys.push(format!("{:?}", batch.slice(i, 1).columns()));
+            }
+        }
+    }
+    keys
+}
+
+/// A `--keep-keys` Parquet unload of the bank but MOVES (no primary key)
+/// into `out`: what a chain's state is compared with.
+fn fresh_unload(p: &Published, out: &Path) {
+    let run = fbunload(
+        &p.db,
+        &[
+            "-f",
+            "parquet",
+            "--keep-keys",
+            "-x",
+            "MOVES",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+}
+
+/// `fbunload apply OLD CHANGES -o OUT`, which must succeed.
+fn apply(old: &Path, changes: &Path, out: &Path) {
+    let applied = fbunload_alone(&[
+        "apply",
+        old.to_str().unwrap(),
+        changes.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(applied.status.success(), "{}", stderr(&applied));
+}
+
+/// ACCOUNTS of the run `fresh` and of the state `state`, equal value by
+/// value: its rows.
+fn same_accounts(fresh: &Path, state: &Path) -> Vec<String> {
+    let (want, got) = (
+        parquet_table(fresh, "ACCOUNTS"),
+        parquet_table(state, "ACCOUNTS"),
+    );
+    assert_eq!(want.len(), got.len());
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g);
+    }
+    want
+}
+
 /// The chain applied link by link to `base`: the last state.
 fn apply_chain(base: &Path, out: &Path, states: &Path) -> PathBuf {
     let mut state = base.to_path_buf();
     for (i, link) in links(out).iter().enumerate() {
         let next = states.join(format!("s{i}"));
-        let applied = fbunload_alone(&[
-            "apply",
-            state.to_str().unwrap(),
-            link.to_str().unwrap(),
-            "-o",
-            next.to_str().unwrap(),
-        ]);
-        assert!(applied.status.success(), "{}", stderr(&applied));
+        apply(&state, link, &next);
         state = next;
     }
     state
@@ -661,16 +694,11 @@ fn apply_chain(base: &Path, out: &Path, states: &Path) -> PathBuf {
 /// links; a stranger's link in the directory is refused, never followed.
 #[test]
 fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "chain.fdb", true);
+    let (dir, p) = journaled("chain.fdb");
     bank(&p);
     clerks(&p.db, 11, 40);
     let held_att = connect(&p.db);
-    let held = held_att
-        .start_transaction(TransactionMode::ReadWrite)
-        .unwrap();
-    held.execute("UPDATE ACCOUNTS SET BALANCE = BALANCE - 500, NOTE = 'held' WHERE ID = 0")
-        .unwrap();
+    let held = held_account(&held_att);
 
     let base = dir.path().join("base");
     let out = dir.path().join("chain");
@@ -716,22 +744,8 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert!(!links(&out).is_empty(), "{}", stderr(&first));
 
     // Killed at random points while clerks write and links are made.
-    let stop = Arc::new(AtomicBool::new(false));
-    let during = clerks_until(&p.db, 13, stop.clone());
-    let mut dice = Dice(14);
-    for _ in 0..4 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-            .args(chain_args(&p, base_arg, out_arg, &["--every", "0.2"]))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300 + dice.roll(1500) as u64));
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-    stop.store(true, Ordering::SeqCst);
-    during.join().unwrap();
+    let args = chain_args(&p, base_arg, out_arg, &["--every", "0.2"]);
+    killed_while_clerks_write(&p, 13, &args, (300, 1500));
     execute(
         &p.db,
         &[
@@ -771,51 +785,69 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     assert!(check.status.success(), "{}", stderr(&check));
 
     let fresh = dir.path().join("fresh");
-    let run = fbunload(
-        &p.db,
-        &[
-            "-f",
-            "parquet",
-            "--keep-keys",
-            "-x",
-            "MOVES",
-            "-o",
-            fresh.to_str().unwrap(),
-        ],
-    );
-    assert!(run.status.success(), "{}", stderr(&run));
+    fresh_unload(&p, &fresh);
     let state = apply_chain(&base, &out, dir.path());
-    let (want, got) = (
-        parquet_table(&fresh, "ACCOUNTS"),
-        parquet_table(&state, "ACCOUNTS"),
-    );
-    assert_eq!(want.len(), got.len());
-    for (w, g) in want.iter().zip(&got) {
-        assert_eq!(w, g);
-    }
+    let want = same_accounts(&fresh, &state);
     assert!(want.iter().any(|r| r.contains("\"moved\"")), "{want:?}");
     assert!(want.iter().any(|r| r.contains("\"held\"")), "{want:?}");
 
-    // A scan goes on from a keys-keeping run, never from a link.
-    let scan = fbunload(
+    // A scan goes on from the chain's last link: it holds what changed
+    // since, and applied to the chain's state it gives what a fresh unload
+    // reads (a row a link inserted, then deleted; a key a link deleted,
+    // back; rows the base and the links hold, changed).
+    execute(
         &p.db,
         &[
-            "-f",
-            "parquet",
-            "-x",
-            "MOVES",
-            "--since",
-            chain[0].to_str().unwrap(),
-            "-o",
-            dir.path().join("scan").to_str().unwrap(),
+            "DELETE FROM ACCOUNTS WHERE ID = 7000",
+            "INSERT INTO ACCOUNTS VALUES (5001, 3, 'back')",
+            "DELETE FROM ACCOUNTS WHERE MOD(ID, 100000) = 7",
+            "UPDATE ACCOUNTS SET NOTE = 'after the links' WHERE MOD(ID, 100000) = 9",
         ],
     );
-    let err = stderr(&scan);
-    assert_eq!(scan.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("fbunload follow wrote from the journal"),
-        "{err}"
-    );
+    clerks(&p.db, 15, 20);
+    let scan = dir.path().join("scan");
+    let scan_from = |since: &Path, out: &Path| {
+        fbunload(
+            &p.db,
+            &[
+                "-f",
+                "parquet",
+                "-x",
+                "MOVES",
+                "--since",
+                since.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        )
+    };
+    let run = scan_from(chain.last().unwrap(), &scan);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let deleted = parquet_deletes(&scan, "ACCOUNTS");
+    assert!(deleted.iter().any(|d| d.contains("7000")), "{deleted:?}");
+    let after_scan = dir.path().join("after-scan");
+    apply(&state, &scan, &after_scan);
+    let fresh = dir.path().join("fresh-after-scan");
+    fresh_unload(&p, &fresh);
+    let want = same_accounts(&fresh, &after_scan);
+    assert!(want.iter().any(|r| r.contains("\"back\"")), "{want:?}");
+    // Its keys are the chain's: a scan since it holds nothing more.
+    let again = dir.path().join("scan-again");
+    let run = scan_from(&scan, &again);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let manifest = read_manifest(&again);
+    let entry = manifest_entry(&manifest, "ACCOUNTS");
+    assert_eq!(entry["rows"], 0, "{entry}");
+    assert_eq!(entry["change"]["deletes"], 0, "{entry}");
+    // Without its base, a link cannot be gone on from: one line says so.
+    let moved = dir.path().join("base-moved");
+    std::fs::rename(&base, &moved).unwrap();
+    let refused = scan_from(chain.last().unwrap(), &dir.path().join("refused"));
+    std::fs::rename(&moved, &base).unwrap();
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("put that run back there"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
 
     // One follow a chain.
     let mut running = Command::new(env!("CARGO_BIN_EXE_fbunload"))
@@ -840,29 +872,28 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
     );
 
     // A stranger's link: refused, not followed; other names are left alone.
+    let refused = || {
+        let refused = fbunload_alone(&chain_args(
+            &p,
+            base_arg,
+            out_arg,
+            &["--every", "1", "--until-idle", "1"],
+        ));
+        let err = stderr(&refused);
+        assert_eq!(refused.status.code(), Some(1), "{err}");
+        err
+    };
     std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    // (The follow above wrote the changes made since the scan.)
+    let chain = links(&out);
     let next = out.join(format!("{:08}", chain.len() + 1));
     std::os::unix::fs::symlink(chain.last().unwrap(), &next).unwrap();
-    let refused = fbunload_alone(&chain_args(
-        &p,
-        base_arg,
-        out_arg,
-        &["--every", "1", "--until-idle", "1"],
-    ));
-    let err = stderr(&refused);
-    assert_eq!(refused.status.code(), Some(1), "{err}");
+    let err = refused();
     assert!(err.contains("not a plain directory"), "{err}");
     std::fs::remove_file(&next).unwrap();
     std::fs::create_dir(&next).unwrap();
     std::fs::copy(chain[0].join("manifest.json"), next.join("manifest.json")).unwrap();
-    let refused = fbunload_alone(&chain_args(
-        &p,
-        base_arg,
-        out_arg,
-        &["--every", "1", "--until-idle", "1"],
-    ));
-    let err = stderr(&refused);
-    assert_eq!(refused.status.code(), Some(1), "{err}");
+    let err = refused();
     assert!(err.contains("names another run"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
@@ -870,12 +901,12 @@ fn change_sets_from_the_journal_apply_to_what_a_fresh_unload_reads() {
 /// Every column type reaches a change set as a scan reads it: rows 1 and
 /// 3 read by the base run, rows 2 and 4 (the same values) from the
 /// journal, applied, equal a fresh unload value by value, in Parquet and
-/// in Arrow. A base in CSV, or a follow without --every, is refused in
-/// one line.
+/// in Arrow; in CSV and JSON Lines its records are those a scan writes. A
+/// base cut into parts, a follow without --every or with --pg-schema, is
+/// refused in one line.
 #[test]
 fn every_type_in_a_change_set_is_what_a_scan_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "types.fdb", true);
+    let (dir, p) = journaled("types.fdb");
     let table = "Odd 'Name\"";
     execute(
         &p.db,
@@ -886,26 +917,21 @@ fn every_type_in_a_change_set_is_what_a_scan_reads() {
         ],
     );
     let at = |name: &str| dir.path().join(name);
-    for format in ["parquet", "arrow", "csv"] {
-        let base = at(&format!("base-{format}"));
-        let run = fbunload(
-            &p.db,
-            &[
-                "-f",
-                format,
-                if format == "csv" {
-                    "-q"
-                } else {
-                    "--decimal256"
-                },
-                "--keep-keys",
-                "--journal",
-                p.archive.to_str().unwrap(),
-                "-o",
-                base.to_str().unwrap(),
-            ],
-        );
+    // A --keep-keys --journal run into `out` with `options`.
+    let journal_base = |out: &Path, options: &[&str]| {
+        let mut args = options.to_vec();
+        args.extend(["--keep-keys", "--journal", p.archive.to_str().unwrap()]);
+        args.extend(["-o", out.to_str().unwrap()]);
+        let run = fbunload(&p.db, &args);
         assert!(run.status.success(), "{}", stderr(&run));
+    };
+    for format in ["parquet", "arrow", "csv", "jsonl"] {
+        let more = if matches!(format, "csv" | "jsonl") {
+            "-q"
+        } else {
+            "--decimal256"
+        };
+        journal_base(&at(&format!("base-{format}")), &["-f", format, more]);
     }
     execute(
         &p.db,
@@ -928,28 +954,26 @@ fn every_type_in_a_change_set_is_what_a_scan_reads() {
     assert!(run.status.success(), "{}", stderr(&run));
     let want = parquet_table(&fresh, table);
     assert_eq!(want.len(), 4);
-    for format in ["parquet", "arrow"] {
+    // The chain of the base in `format`, followed to the end.
+    let follow_chain = |format: &str, more: &[&str]| {
         let (base, chain) = (
             at(&format!("base-{format}")),
             at(&format!("chain-{format}")),
         );
+        let mut args = vec!["--every", "10", "--until-idle", "2"];
+        args.extend_from_slice(more);
         let out = fbunload_alone(&chain_args(
             &p,
             base.to_str().unwrap(),
             chain.to_str().unwrap(),
-            // --memory 0: blobs in their file, and a link per transaction.
-            &[
-                "--every",
-                "10",
-                "--until-idle",
-                "2",
-                "--memory",
-                "0",
-                "--progress",
-                "json",
-            ],
+            &args,
         ));
         assert!(out.status.success(), "{}", stderr(&out));
+        (base, chain, out)
+    };
+    for format in ["parquet", "arrow"] {
+        // --memory 0: blobs in their file, and a link per transaction.
+        let (base, chain, out) = follow_chain(format, &["--memory", "0", "--progress", "json"]);
         // A `link` event as each link is moved into place.
         let linked: Vec<serde_json::Value> = stderr(&out)
             .lines()
@@ -967,18 +991,51 @@ fn every_type_in_a_change_set_is_what_a_scan_reads() {
         };
         assert_eq!(want, got, "{format}");
     }
+    // A text base's links hold the records a scan writes for their rows:
+    // a fresh unload's records are the base's and the links' upserts.
+    for (format, header) in [("csv", true), ("jsonl", false)] {
+        let (base, chain, _) = follow_chain(format, &[]);
+        let fresh = at(&format!("fresh-{format}"));
+        let run = fbunload(&p.db, &["-f", format, "-q", "-o", fresh.to_str().unwrap()]);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let records = |dir: &Path, role: Option<&str>| -> Vec<String> {
+            let manifest = read_manifest(dir);
+            let mut records = Vec::new();
+            for file in manifest_entry(&manifest, table)["files"]
+                .as_array()
+                .unwrap()
+            {
+                if file["role"].as_str() != role {
+                    continue;
+                }
+                let text =
+                    std::fs::read_to_string(dir.join(file["name"].as_str().unwrap())).unwrap();
+                records.extend(text.lines().skip(usize::from(header)).map(String::from));
+            }
+            records
+        };
+        let mut want = records(&fresh, None);
+        let mut got = records(&base, None);
+        for link in links(&chain) {
+            got.extend(records(&link, Some("upserts")));
+        }
+        want.sort();
+        got.sort();
+        assert!(want.len() >= 4, "{format}: {want:?}");
+        assert_eq!(want, got, "{format}");
+    }
+    // A base cut into parts: a link is one file a table.
+    let parts = at("base-parts");
+    journal_base(&parts, &["-f", "csv", "-q", "--max-rows", "1"]);
     let refused = fbunload_alone(&chain_args(
         &p,
-        at("base-csv").to_str().unwrap(),
-        at("chain-csv").to_str().unwrap(),
+        parts.to_str().unwrap(),
+        at("chain-parts").to_str().unwrap(),
         &["--every", "1", "--until-idle", "1"],
     ));
     let err = stderr(&refused);
     assert_eq!(refused.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("a csv run") && err.contains("-f parquet"),
-        "{err}"
-    );
+    assert!(err.contains("cut into parts"), "{err}");
     let refused = fbunload_alone(&chain_args(
         &p,
         at("base-parquet").to_str().unwrap(),
@@ -988,6 +1045,24 @@ fn every_type_in_a_change_set_is_what_a_scan_reads() {
     let err = stderr(&refused);
     assert_eq!(refused.status.code(), Some(1), "{err}");
     assert!(err.contains("give --every"), "{err}");
+    // A schema is for a PostgreSQL target only: not ignored.
+    let refused = fbunload_alone(&chain_args(
+        &p,
+        at("base-parquet").to_str().unwrap(),
+        at("chain-y").to_str().unwrap(),
+        &[
+            "--every",
+            "1",
+            "--until-idle",
+            "1",
+            "--pg-schema",
+            "elsewhere",
+        ],
+    ));
+    refused_in_one_line(
+        &refused,
+        "--pg-schema elsewhere: it is for a PostgreSQL target",
+    );
 }
 
 /// ITEMS (keyed, set-based) and LINES (keyed, a foreign key to ITEMS),
@@ -1042,8 +1117,24 @@ fn shop_sides(p: &Published, uri: &str) -> (Vec<String>, Vec<String>) {
     (firebird, postgres)
 }
 
-fn load_live(p: &Published, uri: &str) {
-    let load = fbunload(
+/// A published database `name` with [`shop`]'s tables of `rows` rows,
+/// loaded into schema `live` of a fresh PostgreSQL database `pg_name`,
+/// if PostgreSQL is there to test with.
+fn loaded_shop(
+    pg_name: &str,
+    name: &str,
+    rows: i64,
+) -> Option<(String, tempfile::TempDir, Published)> {
+    let uri = pg_database(pg_name)?;
+    let (dir, p) = journaled(name);
+    shop(&p, rows);
+    load_live(&p, &uri);
+    Some((uri, dir, p))
+}
+
+/// A `--keep-keys --journal` load of `p` into schema `live`.
+fn live_load(p: &Published, uri: &str) -> Output {
+    fbunload(
         &p.db,
         &[
             "-o",
@@ -1054,8 +1145,43 @@ fn load_live(p: &Published, uri: &str) {
             "--journal",
             p.archive.to_str().unwrap(),
         ],
-    );
+    )
+}
+
+fn load_live(p: &Published, uri: &str) {
+    let load = live_load(p, uri);
     assert!(load.status.success(), "{}", stderr(&load));
+}
+
+/// A user trigger on the copy's ITEMS that notes each row it fires for
+/// in `live.fired`: a follow applies rows Firebird's triggers already
+/// acted on, so it must not fire.
+fn user_trigger(pg: &mut postgres::Client) {
+    pg.batch_execute(
+        "CREATE TABLE live.fired (what text); \
+         CREATE FUNCTION live.fire() RETURNS trigger LANGUAGE plpgsql AS \
+         $$BEGIN INSERT INTO live.fired VALUES (TG_OP); RETURN NULL; END$$; \
+         CREATE TRIGGER fire AFTER INSERT OR UPDATE OR DELETE ON live.items \
+         FOR EACH ROW EXECUTE FUNCTION live.fire()",
+    )
+    .unwrap();
+}
+
+/// [`user_trigger`] never fired, and is enabled again.
+fn assert_user_trigger_held(pg: &mut postgres::Client) {
+    let fired: i64 = pg
+        .query_one("SELECT count(*) FROM live.fired", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(fired, 0, "the user trigger fired");
+    let enabled: String = pg
+        .query_one(
+            "SELECT tgenabled::text FROM pg_trigger WHERE tgname = 'fire'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(enabled, "O", "the trigger is enabled again");
 }
 
 /// Many transactions on the same keys go to PostgreSQL as one group:
@@ -1064,24 +1190,10 @@ fn load_live(p: &Published, uri: &str) {
 /// trigger made on the target by hand held: the copy equals Firebird.
 #[test]
 fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
-    let Some(uri) = pg_database("follow_group") else {
+    let Some((uri, _dir, p)) = loaded_shop("follow_group", "group.fdb", 80) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "group.fdb", true);
-    shop(&p, 80);
-    load_live(&p, &uri);
-    // A user trigger on the copy: a follow applies rows Firebird's
-    // triggers already acted on, so it must not fire.
-    pg(&uri)
-        .batch_execute(
-            "CREATE TABLE live.fired (what text); \
-             CREATE FUNCTION live.fire() RETURNS trigger LANGUAGE plpgsql AS \
-             $$BEGIN INSERT INTO live.fired VALUES (TG_OP); RETURN NULL; END$$; \
-             CREATE TRIGGER fire AFTER INSERT OR UPDATE OR DELETE ON live.items \
-             FOR EACH ROW EXECUTE FUNCTION live.fire()",
-        )
-        .unwrap();
+    user_trigger(&mut pg(&uri));
     let mut statements = Vec::new();
     for r in 0..20 {
         let (new, moved) = (1000 + r, 2000 + r);
@@ -1144,20 +1256,52 @@ fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
     assert!(at_least > 0.3, "{first}");
     // Found at the first read of its segment: no upper bound.
     assert!(first["lag_seconds_at_most"].is_null(), "{first}");
+    assert_user_trigger_held(&mut pg(&uri));
+}
+
+/// A user trigger made on the target while the follow runs, on a table
+/// it met before, is held as one there at its start: it does not fire,
+/// and is enabled again.
+#[test]
+fn a_trigger_made_while_the_follow_runs_is_held_too() {
+    let Some((uri, _dir, p)) = loaded_shop("follow_trigger_later", "trigger_later.fdb", 10) else {
+        return;
+    };
+    let follow = Command::new(env!("CARGO_BIN_EXE_fbunload"))
+        .args(follow_args(&p, &uri, &["--until-idle", "6"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut pg = pg(&uri);
-    let fired: i64 = pg
-        .query_one("SELECT count(*) FROM live.fired", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(fired, 0, "the user trigger fired");
-    let enabled: String = pg
-        .query_one(
-            "SELECT tgenabled::text FROM pg_trigger WHERE tgname = 'fire'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(enabled, "O", "the trigger is enabled again");
+    let arrived = |pg: &mut postgres::Client, sql: &str| {
+        for _ in 0..100 {
+            if pg.query_one(sql, &[]).unwrap().get::<_, i64>(0) == 1 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("not applied: {sql}");
+    };
+    execute(&p.db, &["UPDATE ITEMS SET QTY = 100 WHERE ID = 1"]);
+    arrived(
+        &mut pg,
+        "SELECT count(*) FROM live.items WHERE id = 1 AND qty = 100",
+    );
+    user_trigger(&mut pg);
+    execute(
+        &p.db,
+        &[
+            "UPDATE ITEMS SET QTY = 200 WHERE ID = 1",
+            "INSERT INTO ITEMS VALUES (500, 'late', 1, NULL)",
+        ],
+    );
+    arrived(&mut pg, "SELECT count(*) FROM live.items WHERE id = 500");
+    let out = follow.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (firebird, postgres) = shop_sides(&p, &uri);
+    assert_eq!(firebird, postgres);
+    assert_user_trigger_held(&mut pg);
 }
 
 /// A row changed by hand in the target stops a grouped follow, naming
@@ -1166,13 +1310,9 @@ fn many_transactions_on_the_same_keys_in_one_group_end_as_in_firebird() {
 /// row is back.
 #[test]
 fn a_row_changed_by_hand_stops_a_grouped_follow_naming_table_and_key() {
-    let Some(uri) = pg_database("follow_by_hand") else {
+    let Some((uri, _dir, p)) = loaded_shop("follow_by_hand", "by_hand.fdb", 20) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = journaled_db(dir.path(), "by_hand.fdb", true);
-    shop(&p, 20);
-    load_live(&p, &uri);
     let mut pg = pg(&uri);
     let follow = |expected: &str| {
         let out = fbunload_alone(&follow_args(&p, &uri, &["--until-idle", "1"]));

@@ -362,8 +362,9 @@ fn every_kind_of_object_is_made_or_listed_and_behaves() {
 /// Expression indices (`COMPUTED BY`), partial ones (Firebird 5's `WHERE`)
 /// and descending ones are made through the PSQL translator, each as
 /// PostgreSQL's own (in pg_indexes, used by a query, a unique partial
-/// one refusing what Firebird's refuses); one that does not translate,
-/// or that PostgreSQL refuses, is listed with why.
+/// one refusing what Firebird's refuses); one whose name PostgreSQL has
+/// given to a table is made under another and listed so; one that does
+/// not translate, or that PostgreSQL refuses, is listed with why.
 #[test]
 fn expression_partial_and_descending_indices_are_made_and_work() {
     let Some(uri) = pg_database("fbu_objects_indices") else {
@@ -388,6 +389,9 @@ fn expression_partial_and_descending_indices_are_made_and_work() {
              WHERE STATUS STARTING WITH 'o'",
             "CREATE INDEX PEOPLE_HASH ON PEOPLE COMPUTED BY (HASH(NAME))",
             "CREATE INDEX PEOPLE_MADE_TEXT ON PEOPLE COMPUTED BY (CAST(MADE AS VARCHAR(20)))",
+            // Firebird's indices have names of their own, PostgreSQL's not.
+            "CREATE TABLE PEOPLE_BY_CITY (X INTEGER)",
+            "CREATE INDEX PEOPLE_BY_CITY ON PEOPLE COMPUTED BY (UPPER(CITY))",
             "INSERT INTO PEOPLE VALUES (1, 'Ada', 'London', 90, DATE '1815-12-10')",
             "INSERT INTO PEOPLE VALUES (2, 'Grace', 'New York', NULL, DATE '1906-12-09')",
             "INSERT INTO TICKETS VALUES (1, 1, 'open')",
@@ -401,7 +405,15 @@ fn expression_partial_and_descending_indices_are_made_and_work() {
         .filter(|l| l.0 == "index")
         .map(|l| (l.2.as_str(), l.3.as_str()))
         .collect();
-    assert_eq!(reported.len(), 2, "{reported:?}");
+    assert_eq!(reported.len(), 3, "{reported:?}");
+    assert_eq!(
+        reported
+            .iter()
+            .find(|r| r.0 == "PEOPLE_BY_CITY")
+            .map(|r| r.1),
+        Some("made as people_by_city_2: people_by_city is another relation's name in PostgreSQL"),
+        "{reported:?}"
+    );
     assert_eq!(
         reported.iter().find(|r| r.0 == "PEOPLE_HASH").map(|r| r.1),
         Some(
@@ -432,6 +444,10 @@ fn expression_partial_and_descending_indices_are_made_and_work() {
             "one_open_ticket",
             "CREATE UNIQUE INDEX one_open_ticket ON ix.tickets USING btree (person) \
              WHERE ((status)::text = 'open'::text)",
+        ),
+        (
+            "people_by_city_2",
+            "CREATE INDEX people_by_city_2 ON ix.people USING btree (upper((city)::text))",
         ),
         (
             "people_name_city",

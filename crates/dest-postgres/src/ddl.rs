@@ -354,9 +354,9 @@ fn indices(
         if translated_index(index) {
             // Made by `translate`, by this name, once the computed
             // columns its expression may read are made. Taken here so
-            // that no later name takes it; a name that is taken already
-            // (a suffix given here) makes PostgreSQL refuse it there,
-            // and it is reported.
+            // that no later name takes it; where it is taken already,
+            // `translate` makes it under the name with a suffix that is
+            // reserved here, and says so.
             names.take(&pg_name(&index.name));
             continue;
         }

@@ -194,6 +194,11 @@ fn steps(
     // Procedures that read no table at all (a computation, a loop) are
     // in no table's sources: they are the run's too.
     let mut sources = schema.sources.clone();
+    let left_out_tables = schema
+        .catalog
+        .objects
+        .iter()
+        .any(|o| o.kind == "table" && loaded(&o.name).is_none());
     for procedure in schema
         .routines
         .objects
@@ -204,6 +209,20 @@ fn steps(
             .iter()
             .any(|s| s.kind == "procedure" && s.name == procedure.name);
         if !listed && psql::routine_tables(&procedure.ddl).is_ok_and(|t| t.is_empty()) {
+            // SQL text it runs may reach tables this run left out: made,
+            // but not without a word.
+            if left_out_tables && runs_sql_text(&procedure.ddl) {
+                report.push(Untranslated {
+                    kind: "procedure".into(),
+                    table: None,
+                    name: procedure.name.clone(),
+                    source: procedure.ddl.clone(),
+                    why: "made, though it runs SQL text (EXECUTE STATEMENT) whose tables \
+                          cannot be told, and this run left tables out: check that it reaches \
+                          only tables the run loaded"
+                        .into(),
+                });
+            }
             sources.push(fbunload_plan::schema::SourceObject {
                 kind: "procedure".into(),
                 table: None,
@@ -404,6 +423,15 @@ fn steps(
     all.extend(views);
     all.extend(triggers);
     (all, report)
+}
+
+/// Whether a routine's DDL runs SQL text (`EXECUTE STATEMENT`), whose
+/// tables no reading of the DDL can tell.
+fn runs_sql_text(ddl: &str) -> bool {
+    let words: Vec<String> = ddl.split_whitespace().map(str::to_uppercase).collect();
+    words
+        .windows(2)
+        .any(|w| w[0] == "EXECUTE" && w[1].starts_with("STATEMENT"))
 }
 
 /// An expression index (`COMPUTED BY (expr)`) or a partial one (`WHERE
@@ -624,6 +652,35 @@ fn make(client: &mut Client, staging: &str, step: &Step) -> Result<Option<String
                 "made NOT VALID: {reason} (it checks new and changed rows, as Firebird's does)"
             )))
         }
+        // Firebird's indices have names of their own; PostgreSQL's share
+        // the schema's with its tables, views and sequences.
+        Err(reason) if step.kind == "index" && reason.ends_with("already exists") => {
+            let taken: Vec<String> = client
+                .query(
+                    "SELECT c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n \
+                     ON n.oid = c.relnamespace WHERE n.nspname = $1",
+                    &[&staging],
+                )
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let wanted = pg_name(&step.name);
+            let free = crate::ddl::Names::taken(taken).take(&wanted);
+            let (old, new) = (
+                format!("INDEX {} ", ident(&wanted)),
+                format!("INDEX {} ", ident(&free)),
+            );
+            let renamed: Vec<String> = step
+                .statements
+                .iter()
+                .map(|s| s.replace(&old, &new))
+                .collect();
+            run(client, &renamed)?;
+            Ok(Some(format!(
+                "made as {free}: {wanted} is another relation's name in PostgreSQL"
+            )))
+        }
         Err(reason) => Err(reason),
     }
 }
@@ -669,6 +726,46 @@ mod tests {
     use super::*;
     use fbunload_plan::routines::{PsqlObject, Routines};
     use fbunload_plan::schema::{ColumnSchema, SourceObject};
+
+    /// A procedure that reaches tables only through EXECUTE STATEMENT is
+    /// made, and reported where the run left a table out.
+    #[test]
+    fn a_procedure_running_sql_text_is_reported_when_tables_were_left_out() {
+        let ddl = "CREATE PROCEDURE \"P\" AS BEGIN EXECUTE STATEMENT 'DELETE FROM U'; END";
+        let table = |name: &str| fbunload_plan::inventory::CatalogObject {
+            kind: "table".into(),
+            name: name.into(),
+            ..Default::default()
+        };
+        let mut schema = Schema {
+            routines: Routines {
+                objects: vec![PsqlObject {
+                    kind: "procedure".into(),
+                    name: "P".into(),
+                    table: None,
+                    ddl: ddl.into(),
+                }],
+                ..Routines::default()
+            },
+            ..Schema::default()
+        };
+        schema.catalog.objects = vec![table("T"), table("U")];
+        let sequences = SequenceNames::new();
+        let reported = |loaded: &dyn Fn(&str) -> Option<Vec<String>>| {
+            let (steps, report) = steps(&schema, &sequences, "app", loaded);
+            assert!(steps.iter().any(|s| s.kind == "procedure" && s.name == "P"));
+            report
+                .iter()
+                .filter(|u| u.name == "P")
+                .map(|u| u.why.clone())
+                .collect::<Vec<_>>()
+        };
+        let only_t = reported(&|t: &str| (t == "T").then(Vec::new));
+        assert_eq!(only_t.len(), 1, "{only_t:?}");
+        assert!(only_t[0].contains("EXECUTE STATEMENT"), "{only_t:?}");
+        let both = reported(&|_: &str| Some(Vec::new()));
+        assert!(both.is_empty(), "{both:?}");
+    }
 
     #[test]
     fn objects_are_made_in_order_and_what_does_not_translate_is_reported() {

@@ -440,6 +440,11 @@ fn numbered_batch(
     RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
 }
 
+/// The number of a key whose row's place is not known (one a change set
+/// from the journal upserted, see [`PreviousKeys::folded`]): in no unit's
+/// range, so its row is there only if a run reads it again.
+pub(crate) const UNPLACED: u64 = u64::MAX;
+
 /// The column of a keys file that holds each row's DB_KEY number.
 const NUMBER_COLUMN: &str = fbunload_plan::DB_KEY_COLUMN;
 
@@ -514,6 +519,104 @@ impl PreviousKeys {
             ));
         }
         Ok(keys)
+    }
+
+    /// These keys with a chain of change sets from the journal folded in
+    /// (`changes`, in the chain's order: each a batch of the key's
+    /// columns and whether its keys were upserted or deleted; a later
+    /// one wins): a key deleted is dropped, a key upserted is there with
+    /// the number [`UNPLACED`], since the journal does not say where a
+    /// row lies. A run reads every row written since these keys were
+    /// read, so a key upserted since and not read again is gone (see
+    /// [`changes_since`]).
+    pub fn folded(&self, changes: &[(RecordBatch, bool)]) -> Result<PreviousKeys, String> {
+        let key_schema = self.key_schema();
+        let mut touched: BTreeMap<Vec<u8>, Option<(usize, usize)>> = BTreeMap::new();
+        for (i, (batch, upserted)) in changes.iter().enumerate() {
+            let same = batch.num_columns() == key_schema.fields().len()
+                && batch
+                    .schema()
+                    .fields()
+                    .iter()
+                    .zip(key_schema.fields())
+                    .all(|(a, b)| a.data_type() == b.data_type());
+            if !same {
+                return Err(format!(
+                    "a change set's key columns are not the keys file's ({key_schema:?})"
+                ));
+            }
+            if batch.columns().iter().any(|c| c.null_count() > 0) {
+                return Err("a change set holds a null key".into());
+            }
+            let encoder = KeyEncoder::new(batch)?;
+            for row in 0..batch.num_rows() {
+                let mut key = Vec::new();
+                encoder.key(row, &mut key);
+                touched.insert(key, upserted.then_some((i, row)));
+            }
+        }
+        // The keys upserted, in key order (the map's).
+        let at: Vec<(usize, usize)> = touched.values().flatten().copied().collect();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(key_schema.fields().len() + 1);
+        for c in 0..key_schema.fields().len() {
+            let arrays: Vec<&dyn Array> =
+                changes.iter().map(|(b, _)| b.column(c).as_ref()).collect();
+            columns.push(if at.is_empty() {
+                arrow_array::new_empty_array(key_schema.field(c).data_type())
+            } else {
+                arrow_select::interleave::interleave(&arrays, &at).map_err(|e| e.to_string())?
+            });
+        }
+        columns.push(Arc::new(UInt64Array::from(vec![UNPLACED; at.len()])));
+        let upserted =
+            RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| e.to_string())?;
+        // The keys kept: those no change set touched.
+        let touched: HashSet<Vec<u8>> = touched.into_keys().collect();
+        let key_count = key_schema.fields().len();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            self.contents.clone(),
+        )
+        .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
+        .map_err(|e| e.to_string())?;
+        let kept = reader.map(move |batch| {
+            let batch = batch.map_err(|e| e.to_string())?;
+            let keys = batch
+                .project(&(0..key_count).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())?;
+            let encoder = KeyEncoder::new(&keys)?;
+            let mut key = Vec::new();
+            let keep: arrow_array::BooleanArray = (0..batch.num_rows())
+                .map(|row| {
+                    encoder.key(row, &mut key);
+                    Some(!touched.contains(&key))
+                })
+                .collect();
+            arrow_select::filter::filter_record_batch(&batch, &keep).map_err(|e| e.to_string())
+        });
+        let mut merged = Merged::new(vec![
+            Cursor::new(Box::new(kept))?,
+            Cursor::new(Box::new(std::iter::once(Ok(upserted))))?,
+        ])?;
+        let mut writer =
+            KeysFileWriter::new(Vec::new(), &self.schema).map_err(|e| e.to_string())?;
+        let mut rows = Rows::new(self.schema.clone());
+        while merged.key().is_some() {
+            merged.push_to(&mut rows);
+            merged.advance()?;
+            if rows.len() == BATCH_ROWS {
+                writer.write(rows.take()?)?;
+            }
+        }
+        if rows.len() > 0 {
+            writer.write(rows.take()?)?;
+        }
+        let contents = writer.finish().map_err(|e| e.to_string())?;
+        let columns: Vec<(String, String)> = key_schema
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), f.data_type().to_string()))
+            .collect();
+        PreviousKeys::read(contents, &columns, None)
     }
 
     /// How many keys there are.
@@ -631,6 +734,8 @@ impl Ranges {
 /// `ranges` of DB_KEY numbers) has it if they hold its key; elsewhere a
 /// row changed since is the only one at its place, and the counts said
 /// that every other row of the previous run in the unit is still there.
+/// A key whose place is not known ([`UNPLACED`]) and that was not read
+/// again is gone.
 ///
 /// One pass over the three sorted sets, each read a batch at a time.
 pub(crate) fn changes_since(
@@ -682,7 +787,10 @@ pub(crate) fn changes_since(
             u.advance()?;
         } else if found {
             o.push_numbered(&mut kept, r.number());
-        } else if ranges.find(number).is_some() || taken.binary_search(&number).is_ok() {
+        } else if number == UNPLACED
+            || ranges.find(number).is_some()
+            || taken.binary_search(&number).is_ok()
+        {
             o.push_to(&mut gone);
         } else {
             o.push_to(&mut kept);

@@ -67,7 +67,7 @@ const WRITER_QUEUE: usize = 4;
 /// and four of them queued beside the one being filled and the one being
 /// written held about 100 MB that `--memory` does not count
 /// (docs/PERFORMANCE.md, "BLOB-heavy and wide tables").
-const WRITER_QUEUE_BYTES: usize = 16 << 20;
+pub const WRITER_QUEUE_BYTES: usize = 16 << 20;
 
 /// The bytes of batches handed to a writer thread and not yet written.
 #[derive(Default)]

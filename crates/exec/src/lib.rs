@@ -24,6 +24,7 @@
 
 pub mod destination;
 mod dispatch;
+pub use dispatch::WRITER_QUEUE_BYTES;
 mod error;
 mod estimate;
 pub mod firebird;

@@ -387,7 +387,10 @@ fn in_share(key: &[u8], (pass, passes): (u64, u64)) -> bool {
 }
 
 /// One Parquet or Arrow file of a run: its schema and batches.
-fn open_file<'a>(dir: &'a Path, file: &ManifestFile) -> Result<(SchemaRef, Batches<'a>), Error> {
+pub(crate) fn open_file<'a>(
+    dir: &'a Path,
+    file: &ManifestFile,
+) -> Result<(SchemaRef, Batches<'a>), Error> {
     let handle = open_verified_listed_file(dir, file).map_err(fail)?;
     let name = file.name.clone();
     let bad = move |e: ArrowError| fail(format!("{name}: {e}"));

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fbunload_dest::{
@@ -19,6 +19,9 @@ use fbunload_dest::{
 use fbunload_plan::{Plan, PreviousTable, Role, Since};
 
 use crate::{Error, Summary};
+
+/// Digits of the name of a link that `fbunload follow` writes.
+const LINK_DIGITS: usize = 8;
 
 /// The run a `--since` starts from.
 pub(crate) struct Previous {
@@ -61,6 +64,16 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<(Manifest, String), String> {
 }
 
 /// Reads and checks the manifest and keys files of the run in `dir`.
+///
+/// A link that `fbunload follow` wrote from the journal keeps no keys,
+/// and records a journal position, not marks of its own: its marks are
+/// its chain's base's, and no journal position can be turned into
+/// transaction numbers (a transaction shows in the journal only once it
+/// writes). So a run since such a link reads every row changed since the
+/// chain's base (those marks), and takes as the previous keys the base's
+/// with each link's deletes and upserts folded in (an upserted key's row
+/// is read again, or it is gone): a superset of what changed since the
+/// link, exact once applied to the link's state.
 pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
     let (manifest, digest) = read_manifest(dir).map_err(|e| refuse(dir, e))?;
     if manifest.state_of.is_some() {
@@ -70,16 +83,166 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
              was made from (the chain's last link)",
         ));
     }
-    // A link from the journal keeps no keys, and its marks are its base's.
-    if manifest
+    if !is_journal_link(&manifest) {
+        return read_run(dir, manifest, digest, Vec::new());
+    }
+    let (base, links) = journal_chain(dir, &manifest, &digest)?;
+    let (base_manifest, base_digest) = base;
+    let mut previous = read_run(&links.base, base_manifest, base_digest, links.links)?;
+    previous.reference = PreviousRunRef {
+        directory: dir.display().to_string(),
+        snapshot_number: manifest.snapshot_number.unwrap_or_default(),
+        manifest_sha256: digest,
+    };
+    Ok(previous)
+}
+
+/// Whether `manifest` is a link `fbunload follow` wrote from the journal.
+fn is_journal_link(manifest: &Manifest) -> bool {
+    manifest
         .incremental
         .as_ref()
         .is_some_and(|i| i.journal.is_some())
-    {
+}
+
+/// The base of a chain of links from the journal and its links up to one.
+struct JournalChain {
+    base: PathBuf,
+    /// Each link's directory and manifest, in the chain's order.
+    links: Vec<(PathBuf, Manifest)>,
+}
+
+/// The chain the link in `dir` ends: the links before it are its
+/// siblings (`00000001` … ), the base is the run the first names; each
+/// must name the one before it by SHA-256, as `fbunload follow` wrote
+/// them.
+fn journal_chain(
+    dir: &Path,
+    manifest: &Manifest,
+    digest: &str,
+) -> Result<((Manifest, String), JournalChain), Error> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let number: u64 = match name.parse() {
+        Ok(n) if n > 0 && name.len() == LINK_DIGITS && name.bytes().all(|b| b.is_ascii_digit()) => {
+            n
+        }
+        _ => {
+            return Err(refuse(
+                dir,
+                "it is a change set fbunload follow wrote from the journal, but not under the \
+                 name it gave it in its chain (00000001, …): give --since the link in its \
+                 chain's directory",
+            ))
+        }
+    };
+    let chain_dir = dir.parent().unwrap_or(Path::new("."));
+    let mut links = Vec::new();
+    for i in 1..=number {
+        let link = chain_dir.join(format!("{i:0LINK_DIGITS$}"));
+        let bad = |why: String| {
+            refuse(
+                dir,
+                format!(
+                    "{}: {why}; a scan goes on from a link whose chain is whole (move it back, \
+                     or start a chain of scans with --keep-keys)",
+                    link.display()
+                ),
+            )
+        };
+        if i == number {
+            links.push((link, manifest.clone(), digest.to_string()));
+            break;
+        }
+        if !fs::symlink_metadata(&link).is_ok_and(|m| m.is_dir()) {
+            return Err(bad(
+                "the chain's link before it is not there as a plain directory".into(),
+            ));
+        }
+        let (m, d) = read_manifest(&link).map_err(&bad)?;
+        if !is_journal_link(&m) {
+            return Err(bad("not a link fbunload follow wrote".into()));
+        }
+        links.push((link, m, d));
+    }
+    let since_of = |m: &Manifest| m.incremental.as_ref().and_then(|i| i.since.clone());
+    let first = since_of(&links[0].1).ok_or_else(|| {
+        refuse(
+            dir,
+            "its chain's first link names no base run; it was edited",
+        )
+    })?;
+    let base = PathBuf::from(&first.directory);
+    let (base_manifest, base_digest) = match read_manifest(&base) {
+        Ok((m, d)) if d == first.manifest_sha256 => (m, d),
+        _ => {
+            return Err(refuse(
+                dir,
+                format!(
+                    "its chain's base {} (named by its first link) is not there as the follow \
+                     read it; a scan since a link reads the base's keys: put that run back \
+                     there, or start a chain of scans with --keep-keys",
+                    base.display()
+                ),
+            ))
+        }
+    };
+    // The links' keys are read back from their files.
+    if !matches!(
+        base_manifest.options.get("format").and_then(|f| f.as_str()),
+        Some("parquet" | "arrow")
+    ) {
         return Err(refuse(
             dir,
-            "it is a change set fbunload follow wrote from the journal, which keeps no keys; \
-             go on with fbunload follow, or start a chain of scans with --keep-keys",
+            "a scan goes on from the links of a Parquet or Arrow chain only (it reads their \
+             keys back, and fbunload reads no text files): go on with fbunload follow, or start \
+             a chain of scans with --keep-keys",
+        ));
+    }
+    let mut before = (base_digest.clone(), base_manifest.snapshot_number);
+    for (link, m, d) in &links {
+        let since = since_of(m);
+        if since
+            .as_ref()
+            .map(|s| (&s.manifest_sha256, Some(s.snapshot_number)))
+            != Some((&before.0, before.1))
+        {
+            return Err(refuse(
+                dir,
+                format!(
+                    "{} does not name the run before it in its chain; a scan goes on from a \
+                     link whose chain is whole (start a chain of scans with --keep-keys)",
+                    link.display()
+                ),
+            ));
+        }
+        before = (d.clone(), m.snapshot_number);
+    }
+    Ok((
+        (base_manifest, base_digest),
+        JournalChain {
+            base,
+            links: links.into_iter().map(|(l, m, _)| (l, m)).collect(),
+        },
+    ))
+}
+
+/// Reads and checks the manifest and keys files of the run in `dir` that
+/// kept its keys, with `links` from the journal after it folded into
+/// them.
+fn read_run(
+    dir: &Path,
+    manifest: Manifest,
+    digest: String,
+    links: Vec<(PathBuf, Manifest)>,
+) -> Result<Previous, Error> {
+    if is_journal_link(&manifest) {
+        return Err(refuse(
+            dir,
+            "the base of a chain of links is itself a link; start a chain of scans with \
+             --keep-keys",
         ));
     }
     let (Some(snapshot_number), Some(marks)) = (manifest.snapshot_number, &manifest.incremental)
@@ -152,8 +315,15 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
     let reading = std::thread::spawn(move || {
         let mut keys = HashMap::new();
         for (table, file, contents, columns, count) in to_read {
-            let sorted = PreviousKeys::read(contents, &columns, count)
+            let mut sorted = PreviousKeys::read(contents, &columns, count)
                 .map_err(|e| refuse(&dir_shown, format!("{file}: {e}")))?;
+            if !links.is_empty() {
+                let key: Vec<&str> = columns.iter().map(|(name, _)| name.as_str()).collect();
+                let changes = link_keys(&links, &table, &key)?;
+                sorted = sorted
+                    .folded(&changes)
+                    .map_err(|e| refuse(&dir_shown, format!("table {table}: {e}")))?;
+            }
             keys.insert(table, Arc::new(sorted));
         }
         Ok(keys)
@@ -204,6 +374,46 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
         tables: tables.into_iter().map(|t| t.name).collect(),
         options: manifest.options.clone(),
     })
+}
+
+/// The keys each link of `links` upserted (`true`) or deleted of
+/// `table`: its files' `key` columns, in the chain's order.
+fn link_keys(
+    links: &[(PathBuf, Manifest)],
+    table: &str,
+    key: &[&str],
+) -> Result<Vec<(arrow_array::RecordBatch, bool)>, Error> {
+    let mut changes = Vec::new();
+    for (link, manifest) in links {
+        let Some(entry) = manifest.tables.iter().find(|t| t.name == table) else {
+            continue;
+        };
+        for file in &entry.files {
+            let upserted = match file.role.as_deref() {
+                Some("upserts") => true,
+                Some("deletes") => false,
+                _ => continue,
+            };
+            let (schema, batches) = crate::apply::open_file(link, file)?;
+            let columns = key
+                .iter()
+                .map(|k| schema.index_of(k))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| {
+                    refuse(
+                        link,
+                        format!("{}: it lacks a key column of table {table}", file.name),
+                    )
+                })?;
+            for batch in batches {
+                let batch = batch?
+                    .project(&columns)
+                    .map_err(|e| refuse(link, format!("{}: {e}", file.name)))?;
+                changes.push((batch, upserted));
+            }
+        }
+    }
+    Ok(changes)
 }
 
 /// The highest transaction number Firebird gives (48 bits, since 3.0).

@@ -163,7 +163,22 @@ pub const MEMORY_HELP: &str =
      is filling, shared by all workers whatever --parallel: pieces of tables finished ahead of \
      their turn (beyond it they wait in part files next to the output) and Parquet/Arrow row \
      groups being encoded or waiting to be appended (beyond it workers wait). Raise it if \
-     part files slow a run down";
+     part files slow a run down. Not counted in it: per worker, the batch it is filling and up \
+     to 16 MB of batches queued for its writer";
+
+#[cfg(test)]
+mod memory_help_tests {
+    /// The help's figure is the writer queue's bound.
+    #[test]
+    fn the_memory_help_names_the_writer_queue_bound() {
+        let mb = fbunload_exec::WRITER_QUEUE_BYTES >> 20;
+        assert!(
+            super::MEMORY_HELP.contains(&format!("{mb} MB of batches queued")),
+            "{}",
+            super::MEMORY_HELP
+        );
+    }
+}
 
 /// The argument that makes the `fbunload` binary a reader process (see
 /// [`serve_reader`]); not for people.

@@ -473,7 +473,7 @@ impl Unload {
             archive: archive.to_path_buf(),
             live: None,
             target: String::new(),
-            schema: String::new(),
+            schema: None,
             until_idle: None,
             from: None,
             memory_budget: self.memory_budget,

@@ -7,8 +7,10 @@
 //!
 //! A link holds, per table changed, the rows as they were at its end
 //! (`T.upserts.<ext>`, each key once) and the keys of the rows gone
-//! (`T.deletes.<ext>`), in the base run's format and Arrow types (read
-//! from its files), folded from the journal's row changes: a key changed
+//! (`T.deletes.<ext>`), in the base run's format, settings and Arrow
+//! types (read from its files, or for a text format from its manifest,
+//! and encoded by the same encoder a scan uses), folded from the
+//! journal's row changes: a key changed
 //! is a delete and an upsert. Its manifest records where it ends in the
 //! journal (`incremental.journal`), which is where a follow started again
 //! goes on: a link is made in a staging directory and renamed into place
@@ -44,6 +46,11 @@ use fbunload_dest::{
     file_name_for, open_verified_listed_file, read_run_manifest, Manifest, ManifestChange,
     ManifestFile, ManifestIncremental, ManifestJournal, ManifestTable, PreviousRunRef,
     MANIFEST_NAME, MANIFEST_VERSION,
+};
+use fbunload_format::compress::Compressor;
+use fbunload_format::jsonl::JsonLinesFormat;
+use fbunload_format::{
+    BinaryEncoding, ByteFormat, Compression, CsvFormat, CsvOptions, TYPE_METADATA_KEY,
 };
 use fbunload_journal::{ChangeKind, Committed, Journal, Position, Value};
 use sha2::{Digest, Sha256};
@@ -89,6 +96,7 @@ pub struct ChangeSets {
     every: Duration,
     base: Manifest,
     base_dir: PathBuf,
+    link_format: LinkFormat,
     previous: Previous,
     next_number: u64,
     /// Tables changed since the last link, by name.
@@ -155,14 +163,7 @@ impl ChangeSets {
                 ))
             }
         };
-        let format = base.options.get("format").and_then(|f| f.as_str());
-        if !matches!(format, Some("parquet" | "arrow")) {
-            return Err(refuse_base(format!(
-                "a {} run; change sets from the journal are written as Parquet or Arrow (run \
-                 the base with -f parquet)",
-                format.unwrap_or("csv")
-            )));
-        }
+        let link_format = LinkFormat::of(&base.options).map_err(refuse_base)?;
         if marks.database_guid != source.guid {
             return Err(refuse_base(format!(
                 "a run of database {}, not of {} ({})",
@@ -278,6 +279,7 @@ impl ChangeSets {
             every,
             base,
             base_dir,
+            link_format,
             previous,
             next_number: links.len() as u64 + 1,
             pending: BTreeMap::new(),
@@ -439,6 +441,11 @@ impl ChangeSets {
             .find(|f| f.role.is_none())
             .ok_or_else(|| usage(format!("table {name}: the base run lists no file of it")))?;
         let refuse = |e: String| usage(format!("--since {}: {e}", self.base_dir.display()));
+        if let LinkFormat::Text { .. } = self.link_format {
+            let schema = schema_from_columns(entry).map_err(refuse)?;
+            self.schemas.insert(name.to_string(), schema.clone());
+            return Ok(schema);
+        }
         let handle = open_verified_listed_file(&self.base_dir, file).map_err(refuse)?;
         let schema = if file.name.ends_with(".parquet") {
             parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(handle)
@@ -466,10 +473,7 @@ impl ChangeSets {
             .prefix(STAGING_PREFIX)
             .tempdir_in(&self.out)
             .map_err(|e| io(&self.out, e))?;
-        let extension = match self.base.options.get("format").and_then(|f| f.as_str()) {
-            Some("arrow") => "arrow",
-            _ => "parquet",
-        };
+        let extension = self.link_format.extension().to_string();
         let pending = std::mem::take(&mut self.pending);
         let mut tables = Vec::new();
         for entry in self.base.tables.clone() {
@@ -657,7 +661,30 @@ impl ChangeSets {
                 break;
             }
         }
-        if name.ends_with(".arrow") {
+        if let LinkFormat::Text {
+            format,
+            compression,
+            ..
+        } = &self.link_format
+        {
+            let mut text = format.header(schema);
+            let mut encoder = format.encoder(schema.clone());
+            for b in &batches {
+                encoder
+                    .encode(b, &mut text)
+                    .map_err(|e| failed(e.to_string()))?;
+            }
+            let mut out = std::io::BufWriter::new(&file);
+            match compression {
+                None => out.write_all(&text).map_err(|e| io(&path, e))?,
+                Some(c) => {
+                    let mut compressed = Compressor::new(*c, &mut out).map_err(|e| io(&path, e))?;
+                    compressed.write_all(&text).map_err(|e| io(&path, e))?;
+                    compressed.finish().map_err(|e| io(&path, e))?;
+                }
+            }
+            out.flush().map_err(|e| io(&path, e))?;
+        } else if name.ends_with(".arrow") {
             let mut writer = arrow_ipc::writer::FileWriter::try_new(&file, schema)
                 .map_err(|e| failed(e.to_string()))?;
             for b in &batches {
@@ -691,6 +718,116 @@ impl ChangeSets {
             role: None,
         })
     }
+}
+
+/// How a link's files are written: in the base run's format, with its
+/// settings as its manifest records them.
+enum LinkFormat {
+    Parquet,
+    Arrow,
+    /// csv, tsv or jsonl, encoded as a scan encodes it.
+    Text {
+        format: Arc<dyn ByteFormat>,
+        compression: Option<Compression>,
+        extension: String,
+    },
+}
+
+impl LinkFormat {
+    /// The format of the run whose manifest records `options`, or why a
+    /// link cannot be written in it.
+    fn of(options: &BTreeMap<String, serde_json::Value>) -> Result<LinkFormat, String> {
+        let text = |name: &str| options.get(name).and_then(|v| v.as_str());
+        let flag = |name: &str| options.get(name).and_then(|v| v.as_bool());
+        if options.contains_key("max_rows") || options.contains_key("max_bytes") {
+            return Err(
+                "a run cut into parts (--max-rows, --max-bytes); a change set from the \
+                 journal holds one file a table: run the base without them"
+                    .into(),
+            );
+        }
+        let binary = match text("binary") {
+            None | Some("hex") => BinaryEncoding::Hex,
+            Some("base64") => BinaryEncoding::Base64,
+            Some(other) => {
+                return Err(format!(
+                    "its binary encoding {other:?} is not one fbunload writes"
+                ))
+            }
+        };
+        let csv = |delimiter: u8| CsvOptions {
+            delimiter,
+            header: flag("header").unwrap_or(true),
+            null: text("null").unwrap_or_default().to_string(),
+            binary,
+            crlf: flag("crlf").unwrap_or(false),
+        };
+        let format: Arc<dyn ByteFormat> = match text("format").unwrap_or("csv") {
+            "parquet" => return Ok(LinkFormat::Parquet),
+            "arrow" => return Ok(LinkFormat::Arrow),
+            "csv" => {
+                let delimiter = match text("delimiter") {
+                    None => b',',
+                    Some(d) if d.len() == 1 => d.as_bytes()[0],
+                    Some(d) => return Err(format!("its delimiter {d:?} is not one byte")),
+                };
+                Arc::new(CsvFormat::new(csv(delimiter)))
+            }
+            "tsv" => Arc::new(CsvFormat::tsv(csv(b'\t'))),
+            "jsonl" => Arc::new(JsonLinesFormat::new(binary)),
+            other => return Err(format!("its format {other:?} is not one fbunload writes")),
+        };
+        let compression = match text("compress") {
+            None => None,
+            Some("gzip") => Some(Compression::Gzip),
+            Some("zstd") => Some(Compression::Zstd),
+            Some(other) => {
+                return Err(format!(
+                    "its compression {other:?} is not one fbunload writes"
+                ))
+            }
+        };
+        let extension = match compression {
+            None => format.extension().to_string(),
+            Some(c) => format!("{}.{}", format.extension(), c.extension()),
+        };
+        Ok(LinkFormat::Text {
+            format,
+            compression,
+            extension,
+        })
+    }
+
+    /// What ends a link file's name after its role (`upserts.csv.zst`).
+    fn extension(&self) -> &str {
+        match self {
+            LinkFormat::Parquet => "parquet",
+            LinkFormat::Arrow => "arrow",
+            LinkFormat::Text { extension, .. } => extension,
+        }
+    }
+}
+
+/// The Arrow schema a scan encodes `table` with, from its manifest's
+/// columns: their Arrow types and Firebird types (which the text formats
+/// write some values by).
+fn schema_from_columns(table: &ManifestTable) -> Result<SchemaRef, String> {
+    let fields = table
+        .columns
+        .iter()
+        .map(|c| {
+            let data_type: DataType = c
+                .arrow_type
+                .parse()
+                .map_err(|e| format!("table {} column {}: {e}", table.name, c.name))?;
+            Ok(
+                arrow_schema::Field::new(&c.name, data_type, true).with_metadata(HashMap::from([
+                    (TYPE_METADATA_KEY.to_string(), c.firebird_type.clone()),
+                ])),
+            )
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Arc::new(arrow_schema::Schema::new(fields)))
 }
 
 /// A row of a link's file: a whole row by field id (with the fields'

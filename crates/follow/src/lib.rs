@@ -49,7 +49,9 @@ pub struct FollowOptions {
     pub live: Option<PathBuf>,
     /// `postgresql://…`, or `-`: JSON lines on standard output ([`jsonl`]).
     pub target: String,
-    pub schema: String,
+    /// The PostgreSQL schema (`--pg-schema`; `public` if not given), only
+    /// for a PostgreSQL target: given with another it is refused.
+    pub schema: Option<String>,
     /// Stop once no change arrived for this long.
     pub until_idle: Option<Duration>,
     /// Bytes of row images a transaction may hold in memory before its
@@ -63,6 +65,13 @@ pub struct FollowOptions {
     pub since: Option<PathBuf>,
     /// With `target` a directory: a change set this often.
     pub every: Option<Duration>,
+}
+
+impl FollowOptions {
+    /// The PostgreSQL schema followed into.
+    pub fn pg_schema(&self) -> &str {
+        self.schema.as_deref().unwrap_or("public")
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -194,6 +203,13 @@ pub fn follow_into(
         options.live.as_deref(),
         std::path::Path::new(&source.file_name),
     )?;
+    let to_postgres = fbunload_dest_postgres::is_postgres_uri(&options.target);
+    if let (Some(schema), false) = (&options.schema, to_postgres) {
+        return Err(FollowError::Usage(format!(
+            "--pg-schema {schema}: it is for a PostgreSQL target (-o postgresql://...); change \
+             sets (-o DIR) and the change stream (-o -) have no schema: leave it out"
+        )));
+    }
     let (mut sink, state) = if options.target == "-" {
         let state = match &options.from {
             Some(text) => {
@@ -209,7 +225,7 @@ pub fn follow_into(
             },
         };
         (Sink::JsonLines(jsonl::JsonLines::new(events)), state)
-    } else if !fbunload_dest_postgres::is_postgres_uri(&options.target) {
+    } else if !to_postgres {
         if options.from.is_some() {
             return Err(FollowError::Usage(
                 "--from is for -o -: a chain of change sets keeps its own position".into(),
@@ -237,7 +253,10 @@ pub fn follow_into(
             return Err(FollowError::Usage(format!(
                 "schema {} was loaded from database {}, not from {} ({}): follow the database \
                  it was loaded from, or load this one with --keep-keys",
-                options.schema, handoff.database_guid, options.database, source.guid
+                options.pg_schema(),
+                handoff.database_guid,
+                options.database,
+                source.guid
             )));
         }
         let state = target.position(&handoff, &journal)?;

@@ -112,19 +112,19 @@ impl Target {
         let locked: bool = client
             .query_one(
                 "SELECT pg_try_advisory_lock(hashtext('fbunload follow ' || $1))",
-                &[&options.schema],
+                &[&options.pg_schema()],
             )
             .map_err(|e| pg("locking the schema", e))?
             .get(0);
         if !locked {
             return Err(FollowError::Usage(format!(
                 "schema {}: another fbunload follow applies the journal to it; stop that one first",
-                options.schema
+                options.pg_schema()
             )));
         }
         Ok(Target {
             client,
-            schema: options.schema.clone(),
+            schema: options.pg_schema().to_string(),
             sequences: BTreeMap::new(),
             state: String::new(),
             memory_budget: options.memory_budget,
@@ -361,12 +361,6 @@ impl Target {
             && row.is_some_and(|r| {
                 r.get::<_, bool>(0) && !r.get::<_, bool>(1) && !r.get::<_, bool>(2)
             });
-        let (hold, release) = fbunload_dest_postgres::hold_triggers(
-            &mut self.client,
-            &self.schema,
-            std::slice::from_ref(&name),
-        )
-        .map_err(|e| pg(&format!("table {}: reading its triggers", table.name), e))?;
         let staged = set_based.then(|| {
             let fields: Vec<usize> = (0..table.format.fields.len())
                 .filter(|id| {
@@ -392,10 +386,37 @@ impl Target {
                 table: table.clone(),
                 qualified,
                 staged,
-                hold,
-                release,
             },
         );
+        Ok(())
+    }
+
+    /// Disables `table`'s user triggers for the group's transaction (the
+    /// rows come as Firebird's triggers left them) and keeps what enables
+    /// them again at its commit. They are read
+    /// anew each group, its first change to the table: between groups
+    /// someone may have made or dropped one on the target; within one,
+    /// the lock taken first keeps them as read (a trigger is made or
+    /// altered only under a lock this one excludes).
+    fn hold_triggers(&mut self, table: &str) -> Result<(), FollowError> {
+        let failed = |e| pg(&format!("table {table}: holding its triggers"), e);
+        let name = pg_name(table);
+        let qualified = &self.plans[table].qualified;
+        self.client
+            .batch_execute(&format!(
+                "LOCK TABLE {qualified} IN SHARE ROW EXCLUSIVE MODE"
+            ))
+            .map_err(failed)?;
+        let (hold, release) = fbunload_dest_postgres::hold_triggers(
+            &mut self.client,
+            &self.schema,
+            std::slice::from_ref(&name),
+        )
+        .map_err(failed)?;
+        if !hold.is_empty() {
+            self.client.batch_execute(&hold).map_err(failed)?;
+            self.group.release += &release;
+        }
         Ok(())
     }
 
@@ -424,13 +445,7 @@ impl Target {
             let table = source.table(&change.table)?;
             self.plan(&table)?;
             if self.group.held.insert(table.name.clone()) {
-                let plan = &self.plans[&table.name];
-                if !plan.hold.is_empty() {
-                    self.client.batch_execute(&plan.hold).map_err(|e| {
-                        pg(&format!("table {}: holding its triggers", table.name), e)
-                    })?;
-                    self.group.release += &plan.release;
-                }
+                self.hold_triggers(&table.name)?;
             }
             self.group.changes += 1;
             if self.plans[&table.name].staged.is_none() {
@@ -640,10 +655,6 @@ struct TablePlan {
     qualified: String,
     /// `None`: change by change.
     staged: Option<Staged>,
-    /// Disables the table's user triggers for the transaction, and
-    /// enables them again.
-    hold: String,
-    release: String,
 }
 
 /// A keyed table's staging: a temporary table of its columns, an

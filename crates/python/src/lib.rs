@@ -895,9 +895,19 @@ fn apply<'py>(py: Python<'py>, old: PathBuf, changes: PathBuf) -> PyResult<Vec<A
         .collect()
 }
 
-/// `fbunload follow`'s options from Python's keywords.
+/// `fbunload follow` into PostgreSQL or as change sets into a directory,
+/// until idle (`until_idle`) or Ctrl-C (a clean stop, as SIGINT is for
+/// the command line), returning what it applied; or, with `output` `-`,
+/// the change stream from the journal's first segment or after `from_`
+/// (an event's `resume`), as [`FollowEvents`]. One list of keywords for
+/// both: python/fbunload's `follow` says which go with which output.
+#[pyfunction]
+#[pyo3(signature = (database, *, journal, output, journal_live=None, pg_schema=None,
+    until_idle=None, memory_mb=fbunload::DEFAULT_MEMORY_MB, from_=None, since=None, every=None,
+    user=None, password=None, client_lib=None))]
 #[allow(clippy::too_many_arguments)]
-fn follow_options(
+fn follow<'py>(
+    py: Python<'py>,
     database: String,
     journal: PathBuf,
     output: String,
@@ -911,7 +921,7 @@ fn follow_options(
     user: Option<String>,
     password: Option<String>,
     client_lib: Option<PathBuf>,
-) -> PyResult<fbunload::follow::FollowOptions> {
+) -> PyResult<Bound<'py, PyAny>> {
     let seconds = |keyword: &str, value: Option<f64>| match value {
         Some(s) if !(s.is_finite() && s > 0.0) => {
             Err(UsageError::new_err(format!("{keyword}: seconds, above 0")))
@@ -919,7 +929,7 @@ fn follow_options(
         Some(s) => Ok(Some(Duration::from_secs_f64(s))),
         None => Ok(None),
     };
-    Ok(fbunload::follow::FollowOptions {
+    let options = fbunload::follow::FollowOptions {
         database,
         user,
         password,
@@ -927,58 +937,16 @@ fn follow_options(
         archive: journal,
         live: journal_live,
         target: output,
-        schema: pg_schema.unwrap_or_else(|| "public".into()),
+        schema: pg_schema,
         until_idle: seconds("until_idle", until_idle)?,
         memory_budget: memory_mb.saturating_mul(1 << 20),
         from: from_,
         since,
         every: seconds("every", every)?,
-    })
-}
-
-/// `fbunload follow` into PostgreSQL or as change sets into a directory,
-/// until idle (`until_idle`) or Ctrl-C (a clean stop, as SIGINT is for
-/// the command line); returns what it applied.
-#[pyfunction]
-#[pyo3(signature = (database, *, journal, output, journal_live=None, pg_schema=None,
-    until_idle=None, memory_mb=fbunload::DEFAULT_MEMORY_MB, since=None, every=None, user=None,
-    password=None, client_lib=None))]
-#[allow(clippy::too_many_arguments)]
-fn follow<'py>(
-    py: Python<'py>,
-    database: String,
-    journal: PathBuf,
-    output: String,
-    journal_live: Option<PathBuf>,
-    pg_schema: Option<String>,
-    until_idle: Option<f64>,
-    memory_mb: usize,
-    since: Option<PathBuf>,
-    every: Option<f64>,
-    user: Option<String>,
-    password: Option<String>,
-    client_lib: Option<PathBuf>,
-) -> PyResult<Bound<'py, PyDict>> {
-    if output == "-" {
-        return Err(UsageError::new_err(
-            "follow: output='-' is the change stream: call follow_events() for it",
-        ));
+    };
+    if options.target == "-" {
+        return Ok(Bound::new(py, follow_events(options))?.into_any());
     }
-    let options = follow_options(
-        database,
-        journal,
-        output,
-        journal_live,
-        pg_schema,
-        until_idle,
-        memory_mb,
-        None,
-        since,
-        every,
-        user,
-        password,
-        client_lib,
-    )?;
     let stop = Arc::new(AtomicBool::new(false));
     let run = {
         let stop = stop.clone();
@@ -1006,7 +974,7 @@ fn follow<'py>(
     dict.set_item("transactions", summary.transactions)?;
     dict.set_item("changes", summary.changes)?;
     dict.set_item("position", summary.position.to_string())?;
-    Ok(dict)
+    Ok(dict.into_any())
 }
 
 /// Lines of the change stream, handed from the follow's thread.
@@ -1107,39 +1075,9 @@ impl Drop for FollowEvents {
     }
 }
 
-/// The change stream of `fbunload follow -o - --format jsonl`, from the
-/// journal's first segment or after `from_` (an event's `resume`).
-#[pyfunction]
-#[pyo3(signature = (database, *, journal, journal_live=None, until_idle=None,
-    memory_mb=fbunload::DEFAULT_MEMORY_MB, from_=None, user=None, password=None,
-    client_lib=None))]
-#[allow(clippy::too_many_arguments)]
-fn follow_events(
-    database: String,
-    journal: PathBuf,
-    journal_live: Option<PathBuf>,
-    until_idle: Option<f64>,
-    memory_mb: usize,
-    from_: Option<String>,
-    user: Option<String>,
-    password: Option<String>,
-    client_lib: Option<PathBuf>,
-) -> PyResult<FollowEvents> {
-    let options = follow_options(
-        database,
-        journal,
-        "-".into(),
-        journal_live,
-        None,
-        until_idle,
-        memory_mb,
-        from_,
-        None,
-        None,
-        user,
-        password,
-        client_lib,
-    )?;
+/// The change stream of `fbunload follow -o - --format jsonl` that
+/// `options` ask for, read on a thread of its own.
+fn follow_events(options: fbunload::follow::FollowOptions) -> FollowEvents {
     let (sender, lines) = std::sync::mpsc::sync_channel(EVENTS_AHEAD);
     let stop = Arc::new(AtomicBool::new(false));
     let run = {
@@ -1156,11 +1094,11 @@ fn follow_events(
             }
         })
     };
-    Ok(FollowEvents {
+    FollowEvents {
         lines: Mutex::new(Some(lines)),
         stop,
         run: Mutex::new(Some(run)),
-    })
+    }
 }
 
 /// The `fbunload` command line in this process: `argv` is the program's
@@ -1613,7 +1551,6 @@ fn _fbunload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unload, m)?)?;
     m.add_function(wrap_pyfunction!(apply, m)?)?;
     m.add_function(wrap_pyfunction!(follow, m)?)?;
-    m.add_function(wrap_pyfunction!(follow_events, m)?)?;
     m.add_class::<FollowEvents>()?;
     m.add_function(wrap_pyfunction!(pg_end_sync, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
