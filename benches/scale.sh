@@ -5,7 +5,8 @@
 # Part 1, for each size in ROWS: a STOCK of that many rows (fbunload-gen,
 # W = ROWS / 100,000 warehouses), unloaded to CSV and Parquet, then a
 # --keep-keys run, 0.1% of the rows updated in every unit (PCT), and a
-# --since run: seconds and peak RSS of each. The --since run's peak RSS
+# --since run: seconds and peak RSS of each, and the --since run's phases
+# (benches/since_phases.py). The --since run's peak RSS
 # must stay under MAX_SINCE_MB (300) at every size, and within 20% of the
 # smallest size's: the script fails (exit 1) if not. That is the
 # assertion the bounded --since memory is held to (issue 53); it is not a
@@ -75,6 +76,17 @@ timed() {
   CPU=$(echo "$user + $system" | bc)
   PEAK_MB=$(echo "$kb / 1024" | bc)
   printf '%-28s %9.2f %9.2f %9d\n' "$label" "$SECS" "$CPU" "$PEAK_MB"
+}
+
+# since LABEL ARGS...: a --since run as `timed` runs it, through
+# benches/since_phases.py, which also prints where its time and CPU went,
+# phase by phase.
+since() {
+  local label=$1; shift
+  rm -rf "$DATA/out-$label"
+  python3 benches/since_phases.py "$label" -- \
+    "$BIN/fbunload" -u SYSDBA -p masterkey -j "$J" "$@" | tee "$DATA/phases.txt"
+  read -r _ SECS CPU PEAK_MB < <(tail -1 "$DATA/phases.txt")
 }
 
 # update DB SQL...: runs the statements on DB in one transaction, through
@@ -149,7 +161,7 @@ for rows in $ROWS; do
     rm -rf "$DATA/out-parquet"
     timed keep-keys -d "$db" -f parquet --keep-keys -o "$DATA/out-keep-keys"
     update "$db" "$change"
-    timed since -d "$db" -f parquet --since "$DATA/out-keep-keys" -o "$DATA/out-since"
+    since since -d "$db" -f parquet --since "$DATA/out-keep-keys" -o "$DATA/out-since"
     printf '%-28s %9.2fx %8.2fx\n' 'since / csv' "$(echo "$SECS / $full_csv" | bc -l)" \
       "$(echo "$CPU / $full_csv_cpu" | bc -l)"
     if [ "$PEAK_MB" -ge "$MAX_SINCE_MB" ]; then

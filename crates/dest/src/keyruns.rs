@@ -479,6 +479,9 @@ pub(crate) struct Rows {
     index: std::collections::HashMap<u64, usize>,
     rows: Vec<(usize, usize)>,
     numbers: Vec<u64>,
+    /// The generation pushed last and its place in `batches`: rows come
+    /// mostly from the batch of the row before, found without hashing.
+    last: Option<(u64, usize)>,
 }
 
 impl Rows {
@@ -489,6 +492,7 @@ impl Rows {
             index: Default::default(),
             rows: Vec::new(),
             numbers: Vec::new(),
+            last: None,
         }
     }
 
@@ -497,10 +501,17 @@ impl Rows {
     }
 
     fn push(&mut self, generation: u64, batch: &RecordBatch, row: usize, number: u64) {
-        let at = *self.index.entry(generation).or_insert_with(|| {
-            self.batches.push(batch.clone());
-            self.batches.len() - 1
-        });
+        let at = match self.last {
+            Some((last, at)) if last == generation => at,
+            _ => {
+                let at = *self.index.entry(generation).or_insert_with(|| {
+                    self.batches.push(batch.clone());
+                    self.batches.len() - 1
+                });
+                self.last = Some((generation, at));
+                at
+            }
+        };
         self.rows.push((at, row));
         self.numbers.push(number);
     }
@@ -525,6 +536,7 @@ impl Rows {
         ))));
         self.batches.clear();
         self.index.clear();
+        self.last = None;
         self.rows.clear();
         RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| e.to_string())
     }

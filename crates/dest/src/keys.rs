@@ -706,20 +706,60 @@ pub(crate) fn sorted_keys(
     Ok(())
 }
 
-/// A table's ranges of DB_KEY numbers, sorted, to tell which holds a row.
-struct Ranges(Vec<(u64, u64)>);
+/// A table's ranges of DB_KEY numbers, sorted and apart, to tell which
+/// holds a row.
+struct Ranges {
+    ranges: Vec<(u64, u64)>,
+    /// Where the number asked last was: keys in order mostly lie in
+    /// order too, so the next is most often in the same range.
+    near: usize,
+}
 
 impl Ranges {
     fn new(ranges: &[(u64, u64)]) -> Self {
         let mut ranges = ranges.to_vec();
         ranges.sort_unstable();
-        Ranges(ranges)
+        Ranges { ranges, near: 0 }
     }
 
     /// The index of the range that holds `number`, if one does.
-    fn find(&self, number: u64) -> Option<usize> {
-        let after = self.0.partition_point(|&(lo, _)| lo <= number);
-        after.checked_sub(1).filter(|&i| number < self.0[i].1)
+    fn find(&mut self, number: u64) -> Option<usize> {
+        if let Some(&(lo, hi)) = self.ranges.get(self.near) {
+            if lo <= number && number < hi {
+                return Some(self.near);
+            }
+        }
+        let after = self.ranges.partition_point(|&(lo, _)| lo <= number);
+        let found = after.checked_sub(1).filter(|&i| number < self.ranges[i].1);
+        if let Some(i) = found {
+            self.near = i;
+        }
+        found
+    }
+}
+
+/// Sorted numbers, asked whether they hold one: the numbers asked one
+/// after another are mostly near each other, so each answer starts from
+/// where the last one ended (two comparisons) before a binary search.
+struct SortedNumbers<'a> {
+    numbers: &'a [u64],
+    /// The number of those below the number asked last.
+    below: usize,
+}
+
+impl<'a> SortedNumbers<'a> {
+    fn new(numbers: &'a [u64]) -> Self {
+        SortedNumbers { numbers, below: 0 }
+    }
+
+    fn contains(&mut self, number: u64) -> bool {
+        let numbers = self.numbers;
+        let still = (self.below == 0 || numbers[self.below - 1] < number)
+            && numbers.get(self.below).is_none_or(|&n| number <= n);
+        if !still {
+            self.below = numbers.partition_point(|&n| n < number);
+        }
+        numbers.get(self.below) == Some(&number)
     }
 }
 
@@ -747,7 +787,8 @@ pub(crate) fn changes_since(
     keys: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
     deletes: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
 ) -> Result<u64, String> {
-    let ranges = Ranges::new(ranges);
+    let mut ranges = Ranges::new(ranges);
+    let mut taken = SortedNumbers::new(taken);
     let (mut o, mut u, mut r) = (old.stream()?, upserts.stream()?, rechecked.stream()?);
     let mut kept = Rows::new(old.schema.clone());
     let mut gone = Rows::new(old.schema.clone());
@@ -787,10 +828,7 @@ pub(crate) fn changes_since(
             u.advance()?;
         } else if found {
             o.push_numbered(&mut kept, r.number());
-        } else if number == UNPLACED
-            || ranges.find(number).is_some()
-            || taken.binary_search(&number).is_ok()
-        {
+        } else if number == UNPLACED || ranges.find(number).is_some() || taken.contains(number) {
             o.push_to(&mut gone);
         } else {
             o.push_to(&mut kept);
@@ -837,7 +875,8 @@ pub(crate) fn units_to_recheck(
 ) -> Result<Vec<UnitRange>, String> {
     let mut by_range: Vec<usize> = (0..counted.len()).collect();
     by_range.sort_by_key(|&i| counted[i].1);
-    let ranges = Ranges::new(&counted.iter().map(|c| c.1).collect::<Vec<_>>());
+    let mut ranges = Ranges::new(&counted.iter().map(|c| c.1).collect::<Vec<_>>());
+    let mut taken = SortedNumbers::new(taken);
     let mut there = vec![0u64; counted.len()];
     let (mut o, mut u) = (old.stream()?, upserts.stream()?);
     while let Some(key) = o.key() {
@@ -845,7 +884,7 @@ pub(crate) fn units_to_recheck(
             u.advance()?;
         }
         let number = o.number();
-        if u.key() != Some(key) && taken.binary_search(&number).is_err() {
+        if u.key() != Some(key) && !taken.contains(number) {
             if let Some(i) = ranges.find(number) {
                 there[i] += 1;
             }
@@ -1198,6 +1237,23 @@ mod tests {
                 .unwrap();
             assert!(refused.contains("start the chain again"), "{refused}");
         }
+    }
+
+    #[test]
+    fn searches_from_the_last_answer_give_a_binary_search_s_answers() {
+        // Numbers asked in order, backwards, and jumping about.
+        let taken: Vec<u64> = (0..200).map(|i| i * 7 + i % 3).collect();
+        let ranges: Vec<(u64, u64)> = (0..50).map(|i| (i * 30 + 5, i * 30 + 20)).collect();
+        let mut asked: Vec<u64> = (0..1600).collect();
+        asked.extend((0..1600).rev());
+        asked.extend((0..1600).map(|i| (i * 7919) % 1600));
+        let (mut near, mut search) = (SortedNumbers::new(&taken), Ranges::new(&ranges));
+        for n in asked {
+            assert_eq!(near.contains(n), taken.binary_search(&n).is_ok(), "{n}");
+            let expected = ranges.iter().position(|&(lo, hi)| lo <= n && n < hi);
+            assert_eq!(search.find(n), expected, "{n}");
+        }
+        assert!(!SortedNumbers::new(&[]).contains(3));
     }
 
     #[test]
