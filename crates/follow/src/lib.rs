@@ -22,6 +22,7 @@
 pub mod changeset;
 pub mod jsonl;
 pub mod net;
+pub mod phases;
 pub mod source;
 pub mod target;
 
@@ -197,19 +198,60 @@ pub fn follow_into(
     progress: &dyn FollowProgress,
     events: Box<dyn std::io::Write>,
 ) -> Result<FollowSummary, FollowError> {
-    let mut source = source::Source::open(options)?;
-    let journal = Journal::open(
-        &options.archive,
-        options.live.as_deref(),
-        std::path::Path::new(&source.file_name),
-    )?;
-    let to_postgres = fbunload_dest_postgres::is_postgres_uri(&options.target);
-    if let (Some(schema), false) = (&options.schema, to_postgres) {
+    phases::begin();
+    let followed = follow_phases(options, stop, progress, events);
+    phases::report();
+    followed
+}
+
+fn follow_phases(
+    options: &FollowOptions,
+    stop: &AtomicBool,
+    progress: &dyn FollowProgress,
+    events: Box<dyn std::io::Write>,
+) -> Result<FollowSummary, FollowError> {
+    let postgres =
+        options.target != "-" && fbunload_dest_postgres::is_postgres_uri(&options.target);
+    if postgres && (options.from.is_some() || options.since.is_some() || options.every.is_some()) {
+        return Err(FollowError::Usage(
+            "--from is for -o -, --since and --every for -o DIR: a PostgreSQL target keeps \
+             its own position"
+                .into(),
+        ));
+    }
+    if let (Some(schema), false) = (&options.schema, postgres) {
         return Err(FollowError::Usage(format!(
             "--pg-schema {schema}: it is for a PostgreSQL target (-o postgresql://...); change \
              sets (-o DIR) and the change stream (-o -) have no schema: leave it out"
         )));
     }
+    // PostgreSQL is connected to (and its hand-off read) while Firebird
+    // attaches: neither needs the other, and both mostly wait (the
+    // embedded engine's start, the server's authentication), so a
+    // follow's start costs the longer of the two, not their sum.
+    let (source, connected) = std::thread::scope(|scope| {
+        let connecting = postgres.then(|| {
+            scope.spawn(|| {
+                let _timed = phases::timed("postgresql connect, hand-off (beside firebird)");
+                let mut target = target::Target::open(options)?;
+                let handoff = target.handoff()?;
+                Ok::<_, FollowError>((target, handoff))
+            })
+        });
+        let source = source::Source::open(options);
+        let connected =
+            connecting.map(|c| c.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (source, connected)
+    });
+    let mut source = source?;
+    let timed = phases::timed("journal open");
+    let journal = Journal::open(
+        &options.archive,
+        options.live.as_deref(),
+        std::path::Path::new(&source.file_name),
+    )?;
+    drop(timed);
+    let to_postgres = postgres;
     let (mut sink, state) = if options.target == "-" {
         let state = match &options.from {
             Some(text) => {
@@ -240,15 +282,8 @@ pub fn follow_into(
             state,
         )
     } else {
-        if options.from.is_some() || options.since.is_some() || options.every.is_some() {
-            return Err(FollowError::Usage(
-                "--from is for -o -, --since and --every for -o DIR: a PostgreSQL target keeps \
-                 its own position"
-                    .into(),
-            ));
-        }
-        let mut target = target::Target::open(options)?;
-        let handoff = target.handoff()?;
+        let (mut target, handoff) = connected.expect("connected to a PostgreSQL target")?;
+        let timed = phases::timed("postgresql position, foreign keys");
         if handoff.database_guid != source.guid {
             return Err(FollowError::Usage(format!(
                 "schema {} was loaded from database {}, not from {} ({}): follow the database \
@@ -261,6 +296,7 @@ pub fn follow_into(
         }
         let state = target.position(&handoff, &journal)?;
         target.defer_foreign_keys()?;
+        drop(timed);
         (
             Sink::Postgres {
                 target: Box::new(target),
@@ -288,7 +324,10 @@ pub fn follow_into(
             sets.write_if_due(progress)?;
         }
         let looked = SystemTime::now();
-        let Some(segment) = journal.segment(cursor.sequence)? else {
+        let timed = phases::timed("journal segment read");
+        let segment = journal.segment(cursor.sequence)?;
+        drop(timed);
+        let Some(segment) = segment else {
             last_look = Some((cursor.sequence, looked));
             // Not written yet, unless a later one is: then it is lost.
             let later = if journal.is_being_written(cursor.sequence) {
@@ -310,11 +349,14 @@ pub fn follow_into(
             if idle(options, &last_change) {
                 return finish(&mut sink, summary, progress);
             }
+            let _timed = phases::timed("idle wait");
             std::thread::sleep(POLL);
             continue;
         };
         check_guid(&segment, &source, options)?;
+        let timed = phases::timed("journal blocks");
         let blocks = segment.blocks_from(cursor.offset)?;
+        drop(timed);
         // Read whole, then its time asked: both are after every block read.
         let read = SystemTime::now();
         let modified = std::fs::metadata(&segment.path)
@@ -332,7 +374,10 @@ pub fn follow_into(
         last_look = Some((cursor.sequence, looked));
         let read_to = blocks.last().map(|b| b.end);
         for block in &blocks {
-            let Some(ended) = transactions.feed(block)? else {
+            let timed = phases::timed("journal transactions");
+            let ended = transactions.feed(block)?;
+            drop(timed);
+            let Some(ended) = ended else {
                 continue;
             };
             if ended.end <= applied {
@@ -434,6 +479,7 @@ pub fn follow_into(
             if idle(options, &last_change) {
                 return finish(&mut sink, summary, progress);
             }
+            let _timed = phases::timed("idle wait");
             std::thread::sleep(POLL);
         }
     }

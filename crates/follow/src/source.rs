@@ -38,8 +38,11 @@ fn client_error(what: &str, e: impl std::fmt::Display) -> FollowError {
 
 impl Source {
     pub fn open(options: &FollowOptions) -> Result<Source, FollowError> {
+        let timed = crate::phases::timed("firebird client library");
         let client = Client::load(options.client_library.as_deref())
             .map_err(|e| FollowError::Source(e.to_string()))?;
+        drop(timed);
+        let timed = crate::phases::timed("firebird attach");
         let attachment = Attachment::connect(
             &client,
             &ConnectOptions {
@@ -51,6 +54,8 @@ impl Source {
             },
         )
         .map_err(|e| client_error(&options.database, e))?;
+        drop(timed);
+        let _timed = crate::phases::timed("firebird database identity");
         let mut source = Source {
             attachment,
             guid: String::new(),
