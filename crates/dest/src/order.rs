@@ -742,12 +742,14 @@ impl BatchTable {
                     return Err(e);
                 }
             };
-            // While it is encoded, a group takes as much again as its rows
-            // (the encoder's copies of them, the pages it makes). The
+            // While it is encoded, a group takes what its encoder says
+            // beside its rows (copies, the pages it makes, and for Parquet
+            // every column writer's codec: 64 MB over 500 columns). The
             // group the writer needs next always goes ahead; any other
             // waits for room, which groups ahead of it, being encoded,
             // give back as they are appended.
-            let rows = cut.rows.bytes();
+            let encoder = state.writer.as_ref().expect("opened above").encoder.clone();
+            let rows = encoder.working_bytes(cut.rows.bytes());
             let work = if cut.group.index == state.groups.next() {
                 Taken::over(budget, rows)
             } else if let Some(work) = Taken::within(budget, rows) {
@@ -759,7 +761,6 @@ impl BatchTable {
                 state = self.encoded.wait_timeout(state, WAIT_TICK).unwrap().0;
                 continue;
             };
-            let encoder = state.writer.as_ref().expect("opened above").encoder.clone();
             state.encoding += 1;
             drop(state);
             let Cut { group, rows } = cut;
