@@ -143,7 +143,8 @@ fn a_table_of_many_blobs_is_cut_by_its_blob_bytes_into_the_same_files() {
             bytes
         };
         let one = written("1");
-        assert!(one.len() > 72 << 20, "{format}: {} bytes", one.len());
+        // The binary half (36 MiB) is incompressible.
+        assert!(one.len() > 36 << 20, "{format}: {} bytes", one.len());
         assert!(
             one == written("2"),
             "{format}: -j2 wrote other bytes than -j1"
