@@ -328,7 +328,7 @@ impl GroupEncoder for ParquetGroupEncoder {
 /// What a Parquet column writer holds from its making to its closing,
 /// whatever it writes: its codec's contexts (measured with heaptrack:
 /// zstd's decompression context, 96 KiB) and its buffers.
-const PER_LEAF_WRITER_BYTES: usize = 128 << 10;
+pub const PER_LEAF_WRITER_BYTES: usize = 128 << 10;
 
 /// Rows `start..start + len` of a column held in consecutive arrays: a
 /// slice where one array holds them all, else those rows concatenated.
