@@ -356,7 +356,9 @@ pub struct Args {
 
     /// Data pages per unit of work (a unit is the piece of a table one worker reads at a
     /// time). Default: about 8 units per worker over the whole run, at least 64 pages and at
-    /// most one pointer page, so the last units are small and no worker idles at the end
+    /// most one pointer page, so the last units are small and no worker idles at the end; a
+    /// table of mostly BLOBs is cut by its BLOB bytes instead (about 64 MiB a unit, with more
+    /// than one worker, on Firebird 5)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub unit_pages: Option<u64>,
 

@@ -9,6 +9,10 @@
 //! blob statistics dropped, CSV text 3.08, Parquet text 4.09, Parquet
 //! binary 5.09; after, 2.07, 2.07 and 3.07 (`benches/blob-memory.sh` has
 //! every format).
+//!
+//! Also how a table of many blobs is cut: by its BLOB bytes, not its few
+//! data pages, so that two workers share it, and the files are the same
+//! bytes for any -j.
 
 #![cfg(target_os = "linux")]
 
@@ -82,4 +86,68 @@ fn batches_of_many_blobs_queue_a_bounded_number_of_bytes() {
         above_mib < 85,
         "{above_mib} MiB above the one-row run: batches queue unbounded"
     );
+}
+
+/// BLOB_HEAVY's rows fill a few data pages (each holds two blob ids and
+/// headers; the bytes lie on blob pages), so its pages made it one unit
+/// and -j2 read it on one worker. Its BLOB bytes (72 MiB, estimated
+/// before the run) cut it into two units of up to 64 MiB now; the files
+/// are the same bytes as -j1's, in CSV and Parquet.
+#[test]
+fn a_table_of_many_blobs_is_cut_by_its_blob_bytes_into_the_same_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = GenOptions::new(dir.path().join("heavy.fdb"));
+    options.tables = vec![Table::BlobHeavy];
+    options.blob_rows = 300;
+    options.blob_total_mb = 72;
+    options.page_size = 4096;
+    generate(&client(), &options).unwrap();
+    let db = &options.database;
+    let units = |jobs: &str| {
+        let out = fbunload(db, &["--plan", "--tables", "BLOB_HEAVY", "-j", jobs]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("BLOB_HEAVY "))
+            .unwrap_or_else(|| panic!("no BLOB_HEAVY in the plan:\n{text}"))
+            .to_string();
+        line.split_whitespace().nth(2).unwrap().to_string()
+    };
+    assert_eq!(units("1"), "1", "one worker: cut by pages");
+    assert_eq!(units("2"), "2", "two workers: cut by its 72 MiB of blobs");
+    for format in ["csv", "parquet"] {
+        let written = |jobs: &str| {
+            let out = dir.path().join(format!("out-{format}-{jobs}"));
+            let run = fbunload(
+                db,
+                &[
+                    "--tables",
+                    "BLOB_HEAVY",
+                    "-f",
+                    format,
+                    "-j",
+                    jobs,
+                    "-q",
+                    "--verify",
+                    "-o",
+                ]
+                .into_iter()
+                .chain([out.to_str().unwrap()])
+                .collect::<Vec<_>>(),
+            );
+            assert!(run.status.success(), "{}", stderr(&run));
+            let file = out.join(format!("BLOB_HEAVY.{format}"));
+            let bytes = std::fs::read(&file).unwrap();
+            std::fs::remove_dir_all(&out).unwrap();
+            bytes
+        };
+        let one = written("1");
+        // The binary half (36 MiB) is incompressible.
+        assert!(one.len() > 36 << 20, "{format}: {} bytes", one.len());
+        assert!(
+            one == written("2"),
+            "{format}: -j2 wrote other bytes than -j1"
+        );
+    }
 }

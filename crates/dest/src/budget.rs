@@ -7,8 +7,9 @@
 //!   and the batches of Parquet and Arrow units until their rows are cut
 //!   into groups ([`crate::spool::HeldBatches`]);
 //! - the rows of groups cut and waiting to be encoded;
-//! - groups being encoded (their rows, and as much again for the
-//!   encoder's copies and its output while it works);
+//! - groups being encoded (their rows, and what the format's encoder
+//!   says it holds beside them while it works: its copies and output,
+//!   and for Parquet every column writer's codec, 128 KiB a column);
 //! - encoded groups waiting for the groups before them to be appended.
 //!
 //! Two ways to stay within it. What can wait on disk does: a unit's bytes

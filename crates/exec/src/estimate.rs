@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use fbunload_client::{ClientError, Statement, Transaction, TransactionMode};
 use fbunload_plan::estimate::{Counts, Estimate, Sample};
-use fbunload_plan::{Kind, RowPlaces, TablePlan};
+use fbunload_plan::{Kind, Plan, Role, RowPlaces, TablePlan};
 
 use crate::firebird::subject;
 use crate::held::used_slots_from;
@@ -44,6 +44,51 @@ impl Prepared {
         }
         Ok(())
     }
+}
+
+/// Cuts each table whose rows are mostly BLOBs into units by its BLOB
+/// bytes ([`Plan::split_by_blob_bytes`]), for `workers` workers: its
+/// pages alone made it too few units to share. Only tables with BLOB
+/// columns that are fewer units than workers are estimated (a few
+/// one-row queries each, in `tr`, the plan's: a transaction more would
+/// move the snapshot number a file records), and only on Firebird 5,
+/// which reads a DB_KEY range as those pages alone.
+pub(crate) fn split_blob_tables(
+    tr: &Transaction,
+    plan: &mut Plan,
+    workers: usize,
+) -> Result<(), ExecError> {
+    let candidates: Vec<usize> = (0..plan.tables.len())
+        .filter(|&i| {
+            let table = &plan.tables[i];
+            table.kind == Kind::Table
+                && table.role == Role::Whole
+                && table.unit_count < workers
+                && !table.blob_columns().is_empty()
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let client = ExecError::Client;
+    let main = tr.attachment();
+    if main.server_version().map_err(client)?.major < 5 {
+        return Ok(());
+    }
+    let page_size = main.page_size().map_err(client)?;
+    let places = fbunload_plan::incremental::read_row_places(tr)
+        .map_err(client)?
+        .0;
+    for i in candidates {
+        // A table it fails on keeps its units; its read says what is wrong.
+        let Ok(size) = estimate(tr, &plan.tables[i], page_size, true, places) else {
+            continue;
+        };
+        if let (Some(pages), Some(bytes)) = (size.data_pages, size.blob_bytes) {
+            plan.split_by_blob_bytes(i, pages, bytes, workers);
+        }
+    }
+    Ok(())
 }
 
 fn estimate(

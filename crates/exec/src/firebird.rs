@@ -206,11 +206,17 @@ pub(crate) fn plan(
     options: PlanOptions,
     split_tables: bool,
     types: &TypeOptions,
+    blob_workers: Option<usize>,
 ) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
     let tr = main
         .start_transaction(TransactionMode::ReadOnlySnapshot)
         .map_err(ExecError::Client)?;
-    plan_in(&tr, filter, options, split_tables, types)
+    let (mut plan, schemas) = plan_in(&tr, filter, options, split_tables, types)?;
+    // Tables of mostly BLOBs cut by their BLOB bytes, for these workers.
+    if let Some(workers) = blob_workers {
+        crate::estimate::split_blob_tables(&tr, &mut plan, workers)?;
+    }
+    Ok((plan, schemas))
 }
 
 /// [`plan`] in a transaction of the caller's: the catalog as it sees it.

@@ -155,7 +155,7 @@ impl HeldSnapshot {
             let plan = firebird::plan_in(&holder, filter, plan_options, true, &options.types)?;
             (Some((holder, pin)), Some(ticket), plan)
         } else if options.allow_inconsistent {
-            let plan = firebird::plan(&main, filter, plan_options, false, &options.types)?;
+            let plan = firebird::plan(&main, filter, plan_options, false, &options.types, None)?;
             (None, None, plan)
         } else {
             return Err(ExecError::Usage(format!(

@@ -323,8 +323,22 @@ impl Prepared {
             ..options.plan
         };
         let split_tables = consistency == Consistency::SharedSnapshot;
-        let (plan, schemas) =
-            firebird::plan(&main, filter, plan_options, split_tables, &options.types)?;
+        // A run that picks up units again (resume, --since) must cut its
+        // tables as the run before did: by pages alone.
+        let cut_as_before = filter.incremental.is_some() || filter.resumable.is_some();
+        let blob_workers = (split_tables
+            && options.parallel > 1
+            && options.plan.unit_pages.is_none()
+            && !cut_as_before)
+            .then_some(options.parallel);
+        let (plan, schemas) = firebird::plan(
+            &main,
+            filter,
+            plan_options,
+            split_tables,
+            &options.types,
+            blob_workers,
+        )?;
         let workers = match consistency {
             Consistency::OneTransaction => 1,
             _ => options.parallel.clamp(1, plan.units.len().max(1)),

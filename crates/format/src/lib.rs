@@ -135,6 +135,13 @@ pub trait GroupEncoder: Send + Sync {
     /// order, in pieces cut anywhere (the encoding must not depend on
     /// where).
     fn encode(&self, index: usize, rows: Vec<RecordBatch>) -> Result<EncodedGroup, FormatError>;
+
+    /// Bytes encoding a group of `rows_bytes` of rows holds beside the
+    /// rows while it works (its copies, its output, its fixed state): as
+    /// much again unless the format knows better.
+    fn working_bytes(&self, rows_bytes: usize) -> usize {
+        rows_bytes
+    }
 }
 
 /// A table's output format, as a destination sees it.

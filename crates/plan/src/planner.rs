@@ -435,6 +435,11 @@ impl TablePlan {
 /// refused: a statement has at most 256 contexts.)
 pub const COUNT_BUCKETS: u64 = 64;
 
+/// BLOB bytes a unit of a table whose rows are mostly BLOBs aims at
+/// ([`Plan::split_by_blob_bytes`]): about a second of one worker's reading,
+/// and 32 units for 2 GB, so two or sixteen workers share them evenly.
+pub const BLOB_UNIT_BYTES: u64 = 64 << 20;
+
 /// A range of data-page slots of one table: the unit of work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Unit {
@@ -745,6 +750,46 @@ impl Plan {
     /// The units of table `table`, in DB_KEY order.
     pub fn units_of(&self, table: usize) -> impl Iterator<Item = &Unit> {
         self.units.iter().filter(move |u| u.table == table)
+    }
+
+    /// Cuts table `table` again into units of about [`BLOB_UNIT_BYTES`]
+    /// of BLOBs each, over the first `used_slots` data-page slots (the
+    /// last unit open to the end), when its BLOBs make more units than
+    /// its pages did: a table whose rows are mostly BLOBs has few data
+    /// pages (each row holds only its blobs' ids and headers; their bytes
+    /// lie on pages of their own), so its pages made it one unit, read by
+    /// one worker however many there are. At most `workers` ×
+    /// [`UNITS_PER_WORKER`] units, and one slot each at least. The
+    /// units are contiguous DB_KEY ranges in order, as any others, so the
+    /// file is the same bytes however the table is cut. Returns whether
+    /// it was cut again.
+    pub fn split_by_blob_bytes(
+        &mut self,
+        table: usize,
+        used_slots: u64,
+        blob_bytes: u64,
+        workers: usize,
+    ) -> bool {
+        let entry = &mut self.tables[table];
+        let wanted = blob_bytes
+            .div_ceil(BLOB_UNIT_BYTES)
+            .min(workers as u64 * UNITS_PER_WORKER)
+            .min(used_slots);
+        if entry.kind != Kind::Table || wanted <= entry.unit_count as u64 {
+            return false;
+        }
+        if entry.slots == 0 {
+            entry.slots = entry.pointer_pages as u64 * entry.dp_per_pp;
+        }
+        let units = entry.units_in_shares(table, wanted as usize, used_slots);
+        entry.unit_count = units.len();
+        let mut per_entry = self.units_by_entry();
+        per_entry[table] = units;
+        // Its bytes, not its units, make it big: it goes first.
+        let first = per_entry.remove(table);
+        per_entry.sort_by_key(|units| std::cmp::Reverse(units.len()));
+        self.units = std::iter::once(first).chain(per_entry).flatten().collect();
+        true
     }
 
     /// Gives each table (in plan order) its row condition: what
@@ -1344,6 +1389,42 @@ mod tests {
             plan.tables[0].byte_charsets,
             vec![Some(4), Some(5), Some(69), None, None, None, None]
         );
+    }
+
+    #[test]
+    fn a_table_of_blobs_is_cut_by_its_blob_bytes() {
+        let mut plan = Plan::new(
+            &[table("ROWS", 130, 3), table("BLOBS", 131, 1)],
+            options(None, 2),
+        );
+        let rows_units = plan.tables[0].unit_count;
+        assert_eq!(plan.tables[1].unit_count, 1, "one pointer page: read whole");
+        // 2 GB of BLOBs on 160 pages: 16 units (2 workers x 8), not 32.
+        assert!(plan.split_by_blob_bytes(1, 160, 2 << 30, 2));
+        let units: Vec<&Unit> = plan.units_of(1).collect();
+        assert_eq!(units.len(), 16);
+        assert_eq!(plan.tables[1].unit_count, 16);
+        assert_eq!(units[0].first_slot, 0);
+        assert_eq!(units[1].first_slot, 10);
+        assert_eq!(units[15].end_slot, None, "open to the end");
+        assert!(units
+            .windows(2)
+            .all(|w| w[0].end_slot == Some(w[1].first_slot)));
+        assert!(units.iter().enumerate().all(|(i, u)| u.seq == i));
+        // Handed out first, the other table's units unchanged after it.
+        assert!(plan.units[..16].iter().all(|u| u.table == 1));
+        assert_eq!(plan.units_of(0).count(), rows_units);
+        assert!(plan.tables[1]
+            .unit_sql(units[1])
+            .contains("MAKE_DBKEY(131, 0, 10, 0)"));
+        // 100 MB makes 2 units; fewer BLOB bytes or slots than that, or a
+        // table cut finer already, stay as they are.
+        let mut small = Plan::new(&[table("BLOBS", 131, 1)], options(None, 2));
+        assert!(!small.split_by_blob_bytes(0, 100, 60 << 20, 2));
+        assert!(!small.split_by_blob_bytes(0, 1, 2 << 30, 2));
+        assert!(small.split_by_blob_bytes(0, 100, 100 << 20, 2));
+        assert_eq!(small.tables[0].unit_count, 2);
+        assert!(!small.split_by_blob_bytes(0, 100, 100 << 20, 2));
     }
 
     #[test]
