@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fbunload_dest::{
-    verified_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental, PreviousKeys,
-    PreviousRunRef, MANIFEST_NAME,
+    private_copy_of_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental,
+    PreviousKeys, PreviousRunRef, MANIFEST_NAME,
 };
 use fbunload_plan::{Plan, PreviousTable, Role, Since};
 
@@ -103,7 +103,7 @@ pub(crate) fn read_previous(dir: &Path) -> Result<Previous, Error> {
             .find(|f| f.role.as_deref() == Some("keys"));
         let mut has_keys = false;
         if let Some(file) = keys_file.filter(|_| !primary_key.is_empty()) {
-            let contents = verified_listed_file(dir, file).map_err(|e| refuse(dir, e))?;
+            let contents = private_copy_of_listed_file(dir, file).map_err(|e| refuse(dir, e))?;
             let columns: Option<Vec<(String, String)>> = primary_key
                 .iter()
                 .map(|k| {
