@@ -451,10 +451,75 @@ const NUMBER_COLUMN: &str = fbunload_plan::DB_KEY_COLUMN;
 /// (the writer's row groups and pages bound what one read holds): memory
 /// does not grow with the table.
 pub struct PreviousKeys {
-    file: KeysFile,
+    file: PrivateKeysFile,
     /// The file's columns: the key's, then the numbers.
     schema: SchemaRef,
     len: u64,
+}
+
+/// A keys file of the run's own: a copy in a directory only its owner can
+/// enter (made with `tempfile`'s 0700), gone with the last
+/// [`PreviousKeys`] that holds it. It is opened for each pass, not held
+/// open: a run over 5,000 tables would otherwise hold 5,000 descriptors.
+#[derive(Clone)]
+pub struct PrivateKeysFile {
+    path: std::path::PathBuf,
+    _dir: Arc<tempfile::TempDir>,
+}
+
+impl PrivateKeysFile {
+    /// The file `name` in `dir` (written by
+    /// [`crate::private_copy_of_listed_file`]).
+    pub fn new(dir: &Arc<tempfile::TempDir>, name: &str) -> Self {
+        PrivateKeysFile {
+            path: dir.path().join(name),
+            _dir: dir.clone(),
+        }
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    fn open(&self) -> Result<KeysFile, String> {
+        let file = std::fs::File::open(&self.path)
+            .map_err(|e| format!("its private copy {}: {e}", self.path.display()))?;
+        Ok(KeysFile(Arc::new(file)))
+    }
+}
+
+/// The run's own directory for copies of the previous run's keys files,
+/// made with the first (`tempfile`'s: in `$TMPDIR`, 0700), gone with the
+/// last [`PreviousKeys`] that reads from it.
+#[derive(Default)]
+pub struct PrivateCopies {
+    dir: Option<Arc<tempfile::TempDir>>,
+    made: usize,
+}
+
+impl PrivateCopies {
+    /// A copy of `file`, listed in the manifest of `dir`, as
+    /// [`crate::private_copy_of_listed_file`] takes it.
+    pub fn copy(
+        &mut self,
+        dir: &std::path::Path,
+        file: &crate::ManifestFile,
+    ) -> Result<PrivateKeysFile, String> {
+        let private = match &self.dir {
+            Some(private) => private.clone(),
+            None => {
+                let made = tempfile::Builder::new()
+                    .prefix(".fbunload-keys")
+                    .tempdir()
+                    .map_err(|e| format!("cannot make a private directory for its keys: {e}"))?;
+                self.dir.insert(Arc::new(made)).clone()
+            }
+        };
+        self.made += 1;
+        let copy = PrivateKeysFile::new(&private, &format!("{}.keys.parquet", self.made));
+        crate::private_copy_of_listed_file(dir, file, copy.path())?;
+        Ok(copy)
+    }
 }
 
 /// A keys file on disk, read at given offsets: parquet's reader over a
@@ -522,17 +587,15 @@ impl PreviousKeys {
     /// rows' numbers; its keys not null, each once, in ascending order,
     /// and (where the manifest says) `count` of them. Anything else is
     /// refused, never compared.
-    /// `file` is read again later: it must be the run's own (a private
-    /// copy), not one a stranger can still write.
+    /// `file` is read again later, so it is the run's own copy.
     pub fn read(
-        file: std::fs::File,
+        file: PrivateKeysFile,
         columns: &[(String, String)],
         count: Option<u64>,
     ) -> Result<Self, String> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let file = KeysFile(Arc::new(file));
         let builder =
-            ParquetRecordBatchReaderBuilder::try_new(file.clone()).map_err(|e| e.to_string())?;
+            ParquetRecordBatchReaderBuilder::try_new(file.open()?).map_err(|e| e.to_string())?;
         let schema = builder.schema().clone();
         let fields = schema.fields();
         let same = fields.len() == columns.len() + 1
@@ -596,7 +659,7 @@ impl PreviousKeys {
     /// The keys in order, a batch at a time.
     fn stream(&self) -> Result<Merged, String> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(self.file.clone())
+        let reader = ParquetRecordBatchReaderBuilder::try_new(self.file.open()?)
             .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
             .map_err(|e| e.to_string())?;
         let batches = reader.map(|batch| {
@@ -980,11 +1043,10 @@ mod tests {
 
     /// `b` as a Parquet file, in its order, as anyone could write it.
     /// `bytes` in a file of the test's own, as a run's private copy is.
-    fn on_disk(bytes: Vec<u8>) -> std::fs::File {
-        use std::io::{Seek, Write};
-        let mut file = tempfile::tempfile().unwrap();
-        file.write_all(&bytes).unwrap();
-        file.rewind().unwrap();
+    fn on_disk(bytes: Vec<u8>) -> PrivateKeysFile {
+        let dir = Arc::new(tempfile::tempdir().unwrap());
+        let file = PrivateKeysFile::new(&dir, "keys");
+        std::fs::write(file.path(), bytes).unwrap();
         file
     }
 
@@ -1441,19 +1503,19 @@ mod tests {
     /// the file a run checks is its own private copy).
     #[test]
     fn checked_keys_are_read_again_from_their_file_not_held() {
-        use std::io::{Seek, Write};
         let ids: Vec<i32> = (0..300_000).collect();
         let numbers: Vec<u64> = (0..300_000).collect();
         let (sink, _dir) = at(&ids, &numbers);
         let bytes = file_of(&sink);
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        file.write_all(&bytes).unwrap();
-        file.rewind().unwrap();
-        let old =
-            PreviousKeys::read(file.reopen().unwrap(), &columns(&ids_batch(&ids)), None).unwrap();
+        let file = on_disk(bytes.clone());
+        let old = PreviousKeys::read(file.clone(), &columns(&ids_batch(&ids)), None).unwrap();
         assert_eq!(old.len(), 300_000);
         assert!(old.stream().is_ok());
-        file.as_file().set_len(bytes.len() as u64 / 2).unwrap();
+        let cut = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file.path())
+            .unwrap();
+        cut.set_len(bytes.len() as u64 / 2).unwrap();
         let mut stream = old.stream();
         let read_back = match &mut stream {
             Ok(merged) => {

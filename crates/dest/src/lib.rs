@@ -53,7 +53,7 @@ use fbunload_plan::Unit;
 pub use budget::MemoryBudget;
 pub use check::{check_directory, CheckReport};
 pub use directory::{finish_interrupted_switch, OutputDir, Reuse, STAGING_PREFIX, SWITCH_DIR};
-pub use keys::{key_set, KeyEncoder, KeyOutcome, PreviousKeys};
+pub use keys::{key_set, KeyEncoder, KeyOutcome, PreviousKeys, PrivateCopies, PrivateKeysFile};
 pub use manifest::{
     is_plain_name, open_verified_listed_file, private_copy_of_listed_file, read_run_manifest,
     verified_listed_file, CommitMark, Manifest, ManifestChange, ManifestColumn, ManifestFile,
