@@ -294,6 +294,10 @@ pub fn private_copy_of_listed_file(
 ) -> Result<(), String> {
     let path = listed_path(dir, &file.name).map_err(|r| format!("{}: {r}", file.name))?;
     let fail = |e: io::Error| format!("{}: {e}", file.name);
+    if !fs::symlink_metadata(&path).map_err(fail)?.is_file() {
+        return Err(format!("{}: not a plain file", file.name));
+    }
+    // Opened so that a link put in its place meanwhile is not followed.
     let mut listed = open_plain_file(&path).map_err(fail)?;
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -555,7 +559,7 @@ mod tests {
             fs::remove_file(d.join("T.keys.parquet")).unwrap();
             std::os::unix::fs::symlink(d.join("elsewhere"), d.join("T.keys.parquet")).unwrap();
             let linked = private_copy_of_listed_file(d, &listed, &into("linked")).unwrap_err();
-            assert!(linked.contains("link"), "{linked}");
+            assert!(linked.contains("not a plain file"), "{linked}");
         }
     }
 
