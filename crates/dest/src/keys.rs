@@ -457,44 +457,15 @@ pub struct PreviousKeys {
     len: u64,
 }
 
-/// A keys file of the run's own: a copy in a directory only its owner can
-/// enter (made with `tempfile`'s 0700), gone with the last
-/// [`PreviousKeys`] that holds it. It is opened for each pass, not held
-/// open: a run over 5,000 tables would otherwise hold 5,000 descriptors.
-#[derive(Clone)]
-pub struct PrivateKeysFile {
-    path: std::path::PathBuf,
-    _dir: Arc<tempfile::TempDir>,
-}
-
-impl PrivateKeysFile {
-    /// The file `name` in `dir` (written by
-    /// [`crate::private_copy_of_listed_file`]).
-    pub fn new(dir: &Arc<tempfile::TempDir>, name: &str) -> Self {
-        PrivateKeysFile {
-            path: dir.path().join(name),
-            _dir: dir.clone(),
-        }
-    }
-
-    pub fn path(&self) -> &std::path::Path {
-        &self.path
-    }
-
-    fn open(&self) -> Result<KeysFile, String> {
-        let file = std::fs::File::open(&self.path)
-            .map_err(|e| format!("its private copy {}: {e}", self.path.display()))?;
-        Ok(KeysFile(Arc::new(file)))
-    }
-}
-
-/// The run's own directory for copies of the previous run's keys files,
-/// made with the first (`tempfile`'s: in `$TMPDIR`, 0700), gone with the
-/// last [`PreviousKeys`] that reads from it.
+/// The run's own copies of the previous run's keys files: one file,
+/// unnamed (`tempfile::tempfile`: in `$TMPDIR`, owner-only, gone when the
+/// process ends, killed or not), made with the first copy, each keys file
+/// after the one before. One descriptor for the run, not one a table (a
+/// run over 5,000 tables would pass the usual limit of 1,024).
 #[derive(Default)]
 pub struct PrivateCopies {
-    dir: Option<Arc<tempfile::TempDir>>,
-    made: usize,
+    file: Option<Arc<std::fs::File>>,
+    end: u64,
 }
 
 impl PrivateCopies {
@@ -505,32 +476,46 @@ impl PrivateCopies {
         dir: &std::path::Path,
         file: &crate::ManifestFile,
     ) -> Result<PrivateKeysFile, String> {
-        let private = match &self.dir {
-            Some(private) => private.clone(),
+        let copies = match &self.file {
+            Some(copies) => copies.clone(),
             None => {
-                let made = tempfile::Builder::new()
-                    .prefix(".fbunload-keys")
-                    .tempdir()
-                    .map_err(|e| format!("cannot make a private directory for its keys: {e}"))?;
-                self.dir.insert(Arc::new(made)).clone()
+                let made = tempfile::tempfile()
+                    .map_err(|e| format!("cannot make a private file for its keys: {e}"))?;
+                self.file.insert(Arc::new(made)).clone()
             }
         };
-        self.made += 1;
-        let copy = PrivateKeysFile::new(&private, &format!("{}.keys.parquet", self.made));
-        crate::private_copy_of_listed_file(dir, file, copy.path())?;
+        let mut end = &*copies;
+        io::Seek::seek(&mut end, io::SeekFrom::Start(self.end))
+            .map_err(|e| format!("{}: {e}", file.name))?;
+        let len = crate::private_copy_of_listed_file(dir, file, &mut end)?;
+        let copy = PrivateKeysFile {
+            file: copies,
+            start: self.end,
+            len,
+        };
+        self.end += len;
         Ok(copy)
     }
 }
 
-/// A keys file on disk, read at given offsets: parquet's reader over a
-/// `std::fs::File` seeks the one offset its clones share, so two streams
-/// of the same keys (one per worker) would move each other's reads.
+/// One keys file in [`PrivateCopies`]: `len` bytes from `start`.
 #[derive(Clone)]
-struct KeysFile(Arc<std::fs::File>);
+pub struct PrivateKeysFile {
+    file: Arc<std::fs::File>,
+    start: u64,
+    len: u64,
+}
+
+/// A [`PrivateKeysFile`] as parquet reads it, at given offsets: parquet's
+/// reader over a `std::fs::File` seeks the one offset its clones share, so
+/// two streams of the same keys (one per worker) would move each other's
+/// reads.
+#[derive(Clone)]
+struct KeysFile(PrivateKeysFile);
 
 impl parquet::file::reader::Length for KeysFile {
     fn len(&self) -> u64 {
-        self.0.metadata().map(|m| m.len()).unwrap_or(0)
+        self.0.len
     }
 }
 
@@ -547,8 +532,12 @@ impl parquet::file::reader::ChunkReader for KeysFile {
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
         let mut buffer = vec![0u8; length];
         let mut done = 0;
+        let mut at = KeysFileAt {
+            file: self.0.clone(),
+            at: start,
+        };
         while done < length {
-            match read_at(&self.0, &mut buffer[done..], start + done as u64) {
+            match io::Read::read(&mut at, &mut buffer[done..]) {
                 Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -567,15 +556,18 @@ fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usiz
     return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
 }
 
-/// A [`KeysFile`] read onwards from an offset of its own.
+/// A [`KeysFile`] read onwards from an offset of its own (within its
+/// keys file: nothing before or past it is read).
 struct KeysFileAt {
-    file: Arc<std::fs::File>,
+    file: PrivateKeysFile,
     at: u64,
 }
 
 impl io::Read for KeysFileAt {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = read_at(&self.file, buf, self.at)?;
+        let left = self.file.len.saturating_sub(self.at);
+        let take = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = read_at(&self.file.file, &mut buf[..take], self.file.start + self.at)?;
         self.at += n as u64;
         Ok(n)
     }
@@ -594,8 +586,8 @@ impl PreviousKeys {
         count: Option<u64>,
     ) -> Result<Self, String> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let builder =
-            ParquetRecordBatchReaderBuilder::try_new(file.open()?).map_err(|e| e.to_string())?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(KeysFile(file.clone()))
+            .map_err(|e| e.to_string())?;
         let schema = builder.schema().clone();
         let fields = schema.fields();
         let same = fields.len() == columns.len() + 1
@@ -659,7 +651,7 @@ impl PreviousKeys {
     /// The keys in order, a batch at a time.
     fn stream(&self) -> Result<Merged, String> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(self.file.open()?)
+        let reader = ParquetRecordBatchReaderBuilder::try_new(KeysFile(self.file.clone()))
             .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
             .map_err(|e| e.to_string())?;
         let batches = reader.map(|batch| {
@@ -1044,10 +1036,17 @@ mod tests {
     /// `b` as a Parquet file, in its order, as anyone could write it.
     /// `bytes` in a file of the test's own, as a run's private copy is.
     fn on_disk(bytes: Vec<u8>) -> PrivateKeysFile {
-        let dir = Arc::new(tempfile::tempdir().unwrap());
-        let file = PrivateKeysFile::new(&dir, "keys");
-        std::fs::write(file.path(), bytes).unwrap();
-        file
+        use std::io::Write;
+        // After other bytes, as a second table's copy is.
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"another table's keys").unwrap();
+        file.write_all(&bytes).unwrap();
+        file.write_all(b"the next table's keys").unwrap();
+        PrivateKeysFile {
+            file: Arc::new(file),
+            start: 20,
+            len: bytes.len() as u64,
+        }
     }
 
     fn parquet_of(b: &RecordBatch) -> Vec<u8> {
@@ -1511,11 +1510,7 @@ mod tests {
         let old = PreviousKeys::read(file.clone(), &columns(&ids_batch(&ids)), None).unwrap();
         assert_eq!(old.len(), 300_000);
         assert!(old.stream().is_ok());
-        let cut = std::fs::OpenOptions::new()
-            .write(true)
-            .open(file.path())
-            .unwrap();
-        cut.set_len(bytes.len() as u64 / 2).unwrap();
+        file.file.set_len(file.start + file.len / 2).unwrap();
         let mut stream = old.stream();
         let read_back = match &mut stream {
             Ok(merged) => {

@@ -283,15 +283,15 @@ pub fn verified_listed_file(dir: &Path, file: &ManifestFile) -> Result<Vec<u8>, 
 /// [`verified_listed_file`] for a file read more than once and too big to
 /// hold in memory: the listed file opened once (as a plain file, never
 /// through a link) and copied through to its end, hashed as it is copied,
-/// into the new file `into` (in a directory of the run's own: see
-/// [`crate::PrivateKeysFile`]), which stands once its size and SHA-256 are
-/// the manifest's. What was checked is then what is read, however often: a
-/// writer into the listed file meanwhile changes nothing of the copy.
+/// to `into` (a file of the run's own: see [`crate::PrivateCopies`]);
+/// its length once its size and SHA-256 are the manifest's. What was
+/// checked is then what is read, however often: a writer into the listed
+/// file meanwhile changes nothing of the copy.
 pub fn private_copy_of_listed_file(
     dir: &Path,
     file: &ManifestFile,
-    into: &Path,
-) -> Result<(), String> {
+    into: &mut impl io::Write,
+) -> Result<u64, String> {
     let path = listed_path(dir, &file.name).map_err(|r| format!("{}: {r}", file.name))?;
     let fail = |e: io::Error| format!("{}: {e}", file.name);
     if !fs::symlink_metadata(&path).map_err(fail)?.is_file() {
@@ -299,25 +299,17 @@ pub fn private_copy_of_listed_file(
     }
     // Opened so that a link put in its place meanwhile is not followed.
     let mut listed = open_plain_file(&path).map_err(fail)?;
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let copy = options
-        .open(into)
-        .map_err(|e| format!("{}: cannot make a private copy: {e}", file.name))?;
-    let mut writer = io::BufWriter::new(copy);
+    let mut writer = io::BufWriter::new(into);
     let (bytes, sha256) = crate::digest::sha256_copied(&mut listed, &mut writer).map_err(fail)?;
     writer.into_inner().map_err(|e| fail(e.into_error()))?;
     if bytes != file.bytes || sha256 != file.sha256 {
-        let _ = fs::remove_file(into);
         return Err(format!(
             "{}: its size or SHA-256 differs from the manifest's (fbunload check names what \
              changed)",
             file.name
         ));
     }
-    Ok(())
+    Ok(bytes)
 }
 
 /// [`verified_listed_file`] for a file too big to hold in memory: the file
@@ -533,10 +525,10 @@ mod tests {
             sha256: crate::digest::sha256_of(&listed_bytes),
             role: Some("keys".into()),
         };
-        let private = tempfile::tempdir().unwrap();
-        let into = |name: &str| private.path().join(name);
-        private_copy_of_listed_file(d, &listed, &into("copy")).unwrap();
-        let mut copy = fs::File::open(into("copy")).unwrap();
+        let mut copy = tempfile::tempfile().unwrap();
+        let len = private_copy_of_listed_file(d, &listed, &mut copy).unwrap();
+        assert_eq!(len, listed.bytes);
+        io::Seek::rewind(&mut copy).unwrap();
         // The same file written over in place, as a writer holding it would.
         let mut writer = fs::OpenOptions::new()
             .write(true)
@@ -550,15 +542,14 @@ mod tests {
             read == listed_bytes,
             "the copy changed with the listed file"
         );
-        let changed = private_copy_of_listed_file(d, &listed, &into("changed")).unwrap_err();
+        let changed = private_copy_of_listed_file(d, &listed, &mut io::sink()).unwrap_err();
         assert!(changed.contains("differs from the manifest"), "{changed}");
-        assert!(!into("changed").exists(), "a copy refused was left");
         #[cfg(unix)]
         {
             fs::write(d.join("elsewhere"), &listed_bytes).unwrap();
             fs::remove_file(d.join("T.keys.parquet")).unwrap();
             std::os::unix::fs::symlink(d.join("elsewhere"), d.join("T.keys.parquet")).unwrap();
-            let linked = private_copy_of_listed_file(d, &listed, &into("linked")).unwrap_err();
+            let linked = private_copy_of_listed_file(d, &listed, &mut io::sink()).unwrap_err();
             assert!(linked.contains("not a plain file"), "{linked}");
         }
     }
