@@ -41,6 +41,27 @@ pub(crate) fn sha256(file: &mut File) -> io::Result<(u64, String)> {
     Ok((bytes, hex(&hasher.finalize())))
 }
 
+/// Reads `file` to its end, writing each byte read to `copy`: its length
+/// and SHA-256, in lowercase hex (of what was read, so of what `copy` got).
+pub(crate) fn sha256_copied(file: &mut File, copy: &mut impl Write) -> io::Result<(u64, String)> {
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(&buffer[..n]);
+                copy.write_all(&buffer[..n])?;
+                bytes += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((bytes, hex(&hasher.finalize())))
+}
+
 /// The SHA-256 of `bytes`, in lowercase hex.
 pub(crate) fn sha256_of(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))

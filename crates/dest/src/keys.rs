@@ -450,15 +450,132 @@ const NUMBER_COLUMN: &str = fbunload_plan::DB_KEY_COLUMN;
 
 /// The previous run's keys file of a table, checked: each key once, in
 /// ascending order, none null, as many as its manifest says, each with
-/// its row's DB_KEY number (see [`fbunload_plan::DbKeyLayout`]). It is
-/// held as its file is (compressed: a few bytes a key where keys and
-/// rows come in order, see [`keys_file_properties`]) and read a batch at
-/// a time.
+/// its row's DB_KEY number (see [`fbunload_plan::DbKeyLayout`]). It stays
+/// on disk, in the private copy it was checked in (see
+/// [`crate::private_copy_of_listed_file`]), and is read a batch at a time
+/// (the writer's row groups and pages bound what one read holds): memory
+/// does not grow with the table.
 pub struct PreviousKeys {
-    contents: bytes::Bytes,
+    file: PrivateKeysFile,
     /// The file's columns: the key's, then the numbers.
     schema: SchemaRef,
     len: u64,
+}
+
+/// The run's own copies of the previous run's keys files: one file,
+/// unnamed (`tempfile::tempfile`: in `$TMPDIR`, owner-only, gone when the
+/// process ends, killed or not), made with the first copy, each keys file
+/// after the one before. One descriptor for the run, not one a table (a
+/// run over 5,000 tables would pass the usual limit of 1,024).
+#[derive(Default)]
+pub struct PrivateCopies {
+    file: Option<Arc<std::fs::File>>,
+    end: u64,
+}
+
+impl PrivateCopies {
+    /// A copy of `file`, listed in the manifest of `dir`, as
+    /// [`crate::private_copy_of_listed_file`] takes it.
+    pub fn copy(
+        &mut self,
+        dir: &std::path::Path,
+        file: &crate::ManifestFile,
+    ) -> Result<PrivateKeysFile, String> {
+        let copies = match &self.file {
+            Some(copies) => copies.clone(),
+            None => {
+                let made = tempfile::tempfile()
+                    .map_err(|e| format!("cannot make a private file for its keys: {e}"))?;
+                self.file.insert(Arc::new(made)).clone()
+            }
+        };
+        let mut end = &*copies;
+        io::Seek::seek(&mut end, io::SeekFrom::Start(self.end))
+            .map_err(|e| format!("{}: {e}", file.name))?;
+        let len = crate::private_copy_of_listed_file(dir, file, &mut end)?;
+        let copy = PrivateKeysFile {
+            file: copies,
+            start: self.end,
+            len,
+        };
+        self.end += len;
+        Ok(copy)
+    }
+}
+
+/// One keys file in [`PrivateCopies`]: `len` bytes from `start`.
+#[derive(Clone)]
+pub struct PrivateKeysFile {
+    file: Arc<std::fs::File>,
+    start: u64,
+    len: u64,
+}
+
+/// A [`PrivateKeysFile`] as parquet reads it, at given offsets: parquet's
+/// reader over a `std::fs::File` seeks the one offset its clones share, so
+/// two streams of the same keys (one per worker) would move each other's
+/// reads.
+#[derive(Clone)]
+struct KeysFile(PrivateKeysFile);
+
+impl parquet::file::reader::Length for KeysFile {
+    fn len(&self) -> u64 {
+        self.0.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for KeysFile {
+    type T = io::BufReader<KeysFileAt>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(io::BufReader::new(KeysFileAt {
+            file: self.0.clone(),
+            at: start,
+        }))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        let mut buffer = vec![0u8; length];
+        let mut done = 0;
+        let mut at = KeysFileAt {
+            file: self.0.clone(),
+            at: start,
+        };
+        while done < length {
+            match io::Read::read(&mut at, &mut buffer[done..]) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(buffer.into())
+    }
+}
+
+/// Reads at `offset`, whatever other readers of the file read meanwhile.
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, offset);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
+}
+
+/// A [`KeysFile`] read onwards from an offset of its own (within its
+/// keys file: nothing before or past it is read).
+struct KeysFileAt {
+    file: PrivateKeysFile,
+    at: u64,
+}
+
+impl io::Read for KeysFileAt {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.file.len.saturating_sub(self.at);
+        let take = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = read_at(&self.file.file, &mut buf[..take], self.file.start + self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
 }
 
 impl PreviousKeys {
@@ -467,14 +584,14 @@ impl PreviousKeys {
     /// rows' numbers; its keys not null, each once, in ascending order,
     /// and (where the manifest says) `count` of them. Anything else is
     /// refused, never compared.
+    /// `file` is read again later, so it is the run's own copy.
     pub fn read(
-        contents: Vec<u8>,
+        file: PrivateKeysFile,
         columns: &[(String, String)],
         count: Option<u64>,
     ) -> Result<Self, String> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let contents = bytes::Bytes::from(contents);
-        let builder = ParquetRecordBatchReaderBuilder::try_new(contents.clone())
+        let builder = ParquetRecordBatchReaderBuilder::try_new(KeysFile(file.clone()))
             .map_err(|e| e.to_string())?;
         let schema = builder.schema().clone();
         let fields = schema.fields();
@@ -498,7 +615,7 @@ impl PreviousKeys {
             ));
         }
         let mut keys = PreviousKeys {
-            contents,
+            file,
             schema,
             len: 0,
         };
@@ -637,7 +754,7 @@ impl PreviousKeys {
     /// The keys in order, a batch at a time.
     fn stream(&self) -> Result<Merged, String> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(self.contents.clone())
+        let reader = ParquetRecordBatchReaderBuilder::try_new(KeysFile(self.file.clone()))
             .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
             .map_err(|e| e.to_string())?;
         let batches = reader.map(|batch| {
@@ -904,7 +1021,9 @@ pub(crate) fn units_to_recheck(
 
 /// How a keys file is written: in key order, a column's values are best
 /// kept as differences (integers) or shared prefixes (strings); a
-/// dictionary would only add to them.
+/// dictionary would only add to them. Parquet's own bounds on row groups
+/// (1,048,576 rows) and pages (1 MiB) bound what a [`PreviousKeys`] read
+/// holds: its reader fetches a page at a time from the file.
 fn keys_file_properties(schema: &SchemaRef) -> parquet::file::properties::WriterProperties {
     use parquet::basic::{Compression, Encoding, ZstdLevel};
     use parquet::file::properties::WriterProperties;
@@ -1062,6 +1181,21 @@ mod tests {
     }
 
     /// `b` as a Parquet file, in its order, as anyone could write it.
+    /// `bytes` in a file of the test's own, as a run's private copy is.
+    fn on_disk(bytes: Vec<u8>) -> PrivateKeysFile {
+        use std::io::Write;
+        // After other bytes, as a second table's copy is.
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"another table's keys").unwrap();
+        file.write_all(&bytes).unwrap();
+        file.write_all(b"the next table's keys").unwrap();
+        PrivateKeysFile {
+            file: Arc::new(file),
+            start: 20,
+            len: bytes.len() as u64,
+        }
+    }
+
     fn parquet_of(b: &RecordBatch) -> Vec<u8> {
         let mut out = Vec::new();
         let mut writer = parquet::arrow::ArrowWriter::try_new(&mut out, b.schema(), None).unwrap();
@@ -1152,7 +1286,7 @@ mod tests {
     /// The previous run's keys: `ids` at `numbers`.
     fn previous(ids: &[i32], numbers: &[u64]) -> PreviousKeys {
         let (sink, _dir) = at(ids, numbers);
-        PreviousKeys::read(file_of(&sink), &columns(&ids_batch(ids)), None).unwrap()
+        PreviousKeys::read(on_disk(file_of(&sink)), &columns(&ids_batch(ids)), None).unwrap()
     }
 
     fn unit(seq: usize) -> Unit {
@@ -1285,7 +1419,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let old = batch(&[12, 2, 3, 1], &["", "y", "z", "x"]);
         let old_sink = sink_of(&old, &[1, 2, 3, 4], dir.path(), usize::MAX, 9);
-        let old = PreviousKeys::read(file_of(&old_sink), &columns(&old), Some(4)).unwrap();
+        let old = PreviousKeys::read(on_disk(file_of(&old_sink)), &columns(&old), Some(4)).unwrap();
         // The new set: (1, "2") new, at a place of its own; the rest
         // unchanged where they were, every place rechecked.
         let keys = |ids: &[i32], names: &[&str], numbers: &[u64]| {
@@ -1335,7 +1469,7 @@ mod tests {
         );
         let file = file_of(&memory);
         assert_eq!(file, file_of(&spilled));
-        let back = PreviousKeys::read(file.clone(), &columns(&b), Some(n as u64)).unwrap();
+        let back = PreviousKeys::read(on_disk(file.clone()), &columns(&b), Some(n as u64)).unwrap();
         assert_eq!(back.len(), n as u64);
 
         // Since: every 7th row changed in place, every 11th gone; units of
@@ -1516,7 +1650,7 @@ mod tests {
         let sink = sink_of(&b, &numbers, dir.path(), usize::MAX, 100_000);
         let file = file_of(&sink);
         assert!(file.len() < 20_000, "{} bytes", file.len());
-        let back = PreviousKeys::read(file, &columns(&b), Some(400_000)).unwrap();
+        let back = PreviousKeys::read(on_disk(file), &columns(&b), Some(400_000)).unwrap();
         assert_eq!(back.len(), 400_000);
         let mut stream = back.stream().unwrap();
         let mut rows = Rows::new(back.schema.clone());
@@ -1527,13 +1661,44 @@ mod tests {
         assert_eq!(rows.take().unwrap(), sorted(&sink).unwrap());
     }
 
+    /// Checked keys are read again from their file, not held: a keys file
+    /// cut short after it was checked fails the delete check (which is why
+    /// the file a run checks is its own private copy).
+    #[test]
+    fn checked_keys_are_read_again_from_their_file_not_held() {
+        let ids: Vec<i32> = (0..300_000).collect();
+        let numbers: Vec<u64> = (0..300_000).collect();
+        let (sink, _dir) = at(&ids, &numbers);
+        let bytes = file_of(&sink);
+        let file = on_disk(bytes.clone());
+        let old = PreviousKeys::read(file.clone(), &columns(&ids_batch(&ids)), None).unwrap();
+        assert_eq!(old.len(), 300_000);
+        assert!(old.stream().is_ok());
+        file.file.set_len(file.start + file.len / 2).unwrap();
+        let mut stream = old.stream();
+        let read_back = match &mut stream {
+            Ok(merged) => {
+                let mut failed = None;
+                while merged.key().is_some() {
+                    if let Err(e) = merged.advance() {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+                failed
+            }
+            Err(e) => Some(e.clone()),
+        };
+        assert!(read_back.is_some(), "the keys were held, not read again");
+    }
+
     #[test]
     fn a_keys_file_out_of_order_repeated_null_or_miscounted_is_refused() {
         let ok = batch(&[1, 2], &["a", "a"]);
         let cols = columns(&ok);
-        assert!(PreviousKeys::read(parquet_of(&numbered(&ok)), &cols, Some(2)).is_ok());
+        assert!(PreviousKeys::read(on_disk(parquet_of(&numbered(&ok))), &cols, Some(2)).is_ok());
         let refused = |b: &RecordBatch, count: Option<u64>| {
-            PreviousKeys::read(parquet_of(&numbered(b)), &columns(b), count)
+            PreviousKeys::read(on_disk(parquet_of(&numbered(b))), &columns(b), count)
                 .err()
                 .expect("refused")
         };
@@ -1547,12 +1712,12 @@ mod tests {
         )
         .unwrap();
         assert!(refused(&nulls, None).contains("null"));
-        let other = PreviousKeys::read(parquet_of(&numbered(&ok)), &cols[..1], None)
+        let other = PreviousKeys::read(on_disk(parquet_of(&numbered(&ok))), &cols[..1], None)
             .err()
             .unwrap();
         assert!(other.contains("not the primary key"), "{other}");
         // As earlier versions kept them: keys without their rows' places.
-        let old = PreviousKeys::read(parquet_of(&ok), &cols[..1], None)
+        let old = PreviousKeys::read(on_disk(parquet_of(&ok)), &cols[..1], None)
             .err()
             .unwrap();
         assert!(old.contains("start the chain again"), "{old}");

@@ -53,11 +53,12 @@ use fbunload_plan::Unit;
 pub use budget::MemoryBudget;
 pub use check::{check_directory, CheckReport};
 pub use directory::{finish_interrupted_switch, OutputDir, Reuse, STAGING_PREFIX, SWITCH_DIR};
-pub use keys::{key_set, KeyEncoder, KeyOutcome, PreviousKeys};
+pub use keys::{key_set, KeyEncoder, KeyOutcome, PreviousKeys, PrivateCopies, PrivateKeysFile};
 pub use manifest::{
-    is_plain_name, open_verified_listed_file, read_run_manifest, verified_listed_file, CommitMark,
-    Manifest, ManifestChange, ManifestColumn, ManifestFile, ManifestIncremental, ManifestJournal,
-    ManifestResumed, ManifestTable, PreviousRunRef, MANIFEST_NAME, MANIFEST_VERSION,
+    is_plain_name, open_verified_listed_file, private_copy_of_listed_file, read_run_manifest,
+    verified_listed_file, CommitMark, Manifest, ManifestChange, ManifestColumn, ManifestFile,
+    ManifestIncremental, ManifestJournal, ManifestResumed, ManifestTable, PreviousRunRef,
+    MANIFEST_NAME, MANIFEST_VERSION,
 };
 pub use names::{file_name_for, part_file_name};
 pub use stream::{BatchStream, StreamReceiver, StreamedBatch};

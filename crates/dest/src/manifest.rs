@@ -280,6 +280,38 @@ pub fn verified_listed_file(dir: &Path, file: &ManifestFile) -> Result<Vec<u8>, 
     Ok(contents)
 }
 
+/// [`verified_listed_file`] for a file read more than once and too big to
+/// hold in memory: the listed file opened once (as a plain file, never
+/// through a link) and copied through to its end, hashed as it is copied,
+/// to `into` (a file of the run's own: see [`crate::PrivateCopies`]);
+/// its length once its size and SHA-256 are the manifest's. What was
+/// checked is then what is read, however often: a writer into the listed
+/// file meanwhile changes nothing of the copy.
+pub fn private_copy_of_listed_file(
+    dir: &Path,
+    file: &ManifestFile,
+    into: &mut impl io::Write,
+) -> Result<u64, String> {
+    let path = listed_path(dir, &file.name).map_err(|r| format!("{}: {r}", file.name))?;
+    let fail = |e: io::Error| format!("{}: {e}", file.name);
+    if !fs::symlink_metadata(&path).map_err(fail)?.is_file() {
+        return Err(format!("{}: not a plain file", file.name));
+    }
+    // Opened so that a link put in its place meanwhile is not followed.
+    let mut listed = open_plain_file(&path).map_err(fail)?;
+    let mut writer = io::BufWriter::new(into);
+    let (bytes, sha256) = crate::digest::sha256_copied(&mut listed, &mut writer).map_err(fail)?;
+    writer.into_inner().map_err(|e| fail(e.into_error()))?;
+    if bytes != file.bytes || sha256 != file.sha256 {
+        return Err(format!(
+            "{}: its size or SHA-256 differs from the manifest's (fbunload check names what \
+             changed)",
+            file.name
+        ));
+    }
+    Ok(bytes)
+}
+
 /// [`verified_listed_file`] for a file too big to hold in memory: the file
 /// opened once (as a plain file, never through a link), hashed through to
 /// its end, and given back at its start once its size and SHA-256 are the
@@ -476,6 +508,51 @@ pub fn is_plain_name(segment: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A listed file is copied once, as it was checked; what a writer
+    /// does to the listed file afterwards does not reach the copy. A
+    /// file other than the manifest's, or a link, gives no copy.
+    #[test]
+    fn a_private_copy_is_the_file_as_checked_whatever_it_becomes() {
+        use std::io::{Read, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let listed_bytes = vec![7u8; 3 << 20];
+        fs::write(d.join("T.keys.parquet"), &listed_bytes).unwrap();
+        let listed = ManifestFile {
+            name: "T.keys.parquet".into(),
+            bytes: listed_bytes.len() as u64,
+            sha256: crate::digest::sha256_of(&listed_bytes),
+            role: Some("keys".into()),
+        };
+        let mut copy = tempfile::tempfile().unwrap();
+        let len = private_copy_of_listed_file(d, &listed, &mut copy).unwrap();
+        assert_eq!(len, listed.bytes);
+        io::Seek::rewind(&mut copy).unwrap();
+        // The same file written over in place, as a writer holding it would.
+        let mut writer = fs::OpenOptions::new()
+            .write(true)
+            .open(d.join("T.keys.parquet"))
+            .unwrap();
+        writer.write_all(&[9u8; 1 << 20]).unwrap();
+        drop(writer);
+        let mut read = Vec::new();
+        copy.read_to_end(&mut read).unwrap();
+        assert!(
+            read == listed_bytes,
+            "the copy changed with the listed file"
+        );
+        let changed = private_copy_of_listed_file(d, &listed, &mut io::sink()).unwrap_err();
+        assert!(changed.contains("differs from the manifest"), "{changed}");
+        #[cfg(unix)]
+        {
+            fs::write(d.join("elsewhere"), &listed_bytes).unwrap();
+            fs::remove_file(d.join("T.keys.parquet")).unwrap();
+            std::os::unix::fs::symlink(d.join("elsewhere"), d.join("T.keys.parquet")).unwrap();
+            let linked = private_copy_of_listed_file(d, &listed, &mut io::sink()).unwrap_err();
+            assert!(linked.contains("not a plain file"), "{linked}");
+        }
+    }
 
     #[test]
     fn only_plain_names_inside_the_directory_are_followed() {

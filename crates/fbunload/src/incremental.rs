@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fbunload_dest::{
-    verified_listed_file, KeyOutcome, Manifest, ManifestChange, ManifestIncremental, PreviousKeys,
-    PreviousRunRef, MANIFEST_NAME,
+    KeyOutcome, Manifest, ManifestChange, ManifestIncremental, PreviousKeys, PreviousRunRef,
+    PrivateCopies, MANIFEST_NAME,
 };
 use fbunload_plan::{Plan, PreviousTable, Role, Since};
 
@@ -256,6 +256,7 @@ fn read_run(
     check_marks(&manifest).map_err(|e| refuse(dir, e))?;
     // (table, keys file contents, key columns, count), read below.
     let mut to_read = Vec::new();
+    let mut private = PrivateCopies::default();
     let mut tables = Vec::new();
     for table in manifest.tables.iter().filter(|t| t.kind == "table") {
         let change = table.change.as_ref();
@@ -266,7 +267,8 @@ fn read_run(
             .find(|f| f.role.as_deref() == Some("keys"));
         let mut has_keys = false;
         if let Some(file) = keys_file.filter(|_| !primary_key.is_empty()) {
-            let contents = verified_listed_file(dir, file).map_err(|e| refuse(dir, e))?;
+            // Read from the run's own copy, checked and again for the deletes.
+            let contents = private.copy(dir, file).map_err(|e| refuse(dir, e))?;
             let columns: Option<Vec<(String, String)>> = primary_key
                 .iter()
                 .map(|k| {
