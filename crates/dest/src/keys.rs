@@ -691,7 +691,7 @@ impl PreviousKeys {
         let touched: HashSet<Vec<u8>> = touched.into_keys().collect();
         let key_count = key_schema.fields().len();
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-            self.contents.clone(),
+            KeysFile(self.file.clone()),
         )
         .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
         .map_err(|e| e.to_string())?;
@@ -714,8 +714,11 @@ impl PreviousKeys {
             Cursor::new(Box::new(kept))?,
             Cursor::new(Box::new(std::iter::once(Ok(upserted))))?,
         ])?;
-        let mut writer =
-            KeysFileWriter::new(Vec::new(), &self.schema).map_err(|e| e.to_string())?;
+        // Folded keys stay on disk as a copied keys file does, in a file of
+        // the run's own (unnamed, owner-only).
+        let private = tempfile::tempfile()
+            .map_err(|e| format!("cannot make a private file for its keys: {e}"))?;
+        let mut writer = KeysFileWriter::new(private, &self.schema).map_err(|e| e.to_string())?;
         let mut rows = Rows::new(self.schema.clone());
         while merged.key().is_some() {
             merged.push_to(&mut rows);
@@ -727,13 +730,19 @@ impl PreviousKeys {
         if rows.len() > 0 {
             writer.write(rows.take()?)?;
         }
-        let contents = writer.finish().map_err(|e| e.to_string())?;
+        let private = writer.finish().map_err(|e| e.to_string())?;
+        let len = private.metadata().map_err(|e| e.to_string())?.len();
         let columns: Vec<(String, String)> = key_schema
             .fields()
             .iter()
             .map(|f| (f.name().clone(), f.data_type().to_string()))
             .collect();
-        PreviousKeys::read(contents, &columns, None)
+        let file = PrivateKeysFile {
+            file: Arc::new(private),
+            start: 0,
+            len,
+        };
+        PreviousKeys::read(file, &columns, None)
     }
 
     /// How many keys there are.
