@@ -909,7 +909,7 @@ impl Unload {
         if let Some(journaling) = &journaling {
             // The units taken from the journal were not read: their rows
             // are the journal's. The count entries are no tables.
-            let kept = journaling.kept_rows.lock().unwrap().clone();
+            let kept = journaling.tally.kept_rows.lock().unwrap().clone();
             for (table, rows) in summary.tables.iter_mut().zip(kept) {
                 table.rows += rows;
             }
@@ -924,9 +924,11 @@ impl Unload {
                 first_snapshot_number: number,
                 first_transaction: transaction,
                 units_kept: journaling
+                    .tally
                     .kept_units
                     .load(std::sync::atomic::Ordering::SeqCst),
                 units_read_again: journaling
+                    .tally
                     .read_again
                     .load(std::sync::atomic::Ordering::SeqCst),
             });

@@ -12,8 +12,8 @@
 //! snapshot's rows only.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use fbunload_dest_postgres::PostgresDestination;
@@ -43,14 +43,9 @@ pub struct Resumed {
 pub(crate) struct PgResume<'a> {
     inner: &'a PostgresDestination,
     options: BTreeMap<String, Value>,
-    checks: OnceLock<Vec<Option<usize>>>,
-    names: OnceLock<Vec<String>>,
-    redo: Mutex<Vec<Unit>>,
     snapshot: Mutex<Option<u64>>,
-    /// Rows of each table kept (the run's counts are of rows read).
-    pub kept_rows: Mutex<Vec<u64>>,
-    pub kept_units: AtomicU64,
-    pub read_again: AtomicU64,
+    /// What is kept where it is and what is read again.
+    pub tally: resume::UnitTally,
 }
 
 impl<'a> PgResume<'a> {
@@ -58,13 +53,8 @@ impl<'a> PgResume<'a> {
         PgResume {
             inner,
             options,
-            checks: OnceLock::new(),
-            names: OnceLock::new(),
-            redo: Mutex::new(Vec::new()),
             snapshot: Mutex::new(None),
-            kept_rows: Mutex::new(Vec::new()),
-            kept_units: AtomicU64::new(0),
-            read_again: AtomicU64::new(0),
+            tally: resume::UnitTally::default(),
         }
     }
 
@@ -76,8 +66,8 @@ impl<'a> PgResume<'a> {
             first_snapshot_number: stopped.start.get("snapshot_number").and_then(Value::as_u64),
             first_transaction: since.map_or(0, |s| s.transaction),
             snapshot_number: *self.snapshot.lock().unwrap(),
-            units_kept: self.kept_units.load(Ordering::SeqCst),
-            units_read_again: self.read_again.load(Ordering::SeqCst),
+            units_kept: self.tally.kept_units.load(Ordering::SeqCst),
+            units_read_again: self.tally.read_again.load(Ordering::SeqCst),
         })
     }
 
@@ -117,13 +107,8 @@ impl Destination for PgResume<'_> {
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
         self.refuse_other_database(run)?;
-        let (checks, plan) = resume::plan_without_checks(run.plan);
+        let plan = self.tally.start(run.plan);
         let listed = plan.tables.len();
-        let _ = self
-            .names
-            .set(plan.tables.iter().map(|t| t.name.clone()).collect());
-        let _ = self.checks.set(checks);
-        *self.kept_rows.lock().unwrap() = vec![0; listed];
         *self.snapshot.lock().unwrap() = run.snapshot_number;
         if self.inner.stopped_load().is_none() {
             self.inner
@@ -137,14 +122,10 @@ impl Destination for PgResume<'_> {
     }
 
     fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
-        let checks = self
-            .checks
-            .get()
-            .ok_or_else(|| ExecError::Internal("a unit before the run started".into()))?;
-        if let Some(of) = checks[unit.table] {
+        if let Some(counted) = self.tally.counted(unit)? {
             return Ok(Box::new(Check {
                 dest: self,
-                unit: Unit { table: of, ..*unit },
+                unit: counted,
                 counts: None,
             }));
         }
@@ -165,10 +146,7 @@ impl Destination for PgResume<'_> {
     }
 
     fn follow_ups(&self) -> Result<Vec<Unit>, ExecError> {
-        let mut units = std::mem::take(&mut *self.redo.lock().unwrap());
-        units.sort_by_key(|u| (u.table, u.seq));
-        units.extend(self.inner.follow_ups()?);
-        Ok(units)
+        Ok(self.tally.follow_ups(self.inner.follow_ups()?))
     }
 
     fn stop(&self) {
@@ -195,20 +173,18 @@ impl UnitWriter for Check<'_, '_> {
 
     fn finish(self: Box<Self>) -> Result<bool, ExecError> {
         let dest = self.dest;
-        let name = &dest.names.get().expect("set at start")[self.unit.table];
+        let name = dest.tally.name(self.unit.table).expect("set at start");
         let journaled = dest
             .inner
             .stopped_load()
             .and_then(|s| s.unit(name, self.unit.first_slot, self.unit.end_slot));
         match (self.counts, journaled) {
             (Some((rows, 0)), Some(unit)) if rows >= 0 && rows as u64 == unit.rows => {
-                dest.kept_rows.lock().unwrap()[self.unit.table] += unit.rows;
-                dest.kept_units.fetch_add(1, Ordering::SeqCst);
+                dest.tally.keep(&self.unit, unit.rows);
                 Ok(dest.inner.keep_unit(self.unit.table, &self.unit, unit.rows))
             }
             _ => {
-                dest.read_again.fetch_add(1, Ordering::SeqCst);
-                dest.redo.lock().unwrap().push(self.unit);
+                dest.tally.redo(self.unit);
                 Ok(false)
             }
         }

@@ -353,7 +353,7 @@ impl Unload {
             },
             e => e,
         })?;
-        let kept = resuming.kept_rows.lock().unwrap().clone();
+        let kept = resuming.tally.kept_rows.lock().unwrap().clone();
         for (table, rows) in summary.tables.iter_mut().zip(kept) {
             table.rows += rows;
         }

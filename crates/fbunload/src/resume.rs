@@ -355,7 +355,7 @@ pub(crate) fn start_record(
 /// The checks' entries of a resumed plan: per entry, the table a
 /// [`Role::ResumeCheck`] counts for; and the plan as the destination
 /// behind sees it, as if every unit were read.
-pub(crate) fn plan_without_checks(plan: &Plan) -> (Vec<Option<usize>>, Plan) {
+fn plan_without_checks(plan: &Plan) -> (Vec<Option<usize>>, Plan) {
     let checks: Vec<Option<usize>> = plan
         .tables
         .iter()
@@ -391,6 +391,72 @@ pub(crate) fn check_counts(batch: &RecordBatch) -> Option<(i64, i64)> {
         .flatten()
 }
 
+/// What a resumed run's destination keeps and reads again, the same for
+/// a file resume ([`Journaling`]) and a PostgreSQL one
+/// (`pgresume::PgResume`): which plan entries count a stopped run's unit,
+/// the units to read again after the planned ones, and the tallies the
+/// run reports.
+#[derive(Default)]
+pub(crate) struct UnitTally {
+    /// Per entry of the plan: the table a resume check entry counts for.
+    checks: OnceLock<Vec<Option<usize>>>,
+    names: OnceLock<Vec<String>>,
+    redo: Mutex<Vec<Unit>>,
+    /// Rows of each table kept from the stopped run (the run's counts
+    /// are of rows read).
+    pub kept_rows: Mutex<Vec<u64>>,
+    pub kept_units: AtomicU64,
+    pub read_again: AtomicU64,
+}
+
+impl UnitTally {
+    /// Notes the plan's check entries; returns the plan as the
+    /// destination behind sees it, as if every unit were read.
+    pub(crate) fn start(&self, plan: &Plan) -> Plan {
+        let (checks, plan) = plan_without_checks(plan);
+        let _ = self
+            .names
+            .set(plan.tables.iter().map(|t| t.name.clone()).collect());
+        let _ = self.checks.set(checks);
+        *self.kept_rows.lock().unwrap() = vec![0; plan.tables.len()];
+        plan
+    }
+
+    /// For a unit of a check entry, the table's own unit it counts.
+    pub(crate) fn counted(&self, unit: &Unit) -> Result<Option<Unit>, ExecError> {
+        let checks = self
+            .checks
+            .get()
+            .ok_or_else(|| ExecError::Internal("a unit before the run started".into()))?;
+        Ok(checks[unit.table].map(|of| Unit { table: of, ..*unit }))
+    }
+
+    /// The name of the plan's table `table`, once the run started.
+    pub(crate) fn name(&self, table: usize) -> Option<&str> {
+        self.names.get().map(|names| names[table].as_str())
+    }
+
+    /// A stopped run's unit kept, with its `rows`.
+    pub(crate) fn keep(&self, unit: &Unit, rows: u64) {
+        self.kept_rows.lock().unwrap()[unit.table] += rows;
+        self.kept_units.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A stopped run's unit to read again after the planned units.
+    pub(crate) fn redo(&self, unit: Unit) {
+        self.read_again.fetch_add(1, Ordering::SeqCst);
+        self.redo.lock().unwrap().push(unit);
+    }
+
+    /// The units to read again, in plan order, then `behind`'s own.
+    pub(crate) fn follow_ups(&self, behind: Vec<Unit>) -> Vec<Unit> {
+        let mut units = std::mem::take(&mut *self.redo.lock().unwrap());
+        units.sort_by_key(|u| (u.table, u.seq));
+        units.extend(behind);
+        units
+    }
+}
+
 /// Removes the area once the run it served is published (or `--overwrite`
 /// starts again).
 pub(crate) fn remove(dir: &Path) -> Result<(), Error> {
@@ -411,16 +477,9 @@ pub(crate) struct Journaling<'a> {
     options: BTreeMap<String, Value>,
     journal: Mutex<Option<File>>,
     next_file: AtomicU64,
-    /// Per entry of the plan: the table a resume check entry counts for.
-    checks: OnceLock<Vec<Option<usize>>>,
     schemas: OnceLock<Vec<SchemaRef>>,
-    names: OnceLock<Vec<String>>,
-    redo: Mutex<Vec<Unit>>,
-    /// Rows of each table handed on from the journal (the run's counts
-    /// are of rows read).
-    pub kept_rows: Mutex<Vec<u64>>,
-    pub kept_units: AtomicU64,
-    pub read_again: AtomicU64,
+    /// What is handed on from the journal and what is read again.
+    pub tally: UnitTally,
 }
 
 impl<'a> Journaling<'a> {
@@ -438,13 +497,8 @@ impl<'a> Journaling<'a> {
             options,
             journal: Mutex::new(None),
             next_file: AtomicU64::new(next_file),
-            checks: OnceLock::new(),
             schemas: OnceLock::new(),
-            names: OnceLock::new(),
-            redo: Mutex::new(Vec::new()),
-            kept_rows: Mutex::new(Vec::new()),
-            kept_units: AtomicU64::new(0),
-            read_again: AtomicU64::new(0),
+            tally: UnitTally::default(),
         }
     }
 
@@ -509,10 +563,10 @@ impl<'a> Journaling<'a> {
         rows_now: i64,
     ) -> Option<(arrow_ipc::reader::FileReader<File>, u64)> {
         let stopped = self.stopped.as_ref()?;
-        let name = &self.names.get()?[of];
+        let name = self.tally.name(of)?;
         let entry = stopped
             .entries
-            .get(&(name.clone(), unit.first_slot, unit.end_slot))?;
+            .get(&(name.to_string(), unit.first_slot, unit.end_slot))?;
         if rows_now < 0 || rows_now as u64 != entry.rows {
             return None;
         }
@@ -573,15 +627,9 @@ impl Destination for Journaling<'_> {
     }
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
-        // The inner destination sees the plan as if every unit were read.
-        let (checks, plan) = plan_without_checks(run.plan);
+        let plan = self.tally.start(run.plan);
         let listed = plan.tables.len();
-        let _ = self
-            .names
-            .set(plan.tables.iter().map(|t| t.name.clone()).collect());
         let _ = self.schemas.set(run.schemas.to_vec());
-        let _ = self.checks.set(checks);
-        *self.kept_rows.lock().unwrap() = vec![0; listed];
         self.open_area(run)?;
         self.inner.start(&RunInfo {
             plan: &plan,
@@ -591,14 +639,10 @@ impl Destination for Journaling<'_> {
     }
 
     fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
-        let checks = self
-            .checks
-            .get()
-            .ok_or_else(|| ExecError::Internal("a unit before the run started".into()))?;
-        if let Some(of) = checks[unit.table] {
+        if let Some(counted) = self.tally.counted(unit)? {
             return Ok(Box::new(Check {
                 dest: self,
-                unit: Unit { table: of, ..*unit },
+                unit: counted,
                 counts: None,
             }));
         }
@@ -632,10 +676,7 @@ impl Destination for Journaling<'_> {
     }
 
     fn follow_ups(&self) -> Result<Vec<Unit>, ExecError> {
-        let mut units = std::mem::take(&mut *self.redo.lock().unwrap());
-        units.sort_by_key(|u| (u.table, u.seq));
-        units.extend(self.inner.follow_ups()?);
-        Ok(units)
+        Ok(self.tally.follow_ups(self.inner.follow_ups()?))
     }
 
     fn stop(&self) {
@@ -698,7 +739,7 @@ impl UnitWriter for Tee<'_, '_> {
         file.sync_all().map_err(&io)?;
         let name = format!("u{}.arrow", self.number);
         fs::rename(&self.partial, self.dest.area.join(&name)).map_err(&io)?;
-        let table = &self.dest.names.get().expect("set at start")[self.unit.table];
+        let table = self.dest.tally.name(self.unit.table).expect("set at start");
         self.dest.append(serde_json::json!({
             "table": table,
             "seq": self.unit.seq,
@@ -739,8 +780,7 @@ impl UnitWriter for Check<'_, '_> {
     fn finish(self: Box<Self>) -> Result<bool, ExecError> {
         let dest = self.dest;
         let read_again = || {
-            dest.read_again.fetch_add(1, Ordering::SeqCst);
-            dest.redo.lock().unwrap().push(self.unit);
+            dest.tally.redo(self.unit);
             Ok(false)
         };
         let kept = match self.counts {
@@ -770,8 +810,7 @@ impl UnitWriter for Check<'_, '_> {
             return read_again();
         }
         let done = writer.finish()?;
-        dest.kept_rows.lock().unwrap()[self.unit.table] += rows;
-        dest.kept_units.fetch_add(1, Ordering::SeqCst);
+        dest.tally.keep(&self.unit, rows);
         Ok(done)
     }
 
