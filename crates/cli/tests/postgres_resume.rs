@@ -7,116 +7,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use fbunload_client::TransactionMode;
 
 const ACCOUNTS: i64 = 60_000;
-const OPENING: i64 = 1_000;
-
-/// The writers and the runs share the database: the engine in
-/// SuperClassic mode, for this test binary and the runs it starts.
-fn superclassic() {
-    static RUNTIME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let runtime = dir.join("runtime");
-        runtime_in_mode(&embedded_runtime(), &runtime, "SuperClassic");
-        std::env::set_var("FIREBIRD", &runtime);
-        runtime
-    });
-}
-
-fn bank(dir: &Path, name: &str) -> PathBuf {
-    superclassic();
-    let db = create_db(dir, name, 4096);
-    execute(
-        &db,
-        &[
-            "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL PRIMARY KEY, BALANCE BIGINT NOT NULL, \
-             NOTE VARCHAR(40))",
-            "CREATE TABLE HISTORY (ID INTEGER NOT NULL PRIMARY KEY, NOTE VARCHAR(40))",
-            // No key: read again whole where it changed.
-            "CREATE TABLE LEDGER (N INTEGER, NOTE VARCHAR(40))",
-        ],
-    );
-    execute(
-        &db,
-        &[&format!(
-            "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= {ACCOUNTS}) DO BEGIN \
-             INSERT INTO ACCOUNTS VALUES (:I, {OPENING}, 'account ' || :I); \
-             IF (MOD(I, 4) = 0) THEN INSERT INTO LEDGER VALUES (:I, 'entry ' || :I); \
-             I = I + 1; END END"
-        )],
-    );
-    db
-}
-
-/// Sets its flag when dropped, by a panic's unwinding too.
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-/// One writer: transfers between accounts, accounts opened with money
-/// from another and closed into another, each in one transaction; the
-/// SUM of the balances stays `ACCOUNTS * OPENING`.
-fn write_until(db: &Path, stop: &AtomicBool, seed: i64) {
-    let att = connect(db);
-    let mut r = seed;
-    let mut next_id = 1_000_000 * (seed + 1);
-    let mut next = |n: i64| {
-        r = (r * 1_103_515_245 + 12_345) % 2_147_483_648;
-        1 + r % n
-    };
-    while !stop.load(Ordering::SeqCst) {
-        let (a, b) = (next(ACCOUNTS), next(ACCOUNTS));
-        next_id += 1;
-        let statements = match next(4) {
-            1 | 2 => vec![format!(
-                "UPDATE ACCOUNTS SET BALANCE = BALANCE + IIF(ID = {a}, -7, 7) \
-                 WHERE ID IN ({a}, {b}) AND {a} <> {b} \
-                 AND (SELECT COUNT(*) FROM ACCOUNTS WHERE ID IN ({a}, {b})) = 2"
-            )],
-            3 => vec![
-                format!("INSERT INTO ACCOUNTS SELECT {next_id}, 5, 'new' FROM ACCOUNTS WHERE ID = {a}"),
-                format!("UPDATE ACCOUNTS SET BALANCE = BALANCE - 5 WHERE ID = {a}"),
-            ],
-            _ => vec![
-                format!(
-                    "UPDATE ACCOUNTS SET BALANCE = BALANCE + \
-                     (SELECT BALANCE FROM ACCOUNTS WHERE ID = {b}) \
-                     WHERE ID = {a} AND {a} <> {b} AND EXISTS (SELECT 1 FROM ACCOUNTS WHERE ID = {b})"
-                ),
-                format!(
-                    "DELETE FROM ACCOUNTS WHERE ID = {b} AND {a} <> {b} \
-                     AND EXISTS (SELECT 1 FROM ACCOUNTS WHERE ID = {a})"
-                ),
-                format!("DELETE FROM LEDGER WHERE N = {b}"),
-            ],
-        };
-        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-        let mut ok = tr
-            .execute(&format!(
-                "INSERT INTO HISTORY VALUES ({next_id}, 'w{seed}')"
-            ))
-            .is_ok();
-        for sql in &statements {
-            ok = ok && tr.execute(sql).is_ok();
-        }
-        if ok {
-            let _ = tr.commit();
-        }
-    }
-}
-
 /// The staging schema of a load into `public`, if there is one.
 fn staging(client: &mut postgres::Client) -> Option<String> {
     client
@@ -239,14 +137,14 @@ fn a_killed_load_resumed_is_one_snapshot() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let db = bank(dir.path(), "bank.fdb");
+    let db = bank::bank(dir.path(), "bank.fdb", ACCOUNTS, true);
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         for seed in 0..2 {
             let (db, stop) = (&db, &stop);
-            scope.spawn(move || write_until(db, stop, seed));
+            scope.spawn(move || bank::write_until(db, stop, seed, ACCOUNTS, true));
         }
-        let _stop_writers = StopOnDrop(&stop);
+        let _stop_writers = bank::StopOnDrop(&stop);
         kill_at(&db, &uri, &["--unit-pages", "8", "-j", "2"], 0.5);
         // Changes after the kill, into units it finished too.
         std::thread::sleep(Duration::from_millis(1500));
@@ -261,7 +159,7 @@ fn a_killed_load_resumed_is_one_snapshot() {
     // Other options, another database: refused naming them, nothing used.
     let refused = load(&db, &uri, &["--resume", "-x", "LEDGER"]);
     refused_in_one_line(&refused, "--exclude");
-    let other = bank(dir.path(), "other.fdb");
+    let other = bank::bank(dir.path(), "other.fdb", ACCOUNTS, true);
     let refused = load(&other, &uri, &["--resume"]);
     refused_in_one_line(&refused, "another database");
     assert_eq!(progress(&mut client).unwrap().0, journaled);
@@ -298,7 +196,7 @@ fn a_killed_load_resumed_is_one_snapshot() {
         .query_one("SELECT sum(balance)::bigint FROM public.accounts", &[])
         .unwrap()
         .get(0);
-    assert_eq!(sum, ACCOUNTS * OPENING);
+    assert_eq!(sum, ACCOUNTS * bank::OPENING);
     let out = load(&db, &uri, &["--pg-verify-only"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
@@ -314,7 +212,7 @@ fn what_a_killed_load_left_is_read_as_a_strangers() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let db = bank(dir.path(), "bank.fdb");
+    let db = bank::bank(dir.path(), "bank.fdb", ACCOUNTS, true);
     kill_at(&db, &uri, &["--unit-pages", "8", "-j", "2"], 0.5);
     let mut client = pg(&uri);
     let staging = staging(&mut client).unwrap();

@@ -15,106 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use fbunload_client::TransactionMode;
 
 const ACCOUNTS: i64 = 120_000;
-const OPENING: i64 = 1_000;
-
-/// The writers and the runs share the database: the engine in
-/// SuperClassic mode, for this test binary and the runs it starts.
-fn superclassic() {
-    static RUNTIME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let runtime = dir.join("runtime");
-        runtime_in_mode(&embedded_runtime(), &runtime, "SuperClassic");
-        std::env::set_var("FIREBIRD", &runtime);
-        runtime
-    });
-}
-
-fn bank(dir: &Path) -> PathBuf {
-    superclassic();
-    let db = create_db(dir, "bank.fdb", 4096);
-    execute(
-        &db,
-        &[
-            "CREATE TABLE ACCOUNTS (ID INTEGER NOT NULL PRIMARY KEY, BALANCE BIGINT NOT NULL, \
-             NOTE VARCHAR(40))",
-            "CREATE TABLE HISTORY (ID INTEGER NOT NULL PRIMARY KEY, NOTE VARCHAR(40))",
-        ],
-    );
-    execute(
-        &db,
-        &[&format!(
-            "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= {ACCOUNTS}) DO BEGIN \
-             INSERT INTO ACCOUNTS VALUES (:I, {OPENING}, 'account ' || :I); I = I + 1; END END"
-        )],
-    );
-    db
-}
-
-/// One writer: transfers, accounts opened with money from another, and
-/// accounts closed into another, each in one transaction; the SUM of the
-/// balances stays `ACCOUNTS * OPENING`. A transaction that fails (a
-/// conflict with the other writer) is rolled back.
-/// Sets its flag when dropped, by a panic's unwinding too.
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-fn write_until(db: &Path, stop: &AtomicBool, seed: i64) {
-    let att = connect(db);
-    let mut r = seed;
-    let mut next_id = 1_000_000 * (seed + 1);
-    let mut next = |n: i64| {
-        r = (r * 1_103_515_245 + 12_345) % 2_147_483_648;
-        1 + r % n
-    };
-    while !stop.load(Ordering::SeqCst) {
-        let (a, b) = (next(ACCOUNTS), next(ACCOUNTS));
-        next_id += 1;
-        let statements = match next(4) {
-            1 | 2 => vec![format!(
-                "UPDATE ACCOUNTS SET BALANCE = BALANCE + IIF(ID = {a}, -7, 7) \
-                 WHERE ID IN ({a}, {b}) AND {a} <> {b} \
-                 AND (SELECT COUNT(*) FROM ACCOUNTS WHERE ID IN ({a}, {b})) = 2"
-            )],
-            3 => vec![
-                format!("INSERT INTO ACCOUNTS SELECT {next_id}, 5, 'new' FROM ACCOUNTS WHERE ID = {a}"),
-                format!("UPDATE ACCOUNTS SET BALANCE = BALANCE - 5 WHERE ID = {a}"),
-            ],
-            _ => vec![
-                format!(
-                    "UPDATE ACCOUNTS SET BALANCE = BALANCE + \
-                     (SELECT BALANCE FROM ACCOUNTS WHERE ID = {b}) \
-                     WHERE ID = {a} AND {a} <> {b} AND EXISTS (SELECT 1 FROM ACCOUNTS WHERE ID = {b})"
-                ),
-                format!(
-                    "DELETE FROM ACCOUNTS WHERE ID = {b} AND {a} <> {b} \
-                     AND EXISTS (SELECT 1 FROM ACCOUNTS WHERE ID = {a})"
-                ),
-            ],
-        };
-        let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
-        let mut ok = tr
-            .execute(&format!(
-                "INSERT INTO HISTORY VALUES ({next_id}, 'w{seed}')"
-            ))
-            .is_ok();
-        for sql in &statements {
-            ok = ok && tr.execute(sql).is_ok();
-        }
-        if ok {
-            let _ = tr.commit();
-        }
-    }
-}
-
 fn area(out: &Path) -> PathBuf {
     out.join(".fbunload-resume")
 }
@@ -226,18 +128,18 @@ fn resumed(out: &Path) -> serde_json::Value {
 #[test]
 fn a_killed_run_resumed_is_one_snapshot_the_same_for_any_parallel() {
     let dir = tempfile::tempdir().unwrap();
-    let db = bank(dir.path());
+    let db = bank::bank(dir.path(), "bank.fdb", ACCOUNTS, false);
     for format in ["csv", "parquet"] {
         let killed = dir.path().join(format!("killed-{format}"));
         let stop = AtomicBool::new(false);
         std::thread::scope(|scope| {
             for seed in 0..2 {
                 let (db, stop) = (&db, &stop);
-                scope.spawn(move || write_until(db, stop, seed));
+                scope.spawn(move || bank::write_until(db, stop, seed, ACCOUNTS, false));
             }
             // The writers stop also when this thread panics: else the
             // scope would wait for them for ever instead of failing.
-            let _stop_writers = StopOnDrop(&stop);
+            let _stop_writers = bank::StopOnDrop(&stop);
             kill_at(
                 &db,
                 &killed,
@@ -316,7 +218,7 @@ fn a_killed_run_resumed_is_one_snapshot_the_same_for_any_parallel() {
         if format == "csv" {
             assert_eq!(
                 sum_of_balances_csv(&one.join("ACCOUNTS.csv")),
-                ACCOUNTS * OPENING
+                ACCOUNTS * bank::OPENING
             );
         }
     }
@@ -327,7 +229,7 @@ fn a_killed_run_resumed_is_one_snapshot_the_same_for_any_parallel() {
 /// default, SuperServer), as a run on a machine of its own: the kill ends
 /// the engine too, and what it had not written down is gone.
 fn killed_run(dir: &Path) -> (PathBuf, PathBuf) {
-    let db = bank(dir);
+    let db = bank::bank(dir, "bank.fdb", ACCOUNTS, false);
     let killed = dir.join("killed");
     kill_at(
         &db,
@@ -466,7 +368,7 @@ fn path(p: &Path) -> &str {
 #[test]
 fn a_resumable_run_stopped_by_a_signal_says_what_it_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let db = bank(dir.path());
+    let db = bank::bank(dir.path(), "bank.fdb", ACCOUNTS, false);
     let out = dir.path().join("stopped");
     let options = ["--unit-pages", "8", "-j", "1"];
     let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod bank;
 pub mod clerks;
 pub mod oracle;
 
