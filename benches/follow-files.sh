@@ -47,36 +47,10 @@ mkdir -p "$OUT"
 replication_runtime "$RT" "$DB" "$DATA/files-journal" "$DATA/files-archive"
 cp "$BASE" "$DB"
 
-every=$(python3 -c "print(max(1, round(100 / $PCT)))")
-PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$DB" "$every" <<'PY'
-import sys
-import embedded_driver
-embedded_driver.setup()
-from firebird.driver import connect
-db, every = sys.argv[1], int(sys.argv[2])
-con = connect(db, user="SYSDBA", password="masterkey")
-cur = con.cursor()
-cur.execute("ALTER DATABASE ENABLE PUBLICATION")
-con.commit()
-cur.execute("ALTER DATABASE INCLUDE ALL TO PUBLICATION")
-con.commit()
-con.close()
-PY
+fb_sql "$DB" "ALTER DATABASE ENABLE PUBLICATION" "ALTER DATABASE INCLUDE ALL TO PUBLICATION"
 $BIN/fbunload -d "$DB" -u SYSDBA -p masterkey -q -j "$J" -f parquet --keep-keys \
   --journal "$DATA/files-archive" -o "$OUT/base"
-PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$DB" "$every" <<'PY'
-import sys
-import embedded_driver
-embedded_driver.setup()
-from firebird.driver import connect
-db, every = sys.argv[1], int(sys.argv[2])
-con = connect(db, user="SYSDBA", password="masterkey")
-cur = con.cursor()
-cur.execute(f"UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1 WHERE MOD(S_I_ID, {every}) = 1")
-cur.execute(f"UPDATE STOCK SET S_I_ID = S_I_ID + 10000000 WHERE MOD(S_I_ID, {every * 10}) = 2")
-con.commit()
-con.close()
-PY
+change_stock "$DB" "$PCT"
 sleep 2
 
 /usr/bin/time -f '%e' -o "$DATA/time.txt" \

@@ -58,22 +58,7 @@ RT=$DATA/follow-runtime
 replication_runtime "$RT" "$DB" "$DATA/follow-journal" "$DATA/follow-archive"
 cp "$BASE" "$DB"
 
-# sql STATEMENT...: each in a transaction of its own, through firebird-driver.
-sql() {
-  PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$DB" "$@" <<'PY'
-import sys
-import embedded_driver
-embedded_driver.setup()
-from firebird.driver import connect
-con = connect(sys.argv[1], user="SYSDBA", password="masterkey")
-for statement in sys.argv[2:]:
-    con.cursor().execute(statement)
-    con.commit()
-con.close()
-PY
-}
-
-sql "ALTER DATABASE ENABLE PUBLICATION" "ALTER DATABASE INCLUDE ALL TO PUBLICATION"
+fb_sql "$DB" "ALTER DATABASE ENABLE PUBLICATION" "ALTER DATABASE INCLUDE ALL TO PUBLICATION"
 # uri_of NAME: the cluster's URI naming database NAME.
 uri_of() { echo "${URI%/*}/$1"; }
 pgdb() { PGOPTIONS='-c client_min_messages=warning' psql "$URI" -X -q -c "$1" >/dev/null; }
@@ -87,21 +72,8 @@ $BIN/fbunload -d "$DB" -u SYSDBA -p masterkey -q -j "$J" -o "$(uri_of fbunload_f
 $BIN/fbunload -d "$DB" -u SYSDBA -p masterkey -q -j "$J" -o "$(uri_of fbunload_follow_live)" \
   --pg-schema live --keep-keys --journal "$DATA/follow-archive"
 
-every=$(python3 -c "print(max(1, round(100 / $PCT)))")
 # The change: the two updates in one transaction.
-PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$DB" "$every" <<'PY'
-import sys
-import embedded_driver
-embedded_driver.setup()
-from firebird.driver import connect
-db, every = sys.argv[1], int(sys.argv[2])
-con = connect(db, user="SYSDBA", password="masterkey")
-cur = con.cursor()
-cur.execute(f"UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1 WHERE MOD(S_I_ID, {every}) = 1")
-cur.execute(f"UPDATE STOCK SET S_I_ID = S_I_ID + 10000000 WHERE MOD(S_I_ID, {every * 10}) = 2")
-con.commit()
-con.close()
-PY
+change_stock "$DB" "$PCT"
 
 RUN=$(uri_of fbunload_follow_run)
 # digest SCHEMA: the run database's STOCK as a count and a sum of each

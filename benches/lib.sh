@@ -108,3 +108,37 @@ database = $db
 CONF
   export FIREBIRD=$rt LD_LIBRARY_PATH=$rt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
+
+# fb_sql DB [--one] STATEMENT...: runs the statements on DB (the embedded
+# engine, as SYSDBA) through Python's firebird-driver, which
+# firebird-embedded installs: each in a transaction of its own, or with
+# --one all in one transaction.
+fb_sql() {
+  PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$@" <<'PY'
+import sys
+import embedded_driver
+embedded_driver.setup()
+from firebird.driver import connect
+db, statements = sys.argv[1], sys.argv[2:]
+one = statements[:1] == ["--one"]
+con = connect(db, user="SYSDBA", password="masterkey")
+for statement in statements[one:]:
+    con.cursor().execute(statement)
+    if not one:
+        con.commit()
+if one:
+    con.commit()
+con.close()
+PY
+}
+
+# change_stock DB PCT: the sync benches' change to STOCK, in one
+# transaction: PCT% of the rows updated, and a tenth as many given a new
+# key (a delete and an insert to a sync).
+change_stock() {
+  local every
+  every=$(python3 -c "print(max(1, round(100 / $2)))")
+  fb_sql "$1" --one \
+    "UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1 WHERE MOD(S_I_ID, $every) = 1" \
+    "UPDATE STOCK SET S_I_ID = S_I_ID + 10000000 WHERE MOD(S_I_ID, $((every * 10))) = 2"
+}

@@ -44,22 +44,7 @@ rows=$((W * 100000))
 
 # change: updates PCT% of STOCK's rows, deletes a tenth as many and
 # inserts them again under new keys, in one transaction.
-change() {
-  PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$DB" "$PCT" <<'EOF'
-import sys
-import embedded_driver
-embedded_driver.setup()
-from firebird.driver import connect
-db, pct = sys.argv[1], float(sys.argv[2])
-every = max(1, round(100 / pct))
-con = connect(db, user="SYSDBA", password="masterkey")
-cur = con.cursor()
-cur.execute(f"UPDATE STOCK SET S_QUANTITY = S_QUANTITY + 1 WHERE MOD(S_I_ID, {every}) = 1")
-cur.execute(f"UPDATE STOCK SET S_I_ID = S_I_ID + 10000000 WHERE MOD(S_I_ID, {every * 10}) = 2")
-con.commit()
-con.close()
-EOF
-}
+change() { change_stock "$DB" "$PCT"; }
 
 # load ARGS... : one run into schema bench; its wall seconds in SECS,
 # fbunload's user + system seconds in CPU.

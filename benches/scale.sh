@@ -89,23 +89,6 @@ since() {
   read -r _ SECS CPU PEAK_MB < <(tail -1 "$DATA/phases.txt")
 }
 
-# update DB SQL...: runs the statements on DB in one transaction, through
-# Python's firebird-driver on the embedded engine.
-update() {
-  PYTHONPATH=benches${PYTHONPATH:+:$PYTHONPATH} python3 - "$@" <<'EOF'
-import sys
-import embedded_driver
-embedded_driver.setup()
-from firebird.driver import connect
-con = connect(sys.argv[1], user="SYSDBA", password="masterkey")
-cur = con.cursor()
-for sql in sys.argv[2:]:
-    cur.execute(sql)
-con.commit()
-con.close()
-EOF
-}
-
 # pg_fresh NAME: an empty PostgreSQL database NAME; sets PG_URI to it and
 # marks the cluster's WAL and the database's temporary files, for pg_used.
 pg_fresh() {
@@ -160,7 +143,7 @@ for rows in $ROWS; do
     timed parquet -d "$db" -f parquet -o "$DATA/out-parquet"
     rm -rf "$DATA/out-parquet"
     timed keep-keys -d "$db" -f parquet --keep-keys -o "$DATA/out-keep-keys"
-    update "$db" "$change"
+    fb_sql "$db" --one "$change"
     since since -d "$db" -f parquet --since "$DATA/out-keep-keys" -o "$DATA/out-since"
     printf '%-28s %9.2fx %8.2fx\n' 'since / csv' "$(echo "$SECS / $full_csv" | bc -l)" \
       "$(echo "$CPU / $full_csv_cpu" | bc -l)"
@@ -186,7 +169,7 @@ for rows in $ROWS; do
       failed=1
     fi
     pg_used
-    update "$db" "$change"
+    fb_sql "$db" --one "$change"
     timed "postgresql, sync $PCT%" -d "$db" -o "$PG_URI"
     pg_used
     psql "$FBUNLOAD_TEST_PG_URI" -qc "DROP DATABASE scale_stock"
@@ -226,7 +209,7 @@ if [ "$TABLES" -gt 0 ]; then
       t=$(printf 'ERP_%05d' "$i")
       changes+=("UPDATE $t SET ID = ID WHERE ID = (SELECT MIN(ID) FROM $t)")
     done
-    update "$many" "${changes[@]}"
+    fb_sql "$many" --one "${changes[@]}"
     timed "postgresql, sync ${#changes[@]} rows" -d "$many" -o "$PG_URI"
     pg_used
     psql "$FBUNLOAD_TEST_PG_URI" -qc "DROP DATABASE scale_many"
