@@ -24,21 +24,7 @@ use sha2::{Digest, Sha256};
 
 /// Reads `file` to its end: its length and SHA-256, in lowercase hex.
 pub(crate) fn sha256(file: &mut File) -> io::Result<(u64, String)> {
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    let mut bytes = 0u64;
-    loop {
-        match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => {
-                hasher.update(&buffer[..n]);
-                bytes += n as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok((bytes, hex(&hasher.finalize())))
+    sha256_copied(file, &mut io::sink())
 }
 
 /// Reads `file` to its end, writing each byte read to `copy`: its length
