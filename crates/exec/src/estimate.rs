@@ -48,9 +48,9 @@ impl Prepared {
 
 /// Cuts each table whose rows are mostly BLOBs into units by its BLOB
 /// bytes ([`Plan::split_by_blob_bytes`]), for `workers` workers: its
-/// pages alone made it too few units to share. Only tables with BLOB
-/// columns that are fewer units than workers are estimated (a few
-/// one-row queries each, in `tr`, the plan's: a transaction more would
+/// pages alone made it too few units to share. Only tables read whole
+/// (no `--where`) with BLOB columns that are fewer units than workers
+/// are estimated (a few one-row queries each, in `tr`, the plan's: a transaction more would
 /// move the snapshot number a file records), and only on Firebird 5,
 /// which reads a DB_KEY range as those pages alone.
 pub(crate) fn split_blob_tables(
@@ -64,6 +64,9 @@ pub(crate) fn split_blob_tables(
             table.kind == Kind::Table
                 && table.role == Role::Whole
                 && table.unit_count < workers
+                // Its rows are a filter's: the table's BLOB bytes say
+                // nothing of theirs.
+                && table.condition.is_none()
                 && !table.blob_columns().is_empty()
         })
         .collect();
