@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use common::*;
 
 const ACCOUNTS: i64 = 60_000;
+/// The writers' accounts, in the table's first units ([`bank::write_until`]).
+const BUSY: i64 = ACCOUNTS / 10;
 /// The staging schema of a load into `public`, if there is one.
 fn staging(client: &mut postgres::Client) -> Option<String> {
     client
@@ -142,7 +144,7 @@ fn a_killed_load_resumed_is_one_snapshot() {
     std::thread::scope(|scope| {
         for seed in 0..2 {
             let (db, stop) = (&db, &stop);
-            scope.spawn(move || bank::write_until(db, stop, seed, ACCOUNTS, true));
+            scope.spawn(move || bank::write_until(db, stop, seed, BUSY, true));
         }
         let _stop_writers = bank::StopOnDrop(&stop);
         kill_at(&db, &uri, &["--unit-pages", "8", "-j", "2"], 0.5);

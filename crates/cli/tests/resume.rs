@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 use common::*;
 
 const ACCOUNTS: i64 = 120_000;
+/// The writers' accounts, in the table's first units ([`bank::write_until`]).
+const BUSY: i64 = ACCOUNTS / 10;
+
 fn area(out: &Path) -> PathBuf {
     out.join(".fbunload-resume")
 }
@@ -135,7 +138,7 @@ fn a_killed_run_resumed_is_one_snapshot_the_same_for_any_parallel() {
         std::thread::scope(|scope| {
             for seed in 0..2 {
                 let (db, stop) = (&db, &stop);
-                scope.spawn(move || bank::write_until(db, stop, seed, ACCOUNTS, false));
+                scope.spawn(move || bank::write_until(db, stop, seed, BUSY, false));
             }
             // The writers stop also when this thread panics: else the
             // scope would wait for them for ever instead of failing.

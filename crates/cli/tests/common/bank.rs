@@ -72,7 +72,11 @@ impl Drop for StopOnDrop<'_> {
 /// with its HISTORY row; the SUM of the balances stays `accounts *
 /// OPENING`. A transaction that fails (a conflict with another writer)
 /// is rolled back.
-pub fn write_until(db: &Path, stop: &AtomicBool, seed: i64, accounts: i64, ledger: bool) {
+///
+/// Only accounts `1..=busy` are written (and new ones opened): the units
+/// holding the others stay unchanged, so a resume keeps some units
+/// however many transactions the writers get through meanwhile.
+pub fn write_until(db: &Path, stop: &AtomicBool, seed: i64, busy: i64, ledger: bool) {
     let att = connect(db);
     let mut r = seed;
     let mut next_id = 1_000_000 * (seed + 1);
@@ -81,7 +85,7 @@ pub fn write_until(db: &Path, stop: &AtomicBool, seed: i64, accounts: i64, ledge
         1 + r % n
     };
     while !stop.load(Ordering::SeqCst) {
-        let (a, b) = (next(accounts), next(accounts));
+        let (a, b) = (next(busy), next(busy));
         next_id += 1;
         let statements = match next(4) {
             1 | 2 => vec![format!(
