@@ -965,17 +965,15 @@ fn load_postgres(args: &Args, unload: &Unload, uri: &str) -> Result<(), Failure>
             loaded.target
         );
         if let Some(resumed) = &loaded.resumed {
+            // Transaction numbers, not snapshot numbers: an embedded
+            // engine starts those again when its last attachment closes,
+            // so the resume's can be the smaller.
             eprintln!(
-                "resumed the load stopped at snapshot {}: {} kept (unchanged since), {} read \
-                 again at snapshot {}",
-                resumed
-                    .first_snapshot_number
-                    .map_or_else(|| "?".into(), |n| n.to_string()),
+                "resumed the stopped load (its snapshot: transaction {}): {} kept (unchanged \
+                 since), {} read again at this run's snapshot",
+                resumed.first_transaction,
                 count(resumed.units_kept as usize, "unit"),
                 resumed.units_read_again,
-                resumed
-                    .snapshot_number
-                    .map_or_else(|| "?".into(), |n| n.to_string())
             );
         }
         if !loaded.catalog.is_empty() {
