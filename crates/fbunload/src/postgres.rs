@@ -94,6 +94,22 @@ pub struct Loaded {
     pub resumed: Option<crate::pgresume::Resumed>,
 }
 
+impl Loaded {
+    /// What a load into `destination` did: the run's `summary` and what
+    /// the destination tallied of the catalog.
+    fn of(destination: &PostgresDestination, schema: String, summary: Summary) -> Loaded {
+        Loaded {
+            summary,
+            target: destination.target().shown().to_string(),
+            schema,
+            untranslated: destination.untranslated(),
+            catalog: destination.catalog_tallies(),
+            synced: false,
+            resumed: None,
+        }
+    }
+}
+
 /// The file-format option given, if any: PostgreSQL takes the rows as
 /// they are, so each is refused in one line.
 pub fn refuse_file_options(options: &OutputOptions) -> Result<(), String> {
@@ -249,13 +265,8 @@ impl Unload {
         if self.keep_keys || destination.base_state().is_some() {
             let summary = self.keep_in_sync(&destination, &schema, progress)?;
             let loaded = Loaded {
-                summary,
-                target: destination.target().shown().to_string(),
-                schema,
-                untranslated: destination.untranslated(),
-                catalog: destination.catalog_tallies(),
                 synced: destination.base_state().is_some(),
-                resumed: None,
+                ..Loaded::of(&destination, schema, summary)
             };
             if self.options.verify && loaded.synced {
                 // A sync read only what changed: its check reads the
@@ -276,15 +287,7 @@ impl Unload {
         fbunload_plan::query::unique_column_names(&prepared.plan)
             .map_err(|e| Error::Usage(e.to_string()))?;
         let summary = prepared.run(&destination, progress)?;
-        Ok(Loaded {
-            summary,
-            target: destination.target().shown().to_string(),
-            schema,
-            untranslated: destination.untranslated(),
-            catalog: destination.catalog_tallies(),
-            synced: false,
-            resumed: None,
-        })
+        Ok(Loaded::of(&destination, schema, summary))
     }
 
     /// A load that journals its units in its staging schema, or goes on
@@ -358,15 +361,9 @@ impl Unload {
             table.rows += rows;
         }
         summary.tables.truncate(listed);
-        let resumed = resuming.resumed();
         Ok(Loaded {
-            summary,
-            target: destination.target().shown().to_string(),
-            schema,
-            untranslated: destination.untranslated(),
-            catalog: destination.catalog_tallies(),
-            synced: false,
-            resumed,
+            resumed: resuming.resumed(),
+            ..Loaded::of(&destination, schema, summary)
         })
     }
 }
