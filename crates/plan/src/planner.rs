@@ -723,7 +723,9 @@ impl Plan {
     /// [`Role`]). A table read for its changes also gets its two helper
     /// entries, whose rows meet `unchanged`: a count over each of its
     /// units, and its unchanged keys, read only for the units the
-    /// destination asks for.
+    /// destination asks for. With its entry in `catalog` (at its index)
+    /// the count has no units of its own: each of the table's units counts
+    /// as it lists its changed rows ([`ChangesByKey`]).
     pub fn with_kept_keys(
         mut self,
         keys: Vec<(usize, Table)>,
