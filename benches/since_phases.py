@@ -3,18 +3,22 @@
 Runs the fbunload command given after `--` with `--progress json` and,
 as each event arrives on its stderr, reads the process's CPU seconds
 (user + system, /proc/PID/stat; the embedded engine's work included).
-An incremental run reads, per unit of a table, first its changed rows
-(the record version scan), then, once every unit is read, the count of
-its unchanged rows (a second scan of the same pages), then the
-unchanged keys of units whose count fell short (rechecks, `more_units`),
-and last merges the keys (the previous run's, those read) into the new
-keys file and the deletes. The phases are cut at those events: the
-first `UNITS` unit events are the changed rows', the next `UNITS` the
-counts' (a run of one table read for its changes plans its units twice:
-`started`'s `units` halved). Prints one line per phase (wall seconds, CPU seconds) and the
-run's totals and peak RSS, in the line format of benches/scale.sh.
+An incremental run reads, per unit of a table, in one scan of its pages,
+how many of its rows are unchanged and the DB_KEYs of those that changed,
+then fetches the changed rows by key; then the unchanged keys of units
+whose count fell short (rechecks, `more_units`); and last merges the keys
+(the previous run's, those read) into the new keys file and the deletes.
+The phases are cut at those events: the first `UNITS` unit events are the
+units' reads.
 
-    python3 benches/since_phases.py LABEL -- fbunload ARGS...
+A build from before the one scan (`--two-scans`, main before 2026-11-29's
+issue 53 work) read each unit twice: first its changed rows (the record
+version scan), then, once every unit was read, the count of its unchanged
+rows (a second scan of the same pages); its `started` event's `units`
+counts both. Prints one line per phase (wall seconds, CPU seconds) and
+the run's totals and peak RSS, in the line format of benches/scale.sh.
+
+    python3 benches/since_phases.py LABEL [--two-scans] -- fbunload ARGS...
 """
 
 import json
@@ -39,6 +43,7 @@ def cpu_seconds(pid):
 
 def main():
     label = sys.argv[1]
+    two_scans = "--two-scans" in sys.argv[: sys.argv.index("--")]
     units = None
     command = sys.argv[sys.argv.index("--") + 1 :]
     start = time.monotonic()
@@ -64,13 +69,15 @@ def main():
         last = (wall, cpu)
         kind = event.get("event")
         if kind == "started":
-            units = event["units"] // 2
+            units = event["units"] // 2 if two_scans else event["units"]
             marks.append(("plan, snapshot, previous run checked", wall, cpu))
         elif kind == "unit":
             unit_events += 1
-            if unit_events == units:
+            if unit_events == units and two_scans:
                 marks.append(("changed rows (record version scan)", wall, cpu))
-            elif unit_events == 2 * units:
+            elif unit_events == units:
+                marks.append(("units: counted, changed rows by key (one scan)", wall, cpu))
+            elif unit_events == 2 * units and two_scans:
                 marks.append(("unchanged rows counted (second scan)", wall, cpu))
         elif kind == "more_units":
             marks.append(("rechecks asked", wall, cpu))
@@ -80,7 +87,7 @@ def main():
     wall = time.monotonic() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = usage.ru_utime + usage.ru_stime
-    if units is not None and unit_events > 2 * units:
+    if units is not None and unit_events > (2 if two_scans else 1) * units:
         marks.append(("unchanged keys of rechecked units", *last))
     marks.append(("keys merged, keys file and deletes written, published", wall, cpu))
     for (_, w0, c0), (name, w1, c1) in zip(marks, marks[1:]):

@@ -65,6 +65,31 @@ impl KeyTable {
     pub fn units(&self) -> BTreeMap<usize, Vec<RecordBatch>> {
         self.units.lock().unwrap().clone()
     }
+
+    /// Unit `seq`'s counts, as its reader listed them in an empty batch's
+    /// metadata ([`fbunload_plan::UNCHANGED_COUNTS_METADATA`]): one row, a
+    /// BIGINT column a count, as a count entry's unit reads them.
+    fn insert_listed(&self, seq: usize, listed: &str) -> Result<(), String> {
+        let counts: Vec<i64> = listed
+            .split(' ')
+            .map(|n| {
+                n.parse()
+                    .map_err(|_| format!("unit {seq}'s counts are unreadable"))
+            })
+            .collect::<Result<_, _>>()?;
+        let fields: Vec<Field> = (0..counts.len())
+            .map(|i| Field::new(format!("UNCHANGED{i}"), DataType::Int64, false))
+            .collect();
+        let columns: Vec<ArrayRef> = counts
+            .into_iter()
+            .map(|n| Arc::new(arrow_array::Int64Array::from(vec![n])) as ArrayRef)
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+            .map_err(|e| e.to_string())?;
+        let batch = self.with_shared_schema(batch);
+        self.units.lock().unwrap().insert(seq, vec![batch]);
+        Ok(())
+    }
 }
 
 /// A table that keeps its keys: of each batch its reads return, the key's
@@ -76,6 +101,9 @@ pub(crate) struct KeptKeys {
     pub key_columns: Vec<usize>,
     /// The table's own columns.
     pub file_columns: Vec<usize>,
+    /// For a table read for its changes, where each unit's unchanged
+    /// counts go, which its reader sends ahead of its rows.
+    pub counts: Option<Arc<KeyTable>>,
 }
 
 impl Table for KeptKeys {
@@ -84,6 +112,8 @@ impl Table for KeptKeys {
             file: self.file.begin_unit(seq)?,
             keys: self.keys.begin_unit(seq)?,
             table: self,
+            seq,
+            counts: None,
         }))
     }
 
@@ -96,10 +126,21 @@ struct KeptKeysUnit<'a> {
     file: Box<dyn UnitWriter + 'a>,
     keys: Box<dyn UnitWriter + 'a>,
     table: &'a KeptKeys,
+    seq: usize,
+    /// The unit's unchanged counts, as listed, until it is complete.
+    counts: Option<String>,
 }
 
 impl UnitWriter for KeptKeysUnit<'_> {
     fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        let listed = batch
+            .schema_ref()
+            .metadata()
+            .get(fbunload_plan::UNCHANGED_COUNTS_METADATA);
+        if let (Some(listed), 0) = (listed, batch.num_rows()) {
+            self.counts = Some(listed.clone());
+            return Ok(());
+        }
         let project = |columns: &[usize]| {
             batch
                 .project(columns)
@@ -110,6 +151,12 @@ impl UnitWriter for KeptKeysUnit<'_> {
     }
 
     fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        // The counts count only once the unit is whole.
+        if let (Some(table), Some(listed)) = (&self.table.counts, &self.counts) {
+            table
+                .insert_listed(self.seq, listed)
+                .map_err(ExecError::Internal)?;
+        }
         self.keys.finish()?;
         self.file.finish()
     }

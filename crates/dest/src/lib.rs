@@ -393,7 +393,11 @@ impl FileOutput {
         // one query. Not across units: a unit's keys are held until it is
         // read whole (a --since run of 5,000,000 rows that read them all
         // in one peaked at 374 MB).
-        let parent = |unit: &Unit| unit.seq / fbunload_plan::COUNT_BUCKETS as usize;
+        let per_unit = changes
+            .units
+            .first()
+            .map_or(1, |(_, ranges)| ranges.len().max(1));
+        let parent = |unit: &Unit| unit.seq / per_unit;
         let mut joined: Vec<keys::UnitRange> = Vec::with_capacity(units.len());
         for (unit, range) in units {
             match joined.last_mut() {
@@ -600,6 +604,13 @@ impl Destination for FileOutput {
         };
         let internal = |e: arrow_schema::ArrowError| ExecError::Internal(e.to_string());
         let mut tables: Vec<Box<dyn Table>> = Vec::with_capacity(run.plan.tables.len());
+        // Made first: a table read for its changes writes its counts into
+        // its count entry's, which comes after it.
+        for (index, table) in run.plan.tables.iter().enumerate() {
+            if table.role.is_helper() && !matches!(table.role, Role::UnchangedKeys { .. }) {
+                helpers.insert(index, Arc::new(keys::KeyTable::new()));
+            }
+        }
         for (index, (table, schema)) in run.plan.tables.iter().zip(run.schemas).enumerate() {
             if let Role::UnchangedKeys { .. } = table.role {
                 let reads = key_reads(index, schema, false)?;
@@ -607,10 +618,8 @@ impl Destination for FileOutput {
                 tables.push(Box::new(reads));
                 continue;
             }
-            if table.role.is_helper() {
-                let kept = Arc::new(keys::KeyTable::new());
-                helpers.insert(index, kept.clone());
-                tables.push(Box::new(kept));
+            if let Some(kept) = helpers.get(&index) {
+                tables.push(Box::new(kept.clone()));
                 continue;
             }
             let stem = match table.role {
@@ -654,6 +663,10 @@ impl Destination for FileOutput {
                 keys: read,
                 key_columns,
                 file_columns,
+                counts: table
+                    .changes_by_key
+                    .as_ref()
+                    .and_then(|by_key| helpers.get(&by_key.counts).cloned()),
             }));
         }
         for entry in &mut key_entries {
@@ -662,10 +675,16 @@ impl Destination for FileOutput {
             let count = entry_of(Role::UnchangedCount { of });
             let recheck = entry_of(Role::UnchangedKeys { of });
             if let (Some(count), Some(recheck)) = (count, recheck) {
+                // Counted with the table's own units, or by units of the
+                // count entry's.
+                let counted = match run.plan.tables[of].changes_by_key {
+                    Some(_) => of,
+                    None => count,
+                };
                 entry.changes = Some(ChangeReads {
                     units: run
                         .plan
-                        .units_of(count)
+                        .units_of(counted)
                         .map(|u| (*u, run.plan.tables[count].count_buckets(u)))
                         .collect(),
                     counts: helpers[&count].clone(),

@@ -462,7 +462,7 @@ fn plan_incremental(
         .map(inc::unchanged_condition)
         .unwrap_or_default();
     let before = plan.tables.len();
-    let mut plan = plan.with_kept_keys(keys, &unchanged, options);
+    let mut plan = plan.with_kept_keys(keys, catalog, &unchanged, options);
     // Every entry that now reads a DB_KEY, or is new, is described again.
     for (index, table) in plan.tables.iter().enumerate() {
         if index >= before || !table.key_columns.is_empty() {
@@ -1154,12 +1154,39 @@ impl Reader for FirebirdReader {
         // A unit's reads should each be quick; the run watches for one
         // that never returns (a server that stopped answering).
         fbunload_client::watch_reads_on_this_thread(self.context.read_group);
-        let table = &self.context.plan.tables[unit.table];
+        let plan = self.context.plan.clone();
+        let table = &plan.tables[unit.table];
+        if table.changes_by_key.is_some() {
+            return self.read_changes(unit, fetch_only, deliver);
+        }
+        let (rows, _) = self.read_sql(unit.table, &table.unit_sql(unit), fetch_only, deliver)?;
+        Ok(rows)
+    }
+}
+
+/// A range of a unit read for its changes whose changed rows are more
+/// than this part of its rows is scanned for them, not fetched by key:
+/// a fetch by key costs a row more than meeting it in a scan does, so a
+/// range that changed all over is read as before.
+const SCAN_WHEN_CHANGED_ABOVE: u64 = 8;
+
+impl FirebirdReader {
+    /// Runs `sql`, which reads rows of entry `entry`, and hands on its
+    /// rows in batches: the rows, and whether to go on (`deliver` said
+    /// stop).
+    fn read_sql(
+        &mut self,
+        entry: usize,
+        sql: &str,
+        fetch_only: bool,
+        deliver: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<(u64, bool), ExecError> {
+        let table = &self.context.plan.tables[entry];
         let name = table.name.as_str();
         let client_error = |e| ExecError::from_client(name, e);
         let mut stmt = self
             .tr
-            .prepare_for(&subject(table), &table.unit_sql(unit))
+            .prepare_for(&subject(table), sql)
             .map_err(client_error)?;
         let mut rows = 0u64;
         if fetch_only {
@@ -1167,11 +1194,11 @@ impl Reader for FirebirdReader {
             while stmt.fetch().map_err(client_error)? {
                 rows += 1;
             }
-            return Ok(rows);
+            return Ok((rows, true));
         }
         let columns = output_columns(table, &stmt, &self.context.types)?;
         let mut decoder = RowDecoder::new(columns, self.context.batch);
-        if decoder.schema().fields() != self.context.schemas[unit.table].fields() {
+        if decoder.schema().fields() != self.context.schemas[entry].fields() {
             return Err(ExecError::table(
                 name,
                 "the table's columns changed while it was being read; run fbunload again",
@@ -1191,13 +1218,143 @@ impl Reader for FirebirdReader {
                     .take_batch()
                     .map_err(|e| ExecError::from_decode(name, e))?;
                 if !deliver(batch) {
-                    return Ok(rows);
+                    return Ok((rows, false));
                 }
             }
             if !more {
-                return Ok(rows);
+                return Ok((rows, true));
             }
         }
+    }
+
+    /// A unit of a table read for its changes by
+    /// [`fbunload_plan::ChangesByKey`]: one scan of its pages counts each
+    /// range's unchanged rows and lists its changed rows' DB_KEYs; the
+    /// counts go on first, in an empty batch (see
+    /// [`fbunload_plan::UNCHANGED_COUNTS_METADATA`]), then the changed
+    /// rows, fetched by key range by range, in the order the scan met
+    /// them.
+    fn read_changes(
+        &mut self,
+        unit: &Unit,
+        fetch_only: bool,
+        deliver: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<u64, ExecError> {
+        let plan = self.context.plan.clone();
+        let table = &plan.tables[unit.table];
+        let name = table.name.as_str();
+        let internal = |what: &str| {
+            ExecError::table(name, format!("its changes since the previous run: {what}"))
+        };
+        let by_key = table
+            .changes_by_key
+            .as_ref()
+            .ok_or_else(|| internal("not planned"))?;
+        let ranges = plan.tables[by_key.counts].count_buckets(unit);
+        let sql = table
+            .changes_scan_sql(&ranges)
+            .ok_or_else(|| internal("not planned"))?;
+        let texts = self.one_row_of_texts(table, &sql)?;
+        if texts.len() != ranges.len() {
+            return Err(internal("the scan returned another number of ranges"));
+        }
+        let mut counts = Vec::with_capacity(ranges.len());
+        // What to read, in order: keys to fetch, or a range to scan.
+        let mut reads: Vec<Result<Vec<&str>, Unit>> = Vec::new();
+        for (text, &(first, end)) in texts.iter().zip(&ranges) {
+            let mut words = text.split_ascii_whitespace();
+            let unchanged: u64 = words
+                .next()
+                .and_then(|w| w.parse().ok())
+                .ok_or_else(|| internal("the scan's counts came back unreadable"))?;
+            counts.push(unchanged.to_string());
+            let keys: Vec<&str> = words.collect();
+            if keys.is_empty() {
+                continue;
+            }
+            let changed = keys.len() as u64;
+            if changed * SCAN_WHEN_CHANGED_ABOVE > changed + unchanged {
+                reads.push(Err(Unit {
+                    first_slot: first,
+                    end_slot: end,
+                    ..*unit
+                }));
+                continue;
+            }
+            match reads.last_mut() {
+                Some(Ok(pending)) => pending.extend(keys),
+                _ => reads.push(Ok(keys)),
+            }
+        }
+        if !fetch_only {
+            let schema = &self.context.schemas[unit.table];
+            let metadata = std::collections::HashMap::from([(
+                fbunload_plan::UNCHANGED_COUNTS_METADATA.to_string(),
+                counts.join(" "),
+            )]);
+            let schema = Schema::new_with_metadata(schema.fields().clone(), metadata);
+            if !deliver(RecordBatch::new_empty(Arc::new(schema))) {
+                return Ok(0);
+            }
+        }
+        let mut rows = 0;
+        for read in reads {
+            let chunks: Vec<String> = match &read {
+                Ok(keys) => keys
+                    .chunks(fbunload_plan::KEYS_PER_FETCH)
+                    .map(|keys| {
+                        table
+                            .rows_at_sql(keys)
+                            .ok_or_else(|| internal("the scan's keys came back unreadable"))
+                    })
+                    .collect::<Result<_, _>>()?,
+                Err(range) => vec![table.unit_sql(range)],
+            };
+            for sql in chunks {
+                let (read, go_on) = self.read_sql(unit.table, &sql, fetch_only, deliver)?;
+                rows += read;
+                if !go_on {
+                    return Ok(rows);
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The one row `sql` returns, each column as text (a text BLOB read
+    /// whole).
+    fn one_row_of_texts(&self, table: &TablePlan, sql: &str) -> Result<Vec<String>, ExecError> {
+        let name = table.name.as_str();
+        let client_error = |e| ExecError::from_client(name, e);
+        let mut stmt = self
+            .tr
+            .prepare_for(&subject(table), sql)
+            .map_err(client_error)?;
+        stmt.execute().map_err(client_error)?;
+        let unreadable = || {
+            ExecError::table(
+                name,
+                "its changes since the previous run: the scan's counts came back unreadable",
+            )
+        };
+        if !stmt.fetch().map_err(client_error)? {
+            return Err(unreadable());
+        }
+        let row = stmt.row();
+        let mut blob = Vec::new();
+        let mut texts = Vec::with_capacity(stmt.columns().len());
+        for (i, desc) in stmt.columns().iter().enumerate() {
+            let bytes = row.value(i).ok_or_else(unreadable)?;
+            let text = if desc.sql_type == fbunload_client::sql_type::BLOB {
+                let id: fbunload_client::BlobId = bytes.try_into().map_err(|_| unreadable())?;
+                self.tr.read_blob(&id, &mut blob).map_err(client_error)?;
+                std::mem::take(&mut blob)
+            } else {
+                bytes.to_vec()
+            };
+            texts.push(String::from_utf8(text).map_err(|_| unreadable())?);
+        }
+        Ok(texts)
     }
 }
 

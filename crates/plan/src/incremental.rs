@@ -51,7 +51,9 @@
 //! engine (about 60% of a full unload's fetch); counting costs far less.
 //! So an incremental run reads, per unit of a table: the changed rows with
 //! their keys and places, and how many rows of the unit are unchanged
-//! ([`Role::UnchangedCount`]). A row the new snapshot shows unchanged is
+//! ([`Role::UnchangedCount`]), both in one pass over the unit's pages
+//! ([`crate::ChangesByKey`]: the count with the changed rows' DB_KEYs,
+//! then those rows by key). A row the new snapshot shows unchanged is
 //! the one the previous run read, where it read it: Firebird does not move
 //! a record while it lives (a backup and restore does, and changes the
 //! GUID). So each unchanged row of a unit is one of the previous run's
@@ -132,7 +134,9 @@ pub enum Role {
     Upserts,
     /// Per unit of table `of` (an index into the plan's tables), how many
     /// of its rows are unchanged since the earlier run: one `COUNT(*)`
-    /// row (module docs, "Deletes").
+    /// row (module docs, "Deletes"). Where `of` reads its changes by key
+    /// ([`crate::ChangesByKey`]), its units count in the same scan and this
+    /// entry has no units: it only says where the counts go.
     UnchangedCount { of: usize },
     /// The keys and record numbers of the unchanged rows of table `of`,
     /// read only for units whose count says a row is gone: it has no

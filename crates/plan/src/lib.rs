@@ -33,8 +33,9 @@ pub use incremental::{
     DB_KEY_COLUMN,
 };
 pub use planner::{
-    counted, Kind, Plan, PlanOptions, Read, ResumeCheck, TablePlan, Unit, BLOB_UNIT_BYTES,
-    COUNT_BUCKETS,
+    counted, ChangesByKey, Kind, Plan, PlanOptions, Read, ResumeCheck, TablePlan, Unit,
+    BLOB_UNIT_BYTES, COUNT_BUCKETS, COUNT_BUCKETS_BY_KEY, KEYS_PER_FETCH,
+    UNCHANGED_COUNTS_METADATA,
 };
 pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};

@@ -182,6 +182,11 @@ pub struct TablePlan {
     /// (see [`TablePlan::count_buckets`]); 0 for every other entry.
     #[serde(default)]
     pub count_buckets: u64,
+    /// For a table read for its changes ([`Role::Upserts`]): how each of
+    /// its units finds them and counts its unchanged rows in one pass over
+    /// its pages; `None` for every other entry.
+    #[serde(default)]
+    pub changes_by_key: Option<ChangesByKey>,
     select: String,
     /// The character set the condition's literals are sent in.
     #[serde(with = "literals_by_name")]
@@ -429,11 +434,117 @@ impl TablePlan {
     }
 }
 
+/// How a unit of a table read for its changes is read in one pass over
+/// its pages instead of two (module docs of [`crate::incremental`],
+/// "Deletes"): a first query counts each range's unchanged rows, as the
+/// count entry would, and lists the DB_KEYs of its changed rows on the
+/// same pass ([`TablePlan::changes_scan_sql`]); then the changed rows are
+/// fetched by those keys ([`TablePlan::rows_at_sql`]), or, in a range
+/// where many changed, read by a scan of the range for them. A scan of
+/// every page was about two fifths of a `--since` run each (issue 53).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChangesByKey {
+    /// The table's count entry ([`Role::UnchangedCount`]): these counts
+    /// are its, and it has no units of its own.
+    pub counts: usize,
+    /// The condition an unchanged row meets.
+    unchanged: String,
+    /// The table's columns and DB_KEY, as its select reads them, each
+    /// qualified by the table's name (`SELECT "T"."A" AS "A", ...`): the
+    /// fetch by key joins a second source whose names could be a
+    /// column's.
+    select: String,
+}
+
+/// At most this many DB_KEYs are fetched by one query: its keys are
+/// counted out by a recursive CTE, which Firebird stops at 1,024 levels.
+pub const KEYS_PER_FETCH: usize = 1000;
+
+/// The schema metadata key of the empty batch that carries a unit's
+/// unchanged counts from its reader to the destination, one number per
+/// range of [`TablePlan::count_buckets`], space separated: a unit read
+/// by [`ChangesByKey`] has no count entry unit to carry them.
+pub const UNCHANGED_COUNTS_METADATA: &str = "fbunload.unchanged_counts";
+
+impl TablePlan {
+    /// For a table read by [`ChangesByKey`]: the query that scans `ranges`
+    /// (first and end slot each, as [`TablePlan::count_buckets`] cuts a
+    /// unit) once and returns one row, for each range a text: its
+    /// unchanged rows, then the DB_KEY of each of its changed rows as 16
+    /// hex digits, in the order the scan met them, all space separated.
+    pub fn changes_scan_sql(&self, ranges: &[(u64, Option<u64>)]) -> Option<String> {
+        let by_key = self.changes_by_key.as_ref()?;
+        let changed = self.condition.as_deref()?;
+        let table = quote_identifier(&self.name);
+        let texts: Vec<String> = ranges
+            .iter()
+            .map(|&(first, end)| {
+                if end == Some(first) {
+                    return "(SELECT '0' FROM RDB$DATABASE)".to_string();
+                }
+                let scan = format!(
+                    "SELECT COUNT(IIF(({}), 1, NULL)) || COALESCE(' ' || LIST(IIF(({}), \
+                     HEX_ENCODE(CAST(RDB$DB_KEY AS VARCHAR(8) CHARACTER SET OCTETS)), NULL), \
+                     ' '), '') FROM {table}",
+                    by_key.unchanged, changed
+                );
+                let range = self.slot_range(first, end);
+                let scan = if range.is_empty() {
+                    scan
+                } else {
+                    format!("{scan} WHERE {}", range.join(" AND "))
+                };
+                format!("({scan})")
+            })
+            .collect();
+        Some(format!("SELECT {} FROM RDB$DATABASE", texts.join(",\n")))
+    }
+
+    /// For a table read by [`ChangesByKey`]: the query that returns its
+    /// rows at `keys` (each a DB_KEY's 16 hex digits, at most
+    /// [`KEYS_PER_FETCH`] of them), in their order, as its units' query
+    /// returns them.
+    pub fn rows_at_sql(&self, keys: &[&str]) -> Option<String> {
+        let by_key = self.changes_by_key.as_ref()?;
+        if keys.is_empty() || keys.len() > KEYS_PER_FETCH || keys.iter().any(|k| !is_hex_key(k)) {
+            return None;
+        }
+        // Any name but the table's.
+        let list = if self.name == "FBUNLOAD_KEYS" {
+            "FBUNLOAD_KEYS_"
+        } else {
+            "FBUNLOAD_KEYS"
+        };
+        Some(format!(
+            "WITH RECURSIVE {list} (I) AS (SELECT 0 FROM RDB$DATABASE UNION ALL \
+             SELECT I + 1 FROM {list} WHERE I < {last}) \
+             {select} FROM {list} JOIN {table} ON {table}.{DB_KEY_COLUMN} = \
+             HEX_DECODE(SUBSTRING('{hex}' FROM {list}.I * 16 + 1 FOR 16))",
+            last = keys.len() - 1,
+            select = by_key.select,
+            table = quote_identifier(&self.name),
+            hex = keys.concat(),
+        ))
+    }
+}
+
+fn is_hex_key(key: &str) -> bool {
+    key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// In how many ranges of its pages an incremental run counts each unit's
 /// unchanged rows apart: rows deleted all over a table then cost a read of
 /// the keys in the ranges that lost rows, not in whole units. (128 is
 /// refused: a statement has at most 256 contexts.)
 pub const COUNT_BUCKETS: u64 = 64;
+
+/// As [`COUNT_BUCKETS`], for a table whose units count as they list their
+/// changed rows ([`ChangesByKey`]): each range is a subquery of the unit's
+/// one query, and 64 of them cost more to prepare and run than the scan
+/// of the unit's pages itself (issue 53: docs/PERFORMANCE.md, "`--since`
+/// cost, one scan"). Rows deleted all over a table then cost a read of
+/// the keys in a sixteenth of a unit for each range that lost rows.
+pub const COUNT_BUCKETS_BY_KEY: u64 = 16;
 
 /// BLOB bytes a unit of a table whose rows are mostly BLOBs aims at
 /// ([`Plan::split_by_blob_bytes`]): about a second of one worker's reading,
@@ -520,6 +631,7 @@ impl Plan {
                 role: Role::Whole,
                 key_columns: Vec::new(),
                 count_buckets: 0,
+                changes_by_key: None,
                 select: select_list(table, options.trim_char_on_server),
                 literals: options.literals,
                 dp_per_pp,
@@ -583,6 +695,7 @@ impl Plan {
                 role: Role::Whole,
                 key_columns: Vec::new(),
                 count_buckets: 0,
+                changes_by_key: None,
                 // The query as Firebird will read it; `query` keeps it as
                 // given, for the plan and the manifest.
                 select: for_the_engine(&read.sql, &options.literals),
@@ -610,10 +723,13 @@ impl Plan {
     /// [`Role`]). A table read for its changes also gets its two helper
     /// entries, whose rows meet `unchanged`: a count over each of its
     /// units, and its unchanged keys, read only for the units the
-    /// destination asks for.
+    /// destination asks for. With its entry in `catalog` (at its index)
+    /// the count has no units of its own: each of the table's units counts
+    /// as it lists its changed rows ([`ChangesByKey`]).
     pub fn with_kept_keys(
         mut self,
         keys: Vec<(usize, Table)>,
+        catalog: &[Table],
         unchanged: &str,
         options: PlanOptions,
     ) -> Plan {
@@ -631,9 +747,14 @@ impl Plan {
             }
             let units: Vec<Unit> = per_entry[of].clone();
             let mut count = self.tables[of].clone();
+            let table = catalog.get(of).filter(|t| t.name == count.name);
             // Only a table split by DB_KEY ranges (where they are range
             // scans) counts its units' ranges apart.
-            count.count_buckets = if count.slots > 0 { COUNT_BUCKETS } else { 0 };
+            count.count_buckets = match (count.slots, table) {
+                (0, _) => 0,
+                (_, Some(_)) => COUNT_BUCKETS_BY_KEY,
+                (_, None) => COUNT_BUCKETS,
+            };
             let buckets = count.count_buckets.max(1) as usize;
             count.columns = (0..buckets).map(|i| format!("UNCHANGED{i}")).collect();
             count.declared_types = vec!["BIGINT".into(); buckets];
@@ -645,7 +766,24 @@ impl Plan {
             count.condition = Some(unchanged.to_string());
             count.role = Role::UnchangedCount { of };
             let index = self.tables.len();
-            per_entry.push(units.iter().map(|u| Unit { table: index, ..*u }).collect());
+            match table {
+                Some(table) => {
+                    // Its counts come with the table's units.
+                    count.unit_count = 0;
+                    per_entry.push(Vec::new());
+                    let columns = qualified_columns(table, options.trim_char_on_server);
+                    self.tables[of].changes_by_key = Some(ChangesByKey {
+                        counts: index,
+                        unchanged: unchanged.to_string(),
+                        select: format!(
+                            "SELECT {}, {}.{DB_KEY_COLUMN}",
+                            columns.join(", "),
+                            quote_identifier(&table.name)
+                        ),
+                    });
+                }
+                None => per_entry.push(units.iter().map(|u| Unit { table: index, ..*u }).collect()),
+            }
             self.tables.push(count);
             let mut present = self.tables[of].clone();
             present.columns = key.columns.iter().map(|c| c.name.clone()).collect();
@@ -659,6 +797,7 @@ impl Plan {
             present.condition = Some(unchanged.to_string());
             present.role = Role::UnchangedKeys { of };
             present.unit_count = 0;
+            present.changes_by_key = None;
             per_entry.push(Vec::new());
             self.tables.push(present);
         }
@@ -831,20 +970,40 @@ fn split(table: usize, slots: u64, per_unit: u64) -> Vec<Unit> {
 /// A CHAR column in a multi-byte character set is read as its bytes
 /// ([`read_as_bytes`]).
 fn select_list(table: &Table, trim_char: bool) -> String {
-    let columns: Vec<String> = table
+    format!(
+        "SELECT {} FROM {}",
+        select_columns(table, trim_char, None).join(", "),
+        quote_identifier(&table.name)
+    )
+}
+
+/// [`select_list`]'s columns, each named by `"TABLE"."COLUMN"`.
+fn qualified_columns(table: &Table, trim_char: bool) -> Vec<String> {
+    select_columns(table, trim_char, Some(&quote_identifier(&table.name)))
+}
+
+fn select_columns(table: &Table, trim_char: bool, qualifier: Option<&str>) -> Vec<String> {
+    table
         .columns
         .iter()
         .map(|c| {
             let q = quote_identifier(&c.name);
+            let column = match qualifier {
+                Some(table) => format!("{table}.{q}"),
+                None => q.clone(),
+            };
             let value = match server_cast(c) {
-                Some(target) => format!("CAST({q} AS {target})"),
+                Some(target) => format!("CAST({column} AS {target})"),
                 None if read_as_bytes(c) => {
                     // Trimmed by the server, a VARCHAR; else the client
                     // trims the CHAR.
                     let kind = if trim_char { "VARCHAR" } else { "CHAR" };
-                    format!("CAST({q} AS {kind}({}) CHARACTER SET NONE)", c.field_length)
+                    format!(
+                        "CAST({column} AS {kind}({}) CHARACTER SET NONE)",
+                        c.field_length
+                    )
                 }
-                None => q.clone(),
+                None => column,
             };
             if trim_char && blank_padded(c) {
                 format!("TRIM(TRAILING FROM {value}) AS {q}")
@@ -854,12 +1013,7 @@ fn select_list(table: &Table, trim_char: bool) -> String {
                 q
             }
         })
-        .collect();
-    format!(
-        "SELECT {} FROM {}",
-        columns.join(", "),
-        quote_identifier(&table.name)
-    )
+        .collect()
 }
 
 /// A table's `select` (`SELECT ... FROM "T"`, see [`select_list`]) reading
@@ -1198,8 +1352,10 @@ mod tests {
             columns: table(name, 140, 2).columns[..1].to_vec(),
             ..table(name, 140, 2)
         };
+        // Without its catalog entry: its units and the count's apart.
         let plan = plan.with_kept_keys(
             vec![(0, key)],
+            &[],
             "RDB$RECORD_VERSION < 90",
             options(Some(1000), 2),
         );
@@ -1214,6 +1370,7 @@ mod tests {
         let (count, keys) = (&plan.tables[1], &plan.tables[2]);
         assert_eq!(count.role, Role::UnchangedCount { of: 0 });
         assert_eq!(keys.role, Role::UnchangedKeys { of: 0 });
+        assert_eq!(t.changes_by_key, None);
         let slots = |table| {
             plan.units_of(table)
                 .map(|u| (u.seq, u.first_slot, u.end_slot))
@@ -1252,6 +1409,83 @@ mod tests {
         // Helpers are not listed as tables of their own.
         assert_eq!(plan.count_of(Kind::Table), 1);
         assert!(!plan.to_string().contains("RDB$RECORD_VERSION < 90"));
+    }
+
+    #[test]
+    fn a_unit_read_for_its_changes_scans_its_pages_once_then_fetches_its_changed_rows_by_key() {
+        let name = "A FROM B";
+        let mut plan = Plan::new(&[table(name, 140, 2)], options(Some(1000), 2));
+        plan.tables[0].role = Role::Upserts;
+        plan.tables[0].condition = Some("RDB$RECORD_VERSION >= 90".into());
+        let key = Table {
+            columns: table(name, 140, 2).columns[..1].to_vec(),
+            ..table(name, 140, 2)
+        };
+        let plan = plan.with_kept_keys(
+            vec![(0, key)],
+            &[table(name, 140, 2)],
+            "RDB$RECORD_VERSION < 90",
+            options(Some(1000), 2),
+        );
+        let (t, count) = (&plan.tables[0], &plan.tables[1]);
+        assert_eq!(t.changes_by_key.as_ref().map(|c| c.counts), Some(1));
+        assert_eq!(count.role, Role::UnchangedCount { of: 0 });
+        // Only the table's units are read: no unit scans its pages for the
+        // count alone.
+        assert!(plan.units_of(0).count() > 1);
+        assert!(plan.units.iter().all(|u| u.table == 0));
+        let unit = plan.units_of(0).next().copied().unwrap();
+        let ranges = count.count_buckets(&unit);
+        assert_eq!(ranges.len(), COUNT_BUCKETS_BY_KEY as usize);
+        assert_eq!(count.columns.len(), ranges.len());
+        let sql = t.changes_scan_sql(&ranges).unwrap();
+        // One scan per range: its unchanged rows counted and its changed
+        // rows' DB_KEYs listed by the same subquery.
+        assert_eq!(sql.matches("FROM \"A FROM B\"").count(), 16, "{sql}");
+        assert!(sql.starts_with(
+            "SELECT (SELECT COUNT(IIF((RDB$RECORD_VERSION < 90), 1, NULL)) || \
+             COALESCE(' ' || LIST(IIF((RDB$RECORD_VERSION >= 90), HEX_ENCODE(CAST(RDB$DB_KEY \
+             AS VARCHAR(8) CHARACTER SET OCTETS)), NULL), ' '), '') FROM \"A FROM B\" \
+             WHERE RDB$DB_KEY < MAKE_DBKEY(140, 0, 63, 0)),\n"
+        ));
+        assert!(
+            sql.ends_with(
+                "WHERE RDB$DB_KEY >= MAKE_DBKEY(140, 0, 945, 0) AND \
+                 RDB$DB_KEY < MAKE_DBKEY(140, 0, 1000, 0)) FROM RDB$DATABASE"
+            ),
+            "{sql}"
+        );
+        // A range past the unit's end reads nothing.
+        let sql = t
+            .changes_scan_sql(&[(0, Some(16)), (16, Some(16))])
+            .unwrap();
+        assert!(
+            sql.ends_with(",\n(SELECT '0' FROM RDB$DATABASE) FROM RDB$DATABASE"),
+            "{sql}"
+        );
+        // The changed rows: by their keys, in their order, every column
+        // named by its table (the key list's column is `I`).
+        let keys = ["8000000001000000", "80000000a1000000"];
+        let fetch = t.rows_at_sql(&keys).unwrap();
+        assert_eq!(
+            fetch,
+            "WITH RECURSIVE FBUNLOAD_KEYS (I) AS (SELECT 0 FROM RDB$DATABASE UNION ALL \
+             SELECT I + 1 FROM FBUNLOAD_KEYS WHERE I < 1) SELECT \"A FROM B\".\"ID\" AS \"ID\", \
+             CAST(\"A FROM B\".\"Amount \"\"x\"\"\" AS VARCHAR(64)) AS \"Amount \"\"x\"\"\", \
+             \"A FROM B\".RDB$DB_KEY FROM FBUNLOAD_KEYS JOIN \"A FROM B\" ON \
+             \"A FROM B\".RDB$DB_KEY = HEX_DECODE(SUBSTRING('800000000100000080000000a1000000' \
+             FROM FBUNLOAD_KEYS.I * 16 + 1 FOR 16))"
+        );
+        // Nothing but keys goes into the SQL, and no more than one query
+        // counts out.
+        assert_eq!(t.rows_at_sql(&["800000000100000'"]), None);
+        assert_eq!(t.rows_at_sql(&[]), None);
+        let many = vec!["8000000001000000"; KEYS_PER_FETCH + 1];
+        assert_eq!(t.rows_at_sql(&many), None);
+        assert!(t.rows_at_sql(&many[1..]).is_some());
+        // Entries that are not a table's changes have none of this.
+        assert_eq!(count.changes_scan_sql(&ranges), None);
+        assert_eq!(plan.tables[2].rows_at_sql(&keys), None);
     }
 
     #[test]
