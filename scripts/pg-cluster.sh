@@ -83,8 +83,11 @@ start)
   # default 64 stops `PG=1 TABLES=5000 benches/scale.sh` ("out of shared
   # memory"). 1024 holds 5,000 tables, for 30 MB more shared memory
   # (`SHOW shared_memory_size`: 70 MB, 40 MB with 64).
+  # FBUNLOAD_PG_SHARED_BUFFERS: a bench's knob (benches/follow.sh sets it
+  # to what a server holding the table would have); the tests keep 32MB.
   as_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o \
-    "-p $port -c listen_addresses=127.0.0.1 -k $dir -c shared_buffers=32MB -c fsync=off \
+    "-p $port -c listen_addresses=127.0.0.1 -k $dir \
+     -c shared_buffers=${FBUNLOAD_PG_SHARED_BUFFERS:-32MB} -c fsync=off \
      -c synchronous_commit=off -c full_page_writes=off -c max_connections=60 \
      -c max_locks_per_transaction=1024 \
      -c ssl=on -c ssl_ca_file=ca.crt" >&2 ||

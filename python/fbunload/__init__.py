@@ -396,6 +396,7 @@ def unload(
     pg_lock_wait: Optional[float] = None,
     pg_drop_others: bool = False,
     pg_grants: bool = False,
+    pg_fillfactor: Optional[int] = None,
     journal: Optional[str] = None,
     pg_verify_only: bool = False,
 ) -> Dict[str, Any]:
@@ -488,7 +489,11 @@ def unload(
       did not translate, with its Firebird source) and ``catalog`` (every
       object of Firebird's catalog by kind: how many made, how many
       reported). ``pg_grants=True`` also makes Firebird's roles and its
-      grants on the loaded tables (``--pg-grants``). ``verify=True`` also
+      grants on the loaded tables (``--pg-grants``). ``pg_fillfactor``:
+      the fillfactor (10-100) of the tables the load makes
+      (``--pg-fillfactor``; 90 with ``keep_keys=True``, so the updates a
+      sync or follow makes stay on their page, else PostgreSQL's 100).
+      ``verify=True`` also
       compares every value PostgreSQL holds with the rows read, range by
       range; ``pg_verify_only=True`` loads nothing and makes that
       comparison of what ``pg_schema`` holds (``--pg-verify-only``); a
@@ -510,7 +515,7 @@ def unload(
             resumable=resumable, resume=resume, processes=processes, pg_schema=pg_schema,
             pg_lock_wait=pg_lock_wait, pg_drop_others=pg_drop_others, pg_grants=pg_grants,
             journal=None if journal is None else str(journal),
-            pg_verify_only=pg_verify_only)
+            pg_verify_only=pg_verify_only, pg_fillfactor=pg_fillfactor)
     except UsageError as e:
         # A condition for the one table is passed as ':condition'.
         raise UsageError(str(e).replace("where=':", "where='")) from None

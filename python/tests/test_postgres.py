@@ -176,3 +176,16 @@ def test_a_resumable_load_publishes_without_its_journal(tmp_path, pg_uri):
         fbunload.unload(db, pg_uri, pg_schema="other", resume=True, **AUTH)
     message = str(refused.value)
     assert "resume=True" in message and "--" not in message, message
+
+
+def test_pg_fillfactor_sets_the_tables_a_load_makes(types_db, pg_uri, tmp_path):
+    options = "SELECT coalesce(array_to_string(reloptions, ','), 'none') FROM pg_class " \
+              "WHERE oid = '{}.t'::regclass"
+    fbunload.unload(types_db, pg_uri, pg_schema="kept", keep_keys=True, **AUTH)
+    assert psql(pg_uri, options.format("kept")) == [["fillfactor=90"]]
+    fbunload.unload(types_db, pg_uri, pg_schema="own", pg_fillfactor=70, **AUTH)
+    assert psql(pg_uri, options.format("own")) == [["fillfactor=70"]]
+    with pytest.raises(fbunload.UsageError, match="pg_fillfactor=5: PostgreSQL takes 10 to 100"):
+        fbunload.unload(types_db, pg_uri, pg_schema="x", pg_fillfactor=5, **AUTH)
+    with pytest.raises(fbunload.UsageError, match="pg_fillfactor is for a PostgreSQL output"):
+        fbunload.unload(types_db, tmp_path / "out", pg_fillfactor=90, **AUTH)

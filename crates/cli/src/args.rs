@@ -221,6 +221,9 @@ pub struct Args {
     #[arg(long, help = fbunload::postgres::PG_GRANTS_HELP)]
     pub pg_grants: bool,
 
+    #[arg(long, value_name = "PERCENT", help = fbunload::postgres::PG_FILLFACTOR_HELP)]
+    pub pg_fillfactor: Option<u8>,
+
     /// Replace the run already in the output directory, once the new one is complete: until
     /// then the old run stays whole (a rerun that fails or is killed leaves it), then the new
     /// files replace it and what its manifest.json lists beyond them is removed; files it does

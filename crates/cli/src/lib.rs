@@ -654,6 +654,9 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
     if let Some(seconds) = args.pg_lock_wait {
         unload = unload.pg_lock_wait(Duration::from_secs(seconds));
     }
+    if let Some(percent) = args.pg_fillfactor {
+        unload = unload.pg_fillfactor(percent);
+    }
     if let Some(since) = &args.since {
         unload = unload.since(since);
     }
@@ -743,6 +746,7 @@ fn execute(args: &Args, cancel: Arc<AtomicBool>) -> Result<(), Failure> {
             ("--pg-lock-wait", args.pg_lock_wait.is_some()),
             ("--pg-drop-others", args.pg_drop_others),
             ("--pg-grants", args.pg_grants),
+            ("--pg-fillfactor", args.pg_fillfactor.is_some()),
             ("--pg-verify-only", args.pg_verify_only),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {

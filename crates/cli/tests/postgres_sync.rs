@@ -462,3 +462,110 @@ fn pgsync_no_schema_refuses_casts_that_change_values() {
         ["(1,1.49,\"2020-01-02 10:11:12\",abcdefgh)"]
     );
 }
+
+/// Issue 51: a `--keep-keys` load leaves room on each page (fillfactor
+/// 90 unless `--pg-fillfactor` says), so a sync's or a follow's UPDATE
+/// stays on its row's page (a HOT update: no new index entry, no new
+/// page); PostgreSQL's 100 put every updated row on another page. A
+/// plain load keeps PostgreSQL's default, a sync leaves the tables as
+/// their load made them, and a fillfactor outside 10-100 or with
+/// --no-schema is refused in one line.
+#[test]
+fn pgsync_kept_tables_leave_room_for_hot_updates() {
+    let Some(uri) = pg_database("pgsync_fillfactor") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_db(dir.path(), "fill.fdb", 8192);
+    execute(
+        &db,
+        &[
+            "CREATE TABLE T (ID INTEGER NOT NULL PRIMARY KEY, V CHAR(100))",
+            "EXECUTE BLOCK AS DECLARE I INTEGER = 1; BEGIN WHILE (I <= 2000) DO BEGIN \
+             INSERT INTO T VALUES (:I, 'v'); I = I + 1; END END",
+        ],
+    );
+    let options = |schema: &str| {
+        texts(
+            &uri,
+            &format!(
+                "SELECT coalesce(array_to_string(reloptions, ','), 'none') FROM pg_class \
+                 WHERE oid = '{schema}.t'::regclass"
+            ),
+        )
+    };
+    // The page of the row first on the table's first page, and that row.
+    let first = |schema: &str| {
+        texts(
+            &uri,
+            &format!("SELECT id::text FROM {schema}.t ORDER BY ctid LIMIT 1"),
+        )[0]
+        .clone()
+    };
+    let page = |schema: &str, id: &str| {
+        texts(
+            &uri,
+            &format!("SELECT (ctid::text::point)[0]::text FROM {schema}.t WHERE id = {id}"),
+        )[0]
+        .clone()
+    };
+    assert_loaded(&load(&db, &uri, &["--pg-schema", "s", "--keep-keys"]));
+    assert_eq!(options("s"), ["fillfactor=90"]);
+    assert_loaded(&load(&db, &uri, &["--pg-schema", "p"]));
+    assert_eq!(options("p"), ["none"]);
+    let out = load(
+        &db,
+        &uri,
+        &["--pg-schema", "q", "--keep-keys", "--pg-fillfactor", "100"],
+    );
+    assert_loaded(&out);
+    assert_eq!(options("q"), ["fillfactor=100"]);
+
+    let (row_s, row_q) = (first("s"), first("q"));
+    let (page_s, page_q) = (page("s", &row_s), page("q", &row_q));
+    execute(
+        &db,
+        &[&format!(
+            "UPDATE T SET V = 'w' WHERE ID IN ({row_s}, {row_q})"
+        )],
+    );
+    assert_loaded(&load(&db, &uri, &["--pg-schema", "s"]));
+    assert_loaded(&load(&db, &uri, &["--pg-schema", "q"]));
+    assert_eq!(
+        texts(
+            &uri,
+            &format!("SELECT rtrim(v) FROM s.t WHERE id = {row_s}")
+        ),
+        ["w"]
+    );
+    // Room on the page at 90; none at 100 (a full page of equal rows).
+    assert_eq!(page("s", &row_s), page_s);
+    assert_ne!(page("q", &row_q), page_q);
+
+    // A sync keeps the tables as they are: the option is refused there.
+    let before = fingerprint(&uri, "s");
+    let out = load(&db, &uri, &["--pg-schema", "s", "--pg-fillfactor", "80"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("--pg-fillfactor 80: schema s is kept in sync")
+            && said.contains("--overwrite --keep-keys --pg-fillfactor 80"),
+        "{said}"
+    );
+    assert_eq!(fingerprint(&uri, "s"), before);
+    assert_eq!(options("s"), ["fillfactor=90"]);
+    for (args, says) in [
+        (
+            &["--pg-schema", "r", "--pg-fillfactor", "5"][..],
+            "--pg-fillfactor 5: PostgreSQL takes 10 to 100",
+        ),
+        (
+            &["--pg-schema", "r", "--no-schema", "--pg-fillfactor", "90"][..],
+            "with --no-schema it makes none",
+        ),
+    ] {
+        let out = load(&db, &uri, args);
+        assert!(!out.status.success(), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
+}

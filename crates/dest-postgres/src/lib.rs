@@ -113,6 +113,9 @@ pub struct PostgresOptions {
     pub resumable: bool,
     /// Go on from what a stopped resumable load left (`--resume`).
     pub resume: bool,
+    /// The fillfactor of the tables it makes (`--pg-fillfactor`); `None`:
+    /// PostgreSQL's own.
+    pub fillfactor: Option<u8>,
 }
 
 /// How long one try of the publish waits for the target's locks, how
@@ -158,6 +161,7 @@ impl Default for PostgresOptions {
             grants: false,
             resumable: false,
             resume: false,
+            fillfactor: None,
         }
     }
 }
@@ -1687,8 +1691,13 @@ impl Destination for PostgresDestination {
                 .iter()
                 .map(|c| format!("{} {}", ident(&pg_name(&c.name)), c.sql_type))
                 .collect();
+            // Room for HOT updates in a table a sync or follow updates.
+            let storage = match self.options.fillfactor {
+                Some(percent) => format!(" WITH (fillfactor = {percent})"),
+                None => String::new(),
+            };
             sql += &format!(
-                "CREATE TABLE {}.{} ({});",
+                "CREATE TABLE {}.{} ({}){storage};",
                 ident(&self.staging),
                 ident(&load.pg),
                 columns.join(", ")

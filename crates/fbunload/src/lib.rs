@@ -304,6 +304,10 @@ pub struct Unload {
     /// `--overwrite` may drop what fbunload did not make (`postgres`).
     pg_lock_wait: std::time::Duration,
     pg_drop_others: bool,
+    /// The fillfactor of the tables a load into PostgreSQL makes, as
+    /// given (`None`: [`postgres::KEPT_FILLFACTOR`] with `keep_keys`, else
+    /// PostgreSQL's own).
+    pg_fillfactor: Option<u8>,
 }
 
 impl Unload {
@@ -339,6 +343,7 @@ impl Unload {
             processes: Processes::Auto,
             pg_lock_wait: fbunload_dest_postgres::DEFAULT_LOCK_WAIT,
             pg_drop_others: false,
+            pg_fillfactor: None,
         }
     }
 

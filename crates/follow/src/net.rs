@@ -8,6 +8,11 @@
 //! A key update is a delete of the old key and an insert of the new one,
 //! so an UPDATE never changes a key and no statement of the three can
 //! meet a row another of them moved.
+//!
+//! A key only updated in the group also keeps which columns its updates
+//! changed, so only those are staged and set: the COPY parses, and the
+//! UPDATE writes, what changed rather than every column
+//! (docs/PERFORMANCE.md, "Live").
 
 use std::collections::HashMap;
 
@@ -29,6 +34,10 @@ pub struct Net {
     pub after: Option<Row>,
     /// The first change and its transaction, for a message.
     pub first: (u64, ChangeKind),
+    /// Of a key only updated in the group: the columns (in the order of
+    /// a [`Row`]) its updates changed; `None`: every column (an insert,
+    /// a row put again after a delete, or changes not known).
+    pub changed: Option<Vec<bool>>,
 }
 
 /// What PostgreSQL gets for a key.
@@ -78,12 +87,19 @@ fn row_bytes(row: &Row) -> usize {
 impl NetTable {
     /// An insert of `row` under `key`.
     pub fn insert(&mut self, transaction: u64, key: Key, row: Row) -> Result<(), Contradiction> {
-        self.put(transaction, ChangeKind::Insert, key, row, false)
+        self.put(transaction, ChangeKind::Insert, key, row, false, None)
     }
 
-    /// An update that keeps the key.
-    pub fn update(&mut self, transaction: u64, key: Key, row: Row) -> Result<(), Contradiction> {
-        self.put(transaction, ChangeKind::Update, key, row, true)
+    /// An update that keeps the key; `changed`: the columns it changed,
+    /// if known.
+    pub fn update(
+        &mut self,
+        transaction: u64,
+        key: Key,
+        row: Row,
+        changed: Option<Vec<bool>>,
+    ) -> Result<(), Contradiction> {
+        self.put(transaction, ChangeKind::Update, key, row, true, changed)
     }
 
     /// A key update: its old key goes, its new one comes.
@@ -95,7 +111,7 @@ impl NetTable {
         row: Row,
     ) -> Result<(), Contradiction> {
         self.remove(transaction, ChangeKind::Update, old)?;
-        self.put(transaction, ChangeKind::Update, new, row, false)
+        self.put(transaction, ChangeKind::Update, new, row, false, None)
     }
 
     pub fn delete(&mut self, transaction: u64, key: Key) -> Result<(), Contradiction> {
@@ -110,6 +126,7 @@ impl NetTable {
         key: Key,
         row: Row,
         needs_row: bool,
+        changed: Option<Vec<bool>>,
     ) -> Result<(), Contradiction> {
         self.bytes += row_bytes(&row);
         match self.keys.get_mut(&key) {
@@ -119,6 +136,15 @@ impl NetTable {
                 key,
             }),
             Some(net) => {
+                // Updates after updates: what any of them changed. A row
+                // inserted or put again in the group goes whole.
+                net.changed = match (net.changed.take(), changed) {
+                    (Some(mut was), Some(now)) if needs_row && net.expects_row => {
+                        was.iter_mut().zip(now).for_each(|(w, n)| *w |= n);
+                        Some(was)
+                    }
+                    _ => None,
+                };
                 net.after = Some(row);
                 Ok(())
             }
@@ -130,6 +156,7 @@ impl NetTable {
                         expects_row: needs_row,
                         after: Some(row),
                         first: (transaction, kind),
+                        changed: changed.filter(|_| needs_row),
                     },
                 );
                 Ok(())
@@ -151,6 +178,7 @@ impl NetTable {
             }),
             Some(net) => {
                 net.after = None;
+                net.changed = None;
                 Ok(())
             }
             None => {
@@ -161,6 +189,7 @@ impl NetTable {
                         expects_row: true,
                         after: None,
                         first: (transaction, kind),
+                        changed: None,
                     },
                 );
                 Ok(())
@@ -196,7 +225,7 @@ mod tests {
         let mut t = NetTable::default();
         // 1: inserted, updated, deleted, inserted again.
         t.insert(10, k(1), r(1, "a")).unwrap();
-        t.update(11, k(1), r(1, "b")).unwrap();
+        t.update(11, k(1), r(1, "b"), None).unwrap();
         t.delete(12, k(1)).unwrap();
         t.insert(13, k(1), r(1, "c")).unwrap();
         // 2: existed, moved to 3; 4 existed and is deleted, then inserted.
@@ -207,8 +236,8 @@ mod tests {
         t.insert(17, k(5), r(5, "x")).unwrap();
         t.delete(18, k(5)).unwrap();
         // 6: existed, updated twice.
-        t.update(19, k(6), r(6, "y")).unwrap();
-        t.update(20, k(6), r(6, "z")).unwrap();
+        t.update(19, k(6), r(6, "y"), None).unwrap();
+        t.update(20, k(6), r(6, "z"), None).unwrap();
         assert_eq!(
             ops(&t),
             vec![
@@ -237,8 +266,41 @@ mod tests {
             })
         );
         t.delete(3, k(1)).unwrap();
-        assert!(t.update(4, k(1), r(1, "c")).is_err());
+        assert!(t.update(4, k(1), r(1, "c"), None).is_err());
         assert!(t.delete(5, k(1)).is_err());
         assert!(t.move_key(6, k(1), k(2), r(2, "d")).is_err());
+    }
+
+    #[test]
+    fn updates_keep_the_columns_any_of_them_changed() {
+        let mut t = NetTable::default();
+        let some = |c: [bool; 2]| Some(c.to_vec());
+        // 1: two updates, each of one column: both are set.
+        t.update(1, k(1), r(1, "a"), some([false, true])).unwrap();
+        t.update(2, k(1), r(1, "b"), some([true, false])).unwrap();
+        assert_eq!(t.keys[&k(1)].changed, some([true, true]));
+        // 2: one update whose columns are not known: every column.
+        t.update(3, k(2), r(2, "a"), some([false, true])).unwrap();
+        t.update(4, k(2), r(2, "b"), None).unwrap();
+        assert_eq!(t.keys[&k(2)].changed, None);
+        // 3: inserted, then updated: the insert goes whole.
+        t.insert(5, k(3), r(3, "a")).unwrap();
+        t.update(6, k(3), r(3, "b"), some([false, true])).unwrap();
+        assert_eq!(t.keys[&k(3)].changed, None);
+        // 4: deleted and put again, then updated: whole, as an UPDATE.
+        t.delete(7, k(4)).unwrap();
+        t.insert(8, k(4), r(4, "a")).unwrap();
+        t.update(9, k(4), r(4, "b"), some([false, true])).unwrap();
+        assert_eq!(t.keys[&k(4)].changed, None);
+        assert_eq!(t.keys[&k(4)].op(), Some(Op::Update));
+        // 5: updated, deleted and put again: whole.
+        t.update(10, k(5), r(5, "a"), some([false, true])).unwrap();
+        t.delete(11, k(5)).unwrap();
+        t.insert(12, k(5), r(5, "b")).unwrap();
+        assert_eq!(t.keys[&k(5)].changed, None);
+        // 6: moved here: an insert, whole.
+        t.move_key(13, k(7), k(6), r(6, "a")).unwrap();
+        t.update(14, k(6), r(6, "b"), some([false, true])).unwrap();
+        assert_eq!(t.keys[&k(6)].changed, None);
     }
 }

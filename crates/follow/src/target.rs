@@ -759,7 +759,14 @@ fn net_change(
             let after = decode(&change.after)?;
             let key = key_of(&after)?;
             if key == before {
-                net.update(transaction, key, row_of(&after)?)
+                // The staged columns it changed, from the images' bytes.
+                let changed = change
+                    .before
+                    .as_deref()
+                    .zip(change.after.as_deref())
+                    .and_then(|(b, a)| table.format.changed_fields(b, a))
+                    .map(|by_id| staged.fields.iter().map(|id| by_id[*id]).collect());
+                net.update(transaction, key, row_of(&after)?, changed)
             } else {
                 net.move_key(transaction, before, key, row_of(&after)?)
             }
@@ -829,8 +836,8 @@ fn apply_net(
         client
             .batch_execute(&format!(
                 "CREATE TEMPORARY TABLE IF NOT EXISTS {stage} ON COMMIT DELETE ROWS AS \
-                 SELECT 0::smallint AS _fbunload_op, 0::integer AS _fbunload_row, {list} \
-                 FROM {qualified} WITH NO DATA"
+                 SELECT 0::smallint AS _fbunload_op, 0::integer AS _fbunload_row, \
+                 0::integer AS _fbunload_set, {list} FROM {qualified} WITH NO DATA"
             ))
             .map_err(|e| failed("creating its staging table", e))?;
         staged.created = true;
@@ -841,19 +848,26 @@ fn apply_net(
     }
     drop(timed);
     let timed = phases::timed("staging text");
+    let sets = ColumnSets::gather(&entries, staged.fields.len(), &staged.key);
     let mut data = Vec::with_capacity(net.bytes + entries.len() * 8);
     let mut counts = [0u64; 3];
     for (number, (key, n, op)) in entries.iter().enumerate() {
         counts[*op as usize] += 1;
-        // The operation (one digit) and the row number.
+        // The operation (one digit), the row number and its column set.
         data.push(b'0' + *op as u8);
         data.push(b'\t');
         data.extend_from_slice(number.to_string().as_bytes());
+        data.push(b'\t');
+        let set = sets.row_set[number];
+        data.extend_from_slice(set.to_string().as_bytes());
         match &n.after {
             Some(row) => {
-                for value in row {
+                let columns = &sets.sets[set];
+                for (at, value) in row.iter().enumerate() {
                     data.push(b'\t');
                     match value {
+                        // A column the UPDATE does not set: not parsed.
+                        _ if !columns[at] => data.extend_from_slice(b"\\N"),
                         Some(text) => copy_escaped(&mut data, text),
                         None => data.extend_from_slice(b"\\N"),
                     }
@@ -914,20 +928,29 @@ fn apply_net(
     }
     if counts[Op::Update as usize] > 0 {
         let _timed = phases::timed("UPDATE");
-        let set = columns
-            .iter()
-            .map(|c| format!("{c} = s.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let updated = client
-            .execute(
-                &format!(
-                    "UPDATE {qualified} t SET {set} FROM {stage} s \
-                     WHERE s._fbunload_op = 1 AND {matches}"
-                ),
-                &[],
-            )
-            .map_err(|e| failed("updating rows", e))?;
+        // One UPDATE per column set in use, each of its rows.
+        let mut updated = 0;
+        for (number, set) in sets.sets.iter().enumerate() {
+            if !sets.used[number] {
+                continue;
+            }
+            let set = columns
+                .iter()
+                .zip(set)
+                .filter(|(_, on)| **on)
+                .map(|(c, _)| format!("{c} = s.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            updated += client
+                .execute(
+                    &format!(
+                        "UPDATE {qualified} t SET {set} FROM {stage} s \
+                         WHERE s._fbunload_op = 1 AND s._fbunload_set = {number} AND {matches}"
+                    ),
+                    &[],
+                )
+                .map_err(|e| failed("updating rows", e))?;
+        }
         if updated != counts[Op::Update as usize] {
             let row = client
                 .query_one(
@@ -964,6 +987,62 @@ fn apply_net(
             })?;
     }
     Ok(())
+}
+
+/// The sets of columns a table's staged rows carry: set 0 is every
+/// column (inserts, deletes, and updates whose columns are not known or
+/// would make too many sets); the others are what updates changed, each
+/// with the key. Each set in use costs an UPDATE (a pass over the
+/// staging table), so past [`MAX_COLUMN_SETS`] updates go whole.
+struct ColumnSets {
+    sets: Vec<Vec<bool>>,
+    /// Whether an update uses the set.
+    used: Vec<bool>,
+    /// Each entry's set, in the order of the entries.
+    row_set: Vec<usize>,
+}
+
+const MAX_COLUMN_SETS: usize = 8;
+
+impl ColumnSets {
+    fn gather(entries: &[(&Key, &Net, Op)], width: usize, key: &[usize]) -> ColumnSets {
+        let mut sets = ColumnSets {
+            sets: vec![vec![true; width]],
+            used: vec![false],
+            row_set: Vec::with_capacity(entries.len()),
+        };
+        let mut index: HashMap<Vec<bool>, usize> = HashMap::new();
+        for (_, n, op) in entries {
+            let changed = n
+                .changed
+                .as_ref()
+                .filter(|c| *op == Op::Update && c.len() == width);
+            let set = match changed {
+                Some(changed) => {
+                    let mut columns = changed.clone();
+                    for at in key {
+                        columns[*at] = true;
+                    }
+                    match index.get(&columns) {
+                        Some(at) => *at,
+                        None if sets.sets.len() > MAX_COLUMN_SETS => 0,
+                        None => {
+                            sets.sets.push(columns.clone());
+                            sets.used.push(false);
+                            index.insert(columns, sets.sets.len() - 1);
+                            sets.sets.len() - 1
+                        }
+                    }
+                }
+                None => 0,
+            };
+            if *op == Op::Update {
+                sets.used[set] = true;
+            }
+            sets.row_set.push(set);
+        }
+        sets
+    }
 }
 
 /// The statement that applies `change` to `table` in `schema`.

@@ -184,6 +184,31 @@ impl RecordFormat {
         }
         Ok(values)
     }
+
+    /// Which fields an update changed, by field id, from its before and
+    /// after images as stored (null flag and the field's bytes), without
+    /// decoding either; `None` if an image is not of this format's length.
+    /// Equal bytes are an equal value; unequal bytes may still be one (a
+    /// VARCHAR's unused tail, a blob stored again with the same content),
+    /// which only makes a field count as changed.
+    pub fn changed_fields(&self, before: &[u8], after: &[u8]) -> Option<Vec<bool>> {
+        if before.len() != self.length || after.len() != self.length {
+            return None;
+        }
+        let null = |record: &[u8], id: usize| record[id / 8] & (1 << (id % 8)) != 0;
+        Some(
+            self.fields
+                .iter()
+                .enumerate()
+                .map(|(id, field)| {
+                    let Some(field) = field else { return false };
+                    let (b, a) = (null(before, id), null(after, id));
+                    let at = field.offset as usize..field.offset as usize + field.length as usize;
+                    b != a || (!a && before[at.clone()] != after[at])
+                })
+                .collect(),
+        )
+    }
 }
 
 fn decode_field(
@@ -440,6 +465,55 @@ fn time_text(time: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_fields_compare_null_flags_and_bytes() {
+        // Two INTEGER fields after a one-byte null bitmap (padded to 4),
+        // and a dropped field 2.
+        let int = |offset| {
+            Some(FieldFormat {
+                dtype: 8,
+                scale: 0,
+                length: 4,
+                sub_type: 0,
+                offset,
+            })
+        };
+        let format = RecordFormat {
+            fields: vec![int(4), int(8), None],
+            length: 12,
+        };
+        let record = |nulls: u8, a: i32, b: i32| {
+            let mut r = vec![nulls, 0, 0, 0];
+            r.extend_from_slice(&a.to_le_bytes());
+            r.extend_from_slice(&b.to_le_bytes());
+            r
+        };
+        let changed = |before: &[u8], after: &[u8]| format.changed_fields(before, after);
+        assert_eq!(
+            changed(&record(0, 1, 2), &record(0, 1, 3)),
+            Some(vec![false, true, false])
+        );
+        assert_eq!(
+            changed(&record(0, 1, 2), &record(0, 1, 2)),
+            Some(vec![false, false, false])
+        );
+        // Null to a value whose bytes the null left behind, and back.
+        assert_eq!(
+            changed(&record(0b01, 1, 2), &record(0, 1, 2)),
+            Some(vec![true, false, false])
+        );
+        assert_eq!(
+            changed(&record(0, 1, 2), &record(0b10, 1, 2)),
+            Some(vec![false, true, false])
+        );
+        // Both null: the bytes behind the flag do not count.
+        assert_eq!(
+            changed(&record(0b10, 1, 2), &record(0b10, 1, 9)),
+            Some(vec![false, false, false])
+        );
+        assert_eq!(changed(&record(0, 1, 2)[..8], &record(0, 1, 2)), None);
+    }
 
     #[test]
     fn decfloat_declets_decode_every_digit_pattern() {

@@ -619,7 +619,8 @@ impl fbunload::Progress for SaidOnStderr {
     queries=Vec::new(), max_rows=None, max_bytes=None, schema=true, allow_inconsistent=false,
     stall_timeout=None, wire_crypt=None, wire_compression=false, since=None, keep_keys=false,
     resumable=false, resume=false, processes=None, pg_schema=None, pg_lock_wait=None,
-    pg_drop_others=false, pg_grants=false, journal=None, pg_verify_only=false))]
+    pg_drop_others=false, pg_grants=false, journal=None, pg_verify_only=false,
+    pg_fillfactor=None))]
 #[allow(clippy::too_many_arguments)]
 fn unload<'py>(
     py: Python<'py>,
@@ -669,6 +670,7 @@ fn unload<'py>(
     pg_grants: bool,
     journal: Option<PathBuf>,
     pg_verify_only: bool,
+    pg_fillfactor: Option<i64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     // `output` may be a PostgreSQL database rather than a directory.
     let pg_uri = output
@@ -681,6 +683,7 @@ fn unload<'py>(
             ("pg_lock_wait", pg_lock_wait.is_some()),
             ("pg_drop_others", pg_drop_others),
             ("pg_grants", pg_grants),
+            ("pg_fillfactor", pg_fillfactor.is_some()),
             ("pg_verify_only", pg_verify_only),
         ];
         if let Some((keyword, _)) = given.iter().find(|(_, given)| *given) {
@@ -784,6 +787,17 @@ fn unload<'py>(
     }
     if let Some(wait) = pg_lock_wait {
         unload = unload.pg_lock_wait(wait);
+    }
+    if let Some(percent) = pg_fillfactor {
+        let percent = u8::try_from(percent)
+            .ok()
+            .filter(|p| (10..=100).contains(p))
+            .ok_or_else(|| {
+                UsageError::new_err(format!(
+                    "pg_fillfactor={percent}: PostgreSQL takes 10 to 100 (percent of a page)"
+                ))
+            })?;
+        unload = unload.pg_fillfactor(percent);
     }
     let unload = unload
         .keep_keys(keep_keys)
