@@ -9,7 +9,7 @@
 //! - the rows of groups cut and waiting to be encoded;
 //! - groups being encoded (their rows, and what the format's encoder
 //!   says it holds beside them while it works: its copies and output,
-//!   and for Parquet every column writer's codec, 128 KiB a column);
+//!   and for Parquet the one column writer it holds at a time);
 //! - encoded groups waiting for the groups before them to be appended.
 //!
 //! Two ways to stay within it. What can wait on disk does: a unit's bytes

@@ -744,10 +744,10 @@ impl BatchTable {
             };
             // While it is encoded, a group takes what its encoder says
             // beside its rows (copies, the pages it makes, and for Parquet
-            // every column writer's codec: 64 MB over 500 columns). The
-            // group the writer needs next always goes ahead; any other
-            // waits for room, which groups ahead of it, being encoded,
-            // give back as they are appended.
+            // the one column writer it holds at a time). The group the
+            // writer needs next always goes ahead; any other waits for
+            // room, which groups ahead of it, being encoded, give back as
+            // they are appended.
             let encoder = state.writer.as_ref().expect("opened above").encoder.clone();
             let rows = encoder.working_bytes(cut.rows.bytes());
             let work = if cut.group.index == state.groups.next() {
@@ -1018,11 +1018,11 @@ mod tests {
             .expect("8 threads within a tiny budget finish (no deadlock)");
         assert!(squeezed == alone, "the same file whatever the budget");
         // Over the budget by what must proceed: the group the writer needs
-        // next, its encoding (with its two column writers' fixed share,
-        // bigger than these tiny groups), rows read back: a few groups,
-        // not the table.
+        // next, its encoding (with its column writer's fixed share, bigger
+        // than these tiny groups), rows read back: a few groups, not the
+        // table.
         let table = rows_bytes(&unit_batches(0)) * UNITS;
-        let writers = 2 * fbunload_format::columnar::PER_LEAF_WRITER_BYTES;
+        let writers = fbunload_format::columnar::COLUMN_WRITER_BYTES;
         assert!(
             peak < table / 3 + writers,
             "peak {peak} of a table of {table}"

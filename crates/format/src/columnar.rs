@@ -221,11 +221,7 @@ impl BatchFormat for ParquetFormat {
             (Some(file), factory)
         };
         Ok(Box::new(ParquetTable {
-            encoder: Arc::new(ParquetGroupEncoder {
-                leaves: schema.fields().iter().map(|f| leaf_count(f)).sum(),
-                schema: schema.clone(),
-                factory,
-            }),
+            encoder: Arc::new(ParquetGroupEncoder::new(&schema, &props, factory)?),
             schema,
             props,
             // A library caller's 0 would be groups of no rows.
@@ -262,16 +258,60 @@ impl BatchFormat for ParquetFormat {
 }
 
 /// Encodes Parquet row groups: every column chunk, pages compressed.
+///
+/// A column's writers are made when its turn comes and closed before the
+/// next column's are made: each holds its codec from its making (zstd's
+/// decompression context alone is 96 KiB, measured with heaptrack), and
+/// the whole row group's writers at once, as arrow-rs makes them, held
+/// 48 MB over 500 columns whatever the group's rows.
 struct ParquetGroupEncoder {
     schema: SchemaRef,
+    /// Each column's writers, from a schema of that column alone: the same
+    /// Parquet column (name, types, levels), so the same bytes, and
+    /// accepted by the file's row group as its own. `None` with a single
+    /// column: the file's factory makes the same writers.
+    columns: Option<Vec<ArrowRowGroupWriterFactory>>,
     factory: ArrowRowGroupWriterFactory,
-    /// Parquet leaf columns: one column writer each.
-    leaves: usize,
+}
+
+impl ParquetGroupEncoder {
+    fn new(
+        schema: &SchemaRef,
+        props: &WriterProperties,
+        factory: ArrowRowGroupWriterFactory,
+    ) -> Result<Self, FormatError> {
+        let columns = (schema.fields().len() > 1)
+            .then(|| {
+                schema
+                    .fields()
+                    .iter()
+                    .map(|field| {
+                        let alone = Arc::new(Schema::new(vec![field.clone()]));
+                        Ok(open_parquet(Box::new(io::sink()), &alone, props)?.1)
+                    })
+                    .collect::<Result<Vec<_>, FormatError>>()
+            })
+            .transpose()?;
+        Ok(ParquetGroupEncoder {
+            schema: schema.clone(),
+            columns,
+            factory,
+        })
+    }
+
+    /// Column `c`'s writers for row group `index`.
+    fn column_writers(
+        &self,
+        c: usize,
+        index: usize,
+    ) -> Result<Vec<ArrowColumnWriter>, FormatError> {
+        let factory = self.columns.as_ref().map_or(&self.factory, |f| &f[c]);
+        Ok(factory.create_column_writers(index)?)
+    }
 }
 
 impl GroupEncoder for ParquetGroupEncoder {
     fn encode(&self, index: usize, rows: Vec<RecordBatch>) -> Result<EncodedGroup, FormatError> {
-        let mut writers = self.factory.create_column_writers(index)?.into_iter();
         for batch in &rows {
             check_decimal_precision(batch)?;
         }
@@ -279,13 +319,12 @@ impl GroupEncoder for ParquetGroupEncoder {
         // A column at a time, each in its pieces, each closed before the
         // next begins: every writer gets the same pieces as fed row-wise,
         // so the same bytes, but only one column's encoder state (its
-        // dictionary, its keys, its page) is held at once, not every
-        // column's, and only one column's piece is ever copied. With 500
-        // columns that state was four times the group's rows.
-        let mut columns = Vec::with_capacity(writers.len());
+        // codec, its dictionary, its keys, its page) is held at once, not
+        // every column's, and only one column's piece is ever copied. With
+        // 500 columns that state was four times the group's rows.
+        let mut columns = Vec::new();
         for (c, field) in self.schema.fields().iter().enumerate() {
-            let mut own: Vec<ArrowColumnWriter> =
-                writers.by_ref().take(leaf_count(field)).collect();
+            let mut own = self.column_writers(c, index)?;
             let column: Vec<&dyn arrow_array::Array> =
                 rows.iter().map(|b| b.column(c).as_ref()).collect();
             let mut start = 0;
@@ -317,18 +356,17 @@ impl GroupEncoder for ParquetGroupEncoder {
     }
 
     fn working_bytes(&self, rows_bytes: usize) -> usize {
-        // The pages it makes (at most about the rows), the column's
-        // encoder state, and every leaf's codec, made with the writers
-        // (zstd's decompression context alone is 96 KiB a leaf: 48 MB
-        // for 500 columns).
-        rows_bytes + self.leaves * PER_LEAF_WRITER_BYTES
+        // The pages it makes (at most about the rows; compressed pages
+        // keep the buffers zstd asked for, the size of the page before
+        // compression) and one column's writers.
+        rows_bytes + COLUMN_WRITER_BYTES
     }
 }
 
-/// What a Parquet column writer holds from its making to its closing,
-/// whatever it writes: its codec's contexts (measured with heaptrack:
-/// zstd's decompression context, 96 KiB) and its buffers.
-pub const PER_LEAF_WRITER_BYTES: usize = 128 << 10;
+/// What one column's Parquet writer holds from its making to its closing,
+/// whatever it writes: its codec's contexts (zstd's decompression context
+/// alone is 96 KiB) and its buffers.
+pub const COLUMN_WRITER_BYTES: usize = 1 << 20;
 
 /// Rows `start..start + len` of a column held in consecutive arrays: a
 /// slice where one array holds them all, else those rows concatenated.
@@ -354,20 +392,6 @@ fn rows_of(
     }
     let refs: Vec<&dyn arrow_array::Array> = parts.iter().map(|a| a.as_ref()).collect();
     Ok(arrow_select::concat::concat(&refs)?)
-}
-
-/// Parquet leaf columns of an Arrow field: one, or one per leaf of a
-/// nested type.
-fn leaf_count(field: &arrow_schema::Field) -> usize {
-    use arrow_schema::DataType;
-    match field.data_type() {
-        DataType::List(inner)
-        | DataType::LargeList(inner)
-        | DataType::FixedSizeList(inner, _)
-        | DataType::Map(inner, _) => leaf_count(inner),
-        DataType::Struct(fields) => fields.iter().map(|f| leaf_count(f)).sum(),
-        _ => 1,
-    }
 }
 
 /// A Parquet table being written: one file, or parts of whole row groups.
