@@ -35,8 +35,8 @@ use fbunload_format::compress::Compressor;
 use fbunload_format::groups::CutGroup;
 use fbunload_format::parts::TextParts;
 use fbunload_format::{
-    BatchEncoder, BatchFormat, ByteFormat, Compression, EncodedGroup, FileInfo, FormatError,
-    GroupCutter, GroupEncoder, TableWriter,
+    encode_in_pieces, BatchEncoder, BatchFormat, ByteFormat, Compression, EncodedGroup, FileInfo,
+    FormatError, GroupCutter, GroupEncoder, TableWriter,
 };
 
 use crate::budget::{Taken, WAIT_TICK};
@@ -461,7 +461,7 @@ struct ByteUnit<'t> {
     table: &'t ByteTable,
     seq: usize,
     encoder: Box<dyn BatchEncoder>,
-    /// Reused for every batch of the unit.
+    /// Reused for every piece of every batch of the unit.
     buffer: Vec<u8>,
     sink: UnitBytes,
 }
@@ -469,19 +469,17 @@ struct ByteUnit<'t> {
 impl UnitWriter for ByteUnit<'_> {
     fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
         let context = &self.table.context;
-        self.buffer.clear();
-        self.encoder
-            .encode(&batch, &mut self.buffer)
-            .map_err(|e| context.format_error(e))?;
-        let written = match &mut self.sink {
+        let sink = &mut self.sink;
+        let mut write = |bytes: &[u8]| match sink {
             UnitBytes::Direct(file, _, digest) => {
-                let written = file.write_all(&self.buffer);
-                digest.update_written(file, &self.buffer);
+                let written = file.write_all(bytes);
+                digest.update_written(file, bytes);
                 written
             }
-            UnitBytes::Spooled(spool) => spool.write_all(&self.buffer),
+            UnitBytes::Spooled(spool) => spool.write_all(bytes),
         };
-        written.map_err(|e| context.output_error(e))
+        encode_in_pieces(self.encoder.as_mut(), &batch, &mut self.buffer, &mut write)
+            .map_err(|e| context.format_error(e))
     }
 
     fn finish(self: Box<Self>) -> Result<bool, ExecError> {
