@@ -91,6 +91,41 @@ fn a_row_group_of_500_columns_holds_one_column_writer_at_a_time() {
 }
 
 #[test]
+fn an_encoded_row_group_holds_its_pages_at_their_compressed_size() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    // 200,000 distinct texts of 64 bytes that compress well: 644 KB
+    // compressed, which in the codec's buffers held 2.7 MB.
+    let schema = Arc::new(Schema::new(vec![Field::new("T", DataType::Utf8, false)]));
+    let texts = StringArray::from_iter_values((0..200_000).map(|r| format!("{r:08}").repeat(8)));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(texts) as ArrayRef]).unwrap();
+    let format = ParquetFormat {
+        row_group_rows: 200_000,
+        row_group_bytes: None,
+        ..ParquetFormat::default()
+    };
+    let mut writer = format
+        .writer(
+            schema,
+            &FileInfo::default(),
+            Box::new(|| Ok(Box::new(io::sink()) as Box<dyn Write + Send>)),
+        )
+        .unwrap();
+    let encoder = writer.encoder();
+    let before = HELD.load(Ordering::SeqCst);
+    // The rows stay held outside: what is held after is the group's.
+    let group = encoder.encode(0, vec![batch.clone()]).unwrap();
+    let held = HELD.load(Ordering::SeqCst) - before;
+    let bytes = group.memory_size();
+    assert!(bytes < 4 << 20, "{bytes} bytes compressed");
+    assert!(
+        held < bytes + (1 << 20),
+        "a group of {bytes} bytes held {held} until appended"
+    );
+    writer.append(group).unwrap();
+    writer.finish().unwrap();
+}
+
+#[test]
 fn a_batch_of_blobs_is_written_as_text_a_piece_at_a_time() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     // 64 rows of a 128 KiB text and a 128 KiB binary value: 16 MB, as the
