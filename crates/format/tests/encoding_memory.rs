@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{ArrayRef, BinaryArray, Int32Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, BinaryArray, Decimal128Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use fbunload_format::columnar::ParquetFormat;
 use fbunload_format::{encode_in_pieces, BatchFormat, ByteFormat, CsvFormat, CsvOptions, FileInfo};
@@ -122,6 +122,47 @@ fn an_encoded_row_group_holds_its_pages_at_their_compressed_size() {
         "a group of {bytes} bytes held {held} until appended"
     );
     writer.append(group).unwrap();
+    writer.finish().unwrap();
+}
+
+#[test]
+fn a_file_keeps_nothing_of_a_decimal_column_s_rows_for_its_footer() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    // 200,000 DECIMAL(38,4), Parquet's FIXED_LEN_BYTE_ARRAY of 16 bytes
+    // (INT128, NUMERIC beyond 18 digits): arrow-rs converts each piece of
+    // 65,536 rows into one buffer of their bytes (1 MiB), and the chunk's
+    // min and max, kept for the footer, were views into those buffers.
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "D",
+        DataType::Decimal128(38, 4),
+        false,
+    )]));
+    let values = Decimal128Array::from_iter_values((0..200_000).map(|r| (r * 7919) % 1_000_003))
+        .with_precision_and_scale(38, 4)
+        .unwrap();
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values) as ArrayRef]).unwrap();
+    let format = ParquetFormat {
+        row_group_rows: 200_000,
+        row_group_bytes: None,
+        ..ParquetFormat::default()
+    };
+    let mut writer = format
+        .writer(
+            schema,
+            &FileInfo::default(),
+            Box::new(|| Ok(Box::new(io::sink()) as Box<dyn Write + Send>)),
+        )
+        .unwrap();
+    let encoder = writer.encoder();
+    let before = HELD.load(Ordering::SeqCst);
+    // The rows stay held outside: what is held after is the file's.
+    let group = encoder.encode(0, vec![batch.clone()]).unwrap();
+    writer.append(group).unwrap();
+    let kept = HELD.load(Ordering::SeqCst) as isize - before as isize;
+    assert!(
+        kept < 64 << 10,
+        "the file kept {kept} bytes of a written group for its footer"
+    );
     writer.finish().unwrap();
 }
 
