@@ -608,8 +608,16 @@ impl BatchTable {
             Place::Parts(parts) => parts.limits.rows,
             _ => None,
         };
+        let encoder = writer.encoder();
+        // The group its writer needs next goes ahead whatever the budget:
+        // its rows and what encoding them holds stay free for it.
+        if let Some(bytes) = writer.group_bytes() {
+            self.context
+                .budget
+                .keep_free(bytes + encoder.working_bytes(bytes));
+        }
         Ok(OpenWriter {
-            encoder: writer.encoder(),
+            encoder,
             cutter: GroupCutter::new(writer.group_rows())
                 .with_group_bytes(writer.group_bytes())
                 .with_part_rows(part_rows),
@@ -1025,6 +1033,54 @@ mod tests {
             peak < table / 3 + writers,
             "peak {peak} of a table of {table}"
         );
+    }
+
+    #[test]
+    fn a_parquet_table_keeps_its_next_group_s_bytes_free_and_units_spill_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutputDir::open(&dir.path().join("out"), Reuse::Refuse).unwrap();
+        let group = 1 << 20;
+        // Room for the group's rows and its encoding, and 64 KiB more.
+        let kept = group + group + fbunload_format::columnar::COLUMN_WRITER_BYTES;
+        let budget = MemoryBudget::new(kept + (64 << 10));
+        let context = TableContext {
+            name: "T".into(),
+            index: 0,
+            units: 2,
+            schema: schema(),
+            place: Place::File {
+                dir: out.clone(),
+                file_name: "T.parquet".into(),
+            },
+            budget: budget.clone(),
+            stdout_bytes: Arc::default(),
+        };
+        let format = ParquetFormat {
+            row_group_bytes: Some(group),
+            ..ParquetFormat::default()
+        };
+        let table = BatchTable::new(context, Arc::new(format), None);
+        // Unit 1 finishes first and waits for unit 0: the table is open.
+        let mut second = table.begin_unit(1).unwrap();
+        for batch in unit_batches(1) {
+            second.write(batch).unwrap();
+        }
+        assert!(!second.finish().unwrap());
+        assert_eq!(budget.kept_free(), kept);
+        // Unit 0's rows (more than the 64 KiB left) go to a part file.
+        let mut first = table.begin_unit(0).unwrap();
+        for _ in 0..8 {
+            for batch in unit_batches(0) {
+                first.write(batch).unwrap();
+            }
+        }
+        assert!(
+            budget.used() <= budget.total() - kept,
+            "units hold {} of the {} not kept free",
+            budget.used(),
+            budget.total() - kept
+        );
+        drop(first);
     }
 
     #[test]
