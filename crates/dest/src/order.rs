@@ -35,8 +35,8 @@ use fbunload_format::compress::Compressor;
 use fbunload_format::groups::CutGroup;
 use fbunload_format::parts::TextParts;
 use fbunload_format::{
-    BatchEncoder, BatchFormat, ByteFormat, Compression, EncodedGroup, FileInfo, FormatError,
-    GroupCutter, GroupEncoder, TableWriter,
+    encode_in_pieces, BatchEncoder, BatchFormat, ByteFormat, Compression, EncodedGroup, FileInfo,
+    FormatError, GroupCutter, GroupEncoder, TableWriter,
 };
 
 use crate::budget::{Taken, WAIT_TICK};
@@ -461,7 +461,7 @@ struct ByteUnit<'t> {
     table: &'t ByteTable,
     seq: usize,
     encoder: Box<dyn BatchEncoder>,
-    /// Reused for every batch of the unit.
+    /// Reused for every piece of every batch of the unit.
     buffer: Vec<u8>,
     sink: UnitBytes,
 }
@@ -469,19 +469,17 @@ struct ByteUnit<'t> {
 impl UnitWriter for ByteUnit<'_> {
     fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
         let context = &self.table.context;
-        self.buffer.clear();
-        self.encoder
-            .encode(&batch, &mut self.buffer)
-            .map_err(|e| context.format_error(e))?;
-        let written = match &mut self.sink {
+        let sink = &mut self.sink;
+        let mut write = |bytes: &[u8]| match sink {
             UnitBytes::Direct(file, _, digest) => {
-                let written = file.write_all(&self.buffer);
-                digest.update_written(file, &self.buffer);
+                let written = file.write_all(bytes);
+                digest.update_written(file, bytes);
                 written
             }
-            UnitBytes::Spooled(spool) => spool.write_all(&self.buffer),
+            UnitBytes::Spooled(spool) => spool.write_all(bytes),
         };
-        written.map_err(|e| context.output_error(e))
+        encode_in_pieces(self.encoder.as_mut(), &batch, &mut self.buffer, &mut write)
+            .map_err(|e| context.format_error(e))
     }
 
     fn finish(self: Box<Self>) -> Result<bool, ExecError> {
@@ -610,8 +608,16 @@ impl BatchTable {
             Place::Parts(parts) => parts.limits.rows,
             _ => None,
         };
+        let encoder = writer.encoder();
+        // The group its writer needs next goes ahead whatever the budget:
+        // its rows and what encoding them holds stay free for it.
+        if let Some(bytes) = writer.group_bytes() {
+            self.context
+                .budget
+                .keep_free(bytes + encoder.working_bytes(bytes));
+        }
         Ok(OpenWriter {
-            encoder: writer.encoder(),
+            encoder,
             cutter: GroupCutter::new(writer.group_rows())
                 .with_group_bytes(writer.group_bytes())
                 .with_part_rows(part_rows),
@@ -744,10 +750,10 @@ impl BatchTable {
             };
             // While it is encoded, a group takes what its encoder says
             // beside its rows (copies, the pages it makes, and for Parquet
-            // every column writer's codec: 64 MB over 500 columns). The
-            // group the writer needs next always goes ahead; any other
-            // waits for room, which groups ahead of it, being encoded,
-            // give back as they are appended.
+            // the one column writer it holds at a time). The group the
+            // writer needs next always goes ahead; any other waits for
+            // room, which groups ahead of it, being encoded, give back as
+            // they are appended.
             let encoder = state.writer.as_ref().expect("opened above").encoder.clone();
             let rows = encoder.working_bytes(cut.rows.bytes());
             let work = if cut.group.index == state.groups.next() {
@@ -1018,15 +1024,63 @@ mod tests {
             .expect("8 threads within a tiny budget finish (no deadlock)");
         assert!(squeezed == alone, "the same file whatever the budget");
         // Over the budget by what must proceed: the group the writer needs
-        // next, its encoding (with its two column writers' fixed share,
-        // bigger than these tiny groups), rows read back: a few groups,
-        // not the table.
+        // next, its encoding (with its column writer's fixed share, bigger
+        // than these tiny groups), rows read back: a few groups, not the
+        // table.
         let table = rows_bytes(&unit_batches(0)) * UNITS;
-        let writers = 2 * fbunload_format::columnar::PER_LEAF_WRITER_BYTES;
+        let writers = fbunload_format::columnar::COLUMN_WRITER_BYTES;
         assert!(
             peak < table / 3 + writers,
             "peak {peak} of a table of {table}"
         );
+    }
+
+    #[test]
+    fn a_parquet_table_keeps_its_next_group_s_bytes_free_and_units_spill_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutputDir::open(&dir.path().join("out"), Reuse::Refuse).unwrap();
+        let group = 1 << 20;
+        // Room for the group's rows and its encoding, and 64 KiB more.
+        let kept = group + group + fbunload_format::columnar::COLUMN_WRITER_BYTES;
+        let budget = MemoryBudget::new(kept + (64 << 10));
+        let context = TableContext {
+            name: "T".into(),
+            index: 0,
+            units: 2,
+            schema: schema(),
+            place: Place::File {
+                dir: out.clone(),
+                file_name: "T.parquet".into(),
+            },
+            budget: budget.clone(),
+            stdout_bytes: Arc::default(),
+        };
+        let format = ParquetFormat {
+            row_group_bytes: Some(group),
+            ..ParquetFormat::default()
+        };
+        let table = BatchTable::new(context, Arc::new(format), None);
+        // Unit 1 finishes first and waits for unit 0: the table is open.
+        let mut second = table.begin_unit(1).unwrap();
+        for batch in unit_batches(1) {
+            second.write(batch).unwrap();
+        }
+        assert!(!second.finish().unwrap());
+        assert_eq!(budget.kept_free(), kept);
+        // Unit 0's rows (more than the 64 KiB left) go to a part file.
+        let mut first = table.begin_unit(0).unwrap();
+        for _ in 0..8 {
+            for batch in unit_batches(0) {
+                first.write(batch).unwrap();
+            }
+        }
+        assert!(
+            budget.used() <= budget.total() - kept,
+            "units hold {} of the {} not kept free",
+            budget.used(),
+            budget.total() - kept
+        );
+        drop(first);
     }
 
     #[test]

@@ -162,7 +162,9 @@ pub const MEMORY_HELP: &str =
     "Memory, in MB, for the rows a run holds beyond the batch each worker \
      is filling, shared by all workers whatever --parallel: pieces of tables finished ahead of \
      their turn (beyond it they wait in part files next to the output) and Parquet/Arrow row \
-     groups being encoded or waiting to be appended (beyond it workers wait). Raise it if \
+     groups being encoded or waiting to be appended (beyond it workers wait); Parquet and \
+     Arrow keep a row group's rows and encoding (65 MB at most) of it for the group written \
+     next, so pieces go to part files sooner. Raise it if \
      part files slow a run down. Not counted in it: per worker, the batch it is filling and up \
      to 16 MB of batches queued for its writer";
 

@@ -29,13 +29,17 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{Schema, SchemaRef};
+use bytes::Bytes;
 use parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use parquet::column::page_store::{PageKey, PageStore, PageStoreArgs, PageStoreFactory};
+use parquet::data_type::{ByteArray, FixedLenByteArray};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
@@ -221,11 +225,7 @@ impl BatchFormat for ParquetFormat {
             (Some(file), factory)
         };
         Ok(Box::new(ParquetTable {
-            encoder: Arc::new(ParquetGroupEncoder {
-                leaves: schema.fields().iter().map(|f| leaf_count(f)).sum(),
-                schema: schema.clone(),
-                factory,
-            }),
+            encoder: Arc::new(ParquetGroupEncoder::new(&schema, &props, factory)?),
             schema,
             props,
             // A library caller's 0 would be groups of no rows.
@@ -262,16 +262,62 @@ impl BatchFormat for ParquetFormat {
 }
 
 /// Encodes Parquet row groups: every column chunk, pages compressed.
+///
+/// A column's writers are made when its turn comes and closed before the
+/// next column's are made: each holds its codec from its making (zstd's
+/// decompression context alone is 96 KiB, measured with heaptrack), and
+/// the whole row group's writers at once, as arrow-rs makes them, held
+/// 48 MB over 500 columns whatever the group's rows.
 struct ParquetGroupEncoder {
     schema: SchemaRef,
+    /// Each column's writers, from a schema of that column alone: the same
+    /// Parquet column (name, types, levels), so the same bytes, and
+    /// accepted by the file's row group as its own. `None` with a single
+    /// column: the file's factory makes the same writers.
+    columns: Option<Vec<ArrowRowGroupWriterFactory>>,
     factory: ArrowRowGroupWriterFactory,
-    /// Parquet leaf columns: one column writer each.
-    leaves: usize,
+}
+
+impl ParquetGroupEncoder {
+    fn new(
+        schema: &SchemaRef,
+        props: &WriterProperties,
+        factory: ArrowRowGroupWriterFactory,
+    ) -> Result<Self, FormatError> {
+        let pages: Arc<dyn PageStoreFactory> = Arc::new(ExactPages);
+        let columns = (schema.fields().len() > 1)
+            .then(|| {
+                schema
+                    .fields()
+                    .iter()
+                    .map(|field| {
+                        let alone = Arc::new(Schema::new(vec![field.clone()]));
+                        let factory = open_parquet(Box::new(io::sink()), &alone, props)?.1;
+                        Ok(factory.with_page_store_factory(pages.clone()))
+                    })
+                    .collect::<Result<Vec<_>, FormatError>>()
+            })
+            .transpose()?;
+        Ok(ParquetGroupEncoder {
+            schema: schema.clone(),
+            columns,
+            factory: factory.with_page_store_factory(pages),
+        })
+    }
+
+    /// Column `c`'s writers for row group `index`.
+    fn column_writers(
+        &self,
+        c: usize,
+        index: usize,
+    ) -> Result<Vec<ArrowColumnWriter>, FormatError> {
+        let factory = self.columns.as_ref().map_or(&self.factory, |f| &f[c]);
+        Ok(factory.create_column_writers(index)?)
+    }
 }
 
 impl GroupEncoder for ParquetGroupEncoder {
     fn encode(&self, index: usize, rows: Vec<RecordBatch>) -> Result<EncodedGroup, FormatError> {
-        let mut writers = self.factory.create_column_writers(index)?.into_iter();
         for batch in &rows {
             check_decimal_precision(batch)?;
         }
@@ -279,13 +325,12 @@ impl GroupEncoder for ParquetGroupEncoder {
         // A column at a time, each in its pieces, each closed before the
         // next begins: every writer gets the same pieces as fed row-wise,
         // so the same bytes, but only one column's encoder state (its
-        // dictionary, its keys, its page) is held at once, not every
-        // column's, and only one column's piece is ever copied. With 500
-        // columns that state was four times the group's rows.
-        let mut columns = Vec::with_capacity(writers.len());
+        // codec, its dictionary, its keys, its page) is held at once, not
+        // every column's, and only one column's piece is ever copied. With
+        // 500 columns that state was four times the group's rows.
+        let mut columns = Vec::new();
         for (c, field) in self.schema.fields().iter().enumerate() {
-            let mut own: Vec<ArrowColumnWriter> =
-                writers.by_ref().take(leaf_count(field)).collect();
+            let mut own = self.column_writers(c, index)?;
             let column: Vec<&dyn arrow_array::Array> =
                 rows.iter().map(|b| b.column(c).as_ref()).collect();
             let mut start = 0;
@@ -307,7 +352,9 @@ impl GroupEncoder for ParquetGroupEncoder {
                 start += len;
             }
             for writer in own {
-                columns.push(writer.close()?);
+                let mut chunk = writer.close()?;
+                statistics_of_their_own(&mut chunk)?;
+                columns.push(chunk);
             }
         }
         Ok(EncodedGroup(Encoded::Parquet {
@@ -317,18 +364,110 @@ impl GroupEncoder for ParquetGroupEncoder {
     }
 
     fn working_bytes(&self, rows_bytes: usize) -> usize {
-        // The pages it makes (at most about the rows), the column's
-        // encoder state, and every leaf's codec, made with the writers
-        // (zstd's decompression context alone is 96 KiB a leaf: 48 MB
-        // for 500 columns).
-        rows_bytes + self.leaves * PER_LEAF_WRITER_BYTES
+        // The pages it makes (at most about the rows; compressed pages
+        // keep the buffers zstd asked for, the size of the page before
+        // compression) and one column's writers.
+        rows_bytes + COLUMN_WRITER_BYTES
     }
 }
 
-/// What a Parquet column writer holds from its making to its closing,
-/// whatever it writes: its codec's contexts (measured with heaptrack:
-/// zstd's decompression context, 96 KiB) and its buffers.
-pub const PER_LEAF_WRITER_BYTES: usize = 128 << 10;
+/// Gives a column chunk's min and max bytes of their own. arrow-rs
+/// converts each piece of a DECIMAL column into one buffer of all its
+/// values, and the chunk's min and max are views into it: kept for the
+/// file's footer, they kept every piece's whole buffer until the file was
+/// closed. WIDE (500 columns of nine types, 100,000 rows) held 40 MB of
+/// them at the end (heaptrack), and it grows with the table's rows.
+fn statistics_of_their_own(chunk: &mut ArrowColumnChunk) -> Result<(), FormatError> {
+    fn owned<T>(
+        s: &ValueStatistics<T>,
+        deprecated: bool,
+        copy: impl Fn(&T) -> T,
+    ) -> ValueStatistics<T> {
+        ValueStatistics::new(
+            s.min_opt().map(&copy),
+            s.max_opt().map(&copy),
+            s.distinct_count(),
+            s.null_count_opt(),
+            deprecated,
+        )
+        .with_min_is_exact(s.min_is_exact())
+        .with_max_is_exact(s.max_is_exact())
+        .with_backwards_compatible_min_max(s.is_min_max_backwards_compatible())
+        .with_nan_count(s.nan_count_opt())
+    }
+    let close = chunk.close_mut();
+    let Some(statistics) = close.metadata.statistics() else {
+        return Ok(());
+    };
+    let deprecated = statistics.is_min_max_deprecated();
+    let statistics = match statistics {
+        Statistics::FixedLenByteArray(s) => {
+            Statistics::FixedLenByteArray(owned(s, deprecated, |v| {
+                FixedLenByteArray::from(v.data().to_vec())
+            }))
+        }
+        Statistics::ByteArray(s) => {
+            Statistics::ByteArray(owned(s, deprecated, |v| ByteArray::from(v.data().to_vec())))
+        }
+        _ => return Ok(()),
+    };
+    close.metadata = close
+        .metadata
+        .clone()
+        .into_builder()
+        .set_statistics(statistics)
+        .build()?;
+    Ok(())
+}
+
+/// Keeps each encoded page of a row group in a buffer of its own size
+/// until the group is appended. A compressed page comes in the buffer the
+/// codec asked for, the size of the page before compression (zstd's
+/// bound), and arrow-rs keeps that buffer: a group of 500 columns encoded
+/// to 15 MB held 79 MB of pages until it was appended (heaptrack, WIDE).
+#[derive(Debug)]
+struct ExactPages;
+
+impl PageStoreFactory for ExactPages {
+    fn create(&self, _: &PageStoreArgs<'_>) -> parquet::errors::Result<Box<dyn PageStore>> {
+        Ok(Box::new(ExactPageStore::default()))
+    }
+}
+
+#[derive(Default)]
+struct ExactPageStore {
+    pages: Vec<Bytes>,
+    resident: usize,
+}
+
+impl PageStore for ExactPageStore {
+    fn put(&mut self, page: Bytes) -> parquet::errors::Result<PageKey> {
+        let key = PageKey::new(self.pages.len() as u64);
+        self.resident += page.len();
+        // The copy is of compressed bytes; the codec's buffer goes now.
+        self.pages.push(Bytes::copy_from_slice(&page));
+        Ok(key)
+    }
+
+    fn take(&mut self, key: PageKey) -> parquet::errors::Result<Bytes> {
+        let page = self
+            .pages
+            .get_mut(key.get() as usize)
+            .map(std::mem::take)
+            .ok_or_else(|| parquet::errors::ParquetError::General("no such page".into()))?;
+        self.resident -= page.len();
+        Ok(page)
+    }
+
+    fn memory_size(&self) -> usize {
+        self.resident
+    }
+}
+
+/// What one column's Parquet writer holds from its making to its closing,
+/// whatever it writes: its codec's contexts (zstd's decompression context
+/// alone is 96 KiB) and its buffers.
+pub const COLUMN_WRITER_BYTES: usize = 1 << 20;
 
 /// Rows `start..start + len` of a column held in consecutive arrays: a
 /// slice where one array holds them all, else those rows concatenated.
@@ -354,20 +493,6 @@ fn rows_of(
     }
     let refs: Vec<&dyn arrow_array::Array> = parts.iter().map(|a| a.as_ref()).collect();
     Ok(arrow_select::concat::concat(&refs)?)
-}
-
-/// Parquet leaf columns of an Arrow field: one, or one per leaf of a
-/// nested type.
-fn leaf_count(field: &arrow_schema::Field) -> usize {
-    use arrow_schema::DataType;
-    match field.data_type() {
-        DataType::List(inner)
-        | DataType::LargeList(inner)
-        | DataType::FixedSizeList(inner, _)
-        | DataType::Map(inner, _) => leaf_count(inner),
-        DataType::Struct(fields) => fields.iter().map(|f| leaf_count(f)).sum(),
-        _ => 1,
-    }
 }
 
 /// A Parquet table being written: one file, or parts of whole row groups.
@@ -558,9 +683,10 @@ mod tests {
 
     #[test]
     fn a_group_fed_a_column_at_a_time_is_what_arrow_rs_writes_row_wise() {
-        // Three columns, one nested (an ARRAY's list), in batches cut
-        // anywhere: each column's pieces of CHUNK_ROWS are the same as
-        // ArrowWriter's, fed whole pieces of rows.
+        // Four columns, one nested (an ARRAY's list), one a DECIMAL whose
+        // statistics are given bytes of their own, in batches cut anywhere:
+        // each column's pieces of CHUNK_ROWS are the same as ArrowWriter's,
+        // fed whole pieces of rows.
         use arrow_array::builder::{Int32Builder, ListBuilder};
         use arrow_array::StringArray;
         let schema = Arc::new(Schema::new(vec![
@@ -571,6 +697,7 @@ mod tests {
                 DataType::List(Arc::new(Field::new("item", DataType::Int32, true))),
                 true,
             ),
+            Field::new("d", DataType::Decimal128(38, 4), true),
         ]));
         let rows = |from: usize, n: usize| {
             let i: ArrayRef = Arc::new(Int32Array::from_iter_values(
@@ -590,7 +717,13 @@ mod tests {
                 }
             }
             let l: ArrayRef = Arc::new(l.finish());
-            RecordBatch::try_new(schema.clone(), vec![i, s, l]).unwrap()
+            let d = arrow_array::Decimal128Array::from_iter(
+                (from..from + n).map(|r| (r % 3 != 0).then_some((r as i128 - 70_000) * 10_007)),
+            )
+            .with_precision_and_scale(38, 4)
+            .unwrap();
+            let d: ArrayRef = Arc::new(d);
+            RecordBatch::try_new(schema.clone(), vec![i, s, l, d]).unwrap()
         };
         let total = 2 * CHUNK_ROWS + 1234;
         let format = ParquetFormat {

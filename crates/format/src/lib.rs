@@ -79,6 +79,43 @@ pub trait BatchEncoder: Send {
     fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), FormatError>;
 }
 
+/// Rows of data a text encoder is given at once by [`encode_in_pieces`].
+pub const ENCODE_PIECE_BYTES: usize = 1 << 20;
+
+/// Encodes `batch` a piece of rows at a time, each of about
+/// [`ENCODE_PIECE_BYTES`] of data (a bigger row alone), and hands each
+/// piece's bytes to `write`; `buffer` holds one piece's bytes at a time.
+/// Text formats encode row by row, so the bytes are those of the whole
+/// batch. A batch is cut at 16 MB, and its text was held whole while it
+/// was written (1.5 times the batch for blobs written in hex): on each
+/// worker, beside the batch, and counted nowhere.
+pub fn encode_in_pieces(
+    encoder: &mut dyn BatchEncoder,
+    batch: &RecordBatch,
+    buffer: &mut Vec<u8>,
+    write: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> Result<(), FormatError> {
+    let sizes = groups::row_data_sizes(batch);
+    let mut start = 0;
+    while start < sizes.len() {
+        let mut end = start;
+        let mut bytes = 0;
+        while end < sizes.len() && (end == start || bytes + sizes[end] <= ENCODE_PIECE_BYTES) {
+            bytes += sizes[end];
+            end += 1;
+        }
+        buffer.clear();
+        if start == 0 && end == sizes.len() {
+            encoder.encode(batch, buffer)?;
+        } else {
+            encoder.encode(&batch.slice(start, end - start), buffer)?;
+        }
+        write(buffer)?;
+        start = end;
+    }
+    Ok(())
+}
+
 /// Where a [`BatchFormat`] writes: asked once for a single file, once per
 /// part for a format that writes a directory of parts.
 pub type NextPart = Box<dyn FnMut() -> io::Result<Box<dyn Write + Send>> + Send>;
