@@ -178,7 +178,9 @@ impl Attachment {
     /// the server a compile, and its first of a table loads that table's
     /// metadata for this attachment alone. Tests count them.
     pub fn statements_prepared(&self) -> u64 {
-        self.inner.prepared.load(std::sync::atomic::Ordering::Relaxed)
+        self.inner
+            .prepared
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub(crate) fn client(&self) -> &Arc<Client> {
