@@ -60,7 +60,15 @@ fn kill_at(db: &Path, out: &Path, args: &[&str], share: f64, runtime: Option<&Pa
             }
         }
         if let Some(status) = child.try_wait().unwrap() {
-            panic!("the run ended ({status}) before it could be killed");
+            let mut err = String::new();
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("the run ended ({status}) before it could be killed: {err}");
         }
         assert!(started.elapsed() < Duration::from_secs(300), "no progress");
         std::thread::sleep(Duration::from_millis(1));

@@ -115,7 +115,7 @@ pub fn embedded_engine_may_run() -> bool {
 /// An open attachment (connection) to a database; clones share it.
 #[derive(Clone)]
 pub struct Attachment {
-    inner: Arc<Attached>,
+    pub(crate) inner: Arc<Attached>,
 }
 
 /// The attachment itself, detached when the last handle to it goes.
@@ -124,6 +124,8 @@ pub(crate) struct Attached {
     pub(crate) handle: Handle,
     /// Attached through a server (`host:path`, `inet://…`), not a file.
     remote: bool,
+    /// Statements prepared on it ([`Attachment::statements_prepared`]).
+    pub(crate) prepared: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: the client library is thread-safe since Firebird 2.5: calls on
@@ -161,6 +163,7 @@ impl Attachment {
                 client: client.clone(),
                 handle,
                 remote,
+                prepared: Default::default(),
             }),
         }
     }
@@ -169,6 +172,15 @@ impl Attachment {
     /// server (`host:path`, `inet://…`), not as a file.
     pub fn is_remote(&self) -> bool {
         self.inner.remote
+    }
+
+    /// How many statements were prepared on this attachment: each costs
+    /// the server a compile, and its first of a table loads that table's
+    /// metadata for this attachment alone. Tests count them.
+    pub fn statements_prepared(&self) -> u64 {
+        self.inner
+            .prepared
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub(crate) fn client(&self) -> &Arc<Client> {

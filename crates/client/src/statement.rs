@@ -73,6 +73,11 @@ impl<'t> Statement<'t> {
                 sql.len()
             )));
         }
+        transaction
+            .attachment
+            .inner
+            .prepared
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let api = &transaction.client().api;
         let mut status: StatusVector = [0; ffi::STATUS_LEN];
         let mut db = transaction.attachment.handle();

@@ -672,6 +672,7 @@ mod tests {
                 }],
                 computed: Vec::new(),
                 pointer_pages: *pointer_pages,
+                readable_by_user: false,
             })
             .collect();
         Plan::new(

@@ -31,7 +31,7 @@ use std::time::Duration;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use fbunload_client::{
-    Attachment, Client, ConnectOptions, Interrupter, ReadWatch, Statement, Transaction,
+    Attachment, Client, ColumnDesc, ConnectOptions, Interrupter, ReadWatch, Transaction,
     TransactionMode,
 };
 use fbunload_decode::types::type_name_of;
@@ -263,6 +263,9 @@ pub(crate) fn plan_in(
         .iter()
         .enumerate()
         .map(|(index, table)| {
+            if let Some(described) = catalog_described(table, catalog.get(index), &options) {
+                return schema_from(table, &described, types);
+            }
             let stmt = tr
                 .prepare_for(&subject(table), &table.select_sql())
                 .map_err(|e| {
@@ -283,7 +286,7 @@ pub(crate) fn plan_in(
                         (None, _) => ExecError::from_client(&table.name, e),
                     }
                 })?;
-            let schema = schema_of(table, &stmt, types)?;
+            let schema = schema_from(table, stmt.columns(), types)?;
             // Only a query's (few) entries look for their units: for each of
             // thousands of tables that would go over every unit of the plan.
             let split_query = (table.kind == Kind::Query)
@@ -295,7 +298,7 @@ pub(crate) fn plan_in(
                 let stmt = tr
                     .prepare_for(&subject(table), &table.unit_sql(unit))
                     .map_err(|e| refused_query(table, e))?;
-                output_columns(table, &stmt, types)?;
+                output_columns(table, stmt.columns(), types)?;
                 refuse_rows_without_driving_rows(tr, table)?;
             }
             Ok(schema)
@@ -363,7 +366,7 @@ fn plan_resumable(
                 let stmt = tr
                     .prepare_for(&subject(table), &table.select_sql())
                     .map_err(|e| ExecError::from_client(&table.name, e))?;
-                schemas.push(schema_of(table, &stmt, types)?);
+                schemas.push(schema_from(table, stmt.columns(), types)?);
             }
         }
     }
@@ -466,10 +469,15 @@ fn plan_incremental(
     // Every entry that now reads a DB_KEY, or is new, is described again.
     for (index, table) in plan.tables.iter().enumerate() {
         if index >= before || !table.key_columns.is_empty() {
-            let stmt = tr
-                .prepare_for(&subject(table), &table.select_sql())
-                .map_err(|e| ExecError::from_client(&table.name, e))?;
-            let schema = schema_of(table, &stmt, types)?;
+            let schema = match catalog_described(table, catalog.get(index), &options) {
+                Some(described) => schema_from(table, &described, types)?,
+                None => {
+                    let stmt = tr
+                        .prepare_for(&subject(table), &table.select_sql())
+                        .map_err(|e| ExecError::from_client(&table.name, e))?;
+                    schema_from(table, stmt.columns(), types)?
+                }
+            };
             if index < before {
                 schemas[index] = schema;
             } else {
@@ -496,14 +504,41 @@ fn row_places(tr: &Transaction) -> Result<fbunload_plan::RowPlaces, ExecError> {
     })
 }
 
-/// The Arrow schema of what `stmt` (the read of `table`) returns.
-fn schema_of(
+/// What the server would describe for a whole table's read, from its
+/// catalog entry (see [`fbunload_plan::planner::described_columns`]), so
+/// that the plan need not prepare it; `None` where the plan prepares it:
+/// views, queries, a `--where` (Firebird judges the condition now, before
+/// anything is written), counts, a table the user may read only through
+/// grants (a missing privilege is refused now too) and a column whose
+/// description only the server knows.
+fn catalog_described(
     table: &TablePlan,
-    stmt: &Statement<'_>,
+    catalog: Option<&fbunload_plan::Table>,
+    options: &PlanOptions,
+) -> Option<Vec<ColumnDesc>> {
+    let catalog = catalog.filter(|c| c.name == table.name && c.readable_by_user)?;
+    if table.kind != Kind::Table || table.condition.is_some() || table.count_buckets > 0 {
+        return None;
+    }
+    let mut described =
+        fbunload_plan::planner::described_columns(catalog, options.trim_char_on_server)?;
+    if described.len() != table.columns.len() {
+        return None;
+    }
+    if !table.key_columns.is_empty() {
+        described.push(fbunload_plan::planner::described_db_key());
+    }
+    Some(described)
+}
+
+/// The Arrow schema of what the read of `table` returns, as `described`.
+fn schema_from(
+    table: &TablePlan,
+    described: &[ColumnDesc],
     types: &TypeOptions,
 ) -> Result<SchemaRef, ExecError> {
     Ok(Arc::new(Schema::new(
-        output_columns(table, stmt, types)?
+        output_columns(table, described, types)?
             .iter()
             .map(OutputColumn::arrow_field)
             .collect::<Vec<_>>(),
@@ -644,12 +679,12 @@ fn refused_query(table: &TablePlan, e: fbunload_client::ClientError) -> ExecErro
 /// The columns a prepared select of `table` returns, mapped to Arrow.
 fn output_columns(
     table: &TablePlan,
-    stmt: &Statement<'_>,
+    described: &[ColumnDesc],
     types: &TypeOptions,
 ) -> Result<Vec<OutputColumn>, ExecError> {
     // A table that keeps its keys reads its rows' DB_KEY last.
     let db_key = !table.key_columns.is_empty();
-    if stmt.columns().len() != table.columns.len() + usize::from(db_key) {
+    if described.len() != table.columns.len() + usize::from(db_key) {
         return Err(ExecError::table(
             &table.name,
             "the table's columns changed while it was being read; run fbunload again",
@@ -660,7 +695,7 @@ fn output_columns(
         .iter()
         .map(String::as_str)
         .chain(db_key.then_some(fbunload_plan::DB_KEY_COLUMN));
-    stmt.columns()
+    described
         .iter()
         .zip(names)
         .enumerate()
@@ -676,6 +711,35 @@ fn output_columns(
                 .map_err(|m| ExecError::table(&table.name, format!("column {column}: {m}")))
         })
         .collect()
+}
+
+/// The first column a reader's schema `read` has otherwise than the
+/// `planned` one, said in a few words; `None` when they are the same.
+fn unlike_planned(read: &Schema, planned: &Schema) -> Option<String> {
+    if read.fields() == planned.fields() {
+        return None;
+    }
+    if read.fields().len() != planned.fields().len() {
+        return Some(format!(
+            "{} columns, {} planned",
+            read.fields().len(),
+            planned.fields().len()
+        ));
+    }
+    let (read, planned) = read
+        .fields()
+        .iter()
+        .zip(planned.fields())
+        .find(|(read, planned)| read != planned)?;
+    let said = |f: &arrow_schema::Field| {
+        let null = if f.is_nullable() { "" } else { " NOT NULL" };
+        format!("{} {}{null}", f.name(), f.data_type())
+    };
+    Some(format!(
+        "column {}, {} planned",
+        printable(&said(read)),
+        printable(&said(planned))
+    ))
 }
 
 /// A read-only transaction on `attachment` at snapshot `number`.
@@ -1196,12 +1260,17 @@ impl FirebirdReader {
             }
             return Ok((rows, true));
         }
-        let columns = output_columns(table, &stmt, &self.context.types)?;
+        let columns = output_columns(table, stmt.columns(), &self.context.types)?;
         let mut decoder = RowDecoder::new(columns, self.context.batch);
-        if decoder.schema().fields() != self.context.schemas[entry].fields() {
+        // The plan described most tables from the catalog (see
+        // `catalog_described`): this is the server's word on them.
+        if let Some(why) = unlike_planned(&decoder.schema(), &self.context.schemas[entry]) {
             return Err(ExecError::table(
                 name,
-                "the table's columns changed while it was being read; run fbunload again",
+                format!(
+                    "the server describes its columns otherwise than the plan did ({why}): the \
+                     table was altered while it was being read; run fbunload again"
+                ),
             ));
         }
         stmt.execute().map_err(client_error)?;
@@ -1361,6 +1430,190 @@ impl FirebirdReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new database on the embedded engine holding `ddl`'s tables, made
+    /// by SYSDBA, and `CLERK`'s attachment to it (no password: embedded).
+    fn database_of(ddl: &[&str]) -> (tempfile::TempDir, Attachment, Attachment) {
+        let client = Client::load(None).expect("libfbclient");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.fdb").to_string_lossy().into_owned();
+        let db = Attachment::create_database(
+            &client,
+            &format!(
+                "CREATE DATABASE '{path}' USER 'SYSDBA' PASSWORD 'masterkey' PAGE_SIZE 8192 \
+                 DEFAULT CHARACTER SET UTF8"
+            ),
+        )
+        .unwrap();
+        for statement in ddl {
+            let tr = db.start_transaction(TransactionMode::ReadWrite).unwrap();
+            tr.execute(statement).unwrap();
+            tr.commit().unwrap();
+        }
+        let attach = |user: &str| {
+            let options = ConnectOptions {
+                database: path.clone(),
+                user: Some(user.into()),
+                password: Some("masterkey".into()),
+                charset: TRANSPORT_CHARSET.into(),
+                ..Default::default()
+            };
+            Attachment::connect(&client, &options).unwrap()
+        };
+        (dir, attach("SYSDBA"), attach("CLERK"))
+    }
+
+    /// Every kind of column a table can hold, plain and NOT NULL (on the
+    /// column or through its domain), in the character sets the plan reads
+    /// as they are, as bytes, or converted by the server.
+    const EVERY_COLUMN: &[&str] = &[
+        "CREATE DOMAIN D_REQUIRED AS VARCHAR(10) NOT NULL",
+        "CREATE DOMAIN D_CODE AS CHAR(4) CHARACTER SET WIN1252 NOT NULL",
+        "CREATE DOMAIN D_MONEY AS NUMERIC(12,2)",
+        "CREATE TABLE EVERY_COLUMN (\
+         ID INTEGER NOT NULL PRIMARY KEY, S SMALLINT, I INTEGER NOT NULL, B BIGINT, \
+         H INT128 NOT NULL, N4 NUMERIC(4,2), N9 NUMERIC(9,3) NOT NULL, D18 DECIMAL(18,4), \
+         D38 DECIMAL(38,6), MONEY D_MONEY, MONEY_REQUIRED D_MONEY NOT NULL, \
+         F FLOAT, DP DOUBLE PRECISION NOT NULL, \
+         DT DATE, TM TIME NOT NULL, TS TIMESTAMP, TMZ TIME WITH TIME ZONE, \
+         TSZ TIMESTAMP WITH TIME ZONE NOT NULL, BOOL BOOLEAN, \
+         C_UTF CHAR(24), C_UTF_REQUIRED CHAR(24) NOT NULL, \
+         C_CI CHAR(10) CHARACTER SET UTF8 COLLATE UNICODE_CI, \
+         V_UTF VARCHAR(40) NOT NULL, V_CI VARCHAR(30) CHARACTER SET UTF8 COLLATE UNICODE_CI_AI, \
+         C_WIN CHAR(5) CHARACTER SET WIN1252, V_WIN VARCHAR(5) CHARACTER SET WIN1252 NOT NULL, \
+         C_DOS CHAR(7) CHARACTER SET DOS437, V_DOS VARCHAR(7) CHARACTER SET DOS437 NOT NULL, \
+         C_DOS_LONG CHAR(9000) CHARACTER SET DOS437, \
+         C_NONE CHAR(3) CHARACTER SET NONE NOT NULL, V_NONE VARCHAR(3) CHARACTER SET NONE, \
+         C_OCT CHAR(8) CHARACTER SET OCTETS, V_OCT VARCHAR(8) CHARACTER SET OCTETS NOT NULL, \
+         C_LONG CHAR(8191) CHARACTER SET UTF8, \
+         REQUIRED D_REQUIRED, CODE D_CODE, \
+         BL_TEXT BLOB SUB_TYPE TEXT, BL_TEXT_REQUIRED BLOB SUB_TYPE TEXT NOT NULL, \
+         BL_WIN BLOB SUB_TYPE TEXT CHARACTER SET WIN1252, \
+         BL_DOS BLOB SUB_TYPE TEXT CHARACTER SET DOS437, \
+         BL_OCT BLOB SUB_TYPE TEXT CHARACTER SET OCTETS, \
+         BL_BIN BLOB SUB_TYPE BINARY NOT NULL, BL_USER BLOB SUB_TYPE -3, \
+         A_INT INTEGER [1:4], A_CHAR CHAR(3) [0:1, 1:2] CHARACTER SET WIN1252, \
+         A_NUM NUMERIC(9,2) [3] NOT NULL, \
+         TWICE COMPUTED BY (I * 2))",
+        "CREATE TABLE NO_KEY (A VARCHAR(5), B CHAR(2) NOT NULL)",
+        "CREATE TABLE WITH_DECFLOAT (ID INTEGER NOT NULL, DF DECFLOAT(16))",
+    ];
+
+    /// What the plan makes of each table of `plan`, and what the server
+    /// describes for its read: (table, planned, described).
+    fn planned_and_described(
+        tr: &Transaction,
+        catalog: &[fbunload_plan::Table],
+        plan: &Plan,
+        options: &PlanOptions,
+    ) -> Vec<(String, SchemaRef, SchemaRef)> {
+        let types = TypeOptions::default();
+        plan.tables
+            .iter()
+            .enumerate()
+            .filter_map(|(index, table)| {
+                let described = catalog_described(table, catalog.get(index), options)?;
+                let planned = schema_from(table, &described, &types).unwrap();
+                let stmt = tr.prepare(&table.select_sql()).unwrap();
+                let read = schema_from(table, stmt.columns(), &types).unwrap();
+                Some((table.name.clone(), planned, read))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_catalog_describes_each_column_as_the_server_does() {
+        let (_dir, db, _) = database_of(EVERY_COLUMN);
+        let tr = db
+            .start_transaction(TransactionMode::ReadOnlySnapshot)
+            .unwrap();
+        let catalog = read_catalog(&tr, &TableFilter::default()).unwrap();
+        // Embedded (as read), then as through a server, whose reads trim
+        // CHARs; then each reading its rows' DB_KEY too (--keep-keys).
+        for trim_char_on_server in [false, true] {
+            let options = PlanOptions {
+                split_tables: true,
+                page_size: 8192,
+                trim_char_on_server,
+                ..PlanOptions::default()
+            };
+            let plan = Plan::new(&catalog, options);
+            let keys = catalog
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    (
+                        i,
+                        fbunload_plan::Table {
+                            columns: t.columns[..1].to_vec(),
+                            ..t.clone()
+                        },
+                    )
+                })
+                .collect();
+            let keeping = Plan::new(&catalog, options).with_kept_keys(keys, &[], "", options);
+            for plan in [plan, keeping] {
+                let compared = planned_and_described(&tr, &catalog, &plan, &options);
+                // WITH_DECFLOAT is prepared: its cast's character set is
+                // the database's default.
+                let tables: Vec<&str> = compared.iter().map(|c| c.0.as_str()).collect();
+                assert_eq!(tables, ["EVERY_COLUMN", "NO_KEY"]);
+                for (table, planned, read) in compared {
+                    assert_eq!(unlike_planned(&read, &planned), None, "{table}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_plan_prepares_no_table_s_read_its_user_may_read_without_grants() {
+        let mut ddl: Vec<String> = (0..40)
+            .map(|i| format!("CREATE TABLE T{i:02} (ID INTEGER NOT NULL, NAME VARCHAR(9))"))
+            .collect();
+        ddl.push("CREATE ROLE READER".into());
+        let ddl: Vec<&str> = ddl.iter().map(String::as_str).collect();
+        let (_dir, db, clerk) = database_of(&ddl);
+        let plan = |attachment: &Attachment, filter: &TableFilter| {
+            let tr = attachment
+                .start_transaction(TransactionMode::ReadOnlySnapshot)
+                .unwrap();
+            let before = attachment.statements_prepared();
+            let planned = plan_in(
+                &tr,
+                filter,
+                PlanOptions::default(),
+                true,
+                &TypeOptions::default(),
+            );
+            (planned, attachment.statements_prepared() - before)
+        };
+        // The catalog's few queries, not one prepare a table.
+        let (planned, prepared) = plan(&db, &TableFilter::default());
+        assert_eq!(planned.unwrap().0.tables.len(), 40);
+        assert!(
+            prepared < 20,
+            "{prepared} statements prepared for 40 tables"
+        );
+        // A --where is judged by the server now, before anything is read.
+        let filter = TableFilter {
+            include: Some("T01".into()),
+            selection: vec![fbunload_plan::selection::parse_condition("T01:NOPE = 1").unwrap()],
+            ..TableFilter::default()
+        };
+        let Err(refused) = plan(&db, &filter).0 else {
+            panic!("NOPE = 1 planned");
+        };
+        assert!(refused.to_string().contains("NOPE"), "{refused}");
+        // A user granted nothing is refused now too, not once the reads
+        // begin: the tables it does not own are prepared.
+        let Err(refused) = plan(&clerk, &TableFilter::default()).0 else {
+            panic!("planned for a user granted nothing");
+        };
+        assert!(
+            refused.to_string().contains("T00") && refused.to_string().contains("permission"),
+            "{refused}"
+        );
+    }
 
     #[test]
     fn positions_in_a_condition_count_from_its_own_first_line() {

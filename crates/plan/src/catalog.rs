@@ -103,6 +103,9 @@ pub struct Column {
     /// An ARRAY column's bounds (`RDB$FIELD_DIMENSIONS`), outermost first;
     /// empty for every other column.
     pub dimensions: Vec<(i32, i32)>,
+    /// Declared NOT NULL, on the column or on its domain (`RDB$NULL_FLAG`
+    /// of either): the server describes it as not nullable.
+    pub not_null: bool,
 }
 
 impl Column {
@@ -284,6 +287,12 @@ pub struct Table {
     pub computed: Vec<String>,
     /// Pointer pages allocated to the table (0 for a never-filled table).
     pub pointer_pages: u32,
+    /// Whether this attachment's user reads it whatever was granted: the
+    /// table's owner, SYSDBA, or in role RDB$ADMIN. Only then may a plan
+    /// take its columns' descriptions from the catalog without preparing
+    /// its read, for a prepare is where a missing SELECT privilege is
+    /// refused, before anything is written.
+    pub readable_by_user: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -409,6 +418,7 @@ pub fn read_table(tr: &Transaction, name: &str) -> Result<Option<Table>, Catalog
                 columns: Vec::new(),
                 computed: Vec::new(),
                 pointer_pages: int(row, 1).unwrap_or(0) as u32,
+                readable_by_user: false,
             })
         },
     )?;
@@ -443,8 +453,9 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
     }
     let [include, exclude] = patterns;
     let mut sql = String::from(
-        "SELECT r.RDB$RELATION_ID, r.RDB$RELATION_NAME FROM RDB$RELATIONS r \
-         WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND COALESCE(r.RDB$RELATION_TYPE, 0) = 0 \
+        "SELECT r.RDB$RELATION_ID, r.RDB$RELATION_NAME, \
+         IIF(CURRENT_USER IN ('SYSDBA', r.RDB$OWNER_NAME) OR CURRENT_ROLE = 'RDB$ADMIN', 1, 0) \
+         FROM RDB$RELATIONS r WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND COALESCE(r.RDB$RELATION_TYPE, 0) = 0 \
          AND r.RDB$VIEW_BLR IS NULL",
     );
     if let Some(p) = &include {
@@ -470,6 +481,7 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
             columns: Vec::new(),
             computed: Vec::new(),
             pointer_pages: 0,
+            readable_by_user: int(row, 2) == Some(1),
         });
     })?;
     if tables.is_empty() {
@@ -489,7 +501,8 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
          f.RDB$FIELD_PRECISION, COALESCE(f.RDB$FIELD_SCALE, 0), \
          COALESCE(f.RDB$FIELD_SUB_TYPE, 0), f.RDB$CHARACTER_LENGTH, f.RDB$CHARACTER_SET_ID, \
          COALESCE(f.RDB$FIELD_LENGTH, 0), COALESCE(f.RDB$DIMENSIONS, 0), rf.RDB$FIELD_SOURCE, \
-         IIF(f.RDB$COMPUTED_BLR IS NULL, 0, 1) \
+         IIF(f.RDB$COMPUTED_BLR IS NULL, 0, 1), \
+         IIF(COALESCE(rf.RDB$NULL_FLAG, 0) = 1 OR COALESCE(f.RDB$NULL_FLAG, 0) = 1, 1, 0) \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
          ORDER BY rf.RDB$RELATION_NAME, rf.RDB$FIELD_POSITION",
         |row| {
@@ -515,6 +528,7 @@ pub fn read_catalog(tr: &Transaction, filter: &TableFilter) -> Result<Vec<Table>
                 charset_id: is_text.then(|| int(row, 7).unwrap_or(0) as u8),
                 field_length: int(row, 8).unwrap_or(0) as i16,
                 dimensions: Vec::new(),
+                not_null: int(row, 12) == Some(1),
             });
             if int(row, 9).unwrap_or(0) > 0 {
                 array_domains.push((i, tables[i].columns.len() - 1, text(row, 10)));

@@ -372,6 +372,7 @@ mod tests {
                 .collect(),
             computed: Vec::new(),
             pointer_pages: 3,
+            readable_by_user: false,
         };
         Plan::new(&[table], PlanOptions::default()).tables.remove(0)
     }

@@ -34,11 +34,11 @@
 
 use std::fmt;
 
-use fbunload_client::ArrayShape;
-use fbunload_decode::text::{CHARSET_NONE, CHARSET_OCTETS};
+use fbunload_client::{sql_type, ArrayShape, ColumnDesc};
+use fbunload_decode::text::{CHARSET_NONE, CHARSET_OCTETS, CHARSET_UTF8};
 use fbunload_decode::TextDecoder;
 
-use crate::catalog::{Column, Table};
+use crate::catalog::{blr, Column, Table};
 use crate::identifier::quote_identifier;
 use crate::incremental::{Role, DB_KEY_COLUMN};
 use crate::query::DrivingTable;
@@ -1016,6 +1016,114 @@ fn select_columns(table: &Table, trim_char: bool, qualifier: Option<&str>) -> Ve
         .collect()
 }
 
+/// What the server describes for each column of [`select_list`]'s read
+/// of `table`, worked out from the catalog: a plan of thousands of tables
+/// then need not prepare each read, which costs the server as much as the
+/// reader's own prepare (each attachment loads a table's metadata for
+/// itself), and every reader's prepare still checks that the server
+/// describes what was planned. `None` when a column's description is not
+/// known here (a DECFLOAT's cast to VARCHAR takes the database's default
+/// character set, a CSTRING), and the plan prepares that read as before.
+///
+/// Only what decides a column's Arrow field is worked out (type, scale,
+/// character set, BLOB subtype, nullability): a text column's collation
+/// is left out of its subtype, and lengths are the catalog's.
+pub fn described_columns(table: &Table, trim_char: bool) -> Option<Vec<ColumnDesc>> {
+    table
+        .columns
+        .iter()
+        .map(|c| described_column(c, trim_char))
+        .collect()
+}
+
+/// One column of [`described_columns`]. A CAST and a TRIM keep their
+/// operand's nullability; a TRIM of a CHAR is a VARCHAR of its length.
+fn described_column(column: &Column, trim_char: bool) -> Option<ColumnDesc> {
+    let charset = i16::from(column.charset_id.unwrap_or(CHARSET_NONE));
+    let text = |fixed: bool, subtype: i16, length: i16| ColumnDesc {
+        name: String::new(),
+        sql_type: if fixed && !(trim_char && blank_padded(column)) {
+            sql_type::TEXT
+        } else {
+            sql_type::VARYING
+        },
+        scale: 0,
+        subtype,
+        length: length as u16,
+        nullable: !column.not_null,
+    };
+    let blob = |subtype: i16, charset: i16| ColumnDesc {
+        name: String::new(),
+        sql_type: sql_type::BLOB,
+        // A text BLOB's character set is described in its scale.
+        scale: charset,
+        subtype,
+        length: 8,
+        nullable: !column.not_null,
+    };
+    let stored = |sql_type: i16| ColumnDesc {
+        name: String::new(),
+        sql_type,
+        scale: column.scale,
+        subtype: column.sub_type,
+        length: column.field_length as u16,
+        nullable: !column.not_null,
+    };
+    if !column.dimensions.is_empty() {
+        return Some(ColumnDesc {
+            length: 8,
+            ..stored(sql_type::ARRAY)
+        });
+    }
+    if column.is_decfloat() {
+        return None;
+    }
+    if server_cast(column).is_some() {
+        let chars = column.char_length.unwrap_or(i16::MAX);
+        let utf8 = i16::from(CHARSET_UTF8);
+        return Some(match column.is_fixed_text() {
+            Some(fixed) if i32::from(chars) * 4 <= 32_765 => text(fixed, utf8, chars * 4),
+            _ => blob(1, utf8),
+        });
+    }
+    if read_as_bytes(column) {
+        return Some(text(true, i16::from(CHARSET_NONE), column.field_length));
+    }
+    Some(match column.field_type {
+        blr::SMALLINT => stored(sql_type::SHORT),
+        blr::INTEGER => stored(sql_type::LONG),
+        blr::BIGINT => stored(sql_type::INT64),
+        blr::INT128 => stored(sql_type::INT128),
+        blr::FLOAT => stored(sql_type::FLOAT),
+        blr::DOUBLE => stored(sql_type::DOUBLE),
+        blr::D_FLOAT => stored(sql_type::D_FLOAT),
+        blr::DATE => stored(sql_type::TYPE_DATE),
+        blr::TIME => stored(sql_type::TYPE_TIME),
+        blr::TIMESTAMP => stored(sql_type::TIMESTAMP),
+        blr::TIME_TZ => stored(sql_type::TIME_TZ),
+        blr::TIMESTAMP_TZ => stored(sql_type::TIMESTAMP_TZ),
+        blr::BOOLEAN => stored(sql_type::BOOLEAN),
+        blr::CHAR => text(true, charset, column.field_length),
+        blr::VARCHAR => text(false, charset, column.field_length),
+        blr::BLOB if column.sub_type == 1 => blob(1, charset),
+        blr::BLOB => blob(column.sub_type, 0),
+        _ => return None,
+    })
+}
+
+/// The DB_KEY a read of kept keys ends with ([`with_db_key`]), as the
+/// server describes it: eight bytes of OCTETS.
+pub fn described_db_key() -> ColumnDesc {
+    ColumnDesc {
+        name: String::new(),
+        sql_type: sql_type::TEXT,
+        scale: 0,
+        subtype: i16::from(CHARSET_OCTETS),
+        length: 8,
+        nullable: true,
+    }
+}
+
 /// A table's `select` (`SELECT ... FROM "T"`, see [`select_list`]) reading
 /// each row's DB_KEY last as well. The table's quoted name is cut off the
 /// end, not searched for: a name may hold ` FROM `.
@@ -1218,6 +1326,7 @@ mod tests {
             ],
             computed: Vec::new(),
             pointer_pages: pps,
+            readable_by_user: false,
         }
     }
 
@@ -1529,6 +1638,7 @@ mod tests {
             columns,
             computed: Vec::new(),
             pointer_pages: 1,
+            readable_by_user: false,
         }
     }
 

@@ -121,6 +121,8 @@ fn parameter(row: &fbunload_client::Row<'_>) -> Result<Parameter, ClientError> {
         charset_id: int(row, 8).map(|c| c as u8),
         field_length: int(row, 9).unwrap_or(0) as i16,
         dimensions: Vec::new(),
+        // Only its declared type is asked for.
+        ..Column::default()
     };
     Ok(Parameter {
         name: text(row, 1),

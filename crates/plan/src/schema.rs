@@ -578,6 +578,9 @@ fn read_columns(
             charset_id: is_text.then(|| int(row, 7).unwrap_or(0) as u8),
             field_length: int(row, 16).unwrap_or(0) as i16,
             dimensions,
+            // Only its declared type is asked for; the column's NOT NULL
+            // is read apart.
+            ..Column::default()
         };
         let identity = int(row, 12).and_then(|kind| {
             let values = generators.get(&text(row, 13))?.values;

@@ -333,6 +333,7 @@ mod tests {
                 .collect(),
             computed: Vec::new(),
             pointer_pages: 1,
+            readable_by_user: false,
         };
         vec![
             table("STOCK", &["S_I_ID", "S_W_ID", "S_PRICE", "Odd, name"]),
