@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use arrow_array::{ArrayRef, BinaryArray, Decimal128Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use fbunload_format::columnar::ParquetFormat;
-use fbunload_format::{encode_in_pieces, BatchFormat, ByteFormat, CsvFormat, CsvOptions, FileInfo};
+use fbunload_format::{
+    encode_in_pieces, BatchFormat, ByteFormat, CsvFormat, CsvOptions, FileInfo, TableWriter,
+};
 
 /// The system allocator, counting the bytes held now and the most held.
 struct Counting;
@@ -50,6 +52,26 @@ fn peak_of<T>(work: impl FnOnce() -> T) -> (T, usize) {
     (result, PEAK.load(Ordering::SeqCst) - before)
 }
 
+/// A Parquet writer of `format` for `schema` that writes to nowhere.
+fn to_sink(format: &ParquetFormat, schema: Arc<Schema>) -> Box<dyn TableWriter> {
+    format
+        .writer(
+            schema,
+            &FileInfo::default(),
+            Box::new(|| Ok(Box::new(io::sink()) as Box<dyn Write + Send>)),
+        )
+        .unwrap()
+}
+
+/// The format with one row group of up to `rows` rows, whatever its bytes.
+fn one_group_of(rows: usize) -> ParquetFormat {
+    ParquetFormat {
+        row_group_rows: rows,
+        row_group_bytes: None,
+        ..ParquetFormat::default()
+    }
+}
+
 #[test]
 fn a_row_group_of_500_columns_holds_one_column_writer_at_a_time() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -68,13 +90,7 @@ fn a_row_group_of_500_columns_holds_one_column_writer_at_a_time() {
         })
         .collect();
     let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
-    let mut writer = ParquetFormat::default()
-        .writer(
-            schema,
-            &FileInfo::default(),
-            Box::new(|| Ok(Box::new(io::sink()) as Box<dyn Write + Send>)),
-        )
-        .unwrap();
+    let mut writer = to_sink(&ParquetFormat::default(), schema);
     let encoder = writer.encoder();
 
     let (group, peak) = peak_of(|| encoder.encode(0, vec![batch]).unwrap());
@@ -98,18 +114,7 @@ fn an_encoded_row_group_holds_its_pages_at_their_compressed_size() {
     let schema = Arc::new(Schema::new(vec![Field::new("T", DataType::Utf8, false)]));
     let texts = StringArray::from_iter_values((0..200_000).map(|r| format!("{r:08}").repeat(8)));
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(texts) as ArrayRef]).unwrap();
-    let format = ParquetFormat {
-        row_group_rows: 200_000,
-        row_group_bytes: None,
-        ..ParquetFormat::default()
-    };
-    let mut writer = format
-        .writer(
-            schema,
-            &FileInfo::default(),
-            Box::new(|| Ok(Box::new(io::sink()) as Box<dyn Write + Send>)),
-        )
-        .unwrap();
+    let mut writer = to_sink(&one_group_of(200_000), schema);
     let encoder = writer.encoder();
     let before = HELD.load(Ordering::SeqCst);
     // The rows stay held outside: what is held after is the group's.
@@ -141,18 +146,7 @@ fn a_file_keeps_nothing_of_a_decimal_column_s_rows_for_its_footer() {
         .with_precision_and_scale(38, 4)
         .unwrap();
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values) as ArrayRef]).unwrap();
-    let format = ParquetFormat {
-        row_group_rows: 200_000,
-        row_group_bytes: None,
-        ..ParquetFormat::default()
-    };
-    let mut writer = format
-        .writer(
-            schema,
-            &FileInfo::default(),
-            Box::new(|| Ok(Box::new(io::sink()) as Box<dyn Write + Send>)),
-        )
-        .unwrap();
+    let mut writer = to_sink(&one_group_of(200_000), schema);
     let encoder = writer.encoder();
     let before = HELD.load(Ordering::SeqCst);
     // The rows stay held outside: what is held after is the file's.
