@@ -1450,9 +1450,10 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_table_keeping_keys_reads_its_db_key_and_one_read_for_changes_gets_helpers() {
-        // A name that holds what a select is cut at.
+    /// Table "A FROM B" (a name that holds what a select is cut at),
+    /// keeping its first column as its key and read for the rows changed
+    /// since transaction 90; `with_entry`: with its catalog entry.
+    fn read_for_changes(with_entry: bool) -> Plan {
         let name = "A FROM B";
         let mut plan = Plan::new(&[table(name, 140, 2)], options(Some(1000), 2));
         plan.tables[0].role = Role::Upserts;
@@ -1461,13 +1462,19 @@ mod tests {
             columns: table(name, 140, 2).columns[..1].to_vec(),
             ..table(name, 140, 2)
         };
-        // Without its catalog entry: its units and the count's apart.
-        let plan = plan.with_kept_keys(
+        let catalog = [table(name, 140, 2)];
+        plan.with_kept_keys(
             vec![(0, key)],
-            &[],
+            if with_entry { &catalog } else { &[] },
             "RDB$RECORD_VERSION < 90",
             options(Some(1000), 2),
-        );
+        )
+    }
+
+    #[test]
+    fn a_table_keeping_keys_reads_its_db_key_and_one_read_for_changes_gets_helpers() {
+        // Without its catalog entry: its units and the count's apart.
+        let plan = read_for_changes(false);
         let t = &plan.tables[0];
         assert_eq!(t.key_columns, [0]);
         assert!(t.unit_sql(&plan.units[0]).starts_with(
@@ -1522,20 +1529,7 @@ mod tests {
 
     #[test]
     fn a_unit_read_for_its_changes_scans_its_pages_once_then_fetches_its_changed_rows_by_key() {
-        let name = "A FROM B";
-        let mut plan = Plan::new(&[table(name, 140, 2)], options(Some(1000), 2));
-        plan.tables[0].role = Role::Upserts;
-        plan.tables[0].condition = Some("RDB$RECORD_VERSION >= 90".into());
-        let key = Table {
-            columns: table(name, 140, 2).columns[..1].to_vec(),
-            ..table(name, 140, 2)
-        };
-        let plan = plan.with_kept_keys(
-            vec![(0, key)],
-            &[table(name, 140, 2)],
-            "RDB$RECORD_VERSION < 90",
-            options(Some(1000), 2),
-        );
+        let plan = read_for_changes(true);
         let (t, count) = (&plan.tables[0], &plan.tables[1]);
         assert_eq!(t.changes_by_key.as_ref().map(|c| c.counts), Some(1));
         assert_eq!(count.role, Role::UnchangedCount { of: 0 });
