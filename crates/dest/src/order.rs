@@ -960,17 +960,16 @@ mod tests {
             .collect()
     }
 
-    /// One Parquet table of row groups of 500 rows, its units finished by
-    /// `threads` threads in a scrambled order, within `budget` bytes:
-    /// the file, and the budget's peak.
-    fn parquet_table(threads: usize, budget: usize) -> (Vec<u8>, usize) {
-        let dir = tempfile::tempdir().unwrap();
-        let out = OutputDir::open(&dir.path().join("out"), Reuse::Refuse).unwrap();
-        let budget = MemoryBudget::new(budget);
-        let context = TableContext {
+    /// Table T of `units` units, read into T.parquet in `out`.
+    fn parquet_context(
+        out: &Arc<OutputDir>,
+        units: usize,
+        budget: &Arc<MemoryBudget>,
+    ) -> TableContext {
+        TableContext {
             name: "T".into(),
             index: 0,
-            units: UNITS,
+            units,
             schema: schema(),
             place: Place::File {
                 dir: out.clone(),
@@ -978,7 +977,17 @@ mod tests {
             },
             budget: budget.clone(),
             stdout_bytes: Arc::default(),
-        };
+        }
+    }
+
+    /// One Parquet table of row groups of 500 rows, its units finished by
+    /// `threads` threads in a scrambled order, within `budget` bytes:
+    /// the file, and the budget's peak.
+    fn parquet_table(threads: usize, budget: usize) -> (Vec<u8>, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutputDir::open(&dir.path().join("out"), Reuse::Refuse).unwrap();
+        let budget = MemoryBudget::new(budget);
+        let context = parquet_context(&out, UNITS, &budget);
         let format = ParquetFormat {
             row_group_rows: 500,
             ..ParquetFormat::default()
@@ -1043,18 +1052,7 @@ mod tests {
         // Room for the group's rows and its encoding, and 64 KiB more.
         let kept = group + group + fbunload_format::columnar::COLUMN_WRITER_BYTES;
         let budget = MemoryBudget::new(kept + (64 << 10));
-        let context = TableContext {
-            name: "T".into(),
-            index: 0,
-            units: 2,
-            schema: schema(),
-            place: Place::File {
-                dir: out.clone(),
-                file_name: "T.parquet".into(),
-            },
-            budget: budget.clone(),
-            stdout_bytes: Arc::default(),
-        };
+        let context = parquet_context(&out, 2, &budget);
         let format = ParquetFormat {
             row_group_bytes: Some(group),
             ..ParquetFormat::default()
