@@ -33,8 +33,8 @@ pub use incremental::{
     DB_KEY_COLUMN,
 };
 pub use planner::{
-    counted, Kind, Plan, PlanOptions, Read, ResumeCheck, TablePlan, Unit, BLOB_UNIT_BYTES,
-    COUNT_BUCKETS,
+    counted, CountBuckets, Kind, Plan, PlanOptions, Read, ResumeCheck, TablePlan, Unit,
+    BLOB_UNIT_BYTES, COUNT_BUCKETS,
 };
 pub use query::{QueryError, QuerySpec};
 pub use schema::{read_schema, Schema};
