@@ -102,14 +102,13 @@ struct KeyEntry {
     changes: Option<ChangeReads>,
 }
 
-/// Ranges of data-page slots (first, end).
-type SlotRanges = Vec<(u64, Option<u64>)>;
-
 /// What a table read for its changes reads besides.
 struct ChangeReads {
-    /// Its count entry's units, each with the ranges of slots it counts
-    /// apart, and what each counted (a count per range).
-    units: Vec<(Unit, SlotRanges)>,
+    /// The units counted (the table's own when it reads its changes by
+    /// key, else its count entry's), the ranges of slots counted apart in
+    /// each, and what each counted (a count per range).
+    units: Vec<Unit>,
+    buckets: fbunload_plan::CountBuckets,
     counts: Arc<keys::KeyTable>,
     /// Its unchanged-keys entry, and what it read.
     recheck_entry: usize,
@@ -356,20 +355,14 @@ impl FileOutput {
         let taken = changes.taken.get_or_init(|| entry.read.sink.numbers());
         let counts = changes.counts.units();
         let mut counted = Vec::with_capacity(changes.units.len());
-        for (unit, buckets) in &changes.units {
-            let batch = counts
+        for unit in &changes.units {
+            let buckets = changes.buckets.of(unit);
+            let unit_counts = counts
                 .get(&unit.seq)
-                .and_then(|batches| batches.first())
-                .filter(|b| b.num_rows() == 1 && b.num_columns() == buckets.len())
+                .and_then(|c| c.as_deref())
+                .filter(|c| c.len() == buckets.len())
                 .ok_or_else(|| format!("unit {} counted no rows", unit.seq))?;
-            for (i, &(first, end)) in buckets.iter().enumerate() {
-                use arrow_array::{cast::AsArray, Array};
-                let count = batch
-                    .column(i)
-                    .as_primitive_opt::<arrow_array::types::Int64Type>()
-                    .filter(|c| !c.is_null(0))
-                    .ok_or_else(|| format!("unit {} counted no rows", unit.seq))?
-                    .value(0);
+            for (i, (&count, &(first, end))) in unit_counts.iter().zip(&buckets).enumerate() {
                 if end == Some(first) {
                     continue;
                 }
@@ -396,7 +389,7 @@ impl FileOutput {
         let per_unit = changes
             .units
             .first()
-            .map_or(1, |(_, ranges)| ranges.len().max(1));
+            .map_or(1, |unit| changes.buckets.of(unit).len().max(1));
         let parent = |unit: &Unit| unit.seq / per_unit;
         let mut joined: Vec<keys::UnitRange> = Vec::with_capacity(units.len());
         for (unit, range) in units {
@@ -682,11 +675,8 @@ impl Destination for FileOutput {
                     None => count,
                 };
                 entry.changes = Some(ChangeReads {
-                    units: run
-                        .plan
-                        .units_of(counted)
-                        .map(|u| (*u, run.plan.tables[count].count_buckets(u)))
-                        .collect(),
+                    units: run.plan.units_of(counted).copied().collect(),
+                    buckets: run.plan.tables[count].bucket_layout(),
                     counts: helpers[&count].clone(),
                     recheck_entry: recheck,
                     rechecks: key_helpers[&recheck].clone(),

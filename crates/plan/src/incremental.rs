@@ -157,6 +157,11 @@ impl Role {
             Role::UnchangedCount { .. } | Role::UnchangedKeys { .. } | Role::ResumeCheck { .. }
         )
     }
+
+    /// Whether each unit of the entry returns one row (of counts).
+    pub fn reads_one_row(&self) -> bool {
+        matches!(self, Role::UnchangedCount { .. } | Role::ResumeCheck { .. })
+    }
 }
 
 /// A run that can be resumed (`--resumable`), and what it resumes from.

@@ -33,8 +33,8 @@ pub use incremental::{
     DB_KEY_COLUMN,
 };
 pub use planner::{
-    counted, ChangesByKey, Kind, Plan, PlanOptions, Read, ResumeCheck, TablePlan, Unit,
-    BLOB_UNIT_BYTES, COUNT_BUCKETS, COUNT_BUCKETS_BY_KEY, KEYS_PER_FETCH,
+    counted, ChangesByKey, CountBuckets, Kind, Plan, PlanOptions, Read, ResumeCheck, TablePlan,
+    Unit, BLOB_UNIT_BYTES, COUNT_BUCKETS, COUNT_BUCKETS_BY_KEY, KEYS_PER_FETCH,
     UNCHANGED_COUNTS_METADATA,
 };
 pub use query::{QueryError, QuerySpec};

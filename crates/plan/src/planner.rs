@@ -317,25 +317,18 @@ impl TablePlan {
     }
 
     /// The ranges of slots (first, end) a count entry counts a unit's rows
-    /// in, each apart: `count_buckets` ranges of as many pages, the last to
-    /// the unit's end; a range past the unit's end is empty (first = end).
-    /// So that a unit that lost rows has its keys read only where it lost
-    /// them, without reading its pages more.
+    /// in, each apart (see [`CountBuckets`]).
     pub fn count_buckets(&self, unit: &Unit) -> Vec<(u64, Option<u64>)> {
-        let n = self.count_buckets.max(1);
-        let first = unit.first_slot;
-        let end = unit.end_slot.unwrap_or(self.slots).max(first + 1);
-        let step = (end - first).div_ceil(n);
-        (0..n)
-            .map(|i| {
-                let lo = (first + i * step).min(end);
-                if i + 1 == n {
-                    (lo, unit.end_slot)
-                } else {
-                    (lo, Some((lo + step).min(end)))
-                }
-            })
-            .collect()
+        self.bucket_layout().of(unit)
+    }
+
+    /// How the entry's units are cut into count ranges, for those who
+    /// keep its units but not the entry.
+    pub fn bucket_layout(&self) -> CountBuckets {
+        CountBuckets {
+            buckets: self.count_buckets,
+            slots: self.slots,
+        }
     }
 
     /// A count entry's query of `unit`: one row, a count per range of
@@ -562,6 +555,39 @@ pub struct Unit {
     pub first_slot: u64,
     /// Exclusive; `None` for "to the end of the table".
     pub end_slot: Option<u64>,
+}
+
+/// The ranges of slots (first, end) a count entry counts each unit's rows
+/// in, each apart: `buckets` ranges of as many pages, the last to the
+/// unit's end; a range past the unit's end is empty (first = end). So that
+/// a unit that lost rows has its keys read only where it lost them,
+/// without reading its pages more. Two numbers, where the ranges of a
+/// unit are 64 pairs: a --since run keeps them for every unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountBuckets {
+    buckets: u64,
+    /// The table's data-page slots.
+    slots: u64,
+}
+
+impl CountBuckets {
+    /// The ranges of `unit`.
+    pub fn of(&self, unit: &Unit) -> Vec<(u64, Option<u64>)> {
+        let n = self.buckets.max(1);
+        let first = unit.first_slot;
+        let end = unit.end_slot.unwrap_or(self.slots).max(first + 1);
+        let step = (end - first).div_ceil(n);
+        (0..n)
+            .map(|i| {
+                let lo = (first + i * step).min(end);
+                if i + 1 == n {
+                    (lo, unit.end_slot)
+                } else {
+                    (lo, Some((lo + step).min(end)))
+                }
+            })
+            .collect()
+    }
 }
 
 /// Units of table `of` a stopped run finished, as (first, end) slots, to
