@@ -243,8 +243,13 @@ impl PostgresDestination {
 
     /// Hands each file of the base state to `each`, in name order, as it
     /// is fetched: a few rows at a time through a portal, so only those
-    /// are in memory. Read under the run's advisory lock, like the names;
-    /// a file listed then and missing now is refused.
+    /// are in memory. On a connection of its own, closed once read: a
+    /// connection's read buffer keeps the size of the biggest row it held
+    /// (the manifest, megabytes for thousands of tables), and the run's
+    /// control connection lasts the whole run. The names were read under
+    /// the run's advisory lock, which this session holds meanwhile, so no
+    /// other run replaces the state; a file listed then and missing now
+    /// is refused all the same.
     pub fn each_base_file<E: From<ExecError>>(
         &self,
         mut each: impl FnMut(String, Vec<u8>) -> Result<(), E>,
@@ -256,7 +261,7 @@ impl PostgresDestination {
         let schema = &self.options.schema;
         let state = format!("{}.{}", ident(schema), ident(STATE_TABLE));
         let fail = |e| pg_error("reading the target's state", e);
-        let mut client = self.control.lock().unwrap();
+        let mut client = self.target.connect().map_err(ExecError::Server)?;
         let mut tx = client.transaction().map_err(fail)?;
         let portal = tx
             .bind(
