@@ -55,9 +55,19 @@ impl Destination for Tee<'_> {
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
         self.files.start(run)?;
-        let mut plan: Plan = run.plan.clone();
-        plan.tables.clear();
-        plan.units.clear();
+        // Not a clone of the whole plan emptied: its tables' vector (three
+        // entries a table in a link, 8.9 MB at 5,000 tables) would stay
+        // allocated, unused, as long as PostgreSQL's side keeps the plan.
+        let source = run.plan;
+        let mut plan = Plan {
+            tables: Vec::new(),
+            units: Vec::new(),
+            unit_pages: source.unit_pages,
+            database_guid: source.database_guid.clone(),
+            database_file_id: source.database_file_id.clone(),
+            table_formats: source.table_formats.clone(),
+            row_places: source.row_places,
+        };
         let mut schemas: Vec<SchemaRef> = Vec::new();
         let mut map = Vec::new();
         for (table, schema) in run.plan.tables.iter().zip(run.schemas) {
