@@ -27,12 +27,15 @@ use crate::{ident, pg_error, pg_name, PostgresDestination, ToLane, UnitCopy, RUN
 pub const STATE_TABLE: &str = "_fbunload_state";
 
 /// A run's state as the target holds it: the files of a `--keep-keys`
-/// (or `--since`) directory that the next run reads, by name.
+/// (or `--since`) directory that the next run reads. Only their names are
+/// held: the bytes (a keys file a table, thousands of them) are read one
+/// piece at a time by [`PostgresDestination::each_base_file`] when the
+/// run writes them out, so they are never in memory all at once.
 #[derive(Debug, Clone)]
 pub struct BaseState {
     /// The SHA-256 of its manifest, as `_fbunload_runs` names it.
     pub digest: String,
-    pub files: Vec<(String, Vec<u8>)>,
+    pub files: Vec<String>,
     /// The PostgreSQL name of each sequence the run made, by its Firebird
     /// name (its `_fbunload_runs` row's `options.sequences`).
     pub sequences: crate::ddl::SequenceNames,
@@ -49,12 +52,33 @@ pub type KeyChecksum = String;
 /// Each keyed table's [`KeyChecksum`], by its Firebird name.
 pub type KeyChecksums = std::collections::BTreeMap<String, KeyChecksum>;
 
-/// The state a run leaves for the next one.
-#[derive(Debug, Clone)]
+/// The state a run leaves for the next one: the files' names, each read
+/// (and checked) by `read` only as it is written into the target, so the
+/// state is never in memory all at once.
+#[derive(Clone)]
 pub struct NewState {
     pub digest: String,
-    pub files: Vec<(String, Vec<u8>)>,
+    pub files: Vec<String>,
+    /// One of `files`' bytes, or why they cannot be given (changed since
+    /// the run listed them).
+    pub read: ReadStateFile,
 }
+
+/// Reads one file of a [`NewState`] by name.
+pub type ReadStateFile = Arc<dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync>;
+
+impl std::fmt::Debug for NewState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewState")
+            .field("digest", &self.digest)
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many of the state's rows are fetched at a time: a few keys files,
+/// not all of them.
+const STATE_ROWS_AT_ONCE: i32 = 8;
 
 /// How one table of a link is applied.
 #[derive(Debug, Clone)]
@@ -108,7 +132,7 @@ pub(crate) fn read_base(client: &mut Client, schema: &str) -> Result<Option<Base
     };
     let rows = client
         .query(
-            &format!("SELECT name, bytes FROM {state} WHERE state = $1 ORDER BY name"),
+            &format!("SELECT name FROM {state} WHERE state = $1 ORDER BY name"),
             &[&digest],
         )
         .map_err(fail)?;
@@ -142,7 +166,7 @@ pub(crate) fn read_base(client: &mut Client, schema: &str) -> Result<Option<Base
     }
     Ok(Some(BaseState {
         digest,
-        files: rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+        files: rows.iter().map(|r| r.get(0)).collect(),
         sequences: parse(recorded.get(0), schema, "sequences")?,
         checksums: parse(recorded.get(1), schema, "checksums")?,
     }))
@@ -217,6 +241,65 @@ impl PostgresDestination {
         self.base.as_ref()
     }
 
+    /// Hands each file of the base state to `each`, in name order, as it
+    /// is fetched: a few rows at a time through a portal, so only those
+    /// are in memory. On a connection of its own, closed once read: a
+    /// connection's read buffer keeps the size of the biggest row it held
+    /// (the manifest, megabytes for thousands of tables), and the run's
+    /// control connection lasts the whole run. The names were read under
+    /// the run's advisory lock, which this session holds meanwhile, so no
+    /// other run replaces the state; a file listed then and missing now
+    /// is refused all the same.
+    pub fn each_base_file<E: From<ExecError>>(
+        &self,
+        mut each: impl FnMut(String, Vec<u8>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let base = self
+            .base
+            .as_ref()
+            .ok_or_else(|| ExecError::Internal("each_base_file without a base state".into()))?;
+        let schema = &self.options.schema;
+        let state = format!("{}.{}", ident(schema), ident(STATE_TABLE));
+        let fail = |e| pg_error("reading the target's state", e);
+        let mut client = self.target.connect().map_err(ExecError::Server)?;
+        let mut tx = client.transaction().map_err(fail)?;
+        let portal = tx
+            .bind(
+                &format!("SELECT name, bytes FROM {state} WHERE state = $1 ORDER BY name"),
+                &[&base.digest],
+            )
+            .map_err(fail)?;
+        let mut listed = base.files.iter();
+        loop {
+            let rows = tx.query_portal(&portal, STATE_ROWS_AT_ONCE).map_err(fail)?;
+            if rows.is_empty() {
+                break;
+            }
+            for row in rows {
+                let name: String = row.get(0);
+                if listed.next() != Some(&name) {
+                    return Err(ExecError::Usage(format!(
+                        "schema {schema}: its state changed while it was read ({}): another \
+                         run wrote it meanwhile; run again",
+                        name.escape_debug()
+                    ))
+                    .into());
+                }
+                each(name, row.get(1))?;
+            }
+        }
+        if let Some(name) = listed.next() {
+            return Err(ExecError::Usage(format!(
+                "schema {schema}: its state changed while it was read ({} is gone): another \
+                 run wrote it meanwhile; run again",
+                name.escape_debug()
+            ))
+            .into());
+        }
+        tx.commit().map_err(fail)?;
+        Ok(())
+    }
+
     /// What the run records of its options in `_fbunload_runs`: as given,
     /// with `kind` (`full` or `sync`) and the `state` it leaves, if any.
     pub(crate) fn run_options_json(&self) -> serde_json::Value {
@@ -257,11 +340,14 @@ impl PostgresDestination {
                  bytes bytea NOT NULL, PRIMARY KEY (state, name)); DELETE FROM {table};"
             ))
             .map_err(fail)?;
-        for (name, bytes) in &state.files {
+        for name in &state.files {
+            // One file in memory at a time, checked as it is read.
+            let bytes = (state.read)(name)
+                .map_err(|e| ExecError::Usage(format!("the state to keep in {schema}: {e}")))?;
             client
                 .execute(
                     &format!("INSERT INTO {table} VALUES ($1, $2, $3)"),
-                    &[&state.digest, name, bytes],
+                    &[&state.digest, name, &bytes],
                 )
                 .map_err(fail)?;
         }

@@ -16,8 +16,10 @@ use std::sync::OnceLock;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema as ArrowSchema, SchemaRef};
-use fbunload_dest::{is_plain_name, verified_listed_file, FileOutput, Manifest, MANIFEST_NAME};
-use fbunload_dest_postgres::sync::{Apply, BaseState, NewState, TableLink};
+use fbunload_dest::{
+    is_plain_name, verified_listed_file, FileOutput, Manifest, ManifestFile, MANIFEST_NAME,
+};
+use fbunload_dest_postgres::sync::{Apply, NewState, TableLink};
 use fbunload_dest_postgres::PostgresDestination;
 use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
 use fbunload_plan::incremental::DB_KEY_COLUMN;
@@ -53,9 +55,19 @@ impl Destination for Tee<'_> {
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
         self.files.start(run)?;
-        let mut plan: Plan = run.plan.clone();
-        plan.tables.clear();
-        plan.units.clear();
+        // Not a clone of the whole plan emptied: its tables' vector (three
+        // entries a table in a link, 8.9 MB at 5,000 tables) would stay
+        // allocated, unused, as long as PostgreSQL's side keeps the plan.
+        let source = run.plan;
+        let mut plan = Plan {
+            tables: Vec::new(),
+            units: Vec::new(),
+            unit_pages: source.unit_pages,
+            database_guid: source.database_guid.clone(),
+            database_file_id: source.database_file_id.clone(),
+            table_formats: source.table_formats.clone(),
+            row_places: source.row_places,
+        };
         let mut schemas: Vec<SchemaRef> = Vec::new();
         let mut map = Vec::new();
         for (table, schema) in run.plan.tables.iter().zip(run.schemas) {
@@ -235,63 +247,105 @@ fn refuse(schema: &str, why: impl std::fmt::Display) -> Error {
 /// stranger's: plain names only, the manifest the one the target's
 /// latest run names (by SHA-256); the keys files are checked against it
 /// as `--since` checks any directory.
-pub(crate) fn write_base(dir: &Path, base: &BaseState, schema: &str) -> Result<Manifest, Error> {
+pub(crate) fn write_base(
+    dir: &Path,
+    pg: &PostgresDestination,
+    schema: &str,
+) -> Result<Manifest, Error> {
+    let digest = match pg.base_state() {
+        Some(base) => base.digest.clone(),
+        None => return Err(Error::Internal("write_base without a base state".into())),
+    };
     fs::create_dir(dir).map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
     let mut manifest = None;
-    for (name, bytes) in &base.files {
+    // Each file written as it is fetched and dropped: the state of
+    // thousands of tables is never held whole.
+    pg.each_base_file(|name, bytes| -> Result<(), Error> {
         // As a manifest's names are judged, and stricter: no backslash
         // or NUL on any platform, no name longer than a file system takes.
-        let plain = is_plain_name(name) && !name.contains(['\\', '\0']) && name.len() <= 255;
+        let plain = is_plain_name(&name) && !name.contains(['\\', '\0']) && name.len() <= 255;
         if !plain {
             return Err(refuse(
                 schema,
                 format!(
                     "its state names a file {} (not a plain name): it was edited",
-                    crate::printable(name)
+                    crate::printable(&name)
                 ),
             ));
         }
         if name == MANIFEST_NAME {
-            let digest = crate::incremental::hex(&Sha256::digest(bytes));
-            if digest != base.digest {
+            let found = crate::incremental::hex(&Sha256::digest(&bytes));
+            if found != digest {
                 return Err(refuse(
                     schema,
                     format!(
-                        "the manifest of its state has SHA-256 {digest}, and its latest run \
-                         names {}: it was edited",
-                        base.digest
+                        "the manifest of its state has SHA-256 {found}, and its latest run \
+                         names {digest}: it was edited"
                     ),
                 ));
             }
             manifest = Some(
-                serde_json::from_slice::<Manifest>(bytes)
+                serde_json::from_slice::<Manifest>(&bytes)
                     .map_err(|e| refuse(schema, format!("its state's manifest: {e}")))?,
             );
         }
-        fs::write(dir.join(name), bytes)
-            .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
-    }
+        fs::write(dir.join(&name), &bytes)
+            .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))
+    })?;
     manifest.ok_or_else(|| refuse(schema, "its state has no manifest: it was edited"))
 }
 
-/// The state a run in `dir` leaves: its manifest and keys files, each
-/// checked against the manifest.
+/// The state a run in `dir` leaves: its manifest and keys files, by name.
+/// None is read here: each is read when it is written into the target,
+/// checked then against the manifest (a keys file) or the digest taken
+/// here (the manifest), so the state is never in memory whole.
 pub(crate) fn new_state(dir: &Path, manifest: &Manifest) -> Result<NewState, Error> {
-    let text = fs::read(dir.join(MANIFEST_NAME))
-        .map_err(|e| Error::Usage(format!("{MANIFEST_NAME}: {e}")))?;
-    let digest = crate::incremental::hex(&Sha256::digest(&text));
-    let mut files = vec![(MANIFEST_NAME.to_string(), text)];
-    for table in &manifest.tables {
-        for file in table
-            .files
-            .iter()
-            .filter(|f| f.role.as_deref() == Some("keys"))
-        {
-            let bytes = verified_listed_file(dir, file).map_err(Error::Usage)?;
-            files.push((file.name.clone(), bytes));
+    let keys = manifest
+        .tables
+        .iter()
+        .flat_map(|t| &t.files)
+        .filter(|f| f.role.as_deref() == Some("keys"))
+        .cloned()
+        .collect();
+    state_read_as_written(dir, keys)
+}
+
+/// [`new_state`] of the manifest in `dir` and its `keys` files.
+fn state_read_as_written(dir: &Path, keys: Vec<ManifestFile>) -> Result<NewState, Error> {
+    let digest = file_sha256(&dir.join(MANIFEST_NAME))?;
+    let mut files = vec![MANIFEST_NAME.to_string()];
+    files.extend(keys.iter().map(|f| f.name.clone()));
+    let listed: std::collections::HashMap<String, ManifestFile> =
+        keys.into_iter().map(|f| (f.name.clone(), f)).collect();
+    let dir = dir.to_path_buf();
+    let manifest_digest = digest.clone();
+    let read = move |name: &str| -> Result<Vec<u8>, String> {
+        if name == MANIFEST_NAME {
+            let text = fs::read(dir.join(MANIFEST_NAME)).map_err(|e| format!("{name}: {e}"))?;
+            if crate::incremental::hex(&Sha256::digest(&text)) != manifest_digest {
+                return Err(format!("{name}: changed since the run wrote it"));
+            }
+            return Ok(text);
         }
-    }
-    Ok(NewState { digest, files })
+        let file = listed
+            .get(name)
+            .ok_or_else(|| format!("{name}: not a keys file of the run"))?;
+        verified_listed_file(&dir, file)
+    };
+    Ok(NewState {
+        digest,
+        files,
+        read: std::sync::Arc::new(read),
+    })
+}
+
+/// A file's SHA-256 in hex, read in pieces.
+fn file_sha256(path: &Path) -> Result<String, Error> {
+    let fail = |e: std::io::Error| Error::Usage(format!("{}: {e}", path.display()));
+    let mut file = fs::File::open(path).map_err(fail)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(fail)?;
+    Ok(crate::incremental::hex(&hasher.finalize()))
 }
 
 /// How each table of the link in `dir` (its `manifest`) applies to the
@@ -382,4 +436,46 @@ pub(crate) fn links(
         });
     }
     Ok(links)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(dir: &Path, name: &str, bytes: &[u8]) -> ManifestFile {
+        fs::write(dir.join(name), bytes).unwrap();
+        ManifestFile {
+            name: name.into(),
+            bytes: bytes.len() as u64,
+            sha256: crate::incremental::hex(&Sha256::digest(bytes)),
+            role: Some("keys".into()),
+        }
+    }
+
+    #[test]
+    fn the_new_state_is_read_file_by_file_as_written_and_checked_then() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(MANIFEST_NAME), b"{\"manifest\": 1}").unwrap();
+        let a = listed(dir.path(), "A.keys", b"keys of A");
+        let b = listed(dir.path(), "B.keys", b"keys of B");
+        let state = state_read_as_written(dir.path(), vec![a, b]).unwrap();
+        assert_eq!(
+            state.digest,
+            crate::incremental::hex(&Sha256::digest(b"{\"manifest\": 1}"))
+        );
+        assert_eq!(state.files, [MANIFEST_NAME, "A.keys", "B.keys"]);
+        // Nothing is held: each file is read when asked for.
+        fs::write(dir.path().join("B.keys"), b"keys of b").unwrap();
+        assert_eq!((state.read)(MANIFEST_NAME).unwrap(), b"{\"manifest\": 1}");
+        assert_eq!((state.read)("A.keys").unwrap(), b"keys of A");
+        // What changed since the run listed it is refused, not kept.
+        let changed = (state.read)("B.keys").unwrap_err();
+        assert!(
+            changed.contains("B.keys") && changed.contains("SHA-256"),
+            "{changed}"
+        );
+        fs::write(dir.path().join(MANIFEST_NAME), b"{\"manifest\": 2}").unwrap();
+        assert!((state.read)(MANIFEST_NAME).unwrap_err().contains("changed"));
+        assert!((state.read)("C.keys").is_err());
+    }
 }

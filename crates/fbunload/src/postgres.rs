@@ -550,9 +550,9 @@ impl Unload {
         this.keep_keys = true;
         this.reuse = Reuse::Refuse;
         let base = match destination.base_state() {
-            Some(state) => {
+            Some(_) => {
                 let dir = work.path().join("base");
-                let manifest = crate::pgsync::write_base(&dir, state, schema)?;
+                let manifest = crate::pgsync::write_base(&dir, destination, schema)?;
                 this.since = Some(dir);
                 Some(manifest)
             }
