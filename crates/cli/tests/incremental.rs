@@ -16,6 +16,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::bank::superclassic;
 use common::oracle::{self, check, path, SCHEMA};
 use common::*;
 use fbunload_client::TransactionMode;
@@ -36,20 +37,6 @@ fn since_with_json_progress(db: &Path, old: &Path, new: &Path) -> Vec<serde_json
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
-}
-
-/// The writers of a test and the runs in their processes share a
-/// database: the engine in SuperClassic mode, for this test binary and
-/// the runs it starts.
-fn superclassic() {
-    static RUNTIME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let runtime = dir.join("runtime");
-        runtime_in_mode(&embedded_runtime(), &runtime, "SuperClassic");
-        std::env::set_var("FIREBIRD", &runtime);
-        runtime
-    });
 }
 
 #[test]
