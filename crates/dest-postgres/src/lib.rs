@@ -1890,10 +1890,13 @@ impl Drop for PostgresDestination {
             if let Ok(mut client) = self.control.lock() {
                 // A lane still cancelling its COPY holds a lock: wait a
                 // little, else leave the schema for the next run to drop.
-                let _ = client.batch_execute(&format!(
-                    "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
-                    ident(&self.staging)
-                ));
+                let _ = safety::execute_after_cancel(
+                    &mut *client,
+                    &format!(
+                        "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
+                        ident(&self.staging)
+                    ),
+                );
             }
         }
     }

@@ -264,6 +264,24 @@ pub(crate) fn lock_timed_out(e: &postgres::Error) -> bool {
     e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)
 }
 
+/// Runs a clean-up statement on a connection whose statement a stop just
+/// cancelled. PostgreSQL delivers one cancel request as two SIGINTs (to
+/// the backend and to its process group): the second can land on the
+/// next statement, this one, which is then cancelled too. A statement
+/// cancelled so is run again; a third try never meets that cancel.
+pub(crate) fn execute_after_cancel(
+    client: &mut impl GenericClient,
+    sql: &str,
+) -> Result<(), postgres::Error> {
+    let mut tries = 1;
+    loop {
+        match client.batch_execute(sql) {
+            Err(e) if e.code() == Some(&SqlState::QUERY_CANCELED) && tries < 3 => tries += 1,
+            result => return result,
+        }
+    }
+}
+
 /// Cancels the statement the control connection runs when the run is
 /// stopped, while `busy` (a phase of the destination's own) is set:
 /// between phases the destination looks at the flag itself, and a
@@ -295,5 +313,60 @@ impl Drop for CancelWatch {
     fn drop(&mut self) {
         self.busy.store(false, Ordering::SeqCst);
         self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The private cluster of scripts/pg-cluster.sh, which the test
+    /// script starts.
+    fn cluster() -> Option<postgres::Client> {
+        let Ok(uri) = std::env::var("FBUNLOAD_TEST_PG_URI") else {
+            eprintln!("SKIPPED: FBUNLOAD_TEST_PG_URI is not set (scripts/pg-cluster.sh)");
+            return None;
+        };
+        Some(postgres::Client::connect(&uri, NoTls).unwrap())
+    }
+
+    /// A statement its own try cancels counts the tries in a sequence
+    /// (which no rollback undoes); `cancelled_tries` of them are cancelled,
+    /// as a cancel request's second signal cancels the statement after
+    /// the one it was meant for.
+    fn counting(cancelled_tries: i64) -> String {
+        format!(
+            "DO $$ BEGIN IF nextval('tries') <= {cancelled_tries} THEN \
+             PERFORM pg_cancel_backend(pg_backend_pid()); PERFORM pg_sleep(5); END IF; END $$"
+        )
+    }
+
+    #[test]
+    fn a_clean_up_that_a_stray_cancel_hits_is_run_again() {
+        let Some(mut client) = cluster() else { return };
+        client
+            .batch_execute("CREATE TEMPORARY SEQUENCE tries")
+            .unwrap();
+        execute_after_cancel(&mut client, &counting(1)).unwrap();
+        let tries: i64 = client
+            .query_one("SELECT last_value FROM tries", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(tries, 2);
+    }
+
+    #[test]
+    fn a_clean_up_cancelled_each_time_fails_after_three_tries() {
+        let Some(mut client) = cluster() else { return };
+        client
+            .batch_execute("CREATE TEMPORARY SEQUENCE tries")
+            .unwrap();
+        let error = execute_after_cancel(&mut client, &counting(i64::MAX)).unwrap_err();
+        assert_eq!(error.code(), Some(&SqlState::QUERY_CANCELED));
+        let tries: i64 = client
+            .query_one("SELECT last_value FROM tries", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(tries, 3);
     }
 }
