@@ -25,8 +25,7 @@ use fbunload_client::{Attachment, TransactionMode};
 fn runtime() -> &'static PathBuf {
     static RUNTIME: OnceLock<PathBuf> = OnceLock::new();
     RUNTIME.get_or_init(|| {
-        let root = tempfile::tempdir().unwrap().keep().join("runtime");
-        runtime_in_mode(&embedded_runtime(), &root, "SuperClassic");
+        let root = runtime_of_this_process("SuperClassic");
         std::fs::write(root.join("replication.conf"), "").unwrap();
         // SAFETY: set before the client library is loaded (every test
         // calls this first); the library reads it on its first call, and

@@ -472,8 +472,14 @@ fn a_stop_after_the_copy_leaves_the_target_as_it_was() {
     assert_eq!(staging_schemas(&uri), Vec::<String>::new());
 
     // A build statement waiting (here on a lock another session holds on
-    // the staging table): the statement is cancelled.
-    let child = spawn(&db, &uri, &["--overwrite"], &[]);
+    // the staging table): the statement is cancelled. The pause lets the
+    // lock be taken before the build starts, however slow this test is.
+    let child = spawn(
+        &db,
+        &uri,
+        &["--overwrite"],
+        &[("FBUNLOAD_TEST_PAUSE_BEFORE_BUILD_MS", "3000")],
+    );
     let mut blocker = pg(&uri);
     let mut staging = String::new();
     until("the staging table", || {

@@ -525,12 +525,7 @@ impl PostgresDestination {
             .ok_or_else(|| ExecError::Internal("apply_sync without a base state".into()))?;
         *self.state.lock().unwrap() = Some(state);
         self.idle.lock().unwrap().clear();
-        if let Some(ms) = std::env::var("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            std::thread::sleep(std::time::Duration::from_millis(ms));
-        }
+        crate::pause_for_tests("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS");
         let schema = self.options.schema.clone();
         let mut client = self.control.lock().unwrap();
         let mut tx = client.transaction().map_err(|e| pg_error("syncing", e))?;

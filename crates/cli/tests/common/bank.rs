@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use fbunload_client::TransactionMode;
 
-use super::{connect, create_db, embedded_runtime, execute, runtime_in_mode};
+use super::{connect, create_db, execute, runtime_of_this_process};
 
 /// Each account's opening balance.
 pub const OPENING: i64 = 1_000;
@@ -19,9 +19,7 @@ pub const OPENING: i64 = 1_000;
 pub fn superclassic() {
     static RUNTIME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     RUNTIME.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let runtime = dir.join("runtime");
-        runtime_in_mode(&embedded_runtime(), &runtime, "SuperClassic");
+        let runtime = runtime_of_this_process("SuperClassic");
         std::env::set_var("FIREBIRD", &runtime);
         runtime
     });

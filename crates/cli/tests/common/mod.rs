@@ -231,6 +231,27 @@ pub fn embedded_runtime() -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
+/// A copy of the embedded runtime in `mode` for this test process, to
+/// point `FIREBIRD` at (and change: follow's `replication.conf`). It lives
+/// in target/tmp, named by the process id: a static's copy is never
+/// dropped, so each new one removes those whose process has ended.
+#[allow(dead_code)] // not every test binary uses it
+pub fn runtime_of_this_process(mode: &str) -> PathBuf {
+    const PREFIX: &str = "firebird-runtime-";
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix(PREFIX));
+        if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let root = tmp.join(format!("{PREFIX}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    runtime_in_mode(&embedded_runtime(), &root, mode);
+    root
+}
+
 /// A copy of the runtime whose engine runs in `mode`.
 pub fn runtime_in_mode(runtime: &Path, into: &Path, mode: &str) {
     let status = Command::new("cp")
