@@ -42,43 +42,27 @@ fn kill_at(db: &Path, out: &Path, args: &[&str], share: f64, runtime: Option<&Pa
     if let Some(runtime) = runtime {
         command.env("FIREBIRD", runtime);
     }
-    let mut child = command
+    command
         .arg("-d")
         .arg(db)
         .args(["-u", "SYSDBA", "-p", "masterkey", "--resumable", "-o"])
         .arg(out)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        if let Some(units) = planned_units(out) {
-            if journal_lines(out) as f64 >= units as f64 * share {
-                break;
-            }
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            use std::io::Read;
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("the run ended ({status}) before it could be killed: {err}");
-        }
-        assert!(started.elapsed() < Duration::from_secs(300), "no progress");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let units = planned_units(out).unwrap();
-    let done = journal_lines(out) as u64;
-    assert!(done < units, "killed after every unit: {done} of {units}");
+        .args(args);
+    kill_once_journaled(command, share, || {
+        Some((journal_lines(out) as u64, planned_units(out)?))
+    });
     assert!(!out.join("manifest.json").exists());
+}
+
+/// The kill helper reads a run's standard error while the run goes: a run
+/// that writes more than a pipe holds and ends is told as ended at once,
+/// not left blocked on its write until the helper gives up.
+#[test]
+#[should_panic(expected = "the run ended (exit status: 3) before it could be killed: xxxx")]
+fn a_run_that_fills_its_stderr_pipe_and_ends_is_told_as_ended() {
+    let mut run = Command::new("sh");
+    run.args(["-c", "head -c 200000 /dev/zero | tr '\\0' x >&2; exit 3"]);
+    kill_once_journaled(run, 0.5, || None);
 }
 
 fn copy_dir(from: &Path, to: &Path) {
