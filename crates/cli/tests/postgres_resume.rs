@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -45,12 +44,7 @@ fn progress(client: &mut postgres::Client) -> Option<(i64, i64)> {
 /// `share` of its units are journaled.
 fn kill_at(db: &Path, uri: &str, args: &[&str], share: f64) {
     let mut client = pg(uri);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
-    command
-        .arg("-d")
-        .arg(db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "--resumable", "-o", uri])
-        .args(args);
+    let command = fbunload_command(db, &[&["--resumable", "-o", uri], args].concat());
     kill_once_journaled(command, share, || {
         progress(&mut client).map(|(done, units)| (done as u64, units as u64))
     });

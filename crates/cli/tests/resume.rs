@@ -38,16 +38,10 @@ fn planned_units(out: &Path) -> Option<u64> {
 /// Starts a `--resumable` run into `out` and kills it (SIGKILL) once
 /// `share` of its units are journaled; with `runtime`, in that engine.
 fn kill_at(db: &Path, out: &Path, args: &[&str], share: f64, runtime: Option<&Path>) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
+    let mut command = fbunload_command(db, &[&["--resumable", "-o", path(out)], args].concat());
     if let Some(runtime) = runtime {
         command.env("FIREBIRD", runtime);
     }
-    command
-        .arg("-d")
-        .arg(db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "--resumable", "-o"])
-        .arg(out)
-        .args(args);
     kill_once_journaled(command, share, || {
         Some((journal_lines(out) as u64, planned_units(out)?))
     });
@@ -366,16 +360,14 @@ fn a_resumable_run_stopped_by_a_signal_says_what_it_kept() {
     let db = bank::bank(dir.path(), "bank.fdb", ACCOUNTS, false);
     let out = dir.path().join("stopped");
     let options = ["--unit-pages", "8", "-j", "1"];
-    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("-d")
-        .arg(&db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "--resumable", "-o"])
-        .arg(&out)
-        .args(options)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = fbunload_command(
+        &db,
+        &[&["--resumable", "-o", path(&out)], &options[..]].concat(),
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let started = Instant::now();
     while journal_lines(&out) == 0 {
         assert!(started.elapsed() < Duration::from_secs(300), "no progress");

@@ -145,7 +145,7 @@ pub fn fbunload_with_env(db: &Path, args: &[&str], env: Option<(&str, &str)>) ->
 }
 
 /// The fbunload binary with `-d db`, SYSDBA's credentials and `args`.
-fn fbunload_command(db: &Path, args: &[&str]) -> Command {
+pub fn fbunload_command(db: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
     command
         .arg("-d")
