@@ -541,18 +541,7 @@ fn a_failed_or_stopped_run_leaves_the_previous_target() {
 
     // SIGTERM while rows move: stopped, nothing kept, no staging left.
     let stop = |signal: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-            .args([
-                "-d",
-                db.to_str().unwrap(),
-                "-u",
-                "SYSDBA",
-                "-p",
-                "masterkey",
-                "-j",
-                "2",
-            ])
-            .args(["--overwrite", "-o", &uri])
+        let mut child = fbunload_command(&db, &["-j", "2", "--overwrite", "-o", &uri])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -1020,18 +1009,7 @@ fn a_sync_onto_a_changed_target_or_beside_another_is_refused_and_changes_nothing
     assert_eq!(fingerprint(&uri, "pgsync"), before);
 
     // Two syncs at once: the second is refused while the first applies.
-    let paused = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args([
-            "-d",
-            db.to_str().unwrap(),
-            "-u",
-            "SYSDBA",
-            "-p",
-            "masterkey",
-            "-o",
-            &uri,
-        ])
-        .args(to)
+    let paused = fbunload_command(&db, &[&["-o", uri.as_str()], &to[..]].concat())
         .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", "4000")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -1156,11 +1134,7 @@ fn sync_paused_in_staging(db: &Path, uri: &str, to: &[&str], pause_ms: u32) -> C
             .map(String::as_str)
             .collect::<Vec<_>>(),
     );
-    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("-d")
-        .arg(db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "-o", uri])
-        .args(to)
+    let child = fbunload_command(db, &[&["-o", uri], to].concat())
         .env("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS", pause_ms.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -1194,11 +1168,7 @@ fn watched_run(db: &Path, uri: &str, args: &[&str], tmp: &Path) -> (u64, Vec<Str
             }
         }
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("-d")
-        .arg(db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "-o", uri])
-        .args(args)
+    let mut child = fbunload_command(db, &[&["-o", uri], args].concat())
         .env("TMPDIR", tmp)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

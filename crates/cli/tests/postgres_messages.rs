@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 
 /// A database whose one table holds a few kilobytes.
@@ -127,16 +125,7 @@ fn a_missing_password_says_where_libpq_looks() {
     let (scheme_user, rest) = uri.split_once('@').unwrap();
     let user = scheme_user.split(':').take(2).collect::<Vec<_>>().join(":");
     let bare = format!("{user}@{rest}");
-    let out = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .args([
-            "-d",
-            db.to_str().unwrap(),
-            "-u",
-            "SYSDBA",
-            "-p",
-            "masterkey",
-        ])
-        .args(["-o", &bare])
+    let out = fbunload_command(&db, &["-o", &bare])
         .env_remove("PGPASSWORD")
         .env("PGPASSFILE", dir.path().join("no-such-pgpass"))
         .output()

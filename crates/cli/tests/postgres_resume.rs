@@ -8,9 +8,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
@@ -45,34 +44,10 @@ fn progress(client: &mut postgres::Client) -> Option<(i64, i64)> {
 /// `share` of its units are journaled.
 fn kill_at(db: &Path, uri: &str, args: &[&str], share: f64) {
     let mut client = pg(uri);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("-d")
-        .arg(db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "--resumable", "-o", uri])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        if let Some((done, units)) = progress(&mut client) {
-            if done as f64 >= units as f64 * share {
-                break;
-            }
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-            panic!("the load ended ({status}) before it could be killed: {err}");
-        }
-        assert!(started.elapsed() < Duration::from_secs(300), "no progress");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let (done, units) = progress(&mut client).unwrap();
-    assert!(done < units, "killed after every unit: {done} of {units}");
+    let command = fbunload_command(db, &[&["--resumable", "-o", uri], args].concat());
+    kill_once_journaled(command, share, || {
+        progress(&mut client).map(|(done, units)| (done as u64, units as u64))
+    });
     let published: bool = client
         .query_one("SELECT to_regclass('public.accounts') IS NOT NULL", &[])
         .unwrap()

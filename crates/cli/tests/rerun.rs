@@ -29,18 +29,9 @@ fn rows_db(dir: &Path) -> std::path::PathBuf {
 }
 
 fn spawn(db: &Path, out: &Path, env: Option<(&str, &str)>) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
-    command
-        .args([
-            "-d",
-            db.to_str().unwrap(),
-            "-u",
-            "SYSDBA",
-            "-p",
-            "masterkey",
-        ])
-        .args(["-j", "2", "--overwrite", "-o", out.to_str().unwrap()])
-        .stderr(Stdio::piped());
+    let mut command =
+        fbunload_command(db, &["-j", "2", "--overwrite", "-o", out.to_str().unwrap()]);
+    command.stderr(Stdio::piped());
     if let Some((name, value)) = env {
         command.env(name, value);
     }
@@ -210,12 +201,8 @@ fn a_run_killed_in_the_last_step_of_its_switch_blocks_no_later_run() {
     let first = fbunload(&db, &args);
     assert!(first.status.success(), "{}", stderr(&first));
 
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
+    let mut command = fbunload_command(&db, &args);
     command
-        .arg("-d")
-        .arg(&db)
-        .args(["-u", "SYSDBA", "-p", "masterkey"])
-        .args(args)
         .env("FBUNLOAD_TEST_PAUSE_AFTER_SWITCH_MS", "10000")
         .stderr(Stdio::piped());
     let child = command.spawn().unwrap();

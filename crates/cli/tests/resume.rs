@@ -38,47 +38,25 @@ fn planned_units(out: &Path) -> Option<u64> {
 /// Starts a `--resumable` run into `out` and kills it (SIGKILL) once
 /// `share` of its units are journaled; with `runtime`, in that engine.
 fn kill_at(db: &Path, out: &Path, args: &[&str], share: f64, runtime: Option<&Path>) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
+    let mut command = fbunload_command(db, &[&["--resumable", "-o", path(out)], args].concat());
     if let Some(runtime) = runtime {
         command.env("FIREBIRD", runtime);
     }
-    let mut child = command
-        .arg("-d")
-        .arg(db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "--resumable", "-o"])
-        .arg(out)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        if let Some(units) = planned_units(out) {
-            if journal_lines(out) as f64 >= units as f64 * share {
-                break;
-            }
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            use std::io::Read;
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("the run ended ({status}) before it could be killed: {err}");
-        }
-        assert!(started.elapsed() < Duration::from_secs(300), "no progress");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let units = planned_units(out).unwrap();
-    let done = journal_lines(out) as u64;
-    assert!(done < units, "killed after every unit: {done} of {units}");
+    kill_once_journaled(command, share, || {
+        Some((journal_lines(out) as u64, planned_units(out)?))
+    });
     assert!(!out.join("manifest.json").exists());
+}
+
+/// The kill helper reads a run's standard error while the run goes: a run
+/// that writes more than a pipe holds and ends is told as ended at once,
+/// not left blocked on its write until the helper gives up.
+#[test]
+#[should_panic(expected = "the run ended (exit status: 3) before it could be killed: xxxx")]
+fn a_run_that_fills_its_stderr_pipe_and_ends_is_told_as_ended() {
+    let mut run = Command::new("sh");
+    run.args(["-c", "head -c 200000 /dev/zero | tr '\\0' x >&2; exit 3"]);
+    kill_once_journaled(run, 0.5, || None);
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -382,16 +360,14 @@ fn a_resumable_run_stopped_by_a_signal_says_what_it_kept() {
     let db = bank::bank(dir.path(), "bank.fdb", ACCOUNTS, false);
     let out = dir.path().join("stopped");
     let options = ["--unit-pages", "8", "-j", "1"];
-    let child = Command::new(env!("CARGO_BIN_EXE_fbunload"))
-        .arg("-d")
-        .arg(&db)
-        .args(["-u", "SYSDBA", "-p", "masterkey", "--resumable", "-o"])
-        .arg(&out)
-        .args(options)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = fbunload_command(
+        &db,
+        &[&["--resumable", "-o", path(&out)], &options[..]].concat(),
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let started = Instant::now();
     while journal_lines(&out) == 0 {
         assert!(started.elapsed() < Duration::from_secs(300), "no progress");

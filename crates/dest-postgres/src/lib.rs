@@ -166,20 +166,9 @@ impl Default for PostgresOptions {
     }
 }
 
-/// The PostgreSQL name of a Firebird name: an unquoted (regular) name,
-/// upper case in Firebird's catalog, becomes the lower case that the same
-/// unquoted name means in PostgreSQL; any other name is kept as it is.
-pub fn pg_name(name: &str) -> String {
-    let regular = name.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_' || b == b'$');
-    if regular {
-        name.to_ascii_lowercase()
-    } else {
-        name.to_string()
-    }
-}
+/// The PostgreSQL name of a Firebird name (the PSQL translator's rule, so
+/// that translated routines name the tables the load made).
+pub use fbunload_psql::pg_name;
 
 /// The longest name PostgreSQL keeps, in bytes (`NAMEDATALEN` - 1); a
 /// longer one it cuts without a word.

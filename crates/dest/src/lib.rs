@@ -148,8 +148,13 @@ impl FileOutput {
     /// Each table to `<dir>/<TABLE>.<extension>`; units waiting for their
     /// turn may hold `memory_budget` bytes before they spill to disk.
     pub fn to_directory(dir: Arc<OutputDir>, format: Format, memory_budget: usize) -> Self {
+        Self::to_target(Target::Directory(dir), format, memory_budget)
+    }
+
+    /// An output to `target` as a run starts it: no parts, no keys yet.
+    fn to_target(target: Target, format: Format, memory_budget: usize) -> Self {
         FileOutput {
-            target: Target::Directory(dir),
+            target,
             format,
             part_limits: PartLimits::default(),
             budget: MemoryBudget::new(memory_budget),
@@ -182,21 +187,11 @@ impl FileOutput {
             .map_err(|e| {
                 ExecError::Usage(format!("cannot make a temporary directory for -o -: {e}"))
             })?;
-        Ok(FileOutput {
-            target: Target::Stdout(spill),
+        Ok(Self::to_target(
+            Target::Stdout(spill),
             format,
-            part_limits: PartLimits::default(),
-            budget: MemoryBudget::new(memory_budget),
-            tables: OnceLock::new(),
-            schema_sql: OnceLock::new(),
-            schema_file: OnceLock::new(),
-            previous_keys: HashMap::new(),
-            key_tables: OnceLock::new(),
-            key_outcomes: OnceLock::new(),
-            snapshot_number: OnceLock::new(),
-            row_places: OnceLock::new(),
-            drop_rows: false,
-        })
+            memory_budget,
+        ))
     }
 
     /// Cuts every table into numbered parts, `<TABLE>.000001.<ext>`, …,

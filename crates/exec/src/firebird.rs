@@ -313,6 +313,27 @@ pub(crate) fn plan_in(
     }
 }
 
+/// The database's GUID and file id, by which a later run knows it reads
+/// the same database (not a restore, a copy or another file). Refused
+/// before Firebird 4, which has no commit numbers nor shared snapshots
+/// for `options_named` to work with.
+fn database_identity(
+    tr: &Transaction,
+    options: PlanOptions,
+    options_named: &str,
+) -> Result<(String, String), ExecError> {
+    use fbunload_plan::incremental as inc;
+    if !options.split_tables {
+        return Err(ExecError::Usage(format!(
+            "{options_named} need Firebird 4 or later (commit numbers and shared snapshots); \
+             this server has neither"
+        )));
+    }
+    let guid = inc::read_database_guid(tr).map_err(ExecError::Client)?;
+    let file_id = inc::read_database_file_id(tr).map_err(ExecError::Client)?;
+    Ok((guid, file_id))
+}
+
 /// Makes a plan resumable (see [`fbunload_plan::incremental::Resumable`]):
 /// its snapshot's marks are taken, as for `--keep-keys`; resuming, each
 /// unit the stopped run finished is counted instead of read, unless the
@@ -326,16 +347,8 @@ fn plan_resumable(
     types: &TypeOptions,
 ) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
     use fbunload_plan::incremental as inc;
-    if !options.split_tables {
-        return Err(ExecError::Usage(
-            "--resumable and --resume need Firebird 4 or later (commit numbers and shared \
-             snapshots); this server has neither"
-                .into(),
-        ));
-    }
+    let (guid, file_id) = database_identity(tr, options, "--resumable and --resume")?;
     let client = |e| ExecError::Client(e);
-    let guid = inc::read_database_guid(tr).map_err(client)?;
-    let file_id = inc::read_database_file_id(tr).map_err(client)?;
     plan.row_places = Some(row_places(tr)?);
     if let Some(first) = &resumable.first {
         let now = inc::read_database_now(tr, &guid, &file_id, first.commit_mark).map_err(client)?;
@@ -390,17 +403,9 @@ fn plan_incremental(
     types: &TypeOptions,
 ) -> Result<(Plan, Vec<SchemaRef>), ExecError> {
     use fbunload_plan::incremental as inc;
-    if !options.split_tables {
-        return Err(ExecError::Usage(
-            "--since and --keep-keys need Firebird 4 or later (commit numbers and shared \
-             snapshots); this server has neither"
-                .into(),
-        ));
-    }
+    let (guid, file_id) = database_identity(tr, options, "--since and --keep-keys")?;
     let client = |e| ExecError::Client(e);
     let primary_keys = inc::read_primary_keys(tr).map_err(client)?;
-    let guid = inc::read_database_guid(tr).map_err(client)?;
-    let file_id = inc::read_database_file_id(tr).map_err(client)?;
     let formats = inc::read_table_formats(tr).map_err(client)?;
     let whole_database = match &incremental.since {
         Some(since) => {

@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use arrow_array::RecordBatch;
 use fbunload_dest_postgres::PostgresDestination;
 use fbunload_exec::{Destination, ExecError, RunInfo, UnitWriter, Written};
 use fbunload_plan::Unit;
@@ -107,27 +106,17 @@ impl Destination for PgResume<'_> {
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
         self.refuse_other_database(run)?;
-        let plan = self.tally.start(run.plan);
-        let listed = plan.tables.len();
         *self.snapshot.lock().unwrap() = run.snapshot_number;
         if self.inner.stopped_load().is_none() {
             self.inner
                 .set_resume_start(resume::start_record(run, &self.options)?);
         }
-        self.inner.start(&RunInfo {
-            plan: &plan,
-            schemas: &run.schemas[..listed],
-            ..*run
-        })
+        self.tally.start_behind(run, self.inner)
     }
 
     fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
-        if let Some(counted) = self.tally.counted(unit)? {
-            return Ok(Box::new(Check {
-                dest: self,
-                unit: counted,
-                counts: None,
-            }));
+        if let Some(check) = self.tally.check_writer(self, unit)? {
+            return Ok(check);
         }
         self.inner.begin_unit(unit)
     }
@@ -156,41 +145,26 @@ impl Destination for PgResume<'_> {
 
 /// A unit the stopped load finished, counted at the new snapshot: kept
 /// where it is when unchanged, else read again after the planned units.
-struct Check<'d, 'a> {
-    dest: &'d PgResume<'a>,
-    /// The table's own unit.
-    unit: Unit,
-    counts: Option<(i64, i64)>,
-}
-
-impl UnitWriter for Check<'_, '_> {
-    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
-        if let Some(counts) = resume::check_counts(&batch) {
-            self.counts = Some(counts);
-        }
-        Ok(())
-    }
-
-    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
-        let dest = self.dest;
-        let name = dest.tally.name(self.unit.table).expect("set at start");
-        let journaled = dest
+impl resume::KeepOrReadAgain for PgResume<'_> {
+    fn keep_or_read_again(
+        &self,
+        unit: Unit,
+        counts: Option<(i64, i64)>,
+    ) -> Result<bool, ExecError> {
+        let name = self.tally.name(unit.table).expect("set at start");
+        let journaled = self
             .inner
             .stopped_load()
-            .and_then(|s| s.unit(name, self.unit.first_slot, self.unit.end_slot));
-        match (self.counts, journaled) {
-            (Some((rows, 0)), Some(unit)) if rows >= 0 && rows as u64 == unit.rows => {
-                dest.tally.keep(&self.unit, unit.rows);
-                Ok(dest.inner.keep_unit(self.unit.table, &self.unit, unit.rows))
+            .and_then(|s| s.unit(name, unit.first_slot, unit.end_slot));
+        match (counts, journaled) {
+            (Some((rows, 0)), Some(stopped)) if rows >= 0 && rows as u64 == stopped.rows => {
+                self.tally.keep(&unit, stopped.rows);
+                Ok(self.inner.keep_unit(unit.table, &unit, stopped.rows))
             }
             _ => {
-                dest.tally.redo(self.unit);
+                self.tally.redo(unit);
                 Ok(false)
             }
         }
-    }
-
-    fn abort(self: Box<Self>) -> Result<(), ExecError> {
-        Ok(())
     }
 }

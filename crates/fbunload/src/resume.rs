@@ -455,6 +455,76 @@ impl UnitTally {
         units.extend(behind);
         units
     }
+
+    /// For a unit of a check entry, the writer that counts it, then has
+    /// `dest` keep the stopped run's unit or read it again; `None` for a
+    /// unit to read.
+    pub(crate) fn check_writer<'d, D: KeepOrReadAgain>(
+        &self,
+        dest: &'d D,
+        unit: &Unit,
+    ) -> Result<Option<Box<dyn UnitWriter + 'd>>, ExecError> {
+        Ok(self.counted(unit)?.map(|unit| {
+            Box::new(Check {
+                dest,
+                unit,
+                counts: None,
+            }) as Box<dyn UnitWriter + 'd>
+        }))
+    }
+
+    /// Notes the run's check entries ([`UnitTally::start`]) and starts
+    /// `behind` on the plan as it sees it, with the schemas of its tables.
+    pub(crate) fn start_behind(
+        &self,
+        run: &RunInfo<'_>,
+        behind: &dyn Destination,
+    ) -> Result<(), ExecError> {
+        let plan = self.start(run.plan);
+        let listed = plan.tables.len();
+        behind.start(&RunInfo {
+            plan: &plan,
+            schemas: &run.schemas[..listed],
+            ..*run
+        })
+    }
+}
+
+/// A resuming destination (a file resume, a PostgreSQL one): what it does
+/// with a stopped run's unit once the unit is counted at the new snapshot.
+pub(crate) trait KeepOrReadAgain: Sync {
+    /// Keeps the stopped run's `unit` (the table's own) when `counts`
+    /// (rows, rows changed since the first snapshot) say it is unchanged,
+    /// else notes it to read again ([`UnitTally::redo`]); returns what
+    /// [`UnitWriter::finish`] returns.
+    fn keep_or_read_again(&self, unit: Unit, counts: Option<(i64, i64)>)
+        -> Result<bool, ExecError>;
+}
+
+/// A unit of a check entry: its counts are gathered, then the destination
+/// keeps the table's own unit or reads it again.
+struct Check<'d, D> {
+    dest: &'d D,
+    /// The table's own unit.
+    unit: Unit,
+    counts: Option<(i64, i64)>,
+}
+
+impl<D: KeepOrReadAgain> UnitWriter for Check<'_, D> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
+        if let Some(counts) = check_counts(&batch) {
+            self.counts = Some(counts);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
+        self.dest.keep_or_read_again(self.unit, self.counts)
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), ExecError> {
+        Ok(())
+    }
 }
 
 /// Removes the area once the run it served is published (or `--overwrite`
@@ -627,24 +697,14 @@ impl Destination for Journaling<'_> {
     }
 
     fn start(&self, run: &RunInfo<'_>) -> Result<(), ExecError> {
-        let plan = self.tally.start(run.plan);
-        let listed = plan.tables.len();
         let _ = self.schemas.set(run.schemas.to_vec());
         self.open_area(run)?;
-        self.inner.start(&RunInfo {
-            plan: &plan,
-            schemas: &run.schemas[..listed],
-            ..*run
-        })
+        self.tally.start_behind(run, self.inner)
     }
 
     fn begin_unit(&self, unit: &Unit) -> Result<Box<dyn UnitWriter + '_>, ExecError> {
-        if let Some(counted) = self.tally.counted(unit)? {
-            return Ok(Box::new(Check {
-                dest: self,
-                unit: counted,
-                counts: None,
-            }));
+        if let Some(check) = self.tally.check_writer(self, unit)? {
+            return Ok(check);
         }
         let inner = self.inner.begin_unit(unit)?;
         let number = self.next_file.fetch_add(1, Ordering::SeqCst);
@@ -762,35 +822,24 @@ impl UnitWriter for Tee<'_, '_> {
 
 /// A finished unit counted at the new snapshot: handed on from the
 /// journal when unchanged, else read again after the planned units.
-struct Check<'d, 'a> {
-    dest: &'d Journaling<'a>,
-    /// The table's own unit.
-    unit: Unit,
-    counts: Option<(i64, i64)>,
-}
-
-impl UnitWriter for Check<'_, '_> {
-    fn write(&mut self, batch: RecordBatch) -> Result<(), ExecError> {
-        if let Some(counts) = check_counts(&batch) {
-            self.counts = Some(counts);
-        }
-        Ok(())
-    }
-
-    fn finish(self: Box<Self>) -> Result<bool, ExecError> {
-        let dest = self.dest;
+impl KeepOrReadAgain for Journaling<'_> {
+    fn keep_or_read_again(
+        &self,
+        unit: Unit,
+        counts: Option<(i64, i64)>,
+    ) -> Result<bool, ExecError> {
         let read_again = || {
-            dest.tally.redo(self.unit);
+            self.tally.redo(unit);
             Ok(false)
         };
-        let kept = match self.counts {
-            Some((rows, 0)) => dest.kept(self.unit.table, &self.unit, rows),
+        let kept = match counts {
+            Some((rows, 0)) => self.kept(unit.table, &unit, rows),
             _ => None,
         };
         let Some((reader, listed)) = kept else {
             return read_again();
         };
-        let mut writer = dest.inner.begin_unit(&self.unit)?;
+        let mut writer = self.inner.begin_unit(&unit)?;
         let mut rows = 0u64;
         for batch in reader {
             let Ok(batch) = batch else {
@@ -810,11 +859,7 @@ impl UnitWriter for Check<'_, '_> {
             return read_again();
         }
         let done = writer.finish()?;
-        dest.tally.keep(&self.unit, rows);
+        self.tally.keep(&unit, rows);
         Ok(done)
-    }
-
-    fn abort(self: Box<Self>) -> Result<(), ExecError> {
-        Ok(())
     }
 }

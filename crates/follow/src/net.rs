@@ -149,8 +149,7 @@ impl NetTable {
                 Ok(())
             }
             None => {
-                self.bytes += key.iter().map(|k| k.len() + 1).sum::<usize>();
-                self.keys.insert(
+                self.first_met(
                     key,
                     Net {
                         expects_row: needs_row,
@@ -182,8 +181,7 @@ impl NetTable {
                 Ok(())
             }
             None => {
-                self.bytes += key.iter().map(|k| k.len() + 1).sum::<usize>();
-                self.keys.insert(
+                self.first_met(
                     key,
                     Net {
                         expects_row: true,
@@ -195,6 +193,12 @@ impl NetTable {
                 Ok(())
             }
         }
+    }
+
+    /// A key the group had not met: its bytes are held from now on.
+    fn first_met(&mut self, key: Key, net: Net) {
+        self.bytes += key.iter().map(|k| k.len() + 1).sum::<usize>();
+        self.keys.insert(key, net);
     }
 }
 

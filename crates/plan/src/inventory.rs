@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use fbunload_client::{ClientError, Transaction};
+use fbunload_client::{ClientError, Row, Transaction};
 
 use crate::catalog::{int, text};
 use crate::schema::{blob_text, each_row, has_catalog_column, is_engine_constraint_name};
@@ -126,6 +126,20 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
         name,
         source,
         engine_name: None,
+    };
+    // The object named in `row`'s first column, and the comment on it
+    // (its column `description`), which names it `{kind} {name}`.
+    let described = |objects: &mut Vec<CatalogObject>,
+                     row: &Row<'_>,
+                     kind: &str,
+                     table: Option<String>,
+                     source: String,
+                     description: usize| {
+        let name = text(row, 0);
+        let on = format!("{kind} {name}");
+        objects.push(object(kind, table.clone(), name, source));
+        comment(objects, on, table, blob_text(row, description)?);
+        Ok(())
     };
 
     if let Some(description) = {
@@ -339,17 +353,7 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
         tr,
         "SELECT RDB$GENERATOR_NAME, RDB$DESCRIPTION FROM RDB$GENERATORS \
          WHERE COALESCE(RDB$SYSTEM_FLAG, 0) = 0 ORDER BY RDB$GENERATOR_NAME",
-        |row| {
-            let name = text(row, 0);
-            objects.push(object("sequence", None, name.clone(), String::new()));
-            comment(
-                &mut objects,
-                format!("sequence {name}"),
-                None,
-                blob_text(row, 1)?,
-            );
-            Ok(())
-        },
+        |row| described(&mut objects, row, "sequence", None, String::new(), 1),
     )?;
 
     // Triggers: a table's, the database's, DDL ones (CHECK constraints'
@@ -359,21 +363,9 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
         "SELECT RDB$TRIGGER_NAME, RDB$RELATION_NAME, RDB$TRIGGER_SOURCE, RDB$DESCRIPTION \
          FROM RDB$TRIGGERS WHERE COALESCE(RDB$SYSTEM_FLAG, 0) = 0 ORDER BY RDB$TRIGGER_NAME",
         |row| {
-            let name = text(row, 0);
             let table = row.value(1).map(|_| text(row, 1)).filter(|t| !t.is_empty());
-            objects.push(object(
-                "trigger",
-                table.clone(),
-                name.clone(),
-                blob_text(row, 2)?.unwrap_or_default(),
-            ));
-            comment(
-                &mut objects,
-                format!("trigger {name}"),
-                table,
-                blob_text(row, 3)?,
-            );
-            Ok(())
+            let source = blob_text(row, 2)?.unwrap_or_default();
+            described(&mut objects, row, "trigger", table, source, 3)
         },
     )?;
 
@@ -391,20 +383,8 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
              ORDER BY RDB$PROCEDURE_NAME"
         ),
         |row| {
-            let name = text(row, 0);
-            objects.push(object(
-                "procedure",
-                None,
-                name.clone(),
-                blob_text(row, 1)?.unwrap_or_default(),
-            ));
-            comment(
-                &mut objects,
-                format!("procedure {name}"),
-                None,
-                blob_text(row, 2)?,
-            );
-            Ok(())
+            let source = blob_text(row, 1)?.unwrap_or_default();
+            described(&mut objects, row, "procedure", None, source, 2)
         },
     )?;
     each_row(
@@ -437,7 +417,6 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
              {outside_packages} ORDER BY RDB$FUNCTION_NAME"
         ),
         |row| {
-            let name = text(row, 0);
             let source = match blob_text(row, 1)? {
                 Some(source) => source,
                 None => format!(
@@ -446,14 +425,7 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
                     text(row, 2)
                 ),
             };
-            objects.push(object("function", None, name.clone(), source));
-            comment(
-                &mut objects,
-                format!("function {name}"),
-                None,
-                blob_text(row, 4)?,
-            );
-            Ok(())
+            described(&mut objects, row, "function", None, source, 4)
         },
     )?;
     if packages {
@@ -463,22 +435,10 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
              RDB$DESCRIPTION FROM RDB$PACKAGES WHERE COALESCE(RDB$SYSTEM_FLAG, 0) = 0 \
              ORDER BY RDB$PACKAGE_NAME",
             |row| {
-                let name = text(row, 0);
                 let header = blob_text(row, 1)?.unwrap_or_default();
                 let body = blob_text(row, 2)?.unwrap_or_default();
-                objects.push(object(
-                    "package",
-                    None,
-                    name.clone(),
-                    format!("{header}\n\n{body}").trim().to_string(),
-                ));
-                comment(
-                    &mut objects,
-                    format!("package {name}"),
-                    None,
-                    blob_text(row, 3)?,
-                );
-                Ok(())
+                let source = format!("{header}\n\n{body}").trim().to_string();
+                described(&mut objects, row, "package", None, source, 3)
             },
         )?;
     }
@@ -487,17 +447,7 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
         tr,
         "SELECT RDB$EXCEPTION_NAME, RDB$MESSAGE, RDB$DESCRIPTION FROM RDB$EXCEPTIONS \
          WHERE COALESCE(RDB$SYSTEM_FLAG, 0) = 0 ORDER BY RDB$EXCEPTION_NAME",
-        |row| {
-            let name = text(row, 0);
-            objects.push(object("exception", None, name.clone(), text(row, 1)));
-            comment(
-                &mut objects,
-                format!("exception {name}"),
-                None,
-                blob_text(row, 2)?,
-            );
-            Ok(())
-        },
+        |row| described(&mut objects, row, "exception", None, text(row, 1), 2),
     )?;
 
     // Collations: the user's, and the engine's that a user column uses
@@ -585,17 +535,7 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
         tr,
         "SELECT RDB$ROLE_NAME, RDB$DESCRIPTION FROM RDB$ROLES \
          WHERE COALESCE(RDB$SYSTEM_FLAG, 0) = 0 ORDER BY RDB$ROLE_NAME",
-        |row| {
-            let name = text(row, 0);
-            objects.push(object("role", None, name.clone(), String::new()));
-            comment(
-                &mut objects,
-                format!("role {name}"),
-                None,
-                blob_text(row, 1)?,
-            );
-            Ok(())
-        },
+        |row| described(&mut objects, row, "role", None, String::new(), 1),
     )?;
 
     read_grants(tr, &mut objects, &mut inv.grants)?;

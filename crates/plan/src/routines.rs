@@ -14,7 +14,7 @@ use fbunload_client::{ClientError, Transaction};
 
 use crate::catalog::{int, text};
 use crate::identifier::quote_identifier;
-use crate::schema::{blob_text, each_row};
+use crate::schema::{blob_text, each_row, has_catalog_column};
 use crate::Column;
 
 /// A trigger, procedure or function, as `CREATE ...` DDL; a view as its
@@ -145,24 +145,6 @@ fn parameter_list(params: &[&Parameter]) -> String {
         })
         .collect();
     format!("({})", each.join(", "))
-}
-
-/// Whether the catalog has this column (packages and PSQL functions
-/// arrived in Firebird 3).
-fn has_catalog_column(tr: &Transaction, table: &str, column: &str) -> Result<bool, ClientError> {
-    let mut found = false;
-    each_row(
-        tr,
-        &format!(
-            "SELECT 1 FROM RDB$RELATION_FIELDS WHERE RDB$RELATION_NAME = '{table}' \
-             AND RDB$FIELD_NAME = '{column}'"
-        ),
-        |_| {
-            found = true;
-            Ok(())
-        },
-    )?;
-    Ok(found)
 }
 
 /// Procedures or PSQL functions, each as its header (built by `header`

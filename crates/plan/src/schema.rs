@@ -500,8 +500,8 @@ fn every_user_table(tr: &Transaction, tables: &HashSet<&str>) -> Result<bool, Cl
     Ok(every)
 }
 
-/// Whether the catalog has this column: identity columns arrived in
-/// Firebird 3, partial indices in 5.
+/// Whether the catalog has this column: identity columns, packages and
+/// PSQL functions arrived in Firebird 3, partial indices in 5.
 pub(crate) fn has_catalog_column(
     tr: &Transaction,
     table: &str,

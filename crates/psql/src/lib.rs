@@ -204,9 +204,10 @@ pub fn default_name(kind: NameKind, name: &str) -> String {
     }
 }
 
-/// Firebird's upper-case unquoted names become PostgreSQL's lower-case
-/// unquoted ones; any other name is kept as it is (the same rule as
-/// fbunload's PostgreSQL destination).
+/// The PostgreSQL name of a Firebird name: an unquoted (regular) name,
+/// upper case in Firebird's catalog, becomes the lower case that the same
+/// unquoted name means in PostgreSQL; any other name is kept as it is.
+/// fbunload's PostgreSQL destination names what it loads by this rule.
 pub fn pg_name(name: &str) -> String {
     let regular = name.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
         && name

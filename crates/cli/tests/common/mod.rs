@@ -145,7 +145,7 @@ pub fn fbunload_with_env(db: &Path, args: &[&str], env: Option<(&str, &str)>) ->
 }
 
 /// The fbunload binary with `-d db`, SYSDBA's credentials and `args`.
-fn fbunload_command(db: &Path, args: &[&str]) -> Command {
+pub fn fbunload_command(db: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_fbunload"));
     command
         .arg("-d")
@@ -485,4 +485,52 @@ pub fn employee(dir: &Path) -> Option<PathBuf> {
     execute(&db, &statements);
     fbunload_gen::arrays::fill_employee(&connect(&db)).unwrap();
     Some(db)
+}
+
+/// Starts `run` (a `--resumable` run of the `fbunload` binary) and kills
+/// it (SIGKILL) once `progress` (units journaled, units planned) says
+/// `share` of its units are journaled; asserts it was killed before its
+/// last unit. Its standard error is read by a thread while it runs (a run
+/// that wrote more than a pipe holds would block on it) and shown if the
+/// run ends before it could be killed.
+pub fn kill_once_journaled(
+    mut run: Command,
+    share: f64,
+    mut progress: impl FnMut() -> Option<(u64, u64)>,
+) {
+    let mut child = run
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stderr, &mut text);
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    let started = std::time::Instant::now();
+    loop {
+        if let Some((done, units)) = progress() {
+            if done as f64 >= units as f64 * share {
+                break;
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let err = stderr.join().unwrap();
+            panic!("the run ended ({status}) before it could be killed: {err}");
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(300),
+            "no progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Not joined: a reader process the run started may hold the pipe
+    // open a while after the kill.
+    drop(stderr);
+    let (done, units) = progress().unwrap();
+    assert!(done < units, "killed after every unit: {done} of {units}");
 }
