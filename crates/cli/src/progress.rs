@@ -224,11 +224,15 @@ pub struct JsonLines {
     /// name, for table events: why it is read whole, or `None` for its
     /// changes.
     modes: Mutex<Vec<(String, Option<String>)>>,
-    out: Mutex<std::io::Stderr>,
+    out: Mutex<Box<dyn Write + Send>>,
 }
 
 impl JsonLines {
     pub fn new() -> Self {
+        Self::to(Box::new(std::io::stderr()))
+    }
+
+    fn to(out: Box<dyn Write + Send>) -> Self {
         JsonLines {
             start: Instant::now(),
             rows: AtomicU64::new(0),
@@ -236,13 +240,20 @@ impl JsonLines {
             units: AtomicUsize::new(0),
             tables: Mutex::new(Vec::new()),
             modes: Mutex::new(Vec::new()),
-            out: Mutex::new(std::io::stderr()),
+            out: Mutex::new(out),
         }
     }
 
-    fn emit(&self, mut event: serde_json::Value) {
+    fn emit(&self, event: serde_json::Value) {
+        self.emit_counted(|| event);
+    }
+
+    /// Writes the event `count` makes under the output's lock: what it
+    /// counts and its time then follow the order of the lines (a later
+    /// line never shows fewer units done, or an earlier time).
+    fn emit_counted(&self, count: impl FnOnce() -> serde_json::Value) {
         let mut out = self.out.lock().unwrap();
-        // Timed under the lock, so lines written later are never earlier.
+        let mut event = count();
         event["seconds"] = json!(self.seconds());
         // Progress must never stop the unload: a closed stderr is ignored.
         let _ = writeln!(out, "{event}");
@@ -365,28 +376,28 @@ impl Progress for JsonLines {
     }
 
     fn unit_finished(&self, unit: &Unit, rows: u64) {
-        let done = self.units_done.fetch_add(1, Ordering::Relaxed) + 1;
         let table = self.tables.lock().unwrap().get(unit.table).cloned();
-        self.emit(json!({
-            "event": "unit",
-            "seconds": self.seconds(),
-            "table": table,
-            "seq": unit.seq,
-            "rows": rows,
-            "units_done": done,
-            "units": self.units.load(Ordering::Relaxed),
-            "rows_read": self.rows.load(Ordering::Relaxed),
-        }));
+        self.emit_counted(|| {
+            json!({
+                "event": "unit",
+                "table": table,
+                "seq": unit.seq,
+                "rows": rows,
+                "units_done": self.units_done.fetch_add(1, Ordering::Relaxed) + 1,
+                "units": self.units.load(Ordering::Relaxed),
+                "rows_read": self.rows.load(Ordering::Relaxed),
+            })
+        });
     }
 
     fn more_units(&self, units: &[Unit]) {
-        let total = self.units.fetch_add(units.len(), Ordering::Relaxed) + units.len();
-        self.emit(json!({
-            "event": "more_units",
-            "seconds": self.seconds(),
-            "units": units.len(),
-            "units_total": total,
-        }));
+        self.emit_counted(|| {
+            json!({
+                "event": "more_units",
+                "units": units.len(),
+                "units_total": self.units.fetch_add(units.len(), Ordering::Relaxed) + units.len(),
+            })
+        });
     }
 
     fn table_finished(&self, table: &str, rows: u64) {
@@ -414,6 +425,58 @@ impl Progress for JsonLines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lines a test's [`JsonLines`] wrote.
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn unit_events_from_many_workers_count_up_line_by_line() {
+        let lines = Lines::default();
+        let events = JsonLines::to(Box::new(lines.clone()));
+        let unit = Unit {
+            table: 0,
+            seq: 0,
+            first_slot: 0,
+            end_slot: None,
+        };
+        std::thread::scope(|workers| {
+            for _ in 0..8 {
+                workers.spawn(|| {
+                    for _ in 0..500 {
+                        events.rows_read(1);
+                        events.unit_finished(&unit, 1);
+                    }
+                });
+            }
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let counted: Vec<(u64, u64)> = text
+            .lines()
+            .map(|line| {
+                let event: serde_json::Value = serde_json::from_str(line).unwrap();
+                (
+                    event["units_done"].as_u64().unwrap(),
+                    event["rows_read"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(counted.len(), 4000);
+        for (i, pair) in counted.windows(2).enumerate() {
+            assert_eq!(pair[1].0, pair[0].0 + 1, "line {}: {pair:?}", i + 2);
+            assert!(pair[1].1 >= pair[0].1, "line {}: {pair:?}", i + 2);
+        }
+    }
 
     #[test]
     fn progress_weighs_units_by_their_pages() {
