@@ -330,7 +330,7 @@ pub(crate) fn read_inventory_with(
           WHERE cc.RDB$CONSTRAINT_NAME = rc.RDB$CONSTRAINT_NAME AND t.RDB$TRIGGER_TYPE = 1) \
          FROM RDB$RELATION_CONSTRAINTS rc JOIN RDB$RELATIONS r \
          ON r.RDB$RELATION_NAME = rc.RDB$RELATION_NAME \
-         WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 \
+         WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND rc.RDB$CONSTRAINT_TYPE <> 'NOT NULL' \
          ORDER BY rc.RDB$RELATION_NAME, rc.RDB$CONSTRAINT_NAME",
         |row| {
             let name = text(row, 0);
@@ -345,7 +345,9 @@ pub(crate) fn read_inventory_with(
                     objects.push(object("check constraint", Some(table), name, source));
                     return Ok(());
                 }
-                // NOT NULL: part of its column.
+                // NOT NULL is part of its column, and not asked for: one a
+                // NOT NULL column, each looked for a check's trigger (10,000
+                // of 15,030 constraints at 5,000 tables).
                 _ => return Ok(()),
             };
             let label = constraint_label(Some(&name), &columns);

@@ -558,18 +558,20 @@ fn read_columns(
     let mut array_bounds = None;
     let mut rows = Vec::new();
     each_row(tr, &sql, |row| {
+        let (relation, name) = (text(row, 0), text(row, 1));
         let computed_by = blob_text(row, 10)?;
         let comment = blob_text(row, 18)?;
+        let table = position.get(&relation).copied();
         rows.push(ColumnRow {
-            relation: text(row, 0),
-            name: text(row, 1),
+            relation,
+            name: name.clone(),
             computed_source: computed_by.clone(),
             comment: comment.clone(),
             computed: int(row, 19) == Some(1),
             charset_id: int(row, 7),
             collation_id: int(row, 20).unwrap_or(0),
         });
-        let Some(&table) = position.get(&text(row, 0)) else {
+        let Some(table) = table else {
             return Ok(());
         };
         let dimensions = if int(row, 15).unwrap_or(0) > 0 {
@@ -586,7 +588,7 @@ fn read_columns(
         let is_text = matches!(field_type, blr::CHAR | blr::VARCHAR | blr::CSTRING)
             || (field_type == blr::BLOB && sub_type == 1);
         let column = Column {
-            name: text(row, 1),
+            name,
             field_type,
             sub_type,
             precision: int(row, 3).map(|p| p as i16),
