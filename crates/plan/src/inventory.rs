@@ -15,7 +15,7 @@
 //! identity's sequence part of its column, a constraint's index part of
 //! its constraint, and a package's procedures and functions part of it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use fbunload_client::{ClientError, Row, Transaction};
 
@@ -102,8 +102,64 @@ pub fn constraint_label(name: Option<&str>, columns: &[String]) -> String {
     }
 }
 
+/// A row of the catalog's columns as the inventory lists it. `schema.sql`
+/// reads the same rows for its tables' columns, and at 5,000 tables the
+/// query is 35,000 rows: [`crate::read_schema`] reads them once for both.
+#[derive(Debug, Clone)]
+pub(crate) struct ColumnRow {
+    pub relation: String,
+    pub name: String,
+    pub computed_source: Option<String>,
+    pub comment: Option<String>,
+    pub computed: bool,
+    /// Its character set, where it is text, and its collation's number
+    /// in it (its own, else its domain's; 0 the set's default).
+    pub charset_id: Option<i64>,
+    pub collation_id: i64,
+}
+
+/// Every relation's columns, the inventory's way: relation by relation,
+/// in their order. [`read_inventory`] keeps only user relations' columns.
+pub(crate) const COLUMN_ROWS_ORDER: &str = "ORDER BY rf.RDB$RELATION_NAME, rf.RDB$FIELD_POSITION";
+
+/// [`ColumnRow::collation_id`] in a query of `RDB$RELATION_FIELDS rf`
+/// joined with its domain, `RDB$FIELDS f`.
+pub(crate) const COLUMN_COLLATION_ID: &str = "COALESCE(rf.RDB$COLLATION_ID, f.RDB$COLLATION_ID, 0)";
+
 /// Reads every user object of the catalog (see the module's docs).
 pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
+    let mut columns = Vec::new();
+    each_row(
+        tr,
+        &format!(
+            "SELECT rf.RDB$RELATION_NAME, rf.RDB$FIELD_NAME, f.RDB$COMPUTED_SOURCE, \
+             rf.RDB$DESCRIPTION, IIF(f.RDB$COMPUTED_BLR IS NULL, 0, 1), \
+             f.RDB$CHARACTER_SET_ID, {COLUMN_COLLATION_ID} \
+             FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
+             {COLUMN_ROWS_ORDER}"
+        ),
+        |row| {
+            columns.push(ColumnRow {
+                relation: text(row, 0),
+                name: text(row, 1),
+                computed_source: blob_text(row, 2)?,
+                comment: blob_text(row, 3)?,
+                computed: int(row, 4) == Some(1),
+                charset_id: int(row, 5),
+                collation_id: int(row, 6).unwrap_or(0),
+            });
+            Ok(())
+        },
+    )?;
+    read_inventory_with(tr, columns)
+}
+
+/// [`read_inventory`] of the catalog's columns read already, `columns`
+/// (every relation's, system ones too, in [`COLUMN_ROWS_ORDER`]).
+pub(crate) fn read_inventory_with(
+    tr: &Transaction,
+    columns: Vec<ColumnRow>,
+) -> Result<Inventory, ClientError> {
     let mut inv = Inventory::default();
     let mut objects = Vec::new();
     let comment = |objects: &mut Vec<CatalogObject>,
@@ -155,6 +211,7 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
 
     // Relations: 0 a table (external where it names a file), 1 a view,
     // 2 an external table, 3 virtual, 4 and 5 global temporary tables.
+    let mut relations = HashSet::new();
     each_row(
         tr,
         "SELECT RDB$RELATION_NAME, COALESCE(RDB$RELATION_TYPE, 0), RDB$VIEW_SOURCE, \
@@ -164,6 +221,7 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
          ORDER BY RDB$RELATION_NAME",
         |row| {
             let name = text(row, 0);
+            relations.insert(name.clone());
             let relation_type = int(row, 1).unwrap_or(0);
             let external = row.value(3).map(|_| text(row, 3));
             let (kind, source) = if int(row, 5) == Some(1) || relation_type == 1 {
@@ -195,47 +253,43 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
             Ok(())
         },
     )?;
-    let tables: std::collections::HashSet<String> = objects
+    let tables: HashSet<String> = objects
         .iter()
         .filter(|o| o.kind == "table")
         .map(|o| o.name.clone())
         .collect();
 
     // Columns of tables (a view's, a temporary or external table's go
-    // with their relation), and comments on any relation's columns.
-    each_row(
-        tr,
-        "SELECT rf.RDB$RELATION_NAME, rf.RDB$FIELD_NAME, f.RDB$COMPUTED_SOURCE, \
-         rf.RDB$DESCRIPTION, CASE WHEN f.RDB$COMPUTED_BLR IS NULL THEN 0 ELSE 1 END \
-         FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
-         JOIN RDB$RELATIONS r ON r.RDB$RELATION_NAME = rf.RDB$RELATION_NAME \
-         WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 \
-         ORDER BY rf.RDB$RELATION_NAME, rf.RDB$FIELD_POSITION",
-        |row| {
-            let table = text(row, 0);
-            let name = text(row, 1);
-            if tables.contains(&table) {
-                let computed = int(row, 4) == Some(1);
-                objects.push(object(
-                    if computed {
-                        "computed column"
-                    } else {
-                        "column"
-                    },
-                    Some(table.clone()),
-                    name.clone(),
-                    blob_text(row, 2)?.unwrap_or_default(),
-                ));
-            }
-            comment(
-                &mut objects,
-                format!("column {table}.{name}"),
-                Some(table),
-                blob_text(row, 3)?,
-            );
-            Ok(())
-        },
-    )?;
+    // with their relation), and comments on any user relation's columns;
+    // the (character set, collation) pairs user columns use, for the
+    // collations below.
+    let mut used_collations = HashSet::new();
+    for column in columns {
+        if !relations.contains(&column.relation) {
+            continue;
+        }
+        if column.charset_id.is_some() {
+            used_collations.insert((column.charset_id, Some(column.collation_id)));
+        }
+        if tables.contains(&column.relation) {
+            objects.push(object(
+                if column.computed {
+                    "computed column"
+                } else {
+                    "column"
+                },
+                Some(column.relation.clone()),
+                column.name.clone(),
+                column.computed_source.unwrap_or_default(),
+            ));
+        }
+        comment(
+            &mut objects,
+            format!("column {}.{}", column.relation, column.name),
+            Some(column.relation),
+            column.comment,
+        );
+    }
 
     // Domains: user fields not named by the engine (RDB$n are the
     // implicit domains of columns declared with a type).
@@ -290,7 +344,7 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
           WHERE cc.RDB$CONSTRAINT_NAME = rc.RDB$CONSTRAINT_NAME AND t.RDB$TRIGGER_TYPE = 1) \
          FROM RDB$RELATION_CONSTRAINTS rc JOIN RDB$RELATIONS r \
          ON r.RDB$RELATION_NAME = rc.RDB$RELATION_NAME \
-         WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 \
+         WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND rc.RDB$CONSTRAINT_TYPE <> 'NOT NULL' \
          ORDER BY rc.RDB$RELATION_NAME, rc.RDB$CONSTRAINT_NAME",
         |row| {
             let name = text(row, 0);
@@ -305,7 +359,9 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
                     objects.push(object("check constraint", Some(table), name, source));
                     return Ok(());
                 }
-                // NOT NULL: part of its column.
+                // NOT NULL is part of its column, and not asked for: one a
+                // NOT NULL column, each looked for a check's trigger (10,000
+                // of 15,030 constraints at 5,000 tables).
                 _ => return Ok(()),
             };
             let label = constraint_label(Some(&name), &columns);
@@ -452,24 +508,10 @@ pub fn read_inventory(tr: &Transaction) -> Result<Inventory, ClientError> {
 
     // Collations: the user's, and the engine's that a user column uses
     // and that ignore case or accents (PostgreSQL's default would not).
-    // The (character set, collation) pairs user columns use, read once:
-    // counted for each of the engine's ~150 collations in a subquery, they
-    // joined every column of every table again for each (12 CPU s at
-    // 5,000 tables; docs/PERFORMANCE.md, "Many tables").
-    let mut used_collations = std::collections::HashSet::new();
-    each_row(
-        tr,
-        "SELECT DISTINCT f.RDB$CHARACTER_SET_ID, \
-         COALESCE(rf.RDB$COLLATION_ID, f.RDB$COLLATION_ID, 0) \
-         FROM RDB$RELATION_FIELDS rf \
-         JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
-         JOIN RDB$RELATIONS r ON r.RDB$RELATION_NAME = rf.RDB$RELATION_NAME \
-         WHERE COALESCE(r.RDB$SYSTEM_FLAG, 0) = 0 AND f.RDB$CHARACTER_SET_ID IS NOT NULL",
-        |row| {
-            used_collations.insert((int(row, 0), int(row, 1)));
-            Ok(())
-        },
-    )?;
+    // The (character set, collation) pairs user columns use, above, from
+    // the column rows: counted for each of the engine's ~150 collations in
+    // a subquery, they joined every column of every table again for each
+    // (12 CPU s at 5,000 tables; docs/PERFORMANCE.md, "Many tables").
     each_row(
         tr,
         "SELECT c.RDB$COLLATION_NAME, COALESCE(c.RDB$SYSTEM_FLAG, 0), \

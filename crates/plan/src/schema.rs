@@ -54,6 +54,7 @@ use fbunload_client::{ClientError, Row, Transaction};
 
 use crate::catalog::{blr, int, query, read_array_bounds, text};
 use crate::identifier::quote_identifier;
+use crate::inventory::{ColumnRow, COLUMN_COLLATION_ID, COLUMN_ROWS_ORDER};
 use crate::Column;
 
 /// The tables of a run, their keys and indices, and the sequences they use.
@@ -248,11 +249,11 @@ pub fn read_schema(tr: &Transaction, tables: &[String]) -> Result<Schema, Client
         .map(|(i, name)| (name.clone(), i))
         .collect();
     let generators = read_generators(tr)?;
-    schema.routines = crate::routines::read_routines(tr)?;
-    read_columns(tr, &position, &generators, &mut schema)?;
+    let column_rows = read_columns(tr, &position, &generators, &mut schema)?;
+    schema.routines = crate::routines::read_routines(tr, &column_rows)?;
     read_keys_and_indices(tr, &position, &mut schema)?;
     read_sources(tr, &position, &mut schema)?;
-    schema.catalog = crate::inventory::read_inventory(tr)?;
+    schema.catalog = crate::inventory::read_inventory_with(tr, column_rows)?;
     let collations: HashSet<&str> = schema
         .tables
         .iter()
@@ -522,12 +523,16 @@ pub(crate) fn has_catalog_column(
     Ok(found)
 }
 
+/// Reads the columns of `position`'s tables into `schema`, and returns
+/// every relation's column rows for the inventory
+/// ([`crate::inventory::read_inventory_with`]): one read of the catalog's
+/// columns for both.
 fn read_columns(
     tr: &Transaction,
     position: &HashMap<String, usize>,
     generators: &HashMap<String, Generator>,
     schema: &mut Schema,
-) -> Result<(), ClientError> {
+) -> Result<Vec<ColumnRow>, ClientError> {
     let identity = if has_catalog_column(tr, "RDB$RELATION_FIELDS", "RDB$IDENTITY_TYPE")? {
         "rf.RDB$IDENTITY_TYPE, rf.RDB$GENERATOR_NAME"
     } else {
@@ -543,16 +548,30 @@ fn read_columns(
          COALESCE(rf.RDB$DEFAULT_SOURCE, f.RDB$DEFAULT_SOURCE), f.RDB$COMPUTED_SOURCE, \
          c.RDB$COLLATION_NAME, {identity}, f.RDB$SEGMENT_LENGTH, \
          COALESCE(f.RDB$DIMENSIONS, 0), f.RDB$FIELD_LENGTH, rf.RDB$FIELD_SOURCE, \
-         rf.RDB$DESCRIPTION \
+         rf.RDB$DESCRIPTION, IIF(f.RDB$COMPUTED_BLR IS NULL, 0, 1), {COLUMN_COLLATION_ID} \
          FROM RDB$RELATION_FIELDS rf JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = rf.RDB$FIELD_SOURCE \
          LEFT JOIN RDB$COLLATIONS c ON c.RDB$CHARACTER_SET_ID = f.RDB$CHARACTER_SET_ID \
          AND c.RDB$COLLATION_ID = COALESCE(rf.RDB$COLLATION_ID, f.RDB$COLLATION_ID, 0) \
          AND COALESCE(rf.RDB$COLLATION_ID, f.RDB$COLLATION_ID, 0) <> 0 \
-         ORDER BY rf.RDB$RELATION_NAME, rf.RDB$FIELD_POSITION"
+         {COLUMN_ROWS_ORDER}"
     );
     let mut array_bounds = None;
+    let mut rows = Vec::new();
     each_row(tr, &sql, |row| {
-        let Some(&table) = position.get(&text(row, 0)) else {
+        let (relation, name) = (text(row, 0), text(row, 1));
+        let computed_by = blob_text(row, 10)?;
+        let comment = blob_text(row, 18)?;
+        let table = position.get(&relation).copied();
+        rows.push(ColumnRow {
+            relation,
+            name: name.clone(),
+            computed_source: computed_by.clone(),
+            comment: comment.clone(),
+            computed: int(row, 19) == Some(1),
+            charset_id: int(row, 7),
+            collation_id: int(row, 20).unwrap_or(0),
+        });
+        let Some(table) = table else {
             return Ok(());
         };
         let dimensions = if int(row, 15).unwrap_or(0) > 0 {
@@ -569,7 +588,7 @@ fn read_columns(
         let is_text = matches!(field_type, blr::CHAR | blr::VARCHAR | blr::CSTRING)
             || (field_type == blr::BLOB && sub_type == 1);
         let column = Column {
-            name: text(row, 1),
+            name,
             field_type,
             sub_type,
             precision: int(row, 3).map(|p| p as i16),
@@ -595,14 +614,15 @@ fn read_columns(
             name: column.name,
             not_null: int(row, 8).unwrap_or(0) > 0,
             default: blob_text(row, 9)?,
-            computed_by: blob_text(row, 10)?,
+            computed_by,
             collation: row.value(11).map(|_| text(row, 11)),
             identity,
-            comment: blob_text(row, 18)?,
+            comment,
             domain: Some(text(row, 17)).filter(|d| !d.starts_with("RDB$")),
         });
         Ok(())
-    })
+    })?;
+    Ok(rows)
 }
 
 /// The BLOB segment size every BLOB gets unless told otherwise.
