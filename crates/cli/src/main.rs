@@ -60,8 +60,8 @@ fn limit_malloc_arenas() {
 /// freed. 32 KiB, not glibc's first 128 KiB: a batch of a 500-column
 /// table is 500 columns of 30-100 KiB, which came from the arenas, and
 /// the arenas kept them once freed, scattered among blocks still in use:
-/// Parquet of WIDE (100,000 rows, -j1, `--memory 64`) peaked at 185-188
-/// MB, 158 with 32 KiB, for 98 MB of heap (heaptrack). Narrow tables'
+/// Parquet of WIDE (100,000 rows, -j1, `--memory 64`) peaked at 181-184
+/// MB, 155 with 32 KiB, for 98 MB of heap (heaptrack). Narrow tables'
 /// CPU is the same (STOCK, 500,000 rows, -j2: docs/PERFORMANCE.md).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: libc::c_int = 32 << 10;
