@@ -35,7 +35,7 @@ pub use attachment::{
 pub use error::{ClientError, FbError, Ods, OdsMismatch, StatusCode};
 pub use ffi::sql_type;
 pub use locate::{Client, LibrarySource};
-pub use params::{WireCrypt, WireOptions};
+pub use params::{WireCrypt, WireOptions, EMBEDDED_CACHE_PAGES};
 pub use places::set_embedded_runtime_lookup;
 pub use statement::{ColumnDesc, Row, Statement};
 pub use waits::{

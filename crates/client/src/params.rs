@@ -83,7 +83,20 @@ impl ParamBlock {
 /// differ by their DB_KEY range, so none would be reused: with 64 workers
 /// that was 25 MB of the process's peak (`--fetch-only -j 64`: 175 to 150
 /// MB). A server's memory is the server's to set.
-const EMBEDDED_CONFIG: &str = "MaxStatementCacheSize = 0";
+///
+/// Nor a page cache of 2,048 pages (32 MB on 16 KiB pages, 64 MB on 32
+/// KiB): an unload reads each data and blob page once, so the cache only
+/// keeps pages no one asks for again, and it filled as blob pages went
+/// through it, memory that `--memory` does not count (a table of 1 GiB
+/// of blobs in CSV at -j2 peaked over the bound docs/PERFORMANCE.md
+/// gives). 256 pages, Classic's default, still hold every worker's data,
+/// pointer and blob pages at -j64 (3 pages a cursor). The first
+/// attachment to a database makes its cache, and every fbunload
+/// attachment carries this.
+const EMBEDDED_CONFIG: &str = "MaxStatementCacheSize = 0\nDefaultDbCachePages = 256";
+
+/// Pages of the embedded engine's cache ([`EMBEDDED_CONFIG`]).
+pub const EMBEDDED_CACHE_PAGES: i64 = 256;
 
 pub fn dpb(
     user: Option<&str>,

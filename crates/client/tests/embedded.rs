@@ -111,3 +111,26 @@ fn errors_carry_firebird_text_and_codes() {
         fb.message
     );
 }
+
+#[test]
+fn an_embedded_attachment_keeps_a_small_page_cache() {
+    let client = Client::load(None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.fdb").to_string_lossy().into_owned();
+    let create =
+        format!("CREATE DATABASE '{path}' USER 'SYSDBA' PASSWORD 'masterkey' PAGE_SIZE 16384");
+    // Closed before the attachment below, which then makes the cache.
+    drop(Attachment::create_database(&client, &create).unwrap());
+    let db = Attachment::connect(&client, &options(&path, true)).unwrap();
+    let tr = db
+        .start_transaction(TransactionMode::ReadOnlySnapshot)
+        .unwrap();
+    let mut stmt = tr
+        .prepare("SELECT CAST(MON$PAGE_BUFFERS AS BIGINT) FROM MON$DATABASE")
+        .unwrap();
+    stmt.execute().unwrap();
+    assert!(stmt.fetch().unwrap());
+    let pages = i64::from_ne_bytes(stmt.row().value(0).unwrap().try_into().unwrap());
+    // Firebird's own default is 2,048 pages: 32 MB at this page size.
+    assert_eq!(pages, fbunload_client::EMBEDDED_CACHE_PAGES);
+}

@@ -353,8 +353,26 @@ impl RowDecoder {
     }
 
     /// Finishes the rows appended so far into a batch (possibly empty).
+    ///
+    /// Each column's buffers are cut to what the batch holds. A builder
+    /// grows by doubling, and the first batch's are made for the row limit
+    /// (8,192 rows) though the byte cap may end it far sooner, so a batch
+    /// held up to twice its bytes, counted nowhere, in the writer queue, in
+    /// units held for their turn and in groups being encoded: 500-column
+    /// Parquet peaked over what docs/PERFORMANCE.md promises. The cut is
+    /// a `realloc` to a smaller size, which glibc does in place.
     pub fn take_batch(&mut self) -> Result<RecordBatch, DecodeError> {
-        let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(finish).collect();
+        let arrays: Vec<ArrayRef> = self
+            .builders
+            .iter_mut()
+            .map(|builder| {
+                let mut array = finish(builder);
+                if let Some(own) = Arc::get_mut(&mut array) {
+                    own.shrink_to_fit();
+                }
+                array
+            })
+            .collect();
         let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(self.rows));
         let batch = RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?;
         self.rows = 0;
@@ -1161,6 +1179,40 @@ mod tests {
             rows += 1;
         }
         assert_eq!(rows, 16_384);
+    }
+
+    #[test]
+    fn a_batch_cut_by_its_bytes_holds_no_room_beyond_its_values() {
+        // 1 MiB of 3,000-byte texts and an integer a row: the byte cap ends
+        // the batch after 349 rows, where the integers' builder was made
+        // for 8,192 and the texts' had grown by doubling.
+        let mut dec = RowDecoder::new(
+            vec![
+                column("I", ColumnKind::Int64),
+                column("T", ColumnKind::Text { padded: false }),
+            ],
+            BatchLimits {
+                rows: 8192,
+                bytes: 1 << 20,
+            },
+        );
+        let int = 7i64.to_ne_bytes();
+        let text = vec![b'x'; 3000];
+        for _ in 0..3 {
+            let mut rows = 0;
+            while !dec.is_full() {
+                let values: [&[u8]; 2] = [&int, &text];
+                dec.append_with(|i| Some(values[i]), no_blobs).unwrap();
+                rows += 1;
+            }
+            let batch = dec.take_batch().unwrap();
+            let values = rows * (8 + 4 + 3000) + 4;
+            let held = batch.get_array_memory_size();
+            assert!(
+                held < values + 4096,
+                "{rows} rows of {values} bytes held {held}"
+            );
+        }
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub const MEMORY_HELP: &str =
      Arrow keep a row group's rows and encoding (65 MB at most) of it for the group written \
      next, so pieces go to part files sooner. Raise it if \
      part files slow a run down. Not counted in it: per worker, the batch it is filling and up \
-     to 16 MB of batches queued for its writer";
+     to 16 MB of batches queued for its writer; the embedded engine's page cache (256 pages)";
 
 #[cfg(test)]
 mod memory_help_tests {
