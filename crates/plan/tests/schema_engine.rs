@@ -5,26 +5,13 @@
 //! "Many tables"). The engine counts the rows each attachment reads of
 //! each table (`MON$TABLE_STATS`), which is what these tests hold it to.
 
-use std::sync::Arc;
+mod common;
 
-use fbunload_client::{Attachment, Client, ConnectOptions, Transaction, TransactionMode};
+use common::connect;
+use fbunload_client::{Attachment, Client, Transaction, TransactionMode};
 use fbunload_plan::catalog::{int, query};
 use fbunload_plan::inventory::read_inventory;
 use fbunload_plan::read_schema;
-
-fn connect(client: &Arc<Client>, path: &str) -> Attachment {
-    Attachment::connect(
-        client,
-        &ConnectOptions {
-            database: path.into(),
-            user: Some("SYSDBA".into()),
-            password: Some("masterkey".into()),
-            charset: "UTF8".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
 
 fn one_number(tr: &Transaction, sql: &str) -> i64 {
     let mut found = None;

@@ -12,24 +12,11 @@
 //! so that the committed transactions lie where the race puts them:
 //! from the oldest snapshot up, below the oldest active.
 
-use std::sync::Arc;
+mod common;
 
-use fbunload_client::{Attachment, Client, ConnectOptions, Transaction, TransactionMode};
+use common::connect;
+use fbunload_client::{Attachment, Client, Transaction, TransactionMode};
 use fbunload_plan::incremental::{read_commit_number, read_unseen, Around};
-
-fn connect(client: &Arc<Client>, path: &str) -> Attachment {
-    Attachment::connect(
-        client,
-        &ConnectOptions {
-            database: path.into(),
-            user: Some("SYSDBA".into()),
-            password: Some("masterkey".into()),
-            charset: "UTF8".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
 
 fn committed_write(att: &Attachment, sql: &str) -> u64 {
     let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
