@@ -89,6 +89,15 @@ impl Default for BatchLimits {
     }
 }
 
+/// Rows the first batch's fixed-width builders are made for; they grow
+/// by doubling from there, as every later batch's do from nothing. Not
+/// the batch's 8,192 rows: most tables of a database of thousands are
+/// of a few rows, and 8,192 rows of a column are 32-128 KiB, which the
+/// binary's malloc maps, faults in and unmaps again for each table
+/// (crates/cli/src/main.rs). 1,024 rows keep a column under 32 KiB, as
+/// Arrow's own `StringBuilder::new` starts.
+pub const FIRST_BATCH_ROWS: usize = 1024;
+
 /// Appends fetched rows to Arrow builders and cuts them into batches.
 pub struct RowDecoder {
     schema: SchemaRef,
@@ -229,7 +238,7 @@ impl RowDecoder {
         ));
         let builders = columns
             .iter()
-            .map(|c| new_builder(c, limits.rows))
+            .map(|c| new_builder(c, limits.rows.min(FIRST_BATCH_ROWS)))
             .collect();
         RowDecoder {
             fixed_row_bytes: columns.iter().map(fixed_bytes).sum(),
@@ -1212,6 +1221,33 @@ mod tests {
                 held < values + 4096,
                 "{rows} rows of {values} bytes held {held}"
             );
+        }
+    }
+
+    #[test]
+    fn a_first_batch_asks_for_less_than_32_kib_a_column() {
+        // A table of a few rows has one batch: columns made for the
+        // batch's 8,192 rows were 64-128 KiB each, mapped and unmapped by
+        // the binary's malloc for each of thousands of small tables.
+        let decimal = ColumnKind::Decimal {
+            width: 8,
+            precision: 18,
+            scale: 2,
+        };
+        let dec = decoder(vec![
+            column("I", ColumnKind::Int64),
+            column("D", decimal),
+            column("T", ColumnKind::Timestamp),
+        ]);
+        for (builder, name) in dec.builders.iter().zip(["I", "D", "T"]) {
+            let bytes = match builder {
+                Builder::Int64(b) => b.capacity() * 8,
+                Builder::Decimal(b) => b.capacity() * 16,
+                Builder::Timestamp(b) => b.capacity() * 8,
+                _ => unreachable!(),
+            };
+            assert!(bytes < 32 << 10, "{name}: {bytes} bytes");
+            assert!(bytes > 0, "{name}");
         }
     }
 

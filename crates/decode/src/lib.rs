@@ -14,6 +14,6 @@ mod decoder;
 pub mod text;
 pub mod types;
 
-pub use decoder::{BatchLimits, DecodeError, RowDecoder, Segments};
+pub use decoder::{BatchLimits, DecodeError, RowDecoder, Segments, FIRST_BATCH_ROWS};
 pub use text::{TextDecoder, TextStream};
 pub use types::{ColumnKind, OutputColumn, TypeOptions, TYPE_METADATA_KEY};
