@@ -1438,7 +1438,7 @@ impl PostgresDestination {
     /// for long; between tries it names the sessions that hold them, until
     /// `--pg-lock-wait` has passed.
     fn publish(&self, client: &mut Client) -> Result<(), ExecError> {
-        pause_for_tests("FBUNLOAD_TEST_PAUSE_BEFORE_PUBLISH_MS");
+        fbunload_exec::pause_for_tests("FBUNLOAD_TEST_PAUSE_BEFORE_PUBLISH_MS");
         self.with_locks(client, "ACCESS EXCLUSIVE", |tx| self.publish_locked(tx))
     }
 
@@ -1799,7 +1799,7 @@ impl Destination for PostgresDestination {
                          WHERE (SELECT setting::bigint FROM pg_catalog.pg_settings \
                                 WHERE name = 'maintenance_work_mem') < 524288",
                     )?;
-                    pause_for_tests("FBUNLOAD_TEST_PAUSE_BEFORE_BUILD_MS");
+                    fbunload_exec::pause_for_tests("FBUNLOAD_TEST_PAUSE_BEFORE_BUILD_MS");
                     self.build_schema(&mut client)?;
                 }
                 if !self.options.keep_state {
@@ -1884,17 +1884,6 @@ impl Drop for PostgresDestination {
                 );
             }
         }
-    }
-}
-
-/// Waits as many milliseconds as the environment variable `name` says,
-/// so that the fault tests can stop or block a run at that point:
-/// `FBUNLOAD_TEST_PAUSE_BEFORE_BUILD_MS` once the rows are copied,
-/// `FBUNLOAD_TEST_PAUSE_BEFORE_PUBLISH_MS` once the keys are built,
-/// `FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS` before a sync applies its rows.
-pub(crate) fn pause_for_tests(name: &str) {
-    if let Some(ms) = std::env::var(name).ok().and_then(|ms| ms.parse().ok()) {
-        std::thread::sleep(Duration::from_millis(ms));
     }
 }
 

@@ -525,7 +525,7 @@ impl PostgresDestination {
             .ok_or_else(|| ExecError::Internal("apply_sync without a base state".into()))?;
         *self.state.lock().unwrap() = Some(state);
         self.idle.lock().unwrap().clear();
-        crate::pause_for_tests("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS");
+        fbunload_exec::pause_for_tests("FBUNLOAD_TEST_PAUSE_BEFORE_SYNC_MS");
         let schema = self.options.schema.clone();
         let mut client = self.control.lock().unwrap();
         let mut tx = client.transaction().map_err(|e| pg_error("syncing", e))?;

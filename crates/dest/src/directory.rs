@@ -503,7 +503,8 @@ fn finish_switch(dir: &Path) -> io::Result<bool> {
             }
             _ => fs::rename(&from, &to)?,
         }
-        pause_for_tests("FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS");
+        // A fault test kills a run here.
+        fbunload_exec::pause_for_tests("FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS");
     }
     sync_dir(dir);
     remove_old_files(dir, &plan.removes)?;
@@ -535,21 +536,9 @@ fn retire_switch_dir(dir: &Path) -> io::Result<()> {
     ));
     fs::rename(dir.join(SWITCH_DIR), &retired)?;
     sync_dir(dir);
-    pause_for_tests("FBUNLOAD_TEST_PAUSE_AFTER_SWITCH_MS");
+    // A fault test kills a run here, before the renamed directory is removed.
+    fbunload_exec::pause_for_tests("FBUNLOAD_TEST_PAUSE_AFTER_SWITCH_MS");
     fs::remove_dir_all(&retired)
-}
-
-/// Debug builds only: waits as many milliseconds as the environment
-/// variable `name` says, so that the fault tests can kill a run at that
-/// point of a switch: `FBUNLOAD_TEST_PAUSE_IN_SWITCH_MS` after each move,
-/// `FBUNLOAD_TEST_PAUSE_AFTER_SWITCH_MS` before the switch's directory,
-/// renamed, is removed.
-fn pause_for_tests(name: &str) {
-    if cfg!(debug_assertions) {
-        if let Some(ms) = std::env::var(name).ok().and_then(|ms| ms.parse().ok()) {
-            std::thread::sleep(std::time::Duration::from_millis(ms));
-        }
-    }
 }
 
 /// Finishes a switch an interrupted run left in `dir`, under the

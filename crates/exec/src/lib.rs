@@ -102,6 +102,18 @@ pub struct RunOptions {
 /// table), short beside hours of waiting.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(1800);
 
+/// Debug builds only: waits as many milliseconds as the environment
+/// variable `name` says, so that the fault tests can stop, kill or block
+/// a run at a point of a destination's own (a directory switch, a
+/// PostgreSQL build, publish or sync); each caller names its variable.
+pub fn pause_for_tests(name: &str) {
+    if cfg!(debug_assertions) {
+        if let Some(ms) = std::env::var(name).ok().and_then(|ms| ms.parse().ok()) {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+    }
+}
+
 /// The longest stall timeout accepted, in seconds: a year. Watches add
 /// their own margins to the limit, and no call should wait longer anyway.
 pub const MAX_STALL_TIMEOUT_SECS: u64 = 366 * 24 * 3600;
