@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::connect;
+use common::new_database;
 use fbunload_client::{Attachment, Client, Transaction, TransactionMode};
 use fbunload_plan::catalog::{int, query};
 use fbunload_plan::inventory::read_inventory;
@@ -41,19 +41,7 @@ fn rows_read(att: &Attachment, table: &str) -> i64 {
 fn schema_sql_and_the_inventory_read_the_catalog_s_columns_once_between_them() {
     let client = Client::load(None).expect("the embedded Firebird engine");
     let dir = tempfile::tempdir().unwrap();
-    let path = dir
-        .path()
-        .join("columns.fdb")
-        .to_string_lossy()
-        .into_owned();
-    drop(
-        Attachment::create_database(
-            &client,
-            &format!("CREATE DATABASE '{path}' USER 'SYSDBA' PASSWORD 'masterkey'"),
-        )
-        .unwrap(),
-    );
-    let att = connect(&client, &path);
+    let (_, att) = new_database(&client, dir.path(), "columns.fdb");
     let tr = att.start_transaction(TransactionMode::ReadWrite).unwrap();
     tr.execute("CREATE TABLE T00 (ID INTEGER)").unwrap();
     tr.execute("CREATE VIEW V AS SELECT ID FROM T00").unwrap();

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::connect;
+use common::{connect, new_database};
 use fbunload_client::{Attachment, Client, Transaction, TransactionMode};
 use fbunload_plan::incremental::{read_commit_number, read_unseen, Around};
 
@@ -34,15 +34,7 @@ fn commit_number(tr: &Transaction, number: u64) -> i64 {
 fn a_transaction_with_commit_number_1_is_seen_and_an_active_one_unseen() {
     let client = Client::load(None).expect("the embedded Firebird engine");
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("unseen.fdb").to_string_lossy().into_owned();
-    drop(
-        Attachment::create_database(
-            &client,
-            &format!("CREATE DATABASE '{path}' USER 'SYSDBA' PASSWORD 'masterkey'"),
-        )
-        .unwrap(),
-    );
-    let att = connect(&client, &path);
+    let (path, att) = new_database(&client, dir.path(), "unseen.fdb");
     committed_write(&att, "CREATE TABLE T (N INTEGER)");
     let first = committed_write(&att, "INSERT INTO T VALUES (1)");
     let last = committed_write(&att, "INSERT INTO T VALUES (2)");
